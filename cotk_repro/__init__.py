@@ -1,0 +1,17 @@
+"""cotk-repro: fast development and fair evaluation of text generation.
+
+Hashed metrics and dataloaders, immutable run records, publish and one-command
+reproduce. See the README and SPEC for the contracts.
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "save_result"]
+
+
+def __getattr__(name):  # lazy: keep `import cotk_repro` cheap for the CLI start-up
+    if name == "save_result":
+        from .results import save_result
+
+        return save_result
+    raise AttributeError(name)

@@ -1,0 +1,1 @@
+"""Capturing the code (git) and the environment (packages, platform) of a run."""

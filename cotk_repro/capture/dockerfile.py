@@ -1,0 +1,27 @@
+"""The Dockerfile of a run, rendered from ``templates/Dockerfile.j2``."""
+
+from __future__ import annotations
+
+import json
+
+from .. import __version__
+from ..canonical import sha256_hex
+from ..templating import render
+
+
+def default_base_image(python_major_minor: str) -> str:
+    return f"python:{python_major_minor}-slim"
+
+
+def render_dockerfile(*, python_major_minor: str, entry: str, args: list[str], cwd: str,
+                      base_image: str | None = None) -> tuple[str, str]:
+    """Return (Dockerfile text, its sha256 hex)."""
+    text = render(
+        "Dockerfile.j2",
+        cotk_repro_version=__version__,
+        python_version=python_major_minor,
+        base_image=base_image or default_base_image(python_major_minor),
+        cwd=cwd,
+        entrypoint_json=json.dumps(["python", entry, *args]),
+    )
+    return text, sha256_hex(text)

@@ -1,0 +1,194 @@
+"""Core commands: init, run, runs, show, diff, plugins. Parsing and rendering only."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from ..errors import EXIT_NEGATIVE, CotkError
+from . import app, output
+
+
+def _store_here():
+    from ..capture.git import open_repo
+    from ..records import RunStore
+
+    repo = open_repo(Path.cwd())
+    return RunStore(Path(repo.working_tree_dir))
+
+
+def _results_rows(results: dict[str, Any]) -> list[list[Any]]:
+    return [[name, output.fmt_value(r.get("value")), output.fmt_hash(r.get("hash")), r.get("signature") or ""]
+            for name, r in results.items()]
+
+
+@app.command()
+def init(
+    directory: Path = typer.Argument(Path("."), help="Folder to scaffold (created when missing)."),
+    task: str = typer.Option("language-generation", "--task", help="Task name, used to file results on the dashboard."),
+    template: str = typer.Option("minimal", "--template", help="Project template (see templates/project/)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite files that already exist."),
+) -> None:
+    """Scaffold a project: cotk-repro.toml, an entry script, .gitignore, and `git init` when needed."""
+    from ..scaffold import scaffold
+
+    written = scaffold(directory, task=task, template=template, force=force)
+    for path in written:
+        output.info(f"wrote {os.path.relpath(path)}")
+    output.info("next: git add -A && git commit -m start && cotk-repro run")
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
+def run(
+    entry: Optional[str] = typer.Option(None, "--entry", help="Entry script (default: run.entry in cotk-repro.toml, else main.py)."),
+    result: Optional[str] = typer.Option(None, "--result", help="Result file the entry writes (default: result.json)."),
+    allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Run with uncommitted changes; the record is marked dirty."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not echo the entry's output (still logged)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the record as JSON on stdout."),
+    args: Optional[List[str]] = typer.Argument(None, help="Arguments for the entry, after `--`."),
+) -> None:
+    """Capture code and environment, run the entry script, validate its result file, write a record."""
+    from ..runner import execute
+
+    outcome = execute(entry=entry, args=list(args or []), result=result, allow_dirty=allow_dirty,
+                      echo=not (quiet or json_out))
+    record = outcome.record
+    if outcome.error is not None:
+        output.info(f"recorded as {record['status']}: {record['id']}")
+        raise outcome.error
+    if json_out:
+        output.print_json(record)
+        return
+    output.console.print(f"record {record['id']}")
+    output.console.print(output.table("results", ["metric", "value", "hash", "signature"], _results_rows(record["results"])))
+    if record["code"]["dirty"]:
+        output.warn("the work tree was dirty: this record is marked dirty and cannot be reproduced exactly")
+
+
+@app.command()
+def runs(
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable list on stdout."),
+    all_: bool = typer.Option(True, "--all/--ok-only", help="Include failed and interrupted runs."),
+) -> None:
+    """List the local records of this project, newest first."""
+    store = _store_here()
+    records = [r for r in store.all() if all_ or r.get("status") == "ok"]
+    if json_out:
+        output.print_json([
+            {"id": r["id"], "status": r.get("status"), "started_at": r["command"].get("started_at"),
+             "entry": r["command"].get("entry"), "commit": r["code"].get("commit"), "dirty": r["code"].get("dirty"),
+             "results": {k: v.get("value") for k, v in r.get("results", {}).items()}}
+            for r in records])
+        return
+    if not records:
+        output.info("no records yet; run `cotk-repro run`")
+        return
+    rows = [[r["id"].removeprefix("sha256:")[:12], r.get("status"), r["command"].get("started_at"),
+             r["command"].get("entry"), (r["code"].get("commit") or "")[:8] + (" (dirty)" if r["code"].get("dirty") else ""),
+             ", ".join(f"{k}={output.fmt_value(v.get('value'))}" for k, v in r.get("results", {}).items())]
+            for r in records]
+    output.console.print(output.table("runs", ["id", "status", "started", "entry", "commit", "results"], rows))
+
+
+@app.command()
+def show(
+    record_id: str = typer.Argument("latest", metavar="ID", help="Record id, unique prefix, or `latest`."),
+    json_out: bool = typer.Option(False, "--json", help="The whole record as JSON on stdout."),
+) -> None:
+    """Show one local record."""
+    r = _store_here().get(record_id)
+    if json_out:
+        output.print_json(r)
+        return
+    code, env, cmd = r["code"], r["environment"], r["command"]
+    lines = [
+        f"id        {r['id']}",
+        f"status    {r['status']}" + (f" ({r['error']})" if r.get("error") else ""),
+        f"project   {r['project'].get('name')}  task={r['project'].get('task') or '-'}  dataset={r['project'].get('dataset') or '-'}",
+        f"code      {code.get('commit')} on {code.get('branch') or '(detached)'}" + ("  DIRTY" if code.get("dirty") else ""),
+        f"remote    {code.get('remote_url') or '-'}",
+        f"python    {env['python']['implementation']} {env['python']['version']} on {env['platform']['system']}/{env['platform']['machine']}",
+        f"packages  {len(env.get('packages', []))} distributions; plugins: "
+        + ", ".join(f"{p['name']} {p['version']}" for p in env.get("plugins", [])),
+        f"command   python {cmd['entry']} {' '.join(cmd.get('args', []))}  (in {cmd.get('cwd')}, exit {cmd.get('exit_status')}, {cmd.get('duration_s')} s)",
+        f"started   {cmd.get('started_at')}",
+        f"docker    Dockerfile sha256 {env.get('dockerfile_sha256', '')[:16]}",
+    ]
+    for line in lines:
+        output.console.print(line, markup=False)
+    if r.get("results"):
+        output.console.print(output.table("results", ["metric", "value", "hash", "signature"], _results_rows(r["results"])))
+    if r.get("data"):
+        output.console.print(output.table("data hash codes", ["hash", "value"], [[k, v] for k, v in r["data"].items()]))
+
+
+def render_verdicts(rows, verdict: str, title: str = "verdict") -> None:
+    styles = {"reproduced": "green", "differs": "red", "not comparable": "yellow", "missing": "red",
+              "unverifiable": "cyan", "extra": "dim"}
+    t = output.table(title, ["metric", "verdict", "published", "rerun", "|diff|", "hash"], [])
+    for r in rows:
+        same_hash = "same" if r.a_hash and r.a_hash == r.b_hash else ("different" if r.a_hash and r.b_hash else "-")
+        t.add_row(r.metric, f"[{styles.get(r.verdict, '')}]{r.verdict}[/]", output.fmt_value(r.a_value),
+                  output.fmt_value(r.b_value), output.fmt_value(r.abs_diff), same_hash)
+    output.console.print(t)
+    output.console.print(f"[bold]{verdict}[/bold]")
+
+
+@app.command()
+def diff(
+    a: str = typer.Argument(..., help="Reference: record id/prefix/`latest`, a record or result JSON file, or a URL."),
+    b: str = typer.Argument(..., help="Candidate, same forms as A."),
+    rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance (default: config, else 1e-6)."),
+    atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance (default: config, else 1e-12)."),
+    json_out: bool = typer.Option(False, "--json", help="Verdicts as JSON on stdout."),
+) -> None:
+    """Compare two records metric by metric. Exit 1 when a metric differs, is not comparable or is missing."""
+    from ..config import load_config
+    from ..diffing import compare_results, environment_differences, overall
+    from ..locate import load_document
+
+    try:
+        store = _store_here()
+        config = load_config(store.root)
+    except CotkError:
+        store, config = None, load_config(Path.cwd())
+    doc_a = load_document(a, store)
+    doc_b = load_document(b, store)
+    rows = compare_results(doc_a["results"], doc_b["results"], lambda m: config.tolerance(m, rtol, atol))
+    verdict = overall(rows)
+    env_diff = []
+    if "environment" in doc_a and "environment" in doc_b:
+        env_diff = environment_differences(doc_a["environment"], doc_b["environment"])
+    if json_out:
+        output.print_json({"verdict": verdict, "a": doc_a.get("id"), "b": doc_b.get("id"),
+                           "metrics": [r.as_dict() for r in rows], "environment_differences": env_diff})
+    else:
+        render_verdicts(rows, verdict)
+        if env_diff:
+            shown = ", ".join(f"{d['what']} {d['a']} -> {d['b']}" for d in env_diff[:8])
+            output.console.print(f"environment differs: {shown}" + (" ..." if len(env_diff) > 8 else ""), markup=False)
+    if verdict != "reproduced":
+        raise typer.Exit(EXIT_NEGATIVE)
+
+
+@app.command("plugins")
+def plugins_cmd(json_out: bool = typer.Option(False, "--json", help="Machine-readable list on stdout.")) -> None:
+    """Every plugin with its version, what it registers, and whether it is broken."""
+    from ..errors import PluginError
+    from ..plugins import get_plugins
+
+    p = get_plugins()
+    conflicts = p.conflicts()
+    infos = sorted(p.infos.values(), key=lambda i: (not i.builtin, i.name))
+    if json_out:
+        output.print_json({"plugins": [i.as_dict() for i in infos], "conflicts": conflicts})
+    else:
+        rows = [[i.name, i.version, "built-in" if i.builtin else "entry point",
+                 "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(i.registers.items())),
+                 "BROKEN: " + i.error if i.error else "ok"] for i in infos]
+        output.console.print(output.table("plugins", ["plugin", "version", "source", "registers", "status"], rows))
+    if conflicts:
+        raise PluginError(conflicts[0] + (f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""))

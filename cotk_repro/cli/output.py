@@ -1,0 +1,84 @@
+"""Rendering for the command line: consoles, errors, JSON, tables, progress."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+_state = {"debug": os.environ.get("COTK_REPRO_DEBUG", "") not in ("", "0")}
+
+
+def set_debug(value: bool) -> None:
+    _state["debug"] = _state["debug"] or value
+
+
+def debug_enabled() -> bool:
+    return _state["debug"]
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def error(message: str, hint: str | None = None, log: str | None = None) -> None:
+    if log:
+        err_console.print(log.rstrip(), markup=False, highlight=False)
+    text = f"Error: {message}"
+    if hint:
+        text += f" ({hint})"
+    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def warn(message: str) -> None:
+    err_console.print(f"Warning: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+def info(message: str) -> None:
+    """Progress chatter: to stderr, so that stdout stays clean for --json."""
+    err_console.print(message, markup=False, highlight=False, soft_wrap=True)
+
+
+def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
+    t = Table(title=title, show_lines=False)
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(*["" if v is None else str(v) for v in r])
+    return t
+
+
+def fmt_value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return "" if v is None else str(v)
+
+
+def fmt_hash(h: str | None, n: int = 12) -> str:
+    return h[:n] if h else "unverifiable"
+
+
+@contextmanager
+def progress(description: str, total: float | None = None) -> Iterator[Any]:
+    """A progress bar on a terminal; silent (but still usable) elsewhere.
+
+    Yields an ``advance(n=1)`` callable.
+    """
+    if not err_console.is_terminal:
+        yield lambda n=1: None
+        return
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n=1: bar.advance(task, n)

@@ -1,0 +1,78 @@
+"""The plugin hooks of cotk-repro (pluggy project name ``cotk_repro``).
+
+Every component that evaluates (tokenizers, dataloaders, metrics, generators) or
+executes and publishes (runtimes, publish targets) is registered through one of
+these hooks. Built-in components register through the same hooks as third-party
+plugins (see :mod:`cotk_repro.plugins`). A plugin is a module or object with
+functions decorated by :data:`hookimpl`, exposed through the entry-point group
+``cotk_repro``::
+
+    [project.entry-points.cotk_repro]
+    my_plugin = "my_package.plugin"
+
+Each ``register_*`` hook receives a ``register(name, component)`` callable.
+``name`` is the name users type on the command line; the same name registered
+twice (by any plugins) is an error naming both plugins.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("cotk_repro")
+hookimpl = pluggy.HookimplMarker("cotk_repro")
+
+
+@hookspec
+def register_tokenizers(register):
+    """Register tokenizers: ``register(name, factory)``.
+
+    ``factory(**options)`` returns an object with ``tokenize(text) -> list[str]``,
+    ``detokenize(tokens) -> str`` and a ``settings`` dict that goes into the
+    setting hash.
+    """
+
+
+@hookspec
+def register_dataloaders(register):
+    """Register dataloaders: ``register(name, factory)``.
+
+    ``factory(path, **options)`` loads a dataset folder and returns a dataloader
+    with ``hash_codes`` (raw data, data, vocab, setting, general).
+    """
+
+
+@hookspec
+def register_metrics(register):
+    """Register metrics: ``register(name, factory)``.
+
+    ``factory(**options)`` returns a metric with ``name``, ``version``,
+    ``forward(batch)`` and ``close() -> {"<name>": value, "<name> hashvalue": hash}``.
+    """
+
+
+@hookspec
+def register_runtimes(register):
+    """Register runtimes that rerun a recorded entry: ``register(name, factory)``.
+
+    Built-ins: ``docker``, ``venv``, ``local``.
+    """
+
+
+@hookspec
+def register_publish_targets(register):
+    """Register publish targets: ``register(name, factory)``. Built-ins: ``git``, ``dashboard``."""
+
+
+@hookspec
+def register_generators(register):
+    """Register text generators for ``cotk-repro compare``: ``register(name, factory)``.
+
+    ``factory(**settings)`` returns an object with ``name``, ``version``,
+    ``settings`` and ``generate(inputs: list[str]) -> list[str]``.
+    """
+
+
+@hookspec
+def register_commands(cli):
+    """Add commands to the command line. ``cli`` is the root Typer application."""

@@ -1,0 +1,223 @@
+"""The one plugin manager, the built-in plugins, and the registries built from them.
+
+Built-in plugin modules are registered with :meth:`pluggy.PluginManager.register`
+exactly like entry-point plugins. Set ``COTK_REPRO_BUILTINS_ONLY=1`` to skip
+entry-point plugins (tests, debugging). A plugin that fails to import, or whose
+hook raises, is recorded as *broken* and shown by ``cotk-repro plugins``; the
+rest keeps working.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pluggy
+
+from . import __version__, hookspecs
+from .errors import PluginError
+
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "cotk_repro.builtins.tokenizers",
+    "cotk_repro.builtins.dataloaders",
+    "cotk_repro.builtins.metrics",
+    "cotk_repro.builtins.runtimes",
+    "cotk_repro.builtins.publish_targets",
+    "cotk_repro.builtins.commands",
+)
+
+#: registry kind -> hook name
+KINDS: dict[str, str] = {
+    "tokenizer": "register_tokenizers",
+    "dataloader": "register_dataloaders",
+    "metric": "register_metrics",
+    "runtime": "register_runtimes",
+    "publish_target": "register_publish_targets",
+    "generator": "register_generators",
+}
+
+ENTRY_POINT_GROUP = "cotk_repro"
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    version: str
+    builtin: bool
+    module: str
+    error: str | None = None
+    registers: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def broken(self) -> bool:
+        return self.error is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "builtin": self.builtin,
+            "module": self.module,
+            "status": "broken" if self.broken else "ok",
+            "error": self.error,
+            "registers": self.registers,
+        }
+
+
+@dataclass
+class Component:
+    kind: str
+    name: str
+    obj: Any
+    plugin: str
+    plugin_version: str
+
+
+def builtins_only() -> bool:
+    return os.environ.get("COTK_REPRO_BUILTINS_ONLY", "").lower() in ("1", "true", "yes")
+
+
+class Plugins:
+    """The plugin manager with cotk-repro's bookkeeping: versions, broken plugins, registries."""
+
+    def __init__(self, load_entry_points: bool | None = None):
+        self.pm = pluggy.PluginManager("cotk_repro")
+        self.pm.add_hookspecs(hookspecs)
+        self.infos: dict[str, PluginInfo] = {}
+        self._registries: dict[str, dict[str, Component]] = {}
+        self._conflicts: dict[str, list[str]] = {}
+        for module_name in BUILTIN_PLUGINS:
+            module = importlib.import_module(module_name)
+            self._add(module, module_name, __version__, builtin=True, module_name=module_name)
+        if load_entry_points is None:
+            load_entry_points = not builtins_only()
+        if load_entry_points:
+            self._load_entry_points()
+
+    # -- loading -----------------------------------------------------------------
+    def _add(self, plugin: Any, name: str, version: str, *, builtin: bool, module_name: str) -> None:
+        info = PluginInfo(name=name, version=version, builtin=builtin, module=module_name)
+        try:
+            self.pm.register(plugin, name=name)
+        except Exception as exc:  # invalid hookimpl, duplicate registration, ...
+            info.error = f"{type(exc).__name__}: {exc}"
+        self.infos[name] = info
+
+    def _load_entry_points(self) -> None:
+        seen: set[str] = set()
+        for ep in md.entry_points(group=ENTRY_POINT_GROUP):
+            dist = getattr(ep, "dist", None)
+            name = dist.metadata["Name"] if dist is not None else ep.name
+            version = dist.version if dist is not None else "unknown"
+            key = f"{name}:{ep.name}" if name in seen else name
+            seen.add(name)
+            try:
+                plugin = ep.load()
+            except BaseException as exc:  # noqa: BLE001 - a plugin may fail any way it likes
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                self.infos[key] = PluginInfo(
+                    name=key, version=version, builtin=False, module=ep.value,
+                    error=f"failed to import {ep.value}: {type(exc).__name__}: {exc}",
+                )
+                continue
+            self._add(plugin, key, version, builtin=False, module_name=ep.value)
+
+    # -- registries --------------------------------------------------------------
+    def _call_each(self, hook_name: str, **kwargs_for: Callable[[str], Any]) -> None:
+        """Call one hook implementation at a time so each call is attributed to its plugin."""
+        caller = getattr(self.pm.hook, hook_name)
+        for impl in reversed(caller.get_hookimpls()):  # registration order
+            info = self.infos.get(impl.plugin_name)
+            if info is None or info.broken:
+                continue
+            kwargs = {arg: make(impl.plugin_name) for arg, make in kwargs_for.items() if arg in impl.argnames}
+            try:
+                impl.function(**kwargs)
+            except Exception as exc:  # noqa: BLE001
+                info.error = f"{hook_name} raised {type(exc).__name__}: {exc}"
+
+    def _build(self, kind: str) -> None:
+        registry: dict[str, Component] = {}
+        conflicts: list[str] = []
+
+        def make_register(plugin_name: str):
+            info = self.infos[plugin_name]
+
+            def register(name: str, component: Any) -> None:
+                if not isinstance(name, str) or not name:
+                    raise PluginError(f"plugin {plugin_name!r} registered a {kind} without a name")
+                if name in registry:
+                    other = registry[name].plugin
+                    conflicts.append(
+                        f"{kind} {name!r} is registered by two plugins: {other!r} and {plugin_name!r}"
+                    )
+                    return
+                registry[name] = Component(kind, name, component, plugin_name, info.version)
+                info.registers.setdefault(kind, []).append(name)
+
+            return register
+
+        self._call_each(KINDS[kind], register=make_register)
+        self._registries[kind] = registry
+        self._conflicts[kind] = conflicts
+
+    def registry(self, kind: str, *, strict: bool = True) -> dict[str, Component]:
+        """All components of ``kind`` by name. Raises on name clashes when ``strict``."""
+        if kind not in KINDS:
+            raise KeyError(kind)
+        if kind not in self._registries:
+            self._build(kind)
+        if strict and self._conflicts[kind]:
+            raise PluginError(self._conflicts[kind][0])
+        return self._registries[kind]
+
+    def get(self, kind: str, name: str) -> Component:
+        registry = self.registry(kind)
+        if name not in registry:
+            known = ", ".join(sorted(registry)) or "none"
+            raise PluginError(f"unknown {kind.replace('_', ' ')} {name!r}; registered: {known}")
+        return registry[name]
+
+    def conflicts(self) -> list[str]:
+        for kind in KINDS:
+            self.registry(kind, strict=False)
+        return [c for kind in KINDS for c in self._conflicts[kind]]
+
+    def add_commands(self, cli: Any) -> None:
+        self._call_each("register_commands", cli=lambda _name: cli)
+
+    def loaded(self) -> list[dict[str, str]]:
+        """(name, version) of every plugin that loaded, for records."""
+        return [
+            {"name": i.name, "version": i.version}
+            for i in sorted(self.infos.values(), key=lambda i: i.name)
+            if not i.broken
+        ]
+
+
+_PLUGINS: Plugins | None = None
+
+
+def get_plugins() -> Plugins:
+    global _PLUGINS
+    if _PLUGINS is None:
+        _PLUGINS = Plugins()
+    return _PLUGINS
+
+
+def reset_plugins() -> None:
+    """Forget the loaded plugins (tests that install or remove plugins)."""
+    global _PLUGINS
+    _PLUGINS = None
+
+
+def get_component(kind: str, name: str) -> Any:
+    return get_plugins().get(kind, name).obj
+
+
+def registry(kind: str) -> dict[str, Component]:
+    return get_plugins().registry(kind)

@@ -1,0 +1,37 @@
+"""Finding and rendering the files under ``templates/`` (Dockerfile, scaffold, pages).
+
+In a source checkout the templates are the top-level ``templates/`` folder; in a
+wheel they are shipped as ``cotk_repro/templates``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+_PKG = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=1)
+def templates_dir() -> Path:
+    for candidate in (_PKG / "templates", _PKG.parent / "templates"):
+        if (candidate / "Dockerfile.j2").is_file():
+            return candidate
+    raise FileNotFoundError("cotk-repro's templates folder is missing from this installation")
+
+
+@lru_cache(maxsize=1)
+def _env():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # Dockerfiles and scaffolds are not HTML; pages use their own env
+    )
+
+
+def render(name: str, **context: Any) -> str:
+    return _env().get_template(name).render(**context)

@@ -1,0 +1,125 @@
+"""Shared fixtures: real git projects, the CLI as a subprocess, shared data, services.
+
+Services are started by scripts/test.sh (the README's test command) and found here
+through environment variables; a test that needs a missing one skips with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("COTK_REPRO_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.invalid",
+    "GIT_COMMITTER_NAME": "Test Author",
+    "GIT_COMMITTER_EMAIL": "author@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_user_dirs(tmp_path_factory):
+    """Never touch the real user's config (tokens) or data; git identity for commits."""
+    base = tmp_path_factory.mktemp("userdirs")
+    saved = dict(os.environ)
+    os.environ.update(GIT_ENV)
+    os.environ["XDG_CONFIG_HOME"] = str(base / "config")
+    os.environ["XDG_DATA_HOME"] = str(base / "data")
+    os.environ.pop("COTK_REPRO_BUILTINS_ONLY", None)
+    os.environ.pop("GITHUB_TOKEN", None)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not (SHARED_DATA / "texygen" / "coco_test.txt").is_file():
+        pytest.skip(f"shared data not found at {SHARED_DATA} (set COTK_REPRO_SHARED_DATA)")
+    return SHARED_DATA
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def write_files(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def make_project(tmp_path):
+    """Create a git repository with ``files`` committed; returns its path."""
+    counter = {"n": 0}
+
+    def make(files: dict[str, str], *, name: str | None = None, commit: bool = True) -> Path:
+        counter["n"] += 1
+        root = tmp_path / (name or f"project{counter['n']}")
+        root.mkdir(parents=True)
+        git(root, "init", "-q", "-b", "main")
+        write_files(root, {".gitignore": ".cotk-repro/\nresult.json\n__pycache__/\n", **files})
+        if commit:
+            git(root, "add", "-A")
+            git(root, "commit", "-q", "-m", "start")
+        return root
+
+    return make
+
+
+class CLIResult:
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.returncode = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    def __repr__(self) -> str:
+        return f"<exit {self.returncode}\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}>"
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600,
+            python: str | None = None) -> CLIResult:
+    """Run ``python -m cotk_repro ARGS`` as a real subprocess (no terminal: no progress bars)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.run([python or sys.executable, "-m", "cotk_repro", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+    return CLIResult(proc)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+@pytest.fixture
+def pg_url() -> str:
+    url = os.environ.get("COTK_REPRO_TEST_PG_URL")
+    if not url:
+        pytest.skip("no PostgreSQL server: COTK_REPRO_TEST_PG_URL is unset (scripts/test.sh starts one)")
+    return url
+
+
+@pytest.fixture
+def docker_base_image() -> str:
+    image = os.environ.get("COTK_REPRO_TEST_BASE_IMAGE")
+    if not image:
+        pytest.skip("no Docker base image: COTK_REPRO_TEST_BASE_IMAGE is unset (scripts/test.sh builds one)")
+    return image
+
+
+@pytest.fixture
+def artifacts_dir() -> Path:
+    path = Path(os.environ.get("COTK_REPRO_TEST_ARTIFACTS", REPO_ROOT / "test-artifacts"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
