@@ -26,6 +26,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "cotk_repro.builtins.metrics",
     "cotk_repro.builtins.runtimes",
     "cotk_repro.builtins.publish_targets",
+    "cotk_repro.builtins.generators",
     "cotk_repro.builtins.commands",
 )
 
