@@ -36,7 +36,7 @@ SCHEMA: dict[str, Any] = {
         "network": bool,
         "tolerances": {"*": _TOL},
     },
-    "publish": {"remote": str, "records_ref": str, "push": bool},
+    "publish": {"remote": str, "records_ref": str, "push": bool, "github_api": str, "github_private": bool},
     "dashboard": {"url": str},
 }
 

@@ -131,7 +131,7 @@ class Plugins:
     def _call_each(self, hook_name: str, **kwargs_for: Callable[[str], Any]) -> None:
         """Call one hook implementation at a time so each call is attributed to its plugin."""
         caller = getattr(self.pm.hook, hook_name)
-        for impl in reversed(caller.get_hookimpls()):  # registration order
+        for impl in caller.get_hookimpls():  # registration order: built-ins first
             info = self.infos.get(impl.plugin_name)
             if info is None or info.broken:
                 continue

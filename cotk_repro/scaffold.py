@@ -43,18 +43,27 @@ def scaffold(directory: Path, *, task: str, template: str = "minimal", force: bo
     if existing and not force:
         shown = ", ".join(str(t) for t in existing)
         raise CotkError(f"{directory} already has {shown}; pass --force to overwrite")
-    directory.mkdir(parents=True, exist_ok=True)
+    if directory.exists() and not directory.is_dir():
+        raise CotkError(f"{directory} exists and is not a folder")
     context = {"name": name or directory.name, "task": task, "template": template}
-    written = []
+    root = templates_dir()
+    # render everything first: a template error must not leave a half-written project
+    contents: list[tuple[Path, bytes]] = []
     for src, rel in files:
-        target = directory / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        root = templates_dir()
         if src.name.endswith(".j2"):
-            target.write_text(render(src.relative_to(root).as_posix(), **context), encoding="utf-8")
+            data = render(src.relative_to(root).as_posix(), **context).encode("utf-8")
         else:
-            target.write_bytes(src.read_bytes())
-        written.append(target)
+            data = src.read_bytes()
+        contents.append((directory / rel, data))
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        for target, data in contents:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            written.append(target)
+    except OSError as exc:
+        raise CotkError(f"cannot write the project into {directory}: {exc.strerror}") from None
     if not _inside_git(directory):
         try:
             subprocess.run(["git", "init", "-q", str(directory)], check=True, capture_output=True)

@@ -33,5 +33,5 @@ def _env():
     )
 
 
-def render(name: str, **context: Any) -> str:
-    return _env().get_template(name).render(**context)
+def render(template_name: str, /, **context: Any) -> str:
+    return _env().get_template(template_name).render(**context)

@@ -1,8 +1,24 @@
-"""Built-in publish targets (filled in by their issue)."""
+"""Built-in publish targets: ``git`` (records ref + code on a remote) and ``dashboard`` (record upload).
+
+The factories import their implementation lazily so that loading the plugin stays cheap.
+"""
 
 from ..hookspecs import hookimpl
 
 
+def git_target():
+    from ..publish.targets import GitTarget
+
+    return GitTarget()
+
+
+def dashboard_target():
+    from ..publish.targets import DashboardTarget
+
+    return DashboardTarget()
+
+
 @hookimpl
 def register_publish_targets(register):
-    pass
+    register("git", git_target)
+    register("dashboard", dashboard_target)

@@ -1,9 +1,10 @@
-"""Git state of a project with GitPython: commit, branch, remote URL, dirty state."""
+"""Git state of a project: commit, branch, remote URL (credentials stripped), dirty state."""
 
 from __future__ import annotations
 
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -66,38 +67,93 @@ def open_repo(path: Path):
         ) from None
 
 
-def capture_git(path: Path) -> GitState:
-    repo = open_repo(path)
-    root = Path(repo.working_tree_dir)
+def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     try:
-        commit = repo.head.commit.hexsha
-    except ValueError:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                              env={**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"})
+    except FileNotFoundError:
+        raise CaptureError("git is not installed; cotk-repro needs git to record the code of a run") from None
+    except NotADirectoryError:
+        raise CaptureError(f"{cwd} is not a folder") from None
+    if check and proc.returncode != 0:
+        first = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        raise CaptureError(f"git {args[0]} failed in {cwd}: {first.removeprefix('fatal: ')}")
+    return proc
+
+
+def repo_root(path: Path) -> Path:
+    """The top folder of the git work tree holding ``path``; a clear error when there is none."""
+    path = Path(path)
+    proc = _git(path, "rev-parse", "--show-toplevel", check=False)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        if "not a git repository" in proc.stderr or not proc.stderr.strip():
+            raise CaptureError(
+                f"{path.resolve()} is not inside a git repository",
+                hint="run `git init` and commit your code, or `cotk-repro init` to scaffold a project",
+            )
+        first = proc.stderr.strip().splitlines()[-1].removeprefix("fatal: ")
+        raise CaptureError(f"cannot read the git repository at {path.resolve()}: {first}")
+    return Path(proc.stdout.strip())
+
+
+def _remote_config(root: Path) -> dict[str, str]:
+    proc = _git(root, "config", "-z", "--get-regexp", r"^(remote\..*\.url|branch\..*\.remote)$", check=False)
+    out: dict[str, str] = {}
+    for item in proc.stdout.split("\0"):
+        key, _, value = item.partition("\n")
+        if key:
+            out.setdefault(key, value)
+    return out
+
+
+def capture_git(path: Path) -> GitState:
+    """Commit, branch, remote URL (credentials stripped) and dirty files of the repository at ``path``.
+
+    Uses the git command line (one ``git status --porcelain=v2 --branch`` call for
+    the commit, branch and dirty state): importing GitPython alone costs more than
+    the whole capture, and ``cotk-repro run`` has a start-up budget.
+    """
+    root = repo_root(path)
+    status = _git(root, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal").stdout
+    commit = branch = None
+    dirty_files: list[str] = []
+    entries = status.split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if not entry:
+            continue
+        if entry.startswith("# branch.oid "):
+            oid = entry[len("# branch.oid "):]
+            commit = None if oid == "(initial)" else oid
+        elif entry.startswith("# branch.head "):
+            head = entry[len("# branch.head "):]
+            branch = None if head == "(detached)" else head
+        elif entry.startswith("#"):
+            continue
+        else:
+            kind = entry[0]
+            fields = {"1": 8, "2": 9, "u": 10}.get(kind)
+            name = entry.split(" ", fields)[-1] if fields else entry[2:]
+            if kind == "2":
+                i += 1  # a rename is followed by its original path
+            if ".cotk-repro" not in Path(name).parts:
+                dirty_files.append(name)
+    if commit is None:
         raise CaptureError(
             f"the git repository at {root} has no commits yet",
             hint="commit your code first: git add -A && git commit -m 'start'",
-        ) from None
-    branch = None if repo.head.is_detached else repo.active_branch.name
-    remote_name = None
-    if branch is not None:
-        tracking = repo.active_branch.tracking_branch()
-        if tracking is not None:
-            remote_name = tracking.remote_name
-    if remote_name is None and repo.remotes:
-        names = [r.name for r in repo.remotes]
-        remote_name = "origin" if "origin" in names else names[0]
-    remote_url = None
-    if remote_name is not None:
-        try:
-            remote_url = strip_credentials(repo.remote(remote_name).url)
-        except ValueError:
-            remote_url = None
-    # modified, staged or untracked-and-not-ignored files
-    status = repo.git.status("--porcelain", "--untracked-files=normal")
-    dirty_files = [
-        line[3:]
-        for line in status.splitlines()
-        if line.strip() and ".cotk-repro" not in Path(line[3:].strip('"')).parts
-    ]
+        )
+    config = _remote_config(root)
+    remote_name = config.get(f"branch.{branch}.remote") if branch else None
+    if remote_name == ".":  # tracking a local branch
+        remote_name = None
+    if remote_name is None:
+        names = [k[len("remote."):-len(".url")] for k in config if k.startswith("remote.") and k.endswith(".url")]
+        if names:
+            remote_name = "origin" if "origin" in names else names[0]
+    remote_url = strip_credentials(config.get(f"remote.{remote_name}.url")) if remote_name else None
     return GitState(
         root=root,
         commit=commit,

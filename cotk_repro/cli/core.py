@@ -13,11 +13,10 @@ from . import app, output
 
 
 def _store_here():
-    from ..capture.git import open_repo
+    from ..capture.git import repo_root
     from ..records import RunStore
 
-    repo = open_repo(Path.cwd())
-    return RunStore(Path(repo.working_tree_dir))
+    return RunStore(repo_root(Path.cwd()))
 
 
 def _results_rows(results: dict[str, Any]) -> list[list[Any]]:
@@ -118,7 +117,7 @@ def show(
         f"docker    Dockerfile sha256 {env.get('dockerfile_sha256', '')[:16]}",
     ]
     for line in lines:
-        output.console.print(line, markup=False)
+        output.console.print(line, markup=False, soft_wrap=True)
     if r.get("results"):
         output.console.print(output.table("results", ["metric", "value", "hash", "signature"], _results_rows(r["results"])))
     if r.get("data"):

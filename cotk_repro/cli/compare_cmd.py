@@ -1,0 +1,94 @@
+"""``cotk-repro compare CONFIG``: comparison reports over systems x datasets x metrics. Parsing and rendering only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from . import output
+
+
+def _cell_text(c: Any) -> str:
+    if c is None:
+        return ""
+    if c.error is not None:
+        return "failed"
+    text = f"{c.value:.4f}"
+    if c.rank is not None:
+        text += f" #{c.rank}"
+    if c.hash is None:
+        text += " (no hash)"
+    elif c.group != "A":
+        text += f" [{c.group}]"
+    return text
+
+
+def render_tables(result: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    columns = result.all_columns()
+    for d in result.datasets:
+        t = Table(title=Text(f"dataset {d}"), show_lines=False)
+        t.add_column("system", overflow="fold")
+        for c in columns:
+            t.add_column(Text(c), overflow="fold", justify="right")
+        for s in result.systems:
+            t.add_row(Text(s), *[Text(_cell_text(result.cell(s, d, c))) for c in columns])
+        output.console.print(t)
+    flagged = [c for c in result.cells if c.flag and c.error is None]
+    if flagged:
+        output.console.print(Text("[B], [C]...: hash differs from the column's main group A: not ranked together; "
+                                  "#n: rank within its group"))
+        for c in flagged:
+            output.console.print(Text(f"  {c.system} / {c.dataset} / {c.column}: {c.flag}"))
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("compare")
+    def compare(
+        config: Path = typer.Argument(..., metavar="CONFIG", help="The benchmark config (TOML): datasets, systems, "
+                                      "metrics, text formats; see docs/compare.md."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the report (default: report.out in "
+                                           "the config, else reports/ beside it)."),
+        jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes evaluating "
+                                           "(system, dataset, metric) tasks in parallel (default: report.jobs, else "
+                                           "the number of CPUs); 1 runs everything in this process."),
+        open_report: bool = typer.Option(False, "--open", help="Open report.html in the web browser when done."),
+        json_out: bool = typer.Option(False, "--json", help="Print the whole result (cells with values, hashes, "
+                                      "groups, ranks, flags; failures; files) as JSON on stdout."),
+    ) -> None:
+        """Score many systems on many datasets with many metrics: CSV tables, bar charts and report.html.
+
+        Every value keeps its comparability hash; values whose hashes differ within one column are flagged and
+        never ranked together. Exit 1 when a system or metric failed (the report still holds everything else).
+        """
+        from ..compare import as_json, evaluate_config, load_config, write_report
+        from ..compare.engine import count_tasks
+
+        cfg = load_config(config, out=out, jobs=jobs)
+        output.info(f"comparing {len(cfg.systems)} systems on {len(cfg.datasets)} datasets with "
+                    f"{len(cfg.metrics)} metrics")
+        with output.progress("evaluating", total=count_tasks(cfg)) as advance:
+            result = evaluate_config(cfg, jobs=jobs, on_progress=lambda done, total: advance())
+        files = write_report(result)
+        if json_out:
+            output.print_json(as_json(result, files))
+        else:
+            render_tables(result)
+        for f in result.failures:
+            what = f"metric {f.metric}" if f.metric else "system"
+            output.warn(f"{what} failed for {f.system} on {f.dataset}: {f.message}")
+        output.info(f"report written to {cfg.out} ({len(files)} files, {result.wall_seconds:.1f} s)")
+        if open_report:
+            html = cfg.out / "report.html"
+            if html.is_file():
+                import webbrowser
+
+                webbrowser.open(html.resolve().as_uri())
+            else:
+                output.warn("no report.html was written (report.html = false in the config)")
+        if result.failures:
+            raise typer.Exit(1)

@@ -1,0 +1,74 @@
+"""``cotk-repro publish`` and ``cotk-repro login``: parsing and rendering; the work is in :mod:`cotk_repro.publish`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import output
+
+
+def _render_steps(steps) -> None:
+    rows = []
+    for s in steps:
+        where = s.get("url") or s.get("dashboard") or ""
+        detail = s.get("detail") or ""
+        if s.get("target") == "git":
+            detail = f"ref {s.get('ref')}; code {s.get('code')}" + (f"; GitHub repository {s['github']}" if s.get("github") else "")
+        rows.append([s.get("target"), s.get("status"), where, detail])
+    output.console.print(output.table("published", ["target", "status", "where", "detail"], rows))
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command()
+    def publish(
+        record_id: str = typer.Argument("latest", metavar="[ID]", help="Local record id, unique prefix, or `latest` (default)."),
+        remote: Optional[str] = typer.Option(None, "--remote", help="Git remote to push to (default: publish.remote in cotk-repro.toml, else origin)."),
+        dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard URL (default: dashboard.url in cotk-repro.toml, else the one you logged in to)."),
+        no_git: bool = typer.Option(False, "--no-git", help="Do not push to the git remote."),
+        no_dashboard: bool = typer.Option(False, "--no-dashboard", help="Do not upload to the dashboard."),
+        push: bool = typer.Option(False, "--push", help="Also push the recorded commit's branch when the remote does not have the commit yet."),
+        json_out: bool = typer.Option(False, "--json", help="Print the publish report as JSON on stdout."),
+    ) -> None:
+        """Push the record's commit and the record (records ref) to the git remote, and upload it to the dashboard.
+
+        Idempotent: publishing the same record again changes nothing. The local record is never modified.
+        """
+        from ..publish import PublishError
+        from ..publish.core import publish as do_publish
+
+        try:
+            report = do_publish(Path.cwd(), record_id, remote=remote, dashboard=dashboard, use_git=not no_git,
+                                use_dashboard=not no_dashboard, push=True if push else None, on_status=output.info)
+        except PublishError as exc:
+            if exc.steps and not json_out:
+                _render_steps(exc.steps)
+            raise
+        for w in report["warnings"]:
+            output.warn(w)
+        if json_out:
+            output.print_json(report)
+            return
+        output.console.print(f"record {report['id']}", markup=False)
+        _render_steps(report["steps"])
+
+    @cli.command()
+    def login(
+        dashboard: str = typer.Option(..., "--dashboard", help="Dashboard URL, e.g. https://dash.example.org."),
+        token: str = typer.Option(..., "--token", help="Your token (from `cotk-repro dashboard add-user` on the server)."),
+        check: bool = typer.Option(True, "--check/--no-check", help="Check that the dashboard answers before saving."),
+    ) -> None:
+        """Store dashboard credentials in your user config (file mode 0600, never in a repository)."""
+        from .. import userconfig
+        from ..publish.dashboard import DashboardClient, DashboardError
+
+        url = userconfig.normalize_url(dashboard)
+        if check:
+            try:
+                DashboardClient(url, token, retries=1).health()
+            except DashboardError as exc:
+                output.warn(f"{exc.message}; saving the token anyway")
+        written = userconfig.set_dashboard_token(url, token)
+        output.info(f"saved the token for {url} in {written}")

@@ -1,0 +1,322 @@
+"""Evaluate every (system, dataset, metric) of a compare config, in parallel.
+
+Each metric evaluation is one task run in a worker process (``jobs`` of them;
+``jobs=1`` runs in this process). Generator systems first produce (or reuse from
+the cache) their outputs, then their metric tasks are queued. A failing
+generator, unreadable sample file or raising metric becomes a failure entry in
+the result and never stops the other tasks.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import CotkError
+from .config import CompareConfig, MetricSpec, SystemSpec
+from .textfmt import TextFormat, read_gold, read_texts
+
+HASH_SUFFIX = " hashvalue"
+SIGNATURE_SUFFIX = " signature"
+
+
+@dataclass
+class Cell:
+    """One number of the report: a system's value of one metric column on one dataset."""
+
+    system: str
+    dataset: str
+    column: str
+    metric: str  # the [[metric]] label
+    key: str | None  # the key in the metric's result dict
+    value: float | None = None
+    hash: str | None = None
+    signature: str | None = None
+    error: str | None = None
+    #: filled by the report: comparability group letter (A = the column's main group), rank, flag
+    group: str | None = None
+    rank: int | None = None
+    flag: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("system", "dataset", "metric", "column", "key", "value", "hash",
+                                              "signature", "group", "rank", "flag", "error")}
+
+
+@dataclass
+class Failure:
+    system: str
+    dataset: str
+    metric: str | None  # None: the system failed (generation or reading), every metric of it is missing
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"system": self.system, "dataset": self.dataset, "metric": self.metric, "error": self.message}
+
+
+@dataclass
+class CompareResult:
+    config: CompareConfig
+    cells: list[Cell] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    #: metric label -> its report columns, in order
+    columns: dict[str, list[str]] = field(default_factory=dict)
+    #: metric label -> seconds spent in its tasks (summed over systems and datasets)
+    seconds: dict[str, float] = field(default_factory=dict)
+    #: (system, dataset) -> "cache" or "generated" for generator systems
+    generated: dict[tuple[str, str], str] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+
+    @property
+    def systems(self) -> list[str]:
+        return [s.name for s in self.config.systems]
+
+    @property
+    def datasets(self) -> list[str]:
+        return [d.name for d in self.config.datasets]
+
+    def all_columns(self) -> list[str]:
+        return [c for m in self.config.metrics for c in self.columns.get(m.label, [])]
+
+    def metric_of_column(self, column: str) -> MetricSpec:
+        for m in self.config.metrics:
+            if column in self.columns.get(m.label, []):
+                return m
+        raise KeyError(column)
+
+    def cell(self, system: str, dataset: str, column: str) -> Cell | None:
+        return self._index().get((system, dataset, column))
+
+    def _index(self) -> dict[tuple[str, str, str], Cell]:
+        idx = getattr(self, "_idx", None)
+        if idx is None or len(idx) != len(self.cells):
+            idx = {(c.system, c.dataset, c.column): c for c in self.cells}
+            self._idx = idx
+        return idx
+
+
+# -- the work of one task (runs in a worker process) ------------------------------
+
+def _call_metric(name: str, options: dict[str, Any], hypotheses: list[str], references: Any) -> dict[str, Any]:
+    try:
+        from ..metrics import evaluate  # type: ignore[attr-defined]
+    except ImportError:
+        evaluate = None
+    if evaluate is not None:
+        return evaluate([(name, options)], hypotheses, references)
+    from ..plugins import get_component
+
+    return get_component("metric", name)(**options).compute(hypotheses, references)
+
+
+def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Compute one metric for one (system, dataset); returns parsed values and the time taken."""
+    start = time.perf_counter()
+    hyp_fmt = TextFormat.from_dict(task["hyp_format"])
+    hyps = read_texts(Path(task["hyps"]), hyp_fmt)
+    refs: Any = None
+    mode = task["references"]
+    if mode != "none":
+        gold = read_gold(Path(task["gold"]), TextFormat.from_dict(task["gold_format"]))
+        if mode == "aligned":
+            if len(gold) != len(hyps):
+                raise CotkError(f"{len(hyps)} samples but {len(gold)} gold lines")
+            refs = gold
+        else:  # the whole gold set, every reference of every line
+            refs = [r for refs_of_line in gold for r in refs_of_line]
+    raw = _call_metric(task["metric"], task["options"], hyps, refs)
+    values = parse_result(raw)
+    if task.get("keys"):
+        missing = [k for k in task["keys"] if k not in values]
+        if missing:
+            raise CotkError(f"the metric returned no {', '.join(map(repr, missing))} "
+                            f"(it returned {', '.join(map(repr, values)) or 'nothing'})")
+        values = {k: values[k] for k in task["keys"]}
+    return {"values": values, "seconds": time.perf_counter() - start}
+
+
+def parse_result(raw: Any) -> dict[str, dict[str, Any]]:
+    """A CoTK-style result dict -> ``{key: {"value", "hash", "signature"}}`` (finite numbers only)."""
+    if not isinstance(raw, dict):
+        raise CotkError(f"the metric returned a {type(raw).__name__}, not a dict")
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in raw.items():
+        if key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX):
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue  # non-numeric extras (e.g. per-sentence lists) are not report cells
+        if not math.isfinite(value):
+            raise CotkError(f"the metric returned a non-finite value for {key!r}: {value!r}")
+        h = raw.get(key + HASH_SUFFIX)
+        sig = raw.get(key + SIGNATURE_SUFFIX)
+        out[key] = {"value": float(value), "hash": h if isinstance(h, str) else None,
+                    "signature": sig if isinstance(sig, str) else None}
+    if not out:
+        raise CotkError("the metric returned no numeric value")
+    return out
+
+
+def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
+    from .generate import generate_cached
+
+    start = time.perf_counter()
+    path, reused = generate_cached(task["generator"], task["settings"], Path(task["inputs"]), Path(task["cache"]))
+    return {"path": str(path), "reused": reused, "seconds": time.perf_counter() - start}
+
+
+# -- scheduling ----------------------------------------------------------------------
+
+class _Inline:
+    """A stand-in executor that runs each task at submit time (jobs=1)."""
+
+    def submit(self, fn, *args):
+        fut: Future = Future()
+        try:
+            fut.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            fut.set_exception(exc)
+        return fut
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+def _mp_context():
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, CotkError):
+        return exc.message
+    if isinstance(exc, BrokenProcessPool):
+        return "the worker process died (out of memory or killed)"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _metric_task(cfg: CompareConfig, sysm: SystemSpec, dataset: str, m: MetricSpec, hyps: Path) -> dict[str, Any]:
+    ds = next(d for d in cfg.datasets if d.name == dataset)
+    return {
+        "hyps": str(hyps), "hyp_format": sysm.formats[dataset].as_dict(),
+        "gold": str(ds.gold), "gold_format": ds.gold_format.as_dict(),
+        "references": m.references, "metric": m.name, "options": m.options,
+        "keys": list(m.keys) if m.keys else None,
+    }
+
+
+# rough relative costs so the slowest tasks start first (better packing on few cores)
+_COST = {"fw-bw-bleu": 6, "self-bleu": 4, "fw-rv-ppl": 6, "meteor": 5, "bleu": 2, "rouge": 3, "nist": 2}
+
+
+def count_tasks(cfg: CompareConfig) -> int:
+    """How many progress steps :func:`evaluate_config` reports (metric tasks plus generations)."""
+    total = sum(len(s.datasets) for s in cfg.systems) * len(cfg.metrics)
+    return total + sum(len(s.datasets) for s in cfg.systems if s.generator)
+
+
+def evaluate_config(cfg: CompareConfig, *, jobs: int | None = None,
+                    on_progress: Callable[[int, int], None] | None = None) -> CompareResult:
+    """Run every task of ``cfg``; never raises for a failing system or metric (see ``failures``)."""
+    started = time.perf_counter()
+    result = CompareResult(config=cfg)
+    for m in cfg.metrics:
+        result.seconds[m.label] = 0.0
+        result.columns[m.label] = []
+    total = count_tasks(cfg)
+    done = 0
+    jobs = jobs or cfg.jobs or min(os.cpu_count() or 1, max(1, total))
+    executor: Any = _Inline() if jobs <= 1 else ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context())
+    pending: dict[Future, tuple] = {}
+    values: dict[tuple[str, str, str], dict[str, Any]] = {}
+    errors: dict[tuple[str, str, str], str] = {}
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if on_progress is not None:
+            on_progress(done, total)
+
+    def queue_metrics(sysm: SystemSpec, dataset: str, hyps: Path) -> None:
+        for m in sorted(cfg.metrics, key=lambda m: -_COST.get(m.name, 1)):
+            fut = executor.submit(run_metric_task, _metric_task(cfg, sysm, dataset, m, hyps))
+            pending[fut] = ("metric", sysm, dataset, m)
+
+    try:
+        for sysm in cfg.systems:
+            for dataset in sysm.datasets:
+                if sysm.generator:
+                    ds = next(d for d in cfg.datasets if d.name == dataset)
+                    fut = executor.submit(run_generate_task, {
+                        "generator": sysm.generator, "settings": sysm.settings,
+                        "inputs": str(ds.inputs), "cache": str(cfg.cache)})
+                    pending[fut] = ("generate", sysm, dataset, None)
+        for sysm in sorted(cfg.systems, key=lambda s: s.generator is not None):
+            if not sysm.generator:
+                for dataset in sysm.datasets:
+                    queue_metrics(sysm, dataset, sysm.samples[dataset])
+        while pending:
+            finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for fut in finished:
+                kind, sysm, dataset, m = pending.pop(fut)
+                exc = fut.exception()
+                if kind == "generate":
+                    if exc is not None:
+                        result.failures.append(Failure(sysm.name, dataset, None, _message(exc)))
+                        for mm in cfg.metrics:
+                            errors[(sysm.name, dataset, mm.label)] = "no samples: the generator failed"
+                            tick()
+                    else:
+                        out = fut.result()
+                        result.generated[(sysm.name, dataset)] = "cache" if out["reused"] else "generated"
+                        queue_metrics(sysm, dataset, Path(out["path"]))
+                    tick()
+                    continue
+                if exc is not None:
+                    if os.environ.get("COTK_REPRO_DEBUG") and not isinstance(exc, CotkError):
+                        traceback.print_exception(exc)
+                    message = _message(exc)
+                    result.failures.append(Failure(sysm.name, dataset, m.label, message))
+                    errors[(sysm.name, dataset, m.label)] = message
+                else:
+                    out = fut.result()
+                    values[(sysm.name, dataset, m.label)] = out["values"]
+                    result.seconds[m.label] += out["seconds"]
+                tick()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+    # columns: the keys each metric returned (first seen order), else its declared keys, else its label
+    for m in cfg.metrics:
+        keys: list[str] = list(m.keys) if m.keys else []
+        if not keys:
+            for s in cfg.systems:
+                for d in s.datasets:
+                    for k in values.get((s.name, d, m.label), {}):
+                        if k not in keys:
+                            keys.append(k)
+        cols = [m.column(k, len(keys)) for k in keys] if keys else [m.label]
+        result.columns[m.label] = cols
+        for s in cfg.systems:
+            for d in s.datasets:
+                got = values.get((s.name, d, m.label))
+                err = errors.get((s.name, d, m.label))
+                for k, col in zip(keys or [None], cols):
+                    cell = Cell(system=s.name, dataset=d, column=col, metric=m.label, key=k)
+                    if got is not None and k in got:
+                        cell.value, cell.hash, cell.signature = got[k]["value"], got[k]["hash"], got[k]["signature"]
+                    else:
+                        cell.error = err or f"the metric returned no {k!r} for this system"
+                    result.cells.append(cell)
+    result.wall_seconds = time.perf_counter() - started
+    return result

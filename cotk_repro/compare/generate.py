@@ -1,0 +1,114 @@
+"""Generator systems: a registered generator turns a dataset's inputs into samples, cached on disk.
+
+The cache key is the SHA-256 of the canonical JSON of the generator's name,
+version and settings and the SHA-256 of the input file, so outputs are reused
+exactly when none of these changed. Inputs are streamed in batches (the
+generator's ``batch_size`` attribute, default 256; ``None`` = all inputs in one
+call, for generators that need the whole input, such as the n-gram sampler),
+and the output is written to a temporary file renamed into place, so an
+interrupted run never leaves a half cache entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ..canonical import hash_object
+from ..errors import CotkError
+from .textfmt import file_sha256, iter_lines
+
+DEFAULT_BATCH_SIZE = 256
+
+
+class GeneratorError(CotkError):
+    """A generator failed or returned something other than one output per input."""
+
+
+def _batches(items: Iterable[str], size: int | None) -> Iterator[list[str]]:
+    if size is None:
+        yield list(items)
+        return
+    batch: list[str] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def make_generator(name: str, settings: dict[str, Any]) -> Any:
+    from ..plugins import get_component
+
+    return get_component("generator", name)(**settings)
+
+
+def cache_key(generator: Any, registered_name: str, settings: dict[str, Any], input_sha256: str) -> dict[str, Any]:
+    """What identifies an output: generator name, version, settings, input hash."""
+    gen_settings = getattr(generator, "settings", None)
+    if not isinstance(gen_settings, dict):
+        gen_settings = settings
+    try:
+        hash_object(gen_settings)
+    except (TypeError, ValueError):
+        gen_settings = {k: repr(v) for k, v in sorted(gen_settings.items())}
+    return {
+        "generator": str(getattr(generator, "name", registered_name)),
+        "version": str(getattr(generator, "version", "")),
+        "settings": gen_settings,
+        "input_sha256": input_sha256,
+    }
+
+
+def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path, cache_dir: Path) -> tuple[Path, bool]:
+    """Outputs of ``generator_name`` on ``inputs``; returns (output file, reused from cache)."""
+    generator = make_generator(generator_name, settings)
+    key = cache_key(generator, generator_name, settings, file_sha256(inputs))
+    digest = hash_object(key)
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", key["generator"]) or "generator"
+    folder = Path(cache_dir) / safe
+    out = folder / f"{digest}.txt"
+    if out.is_file() and (folder / f"{digest}.json").is_file():
+        return out, True
+    folder.mkdir(parents=True, exist_ok=True)
+    batch_size = getattr(generator, "batch_size", DEFAULT_BATCH_SIZE)
+    fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=folder)
+    n_in = n_out = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            for batch in _batches(iter_lines(inputs), batch_size):
+                n_in += len(batch)
+                try:
+                    outputs = generator.generate(batch)
+                except CotkError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - any generator failure is reported, not fatal
+                    raise GeneratorError(f"generator {generator_name!r} failed: {type(exc).__name__}: {exc}") from None
+                outputs = list(outputs)
+                if len(outputs) != len(batch):
+                    raise GeneratorError(f"generator {generator_name!r} returned {len(outputs)} outputs "
+                                         f"for {len(batch)} inputs")
+                for text in outputs:
+                    if not isinstance(text, str):
+                        raise GeneratorError(f"generator {generator_name!r} returned a {type(text).__name__}, "
+                                             "not a string")
+                    fh.write(" ".join(text.splitlines()) + "\n")
+                    n_out += 1
+        meta = dict(key, lines=n_out)
+        meta_tmp = folder / f".{digest}.json.tmp"
+        meta_tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, out)
+        os.replace(meta_tmp, folder / f"{digest}.json")
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return out, False

@@ -1,0 +1,206 @@
+"""Comparability groups, rankings and the report files (CSV, JSON; charts and HTML elsewhere).
+
+Within one column of a table (one metric column on one dataset) values are
+comparable only when their hashes are equal. The largest group of equal hashes
+is group ``A`` (ties: the group of the first system in config order); other
+hashes get ``B``, ``C``... and their cells a flag. Ranks are computed inside a
+group only, so values of different groups are never ranked together. A value
+without a hash is *unverifiable*: flagged and not ranked.
+
+Files written to the report folder:
+
+* ``metric-<column>.csv``: rows systems, columns datasets (values);
+  ``metric-<column>-hashes.csv``: the same shape, each cell's hash;
+* ``corpus-<dataset>.csv``: rows systems, columns metric columns;
+  ``corpus-<dataset>-hashes.csv``: the same shape, hashes;
+* ``results.csv``: one row per cell with value, hash, signature, group, rank,
+  flag and error; ``results.json``: everything, machine-readable.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from .engine import Cell, CompareResult
+
+UNVERIFIABLE = "unverifiable"
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
+
+
+def fmt_number(v: float | None) -> str:
+    """Values in CSVs: shortest round-trip form (exact), empty for missing."""
+    return "" if v is None else repr(float(v))
+
+
+def analyze(result: CompareResult) -> None:
+    """Assign each cell its comparability group, rank within the group and flag."""
+    for column in result.all_columns():
+        metric = result.metric_of_column(column)
+        for dataset in result.datasets:
+            cells = [c for c in (result.cell(s, dataset, column) for s in result.systems) if c is not None]
+            analyze_column(cells, metric.higher_is_better)
+
+
+def analyze_column(cells: list[Cell], higher_is_better: bool) -> None:
+    ok = [c for c in cells if c.error is None and c.value is not None]
+    groups: dict[str, list[Cell]] = {}
+    for c in ok:
+        c.group = c.rank = c.flag = None
+        if c.hash is None:
+            c.flag = "unverifiable: the metric gave no hash, so this value is not ranked"
+            continue
+        groups.setdefault(c.hash, []).append(c)
+    order = sorted(groups, key=lambda h: (-len(groups[h]), ok.index(groups[h][0])))
+    main = order[0] if order else None
+    for i, h in enumerate(order):
+        letter = _letter(i)
+        members = groups[h]
+        for c in members:
+            c.group = letter
+            if h != main:
+                c.flag = (f"not comparable with group A: hash {h[:12]} differs from {main[:12]}; "
+                          f"ranked only within group {letter}")
+        ranked = sorted(members, key=lambda c: -c.value if higher_is_better else c.value)
+        prev, rank = None, 0
+        for pos, c in enumerate(ranked, 1):
+            if c.value != prev:
+                rank, prev = pos, c.value
+            c.rank = rank
+
+
+def _letter(i: int) -> str:
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = chr(65 + r) + s
+    return s
+
+
+def column_has_conflict(result: CompareResult, column: str, dataset: str) -> bool:
+    groups = {c.group for c in (result.cell(s, dataset, column) for s in result.systems) if c and c.group}
+    return len(groups) > 1
+
+
+def _hash_text(c: Cell | None) -> str:
+    if c is None:
+        return ""
+    if c.error is not None:
+        return "error"
+    return c.hash or UNVERIFIABLE
+
+
+def tables(result: CompareResult) -> dict[str, Any]:
+    """The wide tables as plain data: ``{"metric": {column: rows}, "corpus": {dataset: rows}}``."""
+    out: dict[str, Any] = {"metric": {}, "corpus": {}}
+    for column in result.all_columns():
+        out["metric"][column] = [[s] + [result.cell(s, d, column) for d in result.datasets] for s in result.systems]
+    for d in result.datasets:
+        out["corpus"][d] = [[s] + [result.cell(s, d, c) for c in result.all_columns()] for s in result.systems]
+    return out
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    _atomic_write(path, buf.getvalue())
+
+
+def _atomic_write(path: Path, text: str | bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    if isinstance(text, bytes):
+        tmp.write_bytes(text)
+    else:
+        tmp.write_text(text, encoding="utf-8", newline="\n")
+    os.replace(tmp, path)
+
+
+def write_csvs(result: CompareResult, out: Path) -> list[Path]:
+    written: list[Path] = []
+    t = tables(result)
+    for column, rows in t["metric"].items():
+        header = ["system"] + result.datasets
+        base = out / f"metric-{safe_name(column)}"
+        _write_csv(base.with_name(base.name + ".csv"), header,
+                   [[r[0]] + [fmt_number(c.value if c else None) for c in r[1:]] for r in rows])
+        _write_csv(base.with_name(base.name + "-hashes.csv"), header,
+                   [[r[0]] + [_hash_text(c) for c in r[1:]] for r in rows])
+        written += [base.with_name(base.name + ".csv"), base.with_name(base.name + "-hashes.csv")]
+    for dataset, rows in t["corpus"].items():
+        header = ["system"] + result.all_columns()
+        base = out / f"corpus-{safe_name(dataset)}"
+        _write_csv(base.with_name(base.name + ".csv"), header,
+                   [[r[0]] + [fmt_number(c.value if c else None) for c in r[1:]] for r in rows])
+        _write_csv(base.with_name(base.name + "-hashes.csv"), header,
+                   [[r[0]] + [_hash_text(c) for c in r[1:]] for r in rows])
+        written += [base.with_name(base.name + ".csv"), base.with_name(base.name + "-hashes.csv")]
+    long_header = ["system", "dataset", "metric", "column", "value", "hash", "signature", "group", "rank", "flag",
+                   "error"]
+    long_rows = []
+    for c in result.cells:
+        long_rows.append([c.system, c.dataset, c.metric, c.column, fmt_number(c.value), c.hash or "",
+                          c.signature or "", c.group or "", "" if c.rank is None else str(c.rank), c.flag or "",
+                          c.error or ""])
+    _write_csv(out / "results.csv", long_header, long_rows)
+    written.append(out / "results.csv")
+    return written
+
+
+def as_json(result: CompareResult, files: list[Path] | None = None) -> dict[str, Any]:
+    cfg = result.config
+    return {
+        "schema": "cotk-repro/compare-report",
+        "schema_version": 1,
+        "title": cfg.title,
+        "config": cfg.rel(cfg.path),
+        "datasets": [{"name": d.name, "gold": cfg.rel(d.gold), "gold_lines": d.gold_lines,
+                      "format": d.sample_format.as_dict()} for d in cfg.datasets],
+        "systems": [{"name": s.name,
+                     "generator": s.generator, "settings": s.settings if s.generator else None,
+                     "samples": {d: cfg.rel(p) for d, p in s.samples.items()}} for s in cfg.systems],
+        "metrics": [{"label": m.label, "name": m.name, "version": m.version, "options": m.options,
+                     "settings": m.settings, "references": m.references, "higher_is_better": m.higher_is_better,
+                     "columns": result.columns.get(m.label, [])} for m in cfg.metrics],
+        "cells": [c.as_dict() for c in result.cells],
+        "conflicts": [{"column": col, "dataset": d} for col in result.all_columns() for d in result.datasets
+                      if column_has_conflict(result, col, d)],
+        "failures": [f.as_dict() for f in result.failures],
+        "generated": [{"system": s, "dataset": d, "outputs": how} for (s, d), how in result.generated.items()],
+        "files": [Path(os.path.relpath(f, cfg.out)).as_posix() for f in (files or [])],
+    }
+
+
+def write_report(result: CompareResult, out: Path | None = None, *, charts: bool | None = None,
+                 html: bool | None = None) -> list[Path]:
+    """Write every report file into ``out`` (default: the config's). Returns the files written."""
+    cfg = result.config
+    out = Path(out or cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    analyze(result)
+    files = write_csvs(result, out)
+    chart_files: dict[str, Path] = {}
+    charts = cfg.charts if charts is None else charts
+    if charts:
+        from .charts import write_charts
+
+        chart_files = write_charts(result, out)
+        files += list(chart_files.values())
+    if cfg.html if html is None else html:
+        from .html import write_html
+
+        files.append(write_html(result, out, chart_files))
+    data = as_json(result, files + [out / "results.json"])
+    _atomic_write(out / "results.json", json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    files.append(out / "results.json")
+    return files

@@ -1,0 +1,194 @@
+"""Text-format descriptors and streaming readers for gold references, samples and inputs.
+
+A :class:`TextFormat` says how to turn one line of a file into the text the
+metrics see: tags to strip, whether the text is already tokenized (space
+separated) or must be tokenized with a registered tokenizer, a sentence
+separator inside a line, lowercasing, and (gold text files only) a separator
+between several references on one line. Every text reaching a metric is a
+single-space-joined token sequence, so gold and samples are treated alike.
+
+Files are read as streams, one line at a time: counting lines and hashing a file
+never holds it whole in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..errors import CotkError
+
+#: keys of a format descriptor and their types (for config validation)
+FORMAT_KEYS: dict[str, Any] = {
+    "tokenized": bool,
+    "tokenizer": str,
+    "strip_tags": list,
+    "strip_pattern": str,
+    "sentence_separator": str,
+    "sentence_joiner": str,
+    "reference_separator": str,
+    "lowercase": bool,
+}
+
+
+class DataError(CotkError):
+    """A gold, sample or input file is unreadable or malformed."""
+
+
+@dataclass(frozen=True)
+class TextFormat:
+    #: lines are already tokenized with spaces; when false, ``tokenizer`` tokenizes them
+    tokenized: bool = True
+    #: a registered tokenizer name, used only when ``tokenized`` is false
+    tokenizer: str = "nltk"
+    #: literal strings removed wherever they occur (e.g. ``<eos>``, ``<pad>``)
+    strip_tags: tuple[str, ...] = ()
+    #: a regular expression whose matches are removed (e.g. ``</?[a-z]+>`` for markup)
+    strip_pattern: str | None = None
+    #: a marker between sentences inside one line; replaced by ``sentence_joiner``
+    sentence_separator: str | None = None
+    sentence_joiner: str = " "
+    #: gold text files only: several references on one line, separated by this string
+    reference_separator: str | None = None
+    lowercase: bool = False
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], base: "TextFormat | None" = None) -> "TextFormat":
+        values = asdict(base) if base is not None else {}
+        for key, value in data.items():
+            values[key] = tuple(value) if key == "strip_tags" else value
+        return cls(**values)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["strip_tags"] = list(self.strip_tags)
+        return d
+
+
+@dataclass
+class Normalizer:
+    """Applies a :class:`TextFormat` to lines. Build with :func:`normalizer`."""
+
+    fmt: TextFormat
+    _pattern: re.Pattern | None = None
+    _tokenize: Callable[[str], list[str]] | None = field(default=None, repr=False)
+
+    def __call__(self, text: str) -> str:
+        fmt = self.fmt
+        for tag in fmt.strip_tags:
+            if tag:
+                text = text.replace(tag, " ")
+        if self._pattern is not None:
+            text = self._pattern.sub(" ", text)
+        if fmt.sentence_separator:
+            text = fmt.sentence_joiner.join(part.strip() for part in text.split(fmt.sentence_separator))
+        if fmt.lowercase:
+            text = text.lower()
+        tokens = text.split() if self._tokenize is None else self._tokenize(text)
+        return " ".join(tokens)
+
+    def references(self, text: str) -> list[str]:
+        """One gold text line -> its references (split on ``reference_separator`` when set)."""
+        sep = self.fmt.reference_separator
+        parts = text.split(sep) if sep else [text]
+        return [self(p) for p in parts]
+
+
+def normalizer(fmt: TextFormat) -> Normalizer:
+    """A callable ``line -> normalized text`` for ``fmt`` (resolves the tokenizer and regex)."""
+    pattern = re.compile(fmt.strip_pattern) if fmt.strip_pattern else None
+    tokenize = None
+    if not fmt.tokenized:
+        from ..plugins import get_component
+
+        tokenize = get_component("tokenizer", fmt.tokenizer)().tokenize
+    return Normalizer(fmt, pattern, tokenize)
+
+
+# -- streaming -------------------------------------------------------------------
+
+def iter_lines(path: Path) -> Iterator[str]:
+    """The lines of a UTF-8 text file without their line ends, one at a time.
+
+    A final line without a newline counts; a trailing newline does not add an empty line.
+    """
+    try:
+        with open(path, "r", encoding="utf-8", newline=None) as fh:
+            lineno = 0
+            try:
+                for line in fh:
+                    lineno += 1
+                    yield line.rstrip("\n").rstrip("\r")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{path}: line {lineno + 1} is not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def count_lines(path: Path) -> int:
+    """Number of lines as :func:`iter_lines` yields them, read in binary chunks."""
+    n = 0
+    last = b"\n"
+    try:
+        with open(path, "rb") as fh:
+            while True:
+                chunk = fh.read(1 << 20)
+                if not chunk:
+                    break
+                n += chunk.count(b"\n")
+                last = chunk[-1:]
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror}") from None
+    if last != b"\n":
+        n += 1
+    return n
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror}") from None
+    return h.hexdigest()
+
+
+def iter_gold(path: Path, fmt: TextFormat) -> Iterator[list[str]]:
+    """References per line of a gold file: ``*.jsonl`` lines ``{"references": [...]}``, else text."""
+    norm = normalizer(fmt)
+    if Path(path).suffix.lower() == ".jsonl":
+        for lineno, line in enumerate(iter_lines(path), 1):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
+            refs = obj.get("references") if isinstance(obj, dict) else None
+            if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+                raise DataError(f'{path}: line {lineno} must be an object {{"references": ["...", ...]}} '
+                                "with at least one string")
+            yield [norm(r) for r in refs]
+    else:
+        for line in iter_lines(path):
+            yield norm.references(line)
+
+
+def iter_texts(path: Path, fmt: TextFormat) -> Iterator[str]:
+    """Normalized sample (or input) lines."""
+    norm = normalizer(fmt)
+    for line in iter_lines(path):
+        yield norm(line)
+
+
+def read_texts(path: Path, fmt: TextFormat) -> list[str]:
+    return list(iter_texts(path, fmt))
+
+
+def read_gold(path: Path, fmt: TextFormat) -> list[list[str]]:
+    return list(iter_gold(path, fmt))
+

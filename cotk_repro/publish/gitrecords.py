@@ -1,0 +1,196 @@
+"""Records on a dedicated git ref, written with plumbing only.
+
+The records ref (default ``refs/heads/cotk-repro-records``) is its own history,
+unrelated to the user's branches: each commit's tree holds
+``records/<hex>/{record.json, requirements.lock, Dockerfile, stdout.log,
+stderr.log, result.json}``. Commits are built with a temporary index
+(``GIT_INDEX_FILE``), ``git write-tree``, ``git commit-tree`` and
+``git update-ref``, so the work tree, the real index and HEAD are never touched.
+Records are immutable, so merging two histories of the ref is the union of their
+trees.
+
+The same helpers read the ref on the reproduce side (list records, read files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..errors import CotkError
+from ..records import ID_PREFIX
+
+DEFAULT_REF = "refs/heads/cotk-repro-records"
+RECORDS_DIR = "records"
+#: files of a local record folder that travel with it (the ones that exist)
+RECORD_FILES = ("record.json", "requirements.lock", "Dockerfile", "stdout.log", "stderr.log", "result.json")
+#: a name and address for commits on the records ref when the user has none configured
+FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "cotk-repro", "GIT_AUTHOR_EMAIL": "cotk-repro@localhost",
+                     "GIT_COMMITTER_NAME": "cotk-repro", "GIT_COMMITTER_EMAIL": "cotk-repro@localhost"}
+
+
+class GitError(CotkError):
+    """A git command failed."""
+
+
+def tail(text: str, lines: int = 20) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def git(cwd: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
+        check: bool = True, what: str | None = None, timeout: float | None = 600) -> subprocess.CompletedProcess:
+    """Run git; on failure raise :class:`GitError` with git's own message as the log."""
+    full_env = dict(os.environ)
+    full_env.setdefault("GIT_TERMINAL_PROMPT", "0")  # never hang on a password prompt
+    if env:
+        full_env.update(env)
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,
+                              timeout=timeout)
+    except FileNotFoundError:
+        raise GitError("git is not installed (it is needed to publish and reproduce)") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"{what or 'git ' + args[0]} took longer than {timeout:.0f} s") from None
+    if check and proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace")
+        raise GitError(f"{what or 'git ' + args[0]} failed", log=tail(err))
+    return proc
+
+
+def out(cwd: Path | str, *args: str, **kw: Any) -> str:
+    return git(cwd, *args, **kw).stdout.decode("utf-8", "replace").strip()
+
+
+def rev_parse(cwd: Path | str, rev: str) -> str | None:
+    proc = git(cwd, "rev-parse", "-q", "--verify", rev + "^{commit}", check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def has_identity(cwd: Path | str) -> bool:
+    if os.environ.get("GIT_COMMITTER_NAME") and os.environ.get("GIT_COMMITTER_EMAIL"):
+        return True
+    name = git(cwd, "config", "user.name", check=False).stdout.strip()
+    email = git(cwd, "config", "user.email", check=False).stdout.strip()
+    return bool(name and email)
+
+
+def tree_entries(cwd: Path | str, rev: str) -> dict[str, tuple[str, str]]:
+    """path -> (mode, blob sha) of every file in ``rev``'s tree."""
+    text = git(cwd, "ls-tree", "-r", "-z", "--full-tree", rev).stdout.decode("utf-8", "replace")
+    entries: dict[str, tuple[str, str]] = {}
+    for item in text.split("\0"):
+        if not item:
+            continue
+        meta, path = item.split("\t", 1)
+        mode, _type, sha = meta.split()
+        entries[path] = (mode, sha)
+    return entries
+
+
+def record_files(folder: Path) -> dict[str, bytes]:
+    """The files of a local record folder that go onto the records ref."""
+    files = {}
+    for name in RECORD_FILES:
+        path = folder / name
+        if path.is_file():
+            files[name] = path.read_bytes()
+    if "record.json" not in files:
+        raise GitError(f"{folder} holds no record.json")
+    return files
+
+
+def record_path(record_id: str) -> str:
+    return f"{RECORDS_DIR}/{record_id.removeprefix(ID_PREFIX)}"
+
+
+@dataclass
+class RefUpdate:
+    ref: str
+    commit: str
+    changed: bool
+
+
+def add_to_ref(repo: Path, ref: str, files: dict[str, bytes], *, message: str,
+               merge_with: Iterable[str] = ()) -> RefUpdate:
+    """Commit ``files`` (path -> bytes) onto ``ref`` on top of its current tree (and of ``merge_with``).
+
+    Uses a temporary index; never touches the work tree, the real index or HEAD.
+    Returns the new (or unchanged) tip.
+    """
+    parents: list[str] = []
+    for rev in [ref, *merge_with]:
+        sha = rev_parse(repo, rev)
+        if sha and sha not in parents:
+            parents.append(sha)
+    entries: dict[str, tuple[str, str]] = {}
+    for parent in parents:
+        for path, entry in tree_entries(repo, parent).items():
+            entries.setdefault(path, entry)
+    for path, data in files.items():
+        sha = out(repo, "hash-object", "-w", "--stdin", input=data)
+        entries[path] = ("100644", sha)
+    fd, index = tempfile.mkstemp(prefix="cotk-repro-index.")
+    os.close(fd)
+    os.unlink(index)  # git wants to create it itself
+    try:
+        env = {"GIT_INDEX_FILE": index}
+        info = "".join(f"{mode} {sha}\t{path}\n" for path, (mode, sha) in sorted(entries.items()))
+        git(repo, "update-index", "--add", "--index-info", env=env, input=info.encode("utf-8"))
+        tree = out(repo, "write-tree", env=env)
+    finally:
+        Path(index).unlink(missing_ok=True)
+        Path(index + ".lock").unlink(missing_ok=True)
+    if len(parents) == 1 and out(repo, "rev-parse", parents[0] + "^{tree}") == tree:
+        return RefUpdate(ref, parents[0], False)  # nothing new: idempotent
+    if len(parents) > 1:
+        # histories diverged: keep the one whose tree already equals the union, if any
+        for p in parents:
+            if out(repo, "rev-parse", p + "^{tree}") == tree:
+                parents = [p, *[q for q in parents if q != p]]
+                break
+    env = None if has_identity(repo) else FALLBACK_IDENTITY
+    args = ["commit-tree", tree]
+    for p in parents:
+        args += ["-p", p]
+    args += ["-m", message]
+    commit = out(repo, *args, env=env)
+    old = rev_parse(repo, ref) or "0" * 40
+    git(repo, "update-ref", "-m", "cotk-repro publish", ref, commit, old)
+    return RefUpdate(ref, commit, True)
+
+
+def list_records(repo: Path, rev: str) -> list[dict[str, Any]]:
+    """Every record on ``rev`` (parsed record.json), newest first."""
+    entries = tree_entries(repo, rev)
+    wanted = sorted((p, sha) for p, (_m, sha) in entries.items()
+                    if p.startswith(RECORDS_DIR + "/") and p.endswith("/record.json") and p.count("/") == 2)
+    if not wanted:
+        return []
+    batch = "".join(f"{sha}\n" for _p, sha in wanted).encode()
+    raw = git(repo, "cat-file", "--batch", input=batch).stdout
+    records: list[dict[str, Any]] = []
+    pos = 0
+    for path, _sha in wanted:
+        header_end = raw.index(b"\n", pos)
+        size = int(raw[pos:header_end].split()[2])
+        body = raw[header_end + 1: header_end + 1 + size]
+        pos = header_end + 1 + size + 1
+        try:
+            record = json.loads(body.decode("utf-8"))
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            record["_path"] = path.rsplit("/", 1)[0]
+            records.append(record)
+    records.sort(key=lambda r: (r.get("command") or {}).get("started_at") or "", reverse=True)
+    return records
+
+
+def read_file(repo: Path, rev: str, path: str) -> bytes | None:
+    proc = git(repo, "cat-file", "blob", f"{rev}:{path}", check=False)
+    return proc.stdout if proc.returncode == 0 else None

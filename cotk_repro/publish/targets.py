@@ -1,0 +1,166 @@
+"""The built-in publish targets ``git`` and ``dashboard`` (registered in ``builtins/publish_targets.py``).
+
+A publish target is ``factory() -> target`` with ``name`` and
+``publish(ctx: PublishContext) -> dict`` (one step of the publish report:
+``{"target", "status", ...}``); it raises :class:`PublishError` on failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..capture.git import strip_credentials
+from ..config import ProjectConfig
+from ..records import short_id
+from . import PublishError
+from .gitrecords import DEFAULT_REF, GitError, add_to_ref, git, out, record_files, record_path, rev_parse, tail
+
+TMP_REMOTE_REF = "refs/cotk-repro/remote-records"
+
+
+@dataclass
+class PublishContext:
+    root: Path
+    record: dict[str, Any]
+    folder: Path
+    config: ProjectConfig
+    remote: str | None = None
+    push: bool = False
+    dashboard_url: str | None = None
+    dashboard_explicit: bool = False
+    on_status: Callable[[str], None] = lambda _m: None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _ls_remote(root: Path, remote: str, shown: str) -> dict[str, str]:
+    """ref -> sha on the remote (its own credentials: helpers, SSH agent)."""
+    try:
+        text = out(root, "ls-remote", remote, what=f"git ls-remote {remote}", timeout=120)
+    except GitError as exc:
+        raise PublishError(f"cannot reach the git remote {remote!r} ({shown})", log=exc.log,
+                           hint="check the URL and your credentials (git credential helper or SSH key)") from None
+    refs = {}
+    for line in text.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref:
+            refs[ref] = sha
+    return refs
+
+
+def commit_on_remote(root: Path, remote: str, commit: str, refs: dict[str, str]) -> str | None:
+    """The remote branch that contains ``commit``, or None."""
+    heads = {ref: sha for ref, sha in refs.items() if ref.startswith("refs/heads/") and ref != DEFAULT_REF}
+    missing = [sha for sha in set(heads.values()) if rev_parse(root, sha) is None]
+    if missing:  # the remote has commits we lack: fetch them (only FETCH_HEAD is written)
+        git(root, "fetch", "-q", "--no-tags", remote, *sorted(missing), check=False, timeout=600)
+    for ref, sha in sorted(heads.items()):
+        if sha == commit:
+            return ref
+    for ref, sha in sorted(heads.items()):
+        if rev_parse(root, sha) and git(root, "merge-base", "--is-ancestor", commit, sha, check=False).returncode == 0:
+            return ref
+    return None
+
+
+class GitTarget:
+    """Push the recorded commit (with ``--push``) and the records ref to a git remote."""
+
+    name = "git"
+
+    def publish(self, ctx: PublishContext) -> dict[str, Any]:
+        from .github import maybe_create
+
+        root, record = ctx.root, ctx.record
+        remote = ctx.remote or ctx.config.get("publish", "remote") or "origin"
+        ref = ctx.config.get("publish", "records_ref") or DEFAULT_REF
+        if not ref.startswith("refs/"):
+            ref = "refs/heads/" + ref
+        proc = git(root, "remote", "get-url", remote, check=False)
+        if proc.returncode != 0:
+            raise PublishError(f"this repository has no git remote named {remote!r}",
+                               hint=f"add one with `git remote add {remote} URL`, pass --remote NAME, or --no-git")
+        url = proc.stdout.decode().strip()
+        shown = strip_credentials(url) or url
+        github = maybe_create(url, configured_api=ctx.config.get("publish", "github_api"),
+                              private=bool(ctx.config.get("publish", "github_private")))
+        if github == "created":
+            ctx.on_status(f"created the GitHub repository for {shown}")
+
+        commit = record["code"]["commit"]
+        branch = record["code"].get("branch")
+        ctx.on_status(f"checking that commit {commit[:12]} is on {remote}")
+        refs = _ls_remote(root, remote, shown)
+        on = commit_on_remote(root, remote, commit, refs)
+        code_status = f"on {on.removeprefix('refs/heads/')}" if on else None
+        if on is None:
+            if not ctx.push:
+                what = f"git push {remote} {branch}" if branch else f"git push {remote} {commit}:refs/heads/BRANCH"
+                raise PublishError(
+                    f"commit {commit[:12]} of record {short_id(record['id'])} is not on the remote {remote!r} ({shown})",
+                    hint=f"push it with `{what}`, or rerun `cotk-repro publish --push`")
+            if not branch:
+                raise PublishError(f"record {short_id(record['id'])} was made on a detached HEAD, so there is no branch to push",
+                                   hint=f"push commit {commit[:12]} to a branch yourself: git push {remote} {commit}:refs/heads/BRANCH")
+            local = rev_parse(root, f"refs/heads/{branch}")
+            contains = local and git(root, "merge-base", "--is-ancestor", commit, local, check=False).returncode == 0
+            src = f"refs/heads/{branch}" if contains else commit
+            ctx.on_status(f"pushing {branch} to {remote}")
+            try:
+                git(root, "push", "-q", remote, f"{src}:refs/heads/{branch}", what=f"git push {remote} {branch}")
+            except GitError as exc:
+                raise PublishError(f"pushing branch {branch} to {remote!r} failed", log=exc.log) from None
+            code_status = f"pushed {branch}"
+
+        # the records ref: build on top of the remote's copy (another machine may have published)
+        merge_with = []
+        if ref in refs:
+            git(root, "fetch", "-q", "--no-tags", remote, f"+{ref}:{TMP_REMOTE_REF}", what="git fetch (records ref)")
+            merge_with = [TMP_REMOTE_REF]
+        try:
+            files = {f"{record_path(record['id'])}/{name}": data for name, data in record_files(ctx.folder).items()}
+            update = add_to_ref(root, ref, files, merge_with=merge_with,
+                                message=f"cotk-repro record {record['id']}\n\ncommit {commit}\n")
+            if refs.get(ref) == update.commit:
+                status = "up to date"
+            else:
+                ctx.on_status(f"pushing {ref} to {remote}")
+                try:
+                    git(root, "push", "-q", remote, f"{ref}:{ref}", what=f"git push {remote} {ref}")
+                except GitError as exc:
+                    raise PublishError(f"pushing the records ref {ref} to {remote!r} failed", log=exc.log,
+                                       hint="rerun `cotk-repro publish`; the local record is unchanged") from None
+                status = "pushed"
+        finally:
+            if merge_with:
+                git(root, "update-ref", "-d", TMP_REMOTE_REF, check=False)
+        return {"target": "git", "status": status, "remote": remote, "url": shown, "ref": ref,
+                "records_commit": update.commit, "code": code_status, "github": github}
+
+
+class DashboardTarget:
+    """Upload the record to a dashboard (``POST /api/v1/records``)."""
+
+    name = "dashboard"
+
+    def publish(self, ctx: PublishContext) -> dict[str, Any]:
+        from .. import userconfig
+        from .dashboard import DashboardClient, DashboardError
+
+        url = userconfig.normalize_url(ctx.dashboard_url or "")
+        token = userconfig.dashboard_token(url)
+        if not token:
+            raise PublishError(f"no token for the dashboard {url}",
+                               hint=f"run `cotk-repro login --dashboard {url} --token TOKEN`, or pass --no-dashboard")
+        ctx.on_status(f"uploading the record to {url}")
+        try:
+            answer = DashboardClient(url, token).upload_record(ctx.record)
+        except DashboardError as exc:
+            raise PublishError(
+                f"{exc.message}; the record is kept locally in {ctx.folder}",
+                hint=f"retry later with `cotk-repro publish {short_id(ctx.record['id'])} --no-git`"
+                     + (" " + exc.hint if exc.hint else ""),
+            ) from None
+        return {"target": "dashboard", "status": "uploaded" if answer["created"] else "already there",
+                "url": answer.get("url"), "dashboard": url}

@@ -1,0 +1,138 @@
+"""Read the records ref of a git location and export a recorded commit.
+
+Only what is needed is fetched: ``git ls-remote`` (does the repository exist, has it
+records?), a shallow fetch of the records ref, and a shallow fetch of the recorded
+commit (falling back to the branches when the server refuses a fetch by id).
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from ..publish.gitrecords import DEFAULT_REF, GitError, git, list_records, tail
+from ..records import ID_PREFIX, short_id, validate_record
+from . import ReproduceError
+
+LOCAL_RECORDS = "refs/cotk-repro/records"
+
+
+class RemoteRepo:
+    def __init__(self, url: str, display: str, workdir: Path):
+        self.url, self.display = url, display
+        self.git_dir = workdir / "repo.git"
+        self.refs: dict[str, str] | None = None
+
+    def _git(self, *args: str, **kw: Any):
+        return git(self.git_dir, *args, **kw)
+
+    def init(self) -> None:
+        self.git_dir.mkdir(parents=True, exist_ok=True)
+        git(self.git_dir, "init", "-q", "--bare")
+
+    def ls_remote(self) -> dict[str, str]:
+        proc = self._git("ls-remote", self.url, check=False, timeout=120)
+        if proc.returncode != 0:
+            err = proc.stderr.decode("utf-8", "replace")
+            raise ReproduceError(f"the git repository {self.display} was not found or is not accessible ({self.url})",
+                                 log=tail(err, 8), step="clone",
+                                 hint="check the name; for a self-hosted forge or a folder of bare repositories "
+                                      "set COTK_REPRO_GIT_BASE")
+        refs = {}
+        for line in proc.stdout.decode().splitlines():
+            sha, _, ref = line.partition("\t")
+            if ref:
+                refs[ref] = sha
+        self.refs = refs
+        return refs
+
+    def records_ref(self) -> str:
+        refs = self.refs if self.refs is not None else self.ls_remote()
+        if DEFAULT_REF in refs:
+            return DEFAULT_REF
+        others = sorted(r for r in refs if r.endswith("cotk-repro-records"))
+        if others:
+            return others[0]
+        raise ReproduceError(f"{self.display} has no cotk-repro records (no {DEFAULT_REF} ref)", step="clone",
+                             hint="its author publishes records with `cotk-repro publish`")
+
+    def fetch_records(self) -> list[dict[str, Any]]:
+        ref = self.records_ref()
+        try:
+            self._git("fetch", "-q", "--depth=1", "--no-tags", self.url, f"+{ref}:{LOCAL_RECORDS}",
+                      what=f"fetching {ref}", timeout=600)
+        except GitError as exc:
+            raise ReproduceError(f"fetching the records of {self.display} failed", log=exc.log, step="clone") from None
+        records = list_records(self.git_dir, LOCAL_RECORDS)
+        if not records:
+            raise ReproduceError(f"{self.display} has no cotk-repro records on {ref}", step="clone",
+                                 hint="its author publishes records with `cotk-repro publish`")
+        return records
+
+    def fetch_commit(self, commit: str, record_id: str) -> None:
+        if self._has(commit):
+            return
+        proc = self._git("fetch", "-q", "--depth=1", "--no-tags", self.url, commit, check=False, timeout=600)
+        if proc.returncode != 0 or not self._has(commit):
+            # servers that refuse a fetch by id: fetch the branches and look for it
+            self._git("fetch", "-q", "--no-tags", self.url, "+refs/heads/*:refs/remotes/source/*", check=False,
+                      timeout=1200)
+        if not self._has(commit):
+            raise ReproduceError(
+                f"commit {commit[:12]} of record {short_id(record_id)} is not on {self.display}", step="clone",
+                hint="its author has to push it, e.g. with `cotk-repro publish --push`")
+
+    def _has(self, commit: str) -> bool:
+        return self._git("cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0
+
+    def tree_of(self, commit: str) -> str:
+        return self._git("rev-parse", f"{commit}^{{tree}}").stdout.decode().strip()
+
+    def export(self, commit: str, dest: Path) -> None:
+        """The commit's files (no .git) into ``dest``."""
+        data = self._git("archive", "--format=tar", commit, what="git archive").stdout
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            try:
+                tar.extractall(dest, filter="data")
+            except TypeError:  # Python < 3.11.4
+                tar.extractall(dest)  # noqa: S202 - produced by git archive of a commit
+
+
+def select_record(records: list[dict[str, Any]], wanted: str | None, display: str) -> dict[str, Any]:
+    """The record named by ``wanted`` (id, ``sha256:`` id, unique prefix) or the newest successful one."""
+    if not wanted or wanted == "latest":
+        ok = [r for r in records if r.get("status") == "ok"]
+        if not ok:
+            raise ReproduceError(f"{display} has records but none of them succeeded", step="select record")
+        chosen = ok[0]
+    else:
+        hexpart = wanted.strip().removeprefix(ID_PREFIX).lower()
+        matches = [r for r in records if str(r.get("id", "")).removeprefix(ID_PREFIX).startswith(hexpart)] if hexpart else []
+        if not matches:
+            have = ", ".join(short_id(str(r.get("id"))) for r in records[:5])
+            raise ReproduceError(f"no record matches {wanted!r} in {display} (it has {len(records)}: {have}"
+                                 f"{', ...' if len(records) > 5 else ''})", step="select record",
+                                 hint="list them with `cotk-repro reproduce SOURCE --list`")
+        if len(matches) > 1:
+            raise ReproduceError(f"{wanted!r} is ambiguous in {display}: it matches {len(matches)} records",
+                                 step="select record")
+        chosen = matches[0]
+    chosen = {k: v for k, v in chosen.items() if k != "_path"}
+    try:
+        return validate_record(chosen, f"record {short_id(str(chosen.get('id')))} of {display}")
+    except Exception as exc:  # RecordError: a tampered record
+        raise ReproduceError(str(exc), step="select record") from None
+
+
+def summaries(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in records:
+        cmd = r.get("command") or {}
+        out.append({"id": r.get("id"), "status": r.get("status"), "started_at": cmd.get("started_at"),
+                    "commit": (r.get("code") or {}).get("commit"), "entry": cmd.get("entry"),
+                    "project": r.get("project"),
+                    "results": {k: (v or {}).get("value") for k, v in (r.get("results") or {}).items()}})
+    return out

@@ -1,0 +1,171 @@
+"""What a runtime gets (a :class:`Job`) and gives back (a :class:`Rerun`), and the timed steps."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..capture.environment import lock_text
+from ..results import normalize_results
+from ..errors import CotkError
+from . import ReproduceError
+
+#: prints the Python and the installed distributions of an interpreter as JSON (no cotk-repro needed)
+ENV_SNIPPET = r"""
+import json, platform, re, importlib.metadata as md
+seen = {}
+for d in md.distributions():
+    try:
+        n = d.metadata["Name"]
+    except Exception:
+        continue
+    if n:
+        seen.setdefault(re.sub(r"[-_.]+", "-", n).lower(), d.version)
+print(json.dumps({"python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
+                  "packages": [{"name": k, "version": v} for k, v in sorted(seen.items())]}))
+"""
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Steps:
+    """Timed steps (clone, wheel download, image build, run, ...) with a progress display per step."""
+
+    def __init__(self, progress: Callable[[str], Any] | None = None, on_status: Callable[[str], None] | None = None):
+        self.items: list[dict[str, Any]] = []
+        self.progress = progress
+        self.on_status = on_status or (lambda _m: None)
+
+    @contextmanager
+    def step(self, name: str, description: str | None = None) -> Iterator[None]:
+        t0 = time.perf_counter()
+        status = "ok"
+        self.on_status(description or name)
+        try:
+            with (self.progress(description or name) if self.progress else nullcontext()):
+                yield
+        except BaseException:
+            status = "failed"
+            raise
+        finally:
+            self.items.append({"step": name, "seconds": round(time.perf_counter() - t0, 3), "status": status})
+
+    def skip(self, name: str, why: str) -> None:
+        self.items.append({"step": name, "seconds": 0.0, "status": f"skipped ({why})"})
+
+
+@dataclass
+class Job:
+    record: dict[str, Any]
+    workdir: Path
+    code: Path
+    tree: str
+    base_image: str | None
+    timeout: float
+    memory: str
+    cpus: float
+    steps: Steps
+    on_status: Callable[[str], None] = lambda _m: None
+    warnings: list[str] = field(default_factory=list)
+    _wheelhouse: Any = None
+
+    @property
+    def env(self) -> dict[str, Any]:
+        return self.record["environment"]
+
+    @property
+    def packages(self) -> list[dict[str, Any]]:
+        return self.env.get("packages", [])
+
+    @property
+    def lock(self) -> str:
+        return lock_text(self.packages)
+
+    @property
+    def dockerfile(self) -> str:
+        return self.env["dockerfile"]
+
+    @property
+    def python_mm(self) -> str:
+        py = self.env["python"]
+        return py.get("major_minor") or ".".join(py["version"].split(".")[:2])
+
+    @property
+    def command(self) -> dict[str, Any]:
+        return self.record["command"]
+
+    @property
+    def run_dir(self) -> Path:
+        cwd = self.command.get("cwd") or "."
+        return self.code if cwd == "." else self.code / cwd
+
+    @property
+    def result_rel(self) -> str:
+        return self.command.get("result_file") or "result.json"
+
+    @property
+    def logs(self) -> Path:
+        p = self.workdir / "logs"
+        p.mkdir(exist_ok=True)
+        return p
+
+    def wheelhouse(self):
+        """The recorded packages as wheels (downloaded / built once, then cached)."""
+        if self._wheelhouse is None:
+            from .wheelhouse import build_wheelhouse
+
+            with self.steps.step("wheel download", "fetching the recorded packages (wheelhouse)"):
+                self._wheelhouse = build_wheelhouse(self.packages, self.code, self.tree, self.python_mm,
+                                                    self.logs / "wheels.log", self.on_status)
+        return self._wheelhouse
+
+
+@dataclass
+class Rerun:
+    results: dict[str, Any]
+    data: dict[str, Any] | None
+    python: str | None
+    packages: list[dict[str, Any]]
+    started_at: str
+    duration_s: float
+
+
+def parse_result(raw: bytes | None, job: Job, where: str) -> dict[str, Any]:
+    if raw is None:
+        raise ReproduceError(f"the entry {job.command.get('entry')} finished but did not write its result file "
+                             f"{job.result_rel} in the rerun", step="run")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ReproduceError(f"the rerun's result file {job.result_rel} is not valid JSON ({exc})", step="run") from None
+    try:
+        return normalize_results(data, where)
+    except CotkError as exc:
+        raise ReproduceError(f"the rerun's result file is unusable: {exc.message}", step="run") from None
+
+
+def describe_exit(rc: int) -> str:
+    if rc < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"was killed by signal {-rc}"
+    if rc > 128 and rc - 128 in (9, 15):
+        return f"was killed by signal {signal.Signals(rc - 128).name}"
+    return f"exited with status {rc}"
+
+
+def log_tail(path: Path, lines: int = 20) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return "\n".join(text.splitlines()[-lines:]) or None

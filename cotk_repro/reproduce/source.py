@@ -1,0 +1,101 @@
+"""Resolve what the user typed as SOURCE into a git location (and maybe a record).
+
+* ``user/repo`` -> ``<git base>/user/repo.git``; the base is ``COTK_REPRO_GIT_BASE``,
+  else ``git_base`` in the user config, else ``https://github.com/``. A base without a
+  scheme is a folder of bare repositories (``<base>/user/repo.git`` or ``<base>/user/repo``);
+* a git URL (``https://``, ``ssh://``, ``git://``, ``file://``, ``git@host:path``);
+* a local path (a work tree or a bare repository);
+* a dashboard record URL (``https://dash/records/<id>`` or ``.../api/v1/records/<id>``):
+  the record comes from the dashboard, the code from the record's git remote.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from . import ReproduceError
+
+DEFAULT_GIT_BASE = "https://github.com/"
+_USER_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
+_SCP = re.compile(r"^[^@/\s]+@[^:/\s]+:.+$")
+_DASHBOARD = re.compile(r"^(?P<base>https?://.+?)/(?:api/v1/)?records/(?P<id>(?:sha256(?::|%3[Aa]))?[0-9a-fA-F]{8,64})/?(?:[?#].*)?$")
+
+
+@dataclass
+class Source:
+    kind: str  # "user/repo" | "url" | "path" | "dashboard"
+    text: str
+    git_url: str | None
+    record: dict[str, Any] | None = None
+    record_id: str | None = None
+    dashboard_url: str | None = None
+
+    @property
+    def display(self) -> str:
+        return self.text if self.kind != "dashboard" else f"{self.text} (code at {self.git_url})"
+
+
+def git_base() -> str:
+    from .. import userconfig
+
+    return os.environ.get("COTK_REPRO_GIT_BASE") or userconfig.git_base() or DEFAULT_GIT_BASE
+
+
+def join_base(base: str, user_repo: str) -> str:
+    name = user_repo if user_repo.endswith(".git") else user_repo + ".git"
+    if "://" in base or _SCP.match(base):
+        return base.rstrip("/") + "/" + name
+    folder = Path(base).expanduser()
+    for candidate in (folder / name, folder / user_repo):
+        if candidate.exists():
+            return str(candidate.resolve())
+    return str(folder / name)
+
+
+def resolve(text: str) -> Source:
+    text = text.strip()
+    if not text:
+        raise ReproduceError("SOURCE is empty; give user/repo, a git URL, a local path or a dashboard record URL")
+    m = _DASHBOARD.match(text)
+    if m:
+        return _from_dashboard(text, m.group("base"), unquote(m.group("id")))
+    if "://" in text or _SCP.match(text):
+        return Source("url", text, text)
+    path = Path(text).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ReproduceError(f"{text} is a file, not a git repository")
+        return Source("path", text, str(path.resolve()))
+    if _USER_REPO.match(text):
+        return Source("user/repo", text, join_base(git_base(), text))
+    raise ReproduceError(f"{text!r} is not user/repo, a git URL, an existing folder or a dashboard record URL")
+
+
+def _from_dashboard(text: str, base: str, record_id: str) -> Source:
+    from ..publish.dashboard import DashboardClient, DashboardError
+    from ..records import ID_PREFIX, validate_record
+
+    if not record_id.startswith(ID_PREFIX):
+        record_id = ID_PREFIX + record_id.lower()
+    try:
+        answer = DashboardClient(base, retries=2).get_record(record_id)
+    except DashboardError as exc:
+        raise ReproduceError(f"cannot get record {record_id[:19]} from the dashboard: {exc.message}",
+                             step="fetch record") from None
+    record = answer.get("record") if isinstance(answer, dict) else None
+    try:
+        record = validate_record(record, f"the dashboard's record {record_id[:19]}")
+    except Exception as exc:  # RecordError: tampered or not a record
+        raise ReproduceError(str(exc), step="fetch record") from None
+    url = (record.get("code") or {}).get("remote_url")
+    if not url:
+        raise ReproduceError(f"record {record_id[:19]} names no git remote, so its code cannot be fetched",
+                             hint="ask its author to publish it to a git host with `cotk-repro publish`")
+    if url.startswith("~"):
+        url = str(Path(url).expanduser())
+    return Source("dashboard", text, url, record=record, record_id=record["id"], dashboard_url=base)

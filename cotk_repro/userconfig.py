@@ -1,0 +1,144 @@
+"""User-level settings: dashboard credentials, the git base for ``user/repo``, caches.
+
+These live in the platform's user config directory, never in a repository:
+
+* Linux and other Unix: ``$XDG_CONFIG_HOME/cotk-repro/config.json`` (default
+  ``~/.config/cotk-repro/config.json``);
+* macOS: ``~/Library/Application Support/cotk-repro/config.json`` unless
+  ``XDG_CONFIG_HOME`` is set;
+* Windows: ``%APPDATA%\\cotk-repro\\config.json``.
+
+``COTK_REPRO_CONFIG_DIR`` overrides the folder. The file is written atomically
+with mode 0600 (its folder 0700) because it holds bearer tokens.
+
+Layout::
+
+    {"dashboards": {"https://dash.example": {"token": "..."}},
+     "default_dashboard": "https://dash.example",
+     "git_base": "https://github.com/"}
+
+Caches (the wheelhouse, built wheels, venvs) live under :func:`cache_dir`:
+``$COTK_REPRO_CACHE``, else ``$XDG_CACHE_HOME/cotk-repro``, else
+``~/.cache/cotk-repro`` (the same folder ``scripts/base-image.sh`` uses).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+APP = "cotk-repro"
+CONFIG_NAME = "config.json"
+
+
+def config_dir() -> Path:
+    explicit = os.environ.get("COTK_REPRO_CONFIG_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg:
+        return Path(xdg) / APP
+    if sys.platform == "win32":
+        base = os.environ.get("APPDATA") or str(Path.home() / "AppData" / "Roaming")
+        return Path(base) / APP
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / APP
+    return Path.home() / ".config" / APP
+
+
+def config_path() -> Path:
+    return config_dir() / CONFIG_NAME
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("COTK_REPRO_CACHE")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg) / APP
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / APP / "cache"
+    return Path.home() / ".cache" / APP
+
+
+def load() -> dict[str, Any]:
+    path = config_path()
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"the user config {path} is unreadable ({exc}); fix or delete it") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"the user config {path} is not a JSON object; fix or delete it")
+    return data
+
+
+def save(data: dict[str, Any]) -> Path:
+    """Write the user config atomically, readable by its owner only (0600)."""
+    path = config_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.chmod(path.parent, 0o700)
+        except OSError:
+            pass
+        fd, tmp = tempfile.mkstemp(prefix=".config.", dir=path.parent)
+        try:
+            os.fchmod(fd, 0o600) if hasattr(os, "fchmod") else None
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=2, sort_keys=True)
+                fh.write("\n")
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        os.chmod(path, 0o600)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the user config {path}: {exc.strerror}") from None
+    return path
+
+
+def normalize_url(url: str) -> str:
+    url = url.strip()
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{url!r} is not a dashboard URL (it must start with http:// or https://)")
+    return url.rstrip("/")
+
+
+def set_dashboard_token(url: str, token: str, *, make_default: bool = True) -> Path:
+    url = normalize_url(url)
+    token = token.strip()
+    if not token:
+        raise ConfigError("the token is empty")
+    data = load()
+    data.setdefault("dashboards", {})[url] = {"token": token}
+    if make_default or not data.get("default_dashboard"):
+        data["default_dashboard"] = url
+    return save(data)
+
+
+def default_dashboard() -> str | None:
+    return load().get("default_dashboard") or None
+
+
+def dashboard_token(url: str) -> str | None:
+    """The stored token for ``url`` (``COTK_REPRO_DASHBOARD_TOKEN`` wins, for CI)."""
+    env = os.environ.get("COTK_REPRO_DASHBOARD_TOKEN")
+    if env:
+        return env
+    entry = load().get("dashboards", {}).get(normalize_url(url))
+    return entry.get("token") if isinstance(entry, dict) else None
+
+
+def git_base() -> str | None:
+    value = load().get("git_base")
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,220 @@
+"""Capture of code (git) and environment: credentials, detached HEAD, dirty trees, PEP 610, secrets, GPUs."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from cotk_repro.capture.environment import _install_kind, accelerators, installed_distributions, lock_text
+from cotk_repro.capture.git import capture_git, strip_credentials
+
+ENTRY = 'import json\njson.dump({"bleu": 0.25}, open("result.json", "w"))\n'
+
+
+def run_json(cli, root, *args, env=None):
+    res = cli("run", "--json", *args, cwd=root, env=env)
+    assert res.returncode == 0, res
+    return json.loads(res.stdout)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://user:token@example.invalid/x.git", "https://example.invalid/x.git"),
+        ("https://ghp_abcdef123456@github.com/u/r.git", "https://github.com/u/r.git"),
+        ("https://x-access-token:s3cr3t@host:8443/a/b.git?t=1#f", "https://host:8443/a/b.git"),
+        ("ssh://git@example.invalid/u/r.git", "ssh://git@example.invalid/u/r.git"),
+        ("ssh://git:pw@example.invalid/u/r.git", "ssh://example.invalid/u/r.git"),
+        ("git@github.com:u/r.git", "git@github.com:u/r.git"),
+        ("/srv/git/r.git", "/srv/git/r.git"),
+        (None, None),
+    ],
+)
+def test_strip_credentials(url, expected):
+    assert strip_credentials(url) == expected
+
+
+def test_remote_credentials_stripped_in_record(make_project, cli):
+    root = make_project({"main.py": ENTRY})
+    git(root, "remote", "add", "origin", "https://user:tok3n-S3CRET@example.invalid/x.git")
+    rec = run_json(cli, root)
+    assert rec["code"]["remote"] == "origin"
+    assert rec["code"]["remote_url"] == "https://example.invalid/x.git"
+    folder = root / ".cotk-repro" / "runs" / rec["id"].removeprefix("sha256:")
+    for f in folder.iterdir():
+        assert "tok3n-S3CRET" not in f.read_text(errors="replace"), f
+
+
+def test_tracked_remote_preferred(make_project):
+    root = make_project({"main.py": ENTRY})
+    git(root, "remote", "add", "origin", "https://example.invalid/origin.git")
+    git(root, "remote", "add", "fork", "https://example.invalid/fork.git")
+    assert capture_git(root).remote == "origin"
+    git(root, "config", "branch.main.remote", "fork")
+    state = capture_git(root)
+    assert (state.remote, state.remote_url) == ("fork", "https://example.invalid/fork.git")
+
+
+def test_detached_head_is_recorded(make_project, cli):
+    root = make_project({"main.py": ENTRY})
+    head = git(root, "rev-parse", "HEAD")
+    git(root, "checkout", "-q", "--detach")
+    rec = run_json(cli, root)
+    assert rec["code"] == {"commit": head, "branch": None, "detached": True, "remote": None,
+                           "remote_url": None, "dirty": False}
+
+
+def test_not_a_repo_and_no_commits(tmp_path, make_project, cli):
+    for args in (("run",), ("runs",), ("show", "latest")):
+        res = cli(*args, cwd=tmp_path)
+        assert res.returncode == 2 and "is not inside a git repository" in res.stderr and "Traceback" not in res.stderr
+    root = make_project({"main.py": ENTRY}, commit=False)
+    res = cli("run", cwd=root)
+    assert res.returncode == 2 and "no commits yet" in res.stderr
+
+
+def test_dirty_states(make_project, cli):
+    root = make_project({"main.py": ENTRY, "lib.py": "x = 1\n"})
+    # ignored files and cotk-repro's own folder do not make the tree dirty
+    (root / "result.json").write_text("{}")
+    assert not capture_git(root).dirty
+    # untracked, not ignored
+    (root / "notes with space.txt").write_text("x")
+    state = capture_git(root)
+    assert state.dirty and state.dirty_files == ["notes with space.txt"]
+    (root / "notes with space.txt").unlink()
+    # staged only
+    (root / "lib.py").write_text("x = 2\n")
+    git(root, "add", "lib.py")
+    assert capture_git(root).dirty_files == ["lib.py"]
+    # renamed (the entry after a rename is its new path; the old one follows it in git's output)
+    git(root, "reset", "-q", "--hard")
+    git(root, "mv", "main.py", "entry.py")
+    assert capture_git(root).dirty_files == ["entry.py"]
+    git(root, "mv", "entry.py", "main.py")
+    (root / "lib.py").write_text("x = 3\n")
+    res = cli("run", cwd=root)
+    assert res.returncode == 2 and "--allow-dirty" in res.stderr and "lib.py" in res.stderr
+    rec = run_json(cli, root, "--allow-dirty")
+    assert rec["code"]["dirty"] is True and rec["status"] == "ok"
+    # the human output warns too
+    res = cli("run", "--allow-dirty", cwd=root)
+    assert res.returncode == 0 and "dirty" in res.stderr
+
+
+def test_editable_install_marked(make_project, cli):
+    """cotk-repro itself is an editable install in the test environment (pip install -e .)."""
+    import importlib.metadata as md
+
+    if _install_kind(md.distribution("cotk-repro")) != "editable":
+        pytest.skip("cotk-repro is not installed editable here")
+    root = make_project({"main.py": ENTRY})
+    rec = run_json(cli, root)
+    pkgs = {p["name"]: p for p in rec["environment"]["packages"]}
+    assert pkgs["cotk-repro"]["install"] == "editable"
+    assert "install" not in pkgs["pluggy"]  # from an index
+    assert pkgs["pluggy"]["version"] == md.version("pluggy")
+    folder = root / ".cotk-repro" / "runs" / rec["id"].removeprefix("sha256:")
+    lock = (folder / "requirements.lock").read_text()
+    assert f"pluggy=={md.version('pluggy')}\n" in lock and "# editable: cotk-repro==" in lock
+
+
+def test_installed_distributions_match_importlib_metadata():
+    import importlib.metadata as md
+
+    from cotk_repro.capture.environment import normalize_name
+
+    expected = {}
+    for dist in md.distributions():  # the slow, complete parse, as a reference
+        expected.setdefault(normalize_name(dist.metadata["Name"]), dist.version)
+    got = installed_distributions()
+    assert {p["name"]: p["version"] for p in got} == expected
+    assert [p["name"] for p in got] == sorted(p["name"] for p in got)
+
+
+def test_pep610_kinds(tmp_path):
+    class Fake:
+        def __init__(self, text):
+            self.text = text
+
+        def read_text(self, name):
+            assert name == "direct_url.json"
+            return self.text
+
+    assert _install_kind(Fake(None)) is None
+    assert _install_kind(Fake('{"url": "file:///src/x", "dir_info": {"editable": true}}')) == "editable"
+    assert _install_kind(Fake('{"url": "file:///src/x", "dir_info": {}}')) == "local"
+    assert _install_kind(Fake('{"url": "file:///w/x-1.0-py3-none-any.whl", "archive_info": {}}')) == "local"
+    assert _install_kind(Fake('{"url": "https://h/x.git", "vcs_info": {"vcs": "git"}}')) == "vcs"
+    assert _install_kind(Fake('{"url": "https://h/x.tar.gz", "archive_info": {}}')) == "url"
+    assert _install_kind(Fake("not json")) is None
+    assert lock_text([{"name": "a", "version": "1"}, {"name": "b", "version": "2", "install": "local"}]).splitlines()[1:] \
+        == ["a==1", "# local: b==2"]
+
+
+def test_no_secrets_env_or_home_paths_in_record(make_project, cli, tmp_path):
+    home = tmp_path / "home" / "alice"
+    home.mkdir(parents=True)
+    root = make_project({"main.py": ENTRY + "import os\nprint(os.environ['MY_API_TOKEN'][:4])\n"})
+    remote = home / "remotes" / "r.git"
+    remote.mkdir(parents=True)
+    git(remote, "init", "-q", "--bare")
+    git(root, "remote", "add", "origin", str(remote))
+    secret = "sk-live-THIS-IS-A-FAKE-SECRET-1234567890"
+    env = {"HOME": str(home), "MY_API_TOKEN": secret, "GITHUB_TOKEN": secret + "-gh",
+           "AWS_SECRET_ACCESS_KEY": secret + "-aws", "COTK_REPRO_TOKEN": secret + "-ct"}
+    rec = run_json(cli, root, env=env)
+    assert rec["code"]["remote_url"] == "~/remotes/r.git"  # the home folder is never recorded
+    text = json.dumps(rec)
+    folder = root / ".cotk-repro" / "runs" / rec["id"].removeprefix("sha256:")
+    everything = text + "".join(f.read_text(errors="replace") for f in folder.iterdir() if f.name != "stdout.log")
+    assert secret not in everything
+    assert str(home) not in everything
+    assert str(Path.home()) not in text or str(Path.home()) == "/"
+    for name in ("MY_API_TOKEN", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "COTK_REPRO_TOKEN", "XDG_CONFIG_HOME"):
+        assert name not in text
+    assert os.environ["PATH"] not in text and os.environ["XDG_CONFIG_HOME"] not in text
+    assert str(tmp_path) not in text  # no absolute paths of the project either
+
+
+def _fake_nvidia_smi(folder: Path, output: str, code: int = 0) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    exe = folder / "nvidia-smi"
+    exe.write_text(f"#!/bin/sh\necho \"$@\" > {folder}/args\nprintf '%s' '{output}'\nexit {code}\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+
+
+def test_accelerators_from_fake_nvidia_smi(make_project, cli, tmp_path, monkeypatch):
+    fake = tmp_path / "fakebin"
+    _fake_nvidia_smi(fake, "NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB\nNVIDIA A10G, 535.1, 23028 MiB\n")
+    root = make_project({"main.py": ENTRY})
+    rec = run_json(cli, root, env={"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+    assert rec["environment"]["accelerators"] == [
+        {"vendor": "nvidia", "name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "memory": "81559 MiB"},
+        {"vendor": "nvidia", "name": "NVIDIA A10G", "driver": "535.1", "memory": "23028 MiB"},
+    ]
+    assert "--query-gpu=name,driver_version,memory.total" in (fake / "args").read_text()
+    # a failing nvidia-smi (driver not loaded) gives no accelerators, not an error
+    _fake_nvidia_smi(fake, "NVIDIA-SMI has failed", code=9)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    assert accelerators() == []
+
+
+def test_no_accelerators_without_nvidia_smi(make_project, cli, tmp_path):
+    # a PATH with git and python but no nvidia-smi
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    import shutil
+
+    for tool in ("git",):
+        os.symlink(shutil.which(tool), bindir / tool)
+    root = make_project({"main.py": ENTRY})
+    rec = run_json(cli, root, env={"PATH": str(bindir)})
+    assert rec["environment"]["accelerators"] == []
+    assert rec["environment"]["python"]["version"] == ".".join(map(str, sys.version_info[:3]))

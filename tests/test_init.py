@@ -1,0 +1,99 @@
+"""`cotk-repro init`: scaffolding, git init, no overwrite without --force, and the scaffold end to end."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from conftest import git
+
+SCAFFOLD = {"cotk-repro.toml", "main.py", ".gitignore"}
+
+
+def test_init_new_folder(tmp_path, cli):
+    res = cli("init", "exp", "--task", "dialog", cwd=tmp_path)
+    assert res.returncode == 0, res
+    root = tmp_path / "exp"
+    assert {p.name for p in root.iterdir()} == SCAFFOLD | {".git"}
+    config = tomllib.loads((root / "cotk-repro.toml").read_text())
+    assert config["project"]["name"] == "exp" and config["project"]["task"] == "dialog"
+    assert config["run"]["entry"] == "main.py"
+    assert ".cotk-repro/" in (root / ".gitignore").read_text().splitlines()
+    compile((root / "main.py").read_text(), "main.py", "exec")
+    assert git(root, "rev-parse", "--is-inside-work-tree") == "true"
+    assert "git add -A" in res.stderr  # tells what to do next
+
+
+def test_init_inside_existing_repo_does_not_nest(make_project, cli):
+    root = make_project({"README.md": "x\n"})
+    res = cli("init", "sub", cwd=root)
+    assert res.returncode == 0, res
+    assert not (root / "sub" / ".git").exists()
+    assert git(root / "sub", "rev-parse", "--show-toplevel") == str(root)
+
+
+def test_init_never_overwrites_without_force(tmp_path, cli):
+    root = tmp_path / "exp"
+    root.mkdir()
+    (root / "main.py").write_text("# my precious work\n")
+    res = cli("init", str(root), cwd=tmp_path)
+    assert res.returncode == 2 and "main.py" in res.stderr and "--force" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert (root / "main.py").read_text() == "# my precious work\n"
+    assert not (root / "cotk-repro.toml").exists()  # nothing written at all
+    res = cli("init", str(root), "--force", cwd=tmp_path)
+    assert res.returncode == 0, res
+    assert "my precious work" not in (root / "main.py").read_text()
+    assert (root / "cotk-repro.toml").is_file()
+
+
+def test_init_current_folder_and_unknown_template(tmp_path, cli):
+    res = cli("init", cwd=tmp_path)
+    assert res.returncode == 0 and (tmp_path / "cotk-repro.toml").is_file()
+    res = cli("init", "other", "--template", "no-such-template", cwd=tmp_path)
+    assert res.returncode == 2 and "unknown template 'no-such-template'" in res.stderr and "minimal" in res.stderr
+    assert not (tmp_path / "other").exists()
+
+
+def test_init_onto_a_file_is_an_error(tmp_path, cli):
+    (tmp_path / "afile").write_text("x")
+    res = cli("init", "afile", cwd=tmp_path)
+    assert res.returncode == 2 and "not a folder" in res.stderr and "Traceback" not in res.stderr
+
+
+METRICS_READY = importlib.util.find_spec("cotk_repro.metrics") is not None
+
+
+@pytest.mark.xfail(not METRICS_READY, reason="cotk_repro.metrics (issue: metrics) has not landed yet", strict=True)
+def test_scaffold_end_to_end(tmp_path, cli):
+    """init, commit, run: the scaffold's entry writes a valid result file with hashed metrics."""
+    res = cli("init", "exp", cwd=tmp_path)
+    assert res.returncode == 0, res
+    root = tmp_path / "exp"
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
+    res = cli("run", "--json", cwd=root)
+    assert res.returncode == 0, res
+    rec = json.loads(res.stdout)
+    assert rec["status"] == "ok" and rec["code"]["dirty"] is False
+    assert "bleu" in rec["results"]
+    assert any(k.startswith("distinct") for k in rec["results"])
+    for name, r in rec["results"].items():
+        assert isinstance(r["value"], (int, float)) and len(r["hash"] or "") == 64, (name, r)
+    # bleu equals NLTK's corpus_bleu on the scaffold's sentences (an independent reference)
+    from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
+
+    ns: dict = {}
+    exec(compile((root / "main.py").read_text().split("def main")[0], "main.py", "exec"), ns)
+    refs = [[r.split()] for r in ns["REFERENCES"]]
+    hyps = [h.split() for h in ns["GENERATED"]]
+    expected = corpus_bleu(refs, hyps, smoothing_function=SmoothingFunction().method3)
+    assert rec["results"]["bleu"]["value"] == pytest.approx(expected, rel=1e-9)
+    assert cli("show", "latest", cwd=root).returncode == 0

@@ -1,0 +1,247 @@
+"""Plugins: real throwaway plugin distributions installed with pip, broken plugins, name clashes, docs."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, run_cli
+from cotk_repro import hookspecs
+from cotk_repro.errors import PluginError
+from cotk_repro.plugins import BUILTIN_PLUGINS, KINDS, Plugins
+
+ENTRY = 'import json\njson.dump({"toy": 1.0}, open("result.json", "w"))\n'
+
+
+def make_distribution(folder: Path, name: str, version: str, module: str, body: str) -> Path:
+    """A tiny plugin package: pyproject.toml with an entry point in group cotk_repro, one module."""
+    pkg = folder / name
+    (pkg / module).mkdir(parents=True)
+    (pkg / "pyproject.toml").write_text(textwrap.dedent(f"""
+        [build-system]
+        requires = ["hatchling"]
+        build-backend = "hatchling.build"
+
+        [project]
+        name = "{name}"
+        version = "{version}"
+
+        [project.entry-points.cotk_repro]
+        {module} = "{module}"
+
+        [tool.hatch.build.targets.wheel]
+        packages = ["{module}"]
+    """))
+    (pkg / module / "__init__.py").write_text(textwrap.dedent(body))
+    return pkg
+
+
+def pip_install(python: str, package: Path, *extra: str) -> None:
+    # hatchling from the test environment when there is one (no network needed), else pip fetches it
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("hatchling") else []
+    proc = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                           *isolation, *extra, str(package)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+TOY = """
+    from cotk_repro.hookspecs import hookimpl
+
+    class ToyMetric:
+        name = "toy-metric"
+        version = "1"
+
+    @hookimpl
+    def register_metrics(register):
+        register("toy-metric", ToyMetric)
+
+    @hookimpl
+    def register_tokenizers(register):
+        register("toy-tokenizer", str.split)
+"""
+
+
+@pytest.fixture(scope="module")
+def plugin_venv(tmp_path_factory) -> str:
+    """A fresh venv that sees cotk-repro and its deps (system site packages) plus the toy plugin."""
+    base = tmp_path_factory.mktemp("plugin-venv")
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    pip_install(python, make_distribution(base, "toy-plugin", "1.2.3", "toy_plugin", TOY))
+    return python
+
+
+def extra_distribution(tmp_path: Path, name: str, module: str, body: str) -> dict[str, str]:
+    """Install another plugin distribution into a folder; the env that puts it on the path."""
+    target = tmp_path / f"site-{name}"
+    pip_install(sys.executable, make_distribution(tmp_path / "src", name, "0.0.1", module, body),
+                "--target", str(target))
+    return {"PYTHONPATH": str(target)}
+
+
+def plugins_json(python: str, env: dict | None = None, cwd: Path | None = None):
+    res = run_cli("plugins", "--json", python=python, env=env, cwd=cwd)
+    return res, json.loads(res.stdout) if res.stdout.strip() else None
+
+
+def test_installed_plugin_is_listed_with_version_and_metric(plugin_venv):
+    res, data = plugins_json(plugin_venv)
+    assert res.returncode == 0, res
+    by_name = {p["name"]: p for p in data["plugins"]}
+    toy = by_name["toy-plugin"]
+    assert toy["version"] == "1.2.3" and toy["status"] == "ok" and toy["builtin"] is False
+    assert toy["registers"] == {"metric": ["toy-metric"], "tokenizer": ["toy-tokenizer"]}
+    assert set(BUILTIN_PLUGINS) <= set(by_name)
+    # the human table too
+    res = run_cli("plugins", python=plugin_venv)
+    assert res.returncode == 0 and "toy-plugin" in res.stdout and "1.2.3" in res.stdout and "toy-metric" in res.stdout
+
+
+def test_plugin_not_visible_outside_its_venv():
+    res, data = plugins_json(sys.executable)
+    assert "toy-plugin" not in {p["name"] for p in data["plugins"]}
+
+
+def test_builtins_only_switch_skips_entry_points(plugin_venv):
+    res, data = plugins_json(plugin_venv, env={"COTK_REPRO_BUILTINS_ONLY": "1"})
+    assert res.returncode == 0
+    names = {p["name"] for p in data["plugins"]}
+    assert names == set(BUILTIN_PLUGINS)
+
+
+def test_record_lists_loaded_plugins_and_local_install(plugin_venv, make_project):
+    root = make_project({"main.py": ENTRY})
+    res = run_cli("run", "--json", cwd=root, python=plugin_venv)
+    assert res.returncode == 0, res
+    rec = json.loads(res.stdout)
+    plugins = rec["environment"]["plugins"]
+    assert {"name": "toy-plugin", "version": "1.2.3"} in plugins
+    assert {p["name"] for p in plugins} >= set(BUILTIN_PLUGINS)
+    pkgs = {p["name"]: p for p in rec["environment"]["packages"]}
+    assert pkgs["toy-plugin"] == {"name": "toy-plugin", "version": "1.2.3", "install": "local"}  # PEP 610
+
+
+def test_broken_plugin_is_listed_and_the_rest_works(plugin_venv, tmp_path, make_project):
+    env = extra_distribution(tmp_path, "broken-plugin", "broken_plugin", "import module_that_does_not_exist_xyz\n")
+    res, data = plugins_json(plugin_venv, env=env)
+    assert res.returncode == 0, res
+    by_name = {p["name"]: p for p in data["plugins"]}
+    broken = by_name["broken-plugin"]
+    assert broken["status"] == "broken" and "module_that_does_not_exist_xyz" in broken["error"]
+    assert by_name["toy-plugin"]["status"] == "ok"
+    res = run_cli("plugins", python=plugin_venv, env=env)
+    assert res.returncode == 0 and "BROKEN" in res.stdout
+    # other commands keep working, and the record lists only what loaded
+    root = make_project({"main.py": ENTRY})
+    res = run_cli("run", "--json", cwd=root, python=plugin_venv, env=env)
+    assert res.returncode == 0, res
+    names = {p["name"] for p in json.loads(res.stdout)["environment"]["plugins"]}
+    assert "toy-plugin" in names and "broken-plugin" not in names
+    assert run_cli("runs", "--json", cwd=root, python=plugin_venv, env=env).returncode == 0
+
+
+def test_two_plugins_one_metric_name(plugin_venv, tmp_path, make_project):
+    clash = """
+        from cotk_repro.hookspecs import hookimpl
+
+        @hookimpl
+        def register_metrics(register):
+            register("toy-metric", object)
+    """
+    env = extra_distribution(tmp_path, "clash-plugin", "clash_plugin", clash)
+    res, data = plugins_json(plugin_venv, env=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    message = [line for line in res.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(message) == 1
+    assert "'toy-metric'" in message[0] and "toy-plugin" in message[0] and "clash-plugin" in message[0]
+    assert data["conflicts"] and "clash-plugin" in data["conflicts"][0]
+    # run refuses before anything runs or is written
+    root = make_project({"main.py": ENTRY})
+    res = run_cli("run", cwd=root, python=plugin_venv, env=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "toy-plugin" in res.stderr and "clash-plugin" in res.stderr and "'toy-metric'" in res.stderr
+    assert not (root / ".cotk-repro").exists() and not (root / "result.json").exists()
+
+
+# -- in-process: the manager's bookkeeping ---------------------------------------------------------
+
+class _Plugin:
+    def __init__(self, **hooks):
+        for name, fn in hooks.items():
+            setattr(self, name, hookspecs.hookimpl(fn))
+
+
+def _manager_with(*plugins: tuple[str, object]) -> Plugins:
+    p = Plugins(load_entry_points=False)
+    for name, plugin in plugins:
+        p._add(plugin, name, "9.9", builtin=False, module_name=name)
+    return p
+
+
+def test_duplicate_name_error_names_both_plugins():
+    a = _Plugin(register_metrics=lambda register: register("m", 1))
+    b = _Plugin(register_metrics=lambda register: register("m", 2))
+    p = _manager_with(("plugin-a", a), ("plugin-b", b))
+    with pytest.raises(PluginError, match=r"metric 'm' is registered by two plugins: 'plugin-a' and 'plugin-b'"):
+        p.registry("metric")
+    assert len(p.conflicts()) == 1
+    assert p.registry("tokenizer") is not None  # other kinds unaffected
+
+
+def test_hook_that_raises_marks_plugin_broken():
+    def bad(register):
+        raise RuntimeError("kaput")
+
+    good = _Plugin(register_metrics=lambda register: register("fine", 1))
+    p = _manager_with(("bad", _Plugin(register_metrics=bad)), ("good", good))
+    assert p.get("metric", "fine").plugin == "good"
+    assert p.infos["bad"].broken and "kaput" in p.infos["bad"].error
+    assert "bad" not in {x["name"] for x in p.loaded()}
+
+
+def test_unknown_component_lists_registered_names():
+    p = _manager_with(("x", _Plugin(register_metrics=lambda register: register("alpha", 1))))
+    with pytest.raises(PluginError, match=r"unknown metric 'beta'; registered: .*alpha"):
+        p.get("metric", "beta")
+
+
+def test_invalid_hookimpl_is_broken_not_fatal():
+    p = _manager_with(("weird", _Plugin(register_metrics=lambda registr: None)))  # wrong argument name
+    assert p.infos["weird"].broken
+
+
+# -- documentation -------------------------------------------------------------------------------
+
+def _hookspecs():
+    return [(name, fn) for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+            if hasattr(fn, "cotk_repro_spec")]
+
+
+def test_every_hook_is_documented():
+    specs = _hookspecs()
+    assert {n for n, _ in specs} >= set(KINDS.values()) | {"register_commands"}
+    docs = (REPO_ROOT / "docs" / "core.md").read_text(encoding="utf-8")
+    undocumented = [n for n, fn in specs if not (fn.__doc__ or "").strip()]
+    assert not undocumented, f"hookspecs without a docstring: {undocumented}"
+    missing = [n for n, _ in specs if f"`{n}" not in docs]
+    assert not missing, f"hooks not described in docs/core.md: {missing}"
+
+
+def test_builtin_plugins_are_cheap_to_import():
+    """Built-in plugin modules must not import heavy libraries at import time (CLI start-up)."""
+    code = ("import sys; import cotk_repro.plugins as p; p.get_plugins().conflicts();"
+            "heavy = [m for m in ('numpy', 'nltk', 'torch', 'fastapi', 'sqlalchemy', 'matplotlib', 'docker', 'git')"
+            " if m in sys.modules]; print(','.join(heavy))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "COTK_REPRO_BUILTINS_ONLY": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "", f"registering the built-ins imported: {proc.stdout.strip()}"
