@@ -1,8 +1,42 @@
-"""Built-in metrics (filled in by their issue)."""
+"""Built-in metrics, registered through the same hook as third-party metric plugins.
+
+Each factory imports its implementation only when the metric is built, so loading
+the plugin (every command does) stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 from ..hookspecs import hookimpl
+
+#: metric name -> "module:class" under cotk_repro.metrics
+BUILTIN_METRICS = {
+    "bleu": "bleu:BleuMetric",
+    "self-bleu": "bleu:SelfBleuMetric",
+    "fw-bw-bleu": "bleu:FwBwBleuMetric",
+    "perplexity": "perplexity:PerplexityMetric",
+    "distinct": "diversity:DistinctMetric",
+    "ngram-entropy": "diversity:NgramEntropyMetric",
+    "fw-rv-ppl": "kn_lm:FwRvPplMetric",
+    "rouge": "rouge:RougeMetric",
+    "nist": "nist:NistMetric",
+    "meteor": "meteor:MeteorMetric",
+}
+
+
+def _factory(target: str):
+    module, cls = target.split(":")
+
+    def build(**options):
+        return getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)(**options)
+
+    build.__name__ = f"build_{cls}"
+    build.__doc__ = f"Build cotk_repro.metrics.{module}.{cls}."
+    return build
 
 
 @hookimpl
 def register_metrics(register):
-    pass
+    for name, target in BUILTIN_METRICS.items():
+        register(name, _factory(target))
