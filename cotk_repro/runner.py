@@ -61,7 +61,7 @@ class EntryProcess:
     is forwarded to the child (SIGINT), which gets 10 s to stop before it is killed.
     """
 
-    def __init__(self, cmd: list[str], cwd: Path, stdout_log: Path, stderr_log: Path, *, echo: bool = True,
+    def __init__(self, cmd: list[str], cwd: Path, stdout_log: Path, stderr_log: Path, *, echo: bool | str = True,
                  env: dict[str, str] | None = None):
         self.cmd, self.cwd, self.echo = cmd, cwd, echo
         self.stdout_log, self.stderr_log = stdout_log, stderr_log
@@ -88,7 +88,9 @@ class EntryProcess:
             for fh in self._fhs:
                 fh.close()
             raise RunError(f"cannot start {self.cmd[0]}: {exc.strerror}") from None
-        sinks_out: list[IO[bytes]] = [out_fh] + ([sys.stdout.buffer] if self.echo else [])
+        # echo="stderr" (for --json) keeps stdout for machine-readable output only
+        out_echo = sys.stderr.buffer if self.echo == "stderr" else sys.stdout.buffer
+        sinks_out: list[IO[bytes]] = [out_fh] + ([out_echo] if self.echo else [])
         sinks_err: list[IO[bytes]] = [err_fh] + ([sys.stderr.buffer] if self.echo else [])
         self._threads = [
             threading.Thread(target=_pump, args=(self.proc.stdout, sinks_out), daemon=True),
@@ -143,7 +145,7 @@ class EntryProcess:
         return self.proc.returncode, interrupted
 
 
-def run_entry(cmd: list[str], cwd: Path, stdout_log: Path, stderr_log: Path, *, echo: bool = True,
+def run_entry(cmd: list[str], cwd: Path, stdout_log: Path, stderr_log: Path, *, echo: bool | str = True,
               env: dict[str, str] | None = None, timeout: float | None = None) -> tuple[int, bool]:
     """Run ``cmd``; tee its output live to the terminal and to the logs.
 
@@ -195,7 +197,7 @@ def prepare(cwd: Path, *, entry: str | None, args: list[str] | None, result: str
 
 
 def execute(cwd: Path | None = None, *, entry: str | None = None, args: list[str] | None = None,
-            result: str | None = None, allow_dirty: bool = False, echo: bool = True,
+            result: str | None = None, allow_dirty: bool = False, echo: bool | str = True,
             on_status: Callable[[str], None] | None = None) -> RunOutcome:
     cwd = Path(cwd or os.getcwd()).resolve()
     state, config, entry_path, args, result_path = prepare(
@@ -219,7 +221,7 @@ def _stat_key(path: Path) -> tuple[int, int, int] | None:
 
 
 def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, config: ProjectConfig,
-                entry_path: Path, args: list[str], result_path: Path, echo: bool,
+                entry_path: Path, args: list[str], result_path: Path, echo: bool | str,
                 on_status: Callable[[str], None] | None) -> RunOutcome:
     root = state.root.resolve()
     rel_cwd = cwd.relative_to(root).as_posix() if cwd != root else "."
@@ -273,7 +275,8 @@ def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, conf
         error = RunError(f"the entry {entry_rel} was killed by signal {name}")
         record["status"] = "failed"
     elif rc != 0:
-        error = RunError(f"the entry {entry_rel} exited with status {rc}; see its stderr above")
+        error = RunError(f"the entry {entry_rel} exited with status {rc}; see its stderr "
+                         + ("above" if echo else "in the run's stderr.log"))
         record["status"] = "failed"
     else:
         try:
@@ -289,5 +292,7 @@ def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, conf
     if error is not None:
         record["error"] = error.message
     folder = store.commit(workdir, record)
+    if error is not None and not echo and rc not in (0, None) and rc > 0:
+        error = RunError(f"the entry {entry_rel} exited with status {rc}; its stderr is in {folder / 'stderr.log'}")
     return RunOutcome(record=record, folder=folder, error=error,
                       exit_code=0 if error is None else error.exit_code)

@@ -53,7 +53,7 @@ def run(
     from ..runner import execute
 
     outcome = execute(entry=entry, args=list(args or []), result=result, allow_dirty=allow_dirty,
-                      echo=not (quiet or json_out))
+                      echo=False if quiet else ("stderr" if json_out else True))
     record = outcome.record
     if outcome.error is not None:
         output.info(f"recorded as {record['status']}: {record['id']}")

@@ -1,0 +1,70 @@
+"""``cotk-repro demo``: parsing and rendering; the work is in :mod:`cotk_repro.demo`."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import output
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command()
+    def demo(
+        folder: Optional[Path] = typer.Option(None, "--dir", help="Folder for the demo (default: a new temporary folder)."),
+        runtime: Optional[str] = typer.Option(None, "--runtime", help="Runtime of the reproduction: venv or docker "
+                                              "(default: docker when an engine and the base image are there, else venv)."),
+        base_image: Optional[str] = typer.Option(None, "--base-image", help="Docker base image for the docker runtime "
+                                                 "(default: COTK_REPRO_BASE_IMAGE, else cotk-repro-base:bookworm)."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address of the embedded dashboard."),
+        port: int = typer.Option(0, "--port", help="Port of the embedded dashboard (default: a free one)."),
+        serve: bool = typer.Option(True, "--serve/--no-serve", help="Keep the dashboard serving until Ctrl-C (default), "
+                                   "or exit when the loop is done."),
+        json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout (implies --no-serve)."),
+    ) -> None:
+        """The whole loop on one machine: scaffold a sample project, run it, publish it to a local bare git
+        remote and an embedded dashboard, reproduce it from the remote, print the verdict and the dashboard URL.
+        """
+        from ..demo import run_demo
+        from .core import render_verdicts
+
+        image = base_image or os.environ.get("COTK_REPRO_BASE_IMAGE") or "cotk-repro-base:bookworm"
+        result = run_demo(folder, runtime=runtime, base_image=image, host=host, port=port, on_status=output.info)
+        outcome = result.reproduction
+        verdict = outcome.verdict
+        try:
+            if json_out:
+                output.print_json({"folder": str(result.folder), "record_id": result.record["id"],
+                                   "results": result.record["results"], "dashboard": result.dashboard_url,
+                                   "record_url": result.record_url, "runtime": result.runtime,
+                                   "reproduction": verdict, "timings_s": result.timings})
+            else:
+                rows = [[name, output.fmt_value(item["value"]), output.fmt_hash(item.get("hash"))]
+                        for name, item in result.record["results"].items()]
+                output.console.print(output.table(f"record {result.record['id'][:19]}", ["metric", "value", "hash"], rows))
+                if outcome.error is not None:
+                    output.error(outcome.error.message, outcome.error.hint, outcome.error.log)
+                else:
+                    render_verdicts(outcome.rows, verdict["verdict"],
+                                    title=f"reproduction from the git remote ({result.runtime} runtime)")
+                output.console.print(f"project:   {result.project}", markup=False)
+                output.console.print(f"dashboard: {result.dashboard_url}", markup=False)
+                if result.record_url:
+                    output.console.print(f"record:    {result.record_url}", markup=False)
+                output.info("took " + ", ".join(f"{k} {v:.1f}s" for k, v in result.timings.items()))
+            if serve and not json_out:
+                output.info("serving the dashboard; press Ctrl-C to stop")
+                try:
+                    while True:
+                        time.sleep(3600)
+                except KeyboardInterrupt:
+                    output.info("stopped")
+        finally:
+            if result.stop:
+                result.stop()
+        if outcome.exit_code:
+            raise typer.Exit(outcome.exit_code)

@@ -1,0 +1,151 @@
+"""``cotk-repro demo``: the whole loop on one machine, with nothing to set up (SPEC section 8).
+
+1. scaffold the sample project (a bigram language model on a small corpus shipped in
+   ``templates/project/demo``) in a temporary folder and commit it;
+2. ``run`` it: a record with hashed perplexity, BLEU, Self-BLEU and Distinct;
+3. start an embedded dashboard (SQLite) on a free port and create a user;
+4. ``publish`` to a local bare git remote and to the dashboard;
+5. ``reproduce`` it from the git remote alone (``venv`` runtime, or ``docker`` when an
+   engine and the base image are there) and submit the verdict to the dashboard.
+
+The user's own configuration is never touched: the demo's dashboard token lives in a
+user-config folder inside the demo folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import CotkError
+
+PROJECT = "sample-lm"
+OWNER = "demo"
+USER = "demo"
+
+
+@dataclass
+class DemoResult:
+    folder: Path
+    project: Path
+    record: dict[str, Any]
+    dashboard_url: str
+    record_url: str | None
+    reproduction: Any  # reproduce.core.Outcome
+    runtime: str
+    timings: dict[str, float] = field(default_factory=dict)
+    stop: Callable[[], None] | None = None
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = dict(os.environ)
+    # a machine without a git identity still gets a commit
+    env.setdefault("GIT_AUTHOR_NAME", "cotk-repro demo")
+    env.setdefault("GIT_AUTHOR_EMAIL", "demo@cotk-repro.invalid")
+    env.setdefault("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
+    env.setdefault("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
+    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CotkError(f"git {args[0]} failed in {cwd}: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout.strip()
+
+
+def docker_available(base_image: str | None) -> bool:
+    """True when a Docker engine answers and ``base_image`` exists locally."""
+    if not base_image:
+        return False
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        client.ping()
+        client.images.get(base_image)
+        return True
+    except Exception:
+        return False
+
+
+def choose_runtime(requested: str | None, base_image: str | None) -> str:
+    if requested:
+        return requested
+    return "docker" if docker_available(base_image) else "venv"
+
+
+def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_image: str | None = None,
+             host: str = "127.0.0.1", port: int = 0,
+             on_status: Callable[[str], None] = lambda _m: None) -> DemoResult:
+    """Run the loop; the dashboard keeps serving until ``result.stop()`` is called."""
+    from . import userconfig
+    from .dashboard.auth import add_user
+    from .dashboard.server import start_in_thread
+    from .publish.core import publish
+    from .reproduce.core import ReproduceOptions, reproduce
+    from .runner import execute
+    from .scaffold import scaffold
+
+    timings: dict[str, float] = {}
+    t_all = time.perf_counter()
+    folder = Path(folder or tempfile.mkdtemp(prefix="cotk-repro-demo-")).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    project = folder / PROJECT
+    bare = folder / "git" / OWNER / f"{PROJECT}.git"
+    if project.exists() or bare.exists():
+        raise CotkError(f"{folder} already holds a demo; give an empty or new folder")
+    # the demo's token goes to a user config inside the demo folder, never the user's own
+    os.environ["XDG_CONFIG_HOME"] = str(folder / "config")
+    os.environ["COTK_REPRO_GIT_BASE"] = (folder / "git").as_uri() + "/"
+
+    t = time.perf_counter()
+    on_status(f"scaffolding the sample project in {project}")
+    scaffold(project, task="language-generation", template="demo", name=PROJECT)
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "Sample bigram language model")
+    _git(folder, "init", "-q", "--bare", str(bare))
+    _git(project, "remote", "add", "origin", str(bare))
+    timings["scaffold"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    on_status("running the sample project (cotk-repro run)")
+    outcome = execute(project, echo=False)
+    if outcome.error is not None:
+        raise outcome.error
+    record = outcome.record
+    timings["run"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    on_status("starting the embedded dashboard (SQLite)")
+    db_url = f"sqlite:///{folder / 'dashboard.db'}"
+    url, stop = start_in_thread(db_url, host, port)
+    try:
+        token = add_user(db_url, USER)
+        userconfig.set_dashboard_token(url, token)
+        timings["dashboard"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        on_status("publishing to the bare git remote and the dashboard")
+        published = publish(project, "latest", remote="origin", dashboard=url, push=True)
+        record_url = next((s.get("url") for s in published["steps"] if s.get("target") == "dashboard"), None)
+        timings["publish"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        chosen = choose_runtime(runtime, base_image)
+        on_status(f"reproducing {OWNER}/{PROJECT} from the git remote ({chosen} runtime)")
+        opts = ReproduceOptions(runtime=chosen, base_image=base_image, submit=True, dashboard=url)
+        reproduction = reproduce(f"{OWNER}/{PROJECT}", opts, on_status=on_status)
+        timings["reproduce"] = time.perf_counter() - t
+    except BaseException:
+        stop()
+        raise
+    timings["total"] = time.perf_counter() - t_all
+    return DemoResult(folder=folder, project=project, record=record, dashboard_url=url, record_url=record_url,
+                      reproduction=reproduction, runtime=chosen, timings=timings, stop=stop)
+
+
+def cleanup(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
