@@ -83,6 +83,7 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
     """Run the loop; the dashboard keeps serving until ``result.stop()`` is called."""
     from . import userconfig
     from .dashboard.auth import add_user
+    from .dashboard.db import open_database
     from .dashboard.server import start_in_thread
     from .publish.core import publish
     from .reproduce.core import ReproduceOptions, reproduce
@@ -123,7 +124,7 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
     db_url = f"sqlite:///{folder / 'dashboard.db'}"
     url, stop = start_in_thread(db_url, host, port)
     try:
-        token = add_user(db_url, USER)
+        token, _created = add_user(open_database(db_url), USER)
         userconfig.set_dashboard_token(url, token)
         timings["dashboard"] = time.perf_counter() - t
 

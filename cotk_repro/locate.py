@@ -54,7 +54,7 @@ def load_document(ref: str, store: RunStore | None) -> dict[str, Any]:
     if ref.startswith(("http://", "https://")):
         return _as_document(fetch_json(ref), ref)
     path = Path(ref)
-    if path.suffix == ".json" or path.is_file():
+    if path.suffix == ".json" or path.is_file() or (path.is_dir() and (path / "record.json").is_file()):
         if path.is_dir():
             path = path / "record.json"
         if not path.is_file():

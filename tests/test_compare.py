@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT
 from cotk_repro.canonical import hash_object
-from cotk_repro.plugins import registry, reset_plugins
+from cotk_repro.plugins import reset_plugins
 
 PLUGIN = '''
 from cotk_repro.hookspecs import hookimpl
@@ -63,6 +63,32 @@ class Overlap:
                 "tokens": float(total), "tokens hashvalue": h}
 
 
+class Streamed:
+    """CoTK-style forward/close metric that records how it was fed: lines, batches, the largest batch."""
+
+    name = "toy-stream"
+    version = "1"
+    settings = {}
+
+    def __init__(self):
+        self.lines = self.batches = self.largest = self.ref_hits = 0
+
+    def forward(self, batch):
+        hyps = batch["hyps"]
+        refs = batch.get("refs")
+        self.lines += len(hyps)
+        self.batches += 1
+        self.largest = max(self.largest, len(hyps))
+        if refs is not None:
+            self.ref_hits += sum(h in r for h, r in zip(hyps, refs))
+
+    def close(self):
+        h = hash_object({"metric": "toy-stream"})
+        return {"lines": float(self.lines), "lines hashvalue": h, "batches": float(self.batches),
+                "batches hashvalue": h, "largest": float(self.largest), "largest hashvalue": h,
+                "same": float(self.ref_hits), "same hashvalue": h}
+
+
 class Upper:
     name = "upper"
     version = "3"
@@ -82,11 +108,20 @@ class Upper:
 def register_metrics(register):
     register("toy-len", MeanLength)
     register("toy-overlap", Overlap)
+    register("toy-stream", Streamed)
+
+
+def make_reverse(sep=" "):
+    """A generator that is a plain callable: text -> text."""
+    def reverse(text):
+        return sep.join(reversed(text.split()))
+    return reverse
 
 
 @hookimpl
 def register_generators(register):
     register("upper", Upper)
+    register("reverse-fn", make_reverse)
 '''
 
 
@@ -214,7 +249,7 @@ def test_incomparable_values_are_flagged_and_never_ranked_together(tmp_path, toy
     # toy-len(by_size) hashes the sample count: gamma has 2 lines, the others 3 -> two hash groups
     files = dict(BASIC)
     files["data/news/samples/gamma.txt"] = "one two three four five six seven eight\nnine\n"
-    files["data/wiki/samples/gamma.txt"] = "x y\nz\n"
+    files["data/news/samples/beta.txt"] = "cat\nthe dog ran\nfish\n"
     files["bench.toml"] = """
         [[dataset]]
         name = "news"
@@ -264,7 +299,7 @@ def test_failing_metric_and_failing_system_do_not_stop_the_others(tmp_path, toy_
     assert res.returncode == 1, res
     data = json.loads(res.stdout)
     cells = {(c["system"], c["dataset"], c["column"]): c for c in data["cells"]}
-    assert cells[("beta", "news", "toy-len")]["error"] == "boom on purpose"
+    assert cells[("beta", "news", "toy-len")]["error"] == "RuntimeError: boom on purpose"
     assert cells[("beta", "news", "overlap")]["value"] is not None  # the other metric ran on that system
     assert "line 2 is not UTF-8" in cells[("beta", "wiki", "toy-len")]["error"]
     assert all(c["value"] is not None for k, c in cells.items() if k[0] == "alpha")
@@ -332,6 +367,38 @@ def test_generator_systems_are_cached_by_name_version_settings_and_input(tmp_pat
     result, _ = compare(root / "bench.toml", jobs=1)
     assert result.generated == {("copy", "d"): "generated", ("upper", "d"): "generated"}
     assert len(list((root / "cache").rglob("*.txt"))) == 5
+
+
+def test_a_plain_callable_generator_works_and_is_cached_by_its_settings(tmp_path, toy_site):
+    from cotk_repro.compare import compare
+
+    files = {
+        "data/d/gold/refs.txt": "c b a\ne d\n",
+        "data/d/inputs.txt": "a b c\nd e\n",
+        "bench.toml": """
+            [report]
+            cache = "cache"
+            [[dataset]]
+            name = "d"
+            path = "data/d"
+            [[system]]
+            name = "rev"
+            generator = "reverse-fn"
+            settings = { sep = " " }
+            [[metric]]
+            name = "toy-overlap"
+            """,
+    }
+    root = write(tmp_path / "p", files)
+    result, _ = compare(root / "bench.toml", jobs=1)
+    assert not result.failures, result.failures
+    out = next((root / "cache").rglob("*.txt"))
+    assert out.read_text() == "c b a\ne d\n" and out.parent.name == "reverse-fn"
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert (meta["generator"], meta["settings"], meta["lines"]) == ("reverse-fn", {"sep": " "}, 2)
+    assert result.cell("rev", "d", "overlap").value == 1.0
+    result, _ = compare(root / "bench.toml", jobs=1)
+    assert result.generated == {("rev", "d"): "cache"}
 
 
 def test_failing_generator_is_reported_and_the_rest_runs(tmp_path, toy_site):
@@ -407,8 +474,44 @@ def test_text_formats_strip_tags_separators_and_jsonl(tmp_path, toy_site):
     assert result.cell("s", "d", "overlap").hash == hash_object({"metric": "toy-overlap", "refs": refs})
 
 
+def test_metrics_with_forward_close_are_fed_in_batches(tmp_path, toy_site):
+    from cotk_repro.compare import compare
+    from cotk_repro.compare.engine import STREAM_BATCH
+
+    n = 2 * STREAM_BATCH + 5
+    gold = "".join(f"line {i}\n" for i in range(n))
+    samples = "".join(f"line {i if i % 3 else -i}\n" for i in range(n))  # every third differs (but line 0)
+    files = {"data/d/gold/refs.txt": gold, "data/d/samples/s.txt": samples,
+             "bench.toml": """
+                 [[dataset]]
+                 name = "d"
+                 path = "data/d"
+                 [[metric]]
+                 name = "toy-stream"
+                 references = "aligned"
+                 """}
+    root = write(tmp_path / "p", files)
+    result, _ = compare(root / "bench.toml", jobs=1)
+    assert not result.failures, result.failures
+    value = {c.column: c.value for c in result.cells}
+    assert value == {"lines": n, "batches": 3, "largest": STREAM_BATCH,
+                     "same": sum(1 for i in range(n) if i % 3 or i == 0)}
+
+
+def test_sample_file_that_changes_length_after_the_checks_fails_only_its_cells(tmp_path, toy_site):
+    from cotk_repro.compare import evaluate_config, load_config
+
+    root = write(tmp_path / "p", BASIC)
+    cfg = load_config(root / "bench.toml")
+    (root / "data/news/samples/beta.txt").write_text("cat\n")  # 1 line now, gold has 3
+    result = evaluate_config(cfg, jobs=1)
+    failed = {(f.system, f.dataset, f.metric): f.message for f in result.failures}
+    assert failed == {("beta", "news", "toy-overlap"): "the samples and the gold file have different numbers of lines"}
+    assert result.cell("beta", "news", "toy-len").value == 1.0  # the reference-free metric still ran
+
+
 def test_text_format_normalizer_units():
-    from cotk_repro.compare.textfmt import TextFormat, count_lines, normalizer
+    from cotk_repro.compare.textfmt import TextFormat, normalizer
 
     n = normalizer(TextFormat(strip_tags=("<unk>",), sentence_separator="__eou__", lowercase=True))
     assert n("Hello <unk>  World __eou__ Bye") == "hello world bye"
@@ -424,6 +527,22 @@ def test_line_counting_streams_without_trailing_newline(tmp_path):
         assert count_lines(p) == n == len(list(iter_lines(p)))
     p.write_text("x\n" * 5000)
     assert count_lines(p) == 5000
+
+
+def test_rerun_removes_files_of_columns_that_are_gone_and_keeps_others(tmp_path, toy_site):
+    from cotk_repro.compare import compare
+
+    root = write(tmp_path / "p", BASIC)
+    compare(root / "bench.toml", jobs=1)
+    out = root / "reports"
+    (out / "notes.txt").write_text("mine")
+    assert (out / "metric-overlap.csv").is_file()
+    toml = (root / "bench.toml").read_text()
+    (root / "bench.toml").write_text(toml[:toml.index('[[metric]]\nname = "toy-overlap"')])
+    _, files = compare(root / "bench.toml", jobs=1)
+    assert not (out / "metric-overlap.csv").exists() and not (out / "chart-tokens.png").exists()
+    assert (out / "metric-toy-len.csv").is_file() and (out / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == sorted([f.name for f in files] + ["notes.txt"])
 
 
 def test_html_report_escapes_user_text(tmp_path, toy_site):
@@ -462,28 +581,80 @@ def test_cli_json_help_and_jobs_agree(tmp_path, toy_site, cli):
               env=toy_site)
     assert one.returncode == 0 and two.returncode == 0, (one, two)
     a, b = json.loads(one.stdout), json.loads(two.stdout)  # stdout is JSON only
+    assert "evaluating" not in one.stderr  # no progress bar when stderr is not a terminal
     assert a["cells"] == b["cells"] and len(a["cells"]) == 2 * 2 * 3
     assert (tmp_path / "r1" / "metric-toy-len.csv").read_text() == (tmp_path / "r2" / "metric-toy-len.csv").read_text()
     assert not (root / "reports").exists()
     helptext = cli("compare", "--help").stdout
     for opt in ("--out", "--jobs", "--open", "--json"):
         assert opt in helptext
+    # the help explains the config format (tables, gold layout, the metric keys), brackets not eaten by markup
+    for words in ("[report]", "[[dataset]]", "[[system]]", "[[metric]]", "gold/refs.jsonl", "samples/<system>.txt",
+                  "options = { ngram = 2 }", "references =", "generator = NAME", "strip_tags"):
+        assert words in " ".join(helptext.split()), words
+
+
+def test_progress_bar_on_a_terminal_while_json_stays_clean(tmp_path, toy_site):
+    """stderr on a real pseudo-terminal gets the progress bar; stdout (a pipe) gets JSON only."""
+    import os
+    import pty
+    import subprocess
+
+    root = write(tmp_path / "p", BASIC)
+    leader, follower = pty.openpty()
+    env = dict(os.environ, **toy_site, COLUMNS="100", TERM="xterm-256color")
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "compare", str(root / "bench.toml"), "--json",
+                             "--jobs", "1"], stdout=subprocess.PIPE, stderr=follower, env=env, cwd=REPO_ROOT)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    stdout = proc.stdout.read()
+    assert proc.wait(timeout=120) == 0
+    os.close(leader)
+    assert b"evaluating" in seen
+    assert json.loads(stdout)["schema"] == "cotk-repro/compare-report"
+
+
+def test_open_launches_the_browser_on_the_html_report(tmp_path, toy_site, cli):
+    # a real browser command via $BROWSER (what Python's webbrowser honours): it records the URL it was given
+    root = write(tmp_path / "p", BASIC)
+    seen = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.py"
+    browser.write_text(f"import sys\nopen({str(seen)!r}, 'a').write(sys.argv[1] + '\\n')\n")
+    env = dict(toy_site, BROWSER=f"{sys.executable} {browser} %s", DISPLAY="")
+    res = cli("compare", str(root / "bench.toml"), "--jobs", "1", "--open", env=env)
+    assert res.returncode == 0, res
+    assert seen.read_text().split() == [(root / "reports" / "report.html").resolve().as_uri()]
+    res = cli("compare", str(root / "bench.toml"), "--jobs", "1", env=env)
+    assert res.returncode == 0 and len(seen.read_text().split()) == 1  # without --open nothing is opened
 
 
 # -- real metrics, checked against NLTK ---------------------------------------------------------
 
 def _need(*names):
-    try:
-        known = registry("metric")
-    except Exception:  # noqa: BLE001
-        known = {}
-    missing = [n for n in names if n not in known]
+    """Skip unless every named metric is registered and can be built (its implementation module imports)."""
+    from cotk_repro.metrics import get_metric
+
+    missing = []
+    for name in names:
+        try:
+            get_metric(name)
+        except Exception:  # noqa: BLE001 - not registered, or its module is not written yet
+            missing.append(name)
     if missing:
-        pytest.skip(f"metrics not registered yet: {missing}")
+        pytest.skip(f"metrics not available yet: {missing}")
 
 
-def test_real_bleu_and_distinct_through_compare_match_independent_values(tmp_path):
-    _need("bleu", "distinct")
+def test_real_bleu_through_compare_matches_nltk_corpus_bleu(tmp_path):
+    _need("bleu")
     from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
 
     from cotk_repro.compare import compare
@@ -503,8 +674,6 @@ def test_real_bleu_and_distinct_through_compare_match_independent_values(tmp_pat
             name = "bleu"
             label = "bleu-2"
             options = { ngram = 2 }
-            [[metric]]
-            name = "distinct"
             """,
     }
     root = write(tmp_path / "p", files)
@@ -514,5 +683,200 @@ def test_real_bleu_and_distinct_through_compare_match_independent_values(tmp_pat
                            smoothing_function=SmoothingFunction().method3)
     assert result.cell("s", "d", "bleu-2").value == pytest.approx(expected, abs=1e-12)
     assert result.cell("s", "d", "bleu-2").hash
-    distinct = [c for c in result.cells if c.metric == "distinct"]
-    assert distinct and all(c.hash for c in distinct)
+    assert result.config.metrics[0].references == "aligned"
+
+
+def test_set_and_reference_free_bleu_family_through_compare_match_nltk(tmp_path):
+    """fw-bw-bleu gets the whole gold set (not aligned, other length), self-bleu no references: NLTK by hand."""
+    _need("fw-bw-bleu", "self-bleu")
+    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
+
+    from cotk_repro.compare import compare
+
+    gold = ["a man rides a horse", "two dogs play in the snow", "a plate of food on a table",
+            "a man is riding a brown horse", "a cat sleeps on the bed"]
+    hyps = ["a man rides a brown horse", "a dog plays in snow", "a plate of food", "a cat on the bed"]
+    files = {"data/d/gold/refs.txt": "\n".join(gold) + "\n", "data/d/samples/s.txt": "\n".join(hyps) + "\n",
+             "bench.toml": """
+                 [[dataset]]
+                 name = "d"
+                 path = "data/d"
+                 [[metric]]
+                 name = "fw-bw-bleu"
+                 label = "{key}-3"
+                 options = { ngram = 3 }
+                 [[metric]]
+                 name = "self-bleu"
+                 options = { ngram = 2 }
+                 """}
+    root = write(tmp_path / "p", files)
+    result, _ = compare(root / "bench.toml", jobs=1)
+    assert not result.failures, result.failures
+    assert [m.references for m in result.config.metrics] == ["set", "none"]
+    smooth = SmoothingFunction().method1
+    tok = [s.split() for s in gold], [s.split() for s in hyps]
+
+    def mean_bleu(sents, refs, n, leave_out=False):
+        w = tuple(1.0 / n for _ in range(n))
+        scores = [sentence_bleu([r for j, r in enumerate(refs) if not (leave_out and j == i)], s, w,
+                                smoothing_function=smooth) for i, s in enumerate(sents)]
+        return sum(scores) / len(scores)
+
+    fw, bw = mean_bleu(tok[1], tok[0], 3), mean_bleu(tok[0], tok[1], 3)
+    assert result.cell("s", "d", "fw-bleu-3").value == pytest.approx(fw, abs=1e-12)
+    assert result.cell("s", "d", "bw-bleu-3").value == pytest.approx(bw, abs=1e-12)
+    assert result.cell("s", "d", "fw-bw-bleu-3").value == pytest.approx(2 * fw * bw / (fw + bw), abs=1e-12)
+    assert result.cell("s", "d", "self-bleu").value == pytest.approx(mean_bleu(tok[1], tok[1], 2, True), abs=1e-12)
+    assert all(c.hash and c.group == "A" for c in result.cells)
+
+
+def test_real_self_bleu_on_sets_of_different_sizes_is_not_ranked_together(tmp_path):
+    """Self-BLEU grows with the set size (SPEC 5): a system with fewer samples gets another hash, its own group."""
+    _need("self-bleu")
+    from cotk_repro.compare import compare
+
+    lines = ["a man rides a horse", "a man rides a brown horse", "a dog runs on the beach", "a dog runs",
+             "two cats sleep on a bed", "a cat sleeps on the bed"]
+    files = {"data/d/samples/six.txt": "\n".join(lines) + "\n",
+             "data/d/samples/six-b.txt": "\n".join(reversed(lines)) + "\n",
+             "data/d/samples/four.txt": "\n".join(lines[:4]) + "\n",
+             "data/d/gold/refs.txt": "unused\n",
+             "bench.toml": """
+                 [[dataset]]
+                 name = "d"
+                 path = "data/d"
+                 [[metric]]
+                 name = "self-bleu"
+                 options = { ngram = 2 }
+                 """}
+    root = write(tmp_path / "p", files)
+    result, _ = compare(root / "bench.toml", jobs=1)
+    cells = {c.system: c for c in result.cells}
+    assert cells["six"].hash == cells["six-b"].hash != cells["four"].hash
+    assert cells["six"].value == pytest.approx(cells["six-b"].value, abs=1e-12)  # order never matters
+    assert (cells["six"].group, cells["four"].group) == ("A", "B")
+    assert (cells["six"].rank, cells["six-b"].rank, cells["four"].rank) == (1, 1, 1)  # tie; four ranked alone
+    assert "not comparable" in cells["four"].flag
+
+
+def test_progress_is_reported_for_every_task(tmp_path, toy_site):
+    from cotk_repro.compare import evaluate_config, load_config
+    from cotk_repro.compare.engine import count_tasks
+
+    root = write(tmp_path / "p", BASIC)
+    cfg = load_config(root / "bench.toml")
+    calls = []
+    evaluate_config(cfg, jobs=2, on_progress=lambda done, total: calls.append((done, total)))
+    total = count_tasks(cfg)
+    assert total == 2 * 2 * 2  # systems x datasets x metric entries
+    assert calls == [(i, total) for i in range(1, total + 1)]
+
+
+# -- built-in generators --------------------------------------------------------------------------
+
+def test_builtin_generators_copy_and_ngram():
+    from cotk_repro.plugins import get_component
+
+    copy = get_component("generator", "copy")(lowercase=True, max_tokens=2)
+    assert copy.generate(["The Cat Sat", "A"]) == ["the cat", "a"]
+    inputs = ["a cat sat on the mat", "a dog sat on the rug", "the cat ran", "a dog ran on the mat"] * 3
+    ngram = get_component("generator", "ngram")
+    out = ngram(order=2, seed=3).generate(inputs)
+    assert len(out) == len(inputs) and out == ngram(order=2, seed=3).generate(inputs)
+    assert out != ngram(order=2, seed=4).generate(inputs)
+    # every bigram it emits, sentence boundaries included, exists in the inputs
+    def bigrams(s):
+        toks = ["<s>"] + s.split() + ["</s>"]
+        return set(zip(toks, toks[1:]))
+    seen = set().union(*(bigrams(s) for s in inputs))
+    for s in out:
+        assert s and bigrams(s) <= seen, s
+    assert max(len(s.split()) for s in ngram(order=1, seed=0, max_length=3).generate(inputs)) <= 3
+    with pytest.raises(ValueError):
+        ngram(order=0)
+    assert ngram(order=3).settings == {"order": 3, "seed": 0, "max_length": 30}
+
+
+# -- the Texygen example against its committed reference report -----------------------------------
+
+TEXYGEN = REPO_ROOT / "examples" / "texygen"
+
+
+def _example_metrics() -> set[str]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    return {m["name"] for m in tomllib.loads((TEXYGEN / "benchmark.toml").read_text(encoding="utf-8"))["metric"]}
+
+
+REGENERATE = ("if a metric changed on purpose, regenerate the reference: cotk-repro compare "
+              "examples/texygen/benchmark.toml --out examples/texygen/reference-report")
+
+
+def _reference_rows() -> dict[tuple[str, str, str], dict[str, str]]:
+    with open(TEXYGEN / "reference-report" / "results.csv", newline="", encoding="utf-8") as fh:
+        return {(r["system"], r["dataset"], r["column"]): r for r in csv.DictReader(fh)}
+
+
+def test_texygen_reference_report_matches_a_fresh_run_for_one_system(shared_data):
+    """The committed numbers and hashes of one system (TextGAN, the smallest) recomputed from the data."""
+    from cotk_repro.compare import evaluate_config, load_config
+
+    _need(*_example_metrics())
+    cfg = load_config(TEXYGEN / "benchmark.toml")
+    cfg.systems = [s for s in cfg.systems if s.name == "textgan"]
+    result = evaluate_config(cfg, jobs=2)
+    assert not result.failures, result.failures
+    ref = _reference_rows()
+    assert {k for k in ref if k[0] == "textgan"} == {(c.system, c.dataset, c.column) for c in result.cells}
+    for c in result.cells:
+        r = ref[(c.system, c.dataset, c.column)]
+        assert c.hash == r["hash"] and len(c.hash) == 64, (c.column, REGENERATE)
+        assert math.isclose(c.value, float(r["value"]), rel_tol=0, abs_tol=1e-12), (c.column, c.value, r["value"],
+                                                                                     REGENERATE)
+    # the committed distinct and entropy values checked against a count by hand on the sample file
+    from nltk.tokenize import WordPunctTokenizer
+
+    tokenize = WordPunctTokenizer().tokenize  # the metrics' fixed tokenizer, NLTK's own implementation
+    sents = [tokenize(line) for line in
+             (shared_data / "texygen" / "instances" / "textgan.txt").read_text(encoding="utf-8").splitlines()]
+    committed = {k[2]: float(r["value"]) for k, r in ref.items() if k[0] == "textgan"}
+    for n in (1, 2, 3):
+        grams = [tuple(t[i:i + n]) for t in sents for i in range(len(t) - n + 1)]
+        counts: dict[tuple, int] = {}
+        for g in grams:
+            counts[g] = counts.get(g, 0) + 1
+        assert committed[f"distinct-{n}"] == pytest.approx(len(counts) / len(grams), abs=1e-12)
+        entropy = -sum(c / len(grams) * math.log(c / len(grams)) for c in counts.values())
+        assert committed[f"ngram-entropy-{n}"] == pytest.approx(entropy, abs=1e-9)
+
+
+@pytest.mark.slow
+def test_texygen_example_reproduces_its_reference_report(tmp_path, shared_data):
+    from cotk_repro.compare import compare
+
+    config = TEXYGEN / "benchmark.toml"
+    _need(*_example_metrics())
+    result, files = compare(config, out=tmp_path / "report")
+    assert not result.failures, result.failures
+    assert sorted(result.systems) == sorted(p.stem for p in (shared_data / "texygen" / "instances").glob("*.txt"))
+    ref = _reference_rows()
+    assert len(ref) == len(result.cells)
+    for c in result.cells:
+        r = ref[(c.system, c.dataset, c.column)]
+        assert c.hash == r["hash"], (c.system, c.column, REGENERATE)
+        assert math.isclose(c.value, float(r["value"]), rel_tol=0, abs_tol=1e-12), (c.system, c.column, REGENERATE)
+        assert c.group == "A"  # one gold set, one setting per column: everything comparable
+        assert str(c.rank) == r["rank"]
+    names = {f.name for f in files}
+    assert "report.html" in names and "corpus-coco.csv" in names and any(n.startswith("chart-") for n in names)
+    # the committed wide tables: the same hashes exactly; values within 1e-12 (the last bits of means may differ
+    # between machines' math libraries)
+    assert read_csv(tmp_path / "report" / "corpus-coco-hashes.csv") == read_csv(
+        TEXYGEN / "reference-report" / "corpus-coco-hashes.csv")
+    fresh, committed = (read_csv(p / "corpus-coco.csv") for p in (tmp_path / "report", TEXYGEN / "reference-report"))
+    assert fresh[0] == committed[0] and [r[0] for r in fresh] == [r[0] for r in committed]
+    for a, b in zip(fresh[1:], committed[1:]):
+        assert all(math.isclose(float(x), float(y), rel_tol=0, abs_tol=1e-12) for x, y in zip(a[1:], b[1:]))

@@ -352,3 +352,17 @@ def test_same_run_twice_gives_two_records(make_project, cli):
     assert len(recs) == 2 and recs[0]["id"] != recs[1]["id"]  # start times differ
     assert recs[0]["results"] == recs[1]["results"]
     assert_no_half_folders(root)
+
+
+def test_help_explains_every_option(cli, tmp_path):
+    res = cli("run", "--help", cwd=tmp_path)
+    assert res.returncode == 0
+    for option in ("--entry", "--result", "--allow-dirty", "--quiet", "--json"):
+        assert option in res.stdout
+    res = cli("run", "--no-such-option", cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr and "--no-such-option" in res.stderr
+
+
+def test_debug_shows_traceback(tmp_path, cli):
+    res = cli("--debug", "run", cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" in res.stderr and "not inside a git repository" in res.stderr

@@ -42,7 +42,9 @@ def _load_commands() -> None:
     if _loaded:
         return
     _loaded = True
-    from . import core  # noqa: F401 - defines the core commands on `app`
+    from . import _speedups, core  # noqa: F401 - core defines the core commands on `app`
+
+    _speedups.install()
     from ..plugins import get_plugins
 
     get_plugins().add_commands(app)

@@ -26,17 +26,25 @@ def _cell_text(c: Any) -> str:
 
 
 def render_tables(result: Any) -> None:
+    """One table per dataset: rows systems and columns metrics, or transposed when metrics outnumber systems."""
     from rich.table import Table
     from rich.text import Text
 
     columns = result.all_columns()
     for d in result.datasets:
         t = Table(title=Text(f"dataset {d}"), show_lines=False)
-        t.add_column("system", overflow="fold")
-        for c in columns:
-            t.add_column(Text(c), overflow="fold", justify="right")
-        for s in result.systems:
-            t.add_row(Text(s), *[Text(_cell_text(result.cell(s, d, c))) for c in columns])
+        if len(columns) > len(result.systems):
+            t.add_column("metric", overflow="fold")
+            for s in result.systems:
+                t.add_column(Text(s), overflow="fold", justify="right")
+            for c in columns:
+                t.add_row(Text(c), *[Text(_cell_text(result.cell(s, d, c))) for s in result.systems])
+        else:
+            t.add_column("system", overflow="fold")
+            for c in columns:
+                t.add_column(Text(c), overflow="fold", justify="right")
+            for s in result.systems:
+                t.add_row(Text(s), *[Text(_cell_text(result.cell(s, d, c))) for c in columns])
         output.console.print(t)
     flagged = [c for c in result.cells if c.flag and c.error is None]
     if flagged:
@@ -46,8 +54,41 @@ def render_tables(result: Any) -> None:
             output.console.print(Text(f"  {c.system} / {c.dataset} / {c.column}: {c.flag}"))
 
 
+HELP = """Score many systems on many datasets with many metrics: CSV tables, bar charts and report.html.
+
+Every value keeps its comparability hash; values whose hashes differ within one column are flagged and never ranked together. Exit 0 when everything was scored, 1 when a system or metric failed (the report still holds everything else), 2 on a config error (the message names the file and line; nothing is written).
+
+CONFIG is TOML; paths in it are relative to its folder; unknown keys are errors:
+
+[report]: out = "reports" (report folder), title, jobs (worker processes), cache (generator outputs), charts, html.
+
+[[dataset]]: name; path = a folder holding gold/refs.txt (one reference per line) or gold/refs.jsonl (one {"references": [...]} per line) and samples/<system>.txt (one sample per line); or gold = FILE and samples = FOLDER; inputs = FILE (what generator systems read); format, gold_format (text formats).
+
+[[system]] (optional; default: every samples/<system>.txt, which must exist in every dataset): name; samples = FILE or { dataset = FILE }; or generator = NAME (a registered generator) with settings = {...}, outputs cached by generator name, version, settings and inputs; format; datasets = [...].
+
+[[metric]]: name (a registered metric, see cotk-repro plugins); options = {...}; label (e.g. "bleu-2"); keys = [...] (result keys kept); references = "aligned" (one gold line per sample line), "set" (the whole gold set) or "none"; higher_is_better.
+
+[format] and [formats.NAME]: tokenized, tokenizer, strip_tags = ["<eos>", ...], strip_pattern (a regex), sentence_separator, sentence_joiner, reference_separator (several references on one gold line), lowercase.
+
+Example:
+
+  [[dataset]]
+  name = "news"
+  path = "data/news"
+
+  [[metric]]
+  name = "bleu"
+  label = "bleu-2"
+  options = { ngram = 2 }
+
+Writes metric-<column>.csv (rows systems, columns datasets), corpus-<dataset>.csv (rows systems, columns metrics), their -hashes.csv twins, results.csv, results.json, chart-<column>.png and report.html. See docs/compare.md.
+"""
+
+
 def register(cli: typer.Typer) -> None:
-    @cli.command("compare")
+    from rich.markup import escape
+
+    @cli.command("compare", help=escape(HELP))
     def compare(
         config: Path = typer.Argument(..., metavar="CONFIG", help="The benchmark config (TOML): datasets, systems, "
                                       "metrics, text formats; see docs/compare.md."),
@@ -55,16 +96,11 @@ def register(cli: typer.Typer) -> None:
                                            "the config, else reports/ beside it)."),
         jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes evaluating "
                                            "(system, dataset, metric) tasks in parallel (default: report.jobs, else "
-                                           "the number of CPUs); 1 runs everything in this process."),
+                                           "the number of CPUs); they also draw the charts. 1 runs everything in this process."),
         open_report: bool = typer.Option(False, "--open", help="Open report.html in the web browser when done."),
         json_out: bool = typer.Option(False, "--json", help="Print the whole result (cells with values, hashes, "
                                       "groups, ranks, flags; failures; files) as JSON on stdout."),
     ) -> None:
-        """Score many systems on many datasets with many metrics: CSV tables, bar charts and report.html.
-
-        Every value keeps its comparability hash; values whose hashes differ within one column are flagged and
-        never ranked together. Exit 1 when a system or metric failed (the report still holds everything else).
-        """
         from ..compare import as_json, evaluate_config, load_config, write_report
         from ..compare.engine import count_tasks
 
@@ -87,8 +123,9 @@ def register(cli: typer.Typer) -> None:
             if html.is_file():
                 import webbrowser
 
-                webbrowser.open(html.resolve().as_uri())
+                if not webbrowser.open(html.resolve().as_uri()):
+                    output.warn(f"no web browser could be started; open {html} yourself")
             else:
-                output.warn("no report.html was written (report.html = false in the config)")
+                output.warn("no report.html was written (html = false in [report] of the config)")
         if result.failures:
             raise typer.Exit(1)

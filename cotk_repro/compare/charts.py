@@ -72,28 +72,50 @@ def chart_png(result: CompareResult, column: str) -> bytes:
             if c.hash is None:
                 note += " (no hash)"
             elif c.group != "A":
-                note += f" [group {c.group}: not comparable]"
+                note += f" [group {c.group}]"
             ax.text(c.value + vmax * 0.01, y, note, va="center", ha="left", fontsize=7)
     ax.set_yticks(range(len(systems)))
     ax.set_yticklabels([s if s in ranked else f"{s} (not ranked)" for s in systems], fontsize=9)
     ax.invert_yaxis()
     if other and ranked:
         ax.axhline(len(ranked) - 0.5, color="#888888", linewidth=0.8, linestyle="--")
-    ax.set_xlim(min(0.0, min(values, default=0.0) * 1.1), vmax * 1.35)
+    ax.set_xlim(min(0.0, min(values, default=0.0) * 1.1), vmax * 1.3)
     direction = "higher is better" if metric.higher_is_better else "lower is better"
     ax.set_title(f"{column} ({direction}); sorted by mean over datasets", fontsize=10)
     ax.set_xlabel(column, fontsize=9)
     if labelled:
-        ax.legend(fontsize=8, loc="lower right", title="dataset", title_fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="dataset", title_fontsize=8,
+                  frameon=False)
     ax.grid(axis="x", linestyle=":", linewidth=0.5)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
+    return _small_png(buf.getvalue())
 
 
-def write_charts(result: CompareResult, out: Path) -> dict[str, Path]:
-    """One ``chart-<column>.png`` per metric column; {} with a warning when matplotlib is missing."""
+def _small_png(png: bytes) -> bytes:
+    """The chart as a 128-colour palette PNG (about a quarter of the size; charts are flat colours and text)."""
+    try:
+        from PIL import Image  # Pillow: a dependency of matplotlib
+    except ImportError:
+        return png
+    img = Image.open(io.BytesIO(png)).convert("RGB")
+    small = img.quantize(colors=128, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    buf = io.BytesIO()
+    small.save(buf, format="PNG", optimize=True)
+    return buf.getvalue() if buf.tell() < len(png) else png
+
+
+def _chart_job(args: tuple[CompareResult, list[str]]) -> list[bytes]:
+    result, columns = args
+    return [chart_png(result, c) for c in columns]
+
+
+def write_charts(result: CompareResult, out: Path, jobs: int | None = None) -> dict[str, Path]:
+    """One ``chart-<column>.png`` per metric column; {} with a warning when matplotlib is missing.
+
+    Many charts are drawn by ``jobs`` worker processes (default: the config's jobs, else the CPUs).
+    """
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -101,11 +123,26 @@ def write_charts(result: CompareResult, out: Path) -> dict[str, Path]:
 
         warn("matplotlib is not installed: no charts (pip install 'cotk-repro[compare]')")
         return {}
+    import os
+
     from .report import _atomic_write
 
+    columns = result.all_columns()
+    jobs = min(jobs or result.config.jobs or os.cpu_count() or 1, max(1, len(columns) // 4))
+    if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        from .engine import _mp_context
+
+        chunks = [columns[i::jobs] for i in range(jobs)]
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context()) as pool:
+            pngs = dict(zip([c for chunk in chunks for c in chunk],
+                            [png for part in pool.map(_chart_job, [(result, ch) for ch in chunks]) for png in part]))
+    else:
+        pngs = {c: chart_png(result, c) for c in columns}
     files = {}
-    for column in result.all_columns():
+    for column in columns:
         path = out / f"chart-{safe_name(column)}.png"
-        _atomic_write(path, chart_png(result, column))
+        _atomic_write(path, pngs[column])
         files[column] = path
     return files

@@ -105,6 +105,8 @@ class SystemSpec:
     generator: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     datasets: tuple[str, ...] = ()
+    #: dataset -> config key path where this system's samples for it are defined (for error lines)
+    where: dict[str, tuple] = field(default_factory=dict)
 
 
 @dataclass
@@ -183,7 +185,12 @@ def _validate(data: Any, schema: Any, path: tuple, fail) -> None:
             expected = schema.get(key, schema.get("*"))
             if expected is None:
                 known = ", ".join(sorted(k for k in schema if k != "*"))
-                where = f" in [{_dotted(path)}]" if path else ""
+                if not path:
+                    where = ""
+                elif isinstance(path[-1], int):
+                    where = f" in [[{_dotted(path[:-1])}]] #{path[-1] + 1}"
+                else:
+                    where = f" in [{_dotted(path)}]"
                 raise fail(path + (key,), f"unknown key '{key}'{where} (known: {known})")
             _validate(value, expected, path + (key,), fail)
         return
@@ -225,6 +232,7 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
     def resolve(p: str) -> Path:
         return (root / p).resolve() if not Path(p).is_absolute() else Path(p)
 
+    _expand_paths(data, fail)
     report = data.get("report", {})
     if "jobs" in report and report["jobs"] < 1:
         raise fail(("report", "jobs"), "'report.jobs' must be at least 1")
@@ -317,7 +325,8 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
                 if source is None:
                     continue
                 n = count_lines(source)
-                where = ("system", sysm.index) if sysm.index is not None else ("dataset", ds.index)
+                where = sysm.where.get(dname, ("system", sysm.index) if sysm.index is not None else
+                                       ("dataset", ds.index))
                 if n == 0:
                     raise fail(where, f"system {sysm.name!r} has an empty file for dataset {dname!r}: "
                                       f"{_rel(source, root)}")
@@ -336,6 +345,54 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
         charts=report.get("charts", True), html=report.get("html", True),
         datasets=datasets, systems=systems, metrics=metrics,
     )
+
+
+_VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_vars(value: str) -> str:
+    """``${NAME}`` and ``${NAME:-default}`` in a path -> the environment variable's value (or the default).
+
+    Raises KeyError(NAME) for an unset variable without a default.
+    """
+    import os
+
+    def sub(m: re.Match) -> str:
+        name, default = m.group(1), m.group(2)
+        got = os.environ.get(name)
+        if got:
+            return got
+        if default is None:
+            raise KeyError(name)
+        return default
+
+    return _VAR_RE.sub(sub, value)
+
+
+def _expand_paths(data: dict[str, Any], fail) -> None:
+    """Expand environment variables in every path value of the config, in place."""
+    def expand(container: dict, key: str, p: tuple) -> None:
+        value = container.get(key)
+        if isinstance(value, str) and "${" in value:
+            try:
+                container[key] = expand_vars(value)
+            except KeyError as exc:
+                raise fail(p, f"environment variable {exc.args[0]} in {value!r} is not set "
+                              "(give a default: ${NAME:-default})") from None
+
+    report = data.get("report", {})
+    for key in ("out", "cache"):
+        expand(report, key, ("report", key))
+    for i, d in enumerate(data.get("dataset", [])):
+        for key in ("path", "gold", "samples", "inputs"):
+            expand(d, key, ("dataset", i, key))
+    for i, sysm in enumerate(data.get("system", [])):
+        samples = sysm.get("samples")
+        if isinstance(samples, dict):
+            for key in list(samples):
+                expand(samples, key, ("system", i, "samples", key))
+        else:
+            expand(sysm, "samples", ("system", i, "samples"))
 
 
 def _rel(p: Path, root: Path) -> str:
@@ -386,18 +443,6 @@ def _find_gold(folder: Path, p: tuple, fail) -> Path:
                   "name one with 'gold'")
 
 
-def _metric_factory():
-    """``get_metric(name, **options)`` from the metric library (falls back to the registry)."""
-    try:
-        from ..metrics import get_metric  # type: ignore[attr-defined]
-
-        return get_metric
-    except ImportError:
-        from ..plugins import get_component
-
-        return lambda name, **options: get_component("metric", name)(**options)
-
-
 def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
     from ..plugins import registry
 
@@ -407,7 +452,6 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
         known = registry("metric")
     except CotkError as exc:
         raise fail(("metric",), exc.message) from None
-    make = _metric_factory()
     metrics: list[MetricSpec] = []
     labels: dict[str, int] = {}
     for i, m in enumerate(raw):
@@ -426,7 +470,8 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
         refs = m.get("references", DEFAULT_REFERENCE_MODE.get(name))
         options = dict(m.get("options", {}))
         try:
-            metric = make(name, **options)
+            # the registered factory itself (not get_metric, which rewords TypeErrors): the same object
+            metric = known[name].obj(**options)
         except TypeError as exc:
             raise fail(p + ("options",), f"metric {name!r} rejected its options: {exc}") from None
         except CotkError as exc:
@@ -434,7 +479,14 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
         except Exception as exc:  # noqa: BLE001 - a plugin may fail any way it likes
             raise fail(p + ("options",), f"metric {name!r} could not be created: {type(exc).__name__}: {exc}") from None
         if refs is None:
-            refs = getattr(metric, "reference_mode", None) or "aligned"
+            refs = getattr(metric, "reference_mode", None)
+        if refs is None:  # the metric API's own flags: no references at all, or an unpaired reference set
+            if getattr(metric, "needs_references", True) is False:
+                refs = "none"
+            elif getattr(metric, "paired_references", True) is False:
+                refs = "set"
+            else:
+                refs = "aligned"
         if refs not in REFERENCE_MODES:
             raise fail(p + ("references",), f"'references' must be one of {', '.join(REFERENCE_MODES)}, got {refs!r}")
         hib = m.get("higher_is_better")
@@ -474,8 +526,10 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                     raise fail(("dataset", ds.index, "samples" if ds.samples_given else "path"),
                                f"dataset {ds.name!r} has no sample file for system {name!r} "
                                f"(expected {where}/{name}.txt)")
-            systems.append(SystemSpec(name=name, index=None, samples=found[name],
-                                      formats={ds.name: ds.sample_format for ds in datasets}, datasets=all_names))
+            systems.append(SystemSpec(
+                name=name, index=None, samples=found[name], formats={ds.name: ds.sample_format for ds in datasets},
+                datasets=all_names,
+                where={ds.name: ("dataset", ds.index, "samples" if ds.samples_given else "path") for ds in datasets}))
         return systems
 
     generators = None
@@ -518,6 +572,7 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                 raise fail(p + ("settings",), f"generator {gen!r} could not be created: "
                                               f"{type(exc).__name__}: {exc}") from None
             spec.generator, spec.settings = gen, settings
+            spec.where = {dname: p + ("generator",) for dname in names}
             for dname in names:
                 if by_name[dname].inputs is None:
                     raise fail(p + ("generator",), f"generator system {name!r} needs inputs for dataset {dname!r}: "
@@ -537,13 +592,13 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                         raise fail(p + ("samples", key), f"'samples.{key}' must be a string (a file path)")
                 rel = samples.get(dname)
                 file = resolve(rel) if rel is not None else None
-                key_path = p + ("samples", dname) if rel is not None else p
+                key_path = p + ("samples", dname) if rel is not None else p + ("samples",)
             elif isinstance(samples, str):
                 rel = samples.replace("{dataset}", dname)
                 file = resolve(rel)
                 key_path = p + ("samples",)
             else:
-                rel, file, key_path = None, None, p
+                rel, file, key_path = None, None, p + ("name",)
             if file is None and ds.samples_dir is not None:
                 file = ds.samples_dir / f"{name}.txt"
                 rel = _rel(file, resolve("."))
@@ -553,5 +608,6 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
             if check_files and not file.is_file():
                 raise fail(key_path, f"system {name!r} has no sample file for dataset {dname!r} (expected {rel})")
             spec.samples[dname] = file
+            spec.where[dname] = key_path
         systems.append(spec)
     return systems

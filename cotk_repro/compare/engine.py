@@ -9,6 +9,7 @@ the result and never stops the other tasks.
 
 from __future__ import annotations
 
+import itertools
 import math
 import multiprocessing
 import os
@@ -18,11 +19,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import CotkError
 from .config import CompareConfig, MetricSpec, SystemSpec
-from .textfmt import TextFormat, read_gold, read_texts
+from .textfmt import TextFormat, iter_gold, iter_texts
 
 HASH_SUFFIX = " hashvalue"
 SIGNATURE_SUFFIX = " signature"
@@ -105,34 +106,62 @@ class CompareResult:
 
 # -- the work of one task (runs in a worker process) ------------------------------
 
-def _call_metric(name: str, options: dict[str, Any], hypotheses: list[str], references: Any) -> dict[str, Any]:
-    try:
-        from ..metrics import evaluate  # type: ignore[attr-defined]
-    except ImportError:
-        evaluate = None
-    if evaluate is not None:
-        return evaluate([(name, options)], hypotheses, references)
+#: lines handed to a metric's ``forward`` at a time when it streams (aligned and reference-free metrics)
+STREAM_BATCH = 2048
+
+
+def _make_metric(name: str, options: dict[str, Any]) -> Any:
     from ..plugins import get_component
 
-    return get_component("metric", name)(**options).compute(hypotheses, references)
+    return get_component("metric", name)(**options)
+
+
+def _batched(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+_MISSING = object()
 
 
 def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Compute one metric for one (system, dataset); returns parsed values and the time taken."""
+    """Compute one metric for one (system, dataset); returns parsed values and the time taken.
+
+    Samples and gold are read as streams. A metric with ``forward(batch)`` / ``close()`` (the CoTK
+    interface) is fed batches of ``STREAM_BATCH`` lines, so a streaming metric never holds the corpus;
+    ``references = "set"`` metrics need the whole gold set and get it with ``compute``; a metric with only
+    ``compute`` gets whole lists.
+    """
     start = time.perf_counter()
-    hyp_fmt = TextFormat.from_dict(task["hyp_format"])
-    hyps = read_texts(Path(task["hyps"]), hyp_fmt)
-    refs: Any = None
+    metric = _make_metric(task["metric"], task["options"])
+    hyps = iter_texts(Path(task["hyps"]), TextFormat.from_dict(task["hyp_format"]))
     mode = task["references"]
-    if mode != "none":
-        gold = read_gold(Path(task["gold"]), TextFormat.from_dict(task["gold_format"]))
+    gold = iter_gold(Path(task["gold"]), TextFormat.from_dict(task["gold_format"])) if mode != "none" else None
+    if mode == "set":  # the whole gold set, every reference of every line, for every sample
+        refs = [r for refs_of_line in gold for r in refs_of_line]
+        raw = metric.compute(list(hyps), refs)
+    else:
+        pairs: Iterator[tuple[str, Any]]
         if mode == "aligned":
-            if len(gold) != len(hyps):
-                raise CotkError(f"{len(hyps)} samples but {len(gold)} gold lines")
-            refs = gold
-        else:  # the whole gold set, every reference of every line
-            refs = [r for refs_of_line in gold for r in refs_of_line]
-    raw = _call_metric(task["metric"], task["options"], hyps, refs)
+            pairs = (_aligned(h, g) for h, g in itertools.zip_longest(hyps, gold, fillvalue=_MISSING))
+        else:
+            pairs = ((h, None) for h in hyps)
+        if callable(getattr(metric, "forward", None)) and callable(getattr(metric, "close", None)):
+            for batch in _batched(pairs, STREAM_BATCH):
+                data: dict[str, Any] = {"hyps": [h for h, _ in batch]}
+                if mode == "aligned":
+                    data["refs"] = [g for _, g in batch]
+                metric.forward(data)
+            raw = metric.close()
+        else:
+            both = list(pairs)
+            raw = metric.compute([h for h, _ in both], [g for _, g in both] if mode == "aligned" else None)
     values = parse_result(raw)
     if task.get("keys"):
         missing = [k for k in task["keys"] if k not in values]
@@ -141,6 +170,12 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
                             f"(it returned {', '.join(map(repr, values)) or 'nothing'})")
         values = {k: values[k] for k in task["keys"]}
     return {"values": values, "seconds": time.perf_counter() - start}
+
+
+def _aligned(hyp: Any, gold: Any) -> tuple[str, list[str]]:
+    if hyp is _MISSING or gold is _MISSING:
+        raise CotkError("the samples and the gold file have different numbers of lines")
+    return hyp, gold
 
 
 def parse_result(raw: Any) -> dict[str, dict[str, Any]]:

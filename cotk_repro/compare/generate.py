@@ -44,9 +44,15 @@ def _batches(items: Iterable[str], size: int | None) -> Iterator[list[str]]:
 
 
 def make_generator(name: str, settings: dict[str, Any]) -> Any:
+    """The registered factory called with the settings: an object with ``generate(list) -> list``, or a
+    plain callable ``text -> text`` (its name, version and settings then come from the registration)."""
     from ..plugins import get_component
 
-    return get_component("generator", name)(**settings)
+    generator = get_component("generator", name)(**settings)
+    if not callable(getattr(generator, "generate", None)) and not callable(generator):
+        raise GeneratorError(f"generator {name!r} gave a {type(generator).__name__}, which has no generate() "
+                             "and is not callable")
+    return generator
 
 
 def cache_key(generator: Any, registered_name: str, settings: dict[str, Any], input_sha256: str) -> dict[str, Any]:
@@ -85,7 +91,10 @@ def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path,
             for batch in _batches(iter_lines(inputs), batch_size):
                 n_in += len(batch)
                 try:
-                    outputs = generator.generate(batch)
+                    if callable(getattr(generator, "generate", None)):
+                        outputs = generator.generate(batch)
+                    else:  # a plain callable: one input text -> one output text
+                        outputs = [generator(text) for text in batch]
                 except CotkError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - any generator failure is reported, not fatal

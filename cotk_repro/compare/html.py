@@ -21,6 +21,7 @@ TEMPLATE = """<!doctype html>
 <style>
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+.corpus-table { font-size: 0.85em; display: block; overflow-x: auto; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 td.flag { background: #fff1e6; }
@@ -49,6 +50,15 @@ the flagged values are ranked only within their own group.
 <ul>{% for f in failures %}<li>system <code>{{ f.system }}</code> on <code>{{ f.dataset }}</code>{% if f.metric %},
 metric <code>{{ f.metric }}</code>{% endif %}: {{ f.message }}</li>{% endfor %}</ul></div>
 {% endif %}
+{% for dv in dataset_views %}
+<h2 class="corpus" id="corpus-{{ dv.id }}">Dataset {{ dv.name }}</h2>
+{% if dv.transposed %}<table class="corpus-table"><tr><th>metric</th>{% for s in systems %}<th>{{ s }}</th>{% endfor %}</tr>
+{% for row in dv.rows %}<tr><td>{{ row.column }}</td>{% for c in row.cells %}{{ cell(c) }}{% endfor %}</tr>
+{% endfor %}</table>
+{% else %}<table class="corpus-table"><tr><th>system</th>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in dv.rows %}<tr><td>{{ row.system }}</td>{% for c in row.cells %}{{ cell(c) }}{% endfor %}</tr>
+{% endfor %}</table>{% endif %}
+{% endfor %}
 <h2>Metrics</h2>
 <table id="metrics"><tr><th>label</th><th>metric</th><th>version</th><th>options</th><th>references</th><th>better</th><th>columns</th></tr>
 {% for m in metrics %}<tr><td>{{ m.label }}</td><td>{{ m.name }}</td><td>{{ m.version or "" }}</td>
@@ -60,12 +70,6 @@ metric <code>{{ f.metric }}</code>{% endif %}: {{ f.message }}</li>{% endfor %}<
 {% if col.chart %}<img alt="bar chart of {{ col.name }}" src="data:image/png;base64,{{ col.chart }}">{% endif %}
 <table class="metric-table"><tr><th>system</th>{% for d in datasets %}<th>{{ d }}</th>{% endfor %}</tr>
 {% for row in col.rows %}<tr><td>{{ row.system }}</td>{% for c in row.cells %}{{ cell(c) }}{% endfor %}</tr>
-{% endfor %}</table>
-{% endfor %}
-{% for dv in dataset_views %}
-<h2 id="corpus-{{ dv.id }}">Dataset {{ dv.name }}</h2>
-<table class="corpus-table"><tr><th>system</th>{% for c in columns %}<th>{{ c }}</th>{% endfor %}</tr>
-{% for row in dv.rows %}<tr><td>{{ row.system }}</td>{% for c in row.cells %}{{ cell(c) }}{% endfor %}</tr>
 {% endfor %}</table>
 {% endfor %}
 </body>
@@ -102,9 +106,13 @@ def render_html(result: CompareResult, charts: dict[str, Path] | None = None) ->
             "rows": [{"system": s, "cells": [result.cell(s, d, col) for d in result.datasets]}
                      for s in result.systems],
         })
-    dataset_views = [{"name": d, "id": safe_name(d),
-                      "rows": [{"system": s, "cells": [result.cell(s, d, c) for c in result.all_columns()]}
-                               for s in result.systems]} for d in result.datasets]
+    # rows systems and columns metrics; transposed (rows metrics) when the metric columns outnumber the systems
+    transposed = len(result.all_columns()) > len(result.systems)
+    dataset_views = [{"name": d, "id": safe_name(d), "transposed": transposed,
+                      "rows": [{"column": c, "cells": [result.cell(s, d, c) for s in result.systems]}
+                               for c in result.all_columns()] if transposed else
+                      [{"system": s, "cells": [result.cell(s, d, c) for c in result.all_columns()]}
+                       for s in result.systems]} for d in result.datasets]
     metrics = [{"label": m.label, "name": m.name, "version": m.version,
                 "options_text": json.dumps(m.options, sort_keys=True, ensure_ascii=False),
                 "references": m.references, "higher_is_better": m.higher_is_better,

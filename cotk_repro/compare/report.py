@@ -187,6 +187,7 @@ def write_report(result: CompareResult, out: Path | None = None, *, charts: bool
     cfg = result.config
     out = Path(out or cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    previous = _previous_files(out)
     analyze(result)
     files = write_csvs(result, out)
     chart_files: dict[str, Path] = {}
@@ -203,4 +204,23 @@ def write_report(result: CompareResult, out: Path | None = None, *, charts: bool
     data = as_json(result, files + [out / "results.json"])
     _atomic_write(out / "results.json", json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     files.append(out / "results.json")
+    for name in previous - {f.name for f in files}:  # a column or dataset that is gone: its old files too
+        try:
+            (out / name).unlink()
+        except OSError:
+            pass
     return files
+
+
+def _previous_files(out: Path) -> set[str]:
+    """Files an earlier report in ``out`` listed in its results.json (plain names inside ``out`` only)."""
+    try:
+        data = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(data, dict) or data.get("schema") != "cotk-repro/compare-report":
+        return set()
+    names = data.get("files")
+    if not isinstance(names, list):
+        return set()
+    return {n for n in names if isinstance(n, str) and n == Path(n).name and not n.startswith(".")}

@@ -112,21 +112,23 @@ def normalizer(fmt: TextFormat) -> Normalizer:
 # -- streaming -------------------------------------------------------------------
 
 def iter_lines(path: Path) -> Iterator[str]:
-    """The lines of a UTF-8 text file without their line ends, one at a time.
+    """The lines of a UTF-8 text file without their line ends (``\\n`` or ``\\r\\n``), one at a time.
 
     A final line without a newline counts; a trailing newline does not add an empty line.
     """
     try:
-        with open(path, "r", encoding="utf-8", newline=None) as fh:
-            lineno = 0
-            try:
-                for line in fh:
-                    lineno += 1
-                    yield line.rstrip("\n").rstrip("\r")
-            except UnicodeDecodeError as exc:
-                raise DataError(f"{path}: line {lineno + 1} is not UTF-8 text ({exc.reason})") from None
+        fh = open(path, "rb")
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc.strerror}") from None
+    with fh:
+        for lineno, raw in enumerate(fh, 1):
+            if raw.endswith(b"\n"):
+                raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{path}: line {lineno} is not UTF-8 text ({exc.reason})") from None
+            yield text[1:] if lineno == 1 and text.startswith("\ufeff") else text
 
 
 def count_lines(path: Path) -> int:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from .base import Metric, MetricError, check_references, result_entry, signature
+from .base import Metric, MetricError, check_references, resolve_tokenizer, result_entry, signature
 
 __all__ = ["Metric", "MetricError", "get_metric", "evaluate", "metric_names", "check_references",
-           "result_entry", "signature"]
+           "result_entry", "signature", "resolve_tokenizer", "accepts_option"]
 
 
 def metric_names() -> list[str]:
@@ -34,11 +34,54 @@ def get_metric(name: str, **options: Any) -> Metric:
         raise MetricError(f"bad options for metric {name!r}: {exc}") from None
 
 
-def evaluate(metrics: Iterable[str | tuple[str, dict[str, Any]]], hypotheses: Sequence[str],
-             references: Sequence[Sequence[str]] | None = None) -> dict[str, Any]:
-    """Run several metrics on the same hypotheses/references and merge their results."""
+def accepts_option(name: str, option: str) -> bool:
+    """Whether the metric registered as ``name`` takes the keyword option ``option`` (e.g. ``tokenizer``)."""
+    import importlib
+    import inspect
+
+    from ..plugins import get_plugins
+
+    registry = get_plugins().registry("metric")
+    if name not in registry:
+        return False
+    factory = registry[name].obj
+    target = factory
+    from ..builtins.metrics import BUILTIN_METRICS
+
+    if getattr(factory, "__module__", "") == "cotk_repro.builtins.metrics" and name in BUILTIN_METRICS:
+        module, cls = BUILTIN_METRICS[name].split(":")
+        try:
+            target = getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)
+        except (ImportError, AttributeError):
+            return False
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return False
+    return option in params
+
+
+def _spec(spec: str | tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    return (spec, {}) if isinstance(spec, str) else (spec[0], dict(spec[1]))
+
+
+def evaluate(metrics: Iterable[str | tuple[str, dict[str, Any]]], hypotheses: Sequence[Any],
+             references: Sequence[Sequence[Any]] | None = None, tokenizer: Any = None) -> dict[str, Any]:
+    """Run several metrics on the same hypotheses/references and merge their results.
+
+    ``metrics``: names or ``(name, options)`` pairs. ``tokenizer`` (a registered name or a tokenizer object)
+    is given as the ``tokenizer`` option to every metric that takes one and was not given one: the tokenizer
+    of token-list inputs, or the one a metric such as ``distinct`` splits text with. (BLEU-family metrics
+    always re-tokenize text with their own fixed tokenizer.)
+    """
+    specs = [_spec(s) for s in metrics]
+    for name, _ in specs:
+        if name not in metric_names():
+            get_metric(name)  # raises the "unknown metric" error listing the registered ones
     merged: dict[str, Any] = {}
-    for spec in metrics:
-        name, options = (spec, {}) if isinstance(spec, str) else (spec[0], dict(spec[1]))
-        merged.update(get_metric(name, **options).compute(list(hypotheses), references))
+    hyps = list(hypotheses)
+    for name, options in specs:
+        if tokenizer is not None and "tokenizer" not in options and accepts_option(name, "tokenizer"):
+            options["tokenizer"] = tokenizer
+        merged.update(get_metric(name, **options).compute(hyps, references))
     return merged

@@ -74,6 +74,27 @@ def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None
     return out
 
 
+def resolve_tokenizer(tokenizer: Any) -> Any:
+    """A tokenizer object from a registered name (``space``, ``nltk``, ...) or an object as is; None stays None."""
+    if tokenizer is None or not isinstance(tokenizer, str):
+        return tokenizer
+    from ..plugins import get_plugins
+
+    registry = get_plugins().registry("tokenizer")
+    if tokenizer in registry:
+        return registry[tokenizer].obj()
+    try:  # the data package's own tokenizers, when no plugin registered them
+        from ..data import tokenizers as _tok
+    except ImportError:  # pragma: no cover - data package missing
+        _tok = None
+    builtin = {"space": "SpaceTokenizer", "nltk": "WordPunctTokenizer", "wordpunct": "WordPunctTokenizer",
+               "punkt": "PunktTokenizer"}
+    if _tok is not None and tokenizer in builtin and hasattr(_tok, builtin[tokenizer]):
+        return getattr(_tok, builtin[tokenizer])()
+    known = sorted(set(registry) | (set(builtin) if _tok is not None else set()))
+    raise MetricError(f"unknown tokenizer {tokenizer!r}; known tokenizers: {', '.join(known) or 'none'}")
+
+
 class Metric:
     """Base class: subclasses set ``name``/``version`` and implement :meth:`compute`.
 
@@ -84,7 +105,10 @@ class Metric:
 
     name = "metric"
     version = "1"
+    #: False for metrics that score the hypotheses alone (self-bleu, distinct, ...)
     needs_references = True
+    #: False when the references are a set not paired with the hypotheses (fw-bw-bleu): counts may differ
+    paired_references = True
 
     def __init__(self, **settings: Any) -> None:
         self.settings: dict[str, Any] = dict(settings)

@@ -172,17 +172,24 @@ def self_source() -> Path | None:
 
 
 def self_fingerprint() -> str:
-    """A cheap identity of this cotk-repro's source (version + file sizes and mtimes)."""
+    """An identity of this cotk-repro's source: its version and the content of its files.
+
+    Content, not modification times, so that a touch or a fresh checkout of the same
+    source keeps the cached wheel (and the images and venvs built with it).
+    """
     root = self_source()
     h = hashlib.sha256(__version__.encode())
     if root is not None:
         for sub in ("cotk_repro", "templates"):
             for p in sorted((root / sub).rglob("*")):
-                if p.is_file() and "__pycache__" not in p.parts:
-                    st = p.stat()
-                    h.update(f"{p.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-        st = (root / "pyproject.toml").stat()
-        h.update(f"pyproject:{st.st_size}:{st.st_mtime_ns}".encode())
+                if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo"):
+                    try:
+                        data = p.read_bytes()
+                    except OSError:
+                        continue
+                    h.update(f"{p.relative_to(root).as_posix()}:{len(data)}\n".encode())
+                    h.update(hashlib.sha256(data).digest())
+        h.update((root / "pyproject.toml").read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -1,0 +1,73 @@
+"""Start-up speed of the command line.
+
+Recent Typer releases coerce every parameter that is not a boolean flag through
+a pydantic ``TypeAdapter``; importing pydantic for that costs ~70 ms, a quarter
+of the `cotk-repro run` overhead budget (SPEC/issue 2: <= 0.3 s). For
+parameters typed plain ``str`` or ``list[str]`` the coercion is the identity
+(click already hands over strings), and so it is for flags that are already
+booleans; those get a pass-through instead.
+Anything else (numbers, paths, choices, custom parsers, files) still goes
+through Typer's own coercion. When Typer's internals differ from what this
+expects, nothing is changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, get_args, get_origin
+
+
+def _kind(annotation: Any) -> str | None:
+    if annotation is str:
+        return "str"
+    if get_origin(annotation) is list and get_args(annotation) == (str,):
+        return "list"
+    if annotation is bool:
+        return "bool"
+    return None
+
+
+def install() -> bool:
+    """Patch Typer's parameter coercion for str parameters; returns whether it did."""
+    try:
+        from typer import core as typer_core
+        from typer._coercion import RuntimeParam
+    except ImportError:
+        return False
+    param_cls = getattr(typer_core, "_TyperParameter", None)
+    original = getattr(param_cls, "get_runtime_param", None)
+    if param_cls is None or original is None or getattr(original, "_cotk_repro", False):
+        return False
+
+    @dataclass(frozen=True)
+    class _Strings(RuntimeParam):
+        kind: str = "str"
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            if self.kind == "bool":
+                if isinstance(value, bool):
+                    return value
+                from typer._coercion import build_runtime_param  # e.g. "yes" from an env var
+
+                return build_runtime_param(param.type_descriptor)._coerce_value(value, param=param, ctx=ctx)
+            if self.kind == "list":
+                return [v if isinstance(v, str) else str(v) for v in value]
+            return value if isinstance(value, str) else str(value)
+
+    def get_runtime_param(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "_runtime_param", None) is None:
+            try:
+                desc = self.type_descriptor
+                info = desc.parameter_info
+                kind = _kind(desc.annotation)
+                plain = (desc.file_annotation is None and not desc.is_choice
+                         and getattr(info, "parser", None) is None and getattr(info, "click_type", None) is None)
+            except Exception:  # noqa: BLE001 - unknown Typer internals: leave it to Typer
+                kind, plain = None, False
+            if kind is not None and plain:
+                self._runtime_param = _Strings(parameter_info=info, annotation=desc.annotation, kind=kind)
+        return original(self)
+
+    get_runtime_param._cotk_repro = True  # type: ignore[attr-defined]
+    param_cls.get_runtime_param = get_runtime_param
+    return True

@@ -1,0 +1,98 @@
+"""``cotk-repro dashboard ...``: serve, add-user, revoke-token, users, migrate.
+
+Parsing and rendering only; the work is in :mod:`cotk_repro.dashboard`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+from . import output
+
+DB_HELP = ("Database URL: sqlite:////abs/path.sqlite3 or postgresql+psycopg://user@host:port/db "
+           "(default: $COTK_REPRO_DASHBOARD_DB, else dashboard.sqlite3 in the user data dir, $XDG_DATA_HOME/cotk-repro).")
+
+
+def register(cli: typer.Typer) -> None:
+    group = typer.Typer(help="Run the results dashboard and manage its users.", no_args_is_help=True)
+    cli.add_typer(group, name="dashboard")
+
+    @group.command()
+    def serve(
+        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0 to expose it; put TLS in front)."),
+        port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
+        workers: int = typer.Option(1, "--workers", min=1, max=64, help="Worker processes (use PostgreSQL for more than a few)."),
+        max_body: int = typer.Option(5 * 1024 * 1024, "--max-body", min=1024, help="Largest request body accepted, in bytes (larger: 413)."),
+        rate_limit: str = typer.Option("3000/60", "--rate-limit", help="Writes allowed per token (or client address), as N/SECONDS, e.g. 600/60; 'off' to disable."),
+        read_rate_limit: Optional[str] = typer.Option(None, "--read-rate-limit", help="Reads allowed per client address, as N/SECONDS (default: unlimited)."),
+        public_url: Optional[str] = typer.Option(None, "--public-url", help="The URL users reach the dashboard at, for links in API answers (default: from each request)."),
+        access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request."),
+    ) -> None:
+        """Run the dashboard (creates or upgrades its database first) and print its URL."""
+        from ..dashboard.server import serve as do_serve
+
+        def ready(url: str) -> None:
+            sys.stdout.write(url + "\n")
+            sys.stdout.flush()
+            output.info(f"dashboard at {url} (Ctrl-C to stop)")
+
+        do_serve(db, host=host, port=port, workers=workers, max_body=max_body, rate_limit=rate_limit,
+                 read_rate_limit=read_rate_limit, public_url=public_url, access_log=access_log, on_ready=ready)
+
+    @group.command("add-user")
+    def add_user(
+        name: str = typer.Argument(..., help="User name (letters, digits, '.', '_', '-')."),
+        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    ) -> None:
+        """Create a user (or give an existing one another token) and print the token once.
+
+        Only a hash of the token is stored: keep it, it cannot be shown again.
+        """
+        from ..dashboard.auth import add_user as do_add
+        from ..dashboard.db import open_database
+
+        database = open_database(db)
+        token, created = do_add(database, name)
+        output.info(f"{'created user' if created else 'new token for the existing user'} {name} on "
+                    f"{database.safe_url()}; this token is shown only once:")
+        sys.stdout.write(token + "\n")
+
+    @group.command("revoke-token")
+    def revoke_token(
+        name: str = typer.Argument(..., help="User whose tokens to revoke."),
+        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    ) -> None:
+        """Revoke every token of a user (their records and reproductions stay)."""
+        from ..dashboard.auth import revoke_token as do_revoke
+        from ..dashboard.db import open_database
+
+        n = do_revoke(open_database(db), name)
+        output.info(f"revoked {n} token{'s' if n != 1 else ''} of {name}")
+
+    @group.command("users")
+    def users(
+        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+        json_out: bool = typer.Option(False, "--json", help="Print the users as JSON on stdout."),
+    ) -> None:
+        """List the users and how many active tokens each holds."""
+        from ..dashboard.auth import list_users
+        from ..dashboard.db import open_database
+
+        rows = list_users(open_database(db))
+        if json_out:
+            output.print_json(rows)
+            return
+        output.console.print(output.table("users", ["name", "active tokens", "created"],
+                                          [[u["name"], u["active_tokens"], u["created_at"]] for u in rows]))
+
+    @group.command("migrate")
+    def migrate(db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)) -> None:
+        """Create or upgrade the database schema (alembic upgrade head); serve does this too."""
+        from ..dashboard.db import open_database
+
+        database = open_database(db)
+        output.info(f"{database.safe_url()} is at schema revision {database.current_revision()}")

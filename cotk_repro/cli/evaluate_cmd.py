@@ -1,0 +1,64 @@
+"""``cotk-repro evaluate``: score a hypotheses file against a references file. Parsing and rendering only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from . import output
+
+HASH_SUFFIX = " hashvalue"
+SIGNATURE_SUFFIX = " signature"
+
+
+def result_rows(result: dict[str, Any]) -> list[list[Any]]:
+    """One row per value: key, value, hash (shortened), signature."""
+    rows = []
+    for key, value in result.items():
+        if key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX):
+            continue
+        rows.append([key, output.fmt_value(value) if isinstance(value, float) else str(value),
+                     output.fmt_hash(result.get(key + HASH_SUFFIX)), result.get(key + SIGNATURE_SUFFIX) or ""])
+    return rows
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command("evaluate")
+    def evaluate(
+        hyps: Path = typer.Option(..., "--hyps", metavar="FILE", help="Generated sentences: a UTF-8 text file, one "
+                                  "sentence per line."),
+        refs: Optional[Path] = typer.Option(None, "--refs", metavar="FILE", help="References: a text file with one "
+                                            "reference per line, or JSONL with one {\"references\": [...]} object "
+                                            "per line for several references per hypothesis. Needed by every metric "
+                                            "but self-bleu and distinct-like ones."),
+        metric: Optional[List[str]] = typer.Option(None, "--metric", "-m", metavar="NAME", help="A metric to compute "
+                                                   "(repeatable; default: bleu). `cotk-repro plugins` lists the "
+                                                   "registered metrics."),
+        option: Optional[List[str]] = typer.Option(None, "--option", "-o", metavar="METRIC.KEY=VALUE",
+                                                   help="A metric option (repeatable), e.g. bleu.ngram=2 or "
+                                                   "self-bleu.sample=1000; VALUE is read as JSON when it is JSON "
+                                                   "(numbers, lists, null), else as a string."),
+        tokenizer: Optional[str] = typer.Option(None, "--tokenizer", "-t", metavar="NAME", help="Tokenizer for the "
+                                                "metrics that split text with one (e.g. distinct): a registered "
+                                                "name such as nltk or space. BLEU-family metrics always re-tokenize "
+                                                "with their own fixed tokenizer (wordpunct)."),
+        json_out: bool = typer.Option(False, "--json", help="Print the result dict (values, hashes, signatures) as "
+                                      "JSON on stdout, ready for a result file."),
+    ) -> None:
+        """Score generated text with hashed metrics: each value with its comparability hash and signature.
+
+        Mismatched line counts, empty or missing files and unknown metric names are errors (exit 2).
+        """
+        from ..metrics.files import evaluate_files, parse_options
+
+        names = list(dict.fromkeys(metric or ["bleu"]))
+        opts = parse_options(list(option or []), names)
+        with output.progress("evaluating", total=len(names)) as advance:
+            result = evaluate_files(hyps, refs, names, opts, tokenizer=tokenizer, on_metric=lambda _name: advance())
+        if json_out:
+            output.print_json(result)
+            return
+        output.console.print(output.table(f"{hyps.name}" + (f" vs {refs.name}" if refs else ""),
+                                          ["metric", "value", "hash", "signature"], result_rows(result)))

@@ -1,0 +1,115 @@
+"""``cotk-repro reproduce``: parsing and rendering; the work is in :mod:`cotk_repro.reproduce`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from typer.core import TyperCommand
+
+from ..errors import EXIT_ERROR
+from . import output
+
+
+class _OptionalJsonValue(TyperCommand):
+    """``--json`` alone means stdout; ``--json FILE`` writes the verdict to FILE."""
+
+    def parse_args(self, ctx, args):
+        args = list(args)
+        for i, a in enumerate(args):
+            if a == "--":
+                break
+            if a == "--json" and (i + 1 == len(args) or (args[i + 1].startswith("-") and args[i + 1] != "-")):
+                args[i] = "--json=-"
+        return super().parse_args(ctx, args)
+
+
+def _render_list(records) -> None:
+    rows = [[(r["id"] or "").removeprefix("sha256:")[:12], r.get("status"), r.get("started_at"),
+             (r.get("commit") or "")[:8], r.get("entry"),
+             ", ".join(f"{k}={output.fmt_value(v)}" for k, v in (r.get("results") or {}).items())]
+            for r in records]
+    output.console.print(output.table("published records (newest first)",
+                                      ["id", "status", "started", "commit", "entry", "results"], rows))
+
+
+def register(cli: typer.Typer) -> None:
+    @cli.command(cls=_OptionalJsonValue)
+    def reproduce(
+        source: str = typer.Argument(..., help="user/repo (against COTK_REPRO_GIT_BASE, default https://github.com/), "
+                                               "a git URL, a local path, or a dashboard record URL."),
+        record: Optional[str] = typer.Option(None, "--record", help="Record id or unique prefix (default: the newest successful one)."),
+        list_: bool = typer.Option(False, "--list", help="List the published records of SOURCE and exit."),
+        runtime: str = typer.Option("docker", "--runtime", help="docker (default: isolated container), venv (a virtual "
+                                    "environment on this host) or local (this Python environment); host runtimes must be chosen explicitly."),
+        base_image: Optional[str] = typer.Option(None, "--base-image", help="Docker base image (default: reproduce.base_image "
+                                                 "of the project, else COTK_REPRO_BASE_IMAGE, else the recorded python:X.Y-slim)."),
+        rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance (default: the project's config, else 1e-6)."),
+        atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance (default: the project's config, else 1e-12)."),
+        timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-time limit of the entry in seconds (default: config, else 3600)."),
+        memory: Optional[str] = typer.Option(None, "--memory", help="Memory limit of the container, e.g. 4g (docker; default: config, else 4g)."),
+        cpus: Optional[float] = typer.Option(None, "--cpus", help="CPU limit of the container (docker; default: config, else 2)."),
+        submit: bool = typer.Option(False, "--submit", help="Send the verdict to the dashboard (needs `cotk-repro login`)."),
+        dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard for --submit (default: the source's "
+                                                "dashboard, the project's dashboard.url, or the one you logged in to)."),
+        keep: bool = typer.Option(False, "--keep", help="Keep the work folder (checkout, build context, logs) for debugging."),
+        json_out: Optional[str] = typer.Option(None, "--json", metavar="[FILE]", help="Print the verdict JSON on stdout "
+                                               "(nothing else), or write it to FILE and still show the table."),
+    ) -> None:
+        """Fetch a published record and its code, rebuild the environment, rerun the entry and diff the results.
+
+        Exit status: 0 reproduced, 1 not reproduced, 2 could not run.
+        """
+        from ..reproduce.core import ReproduceOptions, list_records
+        from ..reproduce.core import reproduce as do_reproduce
+        from .core import render_verdicts
+
+        if list_:
+            records = list_records(source)
+            if json_out == "-":
+                output.print_json(records)
+            else:
+                _render_list(records)
+            return
+        opts = ReproduceOptions(record=record, runtime=runtime, base_image=base_image, rtol=rtol, atol=atol,
+                                timeout=timeout, memory=memory, cpus=cpus, keep=keep, submit=submit,
+                                dashboard=dashboard)
+        outcome = do_reproduce(source, opts, on_status=output.info, progress=lambda d: output.progress(d))
+        verdict = outcome.verdict
+        for n in outcome.notices:
+            output.warn(n)
+        if json_out and json_out != "-":
+            try:
+                Path(json_out).write_text(json.dumps(verdict, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            except OSError as exc:
+                output.error(f"cannot write {json_out}: {exc.strerror}")
+                raise typer.Exit(EXIT_ERROR)
+        if outcome.error is not None:
+            exc = outcome.error
+            output.error(exc.message, exc.hint, exc.log)
+        if json_out == "-":
+            output.print_json(verdict)
+        elif outcome.error is None:
+            title = f"reproduction of {verdict['record_id']} ({verdict['runtime']})"
+            render_verdicts(outcome.rows, verdict["verdict"], title=title)
+            diffs = verdict["environment_differences"]
+            if diffs:
+                shown = ", ".join(f"{d['what']} {d['a']} -> {d['b']}" for d in diffs[:8])
+                output.console.print(f"environment differs from the record: {shown}"
+                                     + (f" ... ({len(diffs)} in all)" if len(diffs) > 8 else ""), markup=False)
+        else:
+            output.console.print("[bold]could not run[/bold]")
+        for w in outcome.warnings:
+            output.warn(w)
+        if outcome.submission:
+            output.info(f"submitted to {outcome.submission.get('dashboard')}: {outcome.submission.get('url') or ''}")
+        if outcome.workdir is not None:
+            output.info(f"work folder kept: {outcome.workdir}")
+        steps = ", ".join(f"{s['step']} {s['seconds']:.1f}s" + ("" if s["status"] == "ok" else f" ({s['status']})")
+                          for s in outcome.steps)
+        if steps:
+            output.info(f"steps: {steps}")
+        if outcome.exit_code:
+            raise typer.Exit(outcome.exit_code)

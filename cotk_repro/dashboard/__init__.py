@@ -1,0 +1,23 @@
+"""The results dashboard (SPEC section 7): a FastAPI service over SQLite or PostgreSQL.
+
+``create_app(db_url)`` builds the app; ``server.serve`` runs it with uvicorn;
+``server.start_in_thread`` runs it in a background thread (demo, tests).
+Importing this package is cheap: FastAPI and SQLAlchemy load on first use.
+"""
+
+from __future__ import annotations
+
+
+def create_app(*args, **kwargs):
+    from .app import create_app as _create_app
+
+    return _create_app(*args, **kwargs)
+
+
+def start_in_thread(*args, **kwargs):
+    from .server import start_in_thread as _start
+
+    return _start(*args, **kwargs)
+
+
+__all__ = ["create_app", "start_in_thread"]

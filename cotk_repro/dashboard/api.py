@@ -1,0 +1,299 @@
+"""The JSON API under ``/api/v1`` (SPEC section 7), described at ``/openapi.json``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
+
+from . import leaderboard as lb
+from . import store
+from .auth import Principal, authenticate
+
+router = APIRouter(prefix="/api/v1", tags=["api"])
+bearer = HTTPBearer(auto_error=False, description="A token from `cotk-repro dashboard add-user NAME`.")
+
+MAX_PER_PAGE = 500
+MAX_PAGE = 100_000
+QSTR = 200  # longest filter value
+
+
+class Created(BaseModel):
+    id: str
+    url: str
+
+
+class ReproductionCreated(BaseModel):
+    id: int
+    url: str
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Problem(BaseModel):
+    detail: str
+
+
+class LeaderboardEntry(BaseModel):
+    rank: int
+    id: str
+    url: Optional[str]
+    value: float
+    user: str
+    project: str
+    submitted_at: str
+    reproductions: int
+    reproduced_by: int
+    unverifiable: bool
+
+
+class LeaderboardGroup(BaseModel):
+    hash: Optional[str]
+    comparable: bool
+    total: int
+    entries: list[LeaderboardEntry]
+
+
+class Leaderboard(BaseModel):
+    task: str
+    dataset: str
+    metric: str
+    higher_is_better: bool
+    page: int
+    per_page: int
+    total_groups: int
+    groups: list[LeaderboardGroup]
+
+
+class RecordSummary(BaseModel):
+    id: str
+    url: str
+    project: str
+    task: str
+    dataset: str
+    status: str
+    submitted_at: str
+    user: str
+    results: dict[str, Any]
+
+
+class RecordPage(BaseModel):
+    records: list[RecordSummary]
+    page: int
+    per_page: int
+    total: int
+    pages: int
+
+
+class ReproductionOut(BaseModel):
+    id: int
+    user: str
+    submitted_at: str
+    verdict: dict[str, Any]
+
+
+class RecordOut(BaseModel):
+    record: dict[str, Any]
+    user: str
+    submitted_at: str
+    reproductions: list[ReproductionOut]
+    reproduced_by: int
+    url: str
+
+
+RECORD_BODY_SCHEMA = {
+    "type": "object",
+    "description": "A cotk-repro record (schema `cotk-repro/record`); its `id` must be `sha256:` + the SHA-256 "
+                   "of the canonical JSON of everything else.",
+    "required": ["schema", "schema_version", "id", "status", "code", "environment", "project", "command", "results"],
+    "properties": {
+        "schema": {"type": "string", "enum": ["cotk-repro/record"]},
+        "schema_version": {"type": "integer"},
+        "id": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+        "status": {"type": "string"},
+        "code": {"type": "object"},
+        "environment": {"type": "object"},
+        "project": {"type": "object", "properties": {"name": {"type": "string"}, "task": {"type": "string"},
+                                                     "dataset": {"type": "string"}}},
+        "command": {"type": "object"},
+        "results": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["value"],
+            "properties": {"value": {"type": "number"}, "hash": {"type": ["string", "null"]}}}},
+        "data": {"type": ["object", "null"]},
+    },
+}
+
+REPRODUCTION_BODY_SCHEMA = {
+    "type": "object",
+    "description": "A reproduction verdict: the output of `cotk-repro reproduce --json`.",
+    "required": ["schema", "verdict"],
+    "properties": {
+        "schema": {"type": "string", "enum": ["cotk-repro/reproduction"]},
+        "schema_version": {"type": "integer"},
+        "record_id": {"type": "string"},
+        "verdict": {"type": "string", "enum": list(store.VERDICTS)},
+        "runtime": {"type": "string"},
+        "metrics": {"type": "array", "items": {"type": "object"}},
+        "environment_differences": {"type": "array", "items": {"type": "object"}},
+        "error": {"type": ["string", "null"]},
+    },
+}
+
+ERRORS = {401: {"model": Problem, "description": "missing or invalid token"},
+          413: {"model": Problem, "description": "body too large"},
+          415: {"model": Problem, "description": "body is not JSON"},
+          422: {"description": "invalid body"},
+          429: {"model": Problem, "description": "rate limited"}}
+
+
+def _dash(request: Request):
+    return request.app.state.dashboard
+
+
+def record_url(base: str, record_id: str) -> str:
+    return f"{base}/records/{quote(record_id, safe=':')}"
+
+
+def require_user(request: Request,
+                 credentials: Optional[HTTPAuthorizationCredentials] = Depends(bearer)) -> Principal:
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise HTTPException(401, "a bearer token is required (Authorization: Bearer TOKEN)",
+                            headers={"WWW-Authenticate": "Bearer"})
+    principal = authenticate(_dash(request).db, credentials.credentials)
+    if principal is None:
+        raise HTTPException(401, "the token is invalid or revoked", headers={"WWW-Authenticate": "Bearer"})
+    return principal
+
+
+def _json_body(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise HTTPException(422, "the body is not UTF-8") from None
+    except RecursionError:
+        raise HTTPException(422, "the body is nested too deeply") from None
+    except ValueError as exc:
+        raise HTTPException(422, f"the body is not valid JSON: {exc}") from None
+
+
+def _qs(value: Optional[str], what: str) -> Optional[str]:
+    if value is not None and ("\x00" in value or len(value) > QSTR):
+        raise HTTPException(422, f"the {what} filter is not a valid name")
+    return value
+
+
+@router.get("/health", response_model=Health)
+def health(request: Request) -> dict[str, str]:
+    _dash(request).db.generation()  # the database answers
+    return {"status": "ok"}
+
+
+@router.post("/records", status_code=201, response_model=Created,
+             responses={200: {"model": Created, "description": "the record was already stored (no-op)"}, **ERRORS},
+             openapi_extra={"requestBody": {"required": True,
+                                            "content": {"application/json": {"schema": RECORD_BODY_SCHEMA}}}})
+async def upload_record(request: Request, user: Principal = Depends(require_user)):
+    """Upload a record. 201 when stored, 200 when the same record is already there."""
+    record = _json_body(await request.body())
+    dash = _dash(request)
+    try:
+        created = await run_in_threadpool(store.store_record, dash.db, record, user)
+        if created:
+            dash.wrote()
+    except store.Invalid as exc:
+        raise HTTPException(422, exc.message) from None
+    rid = record["id"]
+    return JSONResponse({"id": rid, "url": record_url(dash.base_url(request), rid)},
+                        status_code=201 if created else 200)
+
+
+@router.get("/records", response_model=RecordPage)
+def list_records(request: Request,
+                 task: Optional[str] = Query(None, max_length=QSTR),
+                 dataset: Optional[str] = Query(None, max_length=QSTR),
+                 user: Optional[str] = Query(None, max_length=QSTR),
+                 page: int = Query(1, ge=1, le=MAX_PAGE),
+                 per_page: int = Query(50, ge=1, le=MAX_PER_PAGE)):
+    """A page of record summaries, newest first."""
+    dash = _dash(request)
+    args = (_qs(task, "task"), _qs(dataset, "dataset"), _qs(user, "user"), page, per_page)
+    data = dash.cached(("records",) + args, lambda: store.list_records(
+        dash.db, task=args[0], dataset=args[1], user=args[2], page=page, per_page=per_page))
+    base = dash.base_url(request)
+    return {**data, "records": [{**r, "url": record_url(base, r["id"])} for r in data["records"]]}
+
+
+@router.get("/records/{record_id}", response_model=RecordOut, responses={404: {"model": Problem}})
+async def get_record(request: Request, record_id: str):
+    """The record exactly as uploaded, with its reproductions. ``sha256:<hex>`` or the bare hex."""
+    dash = _dash(request)
+    base = dash.base_url(request)
+
+    def compute() -> tuple[int, bytes]:
+        try:
+            data = store.get_record(dash.db, record_id)
+        except store.NotFound as exc:
+            return 404, json.dumps({"detail": exc.message}).encode()
+        rid = data["record"]["id"]
+        out = {**data, "reproduced_by": store.reproduced_by(data["reproductions"]), "url": record_url(base, rid)}
+        return 200, json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
+
+    status, body = await dash.cached_async(("record-api", base, record_id), compute)
+    return Response(body, status_code=status, media_type="application/json")
+
+
+@router.post("/records/{record_id}/reproductions", status_code=201, response_model=ReproductionCreated,
+             responses={404: {"model": Problem}, **ERRORS},
+             openapi_extra={"requestBody": {"required": True,
+                                            "content": {"application/json": {"schema": REPRODUCTION_BODY_SCHEMA}}}})
+async def add_reproduction(request: Request, record_id: str, user: Principal = Depends(require_user)):
+    """Attach a reproduction verdict (``cotk-repro reproduce --json``) to a record, attributed to you."""
+    verdict = _json_body(await request.body())
+    dash = _dash(request)
+    try:
+        repro_id = await run_in_threadpool(store.add_reproduction, dash.db, record_id, user, verdict)
+        dash.wrote()
+    except store.NotFound as exc:
+        raise HTTPException(404, exc.message) from None
+    except store.Invalid as exc:
+        raise HTTPException(422, exc.message) from None
+    rid = store.normalize_id(record_id)
+    return JSONResponse({"id": repro_id, "url": f"{record_url(dash.base_url(request), rid)}#reproduction-{repro_id}"},
+                        status_code=201)
+
+
+@router.get("/leaderboard", response_model=Leaderboard)
+async def leaderboard(request: Request,
+                task: str = Query(..., max_length=QSTR),
+                dataset: str = Query(..., max_length=QSTR),
+                metric: str = Query(..., max_length=QSTR),
+                page: int = Query(1, ge=1, le=MAX_PAGE),
+                per_page: int = Query(100, ge=1, le=MAX_PER_PAGE)):
+    """Results of one task / dataset / metric, one group per comparability hash (largest first),
+    best first within a group; unverifiable results (no hash) in their own group, ``hash: null``."""
+    dash = _dash(request)
+    _qs(task, "task"), _qs(dataset, "dataset"), _qs(metric, "metric")
+    base = dash.base_url(request)
+
+    def compute() -> bytes:
+        data = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=per_page, page=page,
+                                                  record_url=lambda rid: record_url(base, rid)))
+        return json.dumps(data, separators=(",", ":")).encode()
+
+    body = await dash.cached_async(("leaderboard-api", base, task, dataset, metric, page, per_page), compute)
+    return Response(body, media_type="application/json")
+
+
+@router.get("/tasks")
+def tasks(request: Request) -> list[dict[str, Any]]:
+    """Every task and dataset with its metrics and record counts."""
+    dash = _dash(request)
+    return dash.cached(("tasks",), lambda: dash.db.read(lb.catalogue))

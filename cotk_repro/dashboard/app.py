@@ -1,0 +1,308 @@
+"""The dashboard application: ``create_app(db_url, *, max_body=..., rate_limit=...)``.
+
+Safety, in one pure-ASGI middleware (cheap on every request):
+
+* request bodies are capped (``max_body`` bytes; 413 beyond, whether or not a
+  Content-Length was sent);
+* ``POST`` to the API must be ``application/json`` (415 otherwise);
+* writes are rate limited per token (or per client address without one), a token
+  bucket of ``rate_limit`` = ``"N/S"`` requests per S seconds (429 + Retry-After);
+  reads too when ``read_rate_limit`` is set;
+* every response carries a strict Content-Security-Policy (no scripts at all),
+  ``X-Content-Type-Options: nosniff`` and ``X-Frame-Options: DENY``.
+
+Unhandled errors answer a generic 500 JSON body; the traceback goes to the server log only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable
+
+from .db import Database, open_database
+
+log = logging.getLogger("cotk_repro.dashboard")
+
+DEFAULT_MAX_BODY = 5 * 1024 * 1024
+DEFAULT_RATE_LIMIT = "3000/60"
+WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+SECURITY_HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+     b"base-uri 'none'; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+]
+
+
+def parse_rate(value: str | tuple[float, float] | None) -> tuple[float, float] | None:
+    """``"N/S"`` (N requests per S seconds), ``(N, S)``, or None/"off" for no limit."""
+    if value is None or value == "off" or value == "":
+        return None
+    if isinstance(value, tuple):
+        n, s = value
+    else:
+        try:
+            n_text, _, s_text = str(value).partition("/")
+            n, s = float(n_text), float(s_text or 1)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a rate limit: write N/S, e.g. 600/60 (600 requests per minute)") from None
+    if n <= 0 or s <= 0:
+        raise ValueError(f"{value!r} is not a rate limit: both numbers must be positive")
+    return float(n), float(s)
+
+
+class RateLimiter:
+    """Token buckets keyed by client; thread-safe; old keys are pruned."""
+
+    def __init__(self, rate: tuple[float, float]):
+        self.capacity, period = rate
+        self.refill = self.capacity / period
+        self.buckets: dict[str, tuple[float, float]] = {}
+        self.lock = threading.Lock()
+
+    def take(self, key: str) -> float:
+        """0 when allowed, else the seconds to wait."""
+        now = time.monotonic()
+        with self.lock:
+            tokens, last = self.buckets.get(key, (self.capacity, now))
+            tokens = min(self.capacity, tokens + (now - last) * self.refill)
+            if tokens >= 1:
+                self.buckets[key] = (tokens - 1, now)
+                wait = 0.0
+            else:
+                self.buckets[key] = (tokens, now)
+                wait = (1 - tokens) / self.refill
+            if len(self.buckets) > 10000:
+                full = [k for k, (t, l) in self.buckets.items() if t + (now - l) * self.refill >= self.capacity]
+                for k in full:
+                    del self.buckets[k]
+        return wait
+
+
+async def _send_json(send, status: int, detail: str, extra_headers: list[tuple[bytes, bytes]] = ()) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *SECURITY_HEADERS, *extra_headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class GuardMiddleware:
+    def __init__(self, app, *, max_body: int, write_limiter: RateLimiter | None, read_limiter: RateLimiter | None):
+        self.app = app
+        self.max_body = max_body
+        self.write_limiter = write_limiter
+        self.read_limiter = read_limiter
+
+    @staticmethod
+    def _client_key(scope) -> str:
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                return "tok:" + hashlib.sha256(value).hexdigest()[:24]
+        client = scope.get("client")
+        return "ip:" + (client[0] if client else "?")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        docs = scope["path"] in ("/docs", "/docs/oauth2-redirect")
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                have = {k.lower() for k, _ in headers}
+                extra = SECURITY_HEADERS[1:] if docs else SECURITY_HEADERS  # Swagger UI needs its scripts
+                headers.extend(h for h in extra if h[0] not in have)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        method = scope["method"]
+        limiter = self.write_limiter if method in WRITE_METHODS else self.read_limiter
+        if limiter is not None:
+            wait = limiter.take(self._client_key(scope))
+            if wait > 0:
+                return await _send_json(send, 429, "too many requests; slow down",
+                                        [(b"retry-after", str(max(1, int(wait + 0.999))).encode())])
+        if method not in WRITE_METHODS:
+            return await self.app(scope, receive, send_with_headers)
+
+        headers = dict(scope.get("headers", ()))
+        length = headers.get(b"content-length")
+        if length is not None:
+            try:
+                declared = int(length)
+            except ValueError:
+                return await _send_json(send, 400, "the Content-Length header is not a number")
+            if declared > self.max_body:
+                return await _send_json(send, 413, f"the request body is larger than {self.max_body} bytes")
+        if scope["path"].startswith("/api/"):
+            ctype = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+            if ctype != b"application/json":
+                return await _send_json(send, 415, "the request body must be JSON (Content-Type: application/json)")
+        # read the whole body (bounded), then replay it to the app
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                return await _send_json(send, 413, f"the request body is larger than {self.max_body} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await self.app(scope, replay, send_with_headers)
+
+
+class Dashboard:
+    """What the routes share: the database, settings and the generation-keyed cache.
+
+    Cached pages and leaderboards are keyed by the database *generation* (a counter
+    every write bumps). This process re-reads it at most every ``generation_ttl``
+    seconds and at once after its own writes, so a write through another worker
+    process shows within ``generation_ttl`` (default 0.1 s) and one through this
+    process immediately.
+    """
+
+    def __init__(self, db: Database, *, max_body: int, public_url: str | None = None, cache_size: int = 512,
+                 generation_ttl: float = 0.1):
+        self.db = db
+        self.max_body = max_body
+        self.public_url = public_url.rstrip("/") if public_url else None
+        self.generation_ttl = generation_ttl
+        self._cache: OrderedDict[Any, tuple[int, Any]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._gen = -1
+        self._gen_at = float("-inf")
+        self._inflight: dict[Any, Any] = {}  # (key, generation) -> asyncio.Future, one event loop per app
+
+    def base_url(self, request) -> str:
+        return self.public_url or str(request.base_url).rstrip("/")
+
+    def _fresh(self) -> bool:
+        return time.monotonic() - self._gen_at <= self.generation_ttl
+
+    def refresh_generation(self) -> int:
+        at = time.monotonic()
+        gen = self.db.generation()
+        self._gen, self._gen_at = gen, at
+        return gen
+
+    def wrote(self) -> None:
+        """Called after a write committed here: the next read sees it."""
+        self._gen_at = float("-inf")
+
+    def _lookup(self, key: Any, gen: int) -> tuple[bool, Any]:
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None and hit[0] == gen:
+                self._cache.move_to_end(key)
+                return True, hit[1]
+        return False, None
+
+    def _store(self, key: Any, gen: int, value: Any) -> None:
+        with self._lock:
+            self._cache[key] = (gen, value)
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()`` unless a value computed at the current database generation is cached (blocking)."""
+        gen = self._gen if self._fresh() else self.refresh_generation()
+        found, value = self._lookup(key, gen)
+        if found:
+            return value
+        value = compute()
+        self._store(key, gen, value)
+        return value
+
+    async def cached_async(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """Same, for ``async`` routes: a cache hit never leaves the event loop; database work runs in threads,
+        and concurrent misses of one key wait for a single computation (no stampede after a write)."""
+        import asyncio
+
+        from starlette.concurrency import run_in_threadpool
+
+        gen = self._gen if self._fresh() else await run_in_threadpool(self.refresh_generation)
+        found, value = self._lookup(key, gen)
+        if found:
+            return value
+        flight_key = (key, gen)
+        pending = self._inflight.get(flight_key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future = asyncio.get_running_loop().create_future()
+        self._inflight[flight_key] = future
+        try:
+            value = await run_in_threadpool(compute)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters (if any) get it re-raised
+            raise
+        finally:
+            self._inflight.pop(flight_key, None)
+        future.set_result(value)
+        self._store(key, gen, value)
+        return value
+
+
+def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
+               rate_limit: str | tuple[float, float] | None = DEFAULT_RATE_LIMIT,
+               read_rate_limit: str | tuple[float, float] | None = None,
+               public_url: str | None = None, migrate: bool = True, db: Database | None = None):
+    """The FastAPI app for the dashboard at ``db_url`` (default: SQLite in the user data dir).
+
+    ``migrate``: run ``alembic upgrade head`` first (idempotent).
+    """
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+    from .. import __version__
+    from . import api, pages
+
+    if db is None:
+        db = open_database(db_url, migrate=migrate)
+    elif migrate:
+        db.upgrade()
+    write_rate = parse_rate(rate_limit)
+    read_rate = parse_rate(read_rate_limit)
+
+    app = FastAPI(title="cotk-repro dashboard", version=__version__,
+                  description="Records of text-generation runs, leaderboards grouped by comparability hash, "
+                              "and reproductions. Reading is public; writing needs a bearer token "
+                              "(`cotk-repro dashboard add-user NAME`).",
+                  docs_url="/docs", redoc_url=None)
+    app.state.dashboard = Dashboard(db, max_body=max_body, public_url=public_url)
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception):  # no stack traces to clients
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return JSONResponse({"detail": "internal server error"}, status_code=500)
+
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.add_middleware(GuardMiddleware, max_body=max_body,
+                       write_limiter=RateLimiter(write_rate) if write_rate else None,
+                       read_limiter=RateLimiter(read_rate) if read_rate else None)
+    return app

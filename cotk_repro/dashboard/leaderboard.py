@@ -1,0 +1,100 @@
+"""Leaderboards: results of one task / dataset / metric, grouped by comparability hash.
+
+Only results with the same hash are ranked against each other (SPEC section 7):
+
+* one group per hash, the largest group first (ties: the hash, for a stable order);
+* best first within a group: higher is better, except for metrics whose name
+  contains "perplexity" or "ppl" (lower is better); equal values keep upload order;
+* results without a hash (*unverifiable*) form their own group, ``"hash": null``, last.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, case, distinct, func, select
+from sqlalchemy.engine import Connection
+
+from .models import BoardGroup, Record, Reproduction, Result, User
+
+REPRODUCED = "reproduced"
+
+
+def lower_is_better(metric: str) -> bool:
+    m = metric.lower()
+    return "perplexity" in m or "ppl" in m
+
+
+def reproduction_counts(conn: Connection, record_pks: list[int]) -> dict[int, tuple[int, int]]:
+    """``{record_pk: (reproductions, distinct users who reproduced it)}``."""
+    if not record_pks:
+        return {}
+    reproduced_user = case((Reproduction.verdict == REPRODUCED, Reproduction.user_id), else_=None)
+    rows = conn.execute(
+        select(Reproduction.record_pk, func.count(), func.count(distinct(reproduced_user)))
+        .where(Reproduction.record_pk.in_(record_pks)).group_by(Reproduction.record_pk)).all()
+    return {pk: (n, by) for pk, n, by in rows}
+
+
+def group_sizes(conn: Connection, task: str, dataset: str, metric: str) -> list[tuple[str | None, int]]:
+    rows = conn.execute(
+        select(BoardGroup.hash, BoardGroup.n).where(BoardGroup.task == task, BoardGroup.dataset == dataset,
+                                                    BoardGroup.metric == metric, BoardGroup.n > 0)).all()
+    comparable = sorted(((h, n) for h, n in rows if h), key=lambda x: (-x[1], x[0]))
+    unverifiable = [(None, n) for h, n in rows if not h]
+    return comparable + unverifiable
+
+
+def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int = 100, page: int = 1,
+          max_groups: int = 20, record_url=lambda rid: None) -> dict[str, Any]:
+    """The leaderboard as the API returns it (``record_url`` turns an id into its page URL)."""
+    lower = lower_is_better(metric)
+    sizes = group_sizes(conn, task, dataset, metric)
+    offset = (page - 1) * limit
+    groups = []
+    for h, total in sizes[:max_groups]:
+        cond = [Result.task == task, Result.dataset == dataset, Result.metric == metric,
+                Result.hash.is_(None) if h is None else Result.hash == h]
+        # the page of the group from the index alone (value, record), then the 'limit' records it names
+        page_q = (select(Result.value.label("value"), Result.record_pk.label("record_pk")).where(and_(*cond))
+                  .order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
+                  .limit(limit).offset(offset).subquery())
+        rows = conn.execute(
+            select(page_q.c.value, Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name)
+            .select_from(page_q)
+            .join(Record, Record.id == page_q.c.record_pk)
+            .join(User, User.id == Record.user_id)
+            .order_by(page_q.c.value.asc() if lower else page_q.c.value.desc(), page_q.c.record_pk.asc())).all()
+        counts = reproduction_counts(conn, [r[1] for r in rows])
+        entries = []
+        for i, (value, pk, rid, project, submitted, user) in enumerate(rows):
+            n, by = counts.get(pk, (0, 0))
+            entries.append({"rank": offset + i + 1, "id": rid, "url": record_url(rid), "value": value,
+                            "user": user, "project": project, "submitted_at": submitted,
+                            "reproductions": n, "reproduced_by": by, "unverifiable": h is None})
+        groups.append({"hash": h, "comparable": h is not None, "total": total, "entries": entries})
+    return {
+        "task": task, "dataset": dataset, "metric": metric,
+        "higher_is_better": not lower,
+        "page": page, "per_page": limit,
+        "total_groups": len(sizes),
+        "groups": groups,
+    }
+
+
+def catalogue(conn: Connection) -> list[dict[str, Any]]:
+    """Every task / dataset with its metrics and record counts (the home page)."""
+    rows = conn.execute(select(BoardGroup.task, BoardGroup.dataset, BoardGroup.metric, func.sum(BoardGroup.n))
+                        .group_by(BoardGroup.task, BoardGroup.dataset, BoardGroup.metric)
+                        .order_by(BoardGroup.task, BoardGroup.dataset, BoardGroup.metric)).all()
+    records = dict(((t, d), n) for t, d, n in conn.execute(
+        select(Record.task, Record.dataset, func.count()).group_by(Record.task, Record.dataset)).all())
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for task, dataset, metric, n in rows:
+        n = int(n)
+        item = out.setdefault((task, dataset), {"task": task, "dataset": dataset, "records": records.get((task, dataset), 0),
+                                                "metrics": []})
+        item["metrics"].append({"metric": metric, "results": n})
+    for (task, dataset), n in records.items():
+        out.setdefault((task, dataset), {"task": task, "dataset": dataset, "records": n, "metrics": []})
+    return [out[k] for k in sorted(out)]

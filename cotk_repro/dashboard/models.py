@@ -1,0 +1,113 @@
+"""The dashboard's tables (SQLAlchemy 2 declarative models).
+
+The schema itself is created and upgraded by the Alembic migrations in
+``migrations/versions``; these models describe it for queries. Records are
+stored verbatim (``body``, the JSON text of the record as uploaded) plus the
+columns the leaderboards and listings filter on; ``results`` holds one row per
+metric of every successful record (the leaderboard index).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+#: longest task / dataset / project / metric name the dashboard accepts
+NAME_MAX = 200
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    created_at: Mapped[str] = mapped_column(String(40), nullable=False)
+
+
+class Token(Base):
+    """A bearer token, stored as the hex SHA-256 of the token (never the token itself)."""
+
+    __tablename__ = "tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    created_at: Mapped[str] = mapped_column(String(40), nullable=False)
+    revoked_at: Mapped[Optional[str]] = mapped_column(String(40), nullable=True)
+
+
+class Record(Base):
+    __tablename__ = "records"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    record_id: Mapped[str] = mapped_column(String(80), unique=True, nullable=False)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False)
+    task: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+    dataset: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+    project_name: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+    status: Mapped[str] = mapped_column(String(32), nullable=False)
+    submitted_at: Mapped[str] = mapped_column(String(40), nullable=False)
+    body: Mapped[str] = mapped_column(Text, nullable=False)
+
+    __table_args__ = (
+        Index("ix_records_task_dataset", "task", "dataset", "id"),
+        Index("ix_records_user", "user_id", "id"),
+    )
+
+
+class Result(Base):
+    __tablename__ = "results"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    record_pk: Mapped[int] = mapped_column(ForeignKey("records.id", ondelete="CASCADE"), nullable=False)
+    task: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+    dataset: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+    metric: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+    hash: Mapped[Optional[str]] = mapped_column(String(64), nullable=True)
+    value: Mapped[float] = mapped_column(Float, nullable=False)
+
+    __table_args__ = (
+        UniqueConstraint("record_pk", "metric", name="uq_results_record_metric"),
+        Index("ix_results_board_v2", "task", "dataset", "metric", "hash", "value", "record_pk"),
+    )
+
+
+class BoardGroup(Base):
+    """How many results each leaderboard group holds (``hash`` "" = unverifiable), kept on upload."""
+
+    __tablename__ = "board_groups"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+    dataset: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+    metric: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+    hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    n: Mapped[int] = mapped_column(Integer, nullable=False)
+
+    __table_args__ = (UniqueConstraint("task", "dataset", "metric", "hash", name="uq_board_groups"),)
+
+
+class Reproduction(Base):
+    __tablename__ = "reproductions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    record_pk: Mapped[int] = mapped_column(ForeignKey("records.id", ondelete="CASCADE"), nullable=False, index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), nullable=False)
+    submitted_at: Mapped[str] = mapped_column(String(40), nullable=False)
+    verdict: Mapped[str] = mapped_column(String(32), nullable=False)
+    body: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class Meta(Base):
+    """Key/value counters; ``generation`` goes up on every write (it keys the page caches)."""
+
+    __tablename__ = "dashboard_meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[int] = mapped_column(Integer, nullable=False)

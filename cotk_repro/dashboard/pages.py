@@ -1,0 +1,207 @@
+"""HTML pages: ``/`` (tasks and datasets), ``/leaderboard``, ``/records``, ``/records/{id}``.
+
+Jinja2 templates from ``templates/dashboard/`` with autoescaping on: every
+user-supplied string (project, metric and user names, stdout snippets, the
+Dockerfile) is escaped. No scripts are served at all (see the CSP in ``app.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Optional
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from . import leaderboard as lb
+from . import store
+
+router = APIRouter(include_in_schema=False)
+QSTR = 200
+PER_PAGE = 100
+
+
+@lru_cache(maxsize=1)
+def _env():
+    import jinja2
+
+    from ..templating import templates_dir
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "dashboard")),
+                             autoescape=True, undefined=jinja2.ChainableUndefined, trim_blocks=True,
+                             lstrip_blocks=True)
+    env.filters["fmt"] = fmt_value
+    env.globals["board_url"] = board_url
+    env.globals["record_path"] = record_path
+    return env
+
+
+def render(name: str, **context: Any) -> str:
+    return _env().get_template(name).render(**context)
+
+
+def fmt_value(v: Any) -> str:
+    if isinstance(v, bool) or v is None:
+        return "" if v is None else str(v)
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def board_url(task: str, dataset: str, metric: str | None = None) -> str:
+    q = {"task": task, "dataset": dataset}
+    if metric is not None:
+        q["metric"] = metric
+    return "/leaderboard?" + urlencode(q)
+
+
+def record_path(record_id: str) -> str:
+    return "/records/" + quote(record_id, safe=":")
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status)
+
+
+def _error(status: int, message: str) -> HTMLResponse:
+    return _html(render("error.html", status=status, message=message), status)
+
+
+def _ok_name(v: Optional[str]) -> bool:
+    return v is None or ("\x00" not in v and len(v) <= QSTR)
+
+
+_SCP = re.compile(r"^(?:[^@/:]+@)?(?P<host>[A-Za-z0-9.-]+\.[A-Za-z]{2,}):(?P<path>[\w.-]+/[\w./-]+)$")
+
+
+def commit_link(remote_url: Any, commit: Any) -> str | None:
+    """A web link to the commit for http(s) and scp-like (git@host:user/repo) remotes; None otherwise."""
+    if not isinstance(remote_url, str) or not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{7,64}", commit):
+        return None
+    url = remote_url.strip()
+    m = _SCP.match(url)
+    if m and "://" not in url:
+        url = f"https://{m.group('host')}/{m.group('path')}"
+    if not url.startswith(("https://", "http://")):
+        return None
+    url = url.rstrip("/")
+    if url.endswith(".git"):
+        url = url[:-4]
+    return f"{url}/commit/{commit}"
+
+
+def _s(v: Any) -> str:
+    return "" if v is None else str(v)
+
+
+def record_view(data: dict[str, Any]) -> dict[str, Any]:
+    """Everything the record page shows, from a stored record (tolerant of odd shapes)."""
+    rec = data["record"]
+    d = lambda key: rec.get(key) if isinstance(rec.get(key), dict) else {}  # noqa: E731
+    code, env, project, command = d("code"), d("environment"), d("project"), d("command")
+    py = env.get("python") if isinstance(env.get("python"), dict) else {}
+    plat = env.get("platform") if isinstance(env.get("platform"), dict) else {}
+    packages = [p for p in env.get("packages", []) if isinstance(p, dict)] if isinstance(env.get("packages"), list) else []
+    plugins = [p for p in env.get("plugins", []) if isinstance(p, dict)] if isinstance(env.get("plugins"), list) else []
+    accels = [a for a in env.get("accelerators", []) if isinstance(a, dict)] if isinstance(env.get("accelerators"), list) else []
+    results = []
+    for name, r in sorted(rec.get("results", {}).items()):
+        r = r if isinstance(r, dict) else {}
+        results.append({"name": name, "value": r.get("value"), "hash": r.get("hash"), "signature": r.get("signature"),
+                        "metric": r.get("metric"), "version": r.get("version"),
+                        "board": board_url(_s(project.get("task")), _s(project.get("dataset")), name)})
+    repros = []
+    for rep in data["reproductions"]:
+        v = rep["verdict"]
+        rows = [m for m in v.get("metrics", []) if isinstance(m, dict)] if isinstance(v.get("metrics"), list) else []
+        diffs = [x for x in v.get("environment_differences", []) if isinstance(x, dict)] \
+            if isinstance(v.get("environment_differences"), list) else []
+        repros.append({"id": rep["id"], "user": rep["user"], "submitted_at": rep["submitted_at"],
+                       "verdict": _s(v.get("verdict")), "runtime": _s(v.get("runtime")), "metrics": rows,
+                       "diffs": diffs, "error": v.get("error"), "version": _s(v.get("cotk_repro_version"))})
+    return {
+        "id": rec.get("id"), "status": _s(rec.get("status")), "error": rec.get("error"),
+        "user": data["user"], "submitted_at": data["submitted_at"],
+        "project": {"name": _s(project.get("name")), "task": _s(project.get("task")),
+                    "dataset": _s(project.get("dataset"))},
+        "code": {"commit": _s(code.get("commit")), "branch": _s(code.get("branch")),
+                 "remote_url": _s(code.get("remote_url")), "dirty": bool(code.get("dirty")),
+                 "link": commit_link(code.get("remote_url"), code.get("commit"))},
+        "command": {k: command.get(k) for k in ("entry", "args", "cwd", "started_at", "duration_s", "exit_status")},
+        "python": f"{_s(py.get('implementation'))} {_s(py.get('version'))}".strip(),
+        "platform": " ".join(_s(plat.get(k)) for k in ("system", "release", "machine")).strip(),
+        "cotk_repro_version": _s(env.get("cotk_repro_version") or rec.get("cotk_repro_version")),
+        "packages": packages, "plugins": plugins, "accelerators": accels,
+        "dockerfile": env.get("dockerfile") if isinstance(env.get("dockerfile"), str) else None,
+        "dockerfile_sha256": _s(env.get("dockerfile_sha256")),
+        "data": rec.get("data") if isinstance(rec.get("data"), dict) else None,
+        "results": results,
+        "reproductions": repros,
+        "reproduced_by": store.reproduced_by(data["reproductions"]),
+    }
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request):
+    dash = request.app.state.dashboard
+
+    def compute() -> bytes:
+        catalogue = dash.db.read(lb.catalogue)
+        recent = store.list_records(dash.db, page=1, per_page=10)["records"]
+        return render("home.html", catalogue=catalogue, recent=recent).encode()
+
+    return Response(await dash.cached_async(("home-page",), compute), media_type="text/html; charset=utf-8")
+
+
+@router.get("/leaderboard", response_class=HTMLResponse)
+async def leaderboard_page(request: Request, task: str = Query(""), dataset: str = Query(""),
+                     metric: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000)):
+    if not all(_ok_name(v) for v in (task, dataset, metric)):
+        return _error(400, "the task, dataset or metric is not a valid name")
+    dash = request.app.state.dashboard
+
+    def compute() -> bytes:
+        if metric is None:
+            entry = next((c for c in dash.db.read(lb.catalogue) if c["task"] == task and c["dataset"] == dataset), None)
+            return render("metrics.html", task=task, dataset=dataset, entry=entry).encode()
+        board = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=PER_PAGE, page=page,
+                                                   record_url=record_path))
+        more = any(g["total"] > page * PER_PAGE for g in board["groups"])
+        nav = {"prev": (board_url(task, dataset, metric) + f"&page={page - 1}") if page > 1 else None,
+               "next": (board_url(task, dataset, metric) + f"&page={page + 1}") if more else None}
+        return render("leaderboard.html", board=board, nav=nav).encode()
+
+    body = await dash.cached_async(("leaderboard-page", task, dataset, metric, page), compute)
+    return Response(body, media_type="text/html; charset=utf-8")
+
+
+@router.get("/records", response_class=HTMLResponse)
+def records_page(request: Request, task: Optional[str] = Query(None), dataset: Optional[str] = Query(None),
+                 user: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000)):
+    if not all(_ok_name(v) for v in (task, dataset, user)):
+        return _error(400, "the task, dataset or user is not a valid name")
+    dash = request.app.state.dashboard
+    data = dash.cached(("records-page", task, dataset, user, page),
+                       lambda: store.list_records(dash.db, task=task, dataset=dataset, user=user, page=page,
+                                                  per_page=50))
+    q = {k: v for k, v in (("task", task), ("dataset", dataset), ("user", user)) if v is not None}
+    nav = {"prev": "/records?" + urlencode({**q, "page": page - 1}) if page > 1 else None,
+           "next": "/records?" + urlencode({**q, "page": page + 1}) if page < data["pages"] else None}
+    return _html(render("records.html", data=data, filters=q, nav=nav))
+
+
+@router.get("/records/{record_id}", response_class=HTMLResponse)
+async def record_page(request: Request, record_id: str):
+    dash = request.app.state.dashboard
+
+    def compute() -> tuple[int, bytes]:
+        try:
+            data = store.get_record(dash.db, record_id)
+        except store.NotFound as exc:
+            return 404, render("error.html", status=404, message=exc.message).encode()
+        return 200, render("record.html", r=record_view(data)).encode()
+
+    status, body = await dash.cached_async(("record-page", record_id), compute)
+    return Response(body, status_code=status, media_type="text/html; charset=utf-8")

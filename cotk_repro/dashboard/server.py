@@ -1,0 +1,161 @@
+"""Running the dashboard with uvicorn: in the foreground (``serve``) or in a thread.
+
+``start_in_thread(db_url, host, port=0) -> (url, stop)`` is what ``cotk-repro demo``
+and the tests use: the socket is bound before the thread starts (port 0 picks a
+free one), the call returns once the server answers, and ``stop()`` shuts it down.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from typing import Any, Callable
+
+from ..errors import CotkError
+from .app import DEFAULT_MAX_BODY, DEFAULT_RATE_LIMIT
+
+ENV_PREFIX = "COTK_REPRO_DASHBOARD_"
+
+
+class ServeError(CotkError):
+    """The dashboard server could not start."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # proto=IPPROTO_TCP: asyncio then turns Nagle off on accepted connections (as it does for sockets it
+    # creates); without it, small responses written in two parts wait ~40 ms for the client's delayed ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno in (98, 48, 10048):
+            raise ServeError(f"port {port} on {host} is already in use; pick another with --port") from None
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_for(host: str, port: int) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else ("localhost" if host == "::" else host)
+    if ":" in shown:
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}"
+
+
+def app_from_env():
+    """App factory for worker processes (``uvicorn --factory``): settings from the environment."""
+    from .app import create_app
+
+    app = create_app(os.environ.get(ENV_PREFIX + "DB") or None,
+                      max_body=int(os.environ.get(ENV_PREFIX + "MAX_BODY", DEFAULT_MAX_BODY)),
+                      rate_limit=os.environ.get(ENV_PREFIX + "RATE_LIMIT", DEFAULT_RATE_LIMIT),
+                      read_rate_limit=os.environ.get(ENV_PREFIX + "READ_RATE_LIMIT") or None,
+                      public_url=os.environ.get(ENV_PREFIX + "PUBLIC_URL") or None,
+                      migrate=False)
+    _freeze_heap()
+    return app
+
+
+def _freeze_heap() -> None:
+    """Move the start-up objects out of the garbage collector's way (shorter GC pauses under load)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
+def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
+          max_body: int = DEFAULT_MAX_BODY, rate_limit: str | None = DEFAULT_RATE_LIMIT,
+          read_rate_limit: str | None = None, public_url: str | None = None, access_log: bool = True,
+          log_level: str = "info", on_ready: Callable[[str], None] | None = None) -> None:
+    """Migrate the database, bind, report the URL through ``on_ready``, and serve until interrupted."""
+    import uvicorn
+
+    from .app import create_app, parse_rate
+    from .db import default_db_url, open_database
+
+    url_db = db_url or default_db_url()
+    try:
+        parse_rate(rate_limit), parse_rate(read_rate_limit)
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
+    db = open_database(url_db)  # alembic upgrade head, once, before any worker starts
+    sock = bind(host, port)
+    actual_port = sock.getsockname()[1]
+    if on_ready:
+        on_ready(url_for(host, actual_port))
+    common = dict(host=host, port=actual_port, access_log=access_log, log_level=log_level,
+                  proxy_headers=True, timeout_keep_alive=5)
+    if workers <= 1:
+        app = create_app(db=db, migrate=False, max_body=max_body, rate_limit=rate_limit,
+                         read_rate_limit=read_rate_limit, public_url=public_url)
+        server = uvicorn.Server(uvicorn.Config(app, **common))
+        _freeze_heap()
+        server.run(sockets=[sock])
+        return
+    db.dispose()
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[ENV_PREFIX + "DB"] = url_db
+    os.environ[ENV_PREFIX + "MAX_BODY"] = str(max_body)
+    os.environ[ENV_PREFIX + "RATE_LIMIT"] = rate_limit or "off"
+    os.environ[ENV_PREFIX + "READ_RATE_LIMIT"] = read_rate_limit or ""
+    os.environ[ENV_PREFIX + "PUBLIC_URL"] = public_url or ""
+    config = uvicorn.Config("cotk_repro.dashboard.server:app_from_env", factory=True, workers=workers, **common)
+    import inspect
+
+    if "target" in inspect.signature(Multiprocess.__init__).parameters:  # uvicorn < 0.30
+        Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock]).run()
+    else:
+        Multiprocess(config, sockets=[sock]).run()
+
+
+def start_in_thread(db_url: str | None = None, host: str = "127.0.0.1", port: int = 0, *,
+                    timeout: float = 30.0, **app_kwargs: Any) -> tuple[str, Callable[[], None]]:
+    """Serve the dashboard from a daemon thread; returns ``(url, stop)``."""
+    import uvicorn
+
+    from .app import create_app
+
+    app = create_app(db_url, **app_kwargs)
+    sock = bind(host, port)
+    url = url_for(host, sock.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(app, access_log=False, log_level="warning", timeout_keep_alive=5,
+                                           lifespan="off"))
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            server.run(sockets=[sock])
+        except BaseException as exc:  # pragma: no cover - reported below
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name=f"cotk-repro-dashboard-{url}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if failure or not thread.is_alive():
+            sock.close()
+            raise ServeError(f"the dashboard server did not start on {url}")
+        if time.monotonic() > deadline:
+            server.should_exit = True
+            raise ServeError(f"the dashboard server did not start on {url} within {timeout:.0f} s")
+        time.sleep(0.02)
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(timeout=10)
+        try:
+            sock.close()
+        except OSError:
+            pass
+        app.state.dashboard.db.dispose()
+
+    return url, stop

@@ -1,0 +1,111 @@
+"""Dataloader hash codes (SPEC section 5, the paper's Table 2), order-independent by construction.
+
+Definitions (all through :mod:`cotk_repro.canonical`):
+
+* A *sample* is a list of utterances (language generation: one sentence; single-turn
+  dialog: post and response; multi-turn dialog: the turns of a session).
+* Its *raw digest* is SHA-256 of ``canonical_json([utterance, ...])`` (the raw strings);
+  its *data digest* is SHA-256 of ``canonical_json([[token, ...], ...])`` (the tokens).
+* A split's raw (data) hash is a :class:`~cotk_repro.canonical.StreamHasher` over the
+  number of samples and the **sorted** sample digests (a sorted multiset: sample order
+  never matters, duplicates count).
+* ``raw`` / ``data`` = ``hash_object`` of ``{"splits": {split: split hash}}`` with a label;
+  ``vocab`` = ``hash_object`` of F and R in id order; ``setting`` = ``hash_object`` of
+  the settings; ``general`` = ``hash_object`` of the four.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from json.encoder import encode_basestring  # C-accelerated; the string part of canonical JSON
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..canonical import StreamHasher, hash_object
+
+HASH_VERSION = 1
+_sha256 = hashlib.sha256
+
+
+def raw_digest_one(text: str) -> bytes:
+    """Digest of a one-utterance sample: SHA-256 of ``canonical_json([text])``."""
+    return _sha256(("[" + encode_basestring(text) + "]").encode("utf-8")).digest()
+
+
+def raw_digests_one(texts: Sequence[str]) -> bytes:
+    """Concatenated :func:`raw_digest_one` of many texts."""
+    eb = encode_basestring
+    return b"".join([_sha256(("[" + eb(t) + "]").encode("utf-8")).digest() for t in texts])
+
+
+def raw_digest(utterances: Sequence[str]) -> bytes:
+    """SHA-256 of ``canonical_json(list(utterances))``."""
+    return _sha256(("[" + ",".join(map(encode_basestring, utterances)) + "]").encode("utf-8")).digest()
+
+
+def data_digests_one(token_lists: Sequence[Sequence[str]]) -> bytes:
+    """Concatenated data digests of one-utterance samples: SHA-256 of ``canonical_json([tokens])``."""
+    eb = encode_basestring
+    return b"".join([_sha256(("[[" + ",".join(map(eb, t)) + "]]").encode("utf-8")).digest()
+                     for t in token_lists])
+
+
+def data_digest(token_lists: Sequence[Sequence[str]]) -> bytes:
+    """SHA-256 of ``canonical_json([list(tokens) for tokens in token_lists])``."""
+    eb = encode_basestring
+    body = ",".join("[" + ",".join(map(eb, t)) + "]" for t in token_lists)
+    return _sha256(("[" + body + "]").encode("utf-8")).digest()
+
+
+def sorted_digests(blob: bytes) -> bytes:
+    """Sort 32-byte digests bytewise (lexicographic on big-endian 64-bit words)."""
+    if len(blob) % 32:
+        raise ValueError("digest blob length is not a multiple of 32")
+    words = np.frombuffer(blob, dtype=">u8").reshape(-1, 4)
+    if len(words) < 2:
+        return bytes(blob)
+    order = np.lexsort((words[:, 3], words[:, 2], words[:, 1], words[:, 0]))
+    return words[order].tobytes()
+
+
+def multiset_hash(label: str, blob: bytes) -> str:
+    """Order-independent hash of a multiset of 32-byte digests."""
+    h = StreamHasher(f"cotk-repro/data/{label}/v{HASH_VERSION}")
+    h.update(len(blob) // 32)
+    h.update_bytes(sorted_digests(blob))
+    return h.hexdigest()
+
+
+def combine_splits(kind: str, split_hashes: Mapping[str, str]) -> str:
+    return hash_object({"hash": kind, "version": HASH_VERSION, "splits": dict(split_hashes)})
+
+
+def vocab_hash(frequent: Sequence[str], rare: Sequence[str]) -> str:
+    return hash_object({"hash": "vocab", "version": HASH_VERSION, "frequent": list(frequent), "rare": list(rare)})
+
+
+def setting_hash(settings: Mapping[str, Any]) -> str:
+    return hash_object({"hash": "setting", "version": HASH_VERSION, "settings": dict(settings)})
+
+
+def general_hash(raw: str, data: str, vocab: str, setting: str) -> str:
+    return hash_object({"hash": "general", "version": HASH_VERSION,
+                        "raw": raw, "data": data, "vocab": vocab, "setting": setting})
+
+
+def hash_codes(raw: Mapping[str, str], data: Mapping[str, str], frequent: Sequence[str],
+               rare: Sequence[str], settings: Mapping[str, Any]) -> dict[str, str]:
+    """The five hash codes from per-split raw/data hashes, the vocabulary and the settings."""
+    codes = {
+        "raw": combine_splits("raw", raw),
+        "data": combine_splits("data", data),
+        "vocab": vocab_hash(frequent, rare),
+        "setting": setting_hash(settings),
+    }
+    codes["general"] = general_hash(codes["raw"], codes["data"], codes["vocab"], codes["setting"])
+    return codes
+
+
+def digest_blob(digests: Iterable[bytes]) -> bytes:
+    return b"".join(digests)

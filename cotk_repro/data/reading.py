@@ -1,0 +1,121 @@
+"""Streaming readers: text files in blocks of lines, JSONL records; errors name file and line.
+
+Files are read in binary blocks (a few MiB), cut at the last line break, decoded
+strictly as UTF-8 (a leading BOM is dropped), so memory does not grow with the
+file and a bad byte is reported with its line and column.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .errors import DataError
+
+BLOCK_BYTES = 1 << 22  # 4 MiB
+BOM = b"\xef\xbb\xbf"
+
+Progress = Callable[[int], None]
+
+
+def _decode(part: bytes, path: Path, first_line: int) -> str:
+    try:
+        return part.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + part.count(b"\n", 0, exc.start)
+        col = exc.start - (part.rfind(b"\n", 0, exc.start) + 1) + 1
+        bad = part[exc.start:exc.start + 1].hex()
+        raise DataError(f"{path} line {line} is not valid UTF-8 (byte 0x{bad} at column {col})") from None
+
+
+def iter_line_blocks(path: Path, progress: Progress | None = None,
+                     block_bytes: int | None = None) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(first_line_number, lines)`` blocks; lines without their ``\\n`` / ``\\r\\n``."""
+    path = Path(path)
+    block_bytes = block_bytes or BLOCK_BYTES
+    line_no = 1
+    rest = b""
+    first = True
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with f:
+        while True:
+            block = f.read(block_bytes)
+            if progress is not None and block:
+                progress(len(block))
+            if first:
+                first = False
+                if block.startswith(BOM):
+                    block = block[len(BOM):]
+            if not block:
+                break
+            data = rest + block if rest else block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            part, rest = data[:cut], data[cut + 1:]
+            text = _decode(part, path, line_no)
+            lines = text.split("\n")
+            if "\r" in text:
+                lines = [s[:-1] if s.endswith("\r") else s for s in lines]
+            yield line_no, lines
+            line_no += len(lines)
+    if rest:
+        text = _decode(rest, path, line_no)
+        yield line_no, [text[:-1] if text.endswith("\r") else text]
+
+
+def count_nonblank_lines(path: Path) -> int:
+    n = 0
+    for _, lines in iter_line_blocks(path):
+        n += sum(1 for s in lines if s and not s.isspace())
+    return n
+
+
+def iter_jsonl(path: Path, fields: tuple[str, ...], progress: Progress | None = None
+               ) -> Iterator[tuple[int, list]]:
+    """Yield ``(line_number, [value of each field])`` for each non-blank JSONL line.
+
+    A field must be a string, except ``session`` (a non-empty list of strings).
+    """
+    path = Path(path)
+    for first, lines in iter_line_blocks(path, progress):
+        for i, line in enumerate(lines):
+            if not line or line.isspace():
+                continue
+            n = first + i
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path} line {n} is not valid JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(obj, dict):
+                raise DataError(f"{path} line {n} must hold a JSON object with {_names(fields)}, "
+                                f"got {type(obj).__name__}")
+            values = []
+            for field in fields:
+                if field not in obj:
+                    raise DataError(f"{path} line {n} lacks the field {field!r}")
+                value = obj[field]
+                if field == "session":
+                    if not isinstance(value, list) or not value or not all(isinstance(u, str) for u in value):
+                        raise DataError(f"{path} line {n}: 'session' must be a non-empty list of strings")
+                elif not isinstance(value, str):
+                    raise DataError(f"{path} line {n}: field {field!r} must be a string, got {type(value).__name__}")
+                values.append(value)
+            yield n, values
+
+
+def _names(fields: tuple[str, ...]) -> str:
+    return " and ".join(repr(f) for f in fields)
+
+
+def file_size(path: Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

@@ -1,0 +1,99 @@
+"""Shared helpers for the string metrics (distinct, n-gram entropy, NIST, METEOR, fw/rv perplexity).
+
+These metrics re-tokenize hypotheses and references with one fixed tokenizer, by
+default BLEU's (NLTK's WordPunct regex), so that a score never depends on the
+model's own tokenizer; the tokenizer's name and settings go into every hash.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..reference_hashes import BLEU_TOKENIZER, bleu_tokenize
+from .base import MetricError
+
+
+class TextTokenizer:
+    """A resolved tokenizer: ``tokenize(text)``, ``name`` and ``spec`` (what goes into hashes)."""
+
+    def __init__(self, name: str, tokenize: Callable[[str], list[str]], settings: dict[str, Any] | None = None,
+                 detokenize: Callable[[Sequence[str]], str] | None = None):
+        self.name = name
+        self.tokenize = tokenize
+        self.settings = dict(settings or {})
+        self.detokenize = detokenize or " ".join
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name, "settings": self.settings}
+
+    def many(self, texts: Sequence[str]) -> list[list[str]]:
+        """Tokenize each text; a token list is detokenized first, then re-tokenized (one fixed tokenizer)."""
+        out = []
+        for i, t in enumerate(texts):
+            out.append(self.tokenize(as_text(t, self.detokenize, i)))
+        return out
+
+
+def as_text(item: Any, detokenize: Callable[[Sequence[str]], str] = " ".join, index: int = 0) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, (list, tuple)) and all(isinstance(t, str) for t in item):
+        return detokenize(list(item))
+    raise MetricError(f"text {index} is a {type(item).__name__}, not a string or a list of tokens")
+
+
+def resolve_tokenizer(tokenizer: Any = None) -> TextTokenizer:
+    """``None``/``"wordpunct"``/``"nltk"``: BLEU's fixed tokenizer; another name: a registered
+    tokenizer (``space``, ``punkt`` ...); or a Tokenizer object with ``name``/``tokenize``/``settings``."""
+    if tokenizer is None or tokenizer in (BLEU_TOKENIZER, "nltk"):
+        return TextTokenizer(BLEU_TOKENIZER, bleu_tokenize)
+    if isinstance(tokenizer, TextTokenizer):
+        return tokenizer
+    if isinstance(tokenizer, str):
+        if tokenizer == "space":
+            return TextTokenizer("space", str.split)
+        try:
+            from ..data.tokenizers import get_tokenizer
+            tok = get_tokenizer(tokenizer)
+        except Exception as exc:  # unknown name, or the data package is unavailable
+            raise MetricError(f"unknown tokenizer {tokenizer!r} ({exc})") from None
+        tokenizer = tok
+    if not callable(getattr(tokenizer, "tokenize", None)):
+        raise MetricError(f"tokenizer {tokenizer!r} has no tokenize(text) method")
+    settings = getattr(tokenizer, "settings", {}) or {}
+    if callable(settings):
+        settings = settings()
+    detok = getattr(tokenizer, "detokenize", None)
+    return TextTokenizer(str(getattr(tokenizer, "name", type(tokenizer).__name__)), tokenizer.tokenize,
+                         dict(settings), detok if callable(detok) else None)
+
+
+def ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    if n == 1:
+        return [(t,) for t in tokens]
+    return list(zip(*(tokens[i:] for i in range(n))))
+
+
+def as_int_list(value: Any, what: str, *, minimum: int = 1) -> list[int]:
+    """``2`` or ``[1, 2]`` -> a sorted list of distinct ints >= minimum."""
+    values = [value] if isinstance(value, int) else list(value) if isinstance(value, (list, tuple)) else None
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < minimum for v in values):
+        raise MetricError(f"{what} must be an integer >= {minimum} or a list of them, not {value!r}")
+    return sorted(set(values))
+
+
+def check_float(value: Any, what: str, low: float, high: float, *, low_open: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise MetricError(f"{what} must be a number, not {value!r}") from None
+    if not (low < v <= high if low_open else low <= v <= high):
+        raise MetricError(f"{what} must be in {'(' if low_open else '['}{low}, {high}], not {value!r}")
+    return v
+
+
+def check_hypotheses(hypotheses: Any) -> list[Any]:
+    if isinstance(hypotheses, str):
+        raise MetricError("hypotheses is a single string; give a list of strings")
+    return list(hypotheses)

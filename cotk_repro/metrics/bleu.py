@@ -1,0 +1,572 @@
+"""The BLEU family: corpus BLEU, Self-BLEU and forward/backward/harmonic BLEU.
+
+Exact and fast. Every value equals NLTK (``nltk.translate.bleu_score``) bit for bit
+per sentence (means to ~1e-12, summation order aside), and every computation is
+linear in the data:
+
+* ``bleu``: NLTK ``corpus_bleu`` with ``SmoothingFunction().method3`` (CoTK's choice),
+  multi-reference.
+* ``self-bleu``: the mean of NLTK ``sentence_bleu`` (``method1``) of each sentence
+  against all the others (Zhu et al. 2018), over the **whole** set by default.
+* ``fw-bw-bleu``: forward (each generated sentence against the reference set),
+  backward (each reference against the generated set) and their harmonic mean
+  (Shi et al. 2018).
+
+A sentence's clipped count of an n-gram against a whole set is min(own count, the
+largest count over the set), so the largest count per n-gram is computed once for
+the set (for Self-BLEU the two largest, to leave the sentence itself out: by
+position, not by value) and the closest reference length comes from the sorted
+lengths, with NLTK's tie-breaking (the shorter one). See
+``../shared/notes/bleu-semantics.md`` for the measured details.
+
+Text is detokenized (when given tokens or ids) and re-tokenized with one fixed
+tokenizer (:func:`cotk_repro.reference_hashes.bleu_tokenize`, NLTK's WordPunct), so
+values and hashes never depend on the model's tokenizer; ``<unk>`` is one token and
+an n-gram containing it never matches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..canonical import StreamHasher
+from ..reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
+from .base import Metric, MetricError, check_references, result_entry, signature
+from .ngrams import (UNK, NgramIndex, closest_lengths, closest_lengths_leave_one_out, group_max, group_top2,
+                     tokenize_texts)
+
+SMOOTHINGS = ("method0", "method1", "method2", "method3")
+_SMOOTH_ALIASES = {"none": "method0", "m0": "method0", "m1": "method1", "m2": "method2", "m3": "method3",
+                   "0": "method0", "1": "method1", "2": "method2", "3": "method3"}
+EPSILON = 0.1  # NLTK SmoothingFunction's epsilon (method1)
+
+
+# ---------------------------------------------------------------------------------------------
+# NLTK's arithmetic, reproduced exactly
+
+
+def smoothed_precisions(nums: Sequence[int], dens: Sequence[int], smoothing: str) -> list[float]:
+    """NLTK's modified precisions after ``SmoothingFunction().<smoothing>``, as floats.
+
+    ``float(Fraction(n, d))`` is the correctly rounded ``n / d``, as here.
+    """
+    if smoothing == "method3":
+        out, inc = [], 1
+        for n, d in zip(nums, dens):
+            if n == 0:
+                out.append(1 / (2 ** inc * d))
+                inc += 1
+            else:
+                out.append(n / d)
+        return out
+    if smoothing == "method1":
+        return [(n + EPSILON) / d if n == 0 else n / d for n, d in zip(nums, dens)]
+    if smoothing == "method2":
+        return [nums[0] / dens[0]] + [(n + 1) / (d + 1) for n, d in zip(nums[1:], dens[1:])]
+    return [n / d if n != 0 else sys.float_info.min for n, d in zip(nums, dens)]  # method0
+
+
+def brevity_penalty(closest_ref_len: int, hyp_len: int) -> float:
+    if hyp_len > closest_ref_len:
+        return 1
+    if hyp_len == 0:
+        return 0
+    return math.exp(1 - closest_ref_len / hyp_len)
+
+
+def bleu_from_counts(nums: Sequence[int], dens: Sequence[int], hyp_len: int, ref_len: int,
+                     weights: Sequence[float], smoothing: str) -> float:
+    """NLTK's ``corpus_bleu`` from its summed counts (``sentence_bleu`` is the one-sentence case)."""
+    if nums[0] == 0:
+        return 0.0
+    p_n = smoothed_precisions(nums, dens, smoothing)
+    bp = brevity_penalty(ref_len, hyp_len)
+    return float(bp * math.exp(math.fsum(w * math.log(p) for w, p in zip(weights, p_n) if p > 0)))
+
+
+def sentence_scores(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, ref_lens: np.ndarray,
+                    weights: Sequence[float], smoothing: str) -> list[float]:
+    """Per-sentence NLTK ``sentence_bleu`` from (sentences x orders) count arrays."""
+    weights = list(weights)
+    log, exp, fsum = math.log, math.exp, math.fsum
+    out = []
+    for num, den, h, r in zip(nums.tolist(), dens.tolist(), hyp_lens.tolist(), ref_lens.tolist()):
+        if num[0] == 0:
+            out.append(0.0)
+            continue
+        p_n = smoothed_precisions(num, den, smoothing)
+        bp = 1 if h > r else (0 if h == 0 else exp(1 - r / h))
+        out.append(float(bp * exp(fsum(w * log(p) for w, p in zip(weights, p_n) if p > 0))))
+    return out
+
+
+def _denominators(lengths: np.ndarray, max_n: int) -> np.ndarray:
+    """Per sentence and order, max(1, number of hypothesis n-grams)."""
+    orders = np.arange(1, max_n + 1, dtype=np.int64)
+    return np.maximum(1, lengths[:, None] - orders[None, :] + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The linear-time algorithms
+
+
+def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence[str]]], max_n: int
+                  ) -> tuple[list[int], list[int], int, int]:
+    """Summed clipped counts, denominators, hypothesis and closest reference lengths (``corpus_bleu``)."""
+    H = len(hyps)
+    flat = [r for rs in refs for r in rs]
+    owner = np.repeat(np.arange(H, dtype=np.int64), [len(rs) for rs in refs])
+    index = NgramIndex(list(hyps) + flat, max_n)
+    nums = []
+    for n in range(1, max_n + 1):
+        h_code, h_sent, h_cnt = index.counts(n, 0, H)
+        r_code, r_sent, r_cnt = index.counts(n, H, H + len(flat))
+        keep = ~index.code_has_unk[n][r_code]
+        r_code, r_owner, r_cnt = r_code[keep], owner[r_sent[keep] - H], r_cnt[keep]
+        r_key = r_code * H + r_owner
+        order = np.argsort(r_key, kind="stable")
+        r_key, r_cnt = r_key[order], r_cnt[order]
+        if len(r_key):
+            starts = np.flatnonzero(np.r_[True, r_key[1:] != r_key[:-1]])
+            u_key, u_max = r_key[starts], np.maximum.reduceat(r_cnt, starts)
+        else:
+            u_key, u_max = r_key, r_cnt
+        h_key = h_code * H + h_sent
+        pos = np.searchsorted(u_key, h_key)
+        pos_c = np.minimum(pos, max(len(u_key) - 1, 0))
+        if len(u_key):
+            matched = u_key[pos_c] == h_key
+            ref_max = np.where(matched, u_max[pos_c], 0)
+        else:
+            ref_max = np.zeros_like(h_cnt)
+        nums.append(int(np.minimum(h_cnt, ref_max).sum()))
+    hyp_lens = index.lengths[:H]
+    dens = _denominators(hyp_lens, max_n).sum(axis=0)
+    ref_lens = index.lengths[H:]
+    if len(flat) == H:  # one reference each: its length
+        closest = int(ref_lens.sum())
+    else:
+        closest = 0
+        start = 0
+        rl = ref_lens.tolist()
+        for h, rs in zip(hyp_lens.tolist(), refs):
+            cand = rl[start:start + len(rs)]
+            start += len(rs)
+            closest += min(cand, key=lambda r: (abs(r - h), r))
+    return nums, [int(d) for d in dens], int(hyp_lens.sum()), closest
+
+
+def _clip_vs_set(index: NgramIndex, lo: int, hi: int, rlo: int, rhi: int, max_n: int) -> np.ndarray:
+    """Clipped counts of sentences lo:hi against the whole set rlo:rhi: (sentences x orders)."""
+    S = hi - lo
+    nums = np.zeros((S, max_n), dtype=np.int64)
+    for n in range(1, max_n + 1):
+        r_code, _, r_cnt = index.counts(n, rlo, rhi)
+        ref_max = group_max(r_code, r_cnt, index.n_codes[n])
+        ref_max[index.code_has_unk[n]] = 0
+        sent, code = index.sent[n], index.code[n]
+        sel = (sent >= lo) & (sent < hi)
+        h_code, h_sent, h_cnt = _unique_pairs(code[sel], sent[sel] - lo, S)
+        clipped = np.minimum(h_cnt, ref_max[h_code])
+        nums[:, n - 1] = np.bincount(h_sent, weights=clipped, minlength=S).astype(np.int64)
+    return nums
+
+
+def _unique_pairs(code: np.ndarray, sent: np.ndarray, span: int):
+    span = max(span, 1)
+    keys, cnt = np.unique(code * span + sent, return_counts=True)
+    return keys // span, keys % span, cnt.astype(np.int64)
+
+
+def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]], max_n: int,
+                    weights: Sequence[float], smoothing: str, *, both: bool = False
+                    ) -> tuple[list[float], list[float] | None]:
+    """``sentence_bleu(refs, h)`` for every h in hyps (and, with ``both``, ``sentence_bleu(hyps, r)`` for every
+    r in refs), each against the whole other set, in linear time."""
+    H, R = len(hyps), len(refs)
+    index = NgramIndex(list(hyps) + list(refs), max_n)
+    lens = index.lengths
+    fw_nums = _clip_vs_set(index, 0, H, H, H + R, max_n)
+    fw = sentence_scores(fw_nums, _denominators(lens[:H], max_n), lens[:H], closest_lengths(lens[:H], lens[H:]),
+                         weights, smoothing)
+    if not both:
+        return fw, None
+    bw_nums = _clip_vs_set(index, H, H + R, 0, H, max_n)
+    bw = sentence_scores(bw_nums, _denominators(lens[H:], max_n), lens[H:], closest_lengths(lens[H:], lens[:H]),
+                         weights, smoothing)
+    return fw, bw
+
+
+def self_bleu_scores(sents: Sequence[Sequence[str]], max_n: int, weights: Sequence[float], smoothing: str
+                     ) -> list[float]:
+    """``sentence_bleu(all others, s)`` for every sentence s (left out by position), in linear time."""
+    S = len(sents)
+    index = NgramIndex(sents, max_n)
+    nums = np.zeros((S, max_n), dtype=np.int64)
+    for n in range(1, max_n + 1):
+        code, sent, cnt = index.counts(n)
+        top1, top2 = group_top2(code, cnt, index.n_codes[n])
+        t1 = top1[code]
+        other = np.where(cnt < t1, t1, top2[code])
+        clipped = np.minimum(cnt, other)
+        clipped[index.code_has_unk[n][code]] = 0
+        nums[:, n - 1] = np.bincount(sent, weights=clipped, minlength=S).astype(np.int64)
+    lens = index.lengths
+    return sentence_scores(nums, _denominators(lens, max_n), lens, closest_lengths_leave_one_out(lens),
+                           weights, smoothing)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hashes
+
+# canonical_json's encoder (cotk_repro.canonical); reference items are lists of lists of str, which it always
+# accepts, so its per-value checks are skipped here. Equality with bleu_reference_hash is tested.
+_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+class ReferenceDigest:
+    """:func:`cotk_repro.reference_hashes.bleu_reference_hash` of one reference set, computed once and then
+    hashed cheaply under several settings (fw-bleu, bw-bleu and fw-bw-bleu share a reference set).
+
+    ``references``: for each sample, its reference strings; ``tokens``: their BLEU tokens when already known
+    (used for texts without ``<unk>``, where they equal :func:`bleu_tokenize`'s).
+    """
+
+    def __init__(self, references: Sequence[Sequence[str]], tokens: Sequence[Sequence[Sequence[str]]] | None = None):
+        items = []
+        for i, refs in enumerate(references):
+            if tokens is None:
+                toks = [bleu_tokenize(r) for r in refs]
+            else:
+                toks = [t if UNK not in r else bleu_tokenize(r) for r, t in zip(refs, tokens[i])]
+            items.append(_JSON.encode(sorted(toks)).encode("utf-8"))
+        items.sort()
+        self._items = items
+
+    def hash(self, metric: str, ngram: int, weights: Sequence[float], smoothing: str,
+             extra: Mapping[str, Any] | None = None) -> str:
+        settings = {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
+                    "tokenizer": BLEU_TOKENIZER, "version": BLEU_VERSION, **(extra or {})}
+        h = StreamHasher("cotk-repro/reference-set/v1")
+        h.update({"metric": metric, "settings": settings})
+        h.update(len(self._items))
+        for item in self._items:
+            h.update_bytes(item)
+        return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def _resolve_tokenizer(tokenizer: Any) -> Any:
+    if tokenizer is None or not isinstance(tokenizer, str):
+        return tokenizer
+    from .base import resolve_tokenizer
+
+    return resolve_tokenizer(tokenizer)
+
+
+def _is_ids(item: Any) -> bool:
+    if isinstance(item, np.ndarray):
+        return item.dtype.kind in "iu"
+    if not isinstance(item, (list, tuple)):
+        return False
+    return bool(item) and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in item)
+
+
+def as_text(item: Any, tokenizer: Any = None, dataloader: Any = None, what: str = "hypothesis") -> str:
+    """A hypothesis/reference as text: strings as they are, token lists detokenized, id lists through the
+    dataloader's vocabulary."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, (list, tuple, np.ndarray)):
+        if len(item) and _is_ids(item):
+            if dataloader is None:
+                raise MetricError(f"a {what} is a list of ids; pass dataloader= so that ids can be turned into words")
+            tokens = dataloader.convert_ids_to_tokens([int(x) for x in item], trim=True)
+            return dataloader.convert_tokens_to_sentence(tokens)
+        tokens = [str(t) for t in item]
+        if tokenizer is not None:
+            return tokenizer.detokenize(tokens)
+        if dataloader is not None:
+            return dataloader.convert_tokens_to_sentence(tokens)
+        return " ".join(tokens)
+    raise MetricError(f"a {what} must be a string, a list of tokens or a list of ids, not {type(item).__name__}")
+
+
+def _smoothing_name(value: Any) -> str:
+    s = str(value).strip().lower()
+    s = _SMOOTH_ALIASES.get(s, s)
+    if s not in SMOOTHINGS:
+        raise MetricError(f"unknown smoothing {value!r}; choose one of {', '.join(SMOOTHINGS)} (NLTK's "
+                          f"SmoothingFunction methods)")
+    return s
+
+
+def _weights(ngram: Any, weights: Any) -> tuple[int, list[float]]:
+    try:
+        n = int(ngram)
+    except (TypeError, ValueError):
+        raise MetricError(f"ngram must be a whole number, got {ngram!r}") from None
+    if n < 1 or n != float(ngram):
+        raise MetricError(f"ngram must be a whole number >= 1, got {ngram!r}")
+    if weights is None:
+        return n, [1.0 / n] * n
+    if isinstance(weights, str):
+        weights = [w for w in weights.replace(";", ",").split(",") if w.strip()]
+    try:
+        w = [float(x) for x in weights]
+    except (TypeError, ValueError):
+        raise MetricError(f"weights must be numbers, got {weights!r}") from None
+    if len(w) != n:
+        raise MetricError(f"{len(w)} weights given for ngram={n}; give exactly one weight per order")
+    if any(x < 0 or not math.isfinite(x) for x in w):
+        raise MetricError("weights must be finite and >= 0")
+    return n, w
+
+
+def _int_or_none(value: Any, name: str) -> int | None:
+    if value is None or value == "" or str(value).lower() in ("none", "all"):
+        return None
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise MetricError(f"{name} must be a whole number, got {value!r}") from None
+    if v < 1:
+        raise MetricError(f"{name} must be >= 1, got {value!r}")
+    return v
+
+
+def _sample_indices(count: int, sample: int | None, seed: int) -> list[int] | None:
+    """CoTK-style sampling without replacement (Python's ``random``, stable across versions); None: all."""
+    if sample is None or sample >= count:
+        return None
+    return sorted(random.Random(seed).sample(range(count), sample))
+
+
+class _BleuFamily(Metric):
+    version = BLEU_VERSION
+    default_smoothing = "method3"
+
+    def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
+                 tokenizer: Any = None, dataloader: Any = None, *, _extra: Mapping[str, Any] | None = None):
+        n, w = _weights(ngram, weights)
+        self.ngram = n
+        self.weights = w
+        self.custom_weights = weights is not None and w != [1.0 / n] * n
+        self.smoothing = _smoothing_name(smoothing if smoothing is not None else self.default_smoothing)
+        self.tokenizer = _resolve_tokenizer(tokenizer)
+        self.dataloader = dataloader
+        settings = {"ngram": n, "weights": w, "smoothing": self.smoothing, "tokenizer": BLEU_TOKENIZER}
+        settings.update(_extra or {})
+        super().__init__(**settings)
+
+    def forward(self, batch: Mapping[str, Any]) -> None:
+        """CoTK style: ``hyps`` (or ``gen``: id lists) and ``refs`` (or ``sent_allvocabs``: one id list each)."""
+        hyps = batch["hyps"] if "hyps" in batch else batch.get("gen")
+        if hyps is None:
+            raise MetricError("a batch needs 'hyps' (strings or token lists) or 'gen' (id lists)")
+        refs = batch.get("refs")
+        if refs is None and batch.get("sent_allvocabs") is not None:
+            refs = [[row] for row in batch["sent_allvocabs"]]
+        super().forward({"hyps": list(hyps), "refs": refs})
+
+    def _text(self, item: Any, what: str) -> str:
+        return as_text(item, self.tokenizer, self.dataloader, what)
+
+    def _sig_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {"n": self.ngram}
+        if self.custom_weights:
+            fields["w"] = [round(x, 6) for x in self.weights]
+        fields["smooth"] = "m" + self.smoothing[-1]
+        fields["tok"] = BLEU_TOKENIZER
+        return fields
+
+
+class BleuMetric(_BleuFamily):
+    """Corpus BLEU-n (NLTK ``corpus_bleu``, smoothing ``method3`` by default), multi-reference.
+
+    Options: ``ngram`` (4), ``weights`` (uniform 1/n), ``smoothing`` (``method0``-``method3``),
+    ``tokenizer`` (to detokenize token-list inputs), ``dataloader`` (to turn id lists into text).
+    Hash: :func:`cotk_repro.reference_hashes.bleu_reference_hash` over the reference strings, so the default
+    on a dataloader's split equals ``dl.reference_hashes(split)["bleu"]``.
+    """
+
+    name = "bleu"
+
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+        hyps = list(hypotheses)
+        if not hyps:
+            raise MetricError("bleu needs at least one hypothesis")
+        refs = check_references(hyps, references)
+        for i, rs in enumerate(refs):
+            if not rs:
+                raise MetricError(f"hypothesis {i} has no references; bleu needs at least one per hypothesis")
+        hyp_text = [self._text(h, "hypothesis") for h in hyps]
+        ref_text = [[self._text(r, "reference") for r in rs] for rs in refs]
+        hyp_tok = tokenize_texts(hyp_text)
+        ref_tok = _regroup(tokenize_texts([r for rs in ref_text for r in rs]), ref_text)
+        nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
+        value = bleu_from_counts(nums, dens, hyp_len, ref_len, self.weights, self.smoothing)
+        h = ReferenceDigest(ref_text, ref_tok).hash(self.name, self.ngram, self.weights, self.smoothing)
+        counts = sorted({len(rs) for rs in ref_text})
+        fields = self._sig_fields()
+        fields["refs"] = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        return result_entry(self.name, value, h, signature(self.name, fields, self.version))
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], ngram: int = 4,
+                weights: Sequence[float] | None = None, smoothing: str = "method3") -> float:
+    """Corpus BLEU of hypothesis strings against lists of reference strings (re-tokenized with WordPunct)."""
+    n, w = _weights(ngram, weights)
+    hyps = tokenize_texts(hypotheses)
+    refs = _regroup(tokenize_texts([r for rs in references for r in rs]), references)
+    nums, dens, hyp_len, ref_len = corpus_counts(hyps, refs, n)
+    return bleu_from_counts(nums, dens, hyp_len, ref_len, w, _smoothing_name(smoothing))
+
+
+class SelfBleuMetric(_BleuFamily):
+    """Self-BLEU-n: mean NLTK ``sentence_bleu`` (``method1``) of each sentence against all the others.
+
+    Options: ``ngram``, ``weights``, ``smoothing``, ``tokenizer``, ``dataloader``, ``sample`` (None: the whole
+    set, the default), ``seed`` (1229, CoTK's). References are not used. The hash covers n, weights,
+    smoothing, the tokenizer, the metric version, the number of sentences scored and, when sampling, the
+    sample size asked for and the seed.
+    """
+
+    name = "self-bleu"
+    default_smoothing = "method1"
+    needs_references = False
+
+    def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
+                 tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229):
+        self.sample = _int_or_none(sample, "sample")
+        try:
+            self.seed = int(seed)
+        except (TypeError, ValueError):
+            raise MetricError(f"seed must be a whole number, got {seed!r}") from None
+        super().__init__(ngram, weights, smoothing, tokenizer, dataloader,
+                         _extra={"sample": self.sample, "seed": self.seed})
+
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+        texts = [self._text(h, "hypothesis") for h in hypotheses]
+        idx = _sample_indices(len(texts), self.sample, self.seed)
+        if idx is not None:
+            texts = [texts[i] for i in idx]
+        if len(texts) < 2:
+            raise MetricError(f"self-bleu needs at least two sentences (each is scored against the others), "
+                              f"got {len(texts)}")
+        scores = self_bleu_scores(tokenize_texts(texts), self.ngram, self.weights, self.smoothing)
+        value = math.fsum(scores) / len(scores)
+        extra = {"sentences": len(texts), "sample": self.sample, "seed": self.seed if self.sample else None}
+        h = bleu_reference_hash([], metric=self.name, ngram=self.ngram, weights=self.weights,
+                                smoothing=self.smoothing, extra=extra)
+        fields = self._sig_fields()
+        fields["size"] = len(texts)
+        if self.sample:
+            fields["sample"] = self.sample
+            fields["seed"] = self.seed
+        return result_entry(self.name, value, h, signature(self.name, fields, self.version))
+
+
+class FwBwBleuMetric(_BleuFamily):
+    """Forward, backward and harmonic BLEU-n (Shi et al. 2018): keys ``fw-bleu``, ``bw-bleu``, ``fw-bw-bleu``.
+
+    Forward: mean ``sentence_bleu`` of each generated sentence against the whole reference set; backward: each
+    reference against the whole generated set; harmonic: 2 fw bw / (fw + bw). The references are a *set*, not
+    paired with the hypotheses: give them as a list of strings, or as reference lists (flattened); their count
+    may differ from the hypotheses'. Options: ``ngram``, ``weights``, ``smoothing`` (``method1``),
+    ``tokenizer``, ``dataloader``, ``sample`` (None: whole sets) and ``seed`` (1229).
+    """
+
+    name = "fw-bw-bleu"
+    default_smoothing = "method1"
+    paired_references = False
+
+    def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
+                 tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229):
+        self.sample = _int_or_none(sample, "sample")
+        try:
+            self.seed = int(seed)
+        except (TypeError, ValueError):
+            raise MetricError(f"seed must be a whole number, got {seed!r}") from None
+        super().__init__(ngram, weights, smoothing, tokenizer, dataloader,
+                         _extra={"sample": self.sample, "seed": self.seed})
+
+    def forward(self, batch: Mapping[str, Any]) -> None:
+        hyps = batch["hyps"] if "hyps" in batch else batch.get("gen")
+        if hyps is not None:
+            self._hyps.extend(list(hyps))
+        refs = batch.get("refs")
+        if refs is None and batch.get("sent_allvocabs") is not None:
+            refs = [[row] for row in batch["sent_allvocabs"]]
+        if refs is not None:
+            self._refs = (self._refs or []) + list(refs)
+
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
+        if references is None:
+            raise MetricError("fw-bw-bleu needs references (the test set)")
+        if isinstance(references, str):
+            raise MetricError("references must be a list of strings or of reference lists, not one string")
+        tokens_mode = self.tokenizer is not None or self.dataloader is not None
+        flat: list[Any] = []
+        for r in references:
+            if isinstance(r, str) or _is_ids(r) or (tokens_mode and _is_token_list(r)):
+                flat.append(r)  # one reference
+            elif isinstance(r, (list, tuple)):
+                flat.extend(r)  # a reference list
+            else:
+                raise MetricError(f"a reference must be a string, a token list or an id list, not "
+                                  f"{type(r).__name__}")
+        hyp_text = [self._text(h, "hypothesis") for h in hypotheses]
+        ref_text = [self._text(r, "reference") for r in flat]
+        if not hyp_text or not ref_text:
+            raise MetricError(f"fw-bw-bleu needs generated sentences and references, got {len(hyp_text)} and "
+                              f"{len(ref_text)}")
+        hidx = _sample_indices(len(hyp_text), self.sample, self.seed)
+        ridx = _sample_indices(len(ref_text), self.sample, self.seed)
+        h_used = hyp_text if hidx is None else [hyp_text[i] for i in hidx]
+        r_used = ref_text if ridx is None else [ref_text[i] for i in ridx]
+        ref_tok = tokenize_texts(ref_text)
+        r_tok = ref_tok if ridx is None else [ref_tok[i] for i in ridx]
+        fw, bw = set_bleu_scores(tokenize_texts(h_used), r_tok, self.ngram, self.weights, self.smoothing, both=True)
+        digest = ReferenceDigest([[r] for r in ref_text], [[t] for t in ref_tok])
+        fw_v = math.fsum(fw) / len(fw)
+        bw_v = math.fsum(bw) / len(bw)
+        hm = 2 * fw_v * bw_v / (fw_v + bw_v) if fw_v + bw_v > 0 else 0.0
+        out: dict[str, Any] = {}
+        sampling = {"sample": self.sample, "seed": self.seed if self.sample else None}
+        for key, value, with_hyps in (("fw-bleu", fw_v, False), ("bw-bleu", bw_v, True), ("fw-bw-bleu", hm, True)):
+            extra: dict[str, Any] = {"references": len(r_used), **sampling}
+            if with_hyps:  # backward BLEU grows with the generated set's size, as Self-BLEU does
+                extra["hypotheses"] = len(h_used)
+            h = digest.hash(key, self.ngram, self.weights, self.smoothing, extra)
+            fields = self._sig_fields()
+            fields["refs"] = len(r_used)
+            if with_hyps:
+                fields["hyps"] = len(h_used)
+            if self.sample:
+                fields["sample"] = self.sample
+                fields["seed"] = self.seed
+            out.update(result_entry(key, value, h, signature(key, fields, self.version)))
+        return out
+
+
+def _regroup(flat: list[Any], groups: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """Split ``flat`` back into lists shaped like ``groups``."""
+    out, start = [], 0
+    for g in groups:
+        out.append(flat[start:start + len(g)])
+        start += len(g)
+    return out
+
+
+def _is_token_list(item: Any) -> bool:
+    return isinstance(item, (list, tuple)) and all(isinstance(t, str) for t in item)

@@ -1,0 +1,167 @@
+"""METEOR (Lavie & Agarwal 2007) with NLTK's alignment, equal to NLTK's ``meteor_score``.
+
+Per hypothesis/reference pair (tokens lowercased): words are aligned in stages, each on
+what the previous left unmatched -- exact match, then Porter-stem match, then (only when
+the WordNet data is installed) WordNet-synonym match -- each stage matching, from the last
+hypothesis word backwards, the last still-unmatched equal reference word (NLTK's order).
+With ``m`` matches, ``P = m/|hyp|``, ``R = m/|ref|``,
+``Fmean = P*R / (alpha*P + (1-alpha)*R)``, ``penalty = gamma * (chunks/m)**beta`` and the
+score is ``(1 - penalty) * Fmean`` (0 without matches). Several references: the best one;
+corpus value: the mean over hypotheses.
+
+Which modules ran is part of the settings, the signature (``mod:exact+stem`` or
+``mod:exact+stem+wordnet``) and the hash (with the WordNet version), because synonyms
+change the score: a score computed without WordNet never looks comparable to one with it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import chain
+from typing import Any, Sequence
+
+from ..reference_hashes import reference_set_hash
+from .base import Metric, MetricError, check_references, result_entry, signature
+from ._text import check_float, check_hypotheses, resolve_tokenizer
+
+Enum = list[tuple[int, str]]
+
+
+def wordnet_available() -> bool:
+    """Whether NLTK's WordNet corpus is installed (no download is ever attempted)."""
+    try:
+        import nltk
+
+        for name in ("corpora/wordnet", "corpora/wordnet.zip"):
+            try:
+                nltk.data.find(name)
+                return True
+            except LookupError:
+                continue
+    except ImportError:  # pragma: no cover - nltk is a dependency
+        pass
+    return False
+
+
+def _match(hyp: Enum, ref: Enum) -> tuple[list[tuple[int, int]], Enum, Enum]:
+    """Exact matching of enumerated words: from the last hypothesis word backwards, each takes the
+    last still-unmatched equal reference word."""
+    positions: dict[str, list[int]] = defaultdict(list)
+    for j, (_, w) in enumerate(ref):
+        positions[w].append(j)
+    matches, used_h, used_r = [], set(), set()
+    for i in range(len(hyp) - 1, -1, -1):
+        pos = positions.get(hyp[i][1])
+        if pos:
+            j = pos.pop()
+            used_h.add(i)
+            used_r.add(j)
+            matches.append((hyp[i][0], ref[j][0]))
+    return (matches, [p for i, p in enumerate(hyp) if i not in used_h],
+            [p for j, p in enumerate(ref) if j not in used_r])
+
+
+def _synonym_match(hyp: Enum, ref: Enum, wordnet: Any) -> tuple[list[tuple[int, int]], Enum, Enum]:
+    positions: dict[str, list[int]] = defaultdict(list)
+    for j, (_, w) in enumerate(ref):
+        positions[w].append(j)
+    matches, used_h, used_r = [], set(), set()
+    for i in range(len(hyp) - 1, -1, -1):
+        syns = set(chain.from_iterable(
+            (lemma.name() for lemma in synset.lemmas() if lemma.name().find("_") < 0)
+            for synset in wordnet.synsets(hyp[i][1]))).union({hyp[i][1]})
+        best_j, best_word = -1, None
+        for syn in syns:
+            pos = positions.get(syn)
+            if pos and pos[-1] > best_j:
+                best_j, best_word = pos[-1], syn
+        if best_word is not None:
+            positions[best_word].pop()
+            used_h.add(i)
+            used_r.add(best_j)
+            matches.append((hyp[i][0], ref[best_j][0]))
+    return (matches, [p for i, p in enumerate(hyp) if i not in used_h],
+            [p for j, p in enumerate(ref) if j not in used_r])
+
+
+def count_chunks(matches: Sequence[tuple[int, int]]) -> int:
+    """Chunks of matches adjacent in both the hypothesis and the reference (matches sorted by hypothesis)."""
+    chunks = 1
+    for a, b in zip(matches, matches[1:]):
+        if not (b[0] == a[0] + 1 and b[1] == a[1] + 1):
+            chunks += 1
+    return chunks
+
+
+class MeteorMetric(Metric):
+    """``meteor``. Options: ``alpha`` (0.9), ``beta`` (3.0), ``gamma`` (0.5), ``wordnet`` (``"auto"``: synonyms
+    when the WordNet data is installed; True: require it; False: never), ``tokenizer`` (BLEU's WordPunct)."""
+
+    name = "meteor"
+    version = "1"
+
+    def __init__(self, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, wordnet: Any = "auto",
+                 tokenizer: Any = None) -> None:
+        self.alpha = check_float(alpha, "alpha", 0.0, 1.0)
+        self.beta = check_float(beta, "beta", 0.0, 1e6)
+        self.gamma = check_float(gamma, "gamma", 0.0, 1.0)
+        if wordnet not in ("auto", True, False):
+            raise MetricError(f"wordnet must be 'auto', True or False, not {wordnet!r}")
+        have = wordnet_available()
+        if wordnet is True and not have:
+            raise MetricError("meteor was asked for WordNet synonyms but the WordNet data is not installed "
+                              "(python -m nltk.downloader wordnet)")
+        self.use_wordnet = have and wordnet is not False
+        self._wordnet = None
+        self.wordnet_version = None
+        if self.use_wordnet:
+            from nltk.corpus import wordnet as wn
+
+            self._wordnet = wn
+            self.wordnet_version = str(wn.get_version())
+        from nltk.stem.porter import PorterStemmer
+
+        self._stemmer = PorterStemmer()
+        self.modules = ["exact", "stem"] + (["wordnet"] if self.use_wordnet else [])
+        self.tokenizer = resolve_tokenizer(tokenizer)
+        super().__init__(alpha=self.alpha, beta=self.beta, gamma=self.gamma, modules=self.modules,
+                         wordnet_version=self.wordnet_version, stemmer="porter", tokenizer=self.tokenizer.spec)
+
+    def single(self, ref: Sequence[str], hyp: Sequence[str]) -> float:
+        """METEOR of one hypothesis against one reference (token lists)."""
+        h: Enum = list(enumerate(w.lower() for w in hyp))
+        r: Enum = list(enumerate(w.lower() for w in ref))
+        m_exact, h, r = _match(h, r)
+        stem = self._stemmer.stem
+        m_stem, h, r = _match([(i, stem(w)) for i, w in h], [(j, stem(w)) for j, w in r])
+        m_syn: list[tuple[int, int]] = []
+        if self._wordnet is not None:
+            m_syn, h, r = _synonym_match(h, r, self._wordnet)
+        matches = sorted(m_exact + m_stem + m_syn, key=lambda p: p[0])
+        m = len(matches)
+        if m == 0 or not hyp or not ref:
+            return 0.0
+        precision, recall = m / len(hyp), m / len(ref)
+        fmean = (precision * recall) / (self.alpha * precision + (1 - self.alpha) * recall)
+        penalty = self.gamma * (count_chunks(matches) / m) ** self.beta
+        return (1 - penalty) * fmean
+
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
+                ) -> dict[str, Any]:
+        hyps = check_hypotheses(hypotheses)
+        refs = check_references(hyps, references)
+        if not hyps:
+            raise MetricError("meteor needs at least one hypothesis")
+        for i, r in enumerate(refs):
+            if not r:
+                raise MetricError(f"sample {i} has no reference")
+        hyp_toks = self.tokenizer.many(hyps)
+        ref_toks = [self.tokenizer.many(r) for r in refs]
+        value = sum(max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)) / len(hyps)
+        settings = {"alpha": self.alpha, "beta": self.beta, "gamma": self.gamma, "modules": self.modules,
+                    "stemmer": "porter", "wordnet_version": self.wordnet_version, "lowercase": True,
+                    "tokenizer": self.tokenizer.spec, "version": self.version}
+        sig = signature(self.name, {"mod": "+".join(self.modules), "a": self.alpha, "b": self.beta,
+                                    "g": self.gamma, "tok": self.tokenizer.name,
+                                    "refs": max(len(r) for r in refs)}, self.version)
+        return result_entry(self.name, value, reference_set_hash(self.name, settings, ref_toks), sig)

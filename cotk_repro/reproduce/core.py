@@ -1,0 +1,205 @@
+"""Reproduce a published record: resolve, fetch, rebuild, rerun, diff, verdict.
+
+Steps (each timed, see ``Outcome.steps``): clone (ls-remote, records ref, the
+commit), wheel download, image build / venv build (both cached), run. The verdict is
+the reproduction verdict JSON of the contract; exit status 0 reproduced, 1 not
+reproduced, 2 could not run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import __version__
+from ..diffing import MetricVerdict, compare_results, environment_differences, overall
+from ..errors import EXIT_ERROR, EXIT_NEGATIVE, EXIT_OK, CotkError
+from ..records import short_id
+from . import ReproduceError
+from .job import Job, Steps
+
+VERDICT_SCHEMA = "cotk-repro/reproduction"
+
+
+@dataclass
+class ReproduceOptions:
+    record: str | None = None
+    runtime: str = "docker"
+    base_image: str | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    timeout: float | None = None
+    memory: str | None = None
+    cpus: float | None = None
+    keep: bool = False
+    submit: bool = False
+    dashboard: str | None = None
+
+
+@dataclass
+class Outcome:
+    verdict: dict[str, Any]
+    exit_code: int
+    rows: list[MetricVerdict] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    error: CotkError | None = None
+    workdir: Path | None = None
+    submission: dict[str, Any] | None = None
+    record: dict[str, Any] | None = None
+
+
+def empty_verdict(runtime: str) -> dict[str, Any]:
+    return {"schema": VERDICT_SCHEMA, "schema_version": 1, "record_id": None, "verdict": "could not run",
+            "runtime": runtime, "metrics": [], "environment_differences": [],
+            "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
+            "error": None, "cotk_repro_version": __version__}
+
+
+def _as_sigint(signum, frame):  # SIGTERM -> the same clean-up path as Ctrl-C
+    raise KeyboardInterrupt
+
+
+def _fetch(source_text: str, workdir: Path, wanted: str | None, steps: Steps):
+    from .fetch import RemoteRepo, select_record
+    from .source import resolve
+
+    with steps.step("clone", f"fetching the records of {source_text}"):
+        source = resolve(source_text)
+        repo = RemoteRepo(source.git_url, source.text, workdir)
+        repo.init()
+        if source.record is not None:
+            record = source.record
+            if wanted and not record["id"].removeprefix("sha256:").startswith(wanted.removeprefix("sha256:").lower()):
+                raise ReproduceError(f"--record {wanted} does not match the record of the dashboard URL "
+                                     f"({short_id(record['id'])})", step="select record")
+        else:
+            record = select_record(repo.fetch_records(), wanted, source.text)
+        if record.get("status") != "ok":
+            raise ReproduceError(f"record {short_id(record['id'])} is marked {record.get('status')}; "
+                                 "there is no successful result to reproduce", step="select record")
+        commit = record["code"]["commit"]
+        repo.fetch_commit(commit, record["id"])
+    return source, repo, record
+
+
+def list_records(source_text: str) -> list[dict[str, Any]]:
+    """Summaries of the records published at SOURCE, newest first."""
+    from .fetch import RemoteRepo, summaries
+    from .source import resolve
+
+    workdir = Path(tempfile.mkdtemp(prefix="cotk-repro-list-"))
+    try:
+        source = resolve(source_text)
+        if source.record is not None:
+            return summaries([source.record])
+        repo = RemoteRepo(source.git_url, source.text, workdir)
+        repo.init()
+        return summaries(repo.fetch_records())
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
+              on_status: Callable[[str], None] | None = None,
+              progress: Callable[[str], Any] | None = None) -> Outcome:
+    from ..config import load_config
+    from ..plugins import get_plugins
+
+    opts = opts or ReproduceOptions()
+    on_status = on_status or (lambda _m: None)
+    steps = Steps(progress, on_status)
+    verdict = empty_verdict(opts.runtime)
+    outcome = Outcome(verdict=verdict, exit_code=EXIT_ERROR, steps=steps.items)
+    workdir = Path(tempfile.mkdtemp(prefix="cotk-repro-reproduce-"))
+    outcome.workdir = workdir
+    old_handler = None
+    if threading.current_thread() is threading.main_thread():
+        old_handler = signal.signal(signal.SIGTERM, _as_sigint)
+    source = None
+    config = None
+    try:
+        runtime = get_plugins().get("runtime", opts.runtime).obj()
+        if getattr(runtime, "on_host", False):
+            outcome.notices.append(f"runtime {opts.runtime}: the entry runs in {runtime.description}")
+        if hasattr(runtime, "connect"):  # no engine: say so before cloning anything
+            with steps.step("docker", "connecting to the Docker engine"):
+                runtime.connect()
+        source, repo, record = _fetch(source_text, workdir, opts.record, steps)
+        outcome.record = record
+        verdict["record_id"] = record["id"]
+        code = workdir / "context" / "code"
+        with steps.step("checkout", f"checking out {record['code']['commit'][:12]}"):
+            repo.export(record["code"]["commit"], code)
+            tree = repo.tree_of(record["code"]["commit"])
+        try:
+            config = load_config(code)
+        except CotkError as exc:
+            outcome.warnings.append(f"ignoring the project's config: {exc.message}")
+            config = load_config(workdir)  # defaults
+        base_image = (opts.base_image or config.data.get("reproduce", {}).get("base_image")
+                      or os.environ.get("COTK_REPRO_BASE_IMAGE") or None)
+        job = Job(record=record, workdir=workdir, code=code, tree=tree, base_image=base_image,
+                  timeout=float(opts.timeout if opts.timeout is not None else config.get("reproduce", "timeout")),
+                  memory=str(opts.memory or config.get("reproduce", "memory")),
+                  cpus=float(opts.cpus if opts.cpus is not None else config.get("reproduce", "cpus")),
+                  steps=steps, on_status=on_status)
+        env_info = runtime.prepare(job)
+        with steps.step("run", f"running {record['command'].get('entry')} ({opts.runtime})"):
+            rerun = runtime.run(job)
+        outcome.warnings.extend(job.warnings)
+        rows = compare_results(record["results"], rerun.results,
+                               lambda m: config.tolerance(m, opts.rtol, opts.atol))
+        outcome.rows = rows
+        verdict["verdict"] = overall(rows)
+        verdict["metrics"] = [r.as_dict() for r in rows]
+        verdict["environment_differences"] = environment_differences(
+            record["environment"], {"python": {"version": rerun.python or (env_info.get("python") or {}).get("version")},
+                                    "packages": rerun.packages})
+        verdict["rerun"] = {"results": rerun.results, "python": rerun.python, "started_at": rerun.started_at,
+                            "duration_s": rerun.duration_s}
+        outcome.exit_code = EXIT_OK if verdict["verdict"] == "reproduced" else EXIT_NEGATIVE
+        if opts.runtime == "local" and verdict["environment_differences"]:
+            n = len(verdict["environment_differences"])
+            outcome.warnings.append(f"the current environment differs from the record in {n} place(s) "
+                                    "(see environment differences); --runtime docker or venv rebuilds it")
+    except CotkError as exc:
+        verdict["verdict"] = "could not run"
+        verdict["error"] = exc.message
+        outcome.error = exc
+        outcome.exit_code = EXIT_ERROR
+    finally:
+        if old_handler is not None:
+            signal.signal(signal.SIGTERM, old_handler)
+        if not opts.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+            outcome.workdir = None
+    if opts.submit and verdict["record_id"]:
+        outcome.submission = submit(verdict, opts, source, config, outcome)
+    return outcome
+
+
+def submit(verdict: dict[str, Any], opts: ReproduceOptions, source, config, outcome: Outcome) -> dict[str, Any] | None:
+    """POST the verdict to the dashboard; a failure is a warning (the verdict stands)."""
+    from .. import userconfig
+    from ..publish.dashboard import DashboardClient, DashboardError
+
+    url = (opts.dashboard or (source.dashboard_url if source is not None else None)
+           or (config.get("dashboard", "url") if config is not None else None) or userconfig.default_dashboard())
+    if not url:
+        outcome.warnings.append("--submit: no dashboard to submit to (pass --dashboard URL or run `cotk-repro login`)")
+        return None
+    try:
+        url = userconfig.normalize_url(url)
+        answer = DashboardClient(url, userconfig.dashboard_token(url)).submit_reproduction(verdict["record_id"], verdict)
+    except (DashboardError, CotkError) as exc:
+        outcome.warnings.append(f"--submit: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+        return None
+    return {"dashboard": url, **(answer if isinstance(answer, dict) else {})}

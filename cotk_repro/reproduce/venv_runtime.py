@@ -1,0 +1,195 @@
+"""The host runtimes: ``venv`` (a virtual environment built from the wheelhouse) and ``local``.
+
+Both run the entry **on this host**, without isolation (network, your files); they say
+so, and the command line only uses them when ``--runtime`` names them.
+
+``venv``: the environment is built offline from the same wheelhouse as the Docker
+image, with ``uv`` when it is on PATH, else pip, for the recorded Python minor
+version (found on PATH as ``pythonX.Y``). Like the image, it is cached by a key of the
+lock, the interpreter and the local wheels, so a second reproduce reuses it.
+
+``local``: the current Python environment as it is, for quick checks; the package
+versions that differ from the record are reported beside the verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..userconfig import cache_dir
+from . import ReproduceError
+from .job import ENV_SNIPPET, Job, Rerun, describe_exit, log_tail, now_iso, parse_result
+
+MARKER = ".cotk-repro-complete"
+
+
+def find_python(mm: str) -> str:
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == mm:
+        return sys.executable
+    for name in (f"python{mm}", f"python{mm.split('.')[0]}"):
+        exe = shutil.which(name)
+        if exe:
+            probe = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                   capture_output=True, text=True)
+            if probe.stdout.strip() == mm:
+                return exe
+    raise ReproduceError(f"the record needs Python {mm}, which is not on this host (no python{mm} on PATH)",
+                         step="venv build", hint="install it, or use --runtime docker with a matching --base-image")
+
+
+def _entry_env(bin_dir: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE")}
+    if bin_dir is not None:
+        env["PATH"] = str(bin_dir) + os.pathsep + env.get("PATH", "")
+        env["VIRTUAL_ENV"] = str(bin_dir.parent)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
+
+
+def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str, Any]) -> Rerun:
+    from ..runner import EntryProcess
+
+    result = job.run_dir / job.result_rel
+    result.unlink(missing_ok=True)  # the checkout does not hold one, but never read a stale file
+    entry = job.command["entry"]
+    cmd = [python, entry, *job.command.get("args", [])]
+    started_at = now_iso()
+    t0 = time.time()
+    proc = EntryProcess(cmd, job.run_dir, job.logs / "stdout.log", job.logs / "stderr.log", echo=False,
+                        env=_entry_env(bin_dir)).start()
+    rc, interrupted = proc.wait(timeout=job.timeout)
+    duration = round(time.time() - t0, 3)
+    if interrupted:
+        raise KeyboardInterrupt
+    err_tail = log_tail(job.logs / "stderr.log")
+    if rc < 0 and duration >= job.timeout - 0.5:
+        raise ReproduceError(f"the entry ran past the time limit of {job.timeout:g} s and was killed", log=err_tail,
+                             step="run", hint="raise it with --timeout SECONDS")
+    if rc != 0:
+        raise ReproduceError(f"the entry {entry} {describe_exit(rc)} in the rerun", log=err_tail, step="run")
+    raw = result.read_bytes() if result.is_file() else None
+    parsed = parse_result(raw, job, f"the rerun's {job.result_rel}")
+    return Rerun(results=parsed["results"], data=parsed["data"],
+                 python=(env_info.get("python") or {}).get("version"), packages=env_info.get("packages", []),
+                 started_at=started_at, duration_s=duration)
+
+
+class VenvRuntime:
+    name = "venv"
+    on_host = True
+    description = "a virtual environment on THIS HOST, built from the wheelhouse (no isolation: network and files are reachable)"
+
+    def prepare(self, job: Job) -> dict[str, Any]:
+        from .wheelhouse import local_identity, pool_dir, split_packages
+
+        python = find_python(job.python_mm)
+        version = subprocess.run([python, "-c", "import sys; print(sys.version)"], capture_output=True,
+                                 text=True).stdout.strip()
+        _index, local = split_packages(job.packages)
+        key = hashlib.sha256(json.dumps({"lock": job.lock, "python": [python, version],
+                                         "local": local_identity(local, job.tree)}).encode()).hexdigest()[:24]
+        vdir = cache_dir() / "venvs" / key
+        vdir.parent.mkdir(parents=True, exist_ok=True)
+        with _FileLock(vdir.parent / f"{key}.lock"):
+            if (vdir / MARKER).is_file():
+                job.steps.skip("wheel download", "environment cached")
+                job.steps.skip("venv build", "cached")
+            else:
+                wheelhouse = job.wheelhouse()
+                with job.steps.step("venv build", f"building a virtual environment in {vdir}"):
+                    self._build(job, python, vdir, pool_dir(job.python_mm), wheelhouse.local)
+        self.vdir = vdir
+        bin_dir = vdir / ("Scripts" if os.name == "nt" else "bin")
+        self.python = str(bin_dir / ("python.exe" if os.name == "nt" else "python"))
+        env_file = vdir / "env.json"
+        if env_file.is_file():
+            self.env_info = json.loads(env_file.read_text())
+        else:
+            probe = subprocess.run([self.python, "-c", ENV_SNIPPET], capture_output=True, text=True,
+                                   env=_entry_env(bin_dir))
+            self.env_info = json.loads(probe.stdout) if probe.returncode == 0 else {"python": {}, "packages": []}
+            env_file.write_text(json.dumps(self.env_info))
+        return self.env_info
+
+    def _build(self, job: Job, python: str, vdir: Path, pool: Path, local_wheels: list[Path]) -> None:
+        shutil.rmtree(vdir, ignore_errors=True)
+        log = job.logs / "venv.log"
+        lock_file = job.workdir / "requirements.lock"
+        lock_file.write_text(job.lock, encoding="utf-8")
+        vpy = str(vdir / "bin" / "python")
+        uv = shutil.which("uv")
+        if uv:
+            cmds = [[uv, "venv", "--python", python, str(vdir)],
+                    [uv, "pip", "install", "--python", vpy, "--offline", "--no-index", "--find-links", str(pool),
+                     "-r", str(lock_file)]]
+            if local_wheels:
+                cmds.append([uv, "pip", "install", "--python", vpy, "--offline", "--no-index", "--no-deps",
+                             *map(str, local_wheels)])
+        else:
+            cmds = [[python, "-m", "venv", "--without-pip", str(vdir)],
+                    [sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", vpy, "install",
+                     "--no-index", "--find-links", str(pool), "-r", str(lock_file)]]
+            if local_wheels:
+                cmds.append([sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", vpy, "install",
+                             "--no-index", "--no-deps", *map(str, local_wheels)])
+        with log.open("ab") as fh:
+            for cmd in cmds:
+                fh.write(("$ " + " ".join(cmd) + "\n").encode())
+                fh.flush()
+                proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT,
+                                      env={**_entry_env(None), "PIP_NO_INPUT": "1"})
+                if proc.returncode != 0:
+                    shutil.rmtree(vdir, ignore_errors=True)
+                    raise ReproduceError(f"building the virtual environment failed at `{' '.join(cmd[:4])} ...`",
+                                         log=log_tail(log, 25), step="venv build", hint=f"full log: {log}")
+        (vdir / MARKER).write_text(now_iso())
+
+    def run(self, job: Job) -> Rerun:
+        return run_on_host(job, self.python, Path(self.python).parent, self.env_info)
+
+
+class LocalRuntime:
+    name = "local"
+    on_host = True
+    description = "the CURRENT Python environment on this host (quick check; versions may differ from the record)"
+
+    def prepare(self, job: Job) -> dict[str, Any]:
+        from ..capture.environment import installed_distributions, python_info
+
+        if f"{sys.version_info.major}.{sys.version_info.minor}" != job.python_mm:
+            job.warnings.append(f"the record used Python {job.python_mm}; this is Python "
+                                f"{sys.version_info.major}.{sys.version_info.minor}")
+        self.env_info = {"python": python_info(), "packages": installed_distributions()}
+        return self.env_info
+
+    def run(self, job: Job) -> Rerun:
+        return run_on_host(job, sys.executable, None, self.env_info)
+
+
+class _FileLock:
+    def __init__(self, path: Path):
+        self.path = path
+        self.fh = None
+
+    def __enter__(self):
+        self.fh = open(self.path, "w")
+        try:
+            import fcntl
+
+            fcntl.flock(self.fh, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - Windows
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        self.fh.close()

@@ -1,0 +1,88 @@
+"""Helpers for the dashboard tests: valid records built the way ``cotk-repro run`` builds them,
+reproduction verdicts, and a fresh PostgreSQL schema per test module."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import secrets
+from functools import lru_cache
+from typing import Any
+
+import pytest
+
+from cotk_repro import __version__
+from cotk_repro.capture.dockerfile import render_dockerfile
+from cotk_repro.capture.environment import capture_environment
+from cotk_repro.records import RECORD_SCHEMA, RECORD_SCHEMA_VERSION, finalize
+
+
+@lru_cache(maxsize=1)
+def _environment() -> dict[str, Any]:
+    env = capture_environment([{"name": "cotk_repro.builtins", "version": __version__}])
+    dockerfile, sha = render_dockerfile(python_major_minor=env["python"]["major_minor"], entry="main.py", args=[],
+                                        cwd=".")
+    env["dockerfile"], env["dockerfile_sha256"] = dockerfile, sha
+    return env
+
+
+def fake_hash(label: str) -> str:
+    """A 64-hex comparability hash standing for "references/settings named ``label``"."""
+    return hashlib.sha256(label.encode()).hexdigest()
+
+
+def make_record(results: dict[str, tuple[float, str | None]], *, name: str = "proj", task: str = "lm",
+                dataset: str = "coco", status: str = "ok", nonce: str | None = None,
+                remote_url: str | None = "https://github.com/example/proj.git") -> dict[str, Any]:
+    """A finalized record (valid id) whose results are ``{metric: (value, hash or None)}``."""
+    commit = hashlib.sha1((nonce or secrets.token_hex(8)).encode()).hexdigest()
+    record: dict[str, Any] = {
+        "schema": RECORD_SCHEMA,
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "status": status,
+        "code": {"commit": commit, "branch": "main", "detached": False, "remote": "origin",
+                 "remote_url": remote_url, "dirty": False},
+        "environment": copy.deepcopy(_environment()),
+        "project": {"name": name, "task": task, "dataset": dataset},
+        "command": {"entry": "main.py", "args": [], "cwd": ".", "result_file": "result.json",
+                    "started_at": "2026-01-01T00:00:00.000Z", "duration_s": 1.5, "exit_status": 0},
+        "results": {m: {"value": v, "hash": h, "signature": None, "metric": m, "version": "1"}
+                    for m, (v, h) in results.items()},
+        "data": None,
+        "cotk_repro_version": __version__,
+    }
+    return finalize(record)
+
+
+def make_verdict(record_id: str, verdict: str = "reproduced", metric: str = "bleu", value: float = 0.25,
+                 h: str | None = None) -> dict[str, Any]:
+    return {"schema": "cotk-repro/reproduction", "schema_version": 1, "record_id": record_id, "verdict": verdict,
+            "runtime": "venv",
+            "metrics": [{"metric": metric, "verdict": "reproduced" if verdict == "reproduced" else "differs",
+                         "a_value": value, "b_value": value, "a_hash": h, "b_hash": h, "abs_diff": 0.0,
+                         "rtol": 1e-6, "atol": 1e-12}],
+            "environment_differences": [{"what": "numpy", "a": "1.26.0", "b": "2.0.0"}],
+            "rerun": {"results": {}, "python": "3.11.2", "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.2},
+            "error": None, "cotk_repro_version": __version__}
+
+
+def pg_schema_url(tag: str):
+    """Generator for a module fixture: a fresh schema on the test PostgreSQL server, dropped afterwards."""
+    url = os.environ.get("COTK_REPRO_TEST_PG_URL")
+    if not url:
+        pytest.skip("no PostgreSQL server: COTK_REPRO_TEST_PG_URL is unset (scripts/test.sh starts one)")
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    schema = f"dash_{tag}_{secrets.token_hex(4)}"
+    admin = create_engine(url)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    scoped = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield scoped.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()

@@ -1,0 +1,138 @@
+"""``cotk-repro evaluate`` as a real subprocess: values equal the library's (checked against NLTK in
+test_metrics_bleu.py) and each listed error is one clear sentence with exit status 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
+
+from cotk_repro.metrics import get_metric
+from cotk_repro.reference_hashes import bleu_reference_hash, bleu_tokenize
+
+HYPS = ["a cat sat on the mat .", "the dog barked at the mailman", "birds fly south in winter", ""]
+REFS = ["a cat is sitting on the mat .", "the dog barked at the postman", "birds fly north in spring", "empty"]
+
+
+def write(path, lines):
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    return write(tmp_path / "hyps.txt", HYPS), write(tmp_path / "refs.txt", REFS)
+
+
+def test_json_output_matches_nltk_and_library(cli, files):
+    hyps, refs = files
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "--metric", "bleu", "--metric", "self-bleu",
+            "--json")
+    assert r.returncode == 0, r
+    out = json.loads(r.stdout)
+    expected = corpus_bleu([[bleu_tokenize(x)] for x in REFS], [bleu_tokenize(x) for x in HYPS],
+                           smoothing_function=SmoothingFunction().method3)
+    assert out["bleu"] == pytest.approx(expected, abs=1e-12)
+    assert out["bleu hashvalue"] == bleu_reference_hash([[x] for x in REFS])
+    assert out["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct|refs:1|v:1"
+    assert out["self-bleu"] == get_metric("self-bleu").compute(HYPS)["self-bleu"]
+    assert set(out) == {"bleu", "bleu hashvalue", "bleu signature", "self-bleu", "self-bleu hashvalue",
+                        "self-bleu signature"}
+
+
+def test_table_output_and_options(cli, files):
+    hyps, refs = files
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "-m", "bleu", "--option", "bleu.ngram=2",
+            "--option", "bleu.smoothing=method1")
+    assert r.returncode == 0, r
+    res = get_metric("bleu", ngram=2, smoothing="method1").compute(HYPS, [[x] for x in REFS])
+    assert f"{res['bleu']:.6g}" in r.stdout
+    assert res["bleu hashvalue"][:12] in r.stdout
+    assert "n:2" in r.stdout and "smooth:m1" in r.stdout
+
+
+def test_multi_reference_jsonl(cli, tmp_path):
+    hyps = write(tmp_path / "h.txt", HYPS[:3])
+    multi = [["a cat is sitting on the mat .", "a cat sat on a mat"], ["the dog barked at the postman"],
+             ["birds fly north in spring", "birds fly south", "in winter birds fly"]]
+    refs = write(tmp_path / "refs.jsonl", [json.dumps({"references": rs}) for rs in multi])
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "--json")
+    assert r.returncode == 0, r
+    out = json.loads(r.stdout)
+    expected = corpus_bleu([[bleu_tokenize(x) for x in rs] for rs in multi], [bleu_tokenize(x) for x in HYPS[:3]],
+                           smoothing_function=SmoothingFunction().method3)
+    assert out["bleu"] == pytest.approx(expected, abs=1e-12)
+    assert "refs:1-3" in out["bleu signature"]
+
+
+def test_fw_bw_bleu_takes_a_reference_set_of_another_size(cli, tmp_path, files):
+    hyps, _ = files
+    refs = write(tmp_path / "set.txt", REFS[:2])
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "-m", "fw-bw-bleu", "--json")
+    assert r.returncode == 0, r
+    out = json.loads(r.stdout)
+    assert out == get_metric("fw-bw-bleu").compute(HYPS, REFS[:2])
+
+
+def test_large_input(cli, shared_data):
+    hyps = shared_data / "texygen" / "instances" / "mle.txt"
+    r = cli("evaluate", "--hyps", str(hyps), "-m", "self-bleu", "--json")
+    assert r.returncode == 0, r
+    lines = hyps.read_text(encoding="utf-8").splitlines()
+    assert json.loads(r.stdout)["self-bleu"] == get_metric("self-bleu").compute(lines)["self-bleu"]
+    assert "size:9984" in json.loads(r.stdout)["self-bleu signature"]
+
+
+@pytest.mark.parametrize("case,message", [
+    ("mismatch", "has 4 lines but"),
+    ("empty", "is empty"),
+    ("missing", "does not exist"),
+    ("unknown", "unknown metric 'blue'; registered metrics: .*bleu.*self-bleu"),
+    ("bad-option", "must look like METRIC.KEY=VALUE"),
+    ("option-other-metric", "not among the metrics"),
+    ("bad-option-value", "ngram must be"),
+    ("no-refs", "needs references"),
+    ("bad-jsonl", "line 2 is not valid JSON"),
+    ("bad-tokenizer", "unknown tokenizer 'nope'"),
+])
+def test_errors(cli, tmp_path, files, case, message):
+    hyps, refs = files
+    args = ["--hyps", str(hyps), "--refs", str(refs)]
+    if case == "mismatch":
+        args = ["--hyps", str(hyps), "--refs", str(write(tmp_path / "short.txt", REFS[:3]))]
+    elif case == "empty":
+        (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+        args = ["--hyps", str(tmp_path / "empty.txt"), "--refs", str(refs)]
+    elif case == "missing":
+        args = ["--hyps", str(tmp_path / "nope.txt"), "--refs", str(refs)]
+    elif case == "unknown":
+        args += ["-m", "blue"]
+    elif case == "bad-option":
+        args += ["-o", "ngram=2"]
+    elif case == "option-other-metric":
+        args += ["-o", "self-bleu.ngram=2"]
+    elif case == "bad-option-value":
+        args += ["-o", "bleu.ngram=two"]
+    elif case == "no-refs":
+        args = ["--hyps", str(hyps)]
+    elif case == "bad-jsonl":
+        bad = write(tmp_path / "bad.jsonl", ['{"references": ["a"]}', '{"references": [', '{"references": ["b"]}',
+                                             '{"references": ["c"]}'])
+        args = ["--hyps", str(hyps), "--refs", str(bad)]
+    elif case == "bad-tokenizer":
+        args += ["--tokenizer", "nope"]
+    r = cli("evaluate", *args, "--json")
+    assert r.returncode == 2, r
+    assert r.stdout == ""
+    assert "Traceback" not in r.stderr
+    import re
+
+    assert re.search(message, r.stderr), r.stderr
+
+
+def test_help_explains_options(cli):
+    r = cli("evaluate", "--help")
+    assert r.returncode == 0
+    for opt in ("--hyps", "--refs", "--metric", "--option", "--tokenizer", "--json"):
+        assert opt in r.stdout

@@ -1,0 +1,379 @@
+"""The BLEU family against NLTK (the independent reference), on the shared Texygen data and hand-made cases.
+
+NLTK is called on WordPunct tokens (BLEU's fixed tokenizer); for ``<unk>`` cases each ``<unk>`` is given to
+NLTK as a token that occurs nowhere else, which is what "an n-gram containing <unk> never matches" means.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import re
+import warnings
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
+
+from cotk_repro.metrics import MetricError, evaluate, get_metric
+from cotk_repro.metrics.bleu import self_bleu_scores, set_bleu_scores
+from cotk_repro.metrics.ngrams import tokenize_texts
+from cotk_repro.reference_hashes import bleu_reference_hash, bleu_tokenize
+
+SMOOTH = SmoothingFunction()
+_counter = itertools.count()
+
+
+def nltk_tokens(text: str) -> list[str]:
+    """WordPunct tokens; each <unk> becomes a fresh token that matches nothing."""
+    parts = re.split(r"<unk>", text)
+    out = bleu_tokenize(parts[0])
+    for part in parts[1:]:
+        out.append(f"\x00unk{next(_counter)}")
+        out.extend(bleu_tokenize(part))
+    return out
+
+
+def nltk_corpus(hyps, refs, n=4, smoothing="method3"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return corpus_bleu([[nltk_tokens(r) for r in rs] for rs in refs], [nltk_tokens(h) for h in hyps],
+                           weights=[1.0 / n] * n, smoothing_function=getattr(SMOOTH, smoothing))
+
+
+def nltk_sentence(refs_tokens, hyp_tokens, n=4, smoothing="method1"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sentence_bleu(refs_tokens, hyp_tokens, weights=[1.0 / n] * n,
+                             smoothing_function=getattr(SMOOTH, smoothing))
+
+
+def nltk_self_bleu(sents, n=4):
+    toks = [nltk_tokens(s) for s in sents]
+    return [nltk_sentence(toks[:i] + toks[i + 1:], toks[i], n) for i in range(len(toks))]
+
+
+def read_lines(path, limit=None):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return lines[:limit] if limit else lines
+
+
+# --------------------------------------------------------------------------------------------- corpus BLEU
+
+
+@pytest.mark.parametrize("model", ["mle", "leakgan"])
+def test_corpus_bleu_equals_nltk_on_texygen(shared_data, model):
+    hyps = read_lines(shared_data / "texygen" / "instances" / f"{model}.txt")
+    refs = read_lines(shared_data / "texygen" / "coco_test.txt")[: len(hyps)]
+    res = get_metric("bleu").compute(hyps, [[r] for r in refs])
+    expected = nltk_corpus(hyps, [[r] for r in refs])
+    assert res["bleu"] == pytest.approx(expected, rel=0, abs=1e-12)
+    assert res["bleu hashvalue"] == bleu_reference_hash([[r] for r in refs])
+    assert res["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct|refs:1|v:1"
+
+
+def test_corpus_bleu_multi_reference_equals_nltk(shared_data):
+    refs_all = read_lines(shared_data / "texygen" / "coco_test.txt", 1500)
+    hyps = read_lines(shared_data / "texygen" / "instances" / "seq.txt", 500)
+    refs = [refs_all[i * 3:(i + 1) * 3][: 1 + i % 3] for i in range(500)]  # 1, 2 or 3 references
+    for n, smoothing in [(4, "method3"), (2, "method3"), (3, "method1"), (4, "method2"), (1, "method0")]:
+        res = get_metric("bleu", ngram=n, smoothing=smoothing).compute(hyps, refs)
+        assert res["bleu"] == pytest.approx(nltk_corpus(hyps, refs, n, smoothing), rel=0, abs=1e-12)
+        assert f"|n:{n}|smooth:m{smoothing[-1]}|" in res["bleu signature"]
+        assert "refs:1-3" in res["bleu signature"]
+
+
+def test_bleu_custom_weights_equal_nltk():
+    hyps = ["the cat sat on the mat .", "a dog runs in the park"]
+    refs = [["the cat is on the mat ."], ["a dog runs through the park", "dogs run in parks"]]
+    res = get_metric("bleu", ngram=3, weights=[0.5, 0.3, 0.2]).compute(hyps, refs)
+    expected = corpus_bleu([[bleu_tokenize(r) for r in rs] for rs in refs], [bleu_tokenize(h) for h in hyps],
+                           weights=[0.5, 0.3, 0.2], smoothing_function=SMOOTH.method3)
+    assert res["bleu"] == pytest.approx(expected, rel=0, abs=1e-12)
+    assert "|w:0.5,0.3,0.2|" in res["bleu signature"]
+    assert res["bleu hashvalue"] != get_metric("bleu", ngram=3).compute(hyps, refs)["bleu hashvalue"]
+
+
+@pytest.mark.parametrize("hyps,refs", [
+    (["", "a cat sat on the mat"], [["a cat sat on a mat"], ["a cat sat on the mat"]]),  # empty hypothesis
+    (["a cat", "on the mat"], [["a cat sat"], ["on the mat ."]]),  # hypotheses shorter than n
+    (["a cat sat on the mat"], [["a cat sat on the mat today"]]),  # a single sentence
+    (["a <unk> sat on the mat", "the <unk> is red"], [["a <unk> sat on the mat"], ["the <unk> is red"]]),  # <unk>
+    (["a cat sat on the mat"], [["a <unk> sat on the <unk>", "a cat <unk> on the mat"]]),  # <unk> in references
+    (["ein Hund läuft über die Straße", "猫 が 座る 。"], [["ein Hund läuft über die Straße ."], ["猫 が 座った 。"]]),
+    (["zero overlap here"], [["nothing in common"]]),
+])
+def test_bleu_edge_cases_equal_nltk(hyps, refs):
+    for n in (1, 2, 4):
+        res = get_metric("bleu", ngram=n).compute(hyps, refs)
+        assert res["bleu"] == pytest.approx(nltk_corpus(hyps, refs, n), rel=0, abs=1e-12)
+
+
+def test_unk_never_matches():
+    same = get_metric("bleu").compute(["a cat sat on the mat"], [["a cat sat on the mat"]])["bleu"]
+    assert same == pytest.approx(1.0)
+    with_unk = get_metric("bleu").compute(["a <unk> sat on the mat"], [["a <unk> sat on the mat"]])["bleu"]
+    assert with_unk < 1.0
+    # the unigram precision is 5/6 and every higher-order n-gram touching <unk> misses: same as a unique word
+    assert with_unk == pytest.approx(nltk_corpus(["a X1 sat on the mat"], [["a X2 sat on the mat"]]), abs=1e-12)
+
+
+def test_bleu_token_and_id_inputs_equal_text_inputs():
+    hyps = ["the cat , it sat .", "dogs run"]
+    refs = [["the cat , it sat !"], ["dogs run fast"]]
+    text = get_metric("bleu").compute(hyps, refs)
+    toks = get_metric("bleu").compute([h.split() for h in hyps], [[r.split() for r in rs] for rs in refs])
+    assert toks == text
+
+    class Vocab:  # a minimal dataloader-like object: ids -> tokens -> sentence
+        words = ["<pad>", "<unk>", "<go>", "<eos>"] + sorted({w for s in hyps + [r for rs in refs for r in rs]
+                                                              for w in s.split()})
+
+        def convert_ids_to_tokens(self, ids, trim=True):
+            return [self.words[i] for i in ids if i > 3]
+
+        def convert_tokens_to_sentence(self, tokens):
+            return " ".join(tokens)
+
+    dl = Vocab()
+    ids = [[2] + [dl.words.index(w) for w in h.split()] + [3] for h in hyps]
+    ref_ids = [[[2] + [dl.words.index(w) for w in r.split()] + [3] for r in rs] for rs in refs]
+    assert get_metric("bleu", dataloader=dl).compute(ids, ref_ids) == text
+    with pytest.raises(MetricError, match="dataloader"):
+        get_metric("bleu").compute(ids, ref_ids)
+
+
+def test_forward_close_equals_compute(shared_data):
+    hyps = read_lines(shared_data / "texygen" / "instances" / "rank.txt", 300)
+    refs = [[r] for r in read_lines(shared_data / "texygen" / "coco_test.txt", 300)]
+    for name in ("bleu", "self-bleu", "fw-bw-bleu"):
+        m = get_metric(name)
+        for i in range(0, 300, 64):
+            m.forward({"hyps": hyps[i:i + 64], "refs": refs[i:i + 64]})
+        assert m.close() == get_metric(name).compute(hyps, refs if name != "self-bleu" else None)
+
+
+def test_bleu_hash_rules():
+    hyps = ["a cat sat on the mat", "the dog barked", "birds fly south"]
+    refs = [["a cat is on the mat"], ["the dog barked loudly"], ["birds fly north"]]
+    base = get_metric("bleu").compute(hyps, refs)
+    # order of samples does not matter
+    perm = [2, 0, 1]
+    shuffled = get_metric("bleu").compute([hyps[i] for i in perm], [refs[i] for i in perm])
+    assert shuffled["bleu hashvalue"] == base["bleu hashvalue"]
+    assert shuffled["bleu"] == pytest.approx(base["bleu"], abs=1e-15)
+    # the hypotheses are not in the hash, n and smoothing are (unlike CoTK's BLEU hash, which leaves n out)
+    assert get_metric("bleu").compute(["x"] * 3, refs)["bleu hashvalue"] == base["bleu hashvalue"]
+    assert get_metric("bleu", ngram=2).compute(hyps, refs)["bleu hashvalue"] != base["bleu hashvalue"]
+    assert get_metric("bleu", smoothing="method1").compute(hyps, refs)["bleu hashvalue"] != base["bleu hashvalue"]
+    # references are hashed after re-tokenization: spacing that WordPunct ignores does not change it
+    spaced = [["a cat is on the mat"], ["the  dog barked loudly"], ["birds fly north "]]
+    assert get_metric("bleu").compute(hyps, spaced)["bleu hashvalue"] == base["bleu hashvalue"]
+    # a reference removed changes it
+    assert get_metric("bleu").compute(hyps[:2], refs[:2])["bleu hashvalue"] != base["bleu hashvalue"]
+
+
+def test_bleu_hash_equals_dataloader_reference_hash(shared_data):
+    from cotk_repro import data
+
+    if not hasattr(data, "load"):
+        pytest.skip("cotk_repro.data.load is not available yet")
+    dl = data.load("language-generation", shared_data / "cotk-small" / "mscoco", tokenizer="nltk")
+    sents = dl.sentences("test")
+    refs = [[s] for s in sents]  # token lists, detokenized by the dataloader
+    hyps = [s[: max(1, len(s) - 2)] for s in sents]
+    res = get_metric("bleu", dataloader=dl).compute(hyps, refs)
+    assert res["bleu hashvalue"] == dl.reference_hashes("test")["bleu"]
+    text = get_metric("bleu").compute([dl.convert_tokens_to_sentence(h) for h in hyps],
+                                      [[dl.convert_tokens_to_sentence(s)] for s in sents])
+    assert text == res
+    # CoTK style: id batches from the dataloader (hypotheses: the first 4 ids of each reference)
+    m = get_metric("bleu", dataloader=dl)
+    for batch in dl.batches("test", batch_size=16):
+        m.forward({"gen": [row[1:5] for row in batch["sent_allvocabs"]], "sent_allvocabs": batch["sent_allvocabs"]})
+    from_ids = m.close()
+    assert from_ids["bleu hashvalue"] == dl.reference_hashes("test")["bleu"]
+    assert from_ids["bleu"] == pytest.approx(nltk_corpus([" ".join(s[:4]) for s in sents],
+                                                         [[" ".join(s)] for s in sents]), abs=1e-12)
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"ngram": 0}, "ngram"), ({"ngram": "x"}, "ngram"), ({"weights": [1, 2]}, "weights"),
+    ({"smoothing": "method9"}, "smoothing"), ({"bogus": 1}, "bad options"),
+])
+def test_bad_options_are_clear_errors(options, message):
+    with pytest.raises(MetricError, match=message):
+        get_metric("bleu", **options)
+
+
+def test_bad_inputs_are_clear_errors():
+    m = get_metric("bleu")
+    with pytest.raises(MetricError, match="2 hypotheses but 1 reference lists"):
+        m.compute(["a b", "c d"], [["a b"]])
+    with pytest.raises(MetricError, match="at least one hypothesis"):
+        m.compute([], [])
+    with pytest.raises(MetricError, match="needs references"):
+        m.compute(["a"], None)
+    with pytest.raises(MetricError, match="no references"):
+        m.compute(["a"], [[]])
+    with pytest.raises(MetricError, match="is a string"):
+        m.compute(["a"], ["a"])
+    with pytest.raises(MetricError, match="at least two sentences"):
+        get_metric("self-bleu").compute(["only one"])
+    with pytest.raises(MetricError, match="sample"):
+        get_metric("self-bleu", sample=0)
+    with pytest.raises(MetricError, match="needs references"):
+        get_metric("fw-bw-bleu").compute(["a"], None)
+
+
+# --------------------------------------------------------------------------------------------- Self-BLEU
+
+
+@pytest.mark.parametrize("model", ["mle", "leakgan"])
+def test_self_bleu_equals_nltk_per_sentence(shared_data, model):
+    sents = read_lines(shared_data / "texygen" / "instances" / f"{model}.txt", 200)
+    if model == "leakgan":  # duplicates count as references of each other (left out by position, not value)
+        sents = sents[:150] + sents[:50]
+    expected = nltk_self_bleu(sents)
+    got = self_bleu_scores(tokenize_texts(sents), 4, [0.25] * 4, "method1")
+    assert got == expected  # per sentence: bit for bit
+    res = get_metric("self-bleu").compute(sents)
+    assert res["self-bleu"] == pytest.approx(sum(expected) / len(expected), rel=0, abs=1e-12)
+    assert res["self-bleu signature"] == "self-bleu|n:4|smooth:m1|tok:wordpunct|size:200|v:1"
+
+
+def test_self_bleu_edge_cases_equal_nltk():
+    sents = ["", "a", "a cat", "a cat sat", "a cat sat", "a <unk> sat on", "über straße 猫", "a cat sat on the mat",
+             "the mat"]
+    for n in (1, 2, 3, 4):
+        expected = nltk_self_bleu(sents, n)
+        assert self_bleu_scores(tokenize_texts(sents), n, [1.0 / n] * n, "method1") == expected
+    two = ["a cat sat", "a dog sat"]
+    assert get_metric("self-bleu").compute(two)["self-bleu"] == pytest.approx(
+        sum(nltk_self_bleu(two)) / 2, abs=1e-12)
+
+
+def test_self_bleu_hash_covers_n_size_and_sampling(shared_data):
+    sents = read_lines(shared_data / "texygen" / "instances" / "mle.txt", 400)
+    full = get_metric("self-bleu").compute(sents)
+    assert get_metric("self-bleu", ngram=3).compute(sents)["self-bleu hashvalue"] != full["self-bleu hashvalue"]
+    assert get_metric("self-bleu").compute(sents[:300])["self-bleu hashvalue"] != full["self-bleu hashvalue"]
+    # the hash does not depend on which sentences (it identifies the setting, the model's text is what is scored)
+    assert get_metric("self-bleu").compute(sents[100:])["self-bleu hashvalue"] == \
+        get_metric("self-bleu").compute(sents[:300])["self-bleu hashvalue"]
+    s1 = get_metric("self-bleu", sample=100, seed=1).compute(sents)
+    s2 = get_metric("self-bleu", sample=100, seed=2).compute(sents)
+    assert s1["self-bleu hashvalue"] != s2["self-bleu hashvalue"]
+    assert s1 == get_metric("self-bleu", sample=100, seed=1).compute(sents)  # deterministic
+    assert "|size:100|sample:100|seed:1|" in s1["self-bleu signature"]
+    # the sample is an exact Self-BLEU of the sampled sentences
+    picked = sorted(random.Random(1).sample(range(400), 100))
+    assert s1["self-bleu"] == pytest.approx(
+        get_metric("self-bleu").compute([sents[i] for i in picked])["self-bleu"], abs=1e-15)
+    # a sample as large as the set is the whole set, but says it asked for a sample
+    big = get_metric("self-bleu", sample=1000).compute(sents)
+    assert big["self-bleu"] == pytest.approx(full["self-bleu"], abs=1e-15)
+    assert big["self-bleu hashvalue"] != full["self-bleu hashvalue"]
+
+
+# --------------------------------------------------------------------------------------------- Fw/Bw-BLEU
+
+
+@pytest.mark.parametrize("model", ["seq", "textgan"])
+def test_fw_bw_bleu_equals_nltk_per_sentence(shared_data, model):
+    hyps = read_lines(shared_data / "texygen" / "instances" / f"{model}.txt", 120)
+    refs = read_lines(shared_data / "texygen" / "coco_test.txt", 150)
+    ht, rt = [nltk_tokens(h) for h in hyps], [nltk_tokens(r) for r in refs]
+    fw_exp = [nltk_sentence(rt, h) for h in ht]
+    bw_exp = [nltk_sentence(ht, r) for r in rt]
+    fw, bw = set_bleu_scores(tokenize_texts(hyps), tokenize_texts(refs), 4, [0.25] * 4, "method1", both=True)
+    assert fw == fw_exp and bw == bw_exp
+    res = get_metric("fw-bw-bleu").compute(hyps, refs)
+    f, b = sum(fw_exp) / len(fw_exp), sum(bw_exp) / len(bw_exp)
+    assert res["fw-bleu"] == pytest.approx(f, rel=0, abs=1e-12)
+    assert res["bw-bleu"] == pytest.approx(b, rel=0, abs=1e-12)
+    assert res["fw-bw-bleu"] == pytest.approx(2 * f * b / (f + b), rel=0, abs=1e-12)
+    for key in ("fw-bleu", "bw-bleu", "fw-bw-bleu"):
+        assert len(res[f"{key} hashvalue"]) == 64 and res[f"{key} signature"].startswith(key + "|n:4|")
+    # reference lists are flattened into the set
+    assert get_metric("fw-bw-bleu").compute(hyps, [[r] for r in refs]) == res
+
+
+def test_fw_bw_hashes():
+    hyps = ["a cat sat on the mat", "the dog barked", "birds fly south"]
+    refs = ["a cat is on the mat", "the dog barked loudly"]
+    base = get_metric("fw-bw-bleu").compute(hyps, refs)
+    other_model = get_metric("fw-bw-bleu").compute(["x y z", "y z x", "z y y"], refs)
+    for key in ("fw-bleu", "bw-bleu", "fw-bw-bleu"):
+        assert other_model[f"{key} hashvalue"] == base[f"{key} hashvalue"]
+    assert get_metric("fw-bw-bleu", ngram=2).compute(hyps, refs)["fw-bleu hashvalue"] != base["fw-bleu hashvalue"]
+    fewer = get_metric("fw-bw-bleu").compute(hyps[:2], refs)
+    assert fewer["fw-bleu hashvalue"] == base["fw-bleu hashvalue"]  # a mean over hypotheses
+    assert fewer["bw-bleu hashvalue"] != base["bw-bleu hashvalue"]  # grows with the generated set
+
+
+# --------------------------------------------------------------------------------------------- properties
+
+
+WORDS = ["a", "b", "c", "d", "<unk>", "é", "."]
+sentence = st.lists(st.sampled_from(WORDS), min_size=0, max_size=7).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), n=st.integers(1, 4), smoothing=st.sampled_from(["method0", "method1", "method2", "method3"]))
+def test_property_corpus_bleu_equals_nltk(data, n, smoothing):
+    hyps = data.draw(st.lists(sentence, min_size=1, max_size=6))
+    refs = [data.draw(st.lists(sentence, min_size=1, max_size=3)) for _ in hyps]
+    got = get_metric("bleu", ngram=n, smoothing=smoothing).compute(hyps, refs)["bleu"]
+    expected = nltk_corpus(hyps, refs, n, smoothing)
+    assert math.isclose(got, expected, rel_tol=0, abs_tol=1e-12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sents=st.lists(sentence, min_size=2, max_size=8), others=st.lists(sentence, min_size=1, max_size=6),
+       n=st.integers(1, 4))
+def test_property_self_and_fw_bw_equal_nltk(sents, others, n):
+    w = [1.0 / n] * n
+    assert self_bleu_scores(tokenize_texts(sents), n, w, "method1") == nltk_self_bleu(sents, n)
+    st_, ot = [nltk_tokens(s) for s in sents], [nltk_tokens(o) for o in others]
+    fw, bw = set_bleu_scores(tokenize_texts(sents), tokenize_texts(others), n, w, "method1", both=True)
+    assert fw == [nltk_sentence(ot, h, n) for h in st_]
+    assert bw == [nltk_sentence(st_, r, n) for r in ot]
+
+
+# --------------------------------------------------------------------------------------------- evaluate()
+
+
+def test_evaluate_merges_and_checks_names():
+    hyps = ["a cat sat on the mat", "the dog barked"]
+    refs = [["a cat is on the mat"], ["the dog barked loudly"]]
+    res = evaluate(["bleu", ("bleu", {"ngram": 2}), "self-bleu"], hyps, refs)
+    assert res["bleu"] == pytest.approx(get_metric("bleu", ngram=2).compute(hyps, refs)["bleu"])  # later wins
+    assert res["self-bleu"] == get_metric("self-bleu").compute(hyps)["self-bleu"]
+    with pytest.raises(MetricError, match="registered metrics: .*bleu"):
+        evaluate(["bleu", "no-such-metric"], hyps, refs)
+    toks = evaluate(["bleu"], [h.split() for h in hyps], [[r.split() for r in rs] for rs in refs], tokenizer="space")
+    assert toks["bleu"] == get_metric("bleu").compute(hyps, refs)["bleu"]
+
+
+def test_reference_digest_equals_core_bleu_reference_hash():
+    from cotk_repro.metrics.bleu import ReferenceDigest
+
+    refs = [["a cat sat .", "a <unk> sat"], ["über straße 猫 \"quoted\" \\ back"], ["x"], ["a cat sat .", "b"]]
+    digest = ReferenceDigest(refs, [tokenize_texts(rs) for rs in refs])
+    assert digest.hash("bleu", 4, [0.25] * 4, "method3") == bleu_reference_hash(refs)
+    assert ReferenceDigest(refs).hash("fw-bleu", 2, [0.7, 0.3], "method1", {"sample": None, "references": 5}) == \
+        bleu_reference_hash(refs, metric="fw-bleu", ngram=2, weights=[0.7, 0.3], smoothing="method1",
+                            extra={"sample": None, "references": 5})
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.text(alphabet=st.sampled_from(list("ab_1 .,'\t\n\r\x0b\x1c\u00a0\u2028éß猫-<>unk!")) |
+                             st.characters(), max_size=12), max_size=6))
+def test_property_bulk_tokenizer_equals_wordpunct(texts):
+    expected = [[t for t in re.split(r"(<unk>)", x) if t] for x in texts]
+    expected = [[tok for part in parts for tok in (["<unk>"] if part == "<unk>" else bleu_tokenize(part))]
+                for parts in expected]
+    assert tokenize_texts(texts) == expected

@@ -1,0 +1,219 @@
+"""Publish: the records ref (git plumbing, real bare remotes), idempotency, errors, login, GitHub double."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import git, run_cli
+from test_reproduce_support import add_bare_remote, free_port, http_double, publish, record_in
+
+ENTRY = """import json, sys
+refs = open("refs.txt", encoding="utf-8").read().split()
+json.dump({"tokens": float(len(refs))}, open("result.json", "w"))
+"""
+REF = "refs/heads/cotk-repro-records"
+
+
+@pytest.fixture
+def project(make_project, tmp_path):
+    root = make_project({"main.py": ENTRY, "refs.txt": "a b c d\n"}, name="proj")
+    bare = add_bare_remote(root, tmp_path / "remotes", "alice/proj")
+    return root, bare
+
+
+def _state(root: Path) -> tuple[str, str, str, str]:
+    return (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain"),
+            git(root, "for-each-ref", "refs/heads/", "--format=%(refname)"),
+            (root / ".git" / "index").read_bytes().hex()[:64])
+
+
+def test_publish_pushes_records_ref_without_touching_branches(project):
+    root, bare = project
+    record = record_in(root)
+    before = _state(root)
+    res = publish(root, "--push", "--json")
+    assert res.returncode == 0, res
+    report = json.loads(res.stdout)
+    git_step = [s for s in report["steps"] if s["target"] == "git"][0]
+    assert git_step["status"] == "pushed" and git_step["code"] == "pushed main"
+    # work tree, index, HEAD and the branch list are untouched (only the records ref is new)
+    after = _state(root)
+    assert after[0] == before[0] and after[1] == before[1] == "" and after[3] == before[3]
+    assert after[2].split() == ["refs/heads/cotk-repro-records", "refs/heads/main"]
+    # the remote has the code and the records ref with the record's files
+    hexid = record["id"].removeprefix("sha256:")
+    files = git(bare, "ls-tree", "-r", "--name-only", REF).split()
+    assert f"records/{hexid}/record.json" in files
+    assert f"records/{hexid}/requirements.lock" in files and f"records/{hexid}/Dockerfile" in files
+    assert json.loads(git(bare, "show", f"{REF}:records/{hexid}/record.json")) == record
+    assert git(bare, "rev-parse", "refs/heads/main") == record["code"]["commit"]
+    # the records history is unrelated to the user's branches (pushing it never pushes code)
+    assert subprocess.run(["git", "merge-base", REF, "main"], cwd=bare, capture_output=True).returncode == 1
+
+
+def test_publish_is_idempotent(project):
+    root, bare = project
+    record_in(root)
+    assert publish(root, "--push").returncode == 0
+    tip = git(bare, "rev-parse", REF)
+    again = publish(root, "--json")
+    assert again.returncode == 0, again
+    step = json.loads(again.stdout)["steps"][0]
+    assert step["status"] == "up to date"
+    assert git(bare, "rev-parse", REF) == tip
+    assert git(root, "rev-parse", REF) == tip
+
+
+def test_commit_missing_on_remote_says_what_to_push(project):
+    root, bare = project
+    record_in(root)
+    res = publish(root)
+    assert res.returncode == 2
+    assert "is not on the remote 'origin'" in res.stderr
+    assert "git push origin main" in res.stderr and "--push" in res.stderr
+    # nothing was pushed: the remote never advertises a record whose commit it lacks
+    assert git(bare, "for-each-ref") == ""
+
+
+def test_two_machines_publishing_merge_on_the_records_ref(project, tmp_path):
+    root, bare = project
+    first = record_in(root)
+    assert publish(root, "--push").returncode == 0
+    other = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(bare), str(other)], check=True)
+    (other / "refs.txt").write_text("a b c d e f\n")
+    git(other, "commit", "-qam", "more refs")
+    second = record_in(other)
+    assert publish(other, "--push").returncode == 0
+    # the first machine (records ref now behind the remote's) publishes a new record from a
+    # new branch: its push must keep the other machine's record
+    git(root, "checkout", "-qb", "exp")
+    (root / "refs.txt").write_text("x\n")
+    git(root, "commit", "-qam", "x")
+    third = record_in(root)
+    res = publish(root, "--push")
+    assert res.returncode == 0, res
+    names = git(bare, "ls-tree", "--name-only", f"{REF}:records").split()
+    assert sorted(names) == sorted(r["id"].removeprefix("sha256:") for r in (first, second, third))
+
+
+def test_publish_refuses_failed_record_and_missing_remote(make_project):
+    root = make_project({"main.py": "raise SystemExit(3)\n"})
+    res = run_cli("run", "-q", cwd=root)
+    assert res.returncode != 0
+    failed = json.loads(run_cli("runs", "--json", cwd=root).stdout)[0]
+    assert failed["status"] == "failed"
+    out = publish(root, failed["id"][:19])
+    assert out.returncode == 2 and "only successful records can be published" in out.stderr
+    ok = make_project({"main.py": ENTRY, "refs.txt": "a\n"})
+    record_in(ok)
+    out = publish(ok)
+    assert out.returncode == 2 and "no git remote named 'origin'" in out.stderr and "git remote add" in out.stderr
+    nothing = run_cli("publish", "--no-git", "--no-dashboard", cwd=ok)
+    assert nothing.returncode == 2 and "nothing to publish" in nothing.stderr
+
+
+def test_dead_dashboard_keeps_the_record_and_says_how_to_retry(project):
+    root, _bare = project
+    record = record_in(root)
+    folder = root / ".cotk-repro" / "runs" / record["id"].removeprefix("sha256:")
+    snapshot = {p.name: p.read_bytes() for p in folder.iterdir()}
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    assert run_cli("login", "--dashboard", url, "--token", "t0k3n", "--no-check").returncode == 0
+    res = run_cli("publish", "--no-git", "--dashboard", url, cwd=root)
+    assert res.returncode == 2
+    assert "cannot reach the dashboard" in res.stderr
+    assert "kept locally" in res.stderr and f"cotk-repro publish {record['id'].removeprefix('sha256:')[:12]}" in res.stderr
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == snapshot
+
+
+def test_dashboard_without_token_asks_for_login(project):
+    root, _bare = project
+    record_in(root)
+    res = run_cli("publish", "--no-git", "--dashboard", "http://127.0.0.1:9", cwd=root,
+                  env={"XDG_CONFIG_HOME": str(root / "nocfg")})
+    assert res.returncode == 2 and "cotk-repro login --dashboard http://127.0.0.1:9" in res.stderr
+
+
+def test_login_stores_token_0600_in_user_config(project, tmp_path):
+    root, _bare = project
+    cfg = tmp_path / "xdg"
+    res = run_cli("login", "--dashboard", "http://dash.example:8000/", "--token", "s3cret", "--no-check",
+                  env={"XDG_CONFIG_HOME": str(cfg)}, cwd=root)
+    assert res.returncode == 0, res
+    path = cfg / "cotk-repro" / "config.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    data = json.loads(path.read_text())
+    assert data["dashboards"]["http://dash.example:8000"]["token"] == "s3cret"
+    assert data["default_dashboard"] == "http://dash.example:8000"
+    # never in the repository
+    assert "s3cret" not in subprocess.run(["grep", "-r", "s3cret", str(root)], capture_output=True, text=True).stdout
+
+
+def test_dashboard_client_retries_with_backoff(tmp_path):
+    """Retry logic against a local HTTP test double that fails twice (503) before answering.
+
+    The real dashboard server is exercised in test_publish_dashboard.py; this double only
+    injects the transient failures a real server does not produce on demand.
+    """
+    from cotk_repro.publish.dashboard import DashboardClient
+
+    state = {"n": 0}
+
+    def handler(method, path, headers, body):
+        state["n"] += 1
+        if state["n"] <= 2:
+            return 503, {"detail": "busy"}
+        return 201, {"id": json.loads(body)["id"], "url": "http://x/records/1"}
+
+    with http_double(handler) as (url, calls):
+        answer = DashboardClient(url, "tok", backoff=0.01).upload_record({"id": "sha256:ab"})
+    assert answer["created"] is True and len(calls) == 3
+    assert all(c["headers"]["Authorization"] == "Bearer tok" for c in calls)
+
+
+def test_github_repo_creation_against_a_test_double(monkeypatch):
+    """GitHub's REST API is unreachable from here: this test uses a local HTTP test double of it."""
+    from cotk_repro.publish import github
+
+    def handler(method, path, headers, body):
+        if method == "GET" and path == "/repos/alice/newrepo":
+            return 404, {"message": "Not Found"}
+        if method == "GET" and path == "/user":
+            return 200, {"login": "alice"}
+        if method == "POST" and path == "/user/repos":
+            return 201, {"full_name": "alice/" + json.loads(body)["name"]}
+        if method == "GET" and path == "/repos/alice/there":
+            return 200, {"full_name": "alice/there"}
+        return 404, {"message": "unexpected"}
+
+    with http_double(handler) as (api, calls):
+        host = api.split("://", 1)[1]
+        monkeypatch.setenv("GITHUB_API_URL", api)
+        monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+        assert github.maybe_create(f"https://{host}/alice/newrepo.git") is None  # no token: nothing happens
+        assert calls == []
+        monkeypatch.setenv("GITHUB_TOKEN", "ghp_test")
+        assert github.maybe_create(f"https://{host}/alice/newrepo.git") == "created"
+        assert github.maybe_create(f"git@{host.split(':')[0]}:alice/there.git") == "exists"
+        assert github.maybe_create("/some/local/bare.git") is None
+    posts = [c for c in calls if c["method"] == "POST"]
+    assert posts == [{"method": "POST", "path": "/user/repos", "headers": posts[0]["headers"],
+                      "body": {"name": "newrepo", "private": False, "auto_init": False,
+                               "description": "published with cotk-repro"}}]
+    assert all(c["headers"]["Authorization"] == "Bearer ghp_test" for c in calls)
+
+
+def test_token_never_written_to_git_config(project, monkeypatch):
+    root, _bare = project
+    record_in(root)
+    env = {"GITHUB_TOKEN": "ghp_never_in_config", "GITHUB_API_URL": "http://127.0.0.1:9"}
+    res = run_cli("publish", "--no-dashboard", "--push", cwd=root, env=env)
+    assert res.returncode == 0, res  # a local bare remote is not a GitHub remote: no API call
+    assert "ghp_never_in_config" not in (root / ".git" / "config").read_text()

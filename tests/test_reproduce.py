@@ -1,0 +1,197 @@
+"""Reproduce from git (bare remotes, a folder of bare repos, a work tree, `git daemon`) with the
+host runtimes (`local`, `venv`): verdict table, --json verdict, exit 0/1/2, and the error cases.
+
+Everything is real: git repositories and bare remotes, `git daemon` on 127.0.0.1, virtual
+environments built offline from a wheelhouse downloaded with pip (cached under the user cache
+dir, so only the first run of the suite downloads). Expected values are computed in this file
+from the test project's inputs, independently of cotk-repro.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import git, run_cli
+from test_reproduce_support import (REPRO_MODES, build_published_project, expected_values, git_daemon)
+
+VERDICT_KEYS = {"schema", "schema_version", "record_id", "verdict", "runtime", "metrics", "environment_differences",
+                "rerun", "error", "cotk_repro_version"}
+ROW_KEYS = {"metric", "verdict", "a_value", "b_value", "a_hash", "b_hash", "abs_diff", "rtol", "atol"}
+
+
+@pytest.fixture(scope="module")
+def pub(tmp_path_factory):
+    return build_published_project(tmp_path_factory.mktemp("repro"))
+
+
+def reproduce(*args, env=None, cwd=None):
+    return run_cli("reproduce", *args, env=env, cwd=cwd)
+
+
+def rid(pub, mode):
+    return pub["records"][mode]["id"]
+
+
+def test_reproduce_bare_remote_local_runtime_json_verdict(pub):
+    res = reproduce(str(pub["bare"]), "--record", rid(pub, "ok"), "--runtime", "local", "--json")
+    assert res.returncode == 0, res
+    verdict = json.loads(res.stdout)  # stdout is the verdict JSON and nothing else
+    assert set(verdict) == VERDICT_KEYS
+    assert verdict["schema"] == "cotk-repro/reproduction" and verdict["schema_version"] == 1
+    assert verdict["record_id"] == rid(pub, "ok")
+    assert verdict["verdict"] == "reproduced" and verdict["runtime"] == "local" and verdict["error"] is None
+    expected = expected_values("ok")
+    record = pub["records"]["ok"]
+    rows = {r["metric"]: r for r in verdict["metrics"]}
+    assert set(rows) == {"tokens", "score"}
+    for name, row in rows.items():
+        assert set(row) == ROW_KEYS
+        assert row["verdict"] == "reproduced"
+        assert row["a_value"] == record["results"][name]["value"] == expected[name]
+        assert row["b_value"] == expected[name]
+        assert row["a_hash"] == row["b_hash"] == record["results"][name]["hash"]
+        assert row["rtol"] == 1e-6 and row["atol"] == 1e-12
+    assert verdict["rerun"]["results"]["tokens"]["value"] == expected["tokens"]
+    assert verdict["rerun"]["python"] and verdict["rerun"]["started_at"]
+    # the local runtime says it runs on this host, and that this environment is not the recorded one
+    assert "THIS HOST" in res.stderr or "CURRENT Python environment" in res.stderr
+    assert "differs from the record" in res.stderr
+
+
+def test_reproduce_git_base_folder_and_work_tree_table(pub):
+    env = {"COTK_REPRO_GIT_BASE": str(pub["bare_root"])}
+    res = reproduce("alice/proj", "--record", rid(pub, "ok")[7:19], "--runtime", "local", env=env)
+    assert res.returncode == 0, res
+    assert "reproduced" in res.stdout and "tokens" in res.stdout and "score" in res.stdout
+    # a local work tree works as SOURCE too (its records ref is the one publish built)
+    res = reproduce(str(pub["root"]), "--record", rid(pub, "ok"), "--runtime", "local")
+    assert res.returncode == 0, res
+    # the default record is the newest successful one
+    # (the newest is the "spin" record, whose rerun loops: a short time limit ends it; the choice is what counts)
+    res = reproduce(str(pub["bare"]), "--runtime", "local", "--timeout", "3", "--json")
+    newest = max(pub["records"].values(), key=lambda r: r["command"]["started_at"])
+    assert json.loads(res.stdout)["record_id"] == newest["id"]
+
+
+def test_changed_result_exits_1_naming_the_metric(pub, tmp_path):
+    out = tmp_path / "verdict.json"
+    res = reproduce(str(pub["bare"]), "--record", rid(pub, "seeded"), "--runtime", "local", "--json", str(out))
+    assert res.returncode == 1, res
+    assert "not reproduced" in res.stdout and "differs" in res.stdout
+    line = [ln for ln in res.stdout.splitlines() if "differs" in ln][0]
+    assert "score" in line
+    verdict = json.loads(out.read_text())
+    assert verdict["verdict"] == "not reproduced"
+    rows = {r["metric"]: r for r in verdict["metrics"]}
+    assert rows["score"]["verdict"] == "differs" and rows["tokens"]["verdict"] == "reproduced"
+    assert rows["score"]["a_value"] == expected_values("seeded", author_seed=7)["score"]
+    assert rows["score"]["b_value"] == expected_values("seeded")["score"]
+    # a tolerance wide enough accepts it (command-line tolerances reach the diff)
+    res = reproduce(str(pub["bare"]), "--record", rid(pub, "seeded"), "--runtime", "local", "--atol", "1")
+    assert res.returncode == 0, res
+
+
+def test_list_records(pub):
+    res = reproduce(str(pub["bare"]), "--list", "--json")
+    assert res.returncode == 0, res
+    listed = json.loads(res.stdout)
+    assert sorted(r["id"] for r in listed) == sorted(r["id"] for r in pub["records"].values())
+    started = [r["started_at"] for r in listed]
+    assert started == sorted(started, reverse=True)
+    table = reproduce(str(pub["bare"]), "--list")
+    assert table.returncode == 0 and rid(pub, "seeded")[7:19] in table.stdout
+
+
+def test_source_errors(pub, tmp_path):
+    env = {"COTK_REPRO_GIT_BASE": str(pub["bare_root"])}
+    # unknown user/repo
+    res = reproduce("alice/nope", "--runtime", "local", env=env)
+    assert res.returncode == 2 and "alice/nope was not found" in res.stderr and "COTK_REPRO_GIT_BASE" in res.stderr
+    assert "Traceback" not in res.stderr
+    # a repository without records
+    empty = pub["bare_root"] / "bob" / "plain.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(empty)], check=True)
+    git(pub["root"], "push", "-q", str(empty), "main")
+    res = reproduce("bob/plain", "--runtime", "local", env=env)
+    assert res.returncode == 2 and "has no cotk-repro records" in res.stderr
+    # a record id that is not there
+    res = reproduce("alice/proj", "--record", "deadbeef", "--runtime", "local", "--json", env=env)
+    assert res.returncode == 2
+    verdict = json.loads(res.stdout)
+    assert verdict["verdict"] == "could not run" and "no record matches 'deadbeef'" in verdict["error"]
+    # the records ref was pushed, the recorded commit was not
+    lacking = pub["bare_root"] / "carol" / "nocode.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(lacking)], check=True)
+    git(pub["root"], "push", "-q", str(lacking), "refs/heads/cotk-repro-records")
+    res = reproduce("carol/nocode", "--record", rid(pub, "ok"), "--runtime", "local", env=env)
+    assert res.returncode == 2
+    assert f"commit {pub['records']['ok']['code']['commit'][:12]}" in res.stderr and "is not on carol/nocode" in res.stderr
+    # not a source at all
+    res = reproduce("not a source!", "--runtime", "local")
+    assert res.returncode == 2 and "is not user/repo" in res.stderr
+
+
+def test_rerun_errors_could_not_run(pub):
+    # the entry crashes in the rerun: exit 2, its stderr shown
+    res = reproduce(str(pub["bare"]), "--record", rid(pub, "crash"), "--runtime", "local")
+    assert res.returncode == 2, res
+    assert "exited with status 3" in res.stderr and "boom: the entry fails on purpose" in res.stderr
+    assert "could not run" in res.stdout
+    # the entry succeeds but writes no result file
+    res = reproduce(str(pub["bare"]), "--record", rid(pub, "noresult"), "--runtime", "local", "--json")
+    assert res.returncode == 2, res
+    verdict = json.loads(res.stdout)
+    assert verdict["verdict"] == "could not run" and "did not write its result file result.json" in verdict["error"]
+    assert verdict["record_id"] == rid(pub, "noresult")
+    # a runaway entry is killed at the time limit and reported
+    res = reproduce(str(pub["bare"]), "--record", rid(pub, "spin"), "--runtime", "local", "--timeout", "2")
+    assert res.returncode == 2, res
+    assert "ran past the time limit of 2 s and was killed" in res.stderr
+
+
+def test_no_docker_engine_suggests_venv(pub, tmp_path):
+    env = {"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
+    res = reproduce(str(pub["bare"]), env=env)  # docker is the default runtime
+    assert res.returncode == 2, res
+    assert "cannot reach a Docker engine" in res.stderr and "--runtime venv" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_unknown_runtime(pub):
+    res = reproduce(str(pub["bare"]), "--runtime", "podman")
+    assert res.returncode == 2 and "unknown runtime 'podman'" in res.stderr
+
+
+@pytest.mark.slow
+def test_venv_runtime_rebuilds_the_recorded_environment_and_caches_it(pub):
+    env = {"COTK_REPRO_GIT_BASE": str(pub["bare_root"])}
+    first = reproduce("alice/proj", "--record", rid(pub, "ok"), "--runtime", "venv", "--json", env=env)
+    assert first.returncode == 0, first
+    verdict = json.loads(first.stdout)
+    assert verdict["verdict"] == "reproduced" and verdict["runtime"] == "venv"
+    # the venv holds exactly the recorded distributions (same Python here): nothing differs
+    assert verdict["environment_differences"] == []
+    assert "THIS HOST" in first.stderr
+    second = reproduce("alice/proj", "--record", rid(pub, "ok"), "--runtime", "venv", env=env)
+    assert second.returncode == 0, second
+    assert "venv build 0.0s (skipped (cached))" in second.stderr
+    assert "wheel download 0.0s (skipped (environment cached))" in second.stderr
+
+
+@pytest.mark.slow
+def test_end_to_end_through_git_daemon(pub):
+    with git_daemon(pub["bare_root"]) as base:
+        env = {"COTK_REPRO_GIT_BASE": base}
+        listed = reproduce("alice/proj", "--list", "--json", env=env)
+        assert listed.returncode == 0, listed
+        assert len(json.loads(listed.stdout)) == len(REPRO_MODES)
+        res = reproduce("alice/proj", "--record", rid(pub, "ok"), "--runtime", "venv", "--json", env=env)
+        assert res.returncode == 0, res
+        assert json.loads(res.stdout)["verdict"] == "reproduced"
+        res = reproduce("alice/proj", "--record", rid(pub, "seeded"), "--runtime", "venv", env=env)
+        assert res.returncode == 1 and "score" in res.stdout and "differs" in res.stdout
+        res = reproduce("alice/missing", "--runtime", "venv", env=env)
+        assert res.returncode == 2 and "was not found" in res.stderr
