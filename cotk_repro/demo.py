@@ -107,6 +107,7 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
     scaffold(project, task="language-generation", template="demo", name=PROJECT)
     _git(project, "add", "-A")
     _git(project, "commit", "-q", "-m", "Sample bigram language model")
+    _git(project, "branch", "-M", "main")  # the same branch name whatever git's init.defaultBranch says
     _git(folder, "init", "-q", "--bare", str(bare))
     _git(project, "remote", "add", "origin", str(bare))
     timings["scaffold"] = time.perf_counter() - t

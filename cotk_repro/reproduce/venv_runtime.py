@@ -84,6 +84,21 @@ def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str,
                  started_at=started_at, duration_s=duration)
 
 
+def find_uv() -> str | None:
+    """The ``uv`` executable: on PATH, else the one the ``uv`` distribution installed beside this Python."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    try:
+        from uv import find_uv_bin
+    except ImportError:
+        return None
+    try:
+        return find_uv_bin()
+    except FileNotFoundError:
+        return None
+
+
 class VenvRuntime:
     name = "venv"
     on_host = True
@@ -127,7 +142,7 @@ class VenvRuntime:
         lock_file = job.workdir / "requirements.lock"
         lock_file.write_text(job.lock, encoding="utf-8")
         vpy = str(vdir / "bin" / "python")
-        uv = shutil.which("uv")
+        uv = find_uv()
         if uv:
             cmds = [[uv, "venv", "--python", python, str(vdir)],
                     [uv, "pip", "install", "--python", vpy, "--offline", "--no-index", "--find-links", str(pool),
