@@ -154,3 +154,20 @@ def test_cli_error_is_one_sentence_without_traceback(tmp_path, cli):
     assert "Traceback" not in res.stderr
     assert str(folder / "test.txt") in res.stderr and "line 1" in res.stderr
     assert res.stdout == ""
+
+
+def test_cli_splits_option_for_a_folder_without_dev(tmp_path, cli):
+    import json
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "train.txt").write_text("a b c\na b\nb c\n", encoding="utf-8")
+    (folder / "test.txt").write_text("a c\n", encoding="utf-8")
+    res = cli("data", "hashes", str(folder), "--min-frequent-vocab-times", "1")
+    assert res.returncode == 2 and "has no dev split" in res.stderr and "dev.txt" in res.stderr
+    res = cli("data", "hashes", str(folder), "--min-frequent-vocab-times", "1", "--splits", "train,test", "--json")
+    assert res.returncode == 0, res
+    summary = json.loads(res.stdout)
+    assert {k: v["samples"] for k, v in summary["splits"].items()} == {"train": 3, "test": 1}
+    res = cli("data", "hashes", str(folder), "--splits", "dev,test")
+    assert res.returncode == 2 and "including 'train'" in res.stderr

@@ -57,6 +57,8 @@ def register(cli: typer.Typer) -> None:
                                                       "utterance to this many tokens (part of the setting hash)."),
         max_turns: Optional[int] = typer.Option(None, "--max-turns", min=1, help="multi-turn-dialog: keep the "
                                                 "first turns of each session."),
+        splits: str = typer.Option("train,dev,test", "--splits", help="Comma-separated split names to load "
+                                   "(must include train), e.g. train,test for a folder without a dev split."),
         reference_split: str = typer.Option("test", "--reference-split", help="The split whose reference-side "
                                             "perplexity and BLEU hashes are printed."),
         json_out: bool = typer.Option(False, "--json", help="Print everything as JSON on stdout."),
@@ -66,7 +68,8 @@ def register(cli: typer.Typer) -> None:
         from ..data import load
 
         options = {"tokenizer": tokenizer, "min_frequent_vocab_times": min_frequent,
-                   "min_rare_vocab_times": min_rare, "lowercase": lowercase, "max_sent_length": max_sent_length}
+                   "min_rare_vocab_times": min_rare, "lowercase": lowercase, "max_sent_length": max_sent_length,
+                   "splits": [s.strip() for s in splits.split(",") if s.strip()]}
         if max_turns is not None:
             options["max_turns"] = max_turns
         total = 0

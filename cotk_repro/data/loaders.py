@@ -420,7 +420,8 @@ class TextDataLoader:
 
 # ----------------------------------------------------------------------------------------------------
 def _missing(path: Path, split: str, looked: list[str]) -> DataError:
-    return DataError(f"{path} has no {split} split: looked for {', '.join(looked)}")
+    return DataError(f"{path} has no {split} split: looked for {', '.join(looked)}",
+                     hint="load only the splits the folder has with splits=[...] (the CLI: --splits train,test)")
 
 
 @contextmanager
