@@ -21,6 +21,7 @@ import json
 import re
 import tarfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -160,18 +161,30 @@ class DockerRuntime:
         untagged parents nothing else uses); the base image and any tagged image are never touched."""
         from docker.errors import APIError, ImageNotFound
 
-        for image_id in reversed(layers):
-            try:
-                image = self.client.images.get(image_id)
-                if not image.tags:
-                    self.client.images.remove(image.id)
-            except (APIError, ImageNotFound):  # shared with other images (build cache), or already gone
-                pass
+        if not layers:
             return
+        try:
+            image = self.client.images.get(layers[-1])
+            if not image.tags:
+                self.client.images.remove(image.id)
+        except (APIError, ImageNotFound):  # shared with other images (build cache), or already gone
+            pass
 
     def _image_env(self, tag: str) -> dict[str, Any]:
-        raw = self.client.containers.run(tag, entrypoint=["python", "-c", ENV_SNIPPET], network_mode="none",
-                                         remove=True, stdout=True, stderr=False, labels={LABEL: "env"})
+        from docker.errors import APIError, NotFound
+
+        name = f"cotk-repro-env-{uuid.uuid4().hex[:16]}"
+        try:  # not containers.run(remove=True): an interrupt there would leave the container behind
+            container = self.client.containers.create(tag, entrypoint=["python", "-c", ENV_SNIPPET], name=name,
+                                                      network_mode="none", labels={LABEL: "env"})
+            container.start()
+            container.wait(timeout=120)
+            raw = container.logs(stdout=True, stderr=False)
+        finally:
+            try:
+                self.client.containers.get(name).remove(force=True)
+            except (APIError, NotFound):
+                pass
         try:
             return json.loads(raw.decode("utf-8"))
         except ValueError:
@@ -192,12 +205,13 @@ class DockerRuntime:
         result_path = workdir.rstrip("/") + "/" + job.result_rel
         mem = job.memory
         container = None
+        name = f"cotk-repro-run-{uuid.uuid4().hex[:16]}"  # found by name if interrupted inside create()
         started_at = now_iso()
         t0 = time.time()
         timed_out = False
         try:
             container = client.containers.create(
-                self.tag, detach=True, network_mode="none",
+                self.tag, name=name, detach=True, network_mode="none",
                 mem_limit=mem, memswap_limit=mem, nano_cpus=int(float(job.cpus) * 1e9), pids_limit=512,
                 cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 labels={LABEL: "run", "cotk-repro.record": job.record["id"]}, **kwargs)
@@ -234,11 +248,10 @@ class DockerRuntime:
             except NotFound:
                 raw = None
         finally:
-            if container is not None:
-                try:
-                    container.remove(force=True)
-                except APIError:
-                    pass
+            try:
+                (container or client.containers.get(name)).remove(force=True)
+            except (APIError, NotFound):
+                pass
         parsed = parse_result(raw, job, f"the rerun's {job.result_rel}")
         return Rerun(results=parsed["results"], data=parsed["data"],
                      python=(self.env_info.get("python") or {}).get("version"),

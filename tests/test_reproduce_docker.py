@@ -1,0 +1,339 @@
+"""Reproduce in Docker, end to end, against the real engine (SPEC section 7, issue 5).
+
+A project is published to a bare remote (records made with a small real virtual environment,
+see :mod:`test_reproduce_support`), then `cotk-repro reproduce --runtime docker` rebuilds its
+environment in an image (wheelhouse made on the host, installed offline in the build) and reruns
+the entry in a container: exit 0 / 1 / 2, the metric that differs named, the failing step's log,
+the isolation (no network, not root), the time limit, the image cache, and no container left
+behind, also when the reproduce is interrupted.
+
+Needs a Docker engine and a base image with python3 (bookworm + python3-venv/pip), named by
+``COTK_REPRO_TEST_BASE_IMAGE`` (scripts/test.sh builds one offline with debootstrap); skips with
+the reason otherwise. The base image is given a tag of its own for this module, so every run of
+this file goes through the real image build (the image cache key includes the base image); the
+images this module builds and that tag are removed at the end. Docker's layer cache makes the
+builds after the first one short. Expected values come from ``expected_values()``, computed from
+the project's inputs independently of cotk-repro.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from test_reproduce_support import build_published_project, expected_values, publish, record_in, small_venv_python
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+#: the records of the published project (entry arguments per record)
+MODES = {"ok": [], "seeded": ["seeded"], "spin": ["spin"]}
+#: a package version that exists on no index: the wheel download must fail and say so
+MISSING_PACKAGE = ("nosuchpkg-cotk-repro-test", "9.9.9")
+#: a real package recorded without its dependencies (they were not installed where the record
+#: was made): the wheels download fine, the offline install in the image build cannot resolve
+INCOMPLETE_PACKAGE = ("requests", "2.32.3")
+
+
+# -- fixtures -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def docker_client():
+    image = os.environ.get("COTK_REPRO_TEST_BASE_IMAGE")
+    if not image:
+        pytest.skip("no Docker base image: COTK_REPRO_TEST_BASE_IMAGE is unset (scripts/test.sh builds one)")
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError:
+        pytest.skip("the docker Python package is not installed")
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except (DockerException, OSError) as exc:
+        pytest.skip(f"no Docker engine reachable ({type(exc).__name__}: {str(exc)[:120]})")
+    except Exception as exc:  # noqa: BLE001 - requests errors from a half-configured engine
+        pytest.skip(f"no Docker engine reachable ({type(exc).__name__}: {str(exc)[:120]})")
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"the base image {image} (COTK_REPRO_TEST_BASE_IMAGE) is not in the Docker engine")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def base_image(docker_client):
+    """The base image under a tag of this module's own; at the end, removes the images this module
+    built (named by the reproduce output, so that a concurrent run's images are left alone)."""
+    from cotk_repro.userconfig import cache_dir
+
+    source = os.environ["COTK_REPRO_TEST_BASE_IMAGE"]
+    name = f"cotk-repro-test-base:{uuid.uuid4().hex[:12]}"
+    docker_client.images.get(source).tag(*name.split(":"))
+    python = docker_client.containers.run(
+        name, ["python3", "-c", "import platform; print(platform.python_version())"],
+        network_mode="none", remove=True).decode().strip()
+    info = {"image": name, "python": python, "built": set(), "records": set()}
+    yield info
+    for container in our_leftovers(docker_client, info):  # only after a failed test
+        try:
+            container.remove(force=True)
+        except Exception:  # noqa: BLE001 - best effort clean-up
+            pass
+    for tag in info["built"]:
+        try:
+            key = (docker_client.images.get(tag).labels or {}).get("cotk-repro.key")
+            if key:
+                (cache_dir() / "images" / f"{key}.json").unlink(missing_ok=True)
+            docker_client.images.remove(tag)
+        except Exception:  # noqa: BLE001 - best effort clean-up
+            pass
+    try:
+        docker_client.images.remove(name)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def our_leftovers(client, info) -> list:
+    """Containers of this module's records that still exist (another test run may have its own)."""
+    from cotk_repro.reproduce.docker_runtime import leftover_containers
+
+    return [c for c in leftover_containers(client) if (c.labels or {}).get("cotk-repro.record") in info["records"]]
+
+
+def note_builds(info, output: str) -> None:
+    info["built"].update(re.findall(r"building the Docker image (cotk-repro-reproduce:[0-9a-f]+)", output))
+
+
+def _fake_distribution(site: Path, name: str, version: str, requires=()) -> None:
+    """What pip leaves in site-packages for an index install (no direct_url.json)."""
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", *(f"Requires-Dist: {r}" for r in requires)]
+    (info / "METADATA").write_text("\n".join(meta) + "\n\n", encoding="utf-8")
+    (info / "INSTALLER").write_text("pip\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def pub(base_image, tmp_path_factory):
+    """The published project: one record per mode, plus two records made where the environment
+    held a package the reproducer cannot rebuild (recorded by a real `cotk-repro run`, the extra
+    distribution put on its PYTHONPATH)."""
+    base = tmp_path_factory.mktemp("repro-docker")
+    project = build_published_project(base, modes=MODES)
+    py = small_venv_python()
+    extra = {"missing": [MISSING_PACKAGE, []],
+             "incomplete": [INCOMPLETE_PACKAGE, ["charset-normalizer<4,>=2", "idna<4,>=2.5", "urllib3<3,>=1.21.1",
+                                                 "certifi>=2017.4.17"]]}
+    for mode, ((name, version), requires) in extra.items():
+        site = base / f"site-{mode}"
+        _fake_distribution(site, name, version, requires)
+        record = record_in(project["root"], py, {"PYTHONPATH": str(site)})
+        assert {"name": name, "version": version} in record["environment"]["packages"]
+        res = publish(project["root"], record["id"])
+        assert res.returncode == 0, res
+        project["records"][mode] = record
+    return project
+
+
+def reproduce(pub, mode, base_image, *args, env=None):
+    record = pub["records"][mode]["id"]
+    base_image["records"].add(record)
+    res = run_cli("reproduce", str(pub["bare"]), "--record", record, "--runtime", "docker",
+                  "--base-image", base_image["image"], *args, env=env)
+    note_builds(base_image, res.stderr)
+    return res
+
+
+def steps_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.lstrip().startswith("steps:")]
+    assert lines, stderr
+    return lines[-1]
+
+
+def table_verdicts(stdout: str) -> dict[str, str]:
+    """metric -> verdict, read from the rows of the verdict table."""
+    rows = [[c.strip() for c in ln.strip().strip("│").split("│")] for ln in stdout.splitlines()
+            if ln.strip().startswith("│")]
+    return {r[0]: r[1] for r in rows if len(r) > 2}
+
+
+def kept_workdir(res, tmp_path: Path) -> Path:
+    kept = [p for p in tmp_path.glob("cotk-repro-reproduce-*") if p.is_dir()]
+    assert len(kept) == 1 and f"work folder kept: {kept[0]}" in " ".join(res.stderr.split()), res.stderr
+    return kept[0]
+
+
+def assert_build_left_nothing(client, build_log: Path) -> None:
+    """No container of the build (" ---> Running in ID") is left, nor a dangling image of its steps (" ---> ID")."""
+    from docker.errors import NotFound
+
+    text = build_log.read_text()
+    containers = re.findall(r"^ ---> Running in ([0-9a-f]{12,64})\s*$", text, re.M)
+    layers = set(re.findall(r"^ ---> ([0-9a-f]{12,64})\s*$", text, re.M))
+    assert containers and layers, text
+    for cid in containers:
+        with pytest.raises(NotFound):
+            client.containers.get(cid)
+    dangling = {i.id.removeprefix("sha256:")[:12] for i in client.images.list(filters={"dangling": True})}
+    assert not dangling & {x[:12] for x in layers}, text
+
+
+# -- tests --------------------------------------------------------------------------------------
+
+def test_reproduced_in_a_container_without_network_as_non_root(pub, base_image, docker_client, tmp_path):
+    res = reproduce(pub, "ok", base_image, "--keep", "--json", env={"TMPDIR": str(tmp_path)})
+    assert res.returncode == 0, res
+    verdict = json.loads(res.stdout)
+    assert verdict["verdict"] == "reproduced" and verdict["runtime"] == "docker" and verdict["error"] is None
+    assert verdict["record_id"] == pub["records"]["ok"]["id"]
+    expected = expected_values("ok")
+    rows = {r["metric"]: r for r in verdict["metrics"]}
+    assert set(rows) == set(expected)
+    for name, row in rows.items():
+        assert row["verdict"] == "reproduced"
+        assert row["a_value"] == row["b_value"] == expected[name]
+        assert row["a_hash"] == row["b_hash"] == pub["records"]["ok"]["results"][name]["hash"]
+    # the rerun ran on the base image's Python; a difference from the record is reported beside the verdict,
+    # and the image holds exactly the recorded package versions
+    assert verdict["rerun"]["python"] == base_image["python"]
+    recorded_python = pub["records"]["ok"]["environment"]["python"]["version"]
+    diffs = verdict["environment_differences"]
+    if recorded_python == base_image["python"]:
+        assert diffs == []
+    else:
+        assert diffs == [{"what": "python", "a": recorded_python, "b": base_image["python"]}]
+    # the environment was built (this module's base tag is new to the image cache), not taken from the host
+    steps = steps_line(res.stderr)
+    assert "image build" in steps and "image build 0.0s (skipped" not in steps, steps
+    assert "THIS HOST" not in res.stderr
+    # what the entry saw inside the container (its stdout, kept with --keep)
+    kept = kept_workdir(res, tmp_path)
+    seen = dict(line.split("=", 1) for line in (kept / "logs" / "stdout.log").read_text().splitlines()
+                if "=" in line)
+    assert seen["uid"].isdigit() and int(seen["uid"]) != 0, seen
+    assert seen["interfaces"] == "lo", seen  # network_mode none: loopback only
+    assert seen["network"].startswith("unreachable"), seen
+    # the container is gone, and so are the build's
+    assert our_leftovers(docker_client, base_image) == []
+    assert_build_left_nothing(docker_client, kept / "logs" / "build.log")
+
+
+def test_changed_result_exits_1_naming_the_metric(pub, base_image, tmp_path):
+    out = tmp_path / "verdict.json"
+    res = reproduce(pub, "seeded", base_image, "--json", str(out))
+    assert res.returncode == 1, res
+    assert "not reproduced" in res.stdout
+    assert table_verdicts(res.stdout) == {"score": "differs", "tokens": "reproduced"}, res.stdout
+    verdict = json.loads(out.read_text())
+    assert verdict["verdict"] == "not reproduced" and verdict["runtime"] == "docker"
+    rows = {r["metric"]: r for r in verdict["metrics"]}
+    assert rows["score"]["verdict"] == "differs" and rows["tokens"]["verdict"] == "reproduced"
+    assert rows["score"]["a_value"] == expected_values("seeded", author_seed=7)["score"]
+    assert rows["score"]["b_value"] == expected_values("seeded")["score"]
+    assert rows["tokens"]["b_value"] == expected_values("seeded")["tokens"]
+
+
+def test_package_version_that_does_not_exist_could_not_run_with_the_step_log(pub, base_image, tmp_path):
+    name, version = MISSING_PACKAGE
+    out = tmp_path / "verdict.json"
+    res = reproduce(pub, "missing", base_image, "--json", str(out))
+    assert res.returncode == 2, res
+    assert "could not run" in res.stdout
+    assert "downloading the recorded packages failed" in res.stderr
+    # the failing step's log: pip's own words about the package
+    assert f"{name}=={version}" in res.stderr and "pip" in res.stderr
+    assert "wheel download" in steps_line(res.stderr) and "(failed)" in steps_line(res.stderr)
+    verdict = json.loads(out.read_text())
+    assert verdict["verdict"] == "could not run" and "downloading the recorded packages failed" in verdict["error"]
+    assert verdict["record_id"] == pub["records"]["missing"]["id"] and verdict["metrics"] == []
+    assert "Traceback" not in res.stderr
+
+
+def test_image_build_failure_could_not_run_with_the_failing_step_log(pub, base_image, docker_client, tmp_path):
+    res = reproduce(pub, "incomplete", base_image, "--keep", env={"TMPDIR": str(tmp_path)})
+    assert res.returncode == 2, res
+    assert "building the Docker image failed at Step" in res.stderr
+    # the failing step is the offline install, and its log says what pip could not find
+    assert "pip install --no-index" in res.stderr
+    assert "charset" in res.stderr.lower() and "requests" in res.stderr
+    assert "image build" in steps_line(res.stderr) and "(failed)" in steps_line(res.stderr)
+    assert "could not run" in res.stdout and "Traceback" not in res.stderr
+    # the build's intermediate containers, and the images of the steps that did finish, are removed too
+    assert our_leftovers(docker_client, base_image) == []
+    assert_build_left_nothing(docker_client, kept_workdir(res, tmp_path) / "logs" / "build.log")
+
+
+def test_runaway_entry_is_killed_at_the_time_limit(pub, base_image, docker_client, tmp_path):
+    out = tmp_path / "verdict.json"
+    t0 = time.monotonic()
+    res = reproduce(pub, "spin", base_image, "--timeout", "3", "--json", str(out))
+    elapsed = time.monotonic() - t0
+    assert res.returncode == 2, res
+    assert "ran past the time limit of 3 s and was killed" in res.stderr
+    verdict = json.loads(out.read_text())
+    assert verdict["verdict"] == "could not run" and "ran past the time limit" in verdict["error"]
+    run_step = [s for s in steps_line(res.stderr).split(", ") if s.startswith("run ")]
+    assert run_step and "(failed)" in run_step[0]
+    assert 3 <= float(run_step[0].split()[1].rstrip("s")) < 30, run_step
+    assert elapsed < 120
+    assert our_leftovers(docker_client, base_image) == []
+
+
+def test_second_reproduce_uses_the_cached_image(pub, base_image):
+    first = reproduce(pub, "ok", base_image)
+    assert first.returncode == 0, first
+    second = reproduce(pub, "ok", base_image)
+    assert second.returncode == 0, second
+    assert "reproduced" in second.stdout and "not reproduced" not in second.stdout
+    steps = steps_line(second.stderr)
+    assert "image build 0.0s (skipped (cached))" in steps, steps
+    assert "wheel download 0.0s (skipped (image cached))" in steps, steps
+    assert "building the Docker image" not in second.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_client, tmp_path, signum):
+    from cotk_repro.reproduce.docker_runtime import LABEL
+
+    record = pub["records"]["spin"]["id"]
+    base_image["records"].add(record)
+    log = tmp_path / "reproduce.log"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "reproduce", str(pub["bare"]), "--record", record,
+                                 "--runtime", "docker", "--base-image", base_image["image"], "--timeout", "300"],
+                                stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ),
+                                # Ctrl-C works in it even when this runs as a background job (SIGINT ignored)
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 180
+        running = []
+        while time.monotonic() < deadline:  # the entry's container is up and running
+            running = docker_client.containers.list(filters={"label": [f"{LABEL}=run", f"cotk-repro.record={record}"],
+                                                             "status": "running"})
+            if running or proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        assert running, f"no running reproduce container (exit {proc.poll()}):\n{log.read_text()}"
+        assert proc.poll() is None
+        time.sleep(0.5)
+        proc.send_signal(signum)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    note_builds(base_image, log.read_text())
+    assert rc not in (0, 1, 2), (rc, log.read_text())  # interrupted: no verdict (130, as after Ctrl-C)
+    assert "reproduced" not in log.read_text()
+    assert our_leftovers(docker_client, base_image) == []
