@@ -69,17 +69,22 @@ def _start_serve(*args: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "serve", *args, "--port", "0",
                              "--no-access-log"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ))
-    line = proc.stdout.readline().strip()
-    assert line.startswith("http://127.0.0.1:"), (line, proc.stderr.read() if proc.poll() is not None else "")
-    deadline = time.time() + 30
-    while True:
-        try:
-            if requests.get(line + "/api/v1/health", timeout=2).json() == {"status": "ok"}:
-                return proc, line
-        except (requests.RequestException, ValueError):  # not listening yet, or workers still starting
-            pass
-        assert time.time() < deadline, "the server never answered"
-        time.sleep(0.2)
+    try:
+        line = proc.stdout.readline().strip()
+        assert line.startswith("http://127.0.0.1:"), (line, proc.stderr.read() if proc.poll() is not None else "")
+        deadline = time.time() + 30
+        while True:
+            try:
+                if requests.get(line + "/api/v1/health", timeout=2).json() == {"status": "ok"}:
+                    return proc, line
+            except (requests.RequestException, ValueError):  # not listening yet, or workers still starting
+                pass
+            assert time.time() < deadline, "the server never answered"
+            time.sleep(0.2)
+    except BaseException:  # never leave a server behind
+        proc.kill()
+        proc.wait(timeout=30)
+        raise
 
 
 def test_serve_prints_the_url_and_serves(tmp_path):
