@@ -582,8 +582,9 @@ class SingleTurnDialog(TextDataLoader):
 
 
 class MultiTurnDialog(TextDataLoader):
-    """Sessions: ``{split}.jsonl`` with ``{"session": [utterance, ...]}`` per line. ``max_turns``
-    keeps the first turns of each session (the raw hash still covers the whole session).
+    """Sessions: ``{split}.jsonl`` with ``{"session": [utterance, ...]}`` per line; utterances are
+    stripped of surrounding whitespace. ``max_turns`` keeps the first turns of each session (the
+    raw hash still covers the whole session).
     References are every turn after the first. Batches: ``sent`` / ``sent_allvocabs``
     (batch x turns x length), ``sent_length`` (batch x turns), ``turn_length``, ``sent_str``."""
 
@@ -608,8 +609,11 @@ class MultiTurnDialog(TextDataLoader):
         sizes: list[int] = []
         raws: list[bytes] = []
         for _, (session,) in iter_jsonl(sources[0], ("session",), progress):
+            # like every other loader: surrounding whitespace is not data, so the raw digest is
+            # over the stripped utterances (of the whole session, even with max_turns)
+            session = [u.strip() for u in session]
             raws.append(hashing.raw_digest(session))
-            used = [u.strip() for u in (session[:max_turns] if max_turns else session)]
+            used = session[:max_turns] if max_turns else session
             utts.extend(used)
             sizes.append(len(used))
             if len(utts) >= 16384:
