@@ -195,3 +195,75 @@ def test_end_to_end_through_git_daemon(pub):
         assert res.returncode == 1 and "score" in res.stdout and "differs" in res.stdout
         res = reproduce("alice/missing", "--runtime", "venv", env=env)
         assert res.returncode == 2 and "was not found" in res.stderr
+
+
+# -- what the reproduced project's config may choose -------------------------------------------------
+
+def _config(tmp_path, text):
+    from cotk_repro.config import load_config
+
+    (tmp_path / "cotk-repro.toml").write_text(text, encoding="utf-8")
+    return load_config(tmp_path)
+
+
+def _pick(config, runtime=None):
+    from cotk_repro.reproduce.core import Outcome, _configured_runtime, empty_verdict
+    from cotk_repro.reproduce.job import Steps
+
+    outcome = Outcome(verdict=empty_verdict("docker"), exit_code=2)
+    current = runtime or object()
+    name, chosen = _configured_runtime(config, "docker", current, outcome, Steps(None, lambda _m: None))
+    return name, chosen is current, outcome.warnings
+
+
+@pytest.mark.parametrize("host_runtime", ["local", "venv"])
+def test_project_config_cannot_pick_a_host_runtime(tmp_path, host_runtime):
+    name, kept, warnings = _pick(_config(tmp_path, f'[reproduce]\nruntime = "{host_runtime}"\n'))
+    assert name == "docker" and kept
+    assert len(warnings) == 1 and f"--runtime {host_runtime}" in warnings[0] and "on this host" in warnings[0]
+
+
+def test_project_config_unknown_runtime_is_a_warning(tmp_path):
+    name, kept, warnings = _pick(_config(tmp_path, '[reproduce]\nruntime = "podman"\n'))
+    assert name == "docker" and kept and "'podman'" in warnings[0] and "not installed" in warnings[0]
+
+
+def test_project_config_may_pick_an_isolating_plugin_runtime(tmp_path):
+    """A plugin runtime that keeps the code off this host (not on_host) is honoured."""
+    from cotk_repro.hookspecs import hookimpl
+    from cotk_repro.plugins import get_plugins, reset_plugins
+
+    class Sandbox:
+        name, on_host, description = "sandbox", False, "a test sandbox"
+        connected = False
+
+        def connect(self):
+            Sandbox.connected = True
+
+    class Plugin:
+        @hookimpl
+        def register_runtimes(self, register):
+            register("sandbox", Sandbox)
+
+    reset_plugins()
+    try:
+        plugins = get_plugins()
+        plugins._add(Plugin(), "test-sandbox", "1", builtin=False, module_name=__name__)
+        name, kept, warnings = _pick(_config(tmp_path, '[reproduce]\nruntime = "sandbox"\n'))
+        assert name == "sandbox" and not kept and warnings == [] and Sandbox.connected
+        # the default is no switch at all
+        name, kept, warnings = _pick(_config(tmp_path, ""))
+        assert name == "docker" and kept and warnings == []
+    finally:
+        reset_plugins()
+
+
+def test_network_request_in_project_config_is_a_warning_for_isolated_runtimes(tmp_path):
+    from cotk_repro.reproduce.core import config_warnings
+    from cotk_repro.reproduce.docker_runtime import DockerRuntime
+    from cotk_repro.reproduce.venv_runtime import VenvRuntime
+
+    wants = _config(tmp_path, "[reproduce]\nnetwork = true\n")
+    assert "without network" in config_warnings(wants, DockerRuntime())[0]
+    assert config_warnings(wants, VenvRuntime()) == []  # on the host it has the host's network
+    assert config_warnings(_config(tmp_path, "[reproduce]\nnetwork = false\n"), DockerRuntime()) == []

@@ -258,6 +258,10 @@ def test_package_version_that_does_not_exist_could_not_run_with_the_step_log(pub
     assert verdict["verdict"] == "could not run" and "downloading the recorded packages failed" in verdict["error"]
     assert verdict["record_id"] == pub["records"]["missing"]["id"] and verdict["metrics"] == []
     assert "Traceback" not in res.stderr
+    # the work folder is gone (no --keep), but the log the error names was kept and holds pip's words
+    log = Path(re.search(r"full log: (\S+?\.log)", verdict["error"]).group(1))
+    assert log.is_file() and f"{name}=={version}" in log.read_text()
+    assert "cotk-repro-reproduce-" not in str(log) and str(log.parent) in res.stderr
 
 
 def test_image_build_failure_could_not_run_with_the_failing_step_log(pub, base_image, docker_client, tmp_path):

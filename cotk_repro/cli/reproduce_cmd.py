@@ -42,8 +42,10 @@ def register(cli: typer.Typer) -> None:
                                                "a git URL, a local path, or a dashboard record URL."),
         record: Optional[str] = typer.Option(None, "--record", help="Record id or unique prefix (default: the newest successful one)."),
         list_: bool = typer.Option(False, "--list", help="List the published records of SOURCE and exit."),
-        runtime: str = typer.Option("docker", "--runtime", help="docker (default: isolated container), venv (a virtual "
-                                    "environment on this host) or local (this Python environment); host runtimes must be chosen explicitly."),
+        runtime: Optional[str] = typer.Option(None, "--runtime", help="docker (default: isolated container), venv (a "
+                                              "virtual environment on this host) or local (this Python environment); host "
+                                              "runtimes must be chosen here: the project's reproduce.runtime may only "
+                                              "pick one that isolates the code."),
         base_image: Optional[str] = typer.Option(None, "--base-image", help="Docker base image (default: reproduce.base_image "
                                                  "of the project, else COTK_REPRO_BASE_IMAGE, else the recorded python:X.Y-slim)."),
         rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance (default: the project's config, else 1e-6)."),

@@ -13,6 +13,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -30,7 +31,8 @@ VERDICT_SCHEMA = "cotk-repro/reproduction"
 @dataclass
 class ReproduceOptions:
     record: str | None = None
-    runtime: str = "docker"
+    #: None: the project's ``reproduce.runtime`` when it keeps the code off this host, else docker
+    runtime: str | None = None
     base_image: str | None = None
     rtol: float | None = None
     atol: float | None = None
@@ -116,7 +118,8 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
     opts = opts or ReproduceOptions()
     on_status = on_status or (lambda _m: None)
     steps = Steps(progress, on_status)
-    verdict = empty_verdict(opts.runtime)
+    runtime_name = opts.runtime or DEFAULT_RUNTIME
+    verdict = empty_verdict(runtime_name)
     outcome = Outcome(verdict=verdict, exit_code=EXIT_ERROR, steps=steps.items)
     workdir = Path(tempfile.mkdtemp(prefix="cotk-repro-reproduce-"))
     outcome.workdir = workdir
@@ -126,9 +129,9 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
     source = None
     config = None
     try:
-        runtime = get_plugins().get("runtime", opts.runtime).obj()
+        runtime = get_plugins().get("runtime", runtime_name).obj()
         if getattr(runtime, "on_host", False):
-            outcome.notices.append(f"runtime {opts.runtime}: the entry runs in {runtime.description}")
+            outcome.notices.append(f"runtime {runtime_name}: the entry runs in {runtime.description}")
         if hasattr(runtime, "connect"):  # no engine: say so before cloning anything
             with steps.step("docker", "connecting to the Docker engine"):
                 runtime.connect()
@@ -144,6 +147,10 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
         except CotkError as exc:
             outcome.warnings.append(f"ignoring the project's config: {exc.message}")
             config = load_config(workdir)  # defaults
+        if opts.runtime is None:
+            runtime_name, runtime = _configured_runtime(config, runtime_name, runtime, outcome, steps)
+            verdict["runtime"] = runtime_name
+        outcome.warnings.extend(config_warnings(config, runtime))
         base_image = (opts.base_image or config.data.get("reproduce", {}).get("base_image")
                       or os.environ.get("COTK_REPRO_BASE_IMAGE") or None)
         job = Job(record=record, workdir=workdir, code=code, tree=tree, base_image=base_image,
@@ -152,7 +159,7 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
                   cpus=float(opts.cpus if opts.cpus is not None else config.get("reproduce", "cpus")),
                   steps=steps, on_status=on_status)
         env_info = runtime.prepare(job)
-        with steps.step("run", f"running {record['command'].get('entry')} ({opts.runtime})"):
+        with steps.step("run", f"running {record['command'].get('entry')} ({runtime_name})"):
             rerun = runtime.run(job)
         outcome.warnings.extend(job.warnings)
         rows = compare_results(record["results"], rerun.results,
@@ -166,7 +173,7 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
         verdict["rerun"] = {"results": rerun.results, "python": rerun.python, "started_at": rerun.started_at,
                             "duration_s": rerun.duration_s}
         outcome.exit_code = EXIT_OK if verdict["verdict"] == "reproduced" else EXIT_NEGATIVE
-        if opts.runtime == "local" and verdict["environment_differences"]:
+        if runtime_name == "local" and verdict["environment_differences"]:
             n = len(verdict["environment_differences"])
             outcome.warnings.append(f"the current environment differs from the record in {n} place(s) "
                                     "(see environment differences); --runtime docker or venv rebuilds it")
@@ -175,6 +182,8 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
         verdict["error"] = exc.message
         outcome.error = exc
         outcome.exit_code = EXIT_ERROR
+        if not opts.keep:
+            _keep_logs(workdir, exc, outcome)
     finally:
         if old_handler is not None:
             signal.signal(signal.SIGTERM, old_handler)
@@ -184,6 +193,70 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
     if opts.submit and verdict["record_id"]:
         outcome.submission = submit(verdict, opts, source, config, outcome)
     return outcome
+
+
+DEFAULT_RUNTIME = "docker"
+#: failed reproductions whose logs are kept under the cache dir
+KEPT_LOGS = 20
+
+
+def _configured_runtime(config, name: str, runtime, outcome: Outcome, steps: Steps):
+    """The runtime the reproduced project's ``reproduce.runtime`` names, where that is safe.
+
+    The config is somebody else's: it may pick a runtime that isolates the code (a plugin's
+    container runtime, say), never one that runs it on this host; that takes ``--runtime``.
+    """
+    from ..plugins import get_plugins
+
+    wanted = config.get("reproduce", "runtime") or name
+    if wanted == name:
+        return name, runtime
+    registry = get_plugins().registry("runtime")
+    if wanted not in registry:
+        outcome.warnings.append(f"the project's config names the runtime {wanted!r}, which is not installed here; "
+                                f"using {name}")
+        return name, runtime
+    other = registry[wanted].obj()
+    if getattr(other, "on_host", False):
+        outcome.warnings.append(f"the project's config asks for the {wanted} runtime, which runs its code on this "
+                                f"host; that takes an explicit --runtime {wanted}, so {name} is used")
+        return name, runtime
+    if hasattr(other, "connect"):
+        with steps.step(wanted, f"connecting to the {wanted} runtime"):
+            other.connect()
+    return wanted, other
+
+
+def config_warnings(config, runtime) -> list[str]:
+    """What the reproduced project's config asks for that this reproduction will not grant."""
+    if config.get("reproduce", "network") and not getattr(runtime, "on_host", False):
+        return ["the project's config says its entry needs the network (reproduce.network = true), but "
+                "reproductions run without network: a failure may come from that"]
+    return []
+
+
+def _keep_logs(workdir: Path, exc: CotkError, outcome: Outcome) -> None:
+    """Copy a failed reproduction's logs out of the work folder (about to be deleted), and point the
+    error's message and hint at the copy, so that "full log: ..." names a file that exists."""
+    from ..userconfig import cache_dir
+
+    logs = workdir / "logs"
+    if not logs.is_dir() or not any(logs.iterdir()):
+        return
+    root = cache_dir() / "reproduce-logs"
+    name = time.strftime("%Y%m%d-%H%M%S") + "-" + (short_id(outcome.verdict["record_id"] or "") or "unknown")
+    dest = root / name
+    try:
+        shutil.copytree(logs, dest, dirs_exist_ok=True)
+        for old in sorted(root.iterdir())[:-KEPT_LOGS]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        return
+    exc.message = exc.message.replace(str(logs), str(dest))
+    if exc.hint:
+        exc.hint = exc.hint.replace(str(logs), str(dest))
+    outcome.verdict["error"] = exc.message
+    outcome.notices.append(f"the logs of this attempt are kept in {dest}")
 
 
 def submit(verdict: dict[str, Any], opts: ReproduceOptions, source, config, outcome: Outcome) -> dict[str, Any] | None:
