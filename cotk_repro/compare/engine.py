@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import CotkError
 from .config import CompareConfig, MetricSpec, SystemSpec
-from .textfmt import TextFormat, iter_gold, iter_texts
+from .textfmt import TextFormat, batched, iter_gold, iter_texts
 
 HASH_SUFFIX = " hashvalue"
 SIGNATURE_SUFFIX = " signature"
@@ -116,17 +116,6 @@ def _make_metric(name: str, options: dict[str, Any]) -> Any:
     return get_component("metric", name)(**options)
 
 
-def _batched(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 _MISSING = object()
 
 
@@ -153,7 +142,7 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
         else:
             pairs = ((h, None) for h in hyps)
         if callable(getattr(metric, "forward", None)) and callable(getattr(metric, "close", None)):
-            for batch in _batched(pairs, STREAM_BATCH):
+            for batch in batched(pairs, STREAM_BATCH):
                 data: dict[str, Any] = {"hyps": [h for h, _ in batch]}
                 if mode == "aligned":
                     data["refs"] = [g for _, g in batch]

@@ -16,31 +16,17 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ..canonical import hash_object
 from ..errors import CotkError
-from .textfmt import file_sha256, iter_lines
+from .textfmt import batched, file_sha256, iter_lines
 
 DEFAULT_BATCH_SIZE = 256
 
 
 class GeneratorError(CotkError):
     """A generator failed or returned something other than one output per input."""
-
-
-def _batches(items: Iterable[str], size: int | None) -> Iterator[list[str]]:
-    if size is None:
-        yield list(items)
-        return
-    batch: list[str] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def make_generator(name: str, settings: dict[str, Any]) -> Any:
@@ -88,7 +74,7 @@ def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path,
     n_in = n_out = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for batch in _batches(iter_lines(inputs), batch_size):
+            for batch in batched(iter_lines(inputs), batch_size):
                 n_in += len(batch)
                 try:
                     if callable(getattr(generator, "generate", None)):

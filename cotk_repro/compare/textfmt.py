@@ -18,7 +18,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import CotkError
 
@@ -129,6 +129,21 @@ def iter_lines(path: Path) -> Iterator[str]:
             except UnicodeDecodeError as exc:
                 raise DataError(f"{path}: line {lineno} is not UTF-8 text ({exc.reason})") from None
             yield text[1:] if lineno == 1 and text.startswith("\ufeff") else text
+
+
+def batched(items: Iterable[Any], size: int | None) -> Iterator[list[Any]]:
+    """Lists of ``size`` consecutive items (the last one shorter); ``size`` None: one list of everything."""
+    if size is None:
+        yield list(items)
+        return
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def count_lines(path: Path) -> int:

@@ -432,6 +432,14 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], 
     return bleu_from_counts(nums, dens, hyp_len, ref_len, w, _smoothing_name(smoothing))
 
 
+def _sampling(sample: Any, seed: Any) -> tuple[int | None, int]:
+    """The validated ``sample`` (None: the whole set) and ``seed`` options of the set-level BLEU metrics."""
+    try:
+        return _int_or_none(sample, "sample"), int(seed)
+    except (TypeError, ValueError):
+        raise MetricError(f"seed must be a whole number, got {seed!r}") from None
+
+
 class SelfBleuMetric(_BleuFamily):
     """Self-BLEU-n: mean NLTK ``sentence_bleu`` (``method1``) of each sentence against all the others.
 
@@ -447,11 +455,7 @@ class SelfBleuMetric(_BleuFamily):
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229):
-        self.sample = _int_or_none(sample, "sample")
-        try:
-            self.seed = int(seed)
-        except (TypeError, ValueError):
-            raise MetricError(f"seed must be a whole number, got {seed!r}") from None
+        self.sample, self.seed = _sampling(sample, seed)
         super().__init__(ngram, weights, smoothing, tokenizer, dataloader,
                          _extra={"sample": self.sample, "seed": self.seed})
 
@@ -492,11 +496,7 @@ class FwBwBleuMetric(_BleuFamily):
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229):
-        self.sample = _int_or_none(sample, "sample")
-        try:
-            self.seed = int(seed)
-        except (TypeError, ValueError):
-            raise MetricError(f"seed must be a whole number, got {seed!r}") from None
+        self.sample, self.seed = _sampling(sample, seed)
         super().__init__(ngram, weights, smoothing, tokenizer, dataloader,
                          _extra={"sample": self.sample, "seed": self.seed})
 

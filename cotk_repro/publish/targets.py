@@ -15,7 +15,7 @@ from ..capture.git import strip_credentials
 from ..config import ProjectConfig
 from ..records import short_id
 from . import PublishError
-from .gitrecords import DEFAULT_REF, GitError, add_to_ref, git, out, record_files, record_path, rev_parse, tail
+from .gitrecords import DEFAULT_REF, GitError, add_to_ref, git, out, record_files, record_path, rev_parse
 
 TMP_REMOTE_REF = "refs/cotk-repro/remote-records"
 

@@ -22,7 +22,6 @@ import re
 import tarfile
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from ..userconfig import cache_dir
