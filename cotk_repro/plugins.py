@@ -10,8 +10,8 @@ rest keeps working.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata as md
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -77,6 +77,34 @@ class Component:
     plugin_version: str
 
 
+def may_declare_entry_points(group: str, path: list[str] | None = None) -> bool:
+    """Whether an installed distribution on ``path`` (default ``sys.path``) may declare entry points in ``group``.
+
+    A cheap look at the ``entry_points.txt`` files of the ``*.dist-info`` / ``*.egg-info`` folders;
+    True whenever it cannot tell (an entry that is not a folder, e.g. a zip), so that only a clear
+    "none here" skips :func:`importlib.metadata.entry_points`.
+    """
+    needle = f"[{group}]"
+    for entry in sys.path if path is None else path:
+        folder = entry or "."
+        try:
+            names = os.listdir(folder)
+        except NotADirectoryError:
+            return True  # a zip archive: let importlib.metadata read it
+        except OSError:
+            continue  # missing or unreadable: importlib.metadata finds nothing there either
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")):
+                try:
+                    with open(os.path.join(folder, name, "entry_points.txt"), encoding="utf-8",
+                              errors="replace") as fh:
+                        if needle in fh.read():
+                            return True
+                except OSError:
+                    continue
+    return False
+
+
 def builtins_only() -> bool:
     return os.environ.get("COTK_REPRO_BUILTINS_ONLY", "").lower() in ("1", "true", "yes")
 
@@ -108,6 +136,10 @@ class Plugins:
         self.infos[name] = info
 
     def _load_entry_points(self) -> None:
+        if not may_declare_entry_points(ENTRY_POINT_GROUP):
+            return  # the common case: no plugin installed, and importlib.metadata (~30 ms) not needed
+        import importlib.metadata as md
+
         seen: set[str] = set()
         for ep in md.entry_points(group=ENTRY_POINT_GROUP):
             dist = getattr(ep, "dist", None)

@@ -251,3 +251,28 @@ def test_builtin_plugins_are_cheap_to_import():
                           env={**os.environ, "COTK_REPRO_BUILTINS_ONLY": "1"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "", f"registering the built-ins imported: {proc.stdout.strip()}"
+
+
+def test_entry_point_precheck_sees_dist_info_and_egg_info_and_defers_on_zips(tmp_path):
+    """The cheap look that lets start-up skip importlib.metadata must never miss a plugin."""
+    from cotk_repro.plugins import ENTRY_POINT_GROUP, may_declare_entry_points
+
+    site = tmp_path / "site"
+    (site / "other-1.0.dist-info").mkdir(parents=True)
+    (site / "other-1.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\nx = y:z\n")
+    (site / "plain-2.0.dist-info").mkdir()  # no entry_points.txt at all
+    assert may_declare_entry_points(ENTRY_POINT_GROUP, [str(site), str(tmp_path / "missing")]) is False
+    (site / "mine-0.1.dist-info").mkdir()
+    (site / "mine-0.1.dist-info" / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nmine = mine.plugin\n")
+    assert may_declare_entry_points(ENTRY_POINT_GROUP, [str(site)]) is True
+    src = tmp_path / "src"  # a setuptools develop install: the egg-info beside the code
+    (src / "dev.egg-info").mkdir(parents=True)
+    (src / "dev.egg-info" / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\ndev = dev\n")
+    assert may_declare_entry_points(ENTRY_POINT_GROUP, [str(tmp_path / "missing"), str(src)]) is True
+    archive = tmp_path / "plugins.zip"  # cannot tell without reading it: importlib.metadata decides
+    archive.write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    assert may_declare_entry_points(ENTRY_POINT_GROUP, [str(archive)]) is True
+    # and in this very environment it agrees with importlib.metadata
+    import importlib.metadata as md
+
+    assert may_declare_entry_points(ENTRY_POINT_GROUP) or not list(md.entry_points(group=ENTRY_POINT_GROUP))
