@@ -42,9 +42,18 @@ def make_project(base: Path) -> Path:
     return root
 
 
-def timed(cmd: list[str], cwd: Path) -> float:
+def bench_env(base: Path) -> dict[str, str]:
+    """Byte code cached (outside the repository), as an installed package has it, for both commands:
+    with PYTHONDONTWRITEBYTECODE set (as on the dev machines), an editable install would compile
+    every module of cotk-repro at each start, which no user's installed copy does."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(base / "pycache")
+    return env
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode(errors='replace')}")
@@ -63,13 +72,14 @@ def main() -> None:
     try:
         root = make_project(base)
         direct_cmd = [sys.executable, "main.py"]
+        env = bench_env(base)
         # warm-up (file system caches, .pyc files)
-        timed(direct_cmd, root)
-        timed(cotk_cmd, root)
+        timed(direct_cmd, root, env)
+        timed(cotk_cmd, root, env)
         direct, cotk = [], []
         for _ in range(args.runs):  # alternate, so that load on the machine hits both alike
-            direct.append(timed(direct_cmd, root))
-            cotk.append(timed(cotk_cmd, root))
+            direct.append(timed(direct_cmd, root, env))
+            cotk.append(timed(cotk_cmd, root, env))
         records = len(list((root / ".cotk-repro" / "runs").iterdir()))
     finally:
         shutil.rmtree(base, ignore_errors=True)
