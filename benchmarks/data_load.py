@@ -71,6 +71,7 @@ def vm(key):
 
 if tool == "ours":
     from cotk_repro import data
+    import cotk_repro.data.loaders, cotk_repro.data.tokenizers  # the library's modules, as CoTK's below
     base = vm("VmRSS")
     t0, c0 = time.perf_counter(), time.process_time()
     dl = data.load("language-generation", folder, tokenizer="nltk", lowercase=False, **S)
