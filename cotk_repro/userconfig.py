@@ -52,6 +52,19 @@ def config_dir() -> Path:
     return Path.home() / ".config" / APP
 
 
+def data_dir() -> Path:
+    """The user data dir: ``$XDG_DATA_HOME/cotk-repro`` (default ``~/.local/share/cotk-repro``)."""
+    xdg = os.environ.get("XDG_DATA_HOME")
+    if xdg:
+        return Path(xdg) / APP
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / APP
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / APP
+    return Path.home() / ".local" / "share" / APP
+
+
 def config_path() -> Path:
     return config_dir() / CONFIG_NAME
 

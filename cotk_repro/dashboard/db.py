@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -24,11 +23,11 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from ..errors import CotkError
+from ..userconfig import data_dir
 from .models import Meta
 
 T = TypeVar("T")
 
-APP = "cotk-repro"
 DB_FILE = "dashboard.sqlite3"
 ENV_DB = "COTK_REPRO_DASHBOARD_DB"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -36,19 +35,6 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 class DashboardDBError(CotkError):
     """The dashboard database cannot be opened or migrated."""
-
-
-def data_dir() -> Path:
-    """The user data dir: ``$XDG_DATA_HOME/cotk-repro`` (default ``~/.local/share/cotk-repro``)."""
-    xdg = os.environ.get("XDG_DATA_HOME")
-    if xdg:
-        return Path(xdg) / APP
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / APP
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / APP
-    return Path.home() / ".local" / "share" / APP
 
 
 def default_db_url() -> str:
