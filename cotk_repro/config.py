@@ -40,6 +40,9 @@ SCHEMA: dict[str, Any] = {
     "dashboard": {"url": str},
 }
 
+#: what a records ref's name ends in: how `reproduce` finds a custom one on somebody's remote
+RECORDS_REF_SUFFIX = "cotk-repro-records"
+
 DEFAULTS: dict[str, dict[str, Any]] = {
     "project": {"name": "", "task": "", "dataset": ""},
     "run": {"entry": "main.py", "args": [], "result": "result.json"},
@@ -129,5 +132,11 @@ def load_config(root: Path) -> ProjectConfig:
                 data = tool["cotk-repro"]
                 source = pyproject
     if source is not None:
-        validate(data, str(source.name if source.parent == root else source))
+        where = str(source.name if source.parent == root else source)
+        validate(data, where)
+        ref = data.get("publish", {}).get("records_ref")
+        if ref is not None and not (ref.startswith("refs/") and ref.endswith(RECORDS_REF_SUFFIX)):
+            raise ConfigError(f"{where}: 'publish.records_ref' must be a full ref ending in {RECORDS_REF_SUFFIX!r} "
+                              f"(e.g. refs/heads/team-{RECORDS_REF_SUFFIX}), so that `cotk-repro reproduce` finds "
+                              f"it; got {ref!r}")
     return ProjectConfig(root=root, source=source, data=data)

@@ -71,6 +71,9 @@ def test_per_metric_tolerances(tmp_path):
         ("cotk-repro.toml", "[run]\nargs = 'not a list'\n", ["'run.args' must be a list"]),
         ("cotk-repro.toml", "[reproduce]\nrtol = true\n", ["'reproduce.rtol' must be a number"]),
         ("cotk-repro.toml", "[run]\nentry = [\n", ["invalid TOML"]),
+        ("cotk-repro.toml", "[publish]\nrecords_ref = 'refs/heads/results'\n",
+         ["'publish.records_ref' must be a full ref ending in 'cotk-repro-records'", "cotk-repro.toml"]),
+        ("cotk-repro.toml", "[publish]\nrecords_ref = 'team-cotk-repro-records'\n", ["must be a full ref"]),
     ],
 )
 def test_config_errors(make_project, cli, filename, text, fragments):

@@ -216,3 +216,19 @@ def test_token_never_written_to_git_config(project, monkeypatch):
     res = run_cli("publish", "--no-dashboard", "--push", cwd=root, env=env)
     assert res.returncode == 0, res  # a local bare remote is not a GitHub remote: no API call
     assert "ghp_never_in_config" not in (root / ".git" / "config").read_text()
+
+
+def test_custom_records_ref_is_found_by_reproduce(make_project, tmp_path):
+    """publish.records_ref may name another ref ending in cotk-repro-records; reproduce finds it."""
+    custom = "refs/heads/team-cotk-repro-records"
+    config = f'[publish]\nrecords_ref = "{custom}"\n'
+    root = make_project({"main.py": ENTRY, "refs.txt": "a b c\n", "cotk-repro.toml": config}, name="team")
+    bare = add_bare_remote(root, tmp_path / "remotes", "alice/team")
+    record = record_in(root)
+    res = publish(root, "--push")
+    assert res.returncode == 0, res
+    refs = git(bare, "for-each-ref", "--format=%(refname)").split()
+    assert custom in refs and REF not in refs
+    listed = run_cli("reproduce", str(bare), "--list", "--json")
+    assert listed.returncode == 0, listed
+    assert [r["id"] for r in json.loads(listed.stdout)] == [record["id"]]

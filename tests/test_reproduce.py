@@ -105,6 +105,14 @@ def test_list_records(pub):
     assert table.returncode == 0 and rid(pub, "seeded")[7:19] in table.stdout
 
 
+def test_list_records_to_a_json_file(pub, tmp_path):
+    out = tmp_path / "records.json"
+    res = reproduce(str(pub["bare"]), "--list", "--json", str(out))
+    assert res.returncode == 0, res
+    assert sorted(r["id"] for r in json.loads(out.read_text())) == sorted(r["id"] for r in pub["records"].values())
+    assert rid(pub, "seeded")[7:19] in res.stdout  # and the table is still shown
+
+
 def test_source_errors(pub, tmp_path):
     env = {"COTK_REPRO_GIT_BASE": str(pub["bare_root"])}
     # unknown user/repo

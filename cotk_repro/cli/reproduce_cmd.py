@@ -35,6 +35,14 @@ def _render_list(records) -> None:
                                       ["id", "status", "started", "commit", "entry", "results"], rows))
 
 
+def _write_json(path: str, data) -> None:
+    try:
+        Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        output.error(f"cannot write {path}: {exc.strerror}")
+        raise typer.Exit(EXIT_ERROR)
+
+
 def register(cli: typer.Typer) -> None:
     @cli.command(cls=_OptionalJsonValue)
     def reproduce(
@@ -70,6 +78,8 @@ def register(cli: typer.Typer) -> None:
 
         if list_:
             records = list_records(source)
+            if json_out and json_out != "-":
+                _write_json(json_out, records)
             if json_out == "-":
                 output.print_json(records)
             else:
@@ -83,11 +93,7 @@ def register(cli: typer.Typer) -> None:
         for n in outcome.notices:
             output.warn(n)
         if json_out and json_out != "-":
-            try:
-                Path(json_out).write_text(json.dumps(verdict, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            except OSError as exc:
-                output.error(f"cannot write {json_out}: {exc.strerror}")
-                raise typer.Exit(EXIT_ERROR)
+            _write_json(json_out, verdict)
         if outcome.error is not None:
             exc = outcome.error
             output.error(exc.message, exc.hint, exc.log)
