@@ -37,32 +37,31 @@ APP = "cotk-repro"
 CONFIG_NAME = "config.json"
 
 
-def config_dir() -> Path:
-    explicit = os.environ.get("COTK_REPRO_CONFIG_DIR")
+def _user_dir(explicit_var: str | None, xdg_var: str, windows: tuple[str, str], unix: tuple[str, ...],
+              *, macos: bool = True, windows_sub: tuple[str, ...] = ()) -> Path:
+    """A per-user folder of cotk-repro: an explicit override, else the XDG variable, else the
+    platform's convention (``windows``: the variable and its fallback under the home folder)."""
+    explicit = os.environ.get(explicit_var) if explicit_var else None
     if explicit:
         return Path(explicit)
-    xdg = os.environ.get("XDG_CONFIG_HOME")
+    xdg = os.environ.get(xdg_var)
     if xdg:
         return Path(xdg) / APP
     if sys.platform == "win32":
-        base = os.environ.get("APPDATA") or str(Path.home() / "AppData" / "Roaming")
-        return Path(base) / APP
-    if sys.platform == "darwin":
+        base = os.environ.get(windows[0]) or str(Path.home() / "AppData" / windows[1])
+        return Path(base, APP, *windows_sub)
+    if macos and sys.platform == "darwin":
         return Path.home() / "Library" / "Application Support" / APP
-    return Path.home() / ".config" / APP
+    return Path(Path.home(), *unix, APP)
+
+
+def config_dir() -> Path:
+    return _user_dir("COTK_REPRO_CONFIG_DIR", "XDG_CONFIG_HOME", ("APPDATA", "Roaming"), (".config",))
 
 
 def data_dir() -> Path:
     """The user data dir: ``$XDG_DATA_HOME/cotk-repro`` (default ``~/.local/share/cotk-repro``)."""
-    xdg = os.environ.get("XDG_DATA_HOME")
-    if xdg:
-        return Path(xdg) / APP
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / APP
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / APP
-    return Path.home() / ".local" / "share" / APP
+    return _user_dir(None, "XDG_DATA_HOME", ("LOCALAPPDATA", "Local"), (".local", "share"))
 
 
 def config_path() -> Path:
@@ -70,16 +69,8 @@ def config_path() -> Path:
 
 
 def cache_dir() -> Path:
-    explicit = os.environ.get("COTK_REPRO_CACHE")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg) / APP
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / APP / "cache"
-    return Path.home() / ".cache" / APP
+    return _user_dir("COTK_REPRO_CACHE", "XDG_CACHE_HOME", ("LOCALAPPDATA", "Local"), (".cache",),
+                     macos=False, windows_sub=("cache",))
 
 
 def load() -> dict[str, Any]:
