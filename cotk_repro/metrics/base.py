@@ -110,6 +110,19 @@ class Metric:
     #: False when the references are a set not paired with the hypotheses (fw-bw-bleu): counts may differ
     paired_references = True
 
+    # -- facts (docs/metrics.md, "The metric contract"): every consumer (evaluate, compare, the
+    # dashboard's ranking and value checks, `metrics --json`) reads these; no table elsewhere names a metric.
+    #: direction of every value this metric reports (override per result key with ``key_facts``)
+    higher_is_better = True
+    #: closed interval of valid values; ``float("inf")`` for unbounded (perplexity: (1.0, inf))
+    value_range = (0.0, 1.0)
+    #: "sentence" (a mean of per-sentence scores) or "corpus" (pooled statistics)
+    level = "corpus"
+    #: rough relative cost per hypothesis, BLEU-4 = 1.0 (compare uses it to order work)
+    cost = 1.0
+    #: result keys whose facts differ from the class's: ``{"rouge-l": {"higher_is_better": True, ...}}``
+    key_facts: dict = {}
+
     def __init__(self, **settings: Any) -> None:
         self.settings: dict[str, Any] = dict(settings)
         self._hyps: list[str] = []
