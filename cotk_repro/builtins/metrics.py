@@ -31,6 +31,7 @@ def _factory(target: str):
     def build(**options):
         return getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)(**options)
 
+    build.metric_class = lambda: getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)
     build.__name__ = f"build_{cls}"
     build.__doc__ = f"Build cotk_repro.metrics.{module}.{cls}."
     return build

@@ -120,6 +120,8 @@ class Metric:
     level = "corpus"
     #: rough relative cost per hypothesis, BLEU-4 = 1.0 (compare uses it to order work)
     cost = 1.0
+    #: regular expression (full match) of the result keys this metric reports; None: its name only
+    result_keys = None
     #: result keys whose facts differ from the class's: ``{"rouge-l": {"higher_is_better": True, ...}}``
     key_facts: dict = {}
 
