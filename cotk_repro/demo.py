@@ -138,7 +138,9 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
         t = time.perf_counter()
         chosen = choose_runtime(runtime, base_image)
         on_status(f"reproducing {OWNER}/{PROJECT} from the git remote ({chosen} runtime)")
-        opts = ReproduceOptions(runtime=chosen, base_image=base_image, submit=True, dashboard=url)
+        # the demo's project is cotk-repro's own code, written above: trusted for the host runtimes
+        opts = ReproduceOptions(runtime=chosen, base_image=base_image, submit=True, dashboard=url,
+                                trust_remote_code=True)
         reproduction = reproduce(f"{OWNER}/{PROJECT}", opts, on_status=on_status)
         timings["reproduce"] = time.perf_counter() - t
     except BaseException:

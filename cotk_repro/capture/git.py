@@ -34,25 +34,46 @@ class GitState:
 
 
 _SCP_LIKE = re.compile(r"^(?P<user>[^@/]+@)?(?P<host>[^:/]+):(?P<path>.*)$")
+#: how a remote on this machine (a path or file:// URL) is recorded: its last path component, marked local
+LOCAL_PREFIX = "local:"
 
 
-def strip_credentials(url: str | None) -> str | None:
-    """Remove user:password (and tokens) from a remote URL; home paths become ``~``."""
+def strip_credentials(url: str | None, remote: str | None = None) -> str | None:
+    """The remote URL as it may be published: no user:password or token, no local path.
+
+    ``https://user:tok@[::1]:8443/x.git`` -> ``https://[::1]:8443/x.git`` (an ssh user name like
+    ``git@`` is kept); a path or ``file://`` remote -> ``local:<last path component>``; a malformed
+    URL is a CaptureError naming ``remote``.
+    """
     if not url:
         return url
     if "://" in url:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
+        try:
+            parts = urlsplit(url)
+            host = parts.hostname or ""
+            port = parts.port
+        except ValueError as exc:
+            raise CaptureError(f"the git remote {remote or 'URL'!r} has a malformed URL ({exc})",
+                               hint="fix it with `git remote set-url NAME URL`") from None
+        if parts.scheme == "file" or not host:
+            return _local(parts.path)
+        if ":" in host:  # IPv6 literal: keep its brackets
+            host = f"[{host}]"
+        if port:
+            host = f"{host}:{port}"
         # keep an ssh user name like git@, drop anything with a secret
         if parts.scheme in ("ssh", "git+ssh") and parts.username and parts.password is None:
             host = f"{parts.username}@{host}"
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
-    home = os.path.expanduser("~")
-    if home and home != "/" and (url == home or url.startswith(home + os.sep)):
-        return "~" + url[len(home):]
-    return url
+    m = _SCP_LIKE.match(url)
+    if m and "/" not in url.split(":", 1)[0] and not os.path.isabs(url):
+        return url  # user@host:path (scp syntax has no room for a password)
+    return _local(url)
+
+
+def _local(path: str) -> str:
+    name = [p for p in re.split(r"[/\\]+", path) if p and p != "."]
+    return LOCAL_PREFIX + (name[-1] if name else "")
 
 
 def open_repo(path: Path):
@@ -153,7 +174,7 @@ def capture_git(path: Path) -> GitState:
         names = [k[len("remote."):-len(".url")] for k in config if k.startswith("remote.") and k.endswith(".url")]
         if names:
             remote_name = "origin" if "origin" in names else names[0]
-    remote_url = strip_credentials(config.get(f"remote.{remote_name}.url")) if remote_name else None
+    remote_url = strip_credentials(config.get(f"remote.{remote_name}.url"), remote_name) if remote_name else None
     return GitState(
         root=root,
         commit=commit,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -43,6 +44,16 @@ def _write_json(path: str, data) -> None:
         raise typer.Exit(EXIT_ERROR)
 
 
+def _on_terminal() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def _confirm(consent) -> bool:
+    """The interactive consent of a host runtime: names the repository, the commit and the user."""
+    output.warn(consent.question())
+    return typer.confirm("Run it?", default=False, err=True)
+
+
 def register(cli: typer.Typer) -> None:
     @cli.command(cls=_OptionalJsonValue)
     def reproduce(
@@ -58,12 +69,19 @@ def register(cli: typer.Typer) -> None:
                                                  "of the project, else COTK_REPRO_BASE_IMAGE, else the recorded python:X.Y-slim)."),
         rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance (default: the project's config, else 1e-6)."),
         atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance (default: the project's config, else 1e-12)."),
-        timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-time limit of the entry in seconds (default: config, else 3600)."),
+        timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-time limit in seconds of each step that runs "
+                                                "the record's code: every sandbox wheel build, the image build, and the "
+                                                "run (default: config, else 3600)."),
         memory: Optional[str] = typer.Option(None, "--memory", help="Memory limit of the container, e.g. 4g (docker; default: config, else 4g)."),
         cpus: Optional[float] = typer.Option(None, "--cpus", help="CPU limit of the container (docker; default: config, else 2)."),
-        submit: bool = typer.Option(False, "--submit", help="Send the verdict to the dashboard (needs `cotk-repro login`)."),
-        dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard for --submit (default: the source's "
-                                                "dashboard, the project's dashboard.url, or the one you logged in to)."),
+        trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Let --runtime venv or local run the "
+                                               "record's code on this host (and build its packages here) without asking. "
+                                               "Without it they ask on a terminal, and refuse (exit 2) without one. "
+                                               "The docker runtime needs no flag."),
+        submit: bool = typer.Option(False, "--submit", help="Send the verdict to your dashboard (needs `cotk-repro login`)."),
+        dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard for --submit (default: "
+                                                "COTK_REPRO_DASHBOARD_URL, else the one you logged in to; never one "
+                                                "named by the reproduced project)."),
         keep: bool = typer.Option(False, "--keep", help="Keep the work folder (checkout, build context, logs) for debugging."),
         json_out: Optional[str] = typer.Option(None, "--json", metavar="[FILE]", help="Print the verdict JSON on stdout "
                                                "(nothing else), or write it to FILE and still show the table."),
@@ -73,6 +91,7 @@ def register(cli: typer.Typer) -> None:
         Exit status: 0 reproduced, 1 not reproduced, 2 could not run.
         """
         from ..reproduce.core import ReproduceOptions, list_records
+        from ..reproduce.job import describe_steps
         from ..reproduce.core import reproduce as do_reproduce
         from .core import render_verdicts
 
@@ -87,7 +106,8 @@ def register(cli: typer.Typer) -> None:
             return
         opts = ReproduceOptions(record=record, runtime=runtime, base_image=base_image, rtol=rtol, atol=atol,
                                 timeout=timeout, memory=memory, cpus=cpus, keep=keep, submit=submit,
-                                dashboard=dashboard)
+                                dashboard=dashboard, trust_remote_code=trust_remote_code,
+                                confirm=_confirm if _on_terminal() else None)
         outcome = do_reproduce(source, opts, on_status=output.info, progress=lambda d: output.progress(d))
         verdict = outcome.verdict
         for n in outcome.notices:
@@ -115,8 +135,7 @@ def register(cli: typer.Typer) -> None:
             output.info(f"submitted to {outcome.submission.get('dashboard')}: {outcome.submission.get('url') or ''}")
         if outcome.workdir is not None:
             output.info(f"work folder kept: {outcome.workdir}")
-        steps = ", ".join(f"{s['step']} {s['seconds']:.1f}s" + ("" if s["status"] == "ok" else f" ({s['status']})")
-                          for s in outcome.steps)
+        steps = describe_steps(outcome.steps)
         if steps:
             output.info(f"steps: {steps}")
         if outcome.exit_code:

@@ -28,6 +28,7 @@ from ..records import ID_PREFIX
 DEFAULT_REF = "refs/heads/cotk-repro-records"
 RECORDS_DIR = "records"
 #: files of a local record folder that travel with it (the ones that exist)
+LOG_FILES = ("stdout.log", "stderr.log")
 RECORD_FILES = ("record.json", "requirements.lock", "Dockerfile", "stdout.log", "stderr.log", "result.json")
 #: a name and address for commits on the records ref when the user has none configured
 FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "cotk-repro", "GIT_AUTHOR_EMAIL": "cotk-repro@localhost",
@@ -92,10 +93,13 @@ def tree_entries(cwd: Path | str, rev: str) -> dict[str, tuple[str, str]]:
     return entries
 
 
-def record_files(folder: Path) -> dict[str, bytes]:
-    """The files of a local record folder that go onto the records ref."""
+def record_files(folder: Path, *, logs: bool = False) -> dict[str, bytes]:
+    """The files of a local record folder that go onto the records ref; the run's stdout/stderr logs only
+    with ``logs`` (``publish.logs = true``): an entry may print secrets, and warnings carry home paths."""
     files = {}
     for name in RECORD_FILES:
+        if name in LOG_FILES and not logs:
+            continue
         path = folder / name
         if path.is_file():
             files[name] = path.read_bytes()

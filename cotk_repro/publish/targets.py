@@ -82,7 +82,7 @@ class GitTarget:
             raise PublishError(f"this repository has no git remote named {remote!r}",
                                hint=f"add one with `git remote add {remote} URL`, pass --remote NAME, or --no-git")
         url = proc.stdout.decode().strip()
-        shown = strip_credentials(url) or url
+        shown = strip_credentials(url, remote) or url
         github = maybe_create(url, configured_api=ctx.config.get("publish", "github_api"),
                               private=bool(ctx.config.get("publish", "github_private")))
         if github == "created":
@@ -119,7 +119,7 @@ class GitTarget:
             git(root, "fetch", "-q", "--no-tags", remote, f"+{ref}:{TMP_REMOTE_REF}", what="git fetch (records ref)")
             merge_with = [TMP_REMOTE_REF]
         try:
-            files = {f"{record_path(record['id'])}/{name}": data for name, data in record_files(ctx.folder).items()}
+            files = {f"{record_path(record['id'])}/{name}": data for name, data in record_files(ctx.folder, logs=bool(ctx.config.get("publish", "logs"))).items()}
             update = add_to_ref(root, ref, files, merge_with=merge_with,
                                 message=f"cotk-repro record {record['id']}\n\ncommit {commit}\n")
             if refs.get(ref) == update.commit:

@@ -24,6 +24,8 @@ from ..errors import EXIT_ERROR, EXIT_NEGATIVE, EXIT_OK, CotkError
 from ..records import short_id
 from . import ReproduceError
 from .job import Job, Steps
+from .lock import validate_lock, validate_python
+from .paths import check_command
 
 VERDICT_SCHEMA = "cotk-repro/reproduction"
 
@@ -42,6 +44,25 @@ class ReproduceOptions:
     keep: bool = False
     submit: bool = False
     dashboard: str | None = None
+    #: --trust-remote-code: a host runtime (venv, local) may run the record's code (and build its packages) here
+    trust_remote_code: bool = False
+    #: asks the user on a terminal (see :class:`Consent`); None: no terminal, so no consent without the flag
+    confirm: Callable[["Consent"], bool] | None = None
+
+
+@dataclass
+class Consent:
+    """What the user is asked before a host runtime runs somebody else's code."""
+
+    runtime: str
+    repository: str
+    commit: str
+    user: str
+    description: str
+
+    def question(self) -> str:
+        return (f"Run the code of {self.repository} at commit {self.commit[:12]} on this host as user {self.user} "
+                f"({self.description})?")
 
 
 @dataclass
@@ -132,6 +153,8 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
         runtime = get_plugins().get("runtime", runtime_name).obj()
         if getattr(runtime, "on_host", False):
             outcome.notices.append(f"runtime {runtime_name}: the entry runs in {runtime.description}")
+            if not opts.trust_remote_code and opts.confirm is None:
+                raise untrusted(runtime_name)
         if hasattr(runtime, "connect"):  # no engine: say so before cloning anything
             with steps.step("docker", "connecting to the Docker engine"):
                 runtime.connect()
@@ -142,6 +165,9 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
         with steps.step("checkout", f"checking out {record['code']['commit'][:12]}"):
             repo.export(record["code"]["commit"], code)
             tree = repo.tree_of(record["code"]["commit"])
+            check_command(code, record["command"])
+            packages = validate_lock(record["environment"].get("packages", []))
+            validate_python(record["environment"])
         try:
             config = load_config(code)
         except CotkError as exc:
@@ -151,17 +177,20 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
             runtime_name, runtime = _configured_runtime(config, runtime_name, runtime, outcome, steps)
             verdict["runtime"] = runtime_name
         outcome.warnings.extend(config_warnings(config, runtime))
-        base_image = (opts.base_image or config.data.get("reproduce", {}).get("base_image")
-                      or os.environ.get("COTK_REPRO_BASE_IMAGE") or None)
-        job = Job(record=record, workdir=workdir, code=code, tree=tree, base_image=base_image,
+        if getattr(runtime, "on_host", False) and not opts.trust_remote_code:
+            ask(opts.confirm, Consent(runtime_name, source.display, record["code"]["commit"], host_user(),
+                                      runtime.description))
+        config_base = config.data.get("reproduce", {}).get("base_image") or None
+        job = Job(record=record, workdir=workdir, code=code, tree=tree,
+                  base_image=opts.base_image or config_base or os.environ.get("COTK_REPRO_BASE_IMAGE") or None,
                   timeout=float(opts.timeout if opts.timeout is not None else config.get("reproduce", "timeout")),
                   memory=str(opts.memory or config.get("reproduce", "memory")),
                   cpus=float(opts.cpus if opts.cpus is not None else config.get("reproduce", "cpus")),
-                  steps=steps, on_status=on_status)
+                  steps=steps, packages=packages, trust_host_build=opts.trust_remote_code,
+                  config_base_image=config_base, on_status=on_status, warnings=outcome.warnings)
         env_info = runtime.prepare(job)
         with steps.step("run", f"running {record['command'].get('entry')} ({runtime_name})"):
             rerun = runtime.run(job)
-        outcome.warnings.extend(job.warnings)
         rows = compare_results(record["results"], rerun.results,
                                lambda m: config.tolerance(m, opts.rtol, opts.atol))
         outcome.rows = rows
@@ -191,8 +220,36 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
             shutil.rmtree(workdir, ignore_errors=True)
             outcome.workdir = None
     if opts.submit and verdict["record_id"]:
-        outcome.submission = submit(verdict, opts, source, config, outcome)
+        outcome.submission = submit(verdict, opts, config, outcome)
     return outcome
+
+
+def untrusted(runtime_name: str) -> ReproduceError:
+    """No --trust-remote-code and no terminal to ask on: a host runtime runs nothing."""
+    return ReproduceError(f"the {runtime_name} runtime runs the record's code on this host, and nothing confirmed "
+                          "that you trust it; nothing was run", step="consent",
+                          hint="pass --trust-remote-code to run it on this host, or use --runtime docker "
+                               "(a container without network; needs no flag)")
+
+
+def ask(confirm: Callable[[Consent], bool] | None, consent: Consent) -> None:
+    """The user's yes on a terminal, or a ReproduceError (nothing of the record has run yet)."""
+    if confirm is None:
+        raise untrusted(consent.runtime)
+    if not confirm(consent):
+        raise ReproduceError(f"not confirmed: the code of {consent.repository} was not run", step="consent",
+                             hint="--runtime docker runs it in a container without network")
+
+
+def host_user() -> str:
+    """The user the code of a host runtime runs as: ``name (uid N)``."""
+    import getpass
+
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):
+        name = "?"
+    return f"{name} (uid {os.getuid()})" if hasattr(os, "getuid") else name
 
 
 DEFAULT_RUNTIME = "docker"
@@ -259,13 +316,25 @@ def _keep_logs(workdir: Path, exc: CotkError, outcome: Outcome) -> None:
     outcome.notices.append(f"the logs of this attempt are kept in {dest}")
 
 
-def submit(verdict: dict[str, Any], opts: ReproduceOptions, source, config, outcome: Outcome) -> dict[str, Any] | None:
-    """POST the verdict to the dashboard; a failure is a warning (the verdict stands)."""
+def submit_dashboard(opts: ReproduceOptions, config, outcome: Outcome) -> str | None:
+    """The dashboard --submit talks to: only one the USER configured (--dashboard, COTK_REPRO_DASHBOARD_URL,
+    `cotk-repro login`); never a URL from the reproduced project's files, which may be shown, not used."""
+    from .. import userconfig
+
+    url = opts.dashboard or os.environ.get("COTK_REPRO_DASHBOARD_URL") or userconfig.default_dashboard()
+    project_url = config.get("dashboard", "url") if config is not None else None
+    if isinstance(project_url, str) and project_url and project_url.rstrip("/") != (url or "").strip().rstrip("/"):
+        outcome.notices.append(f"the reproduced project names the dashboard {project_url}; --submit does not use "
+                               "it (pass --dashboard URL to choose one yourself)")
+    return url or None
+
+
+def submit(verdict: dict[str, Any], opts: ReproduceOptions, config, outcome: Outcome) -> dict[str, Any] | None:
+    """POST the verdict to the user's dashboard with the user's token; a failure is a warning (the verdict stands)."""
     from .. import userconfig
     from ..publish.dashboard import DashboardClient, DashboardError
 
-    url = (opts.dashboard or (source.dashboard_url if source is not None else None)
-           or (config.get("dashboard", "url") if config is not None else None) or userconfig.default_dashboard())
+    url = submit_dashboard(opts, config, outcome)
     if not url:
         outcome.warnings.append("--submit: no dashboard to submit to (pass --dashboard URL or run `cotk-repro login`)")
         return None

@@ -1,16 +1,23 @@
-"""The ``docker`` runtime: build the recorded Dockerfile, rerun the entry in a locked-down container.
+"""The ``docker`` runtime: render the Dockerfile, build it offline, rerun the entry in a locked-down container.
 
+* the Dockerfile is cotk-repro's own (``templates/Dockerfile.j2``), rendered from the
+  validated lock, entry and cwd; the record's ``environment.dockerfile`` is never built
+  (when it differs from what this version renders, a warning gives both sha256s);
 * build context: ``requirements.lock``, ``wheelhouse/`` (+ ``wheelhouse/local/``),
-  ``code/`` (the recorded commit) and the recorded ``Dockerfile``; build arg
-  ``BASE_IMAGE`` (``--base-image``); the ``RUN`` steps have no network (the install is
-  offline from the wheelhouse); the failing step's log is shown when the build fails;
+  ``code/`` (the recorded commit); build arg ``BASE_IMAGE``. Packages that need a build
+  are built into wheels beforehand in the sandbox (:mod:`.sandbox`), never on the host;
+* the build runs with ``network_mode="none"`` and the ``--timeout`` limit; on expiry the
+  running build container is killed, and the build's containers and dangling images go;
 * the image is tagged ``cotk-repro-reproduce:<key>``, the key being a hash of the lock,
-  the Dockerfile, the base image and what gets copied in (the code tree, local wheels):
-  a second reproduce of the same thing skips the wheelhouse and the build;
+  the rendered Dockerfile, the base image and what gets copied in (the code tree, local
+  wheels): a second reproduce of the same thing skips the wheelhouse and the build;
 * the container runs with no network, as the image's non-root user (never root),
   all capabilities dropped, no-new-privileges, a pids limit and the CPU, memory and
   wall-time limits; the result file is copied out; the container is removed in every
-  case (also on Ctrl-C / SIGTERM).
+  case (also on Ctrl-C / SIGTERM);
+* with no base image given, ``python:X.Y-slim`` is used, pulled when missing; when it
+  cannot be pulled (no registry), a local ``cotk-repro-base`` image is used instead, and
+  the verdict says so.
 """
 
 from __future__ import annotations
@@ -20,23 +27,23 @@ import io
 import json
 import re
 import tarfile
+import threading
 import time
 import uuid
 from typing import Any
 
+from ..capture.dockerfile import default_base_image, render_dockerfile
 from ..userconfig import cache_dir
 from . import ReproduceError
+from .engine import LABEL, NOBODY, connect, engine_step, limits, remove_quietly
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, now_iso, parse_result
 
 IMAGE_REPO = "cotk-repro-reproduce"
+#: the image `scripts/services.sh` and `demo` build locally, used when the default base cannot be pulled
+LOCAL_BASE_REPO = "cotk-repro-base"
 _LAYER_LINE = re.compile(r"^ ---> ([0-9a-f]{12,64})\s*$")
-LABEL = "cotk-repro.reproduce"
-
-
-def _engine_error(exc: Exception) -> ReproduceError:
-    return ReproduceError(f"cannot reach a Docker engine ({type(exc).__name__}: {str(exc)[:160]})", step="docker",
-                          hint="start Docker (or set DOCKER_HOST), or rerun with --runtime venv to rebuild the "
-                               "environment in a virtual environment on this host")
+_IMAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]{0,250}")
+_RUNNING_LINE = re.compile(r"^ ---> Running in ([0-9a-f]{12,64})\s*$")
 
 
 class DockerRuntime:
@@ -49,45 +56,99 @@ class DockerRuntime:
 
     def connect(self):
         if self.client is None:
-            try:
-                import docker
-                from docker.errors import DockerException
-            except ImportError as exc:  # pragma: no cover - docker is a dependency
-                raise ReproduceError("the docker Python package is not installed", step="docker") from exc
-            try:
-                client = docker.from_env(timeout=120)
-                client.ping()
-            except (DockerException, OSError) as exc:
-                raise _engine_error(exc) from None
-            except Exception as exc:  # requests errors from a half-configured engine
-                raise _engine_error(exc) from None
-            self.client = client
+            self.client = connect()
         return self.client
 
     # -- the image -----------------------------------------------------------------
-    def image_key(self, job: Job, base: str | None) -> str:
+    def dockerfile(self, job: Job) -> str:
+        """The Dockerfile this cotk-repro renders for the record; warns when the recorded one differs."""
+        cwd = job.command.get("cwd") or "."
+        if job.config_base_image is not None and not _IMAGE_NAME.fullmatch(str(job.config_base_image)):
+            raise ReproduceError(f"the project's reproduce.base_image {str(job.config_base_image)[:80]!r} is not an "
+                                 "image name", step="image build")
+        text, sha = render_dockerfile(python_major_minor=job.python_mm, entry=job.command["entry"], args=job.args,
+                                      cwd=cwd, base_image=job.config_base_image)
+        recorded = job.env.get("dockerfile")
+        if isinstance(recorded, str) and recorded != text:
+            recorded_sha = hashlib.sha256(recorded.encode("utf-8")).hexdigest()
+            job.warnings.append(f"the record's Dockerfile (sha256 {recorded_sha[:16]}...) differs from the one this "
+                                f"cotk-repro renders for it (sha256 {sha[:16]}...); the recorded one was not used")
+        return text
+
+    def image_key(self, job: Job, base: str, dockerfile: str) -> str:
         from .wheelhouse import local_identity, split_packages
 
         _index, local = split_packages(job.packages)
-        payload = json.dumps({"lock": job.lock, "dockerfile": job.dockerfile, "base": base or "",
+        payload = json.dumps({"lock": job.lock, "dockerfile": dockerfile, "base": base,
                               "tree": job.tree, "local": local_identity(local, job.tree)}, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()
+
+    def base_image(self, job: Job) -> str:
+        """The base image: the one asked for, else python:X.Y-slim (pulled), else a local cotk-repro-base."""
+        from docker.errors import DockerException, ImageNotFound
+
+        client = self.client
+        if job.base_image and not _IMAGE_NAME.fullmatch(job.base_image):
+            raise ReproduceError(f"the base image {job.base_image[:80]!r} is not an image name", step="base image")
+        if job.base_image:
+            with engine_step("base image"):
+                try:
+                    client.images.get(job.base_image)
+                except ImageNotFound:
+                    job.on_status(f"the base image {job.base_image} is not on this machine; pulling it")
+                    try:
+                        client.images.pull(job.base_image)
+                    except DockerException as exc:
+                        raise ReproduceError(f"the base image {job.base_image} is not on this machine and cannot be "
+                                             f"pulled ({_engine_message(exc)})", step="base image",
+                                             hint="pass --base-image with an image that has python3") from None
+            return job.base_image
+        default = default_base_image(job.python_mm)
+        with engine_step("base image"):
+            try:
+                client.images.get(default)
+                return default
+            except ImageNotFound:
+                pass
+            try:
+                job.on_status(f"pulling the base image {default}")
+                client.images.pull(default)
+                return default
+            except DockerException as exc:
+                reason = _engine_message(exc)
+            local = sorted(t for img in client.images.list(name=LOCAL_BASE_REPO) for t in img.tags)
+        if local:
+            job.warnings.append(f"the base image {default} cannot be pulled ({reason}); the local {local[0]} was "
+                                "used instead (--base-image picks another)")
+            return local[0]
+        raise ReproduceError(f"the base image {default} is not on this machine and cannot be pulled ({reason})",
+                             step="base image", hint="pass --base-image IMAGE (an image with python3), or build "
+                                                     f"a local {LOCAL_BASE_REPO} image with scripts/services.sh")
 
     def prepare(self, job: Job) -> dict[str, Any]:
         from docker.errors import ImageNotFound
 
         client = self.connect()
-        base = job.base_image
-        key = self.image_key(job, base)
+        base = self.base_image(job)
+        dockerfile = self.dockerfile(job)
+        key = self.image_key(job, base, dockerfile)
         tag = f"{IMAGE_REPO}:{key[:24]}"
-        try:
-            image = client.images.get(tag)
+        with engine_step("image lookup"):
+            try:
+                image = client.images.get(tag)
+            except ImageNotFound:
+                image = None
+        if image is not None:
             job.steps.skip("wheel download", "image cached")
             job.steps.skip("image build", "cached")
-        except ImageNotFound:
-            wheelhouse = job.wheelhouse()
+        else:
+            from .sandbox import SandboxBuilder
+
+            sandbox = SandboxBuilder(client, base, timeout=job.timeout, memory=job.memory, cpus=job.cpus,
+                                     python_mm=job.python_mm)
+            wheelhouse = job.wheelhouse(sandbox)
             with job.steps.step("image build", f"building the Docker image {tag}"):
-                image = self._build(job, wheelhouse, base, tag, key)
+                image = self._build(job, wheelhouse, dockerfile, base, tag, key)
         self.image = image
         self.tag = tag
         env_cache = cache_dir() / "images" / f"{key}.json"
@@ -100,60 +161,44 @@ class DockerRuntime:
         self.env_info = env
         return env
 
-    def _build(self, job: Job, wheelhouse, base: str | None, tag: str, key: str):
-        from docker.errors import APIError, BuildError, ImageNotFound
+    def _build(self, job: Job, wheelhouse, dockerfile: str, base: str, tag: str, key: str):
+        from docker.errors import ImageNotFound
 
-        client = self.client
         ctx = job.workdir / "context"
         ctx.mkdir(exist_ok=True)
-        (ctx / "Dockerfile").write_text(job.dockerfile, encoding="utf-8")
+        (ctx / "Dockerfile").write_text(dockerfile, encoding="utf-8")
         (ctx / "requirements.lock").write_text(job.lock, encoding="utf-8")
         wheelhouse.materialize(ctx / "wheelhouse")
         if job.code != ctx / "code":  # core exports the checkout into context/code
             raise ReproduceError("internal error: the checkout is not in the build context", step="image build")
-        if base:
-            try:
-                client.images.get(base)
-            except ImageNotFound:
-                job.on_status(f"the base image {base} is not on this machine; Docker will try to pull it")
         log_path = job.logs / "build.log"
-        lines: list[str] = []
-        layers: list[str] = []  # the image of each finished step (" ---> <id>")
-        step_start = 0
-        error = None
-        try:
-            stream = client.api.build(path=str(ctx), tag=tag, buildargs={"BASE_IMAGE": base} if base else None,
-                                      rm=True, forcerm=True, pull=False, decode=True, network_mode="none",
-                                      labels={LABEL: "image", "cotk-repro.key": key})
-            for chunk in stream:
-                if "stream" in chunk:
-                    for line in chunk["stream"].splitlines():
-                        if line.startswith("Step "):
-                            step_start = len(lines)
-                        layer = _LAYER_LINE.match(line)
-                        if layer:
-                            layers.append(layer.group(1))
-                        lines.append(line)
-                if "error" in chunk:
-                    error = chunk.get("errorDetail", {}).get("message") or chunk["error"]
-                    lines.append(error)
-        except (APIError, BuildError) as exc:
-            error = str(exc)
-            lines.append(error)
-        finally:
-            log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        if error is not None:
-            self._drop_layers(layers)
+        build = _Build(self.client, str(ctx), tag, base, key)
+        build.start()
+        build.join(job.timeout)
+        timed_out = build.is_alive()
+        if timed_out:
+            build.stop()
+        log_path.write_text("\n".join(build.lines) + "\n", encoding="utf-8")
+        if timed_out or build.error is not None:
+            self._drop_layers(build.layers)
+            for cid in build.containers:
+                remove_quietly(self.client, cid)
+        if timed_out:
+            raise ReproduceError(f"building the Docker image ran past the time limit of {job.timeout:g} s and was "
+                                 "stopped", log="\n".join(build.lines[-20:]) or None, step="image build",
+                                 hint=f"raise it with --timeout SECONDS; full build log: {log_path}")
+        if build.error is not None:
+            lines, step_start = build.lines, build.step_start
             failing = lines[step_start] if step_start < len(lines) and lines[step_start].startswith("Step ") else "the build"
-            step_log = "\n".join(lines[step_start:][-30:])
             raise ReproduceError(f"building the Docker image failed at {failing.strip()[:160]}",
-                                 log=step_log, step="image build",
+                                 log="\n".join(lines[step_start:][-30:]), step="image build",
                                  hint=f"full build log: {log_path}; --base-image picks another base image")
-        try:
-            return client.images.get(tag)
-        except ImageNotFound:
-            raise ReproduceError("the Docker build finished but produced no image", log="\n".join(lines[-20:]),
-                                 step="image build") from None
+        with engine_step("image build"):
+            try:
+                return self.client.images.get(tag)
+            except ImageNotFound:
+                raise ReproduceError("the Docker build finished but produced no image",
+                                     log="\n".join(build.lines[-20:]), step="image build") from None
 
     def _drop_layers(self, layers: list[str]) -> None:
         """Remove the intermediate images a failed build left (its last untagged step image and the
@@ -170,20 +215,16 @@ class DockerRuntime:
             pass
 
     def _image_env(self, tag: str) -> dict[str, Any]:
-        from docker.errors import APIError, NotFound
-
         name = f"cotk-repro-env-{uuid.uuid4().hex[:16]}"
         try:  # not containers.run(remove=True): an interrupt there would leave the container behind
-            container = self.client.containers.create(tag, entrypoint=["python", "-c", ENV_SNIPPET], name=name,
-                                                      network_mode="none", labels={LABEL: "env"})
-            container.start()
-            container.wait(timeout=120)
-            raw = container.logs(stdout=True, stderr=False)
+            with engine_step("environment probe"):
+                container = self.client.containers.create(tag, entrypoint=["python", "-c", ENV_SNIPPET], name=name,
+                                                          network_mode="none", labels={LABEL: "env"})
+                container.start()
+                container.wait(timeout=120)
+                raw = container.logs(stdout=True, stderr=False)
         finally:
-            try:
-                self.client.containers.get(name).remove(force=True)
-            except (APIError, NotFound):
-                pass
+            remove_quietly(self.client, name)
         try:
             return json.loads(raw.decode("utf-8"))
         except ValueError:
@@ -198,63 +239,109 @@ class DockerRuntime:
         config = self.image.attrs.get("Config") or {}
         user = config.get("User") or ""
         kwargs: dict[str, Any] = {}
-        if user in ("", "root", "0", "0:0"):
-            kwargs["user"] = "65534:65534"  # never run somebody else's code as root
+        if user in ("", "root", "0", "0:0") or user.startswith(("root:", "0:")):
+            kwargs["user"] = NOBODY  # never run somebody else's code as root
         workdir = config.get("WorkingDir") or "/"
         result_path = workdir.rstrip("/") + "/" + job.result_rel
-        mem = job.memory
         container = None
         name = f"cotk-repro-run-{uuid.uuid4().hex[:16]}"  # found by name if interrupted inside create()
         started_at = now_iso()
         t0 = time.time()
         timed_out = False
         try:
-            container = client.containers.create(
-                self.tag, name=name, detach=True, network_mode="none",
-                mem_limit=mem, memswap_limit=mem, nano_cpus=int(float(job.cpus) * 1e9), pids_limit=512,
-                cap_drop=["ALL"], security_opt=["no-new-privileges"],
-                labels={LABEL: "run", "cotk-repro.record": job.record["id"]}, **kwargs)
-            container.start()
-            try:
-                status = container.wait(timeout=job.timeout)
-                rc = int(status.get("StatusCode", -1))
-            except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                timed_out = True
+            with engine_step("run"):
+                container = client.containers.create(
+                    self.tag, name=name, detach=True,
+                    labels={LABEL: "run", "cotk-repro.record": job.record["id"]}, **limits(job.memory, job.cpus),
+                    **kwargs)
+                container.start()
                 try:
-                    container.kill()
-                except APIError:
-                    pass
-                rc = -9
-            duration = round(time.time() - t0, 3)
-            out = container.logs(stdout=True, stderr=False)
-            err = container.logs(stdout=False, stderr=True)
-            (job.logs / "stdout.log").write_bytes(out)
-            (job.logs / "stderr.log").write_bytes(err)
-            err_tail = "\n".join(err.decode("utf-8", "replace").strip().splitlines()[-20:]) or None
-            if timed_out:
-                raise ReproduceError(f"the entry ran past the time limit of {job.timeout:g} s and was killed",
-                                     log=err_tail, step="run", hint="raise it with --timeout SECONDS")
-            container.reload()
-            if container.attrs.get("State", {}).get("OOMKilled"):
-                raise ReproduceError(f"the entry ran out of memory (limit {mem}) and was killed", log=err_tail,
-                                     step="run", hint="raise it with --memory, e.g. --memory 8g")
-            if rc != 0:
-                raise ReproduceError(f"the entry {job.command.get('entry')} {describe_exit(rc)} in the rerun",
-                                     log=err_tail, step="run")
-            try:
-                bits, _stat = container.get_archive(result_path)
-                raw = _single_file(bits)
-            except NotFound:
-                raw = None
+                    status = container.wait(timeout=job.timeout)
+                    rc = int(status.get("StatusCode", -1))
+                except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+                    timed_out = True
+                    try:
+                        container.kill()
+                    except APIError:
+                        pass
+                    rc = -9
+                duration = round(time.time() - t0, 3)
+                out = container.logs(stdout=True, stderr=False)
+                err = container.logs(stdout=False, stderr=True)
+                (job.logs / "stdout.log").write_bytes(out)
+                (job.logs / "stderr.log").write_bytes(err)
+                err_tail = "\n".join(err.decode("utf-8", "replace").strip().splitlines()[-20:]) or None
+                if timed_out:
+                    raise ReproduceError(f"the entry ran past the time limit of {job.timeout:g} s and was killed",
+                                         log=err_tail, step="run", hint="raise it with --timeout SECONDS")
+                container.reload()
+                if container.attrs.get("State", {}).get("OOMKilled"):
+                    raise ReproduceError(f"the entry ran out of memory (limit {job.memory}) and was killed",
+                                         log=err_tail, step="run", hint="raise it with --memory, e.g. --memory 8g")
+                if rc != 0:
+                    raise ReproduceError(f"the entry {job.command.get('entry')} {describe_exit(rc)} in the rerun",
+                                         log=err_tail, step="run")
+                try:
+                    bits, _stat = container.get_archive(result_path)
+                    raw = _single_file(bits)
+                except NotFound:
+                    raw = None
         finally:
-            try:
-                (container or client.containers.get(name)).remove(force=True)
-            except (APIError, NotFound):
-                pass
+            remove_quietly(client, container or name)
         parsed = parse_result(raw, job, f"the rerun's {job.result_rel}")
         return Rerun(results=parsed["results"], data=parsed["data"],
                      python=(self.env_info.get("python") or {}).get("version"),
                      packages=self.env_info.get("packages", []), started_at=started_at, duration_s=duration)
+
+
+class _Build(threading.Thread):
+    """``docker build`` (classic builder, no network) read in a thread, so the caller can bound its time:
+    ``stop()`` kills the build's running step container, which ends the build with an error."""
+
+    def __init__(self, client, path: str, tag: str, base: str, key: str):
+        super().__init__(daemon=True)
+        self.client, self.path, self.tag, self.base, self.key = client, path, tag, base, key
+        self.lines: list[str] = []
+        self.layers: list[str] = []  # the image of each finished step (" ---> <id>")
+        self.containers: list[str] = []  # the container of each RUN step (" ---> Running in <id>")
+        self.step_start = 0
+        self.error: str | None = None
+
+    def run(self) -> None:
+        try:
+            stream = self.client.api.build(path=self.path, tag=self.tag, buildargs={"BASE_IMAGE": self.base},
+                                           rm=True, forcerm=True, pull=False, decode=True, network_mode="none",
+                                           labels={LABEL: "image", "cotk-repro.key": self.key})
+            for chunk in stream:
+                for line in chunk.get("stream", "").splitlines():
+                    if line.startswith("Step "):
+                        self.step_start = len(self.lines)
+                    if _LAYER_LINE.match(line):
+                        self.layers.append(_LAYER_LINE.match(line).group(1))
+                    if _RUNNING_LINE.match(line):
+                        self.containers.append(_RUNNING_LINE.match(line).group(1))
+                    self.lines.append(line)
+                if "error" in chunk:
+                    self.error = chunk.get("errorDetail", {}).get("message") or chunk["error"]
+                    self.lines.append(self.error)
+        except Exception as exc:  # noqa: BLE001 - any engine failure ends the build; the caller reports it
+            self.error = _engine_message(exc)
+            self.lines.append(self.error)
+
+    def stop(self, grace: float = 30.0) -> None:
+        """Kill the running step's container until the build thread ends (bounded by ``grace``)."""
+        deadline = time.monotonic() + grace
+        while self.is_alive() and time.monotonic() < deadline:
+            for cid in list(self.containers):
+                remove_quietly(self.client, cid)
+            self.join(0.5)
+
+
+def _engine_message(exc: Exception) -> str:
+    detail = getattr(exc, "explanation", None) or str(exc)
+    if isinstance(detail, bytes):
+        detail = detail.decode("utf-8", "replace")
+    return str(detail)[:300]
 
 
 def _single_file(chunks) -> bytes | None:

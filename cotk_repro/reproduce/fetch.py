@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import tarfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..publish.gitrecords import DEFAULT_REF, GitError, git, list_records, tail
@@ -91,14 +91,42 @@ class RemoteRepo:
         return self._git("rev-parse", f"{commit}^{{tree}}").stdout.decode().strip()
 
     def export(self, commit: str, dest: Path) -> None:
-        """The commit's files (no .git) into ``dest``."""
+        """The commit's files (no .git) into ``dest``; a symbolic link out of the checkout is refused."""
         data = self._git("archive", "--format=tar", commit, what="git archive").stdout
         dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            try:
-                tar.extractall(dest, filter="data")
-            except TypeError:  # Python < 3.11.4
-                tar.extractall(dest)  # noqa: S202 - produced by git archive of a commit
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                members = tar.getmembers()
+                for m in members:
+                    _check_member(m, commit)
+                try:
+                    tar.extractall(dest, members=members, filter="data")
+                except TypeError:  # Python < 3.11.4; every member was checked above
+                    tar.extractall(dest, members=members)  # noqa: S202
+        except tarfile.TarError as exc:
+            raise ReproduceError(f"the files of commit {commit[:12]} cannot be checked out safely ({exc})",
+                                 step="checkout") from None
+
+
+def _check_member(member: tarfile.TarInfo, commit: str) -> None:
+    """A file of the commit: a plain path inside the checkout; a link only to somewhere inside it."""
+    name = PurePosixPath(member.name)
+    if name.is_absolute() or ".." in name.parts:
+        raise ReproduceError(f"commit {commit[:12]} holds a file named {member.name!r} outside the checkout, so it "
+                             "is not checked out", step="checkout")
+    if member.issym() or member.islnk():
+        target = PurePosixPath(member.linkname)
+        where = target if member.islnk() else name.parent / target
+        depth = 0
+        for part in where.parts:
+            depth += -1 if part == ".." else (0 if part == "." else 1)
+            if depth < 0:
+                break
+        if target.is_absolute() or depth < 0:
+            raise ReproduceError(f"commit {commit[:12]} holds a symbolic link {member.name} -> {member.linkname} "
+                                 "that points outside the checkout, so the record is not run", step="checkout")
+    elif not (member.isfile() or member.isdir()):
+        raise ReproduceError(f"commit {commit[:12]} holds {member.name!r}, which is not a file", step="checkout")
 
 
 def select_record(records: list[dict[str, Any]], wanted: str | None, display: str) -> dict[str, Any]:

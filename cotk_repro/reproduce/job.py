@@ -11,10 +11,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..capture.environment import lock_text
 from ..results import normalize_results
 from ..errors import CotkError
 from . import ReproduceError
+from .lock import Package, lock_text
 
 #: prints the Python and the installed distributions of an interpreter as JSON (no cotk-repro needed)
 ENV_SNIPPET = r"""
@@ -59,7 +59,18 @@ class Steps:
             self.items.append({"step": name, "seconds": round(time.perf_counter() - t0, 3), "status": status})
 
     def skip(self, name: str, why: str) -> None:
-        self.items.append({"step": name, "seconds": 0.0, "status": f"skipped ({why})"})
+        self.items.append({"step": name, "seconds": 0.0, "status": "skipped", "reason": why})
+
+
+def describe_steps(items: list[dict[str, Any]]) -> str:
+    """``clone 0.4s, wheel download skipped (image cached), run 1.2s (failed)``."""
+    out = []
+    for s in items:
+        if s["status"] == "skipped":
+            out.append(f"{s['step']} skipped" + (f" ({s['reason']})" if s.get("reason") else ""))
+        else:
+            out.append(f"{s['step']} {s['seconds']:.1f}s" + ("" if s["status"] == "ok" else f" ({s['status']})"))
+    return ", ".join(out)
 
 
 @dataclass
@@ -68,11 +79,18 @@ class Job:
     workdir: Path
     code: Path
     tree: str
+    #: the base image asked for (--base-image, the project's reproduce.base_image, COTK_REPRO_BASE_IMAGE)
     base_image: str | None
     timeout: float
     memory: str
     cpus: float
     steps: Steps
+    #: the record's packages, validated (:func:`.lock.validate_lock`)
+    packages: list[Package] = field(default_factory=list)
+    #: the user passed --trust-remote-code: a host runtime may build packages on this host
+    trust_host_build: bool = False
+    #: the project's reproduce.base_image (what the author's Dockerfile was rendered with)
+    config_base_image: str | None = None
     on_status: Callable[[str], None] = lambda _m: None
     warnings: list[str] = field(default_factory=list)
     _wheelhouse: Any = None
@@ -82,16 +100,8 @@ class Job:
         return self.record["environment"]
 
     @property
-    def packages(self) -> list[dict[str, Any]]:
-        return self.env.get("packages", [])
-
-    @property
     def lock(self) -> str:
         return lock_text(self.packages)
-
-    @property
-    def dockerfile(self) -> str:
-        return self.env["dockerfile"]
 
     @property
     def python_mm(self) -> str:
@@ -108,6 +118,10 @@ class Job:
         return self.code if cwd == "." else self.code / cwd
 
     @property
+    def args(self) -> list[str]:
+        return [str(a) for a in self.command.get("args") or []]
+
+    @property
     def result_rel(self) -> str:
         return self.command.get("result_file") or "result.json"
 
@@ -117,14 +131,16 @@ class Job:
         p.mkdir(exist_ok=True)
         return p
 
-    def wheelhouse(self):
-        """The recorded packages as wheels (downloaded / built once, then cached)."""
+    def wheelhouse(self, sandbox=None):
+        """The recorded packages as wheels (downloaded / built once, then cached); what needs building is
+        built by ``sandbox`` (a :class:`.sandbox.SandboxBuilder`), or on this host with --trust-remote-code."""
         if self._wheelhouse is None:
-            from .wheelhouse import build_wheelhouse
+            from .wheelhouse import Builders, build_wheelhouse
 
+            builders = Builders(self.python_mm, self.logs / "wheels.log", sandbox=sandbox,
+                                trust_host=self.trust_host_build, on_status=self.on_status)
             with self.steps.step("wheel download", "fetching the recorded packages (wheelhouse)"):
-                self._wheelhouse = build_wheelhouse(self.packages, self.code, self.tree, self.python_mm,
-                                                    self.logs / "wheels.log", self.on_status)
+                self._wheelhouse = build_wheelhouse(self.packages, self.code, self.tree, builders)
         return self._wheelhouse
 
 

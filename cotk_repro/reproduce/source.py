@@ -96,6 +96,10 @@ def _from_dashboard(text: str, base: str, record_id: str) -> Source:
     if not url:
         raise ReproduceError(f"record {record_id[:19]} names no git remote, so its code cannot be fetched",
                              hint="ask its author to publish it to a git host with `cotk-repro publish`")
-    if url.startswith("~"):
-        url = str(Path(url).expanduser())
+    from ..capture.git import LOCAL_PREFIX
+
+    if url.startswith(LOCAL_PREFIX) or url.startswith("~") or "://" not in url and not re.match(r"^[^/@:]+@[^/:]+:", url):
+        raise ReproduceError(f"record {record_id[:19]} names only a remote on its author's machine ({url}), so its "
+                             "code cannot be fetched from here",
+                             hint="reproduce from the git repository itself: cotk-repro reproduce GIT_URL")
     return Source("dashboard", text, url, record=record, record_id=record["id"], dashboard_url=base)

@@ -1,7 +1,10 @@
 """The host runtimes: ``venv`` (a virtual environment built from the wheelhouse) and ``local``.
 
-Both run the entry **on this host**, without isolation (network, your files); they say
-so, and the command line only uses them when ``--runtime`` names them.
+Both run the entry **on this host**, without isolation (network, your files): the
+command line only uses them when ``--runtime`` names them, and :mod:`.core` runs nothing
+of the record before the user consented (``--trust-remote-code`` or the prompt). What
+needs a build (an sdist-only or local package) is built on this host only with
+``--trust-remote-code``; otherwise the error says to use docker.
 
 ``venv``: the environment is built offline from the same wheelhouse as the Docker
 image, with ``uv`` when it is on PATH, else pip, for the recorded Python minor
@@ -59,10 +62,12 @@ def _entry_env(bin_dir: Path | None) -> dict[str, str]:
 def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str, Any]) -> Rerun:
     from ..runner import EntryProcess
 
+    from .paths import inside_checkout
+
     result = job.run_dir / job.result_rel
     result.unlink(missing_ok=True)  # the checkout does not hold one, but never read a stale file
     entry = job.command["entry"]
-    cmd = [python, entry, *job.command.get("args", [])]
+    cmd = [python, entry, *job.args]
     started_at = now_iso()
     t0 = time.time()
     proc = EntryProcess(cmd, job.run_dir, job.logs / "stdout.log", job.logs / "stderr.log", echo=False,
@@ -77,6 +82,7 @@ def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str,
                              step="run", hint="raise it with --timeout SECONDS")
     if rc != 0:
         raise ReproduceError(f"the entry {entry} {describe_exit(rc)} in the rerun", log=err_tail, step="run")
+    inside_checkout(job.code, result, "the result file")  # the entry may have made it a link out of the checkout
     raw = result.read_bytes() if result.is_file() else None
     parsed = parse_result(raw, job, f"the rerun's {job.result_rel}")
     return Rerun(results=parsed["results"], data=parsed["data"],
@@ -120,7 +126,7 @@ class VenvRuntime:
                 job.steps.skip("wheel download", "environment cached")
                 job.steps.skip("venv build", "cached")
             else:
-                wheelhouse = job.wheelhouse()
+                wheelhouse = job.wheelhouse()  # no sandbox: builds only with --trust-remote-code
                 with job.steps.step("venv build", f"building a virtual environment in {vdir}"):
                     self._build(job, python, vdir, pool_dir(job.python_mm), wheelhouse.local)
         self.vdir = vdir

@@ -1,18 +1,23 @@
-"""The wheelhouse: the recorded packages as wheels, made on the host, cached, reused.
+"""The wheelhouse: the record's validated packages as wheels, cached, reused; nothing built on the host.
 
-Index packages are fetched with the host's pip (so proxies, private indexes and CA
-bundles are the host's business) into a pool under the user cache dir, one pool per
-Python version and machine: ``<cache>/wheelhouse/cp311-x86_64/``. Only the wheels a
-lock needs and the pool lacks are downloaded; a second reproduce downloads nothing.
+The host only downloads **binary** wheels of index packages
+(``pip download --only-binary=:all: --no-deps``, which runs no build backend) into a
+pool under the user cache dir, one pool per Python version and machine:
+``<cache>/wheelhouse/cp311-x86_64/``. Only the wheels a lock needs and the pool lacks
+are downloaded; a second reproduce downloads nothing.
 
-* same Python minor version as the host: ``pip wheel --no-deps`` (saves the index's
-  wheels; builds a wheel on the host for the rare sdist-only package);
-* another version: ``pip download --only-binary=:all: --python-version X.Y --no-deps``.
+What needs building runs somebody else's build code, so it is built by a *builder*:
 
-Editable, local-path, VCS and URL installs (``install`` in the record) are built into
-wheels: from the checkout when a project there has that name, from this cotk-repro's
-own source when it is cotk-repro of the same version, else from the index when the
-version was released there; otherwise the error says which package cannot be rebuilt.
+* an index package with no wheel: its sdist is looked up and downloaded (never
+  prepared by pip, see :mod:`.sdist`), then built;
+* an editable / local / VCS / URL install: built from the checkout when a project
+  there has that name (its folder inside the checkout), from this cotk-repro's own
+  source when it is cotk-repro of the same version (our code, built here), else
+  taken from the index as a binary wheel when that version was released.
+
+The docker runtime's builder is :class:`.sandbox.SandboxBuilder` (a container without
+network). The venv runtime has none: it builds on this host only when the user passed
+``--trust-remote-code``, and otherwise says to use docker.
 """
 
 from __future__ import annotations
@@ -33,23 +38,20 @@ from ..capture.environment import normalize_name
 from ..publish.gitrecords import tail
 from ..userconfig import cache_dir
 from . import ReproduceError
-
-NON_INDEX = ("editable", "local", "vcs", "url")
+from .lock import Package
 
 
 def _norm_version(v: str) -> str:
-    try:
-        from packaging.version import Version
+    from packaging.version import InvalidVersion, Version
 
+    try:
         return str(Version(v))
-    except Exception:  # noqa: BLE001 - packaging missing or a non-PEP 440 version
+    except InvalidVersion:
         return v
 
 
-def split_packages(packages: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
-    index = [(p["name"], p["version"]) for p in packages if p.get("install") not in NON_INDEX]
-    local = [p for p in packages if p.get("install") in NON_INDEX]
-    return index, local
+def split_packages(packages: list[Package]) -> tuple[list[Package], list[Package]]:
+    return [p for p in packages if not p.local], [p for p in packages if p.local]
 
 
 def pool_dir(python_mm: str) -> Path:
@@ -80,43 +82,43 @@ def host_mm() -> str:
     return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
-def _pip(args: list[str], log: Path, step: str, what: str) -> None:
+def _pip(args: list[str], log: Path, step: str, what: str, *, check: bool = True) -> int:
     cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
     with log.open("ab") as fh:
         fh.write(("$ " + " ".join(cmd) + "\n").encode())
         fh.flush()
         proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PIP_NO_INPUT": "1"})
-    if proc.returncode != 0:
+    if proc.returncode != 0 and check:
         text = log.read_text(encoding="utf-8", errors="replace")
         raise ReproduceError(f"{what} failed (pip exited with status {proc.returncode}; full log: {log})",
                              log=tail(text, 25), step=step)
+    return proc.returncode
 
 
-def ensure_index_wheels(packages: list[tuple[str, str]], python_mm: str, log: Path,
-                        on_status: Callable[[str], None] = lambda _m: None) -> dict[tuple[str, str], Path]:
-    """Every (name, version) as a wheel in the pool; returns key -> wheel path."""
+def download_binary(pins: list[str], dest: Path, python_mm: str, log: Path, *, deps: bool = False) -> int:
+    """``pip download --only-binary=:all:``: wheels only, so no build backend runs on this host."""
+    return _pip(["download", "--only-binary=:all:", *([] if deps else ["--no-deps"]), "--python-version", python_mm,
+                 "--dest", str(dest), *pins], log, "wheel download", "downloading the recorded packages", check=False)
+
+
+def ensure_index_wheels(packages: list[Package], python_mm: str, log: Path,
+                        on_status: Callable[[str], None] = lambda _m: None
+                        ) -> tuple[dict[tuple[str, str], Path], list[Package]]:
+    """The binary wheels of ``packages`` in the pool: (key -> wheel, the packages that have none)."""
     pool = pool_dir(python_mm)
     pool.mkdir(parents=True, exist_ok=True)
     have = pool_index(pool)
-    missing = [(n, v) for n, v in packages if (n, _norm_version(v)) not in have]
+    missing = [p for p in packages if (p.name, _norm_version(p.version)) not in have]
     if missing:
         on_status(f"downloading {len(missing)} of {len(packages)} recorded packages into {pool}")
-        reqs = [f"{n}=={v}" for n, v in missing]
-        if python_mm == host_mm():
-            _pip(["wheel", "--no-deps", "--wheel-dir", str(pool), *reqs], log, "wheel download",
-                 "downloading the recorded packages")
-        else:
-            _pip(["download", "--no-deps", "--only-binary=:all:", "--python-version", python_mm,
-                  "--dest", str(pool), *reqs], log, "wheel download", "downloading the recorded packages")
+        if download_binary([p.pin for p in missing], pool, python_mm, log) != 0 and len(missing) > 1:
+            for p in missing:  # one unavailable package fails the batch: fetch the others one by one
+                if (p.name, _norm_version(p.version)) not in pool_index(pool):
+                    download_binary([p.pin], pool, python_mm, log)
         have = pool_index(pool)
-    out = {}
-    for n, v in packages:
-        key = (n, _norm_version(v))
-        if key not in have:
-            raise ReproduceError(f"no wheel of {n}=={v} for Python {python_mm} was found after the download",
-                                 step="wheel download", log=tail(log.read_text(errors="replace"), 25))
-        out[key] = have[key]
-    return out
+    found = {(p.name, _norm_version(p.version)): have[(p.name, _norm_version(p.version))] for p in packages
+             if (p.name, _norm_version(p.version)) in have}
+    return found, [p for p in packages if (p.name, _norm_version(p.version)) not in have]
 
 
 # -- editable / local installs ---------------------------------------------------
@@ -149,9 +151,12 @@ def _project_name(folder: Path) -> str | None:
 
 def find_in_checkout(code: Path, name: str, depth: int = 3) -> Path | None:
     """The folder of the checkout whose Python project is called ``name``."""
+    root = code.resolve()
     todo = [(code, 0)]
     while todo:
         folder, d = todo.pop(0)
+        if folder.is_symlink() or not folder.resolve().is_relative_to(root):
+            continue
         if _project_name(folder) == name:
             return folder
         if d < depth:
@@ -193,61 +198,116 @@ def self_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def local_identity(local: list[dict[str, Any]], tree: str) -> list[str]:
+def local_identity(local: list[Package], tree: str) -> list[str]:
     """What decides the local wheels' content, for image/venv cache keys (no building)."""
     ids = []
     for p in local:
-        if p["name"] == "cotk-repro":
-            ids.append(f"cotk-repro=={p['version']}@self:{self_fingerprint()}")
+        if p.name == "cotk-repro":
+            ids.append(f"cotk-repro=={p.version}@self:{self_fingerprint()}")
         else:
-            ids.append(f"{p['name']}=={p['version']}@tree:{tree}")
+            ids.append(f"{p.pin}@tree:{tree}")
     return ids
 
 
-def _build_wheel(src: Path, dest: Path, log: Path, name: str, version: str) -> Path:
+def _cached_wheel(dest: Path) -> Path | None:
+    cached = sorted(dest.glob("*.whl")) if dest.is_dir() else []
+    return cached[0] if cached else None
+
+
+def _host_wheel(src: Path, dest: Path, log: Path, pkg: Package) -> Path:
+    """``pip wheel`` on this host: only for code the user trusts (this cotk-repro, --trust-remote-code)."""
     dest.mkdir(parents=True, exist_ok=True)
     _pip(["wheel", "--no-deps", "--wheel-dir", str(dest), str(src)], log, "local wheel build",
-         f"building a wheel of {name}=={version} from {src}")
-    wheels = [w for w in dest.glob("*.whl") if wheel_key(w.name) and wheel_key(w.name)[0] == name]
+         f"building a wheel of {pkg.pin} from {src}")
+    wheels = [w for w in dest.glob("*.whl") if wheel_key(w.name) and wheel_key(w.name)[0] == pkg.name]
     if not wheels:
-        raise ReproduceError(f"building a wheel of {name} from {src} produced no wheel", step="local wheel build")
+        raise ReproduceError(f"building a wheel of {pkg.name} from {src} produced no wheel", step="local wheel build")
     return wheels[0]
 
 
-def ensure_local_wheels(local: list[dict[str, Any]], code: Path, tree: str, python_mm: str, log: Path,
-                        on_status: Callable[[str], None] = lambda _m: None) -> list[Path]:
+@dataclass
+class Builders:
+    """Who may build what: ``sandbox`` (a :class:`.sandbox.SandboxBuilder`) or, with the user's
+    ``--trust-remote-code``, this host."""
+
+    python_mm: str
+    log: Path
+    sandbox: Any = None
+    trust_host: bool = False
+    on_status: Callable[[str], None] = lambda _m: None
+
+    def build(self, pkg: Package, source: Path, dest: Path, why: str) -> Path:
+        """A wheel of ``pkg`` built from ``source`` (folder or sdist) into ``dest``."""
+        if self.sandbox is not None:
+            from .sandbox import build_requirements
+
+            self.on_status(f"building a wheel of {pkg.pin} ({why}) in the sandbox")
+            deps = self.build_deps(build_requirements(source))
+            return self.sandbox.build(pkg, source, deps, dest, self.log)
+        if self.trust_host:
+            self.on_status(f"building a wheel of {pkg.pin} ({why}) on this host (--trust-remote-code)")
+            return _host_wheel(source, dest, self.log, pkg)
+        raise ReproduceError(f"the record's package {pkg.pin} ({why}) has to be built, which runs its build code; "
+                             "the venv runtime has no sandbox to build it in", step="local wheel build",
+                             hint="use --runtime docker (it builds in a container without network), or pass "
+                                  "--trust-remote-code to build it on this host")
+
+    def build_deps(self, requires: list[str]) -> list[Path]:
+        """The build requirements as binary wheels (with their dependencies), cached per set."""
+        key = hashlib.sha256("\n".join(sorted(requires)).encode()).hexdigest()[:16]
+        dest = pool_dir(self.python_mm).with_name(pool_dir(self.python_mm).name + "-build") / key
+        if not (dest / ".complete").is_file():
+            dest.mkdir(parents=True, exist_ok=True)
+            self.on_status(f"downloading the build requirements {', '.join(requires)}")
+            if download_binary(requires, dest, self.python_mm, self.log, deps=True) != 0:
+                raise ReproduceError(f"downloading the build requirements ({', '.join(requires)}) as wheels failed "
+                                     f"(full log: {self.log})", log=tail(self.log.read_text(errors="replace"), 25),
+                                     step="wheel download")
+            (dest / ".complete").write_text("ok")
+        return sorted(dest.glob("*.whl"))
+
+
+def ensure_local_wheels(local: list[Package], code: Path, tree: str, builders: Builders) -> list[Path]:
     wheels = []
     for p in local:
-        name, version, kind = p["name"], p["version"], p.get("install")
-        in_checkout = find_in_checkout(code, name)
+        in_checkout = find_in_checkout(code, p.name)
         if in_checkout is not None:
-            dest = cache_dir() / "local-wheels" / f"{name}-{version}-{tree[:16]}"
-            cached = list(dest.glob("*.whl")) if dest.is_dir() else []
-            if cached:
-                wheels.append(cached[0])
-                continue
-            on_status(f"building a wheel of {name} ({kind} install) from the checkout")
-            wheels.append(_build_wheel(in_checkout, dest, log, name, version))
+            dest = cache_dir() / "local-wheels" / f"{p.name}-{p.version}-{tree[:16]}"
+            wheels.append(_cached_wheel(dest) or builders.build(p, in_checkout, dest, f"{p.install} install"))
             continue
-        if name == "cotk-repro" and version == __version__ and self_source() is not None:
-            dest = cache_dir() / "local-wheels" / f"cotk-repro-{version}-{self_fingerprint()}"
-            cached = list(dest.glob("*.whl")) if dest.is_dir() else []
-            if cached:
-                wheels.append(cached[0])
-                continue
-            on_status(f"building a wheel of cotk-repro {version} ({kind} install) from {self_source()}")
-            wheels.append(_build_wheel(self_source(), dest, log, name, version))
+        if p.name == "cotk-repro" and p.version == __version__ and self_source() is not None:
+            dest = cache_dir() / "local-wheels" / f"cotk-repro-{p.version}-{self_fingerprint()}"
+            cached = _cached_wheel(dest)
+            if cached is None:
+                builders.on_status(f"building a wheel of cotk-repro {p.version} ({p.install} install) from {self_source()}")
+                cached = _host_wheel(self_source(), dest, builders.log, p)
+            wheels.append(cached)
             continue
-        # maybe it was released meanwhile
-        try:
-            found = ensure_index_wheels([(name, version)], python_mm, log, on_status)
-            wheels.append(next(iter(found.values())))
-        except ReproduceError:
+        found, missing = ensure_index_wheels([p], builders.python_mm, builders.log, builders.on_status)
+        if missing:  # maybe it was released meanwhile; it was not
             raise ReproduceError(
-                f"the record's package {name}=={version} was a {kind} install that is neither in the checkout "
+                f"the record's package {p.pin} was a {p.install} install that is neither in the checkout "
                 f"nor on the package index, so it cannot be rebuilt", step="local wheel build",
-                hint="its author can publish that package or add its source to the repository") from None
+                hint="its author can publish that package or add its source to the repository")
+        wheels.append(next(iter(found.values())))
     return wheels
+
+
+def ensure_sdist_wheels(missing: list[Package], builders: Builders) -> dict[tuple[str, str], Path]:
+    """Index packages without a wheel: their sdists downloaded (not prepared) and built by a builder."""
+    from .sdist import fetch_sdist
+
+    out = {}
+    for p in missing:
+        sdist = fetch_sdist(p.name, p.version, cache_dir() / "sdists")
+        if sdist is None:
+            raise ReproduceError(f"downloading the recorded packages failed: no wheel of {p.pin} for Python "
+                                 f"{builders.python_mm} and no source distribution of it on the configured indexes "
+                                 f"(full log: {builders.log})", log=tail(builders.log.read_text(errors="replace"), 25),
+                                 step="wheel download")
+        out[(p.name, _norm_version(p.version))] = builders.build(p, sdist, pool_dir(builders.python_mm),
+                                                                 "no wheel on the index")
+    return out
 
 
 @dataclass
@@ -276,8 +336,9 @@ def _link(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst)
 
 
-def build_wheelhouse(packages: list[dict[str, Any]], code: Path, tree: str, python_mm: str, log: Path,
-                     on_status: Callable[[str], None] = lambda _m: None) -> Wheelhouse:
+def build_wheelhouse(packages: list[Package], code: Path, tree: str, builders: Builders) -> Wheelhouse:
+    """Every validated package as a wheel: binary downloads, then the builds (sandbox or trusted host)."""
     index, local = split_packages(packages)
-    return Wheelhouse(index=ensure_index_wheels(index, python_mm, log, on_status),
-                      local=ensure_local_wheels(local, code, tree, python_mm, log, on_status))
+    found, missing = ensure_index_wheels(index, builders.python_mm, builders.log, builders.on_status)
+    found.update(ensure_sdist_wheels(missing, builders))
+    return Wheelhouse(index=found, local=ensure_local_wheels(local, code, tree, builders))

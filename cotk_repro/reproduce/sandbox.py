@@ -1,0 +1,174 @@
+"""Build wheels from source inside a container: the only place a package's build code runs.
+
+sdist-only packages and the record's local / editable packages have build backends,
+which are code of whoever wrote the record. They run here: in a container of the same
+base image as the reproduction, without network, as ``nobody``, with CPU, memory,
+process and time limits. The host only downloads the build requirements as *binary*
+wheels (``pip download --only-binary=:all:``, which runs nothing) and copies the
+source in; the finished wheel is copied out and checked to be the package asked for.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tarfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import ReproduceError
+from .engine import LABEL, NOBODY, engine_step, limits, remove_quietly
+from .lock import Package
+
+#: what pip assumes for a project without [build-system] (PEP 518)
+DEFAULT_BUILD_REQUIRES = ["setuptools>=40.8.0", "wheel"]
+_OWNER = 65534
+
+
+def build_requirements(source: Path) -> list[str]:
+    """``[build-system] requires`` of a source folder or sdist archive, validated (no URLs)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    text = _pyproject_text(source)
+    if text is None:
+        return list(DEFAULT_BUILD_REQUIRES)
+    try:
+        requires = tomllib.loads(text).get("build-system", {}).get("requires")
+    except ValueError as exc:
+        raise ReproduceError(f"the pyproject.toml of {source.name} is not valid TOML ({exc})", step="sandbox build") from None
+    if requires is None:
+        return list(DEFAULT_BUILD_REQUIRES)
+    out = []
+    for item in requires if isinstance(requires, list) else [requires]:
+        try:
+            req = Requirement(str(item))
+        except InvalidRequirement:
+            raise ReproduceError(f"the build requirement {str(item)[:80]!r} of {source.name} is not a valid "
+                                 "requirement", step="sandbox build") from None
+        if req.url:
+            raise ReproduceError(f"the build requirement {str(item)[:80]!r} of {source.name} is a URL; only index "
+                                 "packages are fetched", step="sandbox build")
+        out.append(str(req))
+    return out
+
+
+def _pyproject_text(source: Path) -> str | None:
+    if source.is_dir():
+        p = source / "pyproject.toml"
+        return p.read_text(encoding="utf-8", errors="replace") if p.is_file() else None
+    if source.name.endswith(".tar.gz"):
+        with tarfile.open(source) as tar:
+            for m in tar:
+                if m.isfile() and m.name.count("/") == 1 and m.name.endswith("/pyproject.toml"):
+                    fh = tar.extractfile(m)
+                    return fh.read().decode("utf-8", "replace") if fh else None
+    return None
+
+
+def _owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    if not (info.isfile() or info.isdir() or info.issym()):
+        return None
+    info.uid = info.gid = _OWNER
+    info.uname = info.gname = ""
+    return info
+
+
+def _context(source: Path, deps: list[Path]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for d in ("build", "build/out", "build/deps", "build/src"):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode, info.uid, info.gid = tarfile.DIRTYPE, 0o755, _OWNER, _OWNER
+            tar.addfile(info)
+        for w in deps:
+            tar.add(str(w), arcname=f"build/deps/{w.name}", filter=_owned)
+        if source.is_dir():
+            tar.add(str(source), arcname="build/src/project", filter=_owned)
+        else:
+            tar.add(str(source), arcname=f"build/src/{source.name}", filter=_owned)
+    return buf.getvalue()
+
+
+@dataclass
+class SandboxBuilder:
+    """Builds wheels in containers of ``image`` with the reproduction's limits."""
+
+    client: Any
+    image: str
+    timeout: float
+    memory: str
+    cpus: float
+    python_mm: str
+
+    def build(self, pkg: Package, source: Path, deps: list[Path], dest: Path, log: Path) -> Path:
+        """Build ``pkg`` from ``source`` (a folder or an sdist) into ``dest``; returns the wheel."""
+        import requests
+
+        target = "/build/src/project" if source.is_dir() else f"/build/src/{source.name}"
+        script = ("python3 -m venv /tmp/b && /tmp/b/bin/python -m pip wheel --no-deps --no-index "
+                  f"--find-links /build/deps --wheel-dir /build/out {target}")
+        name = f"cotk-repro-build-{uuid.uuid4().hex[:16]}"
+        step = f"sandbox build of {pkg.name}"
+        container = None
+        try:
+            with engine_step(step):
+                container = self.client.containers.create(
+                    self.image, entrypoint=["/bin/sh", "-c"], command=[script], name=name, user=NOBODY,
+                    working_dir="/build", environment={"HOME": "/tmp", "PIP_NO_INPUT": "1", "PIP_NO_CACHE_DIR": "1",
+                                                       "PIP_CONFIG_FILE": "/dev/null",
+                                                       "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+                    labels={LABEL: "build"}, **limits(self.memory, self.cpus))
+                container.put_archive("/", _context(source, deps))
+                container.start()
+                t0 = time.monotonic()
+                try:
+                    rc = int(container.wait(timeout=self.timeout).get("StatusCode", -1))
+                except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+                    rc = None
+                    container.kill()
+                text = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+                with log.open("a", encoding="utf-8") as fh:
+                    fh.write(f"$ (sandbox {self.image}) {script}\n{text}\n")
+                tail = "\n".join(text.strip().splitlines()[-25:]) or None
+                if rc is None:
+                    raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox ran past the time limit of "
+                                         f"{self.timeout:g} s ({time.monotonic() - t0:.0f} s) and was stopped",
+                                         log=tail, step=step, hint="raise it with --timeout SECONDS")
+                if rc != 0:
+                    raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox failed (exit {rc}; full "
+                                         f"log: {log})", log=tail, step=step)
+                bits, _stat = container.get_archive("/build/out")
+                wheel = _take_wheel(b"".join(bits), pkg, dest)
+        finally:
+            remove_quietly(self.client, container or name)
+        return wheel
+
+
+def _take_wheel(archive: bytes, pkg: Package, dest: Path) -> Path:
+    from packaging.utils import InvalidWheelFilename, canonicalize_version, parse_wheel_filename
+
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for m in tar:
+            base = m.name.rsplit("/", 1)[-1]
+            if not (m.isfile() and base.endswith(".whl") and re.fullmatch(r"[\w.+!-]+", base)):
+                continue
+            try:
+                name, version, _build, _tags = parse_wheel_filename(base)
+            except InvalidWheelFilename:
+                continue
+            if name != pkg.name or canonicalize_version(version) != canonicalize_version(pkg.version):
+                raise ReproduceError(f"the sandbox build of {pkg.pin} produced {base}, a wheel of another package "
+                                     "or version", step=f"sandbox build of {pkg.name}")
+            dest.mkdir(parents=True, exist_ok=True)
+            fh = tar.extractfile(m)
+            out = dest / base
+            out.write_bytes(fh.read() if fh else b"")
+            return out
+    raise ReproduceError(f"the sandbox build of {pkg.pin} produced no wheel", step=f"sandbox build of {pkg.name}")
