@@ -71,8 +71,8 @@ class DockerRuntime:
         recorded = job.env.get("dockerfile")
         if isinstance(recorded, str) and recorded != text:
             recorded_sha = hashlib.sha256(recorded.encode("utf-8")).hexdigest()
-            job.warnings.append(f"the record's Dockerfile (sha256 {recorded_sha[:16]}...) differs from the one this "
-                                f"cotk-repro renders for it (sha256 {sha[:16]}...); the recorded one was not used")
+            job.warnings.append(f"the record's Dockerfile (sha256 {recorded_sha}) differs from the one this cotk-repro "
+                                f"renders for it (sha256 {sha}); the recorded one was not used")
         return text
 
     def image_key(self, job: Job, base: str, dockerfile: str) -> str:

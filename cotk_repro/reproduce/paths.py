@@ -29,8 +29,8 @@ def _relative(value: Any, what: str) -> str:
                              "characters)", step="checkout")
     p = PurePosixPath(value)
     if p.is_absolute() or value.startswith("~") or "\\" in value:
-        raise ReproduceError(f"the record's {what} {value!r} is not a path inside the checkout, so the record is "
-                             "not run", step="checkout")
+        raise ReproduceError(f"the record's {what} {value!r} is an absolute path, outside the checkout, so the "
+                             "record is not run", step="checkout")
     return value
 
 
