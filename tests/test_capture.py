@@ -170,7 +170,7 @@ def test_no_secrets_env_or_home_paths_in_record(make_project, cli, tmp_path):
     env = {"HOME": str(home), "MY_API_TOKEN": secret, "GITHUB_TOKEN": secret + "-gh",
            "AWS_SECRET_ACCESS_KEY": secret + "-aws", "COTK_REPRO_TOKEN": secret + "-ct"}
     rec = run_json(cli, root, env=env)
-    assert rec["code"]["remote_url"] == "~/remotes/r.git"  # the home folder is never recorded
+    assert rec["code"]["remote_url"] == "local:r.git"  # a local remote: its last path component, never a path
     text = json.dumps(rec)
     folder = root / ".cotk-repro" / "runs" / rec["id"].removeprefix("sha256:")
     everything = text + "".join(f.read_text(errors="replace") for f in folder.iterdir() if f.name != "stdout.log")
