@@ -32,7 +32,7 @@ def run_json(cli, root, *args, env=None):
         ("ssh://git@example.invalid/u/r.git", "ssh://git@example.invalid/u/r.git"),
         ("ssh://git:pw@example.invalid/u/r.git", "ssh://example.invalid/u/r.git"),
         ("git@github.com:u/r.git", "git@github.com:u/r.git"),
-        ("/srv/git/r.git", "/srv/git/r.git"),
+        ("/srv/git/r.git", "local:r.git"),  # a path says where on the author's machine: only its name is kept
         (None, None),
     ],
 )
