@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git, run_cli
-from test_reproduce_support import add_bare_remote, http_double, publish, record_in, small_venv_python
+from test_reproduce_support import add_bare_remote, edited_project, http_double, publish, record_in
 
 #: the entry of every attacker project: writes the canary when it runs on a machine without
 #: author.txt (the reproducer's), and reports the uid it ran as
@@ -113,35 +112,8 @@ def listener():
 
 def attacker_project(base: Path, name: str, canary: Path, edit=None, files=None, links=None) -> dict:
     """What an attacker publishes: a repository, a genuine record of it, the record edited by ``edit``."""
-    from cotk_repro.records import finalize, write_json_atomic
-
-    py = small_venv_python()
-    root = base / "work" / name
-    root.mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    all_files = {".gitignore": ".cotk-repro/\nresult.json\n__pycache__/\nauthor.txt\n",
-                 "main.py": ENTRY.format(canary=str(canary)), **(files or {})}
-    for rel, text in all_files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
-    for rel, target in (links or {}).items():
-        os.symlink(target, root / rel)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "an innocent project")
-    (root / "author.txt").write_text("me\n")
-    bare = add_bare_remote(root, base / "remotes", f"mallory/{name}")
-    record = record_in(root, py)
-    runs = root / ".cotk-repro" / "runs"
-    folder = runs / record["id"].removeprefix("sha256:")
-    if edit is not None:
-        edit(record)
-        finalize(record)  # the project's own id function: the edited record is "valid"
-        new = runs / record["id"].removeprefix("sha256:")
-        shutil.move(str(folder), str(new))
-        write_json_atomic(new / "record.json", record)
-    res = publish(root, record["id"], "--push")
-    assert res.returncode == 0, res
-    return {"root": root, "bare": bare, "record": record}
+    return edited_project(base, name, {"main.py": ENTRY.format(canary=str(canary)), **(files or {})}, edit, links,
+                          user="mallory")
 
 
 def reproduce(project: dict, *args: str, env: dict | None = None, timeout: float = 600):

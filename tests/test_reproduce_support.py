@@ -222,6 +222,43 @@ def build_published_project(base: Path, user_repo: str = "alice/proj", modes=REP
     return {"root": root, "bare": bare, "bare_root": bare_root, "records": records}
 
 
+def edited_project(base: Path, name: str, files: dict, edit=None, links=None, user: str = "alice") -> dict:
+    """A git project with ``files`` (and symbolic ``links``), a genuine record of it (``cotk-repro run`` with
+    :func:`small_venv_python`), the record JSON edited by ``edit(record)`` and its id recomputed with the
+    project's own function, published (code and records ref) to a bare remote ``<base>/remotes/<user>/<name>.git``.
+    This is what anybody can publish: the id proves the content, not the intent.
+
+    Returns {"root", "bare", "record"}. ``author.txt`` (git-ignored) exists on the author's machine only.
+    """
+    from cotk_repro.records import finalize, write_json_atomic
+
+    py = small_venv_python()
+    root = base / "work" / name
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    for rel, text in {".gitignore": ".cotk-repro/\nresult.json\n__pycache__/\nauthor.txt\n", **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    for rel, target in (links or {}).items():
+        os.symlink(target, root / rel)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
+    (root / "author.txt").write_text("me\n")
+    bare = add_bare_remote(root, base / "remotes", f"{user}/{name}")
+    record = record_in(root, py)
+    if edit is not None:
+        runs = root / ".cotk-repro" / "runs"
+        folder = runs / record["id"].removeprefix("sha256:")
+        edit(record)
+        finalize(record)
+        new = runs / record["id"].removeprefix("sha256:")
+        shutil.move(str(folder), str(new))
+        write_json_atomic(new / "record.json", record)
+    res = publish(root, record["id"], "--push")
+    assert res.returncode == 0, res
+    return {"root": root, "bare": bare, "record": record}
+
+
 def expected_values(mode: str = "ok", author_seed: int | None = None) -> dict:
     """The entry's results computed here, independently of cotk-repro."""
     import random
