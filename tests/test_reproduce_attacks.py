@@ -440,18 +440,13 @@ def _published_files(bare: Path) -> list[str]:
                            "refs/heads/cotk-repro-records"], capture_output=True, text=True, check=True).stdout.split()
 
 
+SMALL_ENTRY = "import json\njson.dump({'x': 1.0}, open('result.json', 'w'))\n"
+
+
 @pytest.mark.parametrize("opt_in", [False, True])
-def test_run_logs_are_published_only_when_asked(tmp_path, opt_in):
-    root = tmp_path / "proj"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / ".gitignore").write_text(".cotk-repro/\nresult.json\n")
-    (root / "main.py").write_text("import json\nprint('SECRET-printed-by-the-entry')\n"
-                                  "json.dump({'x': 1.0}, open('result.json', 'w'))\n")
-    if opt_in:
-        (root / "cotk-repro.toml").write_text("[publish]\nlogs = true\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+def test_run_logs_are_published_only_when_asked(tmp_path, make_project, opt_in):
+    root = make_project({"main.py": "print('SECRET-printed-by-the-entry')\n" + SMALL_ENTRY,
+                         **({"cotk-repro.toml": "[publish]\nlogs = true\n"} if opt_in else {})})
     bare = add_bare_remote(root, tmp_path / "remotes", "me/proj")
     record = record_in(root)
     assert publish(root, record["id"], "--push").returncode == 0
@@ -469,27 +464,14 @@ def test_run_logs_are_published_only_when_asked(tmp_path, opt_in):
     ("file://{home}/remotes/x.git", "local:x.git"),
     ("{home}/remotes/x.git", "local:x.git"),
 ])
-def test_remote_urls_are_recorded_without_credentials_or_local_paths(tmp_path, url, published):
-    root = tmp_path / "proj"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / ".gitignore").write_text(".cotk-repro/\nresult.json\n")
-    (root / "main.py").write_text("import json\njson.dump({'x': 1.0}, open('result.json', 'w'))\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+def test_remote_urls_are_recorded_without_credentials_or_local_paths(make_project, url, published):
+    root = make_project({"main.py": SMALL_ENTRY})
     git(root, "remote", "add", "origin", url.format(home=str(Path.home())))
-    record = record_in(root)
-    assert record["code"]["remote_url"] == published
+    assert record_in(root)["code"]["remote_url"] == published
 
 
-def test_malformed_remote_url_is_an_error_naming_the_remote(tmp_path):
-    root = tmp_path / "proj"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "main.py").write_text("import json\njson.dump({'x': 1.0}, open('result.json', 'w'))\n")
-    (root / ".gitignore").write_text(".cotk-repro/\nresult.json\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "x")
+def test_malformed_remote_url_is_an_error_naming_the_remote(make_project):
+    root = make_project({"main.py": SMALL_ENTRY})
     git(root, "remote", "add", "upstream", "https://user:pass@[badhost/x.git")
     res = run_cli("run", "-q", cwd=root)
     assert res.returncode == 2, res

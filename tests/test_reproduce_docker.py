@@ -341,3 +341,36 @@ def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_clien
     assert rc not in (0, 1, 2), (rc, log.read_text())  # interrupted: no verdict (130, as after Ctrl-C)
     assert "reproduced" not in log.read_text()
     assert our_leftovers(docker_client, base_image) == []
+
+
+def test_default_base_image_that_cannot_be_pulled_falls_back_to_a_local_cotk_repro_base(pub, base_image,
+                                                                                        docker_client):
+    """Without a registry, `python:X.Y-slim` cannot be pulled: a local cotk-repro-base image is used, and said."""
+    from docker.errors import DockerException, ImageNotFound
+
+    mm = ".".join(pub["records"]["ok"]["environment"]["python"]["version"].split(".")[:2])
+    default = f"python:{mm}-slim"
+    try:
+        docker_client.images.get(default)
+        pytest.skip(f"{default} is on this machine: nothing to fall back from")
+    except ImageNotFound:
+        pass
+    try:
+        docker_client.images.get("cotk-repro-base:bookworm")
+    except ImageNotFound:
+        pytest.skip("no local cotk-repro-base:bookworm to fall back to")
+    try:
+        docker_client.images.pull(default)
+        docker_client.images.remove(default)
+        pytest.skip(f"a registry is reachable here: {default} can be pulled")
+    except DockerException:
+        pass
+    record = pub["records"]["ok"]["id"]
+    base_image["records"].add(record)
+    env = {k: v for k, v in os.environ.items() if k != "COTK_REPRO_BASE_IMAGE"}
+    proc = subprocess.run([sys.executable, "-m", "cotk_repro", "reproduce", str(pub["bare"]), "--record", record,
+                           "--runtime", "docker"], capture_output=True, text=True, env=env, timeout=900)
+    note_builds(base_image, proc.stderr)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert f"the base image {default} cannot be pulled" in said and "the local cotk-repro-base:" in said
