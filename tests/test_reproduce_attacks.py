@@ -143,7 +143,7 @@ def canary(tmp_path) -> Path:
 
 @pytest.fixture(scope="module")
 def docker_image():
-    """The test base image under a tag of this module's own; removes the images this module's records built."""
+    """The test base image and a Docker client (the tests remove the images they build, see forget_images)."""
     image = os.environ.get("COTK_REPRO_TEST_BASE_IMAGE")
     if not image:
         pytest.skip("no Docker base image: COTK_REPRO_TEST_BASE_IMAGE is unset")
@@ -156,11 +156,6 @@ def docker_image():
     except Exception as exc:  # noqa: BLE001 - no engine or no image: the reason is the skip message
         pytest.skip(f"no Docker engine or base image ({type(exc).__name__}: {str(exc)[:100]})")
     yield {"image": image, "client": client}
-    from cotk_repro.reproduce.docker_runtime import IMAGE_REPO
-    from cotk_repro.reproduce.engine import LABEL
-
-    for img in client.images.list(name=IMAGE_REPO, filters={"label": f"cotk-repro.attack-test={os.getpid()}"}):
-        client.images.remove(img.id, force=True)
     client.close()
 
 
