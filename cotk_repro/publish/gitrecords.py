@@ -2,8 +2,8 @@
 
 The records ref (default ``refs/heads/cotk-repro-records``) is its own history,
 unrelated to the user's branches: each commit's tree holds
-``records/<hex>/{record.json, requirements.lock, Dockerfile, stdout.log,
-stderr.log, result.json}``. Commits are built with a temporary index
+``records/<hex>/{record.json, requirements.lock, Dockerfile, result.json}`` (and
+the run's ``stdout.log``, ``stderr.log`` only with ``publish.logs = true``). Commits are built with a temporary index
 (``GIT_INDEX_FILE``), ``git write-tree``, ``git commit-tree`` and
 ``git update-ref``, so the work tree, the real index and HEAD are never touched.
 Records are immutable, so merging two histories of the ref is the union of their
