@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from .base import CotkMetric
 from .bleu import BleuCorpusMetric, FwBwBleuCorpusMetric, MultiTurnBleuCorpusMetric, SelfBleuCorpusMetric
+from .ngram_perplexity import NgramFwBwPerplexityMetric
 from .perplexity import MultiTurnPerplexityMetric, PerplexityMetric
 from .vocab import CotkVocabLoader, vocab_dataloader
 
@@ -25,4 +26,4 @@ MetricBase = CotkMetric
 
 __all__ = ["MetricBase", "CotkMetric", "CotkVocabLoader", "vocab_dataloader", "BleuCorpusMetric",
            "SelfBleuCorpusMetric", "FwBwBleuCorpusMetric", "MultiTurnBleuCorpusMetric",
-           "PerplexityMetric", "MultiTurnPerplexityMetric"]
+           "PerplexityMetric", "MultiTurnPerplexityMetric", "NgramFwBwPerplexityMetric"]
