@@ -16,9 +16,11 @@ this library's, covers the rule that made it. ``dataloader``: this library's dat
 
 from __future__ import annotations
 
+from .accuracy import AccuracyMetric
 from .base import CotkMetric
 from .bleu import BleuCorpusMetric, FwBwBleuCorpusMetric, MultiTurnBleuCorpusMetric, SelfBleuCorpusMetric
 from .ngram_perplexity import NgramFwBwPerplexityMetric
+from .precision_recall import BleuPrecisionRecallMetric, EmbSimilarityPrecisionRecallMetric
 from .perplexity import MultiTurnPerplexityMetric, PerplexityMetric
 from .vocab import CotkVocabLoader, vocab_dataloader
 
@@ -26,4 +28,5 @@ MetricBase = CotkMetric
 
 __all__ = ["MetricBase", "CotkMetric", "CotkVocabLoader", "vocab_dataloader", "BleuCorpusMetric",
            "SelfBleuCorpusMetric", "FwBwBleuCorpusMetric", "MultiTurnBleuCorpusMetric",
-           "PerplexityMetric", "MultiTurnPerplexityMetric", "NgramFwBwPerplexityMetric"]
+           "PerplexityMetric", "MultiTurnPerplexityMetric", "NgramFwBwPerplexityMetric",
+           "BleuPrecisionRecallMetric", "EmbSimilarityPrecisionRecallMetric", "AccuracyMetric"]
