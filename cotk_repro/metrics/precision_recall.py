@@ -13,7 +13,7 @@ score, recall the mean over references of theirs; both are averaged over context
   are the same without the header) or a mapping word -> vector; the hash covers the vectors.
 
 Inputs: ``compute(hypotheses, references)`` with, per context, a list of generated responses
-and a list of reference responses (strings, token lists, or id lists with ``dataloader=``).
+(or one string: a single response) and a list of reference responses (strings, token lists, or id lists with ``dataloader=``).
 Strings are split with BLEU's WordPunct tokenizer; token lists are taken as given.
 
 CoTK rule (a named setting): ``score_dtype="float32"`` stores each pair's score as a 32-bit
@@ -145,7 +145,9 @@ class _PrecisionRecall(Metric):
         dtype = np.float32 if self.score_dtype == "float32" else np.float64
         prec, rec, ref_tokens = [], [], []
         for i, (gens, rs) in enumerate(zip(contexts, refs)):
-            if isinstance(gens, str) or not len(gens) or not rs:
+            if isinstance(gens, str):  # one response for this context (e.g. `evaluate --hyps` lines)
+                gens = [gens]
+            if not len(gens) or not rs:
                 raise MetricError(f"context {i} needs a list of generated responses and a list of references")
             g_tok = [self._tokens(g) for g in gens]
             r_tok = [self._tokens(r) for r in rs]

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from .accuracy import AccuracyMetric
 from .base import CotkMetric
+from .chain import MetricChain
+from .distinct import DistinctNgrams, DistinctNgramsCorpus
+from .recorder import LanguageGenerationRecorder, MultiTurnDialogRecorder, SingleTurnDialogRecorder
 from .bleu import BleuCorpusMetric, FwBwBleuCorpusMetric, MultiTurnBleuCorpusMetric, SelfBleuCorpusMetric
 from .ngram_perplexity import NgramFwBwPerplexityMetric
 from .precision_recall import BleuPrecisionRecallMetric, EmbSimilarityPrecisionRecallMetric
@@ -29,4 +32,6 @@ MetricBase = CotkMetric
 __all__ = ["MetricBase", "CotkMetric", "CotkVocabLoader", "vocab_dataloader", "BleuCorpusMetric",
            "SelfBleuCorpusMetric", "FwBwBleuCorpusMetric", "MultiTurnBleuCorpusMetric",
            "PerplexityMetric", "MultiTurnPerplexityMetric", "NgramFwBwPerplexityMetric",
-           "BleuPrecisionRecallMetric", "EmbSimilarityPrecisionRecallMetric", "AccuracyMetric"]
+           "BleuPrecisionRecallMetric", "EmbSimilarityPrecisionRecallMetric", "AccuracyMetric",
+           "DistinctNgrams", "DistinctNgramsCorpus", "MetricChain", "SingleTurnDialogRecorder",
+           "MultiTurnDialogRecorder", "LanguageGenerationRecorder"]

@@ -92,14 +92,8 @@ class CotkVocabLoader:
 
     def convert_multi_turn_ids_to_tokens(self, session: Sequence[Sequence[int]], remove_special: bool = True,
                                          trim: bool = True) -> list[list[str]]:
-        """CoTK's session rule: turns up to the first empty one (after trimming)."""
-        out = []
-        for turn in session:
-            ids = self.remove_special_in_ids(turn, remove_special, trim)
-            if not self.trim_in_ids(turn):
-                break
-            out.append(self.ids_to_tokens(ids))
-        return out
+        """Each turn's tokens (CoTK's ``Session`` rule: every turn, converted alone)."""
+        return [self.convert_ids_to_tokens(turn, remove_special, trim) for turn in session]
 
 
 def vocab_dataloader(all_vocab_list: Sequence[str], valid_vocab_len: int) -> CotkVocabLoader:
