@@ -181,6 +181,20 @@ def cotk_venv(cache: Path) -> tuple[Path | None, str]:
     return py, f"new venv {venv}"
 
 
+def run_cotk_peer(args: argparse.Namespace, script: str, payload: dict) -> tuple[dict | None, str]:
+    """Run a CoTK 0.1.0 script in its venv (CPU_COUNT = this machine's): (its JSON output or None, a note)."""
+    if args.no_cotk:
+        return None, "CoTK 0.1.0 skipped (--no-cotk)"
+    py, note = cotk_venv(args.cache_dir)
+    if py is None:
+        return None, f"CoTK 0.1.0 could not be installed here: {note}"
+    env = dict(os.environ, CPU_COUNT=str(os.cpu_count() or 1))
+    r = subprocess.run([str(py), "-c", script, json.dumps(payload)], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        return None, f"CoTK run failed: {r.stderr.strip().splitlines()[-1:]}"
+    return json.loads(r.stdout.strip().splitlines()[-1]), note
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -285,21 +299,13 @@ def main() -> None:
 
     # 4. CoTK 0.1.0 ----------------------------------------------------------------------------------
     print("\n== CoTK 0.1.0 (separate venv) ==")
-    if args.no_cotk:
-        print("skipped (--no-cotk)")
-        return
-    py, note = cotk_venv(args.cache_dir)
-    if py is None:
-        print(f"CoTK 0.1.0 could not be installed here: {note}")
-        return
     k = args.cotk_sample
-    payload = json.dumps({"sample": k, "hyps": str(tx / "instances" / "mle.txt"), "refs": str(tx / "coco_test.txt")})
-    env = dict(os.environ, CPU_COUNT=str(os.cpu_count() or 1))
-    r = subprocess.run([str(py), "-c", COTK_PEER, payload], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        print(f"CoTK run failed: {r.stderr.strip().splitlines()[-1:]}")
+    out, note = run_cotk_peer(args, COTK_PEER, {"sample": k, "hyps": str(tx / "instances" / "mle.txt"),
+                                                "refs": str(tx / "coco_test.txt")})
+    if out is None:
+        print(note)
+        cotk_rule_section(args, tx, gens["mle"])
         return
-    out = json.loads(r.stdout.strip().splitlines()[-1])
     ours_self = get_metric("self-bleu").compute(gens["mle"][:k])["self-bleu"]
     ours_fb, t_fb = timed(lambda: get_metric("fw-bw-bleu").compute(gens["mle"][:k], test[:k]))
     c_self, t_cself = out["self"]
@@ -328,20 +334,11 @@ def cotk_rule_section(args: argparse.Namespace, tx: Path, mle: list[str]) -> Non
     ours, t_ours = timed(lambda: get_metric("self-bleu", sample=k, sample_mode="cotk").compute(mle), repeat=3)
     print(f"ours (text in: pick, tokenize, count, hash) {ours['self-bleu']:.15f} in {t_ours:.3f} s  "
           f"[{ours['self-bleu signature']}]")
-    if args.no_cotk:
-        print("CoTK 0.1.0 skipped (--no-cotk)")
+    out, note = run_cotk_peer(args, COTK_RULE_PEER, {"sample": k, "hyps": str(tx / "instances" / "mle.txt")})
+    if out is None:
+        print(note)
         return
-    py, note = cotk_venv(args.cache_dir)
-    if py is None:
-        print(f"CoTK 0.1.0 could not be installed here: {note}")
-        return
-    env = dict(os.environ, CPU_COUNT=str(os.cpu_count() or 1))
-    payload = json.dumps({"sample": k, "hyps": str(tx / "instances" / "mle.txt")})
-    r = subprocess.run([str(py), "-c", COTK_RULE_PEER, payload], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        print(f"CoTK run failed: {r.stderr.strip().splitlines()[-1:]}")
-        return
-    c_self, t_c = json.loads(r.stdout.strip().splitlines()[-1])["self"]
+    c_self, t_c = out["self"]
     print(f"CoTK 0.1.0 SelfBleuCorpusMetric(sample={k}, seed=1229) {c_self:.15f} in {t_c:.2f} s "
           f"(a pool of {os.cpu_count()} processes; {note})")
     print(f"|diff| {abs(c_self - ours['self-bleu']):.1e} (CoTK sums its pool's results in any order); "

@@ -13,8 +13,8 @@ score, recall the mean over references of theirs; both are averaged over context
   are the same without the header) or a mapping word -> vector; the hash covers the vectors.
 
 Inputs: ``compute(hypotheses, references)`` with, per context, a list of generated responses
-(or one string: a single response) and a list of reference responses (strings, token lists, or id lists with ``dataloader=``).
-Strings are split with BLEU's WordPunct tokenizer; token lists are taken as given.
+(or one string: a single response) and a list of reference responses (strings, token lists,
+or id lists with ``dataloader=``). Strings are split with BLEU's WordPunct tokenizer; token lists are taken as given.
 
 CoTK rule (a named setting): ``score_dtype="float32"`` stores each pair's score as a 32-bit
 float before the means, as CoTK 0.1.0 does (default ``float64``).
@@ -23,7 +23,6 @@ float before the means, as CoTK 0.1.0 does (default ``float64``).
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional
 
 from ...metrics.base import MetricError
 from ...metrics.bleu import BleuMetric, FwBwBleuMetric, SelfBleuMetric
-from .base import CotkMetric, as_list, need, no_tokenizer
+from .base import CotkMetric, ReferenceSetMetric, as_list, need, no_tokenizer
 from .vocab import as_cotk_loader
 
 
@@ -135,26 +135,12 @@ class SelfBleuCorpusMetric(CotkMetric):
         return res
 
 
-class FwBwBleuCorpusMetric(CotkMetric):
+class FwBwBleuCorpusMetric(ReferenceSetMetric):
     """CoTK's ``FwBwBleuCorpusMetric``: native forward/backward BLEU with ``sample_mode="cotk"`` (the first
     ``sample`` generated sentences and the first ``sample`` references)."""
 
     _name = "FwBwBleuCorpusMetric"
-
-    def __init__(self, dataloader: Any, reference_test_list: List[Any], ngram: int = 4, *, tokenizer: Any = None,
-                 gen_key: str = "gen", sample: int = 1000, seed: int = 1229, cpu_count: Optional[int] = None):
-        super().__init__()
-        no_tokenizer(tokenizer)
-        self.dataloader = as_cotk_loader(dataloader)
-        self.reference_test_list = as_list(reference_test_list, "reference_test_list")
-        self.ngram, self.gen_key, self.sample, self.seed = ngram, gen_key, sample, seed
-        self.cpu_count = cpu_count
-        self.hyps: List[List[int]] = []
-
-    def forward(self, data: Dict[str, Any]) -> None:
-        super().forward(data)
-        for gen_sen in as_list(need(data, self.gen_key), "gen"):
-            self.hyps.append(self.dataloader.trim_in_ids(gen_sen))
+    default_sample = 1000
 
     def close(self) -> Dict[str, Any]:
         res = super().close()
@@ -165,7 +151,7 @@ class FwBwBleuCorpusMetric(CotkMetric):
         for what, count in (("sample_hyps", len(self.hyps)), ("sample_refs", len(self.reference_test_list))):
             if min(self.sample, count) <= 1:
                 raise RuntimeError(f"`{what}` should be more than 1, whose value is `{min(self.sample, count)}`")
-        tokens = self.dataloader.convert_ids_to_tokens
+        tokens = self.dataloader.convert_ids_to_tokens  # it trims each id list first, as CoTK's forward does
         refs = [r if isinstance(r, str) else tokens(r) for r in self.reference_test_list]
         if any(isinstance(r, str) for r in refs):
             raise MetricError("reference_test_list must hold id lists (CoTK's tokenizer=None form)")

@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict
 
 from ...metrics.kn_lm import FwRvPplMetric
-from .base import CotkMetric, as_list, need, no_tokenizer
-from .vocab import as_cotk_loader
+from .base import ReferenceSetMetric
 
 
-class NgramFwBwPerplexityMetric(CotkMetric):
+class NgramFwBwPerplexityMetric(ReferenceSetMetric):
     """CoTK's ``NgramFwBwPerplexityMetric``: CoTK's Kneser-Ney LM trained on the first ``sample`` references,
     scored on as many generated sentences (``fwppl``), and the reverse (``bwppl``)."""
 
     _name = "NgramFwBwPerplexityMetric"
-
-    def __init__(self, dataloader: Any, reference_test_list: List[Any], ngram: int = 4, *, tokenizer: Any = None,
-                 gen_key: str = "gen", sample: int = 10000, seed: int = 1229, cpu_count: Optional[int] = None):
-        super().__init__()
-        no_tokenizer(tokenizer)
-        self.dataloader = as_cotk_loader(dataloader)
-        self.reference_test_list = as_list(reference_test_list, "reference_test_list")
-        self.ngram, self.gen_key, self.sample, self.seed = ngram, gen_key, sample, seed
-        self.cpu_count = cpu_count
-        self.hyps: List[Any] = []
-
-    def forward(self, data: Dict[str, Any]) -> None:
-        super().forward(data)
-        self.hyps.extend(as_list(need(data, self.gen_key), "gen"))
+    default_sample = 10000
 
     def close(self) -> Dict[str, Any]:
         res = super().close()
