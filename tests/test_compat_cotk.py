@@ -277,17 +277,32 @@ def test_chain_recorders_and_distinct():
 
 
 def test_adapters_take_this_librarys_dataloaders():
-    from cotk_repro.data import vocab as V
+    from cotk_repro import data
 
-    class Loader:  # what as_cotk_loader reads of a native dataloader
-        vocab = V.Vocab(["i", "like", "python"], ["java"])
-
-        def convert_tokens_to_sentence(self, tokens):
-            return " ".join(tokens)
-
-    m = C.BleuCorpusMetric(Loader(), ngram=1, reference_allvocabs_key="ref", gen_key="gen")
-    m.forward({"ref": [[2, 4, 5, 7, 3]], "gen": [[4, 5, 7, 3]]})
-    assert m.close()["bleu"] == math.exp(1 - 3 / 3) * 1.0
+    dl = data.load("language-generation", FIXTURES / "cotk-small" / "mscoco", min_frequent_vocab_times=2)
+    same = C.vocab_dataloader(dl.vocab.all_tokens, dl.vocab.frequent_vocab_size)
+    batches = list(dl.batches("test", 32))
+    results = []
+    for loader in (dl, same):
+        bleu = C.BleuCorpusMetric(loader, reference_allvocabs_key="sent_allvocabs", gen_key="gen")
+        ppl = C.PerplexityMetric(loader, reference_allvocabs_key="sent_allvocabs", reference_len_key="sent_length")
+        rng = np.random.default_rng(0)
+        for b in batches:
+            gen = b["sent_allvocabs"][:, 1:].copy()
+            gen[:, 1] = 4  # one changed word per sentence
+            logits = rng.normal(size=(len(gen), gen.shape[1], dl.vocab.frequent_vocab_size))
+            logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+            bleu.forward({**b, "gen": gen})
+            ppl.forward({**b, "gen_log_prob": logp})
+        results.append({**bleu.close(), **ppl.close()})
+    assert results[0] == results[1]
+    assert 0.5 < results[0]["bleu"] < 1 and results[0]["perplexity"] > 1
+    # a sentence with a rare word: the CoTK rules are in the hash, the references too
+    native = get_metric("perplexity", dataloader=dl)
+    b = batches[0]
+    native.forward({**b, "gen_log_prob": np.log(np.full((len(b["sent_length"]), b["sent_allvocabs"].shape[1],
+                                                         dl.vocab.frequent_vocab_size), 1 / dl.vocab.frequent_vocab_size))})
+    assert native.close()["perplexity hashvalue"] != results[0]["perplexity hashvalue"]
     with pytest.raises(MetricError, match="vocab_dataloader"):
         C.BleuCorpusMetric(object())
 

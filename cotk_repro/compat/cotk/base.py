@@ -78,11 +78,11 @@ class ReferenceSetMetric(CotkMetric):
 
 def as_list(value: Any, what: str) -> list:
     """A batch entry as a list (CoTK accepts lists and numpy arrays)."""
-    if isinstance(value, np.ndarray):
-        return value.tolist()
+    if isinstance(value, np.ndarray) or (not isinstance(value, (list, tuple)) and hasattr(value, "tolist")):
+        return value.tolist()  # numpy arrays, torch tensors
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"Unknown type for {what}.")
-    return [v.tolist() if isinstance(v, np.ndarray) else v for v in value]
+    return [v.tolist() if hasattr(v, "tolist") and not isinstance(v, (str, bytes)) else v for v in value]
 
 
 def need(data: Mapping[str, Any], key: str) -> Any:
