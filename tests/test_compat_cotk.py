@@ -113,8 +113,13 @@ def test_retokenize_false_keeps_special_tokens_atomic():
     hyp, ref = ["a", "<pad>", "b", "c"], ["a", "<pad>", "b", "c"]
     given = get_metric("bleu", retokenize=False).compute([hyp], [[ref]])
     assert given["bleu"] == 1.0 and "|tok:given|" in given["bleu signature"]
-    split = get_metric("bleu").compute([hyp], [[ref]])  # "<pad>" re-tokenized into "<", "pad", ">"
-    assert split["bleu hashvalue"] != given["bleu hashvalue"]
+    retok = get_metric("bleu").compute([hyp], [[ref]])  # the default keeps special tokens whole too
+    assert retok["bleu"] == 1.0 and retok["bleu hashvalue"] != given["bleu hashvalue"]
+    from cotk_repro.metrics.ngrams import tokenize_text
+    assert tokenize_text("a <pad> b<eos>c <unk>, <go>x") == ["a", "<pad>", "b", "<eos>", "c", "<unk>", ",", "<go>", "x"]
+    # a token WordPunct would split is one token only as given
+    assert get_metric("bleu", ngram=1, retokenize=False).compute([["wheel."]], [[["wheel"]]])["bleu"] == 0.0
+    assert get_metric("bleu", ngram=1).compute([["wheel."]], [[["wheel"]]])["bleu"] > 0
     # <unk> never matches, as given or not
     assert get_metric("bleu", ngram=1, retokenize=False).compute([["<unk>", "a"]], [[["<unk>", "a"]]])["bleu"] == 0.5
 

@@ -38,8 +38,8 @@ import numpy as np
 from ..canonical import StreamHasher
 from ..reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
 from .base import Metric, MetricError, check_references, result_entry, signature
-from .ngrams import (UNK, NgramIndex, closest_lengths, closest_lengths_leave_one_out, group_max, group_top2,
-                     tokenize_text, tokenize_texts)
+from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, group_max, group_top2,
+                     has_special, tokenize_text, tokenize_texts)
 
 SMOOTHINGS = ("method0", "method1", "method2", "method3")
 _SMOOTH_ALIASES = {"none": "method0", "m0": "method0", "m1": "method1", "m2": "method2", "m3": "method3",
@@ -241,7 +241,7 @@ class ReferenceDigest:
     hashed cheaply under several settings (fw-bleu, bw-bleu and fw-bw-bleu share a reference set).
 
     ``references``: for each sample, its reference strings; ``tokens``: their BLEU tokens when already known
-    (used for texts without ``<unk>``, where they equal :func:`bleu_tokenize`'s).
+    (used for texts without special tokens, where they equal :func:`bleu_tokenize`'s).
     """
 
     def __init__(self, references: Sequence[Sequence[str]], tokens: Sequence[Sequence[Sequence[str]]] | None = None,
@@ -253,7 +253,7 @@ class ReferenceDigest:
             elif given:  # tokens as given (retokenize=False): they are what was scored
                 toks = [list(t) for t in tokens[i]]
             else:
-                toks = [t if UNK not in r else bleu_tokenize(r) for r, t in zip(refs, tokens[i])]
+                toks = [bleu_tokenize(r) if has_special(r) else t for r, t in zip(refs, tokens[i])]
             items.append(_JSON.encode(sorted(toks)).encode("utf-8"))
         items.sort()
         self._items = items
