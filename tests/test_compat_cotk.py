@@ -329,7 +329,7 @@ def _cotk_python() -> str | None:
 CHILD = r"""
 import json, sys
 from cotk.dataloader import GeneralVocab, SentenceDefault, SimpleTokenizer
-from cotk.metric import SelfBleuCorpusMetric, FwBwBleuCorpusMetric
+from cotk.metric import SelfBleuCorpusMetric, FwBwBleuCorpusMetric, NgramFwBwPerplexityMetric
 d = json.load(sys.stdin)
 specials = ["<pad>", "<unk>", "<go>", "<eos>"]
 field = SentenceDefault(SimpleTokenizer("space", specials),
@@ -338,11 +338,14 @@ s = SelfBleuCorpusMetric(field, gen_key="gen", sample=d["sample"], seed=d["seed"
 s.forward({"gen": d["gen"]})
 f = FwBwBleuCorpusMetric(field, d["ref"], gen_key="gen", sample=d["sample"], seed=d["seed"], cpu_count=1)
 f.forward({"gen": d["gen"]})
-print(json.dumps({**s.close(), **f.close()}))
+n = NgramFwBwPerplexityMetric(field, d["ref"][:100], 3, gen_key="gen", cpu_count=1)
+n.forward({"gen": d["gen"][:100]})
+print(json.dumps({**s.close(), **f.close(), **n.close()}))
 """
 
 
 def test_native_cotk_rules_equal_cotk_010_on_texygen():
+    """Self-BLEU and Fw/Bw-BLEU (sample_mode="cotk", 200 of 300/250) and the n-gram LM (mode="cotk")."""
     python = _cotk_python()
     if python is None:
         pytest.skip("CoTK 0.1.0 is not installed (set COTK_REPRO_COTK_PYTHON to a python that imports cotk)")
@@ -365,3 +368,8 @@ def test_native_cotk_rules_equal_cotk_010_on_texygen():
     for key in ("fw-bleu", "bw-bleu", "fw-bw-bleu"):
         assert abs(fb[key] - theirs[key]) <= 1e-12, key
     assert ours["self-bleu"] != get_metric("self-bleu", sample=200).compute(gen_tokens)["self-bleu"]
+    # CoTK's own Kneser-Ney trigram LM, both directions, on the first 100 sentences of each
+    lm = get_metric("fw-rv-ppl", ngram=3, mode="cotk", tokenizer="space").compute(
+        [" ".join(t) for t in gen_tokens[:100]], [[" ".join(r)] for r in refs[:100]])
+    assert abs(lm["fw-ppl"] - theirs["fwppl"]) <= 1e-12 * theirs["fwppl"]
+    assert abs(lm["rv-ppl"] - theirs["bwppl"]) <= 1e-12 * theirs["bwppl"]
