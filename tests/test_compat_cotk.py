@@ -3,11 +3,11 @@ metrics against hand computations, and the native ``sample_mode="cotk"`` against
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import subprocess
-
 from pathlib import Path
 
 import numpy as np
@@ -314,6 +314,7 @@ def test_adapters_take_this_librarys_dataloaders():
 
 # -- the native CoTK rule against CoTK 0.1.0 itself -------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
 def _cotk_python() -> str | None:
     candidates = [os.environ.get("COTK_REPRO_COTK_PYTHON", ""),
                   str(Path.home() / ".cache" / "cotk-repro" / "bench-cotk-venv" / "bin" / "python"),
@@ -373,3 +374,32 @@ def test_native_cotk_rules_equal_cotk_010_on_texygen():
         [" ".join(t) for t in gen_tokens[:100]], [[" ".join(r)] for r in refs[:100]])
     assert abs(lm["fw-ppl"] - theirs["fwppl"]) <= 1e-12 * theirs["fwppl"]
     assert abs(lm["rv-ppl"] - theirs["bwppl"]) <= 1e-12 * theirs["bwppl"]
+
+
+SIGNATURES = r"""
+import inspect, json
+import cotk.metric as M
+out = {}
+for name in NAMES:
+    params = inspect.signature(getattr(M, name).__init__).parameters.values()
+    out[name] = [[p.name, str(p.kind), repr(p.default)] for p in params if p.name != "self"]
+print(json.dumps(out))
+"""
+
+
+def test_constructors_match_cotk_010():
+    python = _cotk_python()
+    if python is None:
+        pytest.skip("CoTK 0.1.0 is not installed (set COTK_REPRO_COTK_PYTHON to a python that imports cotk)")
+    import inspect
+
+    names = [n for n in C.__all__ if n not in ("CotkMetric", "CotkVocabLoader", "vocab_dataloader", "MetricBase",
+                                               "DistinctNgrams")]
+    r = subprocess.run([python, "-c", f"NAMES = {names!r}" + SIGNATURES], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    theirs = json.loads(r.stdout.strip().splitlines()[-1])
+    for name in names:
+        params = inspect.signature(getattr(C, name).__init__).parameters.values()
+        ours = [[p.name, str(p.kind), repr(p.default)] for p in params if p.name != "self"]
+        assert ours == theirs[name], name
+

@@ -13,7 +13,7 @@ class AccuracyMetric(CotkMetric):
 
     _name = "AccuracyMetric"
 
-    def __init__(self, dataloader: Any = None, label_key: str = "label", prediction_key: str = "prediction"):
+    def __init__(self, dataloader: Any, label_key: str = "label", prediction_key: str = "prediction"):
         super().__init__()
         self.dataloader = dataloader
         self.label_key, self.prediction_key = label_key, prediction_key

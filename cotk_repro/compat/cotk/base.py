@@ -54,20 +54,17 @@ class CotkMetric:
 
 class ReferenceSetMetric(CotkMetric):
     """CoTK's metrics that compare the generated set with ``reference_test_list`` (Fw/Bw-BLEU, n-gram
-    fw/bw perplexity): the shared constructor and ``forward``."""
+    fw/bw perplexity): the shared constructor and ``forward``; each subclass states CoTK's defaults."""
 
-    default_sample = 1000
-
-    def __init__(self, dataloader: Any, reference_test_list: Any, ngram: int = 4, *, tokenizer: Any = None,
-                 gen_key: str = "gen", sample: Any = None, seed: int = 1229, cpu_count: Any = None):
+    def __init__(self, dataloader: Any, reference_test_list: Any, ngram: int, *, tokenizer: Any, gen_key: str,
+                 sample: int, seed: int, cpu_count: Any):
         from .vocab import as_cotk_loader
 
         super().__init__()
         no_tokenizer(tokenizer)
         self.dataloader = as_cotk_loader(dataloader)
         self.reference_test_list = as_list(reference_test_list, "reference_test_list")
-        self.ngram, self.gen_key, self.seed = ngram, gen_key, seed
-        self.sample = self.default_sample if sample is None else sample
+        self.ngram, self.gen_key, self.sample, self.seed = ngram, gen_key, sample, seed
         self.cpu_count = cpu_count  # accepted for CoTK compatibility: the native engines need no pool
         self.hyps: list = []
 

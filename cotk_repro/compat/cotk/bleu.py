@@ -140,7 +140,10 @@ class FwBwBleuCorpusMetric(ReferenceSetMetric):
     ``sample`` generated sentences and the first ``sample`` references)."""
 
     _name = "FwBwBleuCorpusMetric"
-    default_sample = 1000
+    def __init__(self, dataloader: Any, reference_test_list: List[Any], ngram: int = 4, *, tokenizer: Any = None,
+                 gen_key: str = "gen", sample: int = 1000, seed: int = 1229, cpu_count: Optional[int] = None):
+        super().__init__(dataloader, reference_test_list, ngram, tokenizer=tokenizer, gen_key=gen_key,
+                         sample=sample, seed=seed, cpu_count=cpu_count)
 
     def close(self) -> Dict[str, Any]:
         res = super().close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional
 
 from ...metrics.kn_lm import FwRvPplMetric
 from .base import ReferenceSetMetric
@@ -13,7 +13,10 @@ class NgramFwBwPerplexityMetric(ReferenceSetMetric):
     scored on as many generated sentences (``fwppl``), and the reverse (``bwppl``)."""
 
     _name = "NgramFwBwPerplexityMetric"
-    default_sample = 10000
+    def __init__(self, dataloader: Any, reference_test_list: List[Any], ngram: int = 4, *, tokenizer: Any = None,
+                 gen_key: str = "gen", sample: int = 10000, seed: int = 1229, cpu_count: Optional[int] = None):
+        super().__init__(dataloader, reference_test_list, ngram, tokenizer=tokenizer, gen_key=gen_key,
+                         sample=sample, seed=seed, cpu_count=cpu_count)
 
     def close(self) -> Dict[str, Any]:
         res = super().close()
