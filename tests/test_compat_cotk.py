@@ -152,6 +152,9 @@ def test_perplexity_cotk_rules_by_hand():
     m = get_metric("perplexity", reference_check="cotk", **kw)
     m.forward(_ppl_batch([2, 4, 0, 4], logp[:3]))
     assert math.isclose(m.close()["perplexity"], math.exp(-(2 * math.log(.2) + math.log(.05)) / 3))
+    # the lists form: a word outside F and R is an <unk> target, skipped under the CoTK rule
+    lists = get_metric("perplexity", unk_targets="skip", **kw).compute_lists([["a", "zzz"]], [[-1.0, -2.0, -3.0]])
+    assert math.isclose(lists["perplexity"], math.exp(4 / 2))
 
 
 def test_ngram_lm_cotk_unigram_formula():
@@ -305,8 +308,9 @@ def test_adapters_take_this_librarys_dataloaders():
     # a sentence with a rare word: the CoTK rules are in the hash, the references too
     native = get_metric("perplexity", dataloader=dl)
     b = batches[0]
-    native.forward({**b, "gen_log_prob": np.log(np.full((len(b["sent_length"]), b["sent_allvocabs"].shape[1],
-                                                         dl.vocab.frequent_vocab_size), 1 / dl.vocab.frequent_vocab_size))})
+    size = dl.vocab.frequent_vocab_size
+    shape = (len(b["sent_length"]), b["sent_allvocabs"].shape[1], size)
+    native.forward({**b, "gen_log_prob": np.log(np.full(shape, 1 / size))})
     assert native.close()["perplexity hashvalue"] != results[0]["perplexity hashvalue"]
     with pytest.raises(MetricError, match="vocab_dataloader"):
         C.BleuCorpusMetric(object())

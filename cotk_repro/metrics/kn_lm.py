@@ -182,9 +182,9 @@ class FwRvPplMetric(Metric):
     ``compute(hypotheses, references)``: the references are the real text as a *set* (their
     count need not match the hypotheses'; every reference of every list is used). Options:
     ``ngram`` (5, as CoTK), ``discount`` (0.75), ``unk_cutoff`` (1), ``mode`` (``interpolated``, ``nltk`` or
-    ``cotk``: CoTK 0.1.0's own variant, which ignores ``discount``), ``tokenizer`` (BLEU's WordPunct by default). Keys ``fw-ppl`` and ``rv-ppl``; the hash
-    covers the tokenized reference set and every LM setting (the generated text is what is being
-    scored, so it is not in the hash).
+    ``cotk``: CoTK 0.1.0's own variant, which ignores ``discount``), ``tokenizer`` (BLEU's WordPunct by
+    default). Keys ``fw-ppl`` and ``rv-ppl``; the hash covers the tokenized reference set and every LM
+    setting (the generated text is what is being scored, so it is not in the hash).
     """
 
     name = "fw-rv-ppl"

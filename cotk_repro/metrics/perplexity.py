@@ -124,7 +124,8 @@ class PerplexityMetric(Metric):
         """The CoTK rules in force that differ from the fair defaults (empty for the defaults)."""
         chosen = {"unk_targets": self.unk_targets, "rare_words": self.rare_words,
                   "reference_check": self.reference_check}
-        defaults = {"unk_targets": UNK_TARGETS[0], "rare_words": RARE_WORDS[0], "reference_check": REFERENCE_CHECKS[0]}
+        defaults = {"unk_targets": UNK_TARGETS[0], "rare_words": RARE_WORDS[0],
+                    "reference_check": REFERENCE_CHECKS[0]}
         return {k: v for k, v in chosen.items() if v != defaults[k]}
 
     # -- accumulation -----------------------------------------------------------------------------
@@ -232,7 +233,8 @@ class PerplexityMetric(Metric):
                                   f"(one per token and one for <eos>), got {len(lps)}")
             if any(x > 1e-9 for x in lps):
                 raise MetricError(f"sentence {i}: a log-probability is positive")
-            contrib = [self.target_log_prob(t, x) for t, x in zip(toks, lps)] + [lps[-1]]
+            contrib = [self.target_log_prob(t, x) for t, x in zip(toks, lps)
+                       if self.unk_targets == "score" or t in self._frequent_set or t in self._rare_set] + [lps[-1]]
             self._add(np.asarray(contrib, dtype=np.float64), f"sentence {i}")
             self._refs.append(toks)
 
