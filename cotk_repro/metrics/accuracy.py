@@ -18,6 +18,8 @@ class AccuracyMetric(Metric):
     value_range = (0.0, 1.0)
     level = "sentence"
     cost = 0.01
+    result_keys = "accuracy"
+    key_facts: dict = {}
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
         preds = list(hypotheses)

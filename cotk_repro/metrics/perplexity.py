@@ -300,6 +300,7 @@ class MultiTurnPerplexityMetric(PerplexityMetric):
     level = "corpus"
     cost = 1.0
     result_keys = "multi-turn-perplexity"
+    key_facts: dict = {}
 
     def __init__(self, dataloader: Any = None, *, reference_allvocabs_key: str = "multi_turn_ref_allvocabs",
                  reference_len_key: str = "multi_turn_ref_length",

@@ -180,6 +180,7 @@ class BleuPrecisionRecallMetric(_PrecisionRecall):
     version = "1"
     cost = 2.0
     result_keys = r"bleu-\d+-(precision|recall)"
+    key_facts: dict = {}
 
     def __init__(self, ngram: int = 2, dataloader: Any = None, score_dtype: str = "float64") -> None:
         self.ngram, self.weights = _weights(ngram, None)
@@ -205,6 +206,7 @@ class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
     version = "1"
     cost = 2.0
     result_keys = r"(avg|extrema)-bow-(precision|recall)"
+    key_facts: dict = {}
 
     def __init__(self, vectors: Any = None, mode: str = "avg", dataloader: Any = None,
                  score_dtype: str = "float64") -> None:
