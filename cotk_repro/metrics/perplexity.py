@@ -302,11 +302,14 @@ class MultiTurnPerplexityMetric(PerplexityMetric):
     result_keys = "multi-turn-perplexity"
     key_facts: dict = {}
 
-    def __init__(self, dataloader: Any = None, *, reference_allvocabs_key: str = "multi_turn_ref_allvocabs",
+    def __init__(self, dataloader: Any = None, *, vocab: Any = None, frequent: Sequence[str] | None = None,
+                 rare: Sequence[str] | None = None, skip_first_turn: bool = True, check_probabilities: bool = True,
+                 reference_allvocabs_key: str = "multi_turn_ref_allvocabs",
                  reference_len_key: str = "multi_turn_ref_length",
                  gen_log_prob_key: str = "multi_turn_gen_log_prob", key: str = "multi-turn-perplexity",
-                 **options: Any) -> None:
-        options.pop("multi_turn", None)
-        super().__init__(dataloader, multi_turn=True, reference_allvocabs_key=reference_allvocabs_key,
-                         reference_len_key=reference_len_key, gen_log_prob_key=gen_log_prob_key, key=key,
-                         **options)
+                 unk_targets: str = "score", rare_words: str = "model", reference_check: str = "strict") -> None:
+        super().__init__(dataloader, vocab=vocab, frequent=frequent, rare=rare, multi_turn=True,
+                         skip_first_turn=skip_first_turn, check_probabilities=check_probabilities,
+                         reference_allvocabs_key=reference_allvocabs_key, reference_len_key=reference_len_key,
+                         gen_log_prob_key=gen_log_prob_key, key=key, unk_targets=unk_targets,
+                         rare_words=rare_words, reference_check=reference_check)
