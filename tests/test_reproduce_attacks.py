@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -206,6 +207,48 @@ def verdict_packages(verdict: dict, project: dict) -> list[dict]:
     """The rerun's packages: the recorded ones minus those the verdict says differ or are missing."""
     missing = {d["what"].split()[-1] for d in verdict["environment_differences"] if d.get("b") in (None, "")}
     return [p for p in project["record"]["environment"]["packages"] if p["name"] not in missing]
+
+
+def _sdist(folder: Path, canary: Path, port: int) -> Path:
+    """An sdist-only package whose build backend attacks the machine that builds it."""
+    import tarfile
+
+    src = folder / "sdistonly_pkg-1.0"
+    files = {"pyproject.toml": EVIL_PYPROJECT.replace('"evilpkg"', '"sdistonly_pkg"').replace(
+                 'name = "sdistonly_pkg"', 'name = "sdistonly-pkg"'),
+             "evilbackend.py": EVIL_BACKEND.format(canary=str(canary), port=port, sleep=0),
+             "sdistonly_pkg/__init__.py": "VALUE = 2\n",
+             "PKG-INFO": "Metadata-Version: 2.1\nName: sdistonly-pkg\nVersion: 1.0\n"}
+    for rel, text in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    archive = folder / "sdistonly_pkg-1.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(str(src), arcname=src.name)
+    shutil.rmtree(src)
+    return archive
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_sdist_only_package_is_downloaded_but_built_in_the_sandbox(tmp_path, canary, docker_image):
+    """The index has only an sdist: the host downloads it without preparing it (pip download would run
+    its backend for the metadata), the sandbox builds it."""
+    links = tmp_path / "links"
+    links.mkdir()
+    with listener() as (port, hits):
+        _sdist(links, canary, port)
+
+        def edit(record):
+            record["environment"]["packages"].append({"name": "sdistonly-pkg", "version": "1.0"})
+        project = attacker_project(tmp_path, "sdist", canary, edit)
+        proc = reproduce(project, *docker_args(docker_image), "--json",
+                         env={"PIP_FIND_LINKS": str(links), "COTK_REPRO_CACHE": str(tmp_path / "cache")})
+        forget_images(docker_image, proc)
+        assert not canary.exists() and hits == []
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    assert "building a wheel of sdistonly-pkg==1.0 (no wheel on the index) in the sandbox" in proc.stderr
+    assert list((tmp_path / "cache").glob("wheelhouse/*/sdistonly_pkg-1.0-*.whl"))
 
 
 @pytest.mark.docker
