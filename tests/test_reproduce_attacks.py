@@ -269,6 +269,32 @@ def test_a_build_that_never_ends_is_stopped_at_the_time_limit(tmp_path, canary, 
     assert builds == []
 
 
+@pytest.mark.docker
+@pytest.mark.slow
+def test_image_build_past_the_time_limit_is_stopped_and_leaves_nothing(tmp_path, canary, docker_image):
+    """--timeout bounds the image build too: the running step is killed, its containers and images go."""
+    import re
+
+    from docker.errors import NotFound
+
+    project = attacker_project(tmp_path, "slowbuild", canary)  # a tree of its own: no cached image
+    tmpdir = tmp_path / "t"
+    tmpdir.mkdir()
+    t0 = time.monotonic()
+    proc = reproduce(project, *docker_args(docker_image, "--timeout", "10", "--keep"), env={"TMPDIR": str(tmpdir)})
+    elapsed = time.monotonic() - t0
+    forget_images(docker_image, proc)
+    could_not_run(proc, "building the Docker image ran past the time limit of 10 s and was stopped")
+    assert elapsed < 300, elapsed
+    log = next(tmpdir.glob("cotk-repro-reproduce-*/logs/build.log")).read_text()
+    client = docker_image["client"]
+    for cid in re.findall(r"^ ---> Running in ([0-9a-f]{12,64})\s*$", log, re.M):
+        with pytest.raises(NotFound):
+            client.containers.get(cid)
+    dangling = {i.id.removeprefix("sha256:")[:12] for i in client.images.list(filters={"dangling": True})}
+    assert not dangling & {x[:12] for x in re.findall(r"^ ---> ([0-9a-f]{12,64})\s*$", log, re.M)}, log
+
+
 def test_venv_runtime_refuses_a_record_that_needs_a_build_without_trust(tmp_path, canary):
     """With consent to run the entry but not --trust-remote-code, a package build is still refused."""
     from cotk_repro.reproduce.core import ReproduceOptions, reproduce as do_reproduce
