@@ -121,17 +121,21 @@ class DashboardClient:
     def health(self) -> dict[str, Any]:
         return self._check(self.request("GET", "/api/v1/health"), "the health check")
 
-    def upload_record(self, record: dict[str, Any]) -> dict[str, Any]:
-        """POST the record; returns ``{"id", "url", "created"}`` (``created`` False when it was there)."""
-        resp = self.request("POST", "/api/v1/records", json=record, auth=True, idempotent=True)
+    def upload_record(self, record: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
+        """POST the record (with its signature when there is one: ``{"record", "signature"}``);
+        returns ``{"id", "url", "created"}`` (``created`` False when it was there)."""
+        body = {"record": record, "signature": signature} if signature else record
+        resp = self.request("POST", "/api/v1/records", json=body, auth=True, idempotent=True)
         body = self._check(resp, "the record upload")
         return {"id": body.get("id", record.get("id")), "url": body.get("url"), "created": resp.status_code == 201}
 
     def get_record(self, record_id: str) -> dict[str, Any]:
         return self._check(self.request("GET", f"/api/v1/records/{quote(record_id, safe=':')}"), "record")
 
-    def submit_reproduction(self, record_id: str, verdict: dict[str, Any]) -> dict[str, Any]:
-        resp = self.request("POST", f"/api/v1/records/{quote(record_id, safe=':')}/reproductions", json=verdict,
+    def submit_reproduction(self, record_id: str, verdict: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
+        """POST a reproduction verdict (``{"reproduction", "signature"}`` when signed)."""
+        body = {"reproduction": verdict, "signature": signature} if signature else verdict
+        resp = self.request("POST", f"/api/v1/records/{quote(record_id, safe=':')}/reproductions", json=body,
                             auth=True, idempotent=False)
         return self._check(resp, "the reproduction for this record")
 
