@@ -336,3 +336,9 @@ def sign_for_publish(folder: Path, record: dict[str, Any], cwd: Path | None = No
     tmp.write_text(signature, encoding="ascii")
     os.replace(tmp, path)
     return signature, None
+
+
+def sign_for_submit(reproduction: dict[str, Any], cwd: Path | None = None) -> str | None:
+    """The reproducer's signature of a verdict about to be submitted, None without a key."""
+    key = find_signing_key(cwd)
+    return None if key is None else sign_reproduction(reproduction, key)

@@ -91,3 +91,26 @@ def verify_source(source_text: str, *, allowed_signers_file: str | None = None,
         return rows
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def check_before_reproduce(git_dir: Path | None, rev: str, record: dict[str, Any], *,
+                           allow_unsigned: bool = False) -> tuple[dict[str, Any], str]:
+    """The signature row of the record about to be reproduced and one line saying who signed it.
+
+    Raises :class:`SigningError` when the signature is bad (tampered record, wrong namespace, malformed),
+    unless ``allow_unsigned``; an unsigned record is only reported.
+    """
+    signature = ref_signature(git_dir, rev, record) if git_dir is not None else None
+    row = check_signature(record, signature, allowed_signers(None))
+    sid = short_id(str(record.get("id")))
+    if row["status"] == INVALID:
+        line = f"record {sid} has a BAD signature: {row['detail']}"
+        if not allow_unsigned:
+            raise SigningError(line, hint="the record may have been tampered with; --allow-unsigned reproduces it anyway")
+    elif row["status"] == UNSIGNED:
+        line = f"record {sid} is unsigned: nothing proves who published it"
+    else:
+        who = f"{row['signer']} ({row['fingerprint']})" if row["signer"] else row["fingerprint"]
+        line = f"record {sid} is signed by {who}: signature valid" + (
+            "" if row["status"] == VALID else ", but the key is not in your allowed signers")
+    return row, line

@@ -197,3 +197,56 @@ def test_passphrase_key_without_agent_fails_with_a_sentence(project, tmp_path):
     assert res.returncode == 2, res
     assert "signing with SHA256:" in res.stderr and "ssh-agent" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def _forge_on_ref(bare: Path, tmp_path: Path, record: dict) -> None:
+    """Rewrite the record's value on the remote's records ref, keeping its id and signature (a tampered record)."""
+    from cotk_repro.publish.gitrecords import add_to_ref
+
+    hexid = record["id"].removeprefix("sha256:")
+    clone = tmp_path / "forger"
+    subprocess.run(["git", "clone", "-q", "--bare", str(bare), str(clone)], check=True)
+    forged = json.loads(git(clone, "show", f"{REF}:records/{hexid}/record.json"))
+    forged["results"]["tokens"]["value"] = 99.0
+    # the id is content-addressed: the forger must recompute it, and the old signature no longer covers it
+    from cotk_repro.records import finalize
+
+    old_sig = git(clone, "show", f"{REF}:records/{hexid}/record.sig")
+    forged = finalize(forged)
+    fhex = forged["id"].removeprefix("sha256:")
+    add_to_ref(clone, REF, {f"records/{fhex}/record.json": json.dumps(forged).encode(),
+                            f"records/{fhex}/record.sig": (old_sig + "\n").encode()}, message="forged")
+    git(clone, "push", "-q", str(bare), f"{REF}:{REF}")
+    return forged
+
+
+def _local_runtime() -> list[str]:
+    """``--runtime local``, with the trust flag where this version of reproduce asks for it."""
+    help_text = run_cli("reproduce", "--help", env={"COLUMNS": "200"}).stdout
+    return ["--runtime", "local"] + (["--trust-remote-code"] if "--trust-remote-code" in help_text else [])
+
+
+def test_reproduce_names_the_signer_and_refuses_a_bad_signature(project, tmp_path):
+    LOCAL = _local_runtime()
+    root, bare = project
+    key = make_key(tmp_path / "keys")
+    env = key_env(key, tmp_path / "home")
+    record = record_in(root, env=env)
+    assert publish_with(root, env).returncode == 0
+    good = run_cli("reproduce", str(bare), "--record", record["id"], *LOCAL,
+                   "--json", env=env)
+    verdict = json.loads(good.stdout)
+    assert verdict["record_signature"] == {"status": "valid", "signer": None,
+                                           "fingerprint": fingerprint_of(key.with_suffix(".pub"))}
+    assert "signature valid" in good.stderr
+    forged = _forge_on_ref(bare, tmp_path, record)
+    bad = run_cli("reproduce", str(bare), "--record", forged["id"], *LOCAL,
+                  "--json", env=env)
+    assert bad.returncode == 2, bad
+    verdict = json.loads(bad.stdout)
+    assert verdict["verdict"] == "could not run" and "BAD signature" in verdict["error"]
+    anyway = run_cli("reproduce", str(bare), "--record", forged["id"], *LOCAL,
+                     "--allow-unsigned", "--json", env=env)
+    verdict = json.loads(anyway.stdout)
+    assert verdict["record_signature"]["status"] == "invalid"
+    assert verdict["verdict"] == "not reproduced"  # it ran: 4.0 measured against the forged 99.0

@@ -42,6 +42,8 @@ class ReproduceOptions:
     keep: bool = False
     submit: bool = False
     dashboard: str | None = None
+    #: reproduce a record whose signature does not verify (otherwise: could not run)
+    allow_unsigned: bool = False
 
 
 @dataclass
@@ -138,6 +140,7 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
         source, repo, record = _fetch(source_text, workdir, opts.record, steps)
         outcome.record = record
         verdict["record_id"] = record["id"]
+        verdict["record_signature"] = _check_signature(repo, source, record, opts, outcome)
         code = workdir / "context" / "code"
         with steps.step("checkout", f"checking out {record['code']['commit'][:12]}"):
             repo.export(record["code"]["commit"], code)
@@ -235,6 +238,21 @@ def config_warnings(config, runtime) -> list[str]:
     return []
 
 
+def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outcome) -> dict[str, Any]:
+    """Who signed the record and whether the signature holds (a bad one stops here unless --allow-unsigned)."""
+    from ..signing import SigningError
+    from ..verify import check_before_reproduce
+    from .fetch import LOCAL_RECORDS
+
+    git_dir = repo.git_dir if source.record is None else None
+    try:
+        row, line = check_before_reproduce(git_dir, LOCAL_RECORDS, record, allow_unsigned=opts.allow_unsigned)
+    except SigningError as exc:
+        raise ReproduceError(exc.message, hint=exc.hint, step="signature") from None
+    outcome.notices.append(line)
+    return {k: row[k] for k in ("status", "signer", "fingerprint")}
+
+
 def _keep_logs(workdir: Path, exc: CotkError, outcome: Outcome) -> None:
     """Copy a failed reproduction's logs out of the work folder (about to be deleted), and point the
     error's message and hint at the copy, so that "full log: ..." names a file that exists."""
@@ -270,8 +288,14 @@ def submit(verdict: dict[str, Any], opts: ReproduceOptions, source, config, outc
         outcome.warnings.append("--submit: no dashboard to submit to (pass --dashboard URL or run `cotk-repro login`)")
         return None
     try:
+        from ..signing import sign_for_submit
+
         url = userconfig.normalize_url(url)
-        answer = DashboardClient(url, userconfig.dashboard_token(url)).submit_reproduction(verdict["record_id"], verdict)
+        signature = sign_for_submit(verdict)
+        if signature is None:
+            outcome.warnings.append("--submit: no SSH key to sign the reproduction with (see `cotk-repro keys`)")
+        answer = DashboardClient(url, userconfig.dashboard_token(url)).submit_reproduction(
+            verdict["record_id"], verdict, signature=signature)
     except (DashboardError, CotkError) as exc:
         outcome.warnings.append(f"--submit: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
         return None
