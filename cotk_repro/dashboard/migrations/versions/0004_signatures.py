@@ -34,16 +34,15 @@ def upgrade() -> None:
         sa.Column("submitted_at", sa.String(40), nullable=False),
         sa.UniqueConstraint("record_pk", "user_id", name="uq_mirrors_record_user"),
     )
-    with op.batch_alter_table("records") as batch:
-        batch.add_column(sa.Column("signature", sa.Text, nullable=True))
-        batch.add_column(sa.Column("key_fingerprint", sa.String(80), nullable=True))
-        batch.add_column(sa.Column("reproduced_by", sa.Integer, nullable=False, server_default=sa.text("0")))
-    with op.batch_alter_table("reproductions") as batch:
-        batch.add_column(sa.Column("client_verdict", sa.String(32), nullable=True))
-        batch.add_column(sa.Column("signature", sa.Text, nullable=True))
-        batch.add_column(sa.Column("key_fingerprint", sa.String(80), nullable=True))
-        batch.add_column(sa.Column("by_author", sa.Boolean, nullable=False, server_default=sa.false()))
-        batch.add_column(sa.Column("superseded", sa.Boolean, nullable=False, server_default=sa.false()))
+    # plain ADD COLUMN (no batch table copy: on SQLite, dropping the old table would cascade to results)
+    op.add_column("records", sa.Column("signature", sa.Text, nullable=True))
+    op.add_column("records", sa.Column("key_fingerprint", sa.String(80), nullable=True))
+    op.add_column("records", sa.Column("reproduced_by", sa.Integer, nullable=False, server_default=sa.text("0")))
+    op.add_column("reproductions", sa.Column("client_verdict", sa.String(32), nullable=True))
+    op.add_column("reproductions", sa.Column("signature", sa.Text, nullable=True))
+    op.add_column("reproductions", sa.Column("key_fingerprint", sa.String(80), nullable=True))
+    op.add_column("reproductions", sa.Column("by_author", sa.Boolean, nullable=False, server_default=sa.false()))
+    op.add_column("reproductions", sa.Column("superseded", sa.Boolean, nullable=False, server_default=sa.false()))
     op.create_index("ix_reproductions_record_user", "reproductions", ["record_pk", "user_id", "superseded"])
     # existing reproductions: the owner's own ones are author reruns; only the newest per user counts
     op.execute("UPDATE reproductions SET by_author = (user_id = (SELECT r.user_id FROM records r "
@@ -57,11 +56,9 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("ix_reproductions_record_user", table_name="reproductions")
-    with op.batch_alter_table("reproductions") as batch:
-        for col in ("superseded", "by_author", "key_fingerprint", "signature", "client_verdict"):
-            batch.drop_column(col)
-    with op.batch_alter_table("records") as batch:
-        for col in ("reproduced_by", "key_fingerprint", "signature"):
-            batch.drop_column(col)
+    for col in ("superseded", "by_author", "key_fingerprint", "signature", "client_verdict"):
+        op.drop_column("reproductions", col)  # SQLite >= 3.35 drops columns in place
+    for col in ("reproduced_by", "key_fingerprint", "signature"):
+        op.drop_column("records", col)
     op.drop_table("mirrors")
     op.drop_table("ssh_keys")
