@@ -342,3 +342,16 @@ def sign_for_submit(reproduction: dict[str, Any], cwd: Path | None = None) -> st
     """The reproducer's signature of a verdict about to be submitted, None without a key."""
     key = find_signing_key(cwd)
     return None if key is None else sign_reproduction(reproduction, key)
+
+
+def make_key(path: Path, comment: str) -> Path | None:
+    """A new ed25519 key without passphrase at ``path`` (``ssh-keygen -t ed25519``); None without ssh-keygen."""
+    if shutil.which("ssh-keygen") is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([_ssh_keygen(), "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                          capture_output=True, timeout=TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        raise SigningError(f"ssh-keygen could not make a key at {path}",
+                           log=proc.stderr.decode("utf-8", "replace")[-2000:])
+    return path
