@@ -239,10 +239,6 @@ def _metric_task(cfg: CompareConfig, sysm: SystemSpec, dataset: str, m: MetricSp
     }
 
 
-# rough relative costs so the slowest tasks start first (better packing on few cores)
-_COST = {"fw-bw-bleu": 6, "self-bleu": 4, "fw-rv-ppl": 6, "meteor": 5, "bleu": 2, "rouge": 3, "nist": 2}
-
-
 def count_tasks(cfg: CompareConfig) -> int:
     """How many progress steps :func:`evaluate_config` reports (metric tasks plus generations)."""
     total = sum(len(s.datasets) for s in cfg.systems) * len(cfg.metrics)
@@ -272,7 +268,7 @@ def evaluate_config(cfg: CompareConfig, *, jobs: int | None = None,
             on_progress(done, total)
 
     def queue_metrics(sysm: SystemSpec, dataset: str, hyps: Path) -> None:
-        for m in sorted(cfg.metrics, key=lambda m: -_COST.get(m.name, 1)):
+        for m in sorted(cfg.metrics, key=lambda m: -m.cost):  # the slowest first: better packing on few cores
             fut = executor.submit(run_metric_task, _metric_task(cfg, sysm, dataset, m, hyps))
             pending[fut] = ("metric", sysm, dataset, m)
 

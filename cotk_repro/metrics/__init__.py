@@ -36,29 +36,14 @@ def get_metric(name: str, **options: Any) -> Metric:
 
 def accepts_option(name: str, option: str) -> bool:
     """Whether the metric registered as ``name`` takes the keyword option ``option`` (e.g. ``tokenizer``)."""
-    import importlib
-    import inspect
-
     from ..plugins import get_plugins
+    from .facts import accepts_option as _accepts, class_of_factory
 
     registry = get_plugins().registry("metric")
     if name not in registry:
         return False
     factory = registry[name].obj
-    target = factory
-    from ..builtins.metrics import BUILTIN_METRICS
-
-    if getattr(factory, "__module__", "") == "cotk_repro.builtins.metrics" and name in BUILTIN_METRICS:
-        module, cls = BUILTIN_METRICS[name].split(":")
-        try:
-            target = getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)
-        except (ImportError, AttributeError):
-            return False
-    try:
-        params = inspect.signature(target).parameters
-    except (TypeError, ValueError):
-        return False
-    return option in params
+    return _accepts(class_of_factory(factory) or factory, option)
 
 
 def _spec(spec: str | tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
