@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import CotkError
+from ..metrics.base import score, score_batches
 from .config import CompareConfig, MetricSpec, SystemSpec
 from .textfmt import TextFormat, batched, iter_gold, iter_texts
 
@@ -122,10 +123,9 @@ _MISSING = object()
 def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
     """Compute one metric for one (system, dataset); returns parsed values and the time taken.
 
-    Samples and gold are read as streams. A metric with ``forward(batch)`` / ``close()`` (the CoTK
-    interface) is fed batches of ``STREAM_BATCH`` lines, so a streaming metric never holds the corpus;
-    ``references = "set"`` metrics need the whole gold set and get it with ``compute``; a metric with only
-    ``compute`` gets whole lists.
+    Samples and gold are read as streams and handed to the metric through the one metric path
+    (:func:`cotk_repro.metrics.base.score_batches`) in batches of ``STREAM_BATCH`` lines, so a streaming
+    metric never holds the corpus; ``references = "set"`` metrics get the whole gold set in one batch.
     """
     start = time.perf_counter()
     metric = _make_metric(task["metric"], task["options"])
@@ -133,24 +133,16 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
     mode = task["references"]
     gold = iter_gold(Path(task["gold"]), TextFormat.from_dict(task["gold_format"])) if mode != "none" else None
     if mode == "set":  # the whole gold set, every reference of every line, for every sample
-        refs = [r for refs_of_line in gold for r in refs_of_line]
-        raw = metric.compute(list(hyps), refs)
+        raw = score(metric, list(hyps), [r for refs_of_line in gold for r in refs_of_line])
     else:
         pairs: Iterator[tuple[str, Any]]
         if mode == "aligned":
             pairs = (_aligned(h, g) for h, g in itertools.zip_longest(hyps, gold, fillvalue=_MISSING))
         else:
             pairs = ((h, None) for h in hyps)
-        if callable(getattr(metric, "forward", None)) and callable(getattr(metric, "close", None)):
-            for batch in batched(pairs, STREAM_BATCH):
-                data: dict[str, Any] = {"hyps": [h for h, _ in batch]}
-                if mode == "aligned":
-                    data["refs"] = [g for _, g in batch]
-                metric.forward(data)
-            raw = metric.close()
-        else:
-            both = list(pairs)
-            raw = metric.compute([h for h, _ in both], [g for _, g in both] if mode == "aligned" else None)
+        batches = ({"hyps": [h for h, _ in batch], **({"refs": [g for _, g in batch]} if mode == "aligned" else {})}
+                   for batch in batched(pairs, STREAM_BATCH))
+        raw = score_batches(metric, batches)
     values = parse_result(raw)
     if task.get("keys"):
         missing = [k for k in task["keys"] if k not in values]

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from .base import Metric, MetricError, check_references, resolve_tokenizer, result_entry, signature
+from .base import (Metric, MetricError, check_references, resolve_tokenizer, result_entry, score, score_batches,
+                   signature)
 
 __all__ = ["Metric", "MetricError", "get_metric", "evaluate", "metric_names", "check_references",
-           "result_entry", "signature", "resolve_tokenizer", "accepts_option"]
+           "result_entry", "signature", "resolve_tokenizer", "accepts_option", "score", "score_batches"]
 
 
 def metric_names() -> list[str]:
@@ -68,5 +69,5 @@ def evaluate(metrics: Iterable[str | tuple[str, dict[str, Any]]], hypotheses: Se
     for name, options in specs:
         if tokenizer is not None and "tokenizer" not in options and accepts_option(name, "tokenizer"):
             options["tokenizer"] = tokenizer
-        merged.update(get_metric(name, **options).compute(hyps, references))
+        merged.update(score(get_metric(name, **options), hyps, references))
     return merged
