@@ -206,6 +206,19 @@ def test_leaderboard_groups_by_hash_best_first_largest_group_first(server, token
     assert entry["records"] == 6 and {m["metric"] for m in entry["metrics"]} == {"bleu", "perplexity"}
 
 
+def test_self_bleu_ranks_lower_is_better_as_its_class_declares(server, tokens):
+    """The leaderboard asks the metric's facts: the least repetitive system (lowest Self-BLEU) is first."""
+    task, dataset = "self-bleu-direction", "news"
+    h = fake_hash("self-bleu-set")
+    for i, value in enumerate((0.40, 0.15, 0.70)):
+        rec = make_record({"self-bleu": (value, h)}, task=task, dataset=dataset, name=f"sb{i}")
+        assert post_record(server, rec, tokens["alice"]).status_code == 201
+    board = requests.get(server + API + "/leaderboard", timeout=10,
+                         params={"task": task, "dataset": dataset, "metric": "self-bleu"}).json()
+    assert board["higher_is_better"] is False
+    assert [e["value"] for e in board["groups"][0]["entries"]] == [0.15, 0.40, 0.70]
+
+
 def test_reproductions_are_attached_and_attributed(server, tokens):
     h = fake_hash("refs-repro")
     rec = make_record({"bleu": (0.42, h)}, task="repro", dataset="d", name="reproduced-system")
@@ -318,8 +331,14 @@ def test_errors_never_leak_tracebacks(db_url, monkeypatch):
 
 
 def test_lower_is_better_rule():
-    assert lb.lower_is_better("perplexity") and lb.lower_is_better("test PPL") and lb.lower_is_better("ppl-word")
-    assert not lb.lower_is_better("bleu") and not lb.lower_is_better("distinct-2")
+    # the direction is the reporting metric's declared fact, not a guess from the key's spelling
+    for key in ("perplexity", "self-bleu", "fw-ppl", "rv-ppl"):
+        assert lb.lower_is_better(key), key
+    for key in ("bleu", "distinct-2", "fw-bleu", "bw-bleu", "fw-bw-bleu", "rouge-l", "nist", "meteor",
+                "ngram-entropy-3"):
+        assert not lb.lower_is_better(key), key
+    # a key no registered metric reports ranks higher-is-better (no substring guess: "test PPL" is not ours)
+    assert not lb.lower_is_better("test PPL")
 
 
 def test_migrations_are_idempotent_and_at_head(db_url):

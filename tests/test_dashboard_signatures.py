@@ -263,8 +263,6 @@ def test_values_are_checked_against_the_metric(server, users):
     r = requests.post(server + API + "/records", data=body, headers={**auth(alice), "Content-Type": "application/json"},
                       timeout=10)
     assert r.status_code == 422
-    if _facts("bleu") is None:
-        pytest.skip("BLEU does not declare its value range yet (the metric-contract branch fills the facts in)")
     huge = make_record({"bleu": (1e308, H)}, task="values", dataset="d")
     r = post(server, signed(huge, alice), alice)
     assert r.status_code == 422 and "bleu" in r.json()["detail"]
@@ -273,11 +271,17 @@ def test_values_are_checked_against_the_metric(server, users):
     ok = make_record({"bleu": (hi, H)}, task="values", dataset="d")
     assert post(server, signed(ok, alice), alice).status_code == 201
     ppl = _facts("perplexity")
-    if ppl is not None and ppl.value_range[0] >= 1:
-        low = make_record({"perplexity": (0.5, H)}, task="values", dataset="d")
-        r = post(server, signed(low, alice), alice)
-        assert r.status_code == 422 and "perplexity" in r.json()["detail"]
-        assert math.isinf(ppl.value_range[1])
+    assert ppl.value_range[0] == 1.0 and math.isinf(ppl.value_range[1])
+    low = make_record({"perplexity": (0.5, H)}, task="values", dataset="d")
+    r = post(server, signed(low, alice), alice)
+    assert r.status_code == 422 and "perplexity" in r.json()["detail"]
+    high = make_record({"perplexity": (81.4, H)}, task="values", dataset="d")
+    assert post(server, signed(high, alice), alice).status_code == 201
+    # a rerun's values are checked the same way
+    rr = post(server, {"reproduction": rerun_verdict(high, 0.5, metric="perplexity"),
+                       "signature": sign_reproduction(rerun_verdict(high, 0.5, metric="perplexity"), alice["key"])},
+              alice, f"/records/{high['id']}/reproductions")
+    assert rr.status_code == 422 and "perplexity" in rr.json()["detail"]
 
 
 def test_users_add_their_own_keys_and_they_are_listed_with_fingerprints(server, users, tmp_path):

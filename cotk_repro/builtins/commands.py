@@ -13,6 +13,7 @@ from ..hookspecs import hookimpl
 COMMAND_MODULES = (
     "cotk_repro.cli.data_cmd",
     "cotk_repro.cli.evaluate_cmd",
+    "cotk_repro.cli.metrics_cmd",
     "cotk_repro.cli.compare_cmd",
     "cotk_repro.cli.publish_cmd",
     "cotk_repro.cli.reproduce_cmd",

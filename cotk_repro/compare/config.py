@@ -20,21 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, CotkError
+from ..metrics.facts import facts_of
 from .textfmt import FORMAT_KEYS, DataError, TextFormat, count_lines
 from .tomlpos import key_lines, line_of
 
-#: how a metric uses the gold references:
-#: ``aligned`` one reference list per sample line (corpus BLEU, ROUGE...);
-#: ``set`` the whole gold set, not aligned (forward/backward BLEU);
-#: ``none`` no references (Self-BLEU, Distinct-n, n-gram entropy).
+#: how a metric uses the gold references (a metric's own facts choose; a [[metric]] may override):
+#: ``aligned`` one reference list per sample line; ``set`` the whole gold set, not aligned; ``none`` none.
 REFERENCE_MODES = ("aligned", "set", "none")
-DEFAULT_REFERENCE_MODE = {
-    "bleu": "aligned", "rouge": "aligned", "nist": "aligned", "meteor": "aligned",
-    "fw-bw-bleu": "set", "fw-rv-ppl": "set",
-    "self-bleu": "none", "distinct": "none", "ngram-entropy": "none",
-}
-#: metrics where a lower value is better (everything else: higher is better)
-LOWER_IS_BETTER = {"self-bleu", "perplexity", "fw-rv-ppl"}
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
@@ -83,6 +75,8 @@ class MetricSpec:
     references: str
     higher_is_better: bool
     keys: tuple[str, ...] | None = None
+    #: rough relative cost per sample from the metric's facts (the costliest tasks are started first)
+    cost: float = 1.0
     label_given: bool = False
     version: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
@@ -467,7 +461,7 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
             raise fail(p + ("label" if "label" in m else "name",),
                        f"metric label {label!r} is used twice; give each [[metric]] of the same name its own 'label'")
         labels[label] = i
-        refs = m.get("references", DEFAULT_REFERENCE_MODE.get(name))
+        refs = m.get("references")
         options = dict(m.get("options", {}))
         try:
             # the registered factory itself (not get_metric, which rewords TypeErrors): the same object
@@ -478,26 +472,21 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
             raise fail(p + ("options",), f"metric {name!r}: {exc.message}") from None
         except Exception as exc:  # noqa: BLE001 - a plugin may fail any way it likes
             raise fail(p + ("options",), f"metric {name!r} could not be created: {type(exc).__name__}: {exc}") from None
+        try:  # the metric's own facts (docs/metrics.md, "The metric contract"); the config may override them
+            facts = facts_of(metric, name)
+        except ValueError as exc:
+            raise fail(p + ("name",), str(exc)) from None
         if refs is None:
-            refs = getattr(metric, "reference_mode", None)
-        if refs is None:  # the metric API's own flags: no references at all, or an unpaired reference set
-            if getattr(metric, "needs_references", True) is False:
-                refs = "none"
-            elif getattr(metric, "paired_references", True) is False:
-                refs = "set"
-            else:
-                refs = "aligned"
+            refs = facts.references
         if refs not in REFERENCE_MODES:
             raise fail(p + ("references",), f"'references' must be one of {', '.join(REFERENCE_MODES)}, got {refs!r}")
         hib = m.get("higher_is_better")
         if hib is None:
-            hib = getattr(metric, "higher_is_better", None)
-        if hib is None:
-            hib = name not in LOWER_IS_BETTER
+            hib = facts.higher_is_better
         settings = getattr(metric, "settings", None)
         metrics.append(MetricSpec(
             label=label, name=name, index=i, options=options, references=refs, higher_is_better=bool(hib),
-            keys=tuple(m["keys"]) if "keys" in m else None, label_given="label" in m,
+            keys=tuple(m["keys"]) if "keys" in m else None, label_given="label" in m, cost=facts.cost,
             version=str(getattr(metric, "version", "")) or None,
             settings=dict(settings) if isinstance(settings, dict) else {},
         ))

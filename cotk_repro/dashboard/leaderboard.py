@@ -3,8 +3,9 @@
 Only results with the same hash are ranked against each other (SPEC section 7):
 
 * one group per hash, the largest group first (ties: the hash, for a stable order);
-* best first within a group: higher is better, except for metrics whose name
-  contains "perplexity" or "ppl" (lower is better); equal values keep upload order;
+* best first within a group, in the direction the metric that reports the key declares
+  (``higher_is_better``, see docs/metrics.md "The metric contract"; a key no registered metric
+  reports ranks higher-is-better); equal values keep upload order;
 * results without a hash (*unverifiable*) form their own group, ``"hash": null``, last;
 * each entry names its signer (the record's owner) and whether it is signed, and counts its
   independent reproductions (``reproduced_by``: distinct users other than the author whose latest
@@ -21,8 +22,11 @@ from sqlalchemy.engine import Connection
 from .models import BoardGroup, Record, Reproduction, Result, User
 
 def lower_is_better(metric: str) -> bool:
-    m = metric.lower()
-    return "perplexity" in m or "ppl" in m
+    """Whether the metric that reports the result key ``metric`` declares lower values better."""
+    from ..metrics.facts import facts_for_result_key
+
+    facts = facts_for_result_key(metric)
+    return facts is not None and not facts.higher_is_better
 
 
 def reproduction_counts(conn: Connection, record_pks: list[int]) -> dict[int, int]:

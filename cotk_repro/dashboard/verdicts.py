@@ -27,28 +27,10 @@ class VerdictError(CotkError):
 
 @lru_cache(maxsize=4096)
 def _facts(key: str):
-    """The facts of a result key, when its metric declares its range (an inherited default says nothing)."""
+    """The facts the metric reporting ``key`` declares (None for a key no registered metric reports)."""
     from ..metrics.facts import facts_for_result_key
 
-    facts = facts_for_result_key(key)
-    return facts if facts is not None and _declares_range(key) else None
-
-
-def _declares_range(key: str) -> bool:
-    import re
-
-    from ..metrics.base import Metric
-    from ..metrics.facts import metric_class
-    from ..plugins import get_plugins
-
-    for name in sorted(get_plugins().registry("metric")):
-        cls = metric_class(name)
-        if cls is None or not re.fullmatch(getattr(cls, "result_keys", None) or re.escape(name), key):
-            continue
-        if "value_range" in ((getattr(cls, "key_facts", None) or {}).get(key) or {}):
-            return True
-        return any("value_range" in vars(c) for c in cls.__mro__ if c is not Metric and c is not object)
-    return False
+    return facts_for_result_key(key)
 
 
 def check_values(results: dict[str, tuple[float, str | None]], where: str) -> None:

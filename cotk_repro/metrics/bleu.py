@@ -400,6 +400,8 @@ class BleuMetric(_BleuFamily):
     """
 
     name = "bleu"
+    level = "corpus"
+    cost = 1.0
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps = list(hypotheses)
@@ -452,6 +454,9 @@ class SelfBleuMetric(_BleuFamily):
     name = "self-bleu"
     default_smoothing = "method1"
     needs_references = False
+    higher_is_better = False  # high Self-BLEU = the sentences repeat each other (low diversity)
+    level = "sentence"
+    cost = 2.0
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229):
@@ -493,6 +498,9 @@ class FwBwBleuMetric(_BleuFamily):
     name = "fw-bw-bleu"
     default_smoothing = "method1"
     paired_references = False
+    level = "sentence"
+    cost = 3.0
+    result_keys = r"fw-bleu|bw-bleu|fw-bw-bleu"
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229):

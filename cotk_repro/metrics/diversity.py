@@ -78,6 +78,9 @@ class DistinctMetric(_ReferenceFree):
 
     name = "distinct"
     version = "1"
+    level = "corpus"
+    cost = 0.5
+    result_keys = r"distinct-[0-9]+"
 
     def __init__(self, ngram: Any = (1, 2), tokenizer: Any = None) -> None:
         super().__init__(list(ngram) if isinstance(ngram, tuple) else ngram, tokenizer)
@@ -107,6 +110,10 @@ class NgramEntropyMetric(_ReferenceFree):
 
     name = "ngram-entropy"
     version = "1"
+    value_range = (0.0, float("inf"))
+    level = "corpus"
+    cost = 0.5
+    result_keys = r"ngram-entropy-[0-9]+"
 
     def __init__(self, ngram: Any = (1, 2, 3), group_size: int | None = None, log_base: float | None = None,
                  tokenizer: Any = None) -> None:

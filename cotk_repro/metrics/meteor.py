@@ -99,6 +99,8 @@ class MeteorMetric(Metric):
 
     name = "meteor"
     version = "1"
+    level = "sentence"
+    cost = 2.5
 
     def __init__(self, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, wordnet: Any = "auto",
                  tokenizer: Any = None) -> None:

@@ -84,6 +84,9 @@ class NistMetric(Metric):
 
     name = "nist"
     version = "1"
+    value_range = (0.0, float("inf"))
+    level = "corpus"
+    cost = 1.0
 
     def __init__(self, ngram: int = 5, tokenizer: Any = None) -> None:
         if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 1:

@@ -56,6 +56,10 @@ class PerplexityMetric(Metric):
     name = "perplexity"
     version = PERPLEXITY_VERSION
     needs_references = False
+    higher_is_better = False
+    value_range = (1.0, float("inf"))
+    level = "corpus"
+    cost = 0.5
 
     def __init__(self, dataloader: Any = None, *, vocab: Any = None, frequent: Sequence[str] | None = None,
                  rare: Sequence[str] | None = None, multi_turn: bool = False, skip_first_turn: bool = True,

@@ -78,6 +78,9 @@ class RougeMetric(Metric):
 
     name = "rouge"
     version = "1"
+    level = "sentence"
+    cost = 1.5
+    result_keys = r"rouge-([1-9]|l)"
 
     def __init__(self, types: Sequence[str] = ("rouge1", "rouge2", "rougeL"), alpha: float = 0.5,
                  stemmer: bool = False) -> None:
