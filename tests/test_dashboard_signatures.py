@@ -326,3 +326,23 @@ def test_add_user_with_ssh_key_on_the_command_line(tmp_path):
     assert res.returncode == 2 and "bad.pub" in res.stderr and "Traceback" not in res.stderr
     res = run_cli("dashboard", "revoke-key", "dora", "SHA256:nope", "--db", db)
     assert res.returncode == 2 and "has no key" in res.stderr
+
+
+def test_leaderboard_page_puts_unsigned_and_unreproduced_entries_apart(open_server, users):
+    alice, bob, carol = users["alice"], users["bob"], users["carol"]
+    trusted = make_record({"bleu": (0.3, H)}, task="page", dataset="d", name="trusted-system")
+    lonely = make_record({"bleu": (0.5, H)}, task="page", dataset="d", name="lonely-system")
+    unsigned = make_record({"bleu": (0.7, H)}, task="page", dataset="d", name="unsigned-system")
+    assert post(open_server, signed(trusted, alice), alice).status_code == 201
+    assert post(open_server, signed(lonely, bob), bob).status_code == 201
+    assert post(open_server, unsigned, carol).status_code == 201
+    assert reproduce(open_server, trusted, carol, 0.3).json()["verdict"] == "reproduced"
+    html = requests.get(open_server + "/leaderboard", params={"task": "page", "dataset": "d", "metric": "bleu"},
+                        timeout=10).text
+    trusted_part, _, apart = html.partition('class="apart-entries"')
+    assert "trusted-system" in trusted_part and "lonely-system" not in trusted_part
+    assert "lonely-system" in apart and "unsigned-system" in apart
+    assert "unsigned</span>" in apart.split("unsigned-system", 1)[1].split("</tr>", 1)[0]
+    only = requests.get(open_server + "/leaderboard", timeout=10,
+                        params={"task": "page", "dataset": "d", "metric": "bleu", "reproduced": 1}).text
+    assert "trusted-system" in only and "lonely-system" not in only and "unsigned-system" not in only

@@ -161,7 +161,8 @@ async def home(request: Request):
 
 @router.get("/leaderboard", response_class=HTMLResponse)
 async def leaderboard_page(request: Request, task: str = Query(""), dataset: str = Query(""),
-                     metric: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000)):
+                     metric: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000),
+                     reproduced: bool = Query(False)):
     if not all(_ok_name(v) for v in (task, dataset, metric)):
         return _error(400, "the task, dataset or metric is not a valid name")
     dash = request.app.state.dashboard
@@ -171,13 +172,16 @@ async def leaderboard_page(request: Request, task: str = Query(""), dataset: str
             entry = next((c for c in dash.db.read(lb.catalogue) if c["task"] == task and c["dataset"] == dataset), None)
             return render("metrics.html", task=task, dataset=dataset, entry=entry).encode()
         board = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=PER_PAGE, page=page,
-                                                   record_url=record_path))
+                                                   record_url=record_path, reproduced_only=reproduced))
         more = any(g["total"] > page * PER_PAGE for g in board["groups"])
-        nav = {"prev": (board_url(task, dataset, metric) + f"&page={page - 1}") if page > 1 else None,
-               "next": (board_url(task, dataset, metric) + f"&page={page + 1}") if more else None}
+        here = board_url(task, dataset, metric) + ("&reproduced=1" if reproduced else "")
+        nav = {"prev": (here + f"&page={page - 1}") if page > 1 else None,
+               "next": (here + f"&page={page + 1}") if more else None,
+               "all": board_url(task, dataset, metric), "reproduced": board_url(task, dataset, metric) + "&reproduced=1"}
         return render("leaderboard.html", board=board, nav=nav).encode()
 
-    body = await dash.cached_async(("leaderboard-page", task, dataset, metric, page), compute, stale_ok=True)
+    body = await dash.cached_async(("leaderboard-page", task, dataset, metric, page, reproduced), compute,
+                                   stale_ok=True)
     return Response(body, media_type="text/html; charset=utf-8")
 
 
