@@ -103,7 +103,10 @@ class DashboardClient:
                 return resp.json()
             except ValueError:
                 raise DashboardError(f"the dashboard at {self.url} did not answer JSON to {what}") from None
-        if code == 401 or code == 403:
+        if code == 403:
+            raise DashboardError(f"the dashboard at {self.url} refused {what} (403): {_detail(resp)}", status=code,
+                                 hint="`cotk-repro keys` shows your signing key; register its .pub on the dashboard")
+        if code == 401:
             raise DashboardError(f"the dashboard at {self.url} refused the token ({code}) for {what}",
                                  hint=f"get a token from its admin and run `cotk-repro login --dashboard {self.url} --token TOKEN`",
                                  status=code)
