@@ -147,6 +147,19 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@lru_cache(maxsize=1)
+def _robots() -> bytes:
+    from ..templating import templates_dir
+
+    return (templates_dir() / "dashboard" / "robots.txt").read_bytes()
+
+
+@router.get("/robots.txt")
+async def robots() -> Response:
+    """A static file (also the floor the load benchmark compares uploads and leaderboards with)."""
+    return Response(_robots(), media_type="text/plain; charset=utf-8")
+
+
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request):
     dash = request.app.state.dashboard
