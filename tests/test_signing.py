@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,12 @@ def test_published_signature_verifies_with_ssh_keygen(project, tmp_path, key_typ
     ok = ssh_verify(tmp_path, "alice", key.with_suffix(".pub"), signed_bytes(record), sig)
     assert ok.returncode == 0, ok.stderr
     assert b"Good \"cotk-repro-record\" signature for alice" in ok.stdout
+    # the docs' recipe (docs/reproduce.md, "Signing") yields exactly the signed bytes
+    recipe = ("import json,sys; r=json.load(sys.stdin); r.pop(\"id\"); sys.stdout.write(json.dumps(r, sort_keys=True, "
+              "separators=(\",\", \":\"), ensure_ascii=False))")
+    via_docs = subprocess.run([sys.executable, "-c", recipe], input=on_ref(bare, record, "record.json").encode(),
+                              capture_output=True, check=True).stdout
+    assert via_docs == signed_bytes(record)
     # ... and the id is still content-addressed (the signature is not part of what it hashes)
     assert json.loads(on_ref(bare, record, "record.json"))["id"] == record["id"]
     # ... and not over anything else

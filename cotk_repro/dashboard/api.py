@@ -167,6 +167,18 @@ REPRODUCTION_BODY_SCHEMA = {
     },
 }
 
+def signed(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The request body: ``{kind: payload, "signature": armored SSHSIG}``, or the bare payload (unsigned)."""
+    return {"oneOf": [
+        {"type": "object", "required": [kind, "signature"], "additionalProperties": False,
+         "description": f"A signed upload: the {kind} and its SSH signature (ssh-keygen -Y sign, namespace "
+                        f"cotk-repro-{kind}) over its canonical JSON"
+                        + (" without `id`." if kind == "record" else "."),
+         "properties": {kind: schema, "signature": {"type": "string", "maxLength": 16384}}},
+        schema,
+    ]}
+
+
 ERRORS = {401: {"model": Problem, "description": "missing or invalid token"},
           403: {"model": Problem, "description": "unsigned where signatures are required, or signed by a key that "
                                                  "is not registered, revoked or another user's"},
@@ -221,7 +233,8 @@ def health(request: Request) -> dict[str, str]:
 @router.post("/records", status_code=201, response_model=Created,
              responses={200: {"model": Created, "description": "the record was already stored (no-op)"}, **ERRORS},
              openapi_extra={"requestBody": {"required": True,
-                                            "content": {"application/json": {"schema": RECORD_BODY_SCHEMA}}}})
+                                            "content": {"application/json": {
+                                                "schema": signed("record", RECORD_BODY_SCHEMA)}}}})
 async def upload_record(request: Request, user: Principal = Depends(require_user)):
     """Upload a record. 201 when stored, 200 when the same record is already there."""
     body = _json_body(await request.body())
@@ -272,7 +285,8 @@ async def get_record(request: Request, record_id: str):
 @router.post("/records/{record_id}/reproductions", status_code=201, response_model=ReproductionCreated,
              responses={404: {"model": Problem}, **ERRORS},
              openapi_extra={"requestBody": {"required": True,
-                                            "content": {"application/json": {"schema": REPRODUCTION_BODY_SCHEMA}}}})
+                                            "content": {"application/json": {
+                                                "schema": signed("reproduction", REPRODUCTION_BODY_SCHEMA)}}}})
 async def add_reproduction(request: Request, record_id: str, user: Principal = Depends(require_user)):
     """Attach a reproduction verdict (``cotk-repro reproduce --json``) to a record, attributed to you."""
     body = _json_body(await request.body())
