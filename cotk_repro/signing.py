@@ -209,8 +209,9 @@ def find_signing_key(cwd: Path | None = None, *, workdir: Path | None = None) ->
     if configured:
         literal = configured.removeprefix("key::")
         if configured.startswith("key::") or literal.split(" ", 1)[0] in KNOWN_KEY_TYPES:
-            return _literal_key(literal, "git config user.signingkey",
-                                workdir or Path(tempfile.mkdtemp(prefix="cotk-repro-key-")))
+            from .userconfig import cache_dir
+
+            return _literal_key(literal, "git config user.signingkey", workdir or cache_dir() / "signing-keys")
         return key_from_path(Path(configured), "git config user.signingkey")
     default = Path.home() / ".ssh" / "id_ed25519"
     if default.is_file():

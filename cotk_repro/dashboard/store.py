@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import distinct, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -65,7 +65,7 @@ def unwrap(body: Any, kind: str) -> tuple[Any, str | None]:
     return body, None
 
 
-def _signer(db: Database, data: bytes, signature: str | None, namespace: str, principal: Principal,
+def _signer(db: Database, data: Callable[[], bytes], signature: str | None, namespace: str,
             allow_unsigned: bool, what: str) -> Signer | None:
     if signature is None:
         if not allow_unsigned:
@@ -73,7 +73,7 @@ def _signer(db: Database, data: bytes, signature: str | None, namespace: str, pr
                            "publishes and submits signed when `cotk-repro keys` shows a key) and register the key "
                            "with `cotk-repro dashboard add-user NAME --ssh-key FILE.pub`")
         return None
-    return signer_of(db, data, signature, namespace)
+    return signer_of(db, data(), signature, namespace)
 
 
 def normalize_id(ref: str) -> str | None:
@@ -144,7 +144,7 @@ def store_record(db: Database, body: Any, principal: Principal, *, allow_unsigne
     record, signature = unwrap(body, "record")
     cols = validate_upload(record)
     rid = cols["record_id"]
-    signer = _signer(db, record_bytes(record), signature, NS_RECORD, principal, allow_unsigned, "record")
+    signer = _signer(db, lambda: record_bytes(record), signature, NS_RECORD, allow_unsigned, "record")
     owner_id = signer.user_id if signer else principal.user_id
     owner_name = signer.name if signer else principal.name
     mirror = owner_id != principal.user_id
@@ -231,11 +231,8 @@ def add_reproduction(db: Database, record_ref: str, principal: Principal, body: 
         raise NotFound(f"{record_ref!r} is not a record id")
     verdict, signature = unwrap(body, "reproduction")
     claimed = validate_reproduction(verdict, rid)
-    try:
-        data = reproduction_bytes(verdict)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise Invalid(f"the reproduction cannot be stored: {exc}") from None
-    signer = _signer(db, data, signature, NS_REPRODUCTION, principal, allow_unsigned, "reproduction")
+    signer = _signer(db, lambda: reproduction_bytes(verdict), signature, NS_REPRODUCTION, allow_unsigned,
+                     "reproduction")
     if signer is not None:
         check_uploader(signer, principal, "reproduction")
     found = db.read(lambda c: c.execute(select(Record.id, Record.user_id, Record.body)
