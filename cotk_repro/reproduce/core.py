@@ -64,7 +64,7 @@ def empty_verdict(runtime: str) -> dict[str, Any]:
     return {"schema": VERDICT_SCHEMA, "schema_version": 1, "record_id": None, "verdict": "could not run",
             "runtime": runtime, "metrics": [], "environment_differences": [],
             "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
-            "error": None, "cotk_repro_version": __version__}
+            "error": None, "record_signature": None, "cotk_repro_version": __version__}
 
 
 def _as_sigint(signum, frame):  # SIGTERM -> the same clean-up path as Ctrl-C
