@@ -257,3 +257,41 @@ def test_reproduce_names_the_signer_and_refuses_a_bad_signature(project, tmp_pat
     verdict = json.loads(anyway.stdout)
     assert verdict["record_signature"]["status"] == "invalid"
     assert verdict["verdict"] == "not reproduced"  # it ran: 4.0 measured against the forged 99.0
+
+
+def test_publish_uploads_the_signed_record_and_reproduce_from_the_dashboard_checks_it(project, tmp_path):
+    import requests
+
+    from cotk_repro.dashboard.auth import add_user
+    from cotk_repro.dashboard.db import open_database
+    from cotk_repro.dashboard.identity import add_key
+    from cotk_repro.dashboard.server import start_in_thread
+
+    root, bare = project
+    key = make_key(tmp_path / "keys")
+    env = key_env(key, tmp_path / "home")
+    db_url = f"sqlite:///{tmp_path / 'dash.sqlite3'}"
+    db = open_database(db_url)
+    token, _ = add_user(db, "alice")
+    add_key(db, "alice", key.with_suffix(".pub").read_text())
+    db.dispose()
+    url, stop = start_in_thread(db_url, migrate=False)  # signatures required (the default)
+    try:
+        assert run_cli("login", "--dashboard", url, "--token", token, "--no-check", env=env).returncode == 0
+        record = record_in(root, env=env)
+        res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=env)
+        assert res.returncode == 0, res
+        got = requests.get(f"{url}/api/v1/records/{record['id']}", timeout=10).json()
+        assert got["user"] == "alice" and got["signed"] is True
+        assert got["signature"].strip() == on_ref(bare, record, "record.sig")
+        assert got["key"] == fingerprint_of(key.with_suffix(".pub"))
+        res = run_cli("reproduce", f"{url}/records/{record['id']}", *_local_runtime(), "--json", env=env)
+        assert res.returncode == 0, res
+        assert json.loads(res.stdout)["record_signature"]["status"] == "valid"
+        # without a key the same publish is refused by this dashboard with a sentence saying why
+        other = record_in(root, env=key_env(None, tmp_path / "home2"))
+        res = run_cli("publish", other["id"], "--no-git", "--dashboard", url, cwd=root,
+                      env=key_env(None, tmp_path / "home2"))
+        assert res.returncode == 2 and "accepts only signed records" in res.stderr, res
+    finally:
+        stop()

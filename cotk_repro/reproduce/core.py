@@ -244,7 +244,12 @@ def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outc
     from ..verify import check_before_reproduce
     from .fetch import LOCAL_RECORDS
 
-    git_dir = repo.git_dir if source.record is None else None
+    git_dir = repo.git_dir
+    if source.record is not None:  # the record came from a dashboard: its signature is on the git remote's ref
+        try:
+            repo.fetch_records()
+        except CotkError:
+            git_dir = None
     try:
         row, line = check_before_reproduce(git_dir, LOCAL_RECORDS, record, allow_unsigned=opts.allow_unsigned)
     except SigningError as exc:
