@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .canonical import hash_object
+from .core.fileio import atomic_write
 from .errors import RecordError
 
 RECORD_SCHEMA = "cotk-repro/record"
@@ -63,16 +64,8 @@ def short_id(record_id: str, n: int = 12) -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write a record (or any JSON object) as sorted, indented JSON, atomically."""
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 class RunStore:

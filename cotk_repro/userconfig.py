@@ -27,10 +27,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from .core.fileio import atomic_write
 from .errors import ConfigError
 
 APP = "cotk-repro"
@@ -95,16 +95,7 @@ def save(data: dict[str, Any]) -> Path:
             os.chmod(path.parent, 0o700)
         except OSError:
             pass
-        fd, tmp = tempfile.mkstemp(prefix=".config.", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o600) if hasattr(os, "fchmod") else None
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=2, sort_keys=True)
-                fh.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n", perms=0o600)
         os.chmod(path, 0o600)
     except OSError as exc:
         raise ConfigError(f"cannot write the user config {path}: {exc.strerror}") from None

@@ -125,7 +125,7 @@ def write_charts(result: CompareResult, out: Path, jobs: int | None = None) -> d
         return {}
     import os
 
-    from .report import _atomic_write
+    from ..core.fileio import atomic_write
 
     columns = result.all_columns()
     jobs = min(jobs or result.config.jobs or os.cpu_count() or 1, max(1, len(columns) // 4))
@@ -143,6 +143,6 @@ def write_charts(result: CompareResult, out: Path, jobs: int | None = None) -> d
     files = {}
     for column in columns:
         path = out / f"chart-{safe_name(column)}.png"
-        _atomic_write(path, pngs[column])
+        atomic_write(path, pngs[column])
         files[column] = path
     return files

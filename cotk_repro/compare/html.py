@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .. import __version__
 from .engine import CompareResult
-from .report import _atomic_write, column_has_conflict, safe_name
+from ..core.fileio import atomic_write
+from .report import column_has_conflict, safe_name
 
 TEMPLATE = """<!doctype html>
 <html lang="en">
@@ -127,5 +128,5 @@ def render_html(result: CompareResult, charts: dict[str, Path] | None = None) ->
 
 def write_html(result: CompareResult, out: Path, charts: dict[str, Path] | None = None) -> Path:
     path = Path(out) / "report.html"
-    _atomic_write(path, render_html(result, charts))
+    atomic_write(path, render_html(result, charts))
     return path
