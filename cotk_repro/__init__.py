@@ -1,7 +1,7 @@
 """cotk-repro: fast development and fair evaluation of text generation.
 
 Hashed metrics and dataloaders, immutable run records, publish and one-command
-reproduce. See the README and SPEC for the contracts.
+reproduce. See the README and docs/spec.md for the contract.
 """
 
 __version__ = "0.1.0"

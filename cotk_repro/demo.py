@@ -1,4 +1,4 @@
-"""``cotk-repro demo``: the whole loop on one machine, with nothing to set up (SPEC section 8).
+"""``cotk-repro demo``: the whole loop on one machine, with nothing to set up (docs/spec.md section 8).
 
 1. scaffold the sample project (a bigram language model on a small corpus shipped in
    ``templates/project/demo``) in a temporary folder and commit it;

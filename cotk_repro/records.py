@@ -1,4 +1,4 @@
-"""Records: the immutable, content-addressed account of one run (SPEC section 4).
+"""Records: the immutable, content-addressed account of one run (docs/spec.md section 4).
 
 A record's ``id`` is ``sha256:`` + the hex SHA-256 of the canonical JSON of the
 record without its ``id`` (see :mod:`cotk_repro.canonical`). Local records live

@@ -4,7 +4,7 @@ A metric's ``close()`` returns a result dict (:func:`result_entry` builds one en
 reads one back; :func:`save_result` writes the result file and :func:`read_result_file` /
 :func:`normalize_results` read and validate it. Nothing else spells the suffixes below.
 
-Two forms of the result file are accepted (SPEC section 4):
+Two forms of the result file are accepted (docs/spec.md section 4):
 
 * minimal, what CoTK metrics return, merged::
 

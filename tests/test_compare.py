@@ -731,7 +731,7 @@ def test_set_and_reference_free_bleu_family_through_compare_match_nltk(tmp_path)
 
 
 def test_real_self_bleu_on_sets_of_different_sizes_is_not_ranked_together(tmp_path):
-    """Self-BLEU grows with the set size (SPEC 5): a system with fewer samples gets another hash, its own group."""
+    """Self-BLEU grows with the set size (docs/spec.md section 5): a system with fewer samples gets another hash, its own group."""
     _need("self-bleu")
     from cotk_repro.compare import compare
 

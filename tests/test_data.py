@@ -1,4 +1,4 @@
-"""Dataloaders, vocabulary and hash codes: the paper's Figure 4 pattern (SPEC section 5) on a
+"""Dataloaders, vocabulary and hash codes: the paper's Figure 4 pattern (docs/spec.md section 5) on a
 hand-made dataset and on Texygen's COCO captions, checked against independent computations
 (NLTK's WordPunctTokenizer, collections.Counter, the reference_hashes module)."""
 

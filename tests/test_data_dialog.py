@@ -1,5 +1,5 @@
 """Happy paths of the two dialog dataloaders (``single-turn-dialog``, ``multi-turn-dialog``):
-samples, batches, vocabulary, conversions and hash codes (SPEC section 5, the Figure 4 pattern).
+samples, batches, vocabulary, conversions and hash codes (docs/spec.md section 5, the Figure 4 pattern).
 
 Every expected value is computed here, independently of the library: tokens with NLTK's
 ``WordPunctTokenizer`` (or ``str.split``), counts with ``collections.Counter``, ids from a

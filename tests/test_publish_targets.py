@@ -38,6 +38,7 @@ NOTE_TARGET = """
 def test_plugin_target_runs_when_chosen_and_only_then(make_project, tmp_path):
     env = extra_distribution(tmp_path, "note-target", "note_target", NOTE_TARGET)
     env["NOTE_TARGET_DIR"] = str(tmp_path)
+    env["COTK_REPRO_CONFIG_DIR"] = str(tmp_path / "userconfig")  # no dashboard logged in to by other tests
     root = make_project({"main.py": ENTRY})
     bare = add_bare_remote(root, tmp_path / "remotes", "alice/proj")
     git(root, "push", "-q", "origin", "main")

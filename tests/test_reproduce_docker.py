@@ -1,4 +1,4 @@
-"""Reproduce in Docker, end to end, against the real engine (SPEC section 7, issue 5).
+"""Reproduce in Docker, end to end, against the real engine (docs/spec.md section 7, issue 5).
 
 A project is published to a bare remote (records made with a small real virtual environment,
 see :mod:`test_reproduce_support`), then `cotk-repro reproduce --runtime docker` rebuilds its

@@ -1,4 +1,4 @@
-"""Dataloader hash codes (SPEC section 5, the paper's Table 2), order-independent by construction.
+"""Dataloader hash codes (docs/spec.md section 5, the paper's Table 2), order-independent by construction.
 
 Definitions (all through :mod:`cotk_repro.canonical`):
 

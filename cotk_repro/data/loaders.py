@@ -13,7 +13,7 @@ so a corpus needs about its own size plus 4 bytes a token of memory, never a Pyt
 object per token. Once every split is read, counts (``numpy.bincount``) give the
 vocabulary and a permutation maps provisional ids to vocabulary ids.
 
-Hash codes (SPEC section 5) are computed from order-independent multisets of the
+Hash codes (docs/spec.md section 5) are computed from order-independent multisets of the
 sample digests (:mod:`.hashing`): shuffling samples never changes any hash.
 """
 

@@ -8,7 +8,7 @@ together, so a hypothesis set and a reference set encoded in one :class:`NgramIn
 can be matched by code.
 
 ``<unk>`` is one token (also when it sits inside a string: ``"a <unk> b"``), and an
-n-gram that contains it is marked so that it never matches (SPEC section 5).
+n-gram that contains it is marked so that it never matches (docs/spec.md section 5).
 """
 
 from __future__ import annotations

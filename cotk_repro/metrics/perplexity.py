@@ -1,4 +1,4 @@
-"""Perplexity with the paper's rare-word redistribution (SPEC section 5, CoTK paper Table 6).
+"""Perplexity with the paper's rare-word redistribution (docs/spec.md section 5, CoTK paper Table 6).
 
 A model sees the frequent vocabulary F (plus the special tokens); evaluation is over
 F ∪ R. A reference token ``w`` contributes
