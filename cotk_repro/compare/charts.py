@@ -112,16 +112,14 @@ def _chart_job(args: tuple[CompareResult, list[str]]) -> list[bytes]:
 
 
 def write_charts(result: CompareResult, out: Path, jobs: int | None = None) -> dict[str, Path]:
-    """One ``chart-<column>.png`` per metric column; {} with a warning when matplotlib is missing.
+    """One ``chart-<column>.png`` per metric column; {} and a note in ``result.warnings`` without matplotlib.
 
     Many charts are drawn by ``jobs`` worker processes (default: the config's jobs, else the CPUs).
     """
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        from ..cli.output import warn
-
-        warn("matplotlib is not installed: no charts (pip install 'cotk-repro[compare]')")
+        result.warnings.append("matplotlib is not installed: no charts (pip install 'cotk-repro[compare]')")
         return {}
     import os
 

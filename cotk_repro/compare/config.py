@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError, CotkError
 from ..metrics.facts import facts_of
-from .textfmt import FORMAT_KEYS, DataError, TextFormat, count_lines
+from .textfmt import FORMAT_KEYS, TextFileError, TextFormat, count_lines
 from .tomlpos import key_lines, line_of
 
 #: how a metric uses the gold references (a metric's own facts choose; a [[metric]] may override):
@@ -308,7 +308,7 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
         for ds in datasets:
             try:
                 ds.gold_lines = count_lines(ds.gold)
-            except DataError as exc:
+            except TextFileError as exc:
                 raise fail(("dataset", ds.index), exc.message) from None
             if ds.gold_lines == 0 and any(m.references != "none" for m in metrics):
                 raise fail(("dataset", ds.index), f"the gold file of dataset {ds.name!r} is empty")

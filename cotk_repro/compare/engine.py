@@ -72,6 +72,8 @@ class CompareResult:
     #: (system, dataset) -> "cache" or "generated" for generator systems
     generated: dict[tuple[str, str], str] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    #: things the user should know that are not failures (e.g. charts skipped); the CLI prints them
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def systems(self) -> list[str]:
