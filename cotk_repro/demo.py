@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .core.git import git
 from .errors import CotkError
 
 PROJECT = "sample-lm"
@@ -44,16 +44,16 @@ class DemoResult:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    env = dict(os.environ)
     # a machine without a git identity still gets a commit
-    env.setdefault("GIT_AUTHOR_NAME", "cotk-repro demo")
-    env.setdefault("GIT_AUTHOR_EMAIL", "demo@cotk-repro.invalid")
-    env.setdefault("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
-    env.setdefault("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    env = {k: os.environ.get(k, v) for k, v in (("GIT_AUTHOR_NAME", "cotk-repro demo"),
+                                                 ("GIT_AUTHOR_EMAIL", "demo@cotk-repro.invalid"))}
+    env["GIT_COMMITTER_NAME"] = os.environ.get("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
+    env["GIT_COMMITTER_EMAIL"] = os.environ.get("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
+    proc = git(cwd, *args, env=env, check=False)
     if proc.returncode != 0:
-        raise CotkError(f"git {args[0]} failed in {cwd}: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout.strip()
+        message = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()
+        raise CotkError(f"git {args[0]} failed in {cwd}: {message}")
+    return proc.stdout.decode("utf-8", "replace").strip()
 
 
 def docker_available(base_image: str | None) -> bool:

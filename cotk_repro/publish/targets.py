@@ -15,7 +15,8 @@ from ..capture.git import strip_credentials
 from ..config import ProjectConfig
 from ..records import short_id
 from . import PublishError
-from .gitrecords import DEFAULT_REF, GitError, add_to_ref, git, out, record_files, record_path, rev_parse
+from ..core.git import GitError, git, out, rev_parse
+from .gitrecords import DEFAULT_REF, add_to_ref, record_files, record_path
 
 TMP_REMOTE_REF = "refs/cotk-repro/remote-records"
 

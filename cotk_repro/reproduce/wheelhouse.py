@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..capture.environment import normalize_name
-from ..publish.gitrecords import tail
+from ..core.git import tail
 from ..userconfig import cache_dir
 from . import ReproduceError
 
