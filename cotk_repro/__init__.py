@@ -11,7 +11,7 @@ __all__ = ["__version__", "save_result"]
 
 def __getattr__(name):  # lazy: keep `import cotk_repro` cheap for the CLI start-up
     if name == "save_result":
-        from .results import save_result
+        from .core.results import save_result
 
         return save_result
     raise AttributeError(name)

@@ -81,13 +81,13 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
              host: str = "127.0.0.1", port: int = 0,
              on_status: Callable[[str], None] = lambda _m: None) -> DemoResult:
     """Run the loop; the dashboard keeps serving until ``result.stop()`` is called."""
-    from . import userconfig
+    from .core import userconfig
     from .dashboard.auth import add_user
     from .dashboard.db import open_database
     from .dashboard.server import start_in_thread
     from .publish.core import publish
     from .reproduce.core import ReproduceOptions, reproduce
-    from .runner import execute
+    from .records.runner import execute
     from .scaffold import scaffold
 
     timings: dict[str, float] = {}

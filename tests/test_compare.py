@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
-from cotk_repro.canonical import hash_object
+from cotk_repro.core.canonical import hash_object
 from cotk_repro.plugins import reset_plugins
 
 PLUGIN = '''
 from cotk_repro.hookspecs import hookimpl
-from cotk_repro.canonical import hash_object
+from cotk_repro.core.canonical import hash_object
 
 
 class MeanLength:

@@ -75,7 +75,7 @@ def docker_client():
 def base_image(docker_client):
     """The base image under a tag of this module's own; at the end, removes the images this module
     built (named by the reproduce output, so that a concurrent run's images are left alone)."""
-    from cotk_repro.userconfig import cache_dir
+    from cotk_repro.core.userconfig import cache_dir
 
     source = os.environ["COTK_REPRO_TEST_BASE_IMAGE"]
     name = f"cotk-repro-test-base:{uuid.uuid4().hex[:12]}"

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CODE = "from cotk_repro import userconfig as u; print(u.config_dir()); print(u.data_dir()); print(u.cache_dir())"
+CODE = "from cotk_repro.core import userconfig as u; print(u.config_dir()); print(u.data_dir()); print(u.cache_dir())"
 
 
 def dirs(home: Path, **env: str) -> list[str]:

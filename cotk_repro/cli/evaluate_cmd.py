@@ -11,7 +11,7 @@ from . import output
 
 def result_rows(result: dict[str, Any]) -> list[list[Any]]:
     """One row per value: key, value, hash (shortened), signature."""
-    from ..results import parse_result_dict
+    from ..core.results import parse_result_dict
 
     return [[key, output.fmt_value(r["value"]), output.fmt_hash(r["hash"]), r["signature"] or ""]
             for key, r in parse_result_dict(result, skip_extras=True).items()]

@@ -66,7 +66,7 @@ def register(cli: typer.Typer) -> None:
         check: bool = typer.Option(True, "--check/--no-check", help="Check that the dashboard answers before saving."),
     ) -> None:
         """Store dashboard credentials in your user config (file mode 0600, never in a repository)."""
-        from .. import userconfig
+        from ..core import userconfig
         from ..publish.dashboard import DashboardClient, DashboardError
 
         url = userconfig.normalize_url(dashboard)

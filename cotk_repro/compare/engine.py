@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import CotkError
 from ..metrics.base import score, score_batches
-from ..results import parse_result_dict
+from ..core.results import parse_result_dict
 from .config import CompareConfig, MetricSpec, SystemSpec
 from .textfmt import TextFormat, batched, iter_gold, iter_texts
 

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..canonical import hash_object
+from ..core.canonical import hash_object
 from ..core.fileio import atomic_open, atomic_write
 from ..errors import CotkError
 from .textfmt import batched, file_sha256, iter_lines

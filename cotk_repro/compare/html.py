@@ -1,7 +1,7 @@
 """``report.html``: one self-contained page with the charts (embedded PNG) and the tables.
 
 The page is ``templates/compare/report.html``, rendered by the project's one Jinja environment
-(:mod:`cotk_repro.templating`, autoescaping ``.html`` templates). Every piece of user-supplied text (system, dataset and metric names, signatures,
+(:mod:`cotk_repro.core.templating`, autoescaping ``.html`` templates). Every piece of user-supplied text (system, dataset and metric names, signatures,
 error messages, the title) goes through Jinja2's autoescaping.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..core.fileio import atomic_write
-from ..templating import render
+from ..core.templating import render
 from .engine import CompareResult
 from .report import column_has_conflict, safe_name
 

@@ -1,7 +1,7 @@
 """Storing and reading records and reproductions (the work behind the API and pages).
 
 Uploads are validated with :mod:`cotk_repro.records` (schema, required keys, the
-id recomputed from the content) and :func:`cotk_repro.results.normalize_results`
+id recomputed from the content) and :func:`cotk_repro.core.results.normalize_results`
 (every metric a finite number with a 64-hex hash or none). Records are immutable:
 the same record twice is one row (a unique constraint; a concurrent duplicate's
 ``IntegrityError`` is the "already there" answer).
@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from ..canonical import canonical_json
+from ..core.canonical import canonical_json
 from ..errors import CotkError
 from ..records import ID_PREFIX, validate_record
-from ..results import RESULT_SCHEMA, normalize_results
+from ..core.results import RESULT_SCHEMA, normalize_results
 from .auth import Principal, now_iso
 from .db import Database
 from .models import NAME_MAX, BoardGroup, Record, Reproduction, Result, User

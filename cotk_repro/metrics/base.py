@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import CotkError
-from ..results import HASH_SUFFIX, SIGNATURE_SUFFIX, result_entry  # noqa: F401 - the metric API re-exports them
+from ..core.results import HASH_SUFFIX, SIGNATURE_SUFFIX, result_entry  # noqa: F401 - the metric API re-exports them
 
 class MetricError(CotkError):
     """Bad input to a metric (one clear sentence)."""

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..reference_hashes import bleu_tokenize
+from .reference_hashes import bleu_tokenize
 
 UNK = "<unk>"
 _UNK_SPLIT = re.compile(re.escape(UNK))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..capture.git import open_repo
-from ..config import load_config
+from ..core.config import load_config
 from ..plugins import get_component
 from ..records import RunStore, short_id, validate_record
 from . import PublishError
@@ -23,7 +23,7 @@ from .targets import PublishContext
 
 
 def resolve_dashboard(explicit: str | None, config) -> str | None:
-    from .. import userconfig
+    from ..core import userconfig
 
     return explicit or config.get("dashboard", "url") or userconfig.default_dashboard()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..capture.git import strip_credentials
-from ..config import ProjectConfig
+from ..core.config import ProjectConfig
 from ..records import short_id
 from . import PublishError
 from ..core.git import GitError, git, out, rev_parse
@@ -146,7 +146,7 @@ class DashboardTarget:
     name = "dashboard"
 
     def publish(self, ctx: PublishContext) -> dict[str, Any]:
-        from .. import userconfig
+        from ..core import userconfig
         from .dashboard import DashboardClient, DashboardError
 
         url = userconfig.normalize_url(ctx.dashboard_url or "")

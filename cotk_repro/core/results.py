@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .canonical import is_sha256_hex
-from .core.fileio import atomic_write
-from .errors import RunError
+from .fileio import atomic_write
+from ..errors import RunError
 
 RESULT_SCHEMA = "cotk-repro/result"
 HASH_SUFFIX = " hashvalue"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from .canonical import StreamHasher, canonical_json
+from ..core.canonical import StreamHasher, canonical_json
 
 BLEU_TOKENIZER = "wordpunct"
 BLEU_VERSION = "1"

@@ -33,8 +33,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .core.fileio import atomic_write
-from .errors import ConfigError
+from .fileio import atomic_write
+from ..errors import ConfigError
 
 APP = "cotk-repro"
 CONFIG_NAME = "config.json"

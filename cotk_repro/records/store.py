@@ -1,7 +1,7 @@
 """Records: the immutable, content-addressed account of one run (docs/spec.md section 4).
 
 A record's ``id`` is ``sha256:`` + the hex SHA-256 of the canonical JSON of the
-record without its ``id`` (see :mod:`cotk_repro.canonical`). Local records live
+record without its ``id`` (see :mod:`cotk_repro.core.canonical`). Local records live
 in ``.cotk-repro/runs/<hex>/`` with the entry's logs, the lock file and the
 Dockerfile; they are written to a temporary folder and renamed into place.
 """
@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from .canonical import hash_object
-from .core.fileio import atomic_write
-from .errors import RecordError
+from ..core.canonical import hash_object
+from ..core.fileio import atomic_write
+from ..errors import RecordError
 
 RECORD_SCHEMA = "cotk-repro/record"
 RECORD_SCHEMA_VERSION = 1

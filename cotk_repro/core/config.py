@@ -1,7 +1,7 @@
 """Project configuration: ``cotk-repro.toml`` or ``[tool.cotk-repro]`` in ``pyproject.toml``.
 
 The schema is strict: an unknown key is an error naming the key and the file.
-User-level settings (dashboard tokens) are *not* here: see :mod:`cotk_repro.userconfig`.
+User-level settings (dashboard tokens) are *not* here: see :mod:`cotk_repro.core.userconfig`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 CONFIG_FILE = "cotk-repro.toml"
 
