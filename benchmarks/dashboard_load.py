@@ -50,7 +50,7 @@ from cotk_repro.dashboard.models import BoardGroup, Record, Result  # noqa: E402
 from cotk_repro.dashboard.store import dumps  # noqa: E402
 from cotk_repro.dashboard.identity import add_key  # noqa: E402
 from cotk_repro.records import RECORD_SCHEMA, finalize  # noqa: E402
-from cotk_repro.signing import key_from_path, make_key, sign_record  # noqa: E402
+from cotk_repro.core.signing import key_from_path, make_key, sign_record  # noqa: E402
 
 TASK, DATASET = "language-generation", "mscoco"
 HASHES = [(0.70, "a" * 64), (0.20, "b" * 64), (0.05, "c" * 64), (0.05, None)]  # share of records per group

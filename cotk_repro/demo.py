@@ -1,4 +1,4 @@
-"""``cotk-repro demo``: the whole loop on one machine, with nothing to set up (SPEC section 8).
+"""``cotk-repro demo``: the whole loop on one machine, with nothing to set up (docs/spec.md section 8).
 
 1. scaffold the sample project (a bigram language model on a small corpus shipped in
    ``templates/project/demo``) in a temporary folder and commit it;
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .core.git import git
 from .errors import CotkError
 
 PROJECT = "sample-lm"
@@ -48,16 +48,16 @@ class DemoResult:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    env = dict(os.environ)
     # a machine without a git identity still gets a commit
-    env.setdefault("GIT_AUTHOR_NAME", "cotk-repro demo")
-    env.setdefault("GIT_AUTHOR_EMAIL", "demo@cotk-repro.invalid")
-    env.setdefault("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
-    env.setdefault("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    env = {k: os.environ.get(k, v) for k, v in (("GIT_AUTHOR_NAME", "cotk-repro demo"),
+                                                 ("GIT_AUTHOR_EMAIL", "demo@cotk-repro.invalid"))}
+    env["GIT_COMMITTER_NAME"] = os.environ.get("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
+    env["GIT_COMMITTER_EMAIL"] = os.environ.get("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
+    proc = git(cwd, *args, env=env, check=False)
     if proc.returncode != 0:
-        raise CotkError(f"git {args[0]} failed in {cwd}: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout.strip()
+        message = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()
+        raise CotkError(f"git {args[0]} failed in {cwd}: {message}")
+    return proc.stdout.decode("utf-8", "replace").strip()
 
 
 def docker_available(base_image: str | None) -> bool:
@@ -85,15 +85,15 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
              host: str = "127.0.0.1", port: int = 0,
              on_status: Callable[[str], None] = lambda _m: None) -> DemoResult:
     """Run the loop; the dashboard keeps serving until ``result.stop()`` is called."""
-    from . import userconfig
+    from .core import userconfig
     from .dashboard.auth import add_user
     from .dashboard.db import open_database
     from .dashboard.identity import add_key
-    from .signing import ENV_KEY, make_key
+    from .core.signing import ENV_KEY, make_key
     from .dashboard.server import start_in_thread
     from .publish.core import publish
     from .reproduce.core import ReproduceOptions, reproduce
-    from .runner import execute
+    from .records.runner import execute
     from .scaffold import scaffold
 
     timings: dict[str, float] = {}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .records import short_id
-from .signing import NS_RECORD, SIG_FILE, PublicKey, SigningError, read_allowed_signers, record_bytes, verify_bytes
+from .core.signing import NS_RECORD, SIG_FILE, PublicKey, SigningError, read_allowed_signers, record_bytes, verify_bytes
 
 VALID, UNSIGNED, INVALID, UNKNOWN_SIGNER = "valid", "unsigned", "invalid", "unknown signer"
 

@@ -19,7 +19,7 @@ from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.identity import add_key, revoke_key
 from cotk_repro.dashboard.server import start_in_thread
-from cotk_repro.signing import key_from_path, sign_record, sign_reproduction
+from cotk_repro.core.signing import key_from_path, sign_record, sign_reproduction
 
 API = "/api/v1"
 H = fake_hash("coco-test-refs")

@@ -1,4 +1,4 @@
-"""`cotk-repro demo`: the whole loop on one machine (SPEC section 8), through the real CLI.
+"""`cotk-repro demo`: the whole loop on one machine (docs/spec.md section 8), through the real CLI.
 
 Real parts: a real git repository and bare remote, the embedded dashboard on SQLite
 over HTTP, a real venv reproduction. The demo project ships its own corpus, so the

@@ -208,7 +208,7 @@ def test_end_to_end_through_git_daemon(pub):
 # -- what the reproduced project's config may choose -------------------------------------------------
 
 def _config(tmp_path, text):
-    from cotk_repro.config import load_config
+    from cotk_repro.core.config import load_config
 
     (tmp_path / "cotk-repro.toml").write_text(text, encoding="utf-8")
     return load_config(tmp_path)

@@ -28,7 +28,7 @@ SMALL_DEPS = ["typer", "rich", "GitPython", "jinja2", "pluggy"]
 def small_venv_python() -> str:
     """A venv with cotk-repro (wheel of this checkout, no heavy deps); built once per source state."""
     from cotk_repro.reproduce.wheelhouse import self_fingerprint
-    from cotk_repro.userconfig import cache_dir
+    from cotk_repro.core.userconfig import cache_dir
 
     root = cache_dir() / "test-venvs"
     vdir = root / self_fingerprint()

@@ -14,7 +14,7 @@ from conftest import git, run_cli
 from signing_support import agent_add, fingerprint_of, key_env, make_key, ssh_agent
 from test_reproduce_support import add_bare_remote, record_in
 
-from cotk_repro.canonical import canonical_json
+from cotk_repro.core.canonical import canonical_json
 
 ENTRY = """import json
 json.dump({"tokens": 4.0}, open("result.json", "w"))

@@ -20,7 +20,7 @@ DB_HELP = ("Database URL: sqlite:////abs/path.sqlite3 or postgresql+psycopg://us
 def _read_pub(path: Path) -> str:
     from ..errors import CotkError
 
-    from ..signing import SigningError, parse_public_key
+    from ..core.signing import SigningError, parse_public_key
 
     try:
         text = path.expanduser().read_text(encoding="utf-8", errors="replace").strip()

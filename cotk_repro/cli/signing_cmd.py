@@ -1,5 +1,5 @@
 """``cotk-repro keys`` and ``cotk-repro verify``: parsing and rendering; the work is in
-:mod:`cotk_repro.signing` and :mod:`cotk_repro.verify`."""
+:mod:`cotk_repro.core.signing` and :mod:`cotk_repro.verify`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def register(cli: typer.Typer) -> None:
         else ~/.ssh/id_ed25519; COTK_REPRO_SIGNING_KEY overrides both. Register its public half on a
         dashboard with `cotk-repro dashboard add-user NAME --ssh-key FILE.pub`.
         """
-        from ..signing import find_signing_key
+        from ..core.signing import find_signing_key
 
         key = find_signing_key(Path.cwd())
         info = None if key is None else {"fingerprint": key.public.fingerprint, "type": key.public.key_type,

@@ -21,7 +21,8 @@ from typing import Any
 
 from ..errors import ConfigError, CotkError
 from ..metrics.facts import facts_of
-from .textfmt import FORMAT_KEYS, DataError, TextFormat, count_lines
+from .schema import validate_shape
+from .textfmt import TextFileError, TextFormat, count_lines
 from .tomlpos import key_lines, line_of
 
 #: how a metric uses the gold references (a metric's own facts choose; a [[metric]] may override):
@@ -29,29 +30,6 @@ from .tomlpos import key_lines, line_of
 REFERENCE_MODES = ("aligned", "set", "none")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-
-_ANY_TABLE = "table"
-_STR_OR_TABLE = "string or table"
-_LIST_STR = "list of strings"
-
-SCHEMA: dict[str, Any] = {
-    "report": {"out": str, "title": str, "jobs": int, "cache": str, "charts": bool, "html": bool},
-    "format": FORMAT_KEYS,
-    "formats": {"*": FORMAT_KEYS},
-    "dataset": [{
-        "name": str, "path": str, "gold": str, "samples": str, "inputs": str,
-        "format": _STR_OR_TABLE, "gold_format": _STR_OR_TABLE,
-    }],
-    "system": [{
-        "name": str, "samples": _STR_OR_TABLE, "generator": str, "settings": _ANY_TABLE,
-        "format": _STR_OR_TABLE, "datasets": _LIST_STR,
-    }],
-    "metric": [{
-        "name": str, "label": str, "options": _ANY_TABLE, "keys": _LIST_STR,
-        "references": str, "higher_is_better": bool,
-    }],
-}
-
 
 @dataclass
 class DatasetSpec:
@@ -145,55 +123,6 @@ def _dotted(path: tuple) -> str:
     return out
 
 
-def _type_ok(value: Any, expected: Any) -> bool:
-    if expected is _ANY_TABLE:
-        return isinstance(value, dict)
-    if expected is _STR_OR_TABLE:
-        return isinstance(value, (str, dict))
-    if expected is _LIST_STR:
-        return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    if expected is list:
-        return isinstance(value, list)
-    if expected is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, expected)
-
-
-def _type_name(expected: Any) -> str:
-    if isinstance(expected, str):
-        return "a " + expected
-    return {str: "a string", bool: "true or false", int: "an integer", list: "a list"}.get(expected, str(expected))
-
-
-def _validate(data: Any, schema: Any, path: tuple, fail) -> None:
-    if isinstance(schema, list):
-        if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
-            raise fail(path, f"'{_dotted(path)}' must be an array of tables ([[{_dotted(path)}]])")
-        for i, item in enumerate(data):
-            _validate(item, schema[0], path + (i,), fail)
-        return
-    if isinstance(schema, dict):
-        if not isinstance(data, dict):
-            raise fail(path, f"'{_dotted(path)}' must be a table")
-        for key, value in data.items():
-            expected = schema.get(key, schema.get("*"))
-            if expected is None:
-                known = ", ".join(sorted(k for k in schema if k != "*"))
-                if not path:
-                    where = ""
-                elif isinstance(path[-1], int):
-                    where = f" in [[{_dotted(path[:-1])}]] #{path[-1] + 1}"
-                else:
-                    where = f" in [{_dotted(path)}]"
-                raise fail(path + (key,), f"unknown key '{key}'{where} (known: {known})")
-            _validate(value, expected, path + (key,), fail)
-        return
-    if not _type_ok(data, schema):
-        raise fail(path, f"'{_dotted(path)}' must be {_type_name(schema)}, got {data!r}")
-    if schema is list and path[-1] == "strip_tags" and not all(isinstance(v, str) for v in data):
-        raise fail(path, f"'{_dotted(path)}' must be a list of strings")
-
-
 def _check_name(value: str, what: str, path: tuple, fail) -> None:
     if not _NAME_RE.match(value):
         raise fail(path, f"{what} name {value!r} may hold only letters, digits and . _ + - "
@@ -220,7 +149,7 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
     def fail(p: tuple, message: str) -> ConfigError:
         return config_error(display, lines, p, message)
 
-    _validate(data, SCHEMA, (), fail)
+    validate_shape(data, fail)  # unknown keys and types (pydantic models in .schema)
     root = path.resolve().parent
 
     def resolve(p: str) -> Path:
@@ -244,7 +173,6 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
                 known = ", ".join(sorted(named)) or "none defined"
                 raise fail(p, f"unknown format {value!r} (defined in [formats]: {known})")
             return named[value]
-        _validate(value, FORMAT_KEYS, p, fail)
         return _make_format(value, base, p, fail)
 
     # -- datasets ------------------------------------------------------------
@@ -308,7 +236,7 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
         for ds in datasets:
             try:
                 ds.gold_lines = count_lines(ds.gold)
-            except DataError as exc:
+            except TextFileError as exc:
                 raise fail(("dataset", ds.index), exc.message) from None
             if ds.gold_lines == 0 and any(m.references != "none" for m in metrics):
                 raise fail(("dataset", ds.index), f"the gold file of dataset {ds.name!r} is empty")

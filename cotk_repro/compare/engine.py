@@ -10,7 +10,6 @@ the result and never stops the other tasks.
 from __future__ import annotations
 
 import itertools
-import math
 import multiprocessing
 import os
 import time
@@ -23,12 +22,9 @@ from typing import Any, Callable, Iterator
 
 from ..errors import CotkError
 from ..metrics.base import score, score_batches
+from ..core.results import parse_result_dict
 from .config import CompareConfig, MetricSpec, SystemSpec
 from .textfmt import TextFormat, batched, iter_gold, iter_texts
-
-HASH_SUFFIX = " hashvalue"
-SIGNATURE_SUFFIX = " signature"
-
 
 @dataclass
 class Cell:
@@ -76,6 +72,8 @@ class CompareResult:
     #: (system, dataset) -> "cache" or "generated" for generator systems
     generated: dict[tuple[str, str], str] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    #: things the user should know that are not failures (e.g. charts skipped); the CLI prints them
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def systems(self) -> list[str]:
@@ -160,24 +158,9 @@ def _aligned(hyp: Any, gold: Any) -> tuple[str, list[str]]:
 
 
 def parse_result(raw: Any) -> dict[str, dict[str, Any]]:
-    """A CoTK-style result dict -> ``{key: {"value", "hash", "signature"}}`` (finite numbers only)."""
-    if not isinstance(raw, dict):
-        raise CotkError(f"the metric returned a {type(raw).__name__}, not a dict")
-    out: dict[str, dict[str, Any]] = {}
-    for key, value in raw.items():
-        if key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX):
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue  # non-numeric extras (e.g. per-sentence lists) are not report cells
-        if not math.isfinite(value):
-            raise CotkError(f"the metric returned a non-finite value for {key!r}: {value!r}")
-        h = raw.get(key + HASH_SUFFIX)
-        sig = raw.get(key + SIGNATURE_SUFFIX)
-        out[key] = {"value": float(value), "hash": h if isinstance(h, str) else None,
-                    "signature": sig if isinstance(sig, str) else None}
-    if not out:
-        raise CotkError("the metric returned no numeric value")
-    return out
+    """A metric's result dict -> ``{key: {"value", "hash", "signature"}}`` (numbers only; see :mod:`results`)."""
+    parsed = parse_result_dict(raw, "the metric's result", skip_extras=True)
+    return {k: {"value": float(v["value"]), "hash": v["hash"], "signature": v["signature"]} for k, v in parsed.items()}
 
 
 def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The JSON API under ``/api/v1`` (SPEC section 7), described at ``/openapi.json``."""
+"""The JSON API under ``/api/v1`` (docs/spec.md section 7), described at ``/openapi.json``."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A user has one or more SSH public keys (``cotk-repro dashboard add-user NAME --ssh-key FILE.pub``, or
 ``POST /api/v1/keys`` with their token). An upload's signature is checked with ``ssh-keygen -Y verify``
-against the registered key it names (see :mod:`cotk_repro.signing`); the key's owner is the signer.
+against the registered key it names (see :mod:`cotk_repro.core.signing`); the key's owner is the signer.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import CotkError
-from ..signing import PublicKey, SigningError, parse_public_key, parse_signature, verify_bytes
+from ..core.signing import PublicKey, SigningError, parse_public_key, parse_signature, verify_bytes
 from .auth import AuthError, Principal, check_user_name, now_iso  # noqa: F401 - AuthError re-exported
 from .db import Database
 from .models import SshKey, User

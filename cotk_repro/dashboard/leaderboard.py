@@ -1,6 +1,6 @@
 """Leaderboards: results of one task / dataset / metric, grouped by comparability hash.
 
-Only results with the same hash are ranked against each other (SPEC section 7):
+Only results with the same hash are ranked against each other (docs/spec.md section 7):
 
 * one group per hash, the largest group first (ties: the hash, for a stable order);
 * best first within a group, in the direction the metric that reports the key declares

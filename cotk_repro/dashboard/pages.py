@@ -27,7 +27,7 @@ PER_PAGE = 100
 def _env():
     import jinja2
 
-    from ..templating import templates_dir
+    from ..core.templating import templates_dir
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "dashboard")),
                              autoescape=True, undefined=jinja2.ChainableUndefined, trim_blocks=True,
@@ -149,7 +149,7 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _robots() -> bytes:
-    from ..templating import templates_dir
+    from ..core.templating import templates_dir
 
     return (templates_dir() / "dashboard" / "robots.txt").read_bytes()
 

@@ -1,13 +1,13 @@
 """Storing and reading records and reproductions (the work behind the API and pages).
 
 Uploads are validated with :mod:`cotk_repro.records` (schema, required keys, the
-id recomputed from the content), :func:`cotk_repro.results.normalize_results`
+id recomputed from the content), :func:`cotk_repro.core.results.normalize_results`
 (every metric a finite number with a 64-hex hash or none) and the metric's declared
 range (:mod:`.verdicts`). Records are immutable: the same record twice is one row (a
 unique constraint; a concurrent duplicate's ``IntegrityError`` is the "already there" answer).
 
 Signed uploads are ``{"record": ..., "signature": ...}`` / ``{"reproduction": ..., "signature": ...}``
-(SSHSIG over the canonical bytes, see :mod:`cotk_repro.signing`); a bare record or verdict is
+(SSHSIG over the canonical bytes, see :mod:`cotk_repro.core.signing`); a bare record or verdict is
 unsigned, accepted only when the dashboard allows unsigned uploads. The owner of a record is the
 user whose key signed it; another user uploading it stores a *mirror*. A reproduction's verdict is
 recomputed here (:func:`.verdicts.server_verdict`); a user's newer reproduction of a record
@@ -24,11 +24,11 @@ from typing import Any, Callable
 from sqlalchemy import distinct, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ..canonical import canonical_json
+from ..core.canonical import canonical_json
 from ..errors import CotkError
 from ..records import ID_PREFIX, validate_record
-from ..results import RESULT_SCHEMA, normalize_results
-from ..signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproduction_bytes
+from ..core.results import RESULT_SCHEMA, normalize_results
+from ..core.signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproduction_bytes
 from .auth import Principal, now_iso
 from .db import Database
 from .identity import BadSignature, Forbidden, Signer, check_uploader, signer_of

@@ -2,7 +2,7 @@
 
 A reproduction upload carries the rerun's results (``rerun.results``: values and hashes) and the
 tolerances it used (``tolerances``, else each metric row's ``rtol``/``atol``). The dashboard compares
-them with the record's results using :func:`cotk_repro.diffing.compare_results`, the code behind
+them with the record's results using :func:`cotk_repro.records.diffing.compare_results`, the code behind
 ``cotk-repro diff`` and ``reproduce``, and stores that verdict; the one the client claimed is kept
 beside it only for display.
 """
@@ -13,9 +13,9 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from ..diffing import compare_results, overall
+from ..records.diffing import compare_results, overall
 from ..errors import CotkError
-from ..results import RESULT_SCHEMA, normalize_results
+from ..core.results import RESULT_SCHEMA, normalize_results
 
 COULD_NOT_RUN = "could not run"
 DEFAULT_TOLERANCE = (1e-6, 1e-12)

@@ -1,4 +1,4 @@
-"""Metrics with comparability hashes (SPEC section 5).
+"""Metrics with comparability hashes (docs/spec.md section 5).
 
 ``get_metric(name, **options)`` builds any registered metric (built-in or from a
 plugin); ``evaluate(metrics, hypotheses, references)`` runs several and merges their

@@ -23,10 +23,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import CotkError
-
-HASH_SUFFIX = " hashvalue"
-SIGNATURE_SUFFIX = " signature"
-
+from ..core.results import HASH_SUFFIX, SIGNATURE_SUFFIX, result_entry  # noqa: F401 - the metric API re-exports them
 
 class MetricError(CotkError):
     """Bad input to a metric (one clear sentence)."""
@@ -46,16 +43,6 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "none"
     return str(value)
-
-
-def result_entry(key: str, value: float, hash_: str | None, sig: str | None) -> dict[str, Any]:
-    """``{key: value, key+" hashvalue": hash, key+" signature": sig}`` (None parts left out)."""
-    out: dict[str, Any] = {key: float(value)}
-    if hash_ is not None:
-        out[key + HASH_SUFFIX] = hash_
-    if sig is not None:
-        out[key + SIGNATURE_SUFFIX] = sig
-    return out
 
 
 def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None, *, required: bool = True,

@@ -21,8 +21,8 @@ import math
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from ..canonical import hash_object
-from ..reference_hashes import reference_set_hash
+from ..core.canonical import hash_object
+from .reference_hashes import reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from ._text import as_int_list, check_hypotheses, ngrams, resolve_tokenizer
 

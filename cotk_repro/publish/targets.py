@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..capture.git import strip_credentials
-from ..config import ProjectConfig
+from ..core.config import ProjectConfig
 from ..records import short_id
 from . import PublishError
-from .gitrecords import DEFAULT_REF, GitError, add_to_ref, git, out, record_files, record_path, rev_parse
+from ..core.git import GitError, git, out, rev_parse
+from .gitrecords import DEFAULT_REF, add_to_ref, record_files, record_path
 
 TMP_REMOTE_REF = "refs/cotk-repro/remote-records"
 
@@ -147,7 +148,7 @@ class DashboardTarget:
     name = "dashboard"
 
     def publish(self, ctx: PublishContext) -> dict[str, Any]:
-        from .. import userconfig
+        from ..core import userconfig
         from .dashboard import DashboardClient, DashboardError
 
         url = userconfig.normalize_url(ctx.dashboard_url or "")

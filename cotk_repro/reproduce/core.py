@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
-from ..diffing import MetricVerdict, compare_results, environment_differences, overall
+from ..records.diffing import MetricVerdict, compare_results, environment_differences, overall
 from ..errors import EXIT_ERROR, EXIT_NEGATIVE, EXIT_OK, CotkError
 from ..records import short_id
 from . import ReproduceError
@@ -114,7 +114,7 @@ def list_records(source_text: str) -> list[dict[str, Any]]:
 def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
               on_status: Callable[[str], None] | None = None,
               progress: Callable[[str], Any] | None = None) -> Outcome:
-    from ..config import load_config
+    from ..core.config import load_config
     from ..plugins import get_plugins
 
     opts = opts or ReproduceOptions()
@@ -240,7 +240,7 @@ def config_warnings(config, runtime) -> list[str]:
 
 def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outcome) -> dict[str, Any]:
     """Who signed the record and whether the signature holds (a bad one stops here unless --allow-unsigned)."""
-    from ..signing import SigningError
+    from ..core.signing import SigningError
     from ..verify import check_before_reproduce
     from .fetch import LOCAL_RECORDS
 
@@ -261,7 +261,7 @@ def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outc
 def _keep_logs(workdir: Path, exc: CotkError, outcome: Outcome) -> None:
     """Copy a failed reproduction's logs out of the work folder (about to be deleted), and point the
     error's message and hint at the copy, so that "full log: ..." names a file that exists."""
-    from ..userconfig import cache_dir
+    from ..core.userconfig import cache_dir
 
     logs = workdir / "logs"
     if not logs.is_dir() or not any(logs.iterdir()):
@@ -284,7 +284,7 @@ def _keep_logs(workdir: Path, exc: CotkError, outcome: Outcome) -> None:
 
 def submit(verdict: dict[str, Any], opts: ReproduceOptions, source, config, outcome: Outcome) -> dict[str, Any] | None:
     """POST the verdict to the dashboard; a failure is a warning (the verdict stands)."""
-    from .. import userconfig
+    from ..core import userconfig
     from ..publish.dashboard import DashboardClient, DashboardError
 
     url = (opts.dashboard or (source.dashboard_url if source is not None else None)
@@ -293,7 +293,7 @@ def submit(verdict: dict[str, Any], opts: ReproduceOptions, source, config, outc
         outcome.warnings.append("--submit: no dashboard to submit to (pass --dashboard URL or run `cotk-repro login`)")
         return None
     try:
-        from ..signing import sign_for_submit
+        from ..core.signing import sign_for_submit
 
         url = userconfig.normalize_url(url)
         signature = sign_for_submit(verdict)

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import CotkError
 from .canonical import canonical_json
-from .errors import CotkError
 
 NS_RECORD = "cotk-repro-record"
 NS_REPRODUCTION = "cotk-repro-reproduction"
