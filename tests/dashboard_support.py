@@ -90,3 +90,11 @@ def pg_schema_url(tag: str):
         with admin.begin() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+def db_url_for(request, tmp_path_factory, tag: str):
+    """Generator for a module fixture parametrized sqlite / postgresql: a fresh database of that kind."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp(tag) / 'dash.sqlite3'}"
+    else:
+        yield from pg_schema_url(tag)

@@ -14,17 +14,14 @@ from cotk_repro.dashboard.auth import add_user, hash_token, revoke_token
 from cotk_repro.dashboard.server import start_in_thread
 from cotk_repro.records import compute_id
 
-from dashboard_support import fake_hash, make_record, make_verdict, pg_schema_url
+from dashboard_support import db_url_for, fake_hash, make_record, make_verdict
 
 API = "/api/v1"
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def db_url(request, tmp_path_factory):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('dash') / 'dash.sqlite3'}"
-    else:
-        yield from pg_schema_url("api")
+    yield from db_url_for(request, tmp_path_factory, "api")
 
 
 @pytest.fixture(scope="module")

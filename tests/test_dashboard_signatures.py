@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from conftest import run_cli
-from dashboard_support import fake_hash, make_record, pg_schema_url
+from dashboard_support import db_url_for, fake_hash, make_record
 from signing_support import fingerprint_of, make_key
 
 from cotk_repro import __version__
@@ -27,10 +27,7 @@ H = fake_hash("coco-test-refs")
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def db_url(request, tmp_path_factory):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('sigdb') / 'dash.sqlite3'}"
-    else:
-        yield from pg_schema_url("sig")
+    yield from db_url_for(request, tmp_path_factory, "sig")
 
 
 @pytest.fixture(scope="module")
