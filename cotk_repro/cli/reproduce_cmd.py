@@ -82,6 +82,8 @@ def register(cli: typer.Typer) -> None:
         dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard for --submit (default: "
                                                 "COTK_REPRO_DASHBOARD_URL, else the one you logged in to; never one "
                                                 "named by the reproduced project)."),
+        allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Reproduce even when the record's "
+                                            "signature does not verify (otherwise: could not run)."),
         keep: bool = typer.Option(False, "--keep", help="Keep the work folder (checkout, build context, logs) for debugging."),
         json_out: Optional[str] = typer.Option(None, "--json", metavar="[FILE]", help="Print the verdict JSON on stdout "
                                                "(nothing else), or write it to FILE and still show the table."),
@@ -106,7 +108,7 @@ def register(cli: typer.Typer) -> None:
             return
         opts = ReproduceOptions(record=record, runtime=runtime, base_image=base_image, rtol=rtol, atol=atol,
                                 timeout=timeout, memory=memory, cpus=cpus, keep=keep, submit=submit,
-                                dashboard=dashboard, trust_remote_code=trust_remote_code,
+                                dashboard=dashboard, allow_unsigned=allow_unsigned, trust_remote_code=trust_remote_code,
                                 confirm=_confirm if _on_terminal() else None)
         outcome = do_reproduce(source, opts, on_status=output.info, progress=lambda d: output.progress(d))
         verdict = outcome.verdict

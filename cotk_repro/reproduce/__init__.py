@@ -8,7 +8,7 @@
 * :mod:`.wheelhouse` downloads binary wheels on the host into a cache (:mod:`.sdist`
   fetches an sdist without preparing it); what needs a build is built by
   :mod:`.sandbox` in a container without network (:mod:`.engine`: the Docker engine);
-* :mod:`.docker_runtime`, :mod:`.venv_runtime` (``venv`` and ``local``) rerun the entry
+* :mod:`.docker_runtime` and :mod:`.venv_runtime` (which also holds ``LocalRuntime``) rerun the entry
   (registered as runtimes ``docker``, ``venv``, ``local`` through the plugin hooks);
 * :mod:`.core` runs the steps, asks for consent before a host runtime runs anything,
   makes the verdict (contract: the reproduction verdict JSON) and submits it to the

@@ -33,7 +33,7 @@ import uuid
 from typing import Any
 
 from ..capture.dockerfile import default_base_image, render_dockerfile
-from ..userconfig import cache_dir
+from ..core.userconfig import cache_dir
 from . import ReproduceError
 from .engine import LABEL, NOBODY, connect, engine_step, limits, remove_quietly
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, now_iso, parse_result

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..results import normalize_results
+from ..core.results import normalize_results
 from ..errors import CotkError
 from . import ReproduceError
 from .lock import Package, lock_text

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..userconfig import cache_dir
+from ..core.userconfig import cache_dir
 from . import ReproduceError
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, log_tail, now_iso, parse_result
 
@@ -60,7 +60,7 @@ def _entry_env(bin_dir: Path | None) -> dict[str, str]:
 
 
 def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str, Any]) -> Rerun:
-    from ..runner import EntryProcess
+    from ..records.runner import EntryProcess
 
     from .paths import inside_checkout
 
