@@ -133,7 +133,7 @@ def dashboard_server(tmp_path: Path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "serve", "--db", db, "--host",
-                             "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             "127.0.0.1", "--port", str(port), "--allow-unsigned"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env=dict(os.environ))
     try:
         for _ in range(100):

@@ -38,6 +38,7 @@ def init(
     for path in written:
         output.info(f"wrote {os.path.relpath(path)}")
     output.info("next: git add -A && git commit -m start && cotk-repro run")
+    output.info("records are signed with your SSH key when published; `cotk-repro keys` shows which key")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})

@@ -18,6 +18,7 @@ from ..capture.git import open_repo
 from ..core.config import load_config
 from ..plugins import get_component
 from ..records import RunStore, short_id, validate_record
+from ..core.signing import sign_for_publish
 from . import PublishError
 from .targets import PublishContext
 
@@ -62,10 +63,13 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
     if record["code"].get("dirty"):
         warnings.append(f"record {rid} was made from a dirty work tree: a reproduction checks out commit "
                         f"{record['code']['commit'][:12]} without those changes")
+    signature, note = sign_for_publish(folder, record, root)
+    if note:
+        warnings.append(note)
     ctx = PublishContext(root=root, record=record, folder=folder, config=config, remote=remote,
                          push=bool(config.get("publish", "push") if push is None else push),
                          dashboard_url=resolve_dashboard(dashboard, config), dashboard_explicit=bool(dashboard),
-                         on_status=on_status or (lambda _m: None))
+                         on_status=on_status or (lambda _m: None), signature=signature)
     chosen = choose_targets(targets, config, use_git=use_git, use_dashboard=use_dashboard)
     steps: list[dict[str, Any]] = []
     for name in chosen:
@@ -79,4 +83,11 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
         except PublishError as exc:
             exc.steps = steps + exc.steps
             raise
-    return {"id": record["id"], "folder": str(folder), "steps": steps, "warnings": warnings}
+    return {"id": record["id"], "folder": str(folder), "steps": steps, "warnings": warnings,
+            "signed_by": _signer(signature)}
+
+
+def _signer(signature: str | None) -> str | None:
+    from ..core.signing import parse_signature
+
+    return parse_signature(signature).public.fingerprint if signature else None

@@ -107,7 +107,10 @@ class DashboardClient:
                 return resp.json()
             except ValueError:
                 raise DashboardError(f"the dashboard at {self.url} did not answer JSON to {what}") from None
-        if code == 401 or code == 403:
+        if code == 403:
+            raise DashboardError(f"the dashboard at {self.url} refused {what} (403): {_detail(resp)}", status=code,
+                                 hint="`cotk-repro keys` shows your signing key; register its .pub on the dashboard")
+        if code == 401:
             raise DashboardError(f"the dashboard at {self.url} refused the token ({code}) for {what}",
                                  hint=f"get a token from its admin and run `cotk-repro login --dashboard {self.url} --token TOKEN`",
                                  status=code)
@@ -125,17 +128,21 @@ class DashboardClient:
     def health(self) -> dict[str, Any]:
         return self._check(self.request("GET", "/api/v1/health"), "the health check")
 
-    def upload_record(self, record: dict[str, Any]) -> dict[str, Any]:
-        """POST the record; returns ``{"id", "url", "created"}`` (``created`` False when it was there)."""
-        resp = self.request("POST", "/api/v1/records", json=record, auth=True, idempotent=True)
+    def upload_record(self, record: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
+        """POST the record (with its signature when there is one: ``{"record", "signature"}``);
+        returns ``{"id", "url", "created"}`` (``created`` False when it was there)."""
+        body = {"record": record, "signature": signature} if signature else record
+        resp = self.request("POST", "/api/v1/records", json=body, auth=True, idempotent=True)
         body = self._check(resp, "the record upload")
         return {"id": body.get("id", record.get("id")), "url": body.get("url"), "created": resp.status_code == 201}
 
     def get_record(self, record_id: str) -> dict[str, Any]:
         return self._check(self.request("GET", f"/api/v1/records/{quote(record_id, safe=':')}"), "record")
 
-    def submit_reproduction(self, record_id: str, verdict: dict[str, Any]) -> dict[str, Any]:
-        resp = self.request("POST", f"/api/v1/records/{quote(record_id, safe=':')}/reproductions", json=verdict,
+    def submit_reproduction(self, record_id: str, verdict: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
+        """POST a reproduction verdict (``{"reproduction", "signature"}`` when signed)."""
+        body = {"reproduction": verdict, "signature": signature} if signature else verdict
+        resp = self.request("POST", f"/api/v1/records/{quote(record_id, safe=':')}/reproductions", json=body,
                             auth=True, idempotent=False)
         return self._check(resp, "the reproduction for this record")
 

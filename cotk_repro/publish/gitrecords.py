@@ -2,7 +2,7 @@
 
 The records ref (default ``refs/heads/cotk-repro-records``) is its own history,
 unrelated to the user's branches: each commit's tree holds
-``records/<hex>/{record.json, requirements.lock, Dockerfile, stdout.log,
+``records/<hex>/{record.json, record.sig, requirements.lock, Dockerfile, stdout.log,
 stderr.log, result.json}``. Commits are built with a temporary index
 (``GIT_INDEX_FILE``), ``git write-tree``, ``git commit-tree`` and
 ``git update-ref``, so the work tree, the real index and HEAD are never touched.
@@ -27,7 +27,7 @@ from ..records import ID_PREFIX
 DEFAULT_REF = "refs/heads/cotk-repro-records"
 RECORDS_DIR = "records"
 #: files of a local record folder that travel with it (the ones that exist)
-RECORD_FILES = ("record.json", "requirements.lock", "Dockerfile", "stdout.log", "stderr.log", "result.json")
+RECORD_FILES = ("record.json", "record.sig", "requirements.lock", "Dockerfile", "stdout.log", "stderr.log", "result.json")
 #: a name and address for commits on the records ref when the user has none configured
 FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "cotk-repro", "GIT_AUTHOR_EMAIL": "cotk-repro@localhost",
                      "GIT_COMMITTER_NAME": "cotk-repro", "GIT_COMMITTER_EMAIL": "cotk-repro@localhost"}

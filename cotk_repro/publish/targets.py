@@ -32,6 +32,8 @@ class PublishContext:
     dashboard_url: str | None = None
     dashboard_explicit: bool = False
     on_status: Callable[[str], None] = lambda _m: None
+    #: the record's armored SSH signature (``record.sig``), None when published unsigned
+    signature: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -156,7 +158,7 @@ class DashboardTarget:
                                hint=f"run `cotk-repro login --dashboard {url} --token TOKEN`, or pass --no-dashboard")
         ctx.on_status(f"uploading the record to {url}")
         try:
-            answer = DashboardClient(url, token).upload_record(ctx.record)
+            answer = DashboardClient(url, token).upload_record(ctx.record, signature=ctx.signature)
         except DashboardError as exc:
             raise PublishError(
                 f"{exc.message}; the record is kept locally in {ctx.folder}",
