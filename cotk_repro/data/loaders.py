@@ -47,8 +47,10 @@ class Block:
     def __init__(self, utts: list[str], sizes: list[int] | None, raw_digests: bytes | None, clean: bool = False):
         self.utts, self.sizes, self.raw_digests, self.clean = utts, sizes, raw_digests, clean
 
-    def jobs(self, size: int = chunks.CHUNK_SAMPLES) -> Iterator[tuple]:
-        """The block cut into chunks of at most ``size`` samples, as :func:`chunks.prepare` arguments."""
+    def jobs(self, size: int | None = None) -> Iterator[tuple]:
+        """The block cut into chunks of at most ``size`` samples (:data:`chunks.CHUNK_SAMPLES`), as
+        :func:`chunks.prepare` arguments."""
+        size = size or chunks.CHUNK_SAMPLES
         if self.sizes is None:
             for i in range(0, len(self.utts), size):
                 raw = None if self.raw_digests is None else self.raw_digests[32 * i:32 * (i + size)]
