@@ -34,21 +34,23 @@ def raw_digest_one(text: str) -> bytes:
     return _sha256(("[" + encode_basestring(text) + "]").encode("utf-8")).digest()
 
 
-# Characters the JSON string encoder escapes (besides '"'); without them a string encodes as '"' + s + '"',
-# so the canonical JSON of many samples can be built with a few joins instead of one encoder call per string.
-_ESCAPED = re.compile(r'[\x00-\x09\x0b-\x1f\\"]')
-_ESCAPED_BUT_QUOTE = re.compile(r"[\x00-\x09\x0b-\x1f\\]")
-
-
-def _digests(parts: list[bytes]) -> bytes:
-    return b"".join([_sha256(p).digest() for p in parts])
+# Characters the JSON string encoder escapes; strings without them encode as '"' + s + '"', so the canonical
+# JSON of many samples is built with a few joins instead of one encoder call per string. Samples go in parts
+# of PART; a part holding a string that needs escaping (a quote in a caption) is encoded string by string.
+_ESCAPED = re.compile(r'[\x00-\x1f\\"]')
+_ESCAPED_BUT_QUOTE_NL = re.compile(r"[\x00-\x09\x0b-\x1f\\]")
+PART = 256
 
 
 def raw_digests_one(texts: Sequence[str]) -> bytes:
     """Concatenated :func:`raw_digest_one` of many texts."""
-    block = "\n".join(texts)
-    if texts and block.count("\n") == len(texts) - 1 and not _ESCAPED.search(block):
-        return _digests(('["' + block.replace("\n", '"]\n["') + '"]').encode("utf-8").split(b"\n"))
+    return b"".join([_raw_part(texts[i:i + PART]) for i in range(0, len(texts), PART)])
+
+
+def _raw_part(texts: Sequence[str]) -> bytes:
+    block = '"]\n["'.join(texts)
+    if block.count("\n") == len(texts) - 1 and not _ESCAPED.search(block.replace('"]\n["', "")):
+        return b"".join([_sha256(p).digest() for p in ('["' + block + '"]').encode("utf-8").split(b"\n")])
     eb = encode_basestring
     return b"".join([_sha256(("[" + eb(t) + "]").encode("utf-8")).digest() for t in texts])
 
@@ -60,17 +62,18 @@ def raw_digest(utterances: Sequence[str]) -> bytes:
 
 def data_digests_one(token_lists: Sequence[Sequence[str]]) -> bytes:
     """Concatenated data digests of one-utterance samples: SHA-256 of ``canonical_json([tokens])``."""
+    return b"".join([_data_part(token_lists[i:i + PART]) for i in range(0, len(token_lists), PART)])
+
+
+def _data_part(token_lists: Sequence[Sequence[str]]) -> bytes:
     n = len(token_lists)
-    if n:
-        body = '"]]\n[["'.join(['","'.join(t) for t in token_lists])
-        # 2 quotes a token less the outer two; an empty list or a quote or line break inside a token breaks the count
-        total = sum(map(len, token_lists))
-        if body.count('"') == 2 * total - 2 and body.count("\n") == n - 1 \
-                and not _ESCAPED_BUT_QUOTE.search(body):
-            return _digests(('[["' + body + '"]]').encode("utf-8").split(b"\n"))
+    body = '"]]\n[["'.join(['","'.join(t) for t in token_lists])
+    # 2 quotes a token, less the outer two: an empty list, or a quote in a token, breaks the count
+    if body.count('"') == 2 * sum(map(len, token_lists)) - 2 and body.count("\n") == n - 1 \
+            and not _ESCAPED_BUT_QUOTE_NL.search(body):
+        return b"".join([_sha256(p).digest() for p in ('[["' + body + '"]]').encode("utf-8").split(b"\n")])
     eb = encode_basestring
-    return b"".join([_sha256(("[[" + ",".join(map(eb, t)) + "]]").encode("utf-8")).digest()
-                     for t in token_lists])
+    return b"".join([_sha256(("[[" + ",".join(map(eb, t)) + "]]").encode("utf-8")).digest() for t in token_lists])
 
 
 def data_digest(token_lists: Sequence[Sequence[str]]) -> bytes:
