@@ -36,6 +36,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..canonical import StreamHasher, frame_bytes
+from ..gcpause import without_gc
 from ..reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
 from .base import Metric, MetricError, check_references, result_entry, signature
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, group_max, group_top2,
@@ -485,6 +486,7 @@ class BleuMetric(_BleuFamily):
 
     name = "bleu"
 
+    @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps = list(hypotheses)
         if not hyps:
@@ -506,6 +508,7 @@ class BleuMetric(_BleuFamily):
         return result_entry(self.name, value, h, signature(self.name, fields, self.version))
 
 
+@without_gc
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], ngram: int = 4,
                 weights: Sequence[float] | None = None, smoothing: str = "method3") -> float:
     """Corpus BLEU of hypothesis strings against lists of reference strings (re-tokenized with WordPunct)."""
@@ -546,6 +549,7 @@ class SelfBleuMetric(_BleuFamily):
         super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize,
                          _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode})
 
+    @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         items = list(hypotheses)
         idx = _sample_indices(len(items), self.sample, self.seed, self.sample_mode)
@@ -607,6 +611,7 @@ class FwBwBleuMetric(_BleuFamily):
         if refs is not None:
             self._refs = (self._refs or []) + list(refs)
 
+    @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
         if references is None:
             raise MetricError("fw-bw-bleu needs references (the test set)")
