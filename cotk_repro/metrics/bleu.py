@@ -108,10 +108,26 @@ def sentence_scores(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, re
     if len(nums) == 0:
         return []
     key = np.column_stack([nums, dens, np.asarray(hyp_lens, np.int64), np.asarray(ref_lens, np.int64)])
-    rows, inverse = np.unique(key, axis=0, return_inverse=True)
+    rows, inverse = _unique_rows(key)
     m = nums.shape[1]
     unique_scores = _score_rows(rows[:, :m], rows[:, m:2 * m], rows[:, 2 * m], rows[:, 2 * m + 1], weights, smoothing)
     return np.asarray(unique_scores, dtype=np.float64)[inverse.reshape(-1)].tolist()
+
+
+def _unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, axis=0, return_inverse=True)`` for non-negative int rows, through one int64 per row
+    (mixed radix) where it fits: sorting numbers, not row bytes, is several times faster."""
+    radices = [int(c) + 1 for c in key.max(axis=0)] if len(key) else []
+    total = 1
+    for r in radices:
+        total *= r
+    if key.min(initial=0) < 0 or total >= 2 ** 62:
+        return np.unique(key, axis=0, return_inverse=True)
+    code = np.zeros(len(key), np.int64)
+    for j, r in enumerate(radices):
+        code = code * r + key[:, j]
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return key[first], inverse.reshape(-1)
 
 
 def _score_rows(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, ref_lens: np.ndarray,
