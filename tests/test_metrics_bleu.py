@@ -373,8 +373,10 @@ def test_reference_digest_equals_core_bleu_reference_hash():
 @given(texts=st.lists(st.text(alphabet=st.sampled_from(list("ab_1 .,'\t\n\r\x0b\x1c\u00a0\u2028éß猫-<>unk!")) |
                              st.characters(), max_size=12), max_size=6))
 def test_property_bulk_tokenizer_equals_wordpunct(texts):
-    expected = [[t for t in re.split(r"(<unk>)", x) if t] for x in texts]
-    expected = [[tok for part in parts for tok in (["<unk>"] if part == "<unk>" else bleu_tokenize(part))]
+    # every special token is kept whole (<unk>, <pad>, <go>, <eos>), the rest is WordPunct
+    specials = ("<unk>", "<pad>", "<go>", "<eos>")
+    expected = [[t for t in re.split(r"(<unk>|<pad>|<go>|<eos>)", x) if t] for x in texts]
+    expected = [[tok for part in parts for tok in ([part] if part in specials else bleu_tokenize(part))]
                 for parts in expected]
     assert tokenize_texts(texts) == expected
 
