@@ -103,11 +103,15 @@ def test_bulk_digests_equal_one_encoder_call_per_string():
 def test_pool_only_where_it_pays(monkeypatch):
     monkeypatch.delenv("COTK_REPRO_DATA_WORKERS", raising=False)
     monkeypatch.setattr(chunks, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(chunks, "load_average", lambda: 0.5)
     nltk = chunks.Recipe(WordPunctTokenizer(), False, None)
     assert chunks.choose_workers(None, nltk, chunks.PARALLEL_MIN_BYTES - 1) == 1
     assert chunks.choose_workers(None, nltk, chunks.PARALLEL_MIN_BYTES) == 2
     assert chunks.choose_workers(None, chunks.Recipe(PunktTokenizer(), False, None), 1 << 30) == 1
     assert chunks.choose_workers(3, nltk, 0) == 3
+    monkeypatch.setattr(chunks, "load_average", lambda: 1.5)  # no CPU left idle: one process
+    assert chunks.choose_workers(None, nltk, 1 << 30) == 1
+    monkeypatch.setattr(chunks, "load_average", lambda: 0.0)
     monkeypatch.setattr(chunks, "usable_cpus", lambda: 1)
     assert chunks.choose_workers(None, nltk, 1 << 30) == 1
     monkeypatch.setenv("COTK_REPRO_DATA_WORKERS", "1")

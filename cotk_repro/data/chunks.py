@@ -8,7 +8,8 @@ raw strings). The serial path calls the same :func:`prepare` on the same chunks,
 two paths give the same arrays, hashes and vocabulary, bit for bit (tested).
 
 The pool is used only where it pays: a built-in tokenizer (``nltk``, ``space``: picklable,
-stateless), at least two usable CPUs and at least :data:`PARALLEL_MIN_BYTES` of input.
+stateless), at least :data:`PARALLEL_MIN_BYTES` of input, and a usable CPU left idle (the
+usable CPUs less the load average at least 1).
 ``COTK_REPRO_DATA_WORKERS`` (or the loaders' ``workers`` argument) overrides the choice:
 ``1`` never starts a pool, ``N`` starts N workers whatever the size.
 """
@@ -136,7 +137,20 @@ def choose_workers(workers: int | None, recipe: Recipe, input_bytes: int) -> int
 
     if type(recipe.tokenizer) not in (SpaceTokenizer, WordPunctTokenizer) or input_bytes < PARALLEL_MIN_BYTES:
         return 1
-    return min(2, usable_cpus())
+    cpus = usable_cpus()
+    # a worker pays only on a CPU nobody else uses: on a busy machine it competes with this process
+    # (measured on a 2-core machine at load 4: the pool took longer than one process)
+    if cpus < 2 or cpus - load_average() < 1:
+        return 1
+    return 2
+
+
+def load_average() -> float:
+    """The one-minute load average (0 where the system does not tell)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - not Unix
+        return 0.0
 
 
 Job = tuple  # (utts, sizes, raw_digests, clean)
