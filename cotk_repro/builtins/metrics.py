@@ -22,6 +22,7 @@ BUILTIN_METRICS = {
     "rouge": "rouge:RougeMetric",
     "nist": "nist:NistMetric",
     "meteor": "meteor:MeteorMetric",
+    "cider": "cider:CiderMetric",
 }
 
 
