@@ -177,10 +177,25 @@ class TextRank(SumySummarizer):
 
 
 class Lsa(SumySummarizer):
-    """sumy's LSA summarizer (Steinberger and Jezek 2004): sentences by their weight in the top topics."""
+    """sumy's LSA summarizer (Steinberger and Jezek 2004): sentences by their weight in the top topics.
+
+    sumy numbers the term rows in the iteration order of a frozenset, which changes with Python's string
+    hashing from one process to the next, and the SVD's last bits (and so near-tied choices) with it;
+    here the rows are in sorted order, so a summary is the same in every process.
+    """
 
     name = "lsa"
     sumy_class = ("lsa", "LsaSummarizer")
+
+    def make_summarizer(self):
+        summarizer = super().make_summarizer()
+        create = summarizer._create_dictionary
+
+        def sorted_dictionary(document):
+            return {w: i for i, w in enumerate(sorted(create(document)))}
+
+        summarizer._create_dictionary = sorted_dictionary
+        return summarizer
 
 
 class Luhn(SumySummarizer):
