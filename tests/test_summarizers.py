@@ -167,3 +167,65 @@ def test_plugins_command_lists_them(cli):
     text = r.stdout
     for name in NAMES:
         assert f'"{name}"' in text
+
+
+# -- the summarization example against its committed reference report ------------------------------------
+
+EXAMPLE = __import__("pathlib").Path(__file__).resolve().parent.parent / "examples" / "summarization"
+REGENERATE = ("if a summarizer or metric changed on purpose, regenerate the reference: cotk-repro compare "
+              "examples/summarization/benchmark.toml --out examples/summarization/reference-report")
+
+
+def _csv_files(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.csv"))}
+
+
+def test_summarization_example_reproduces_its_reference_report(tmp_path):
+    """The example end to end (generators with an empty cache, every metric): every CSV byte for byte (the
+    values in shortest exact form and the hashes), the same chart files, and results.json's cells."""
+    from cotk_repro.compare import evaluate_config, load_config
+    from cotk_repro.compare.report import write_report
+
+    cfg = load_config(EXAMPLE / "benchmark.toml", out=tmp_path / "report")
+    cfg.cache = tmp_path / "cache"
+    result = evaluate_config(cfg, jobs=1)
+    assert not result.failures, result.failures
+    assert set(result.generated.values()) == {"generated"} and len(result.generated) == 7 * 2
+    write_report(result, tmp_path / "report")
+    reference = EXAMPLE / "reference-report"
+    fresh, committed = _csv_files(tmp_path / "report"), _csv_files(reference)
+    assert sorted(fresh) == sorted(committed)
+    for name in committed:
+        assert fresh[name] == committed[name], (name, REGENERATE)
+    assert {p.name for p in (tmp_path / "report").glob("chart-*.png")} == {p.name for p in reference.glob("chart-*.png")}
+    cells = lambda p: json.loads((p / "results.json").read_text(encoding="utf-8"))["cells"]  # noqa: E731
+    assert cells(tmp_path / "report") == cells(reference)
+    columns = {c.column for c in result.cells}
+    assert columns == {"rouge-1", "rouge-2", "rouge-l", "meteor", "cider", "bleu"}
+    assert {c.group for c in result.cells} == {"A"} and all(len(c.hash) == 64 for c in result.cells)
+
+
+def test_summarization_reference_lead_values_equal_independent_implementations():
+    """lead-2 on the news corpus by hand (the first two lines of each document, tokenized and lowercased as
+    the format says): the committed CIDEr equals pycocoevalcap's and ROUGE equals google's rouge-score."""
+    import csv
+
+    pytest.importorskip("pycocoevalcap", reason="pycocoevalcap (a test dependency) is not installed")
+    from nltk.tokenize import WordPunctTokenizer
+    from pycocoevalcap.cider.cider import Cider
+    from rouge_score import rouge_scorer
+
+    tok = WordPunctTokenizer().tokenize
+    norm = lambda text: " ".join(tok(text)).lower()  # noqa: E731
+    docs = sorted((EXAMPLE / "data" / "news" / "inputs").glob("*.txt"))
+    hyps = [norm(" ".join(d.read_text(encoding="utf-8").splitlines()[:2])) for d in docs]
+    refs = [[norm(r) for r in json.loads(line)["references"]]
+            for line in (EXAMPLE / "data" / "news" / "gold" / "refs.jsonl").read_text(encoding="utf-8").splitlines()]
+    with open(EXAMPLE / "reference-report" / "corpus-news.csv", newline="", encoding="utf-8") as fh:
+        committed = {row["system"]: row for row in csv.DictReader(fh)}["lead-2"]
+    cider, _ = Cider().compute_score({i: r for i, r in enumerate(refs)}, {i: [h] for i, h in enumerate(hyps)})
+    assert abs(float(committed["cider"]) - cider) <= 1e-9
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"])
+    for rtype, column in (("rouge1", "rouge-1"), ("rouge2", "rouge-2"), ("rougeL", "rouge-l")):
+        expected = sum(scorer.score_multi(rs, h)[rtype].fmeasure for h, rs in zip(hyps, refs)) / len(hyps)
+        assert float(committed[column]) == pytest.approx(expected, abs=1e-12)
