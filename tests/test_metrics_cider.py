@@ -149,3 +149,19 @@ def test_evaluate_command_with_jsonl_references(cli, tmp_path):
     out = json.loads(r.stdout)
     assert abs(out["cider"] - _pycoco(hyps, refs, sigma=4.0)[0]) <= 1e-9
     assert out["cider signature"] == "cider-d|n:4|sigma:4.0|tok:space|idf:refs|refs:5|v:1"
+
+
+def test_reference_set_hash_items_equal_canonical_json():
+    """reference_set_hash encodes token lists without canonical_json's walk; the bytes must not change."""
+    from cotk_repro.canonical import StreamHasher, canonical_json
+    from cotk_repro.reference_hashes import reference_set_hash
+
+    refs = [[["a", "b"], ["é", "\"q\"", "\\"]], [["x"]], [[], ["😀", "<unk>"]]]
+    h = StreamHasher("cotk-repro/reference-set/v1")
+    h.update({"metric": "m", "settings": {"k": 1.5}})
+    h.update(len(refs))
+    for item in sorted(canonical_json(sorted(r)) for r in refs):
+        h.update_bytes(item)
+    assert reference_set_hash("m", {"k": 1.5}, refs) == h.hexdigest()
+    with pytest.raises(ValueError):
+        reference_set_hash("m", {}, [[[float("nan")]]])

@@ -64,7 +64,8 @@ def cider_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence
         is_ref = sent >= H
         # document frequency: the number of hypotheses whose references contain the n-gram
         r_code, r_owner = code[is_ref], owner[sent[is_ref] - H]
-        pairs = np.unique(r_code * H + r_owner)
+        pairs = np.sort(r_code * H + r_owner)  # sort-based distinct values (numpy's hash-based unique is slower)
+        pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if len(pairs) else pairs
         df = np.bincount(pairs // H, minlength=index.n_codes[n]).astype(np.float64)
         weight = log_n - np.log(np.maximum(1.0, df))
         vec = cnt * weight[code]
@@ -121,8 +122,13 @@ class CiderMetric(Metric):
         refs = check_references(hyps, references)
         if not hyps:
             raise MetricError("cider needs at least one hypothesis")
-        hyp_toks = self._tok.many(hyps)
-        ref_toks = [self._tok.many(rs) for rs in refs]
+        if self._tok.name == "space" and all(type(h) is str for h in hyps) \
+                and all(type(r) is str for rs in refs for r in rs):  # the common case, without per-text checks
+            hyp_toks = [h.split() for h in hyps]
+            ref_toks = [[r.split() for r in rs] for rs in refs]
+        else:
+            hyp_toks = self._tok.many(hyps)
+            ref_toks = [self._tok.many(rs) for rs in refs]
         score = float(np.mean(cider_scores(hyp_toks, ref_toks, self.ngram, self.sigma)))
         settings = {"ngram": self.ngram, "sigma": self.sigma, "tokenizer": self._tok.spec,
                     "version": self.version}
