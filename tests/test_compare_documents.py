@@ -4,21 +4,12 @@ to documents as to gold and samples, and the format in the cache key (built-in `
 from __future__ import annotations
 
 import json
-import textwrap
-from pathlib import Path
 
 import pytest
 
 from cotk_repro.compare import compare
 from cotk_repro.compare.textfmt import TextFormat, document_normalizer, inputs_sha256, iter_documents
-
-
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        p = root / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text).lstrip("\n") if name.endswith(".toml") else text, encoding="utf-8")
-    return root
+from test_compare import write as _write
 
 
 def test_document_normalizer_keeps_the_separator_and_formats_each_sentence():
