@@ -93,7 +93,9 @@ def main() -> int:
 
         return run_summarization(args.jobs)
     global SHARED
-    SHARED = args.data or SHARED
+    if args.data:  # the Texygen config reads the same folder through this variable
+        SHARED = args.data.resolve()
+        os.environ["COTK_REPRO_SHARED_DATA"] = str(SHARED)
     if args.cider:
         from compare_summarization import run_cider
 
