@@ -104,6 +104,8 @@ class CiderMetric(Metric):
     value_range = (0.0, 10.0)  # each order's clipped cosine <= 1, the penalty <= 1, times 10
     level = "sentence"  # a mean of per-sentence scores (with a corpus-wide IDF)
     cost = 1.0
+    result_keys = "cider"
+    key_facts: dict = {}
 
     def __init__(self, ngram: int = 4, sigma: float = 6.0, tokenizer: Any = "space") -> None:
         orders = as_int_list(ngram, "ngram")
