@@ -69,10 +69,12 @@ def test_equals_pycocoevalcap_on_coco_fixtures(n, sigma):
 
 def test_edge_cases_equal_pycocoevalcap():
     """Empty and one-word hypotheses, a hypothesis equal to its only reference, varying reference counts,
-    repeated n-grams (clipping) and words absent from every reference."""
-    hyps = ["", "a", "a man riding a horse", "the the the the dog", "zebra quantum flux", "a man riding a horse"]
+    repeated n-grams (clipping), words absent from every reference and <unk>."""
+    hyps = ["", "a", "a man riding a horse", "the the the the dog", "zebra quantum flux", "a man riding a horse",
+            "a <unk> on a <unk>"]
     refs = [["a dog"], ["a cat", "a"], ["a man riding a horse"], ["the dog runs", "the the dog", "a dog"],
-            ["a zebra in a field"], ["a woman riding a bike", "a man on a horse", "riding", "a man riding a horse ."]]
+            ["a zebra in a field"], ["a woman riding a bike", "a man on a horse", "riding", "a man riding a horse ."],
+            ["a <unk> on a <unk>", "a cat on a mat"]]  # <unk> is a word like any other here, as in pycocoevalcap
     expected, each = _pycoco(hyps, refs)
     ours = get_metric("cider").compute(hyps, refs)
     assert abs(ours["cider"] - expected) <= 1e-9
