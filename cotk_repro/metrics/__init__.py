@@ -46,6 +46,12 @@ def accepts_option(name: str, option: str) -> bool:
         return False
     factory = registry[name].obj
     target = factory
+    lazy = getattr(factory, "metric_class", None)  # a lazy factory names its class (see metrics.facts)
+    if lazy is not None and not isinstance(factory, type):
+        try:
+            target = lazy if isinstance(lazy, type) else lazy()
+        except ImportError:
+            return False
     from ..builtins.metrics import BUILTIN_METRICS
 
     if getattr(factory, "__module__", "") == "cotk_repro.builtins.metrics" and name in BUILTIN_METRICS:

@@ -81,8 +81,16 @@ def resolve_tokenizer(tokenizer: Any) -> Any:
     from ..plugins import get_plugins
 
     registry = get_plugins().registry("tokenizer")
-    if tokenizer in registry:
+    if tokenizer in registry and not tokenizer.endswith(":"):
         return registry[tokenizer].obj()
+    if tokenizer.partition(":")[0] + ":" in registry:  # a parametrized name such as hf:gpt2
+        from ..data.tokenizers import get_tokenizer
+        from ..errors import CotkError
+
+        try:
+            return get_tokenizer(tokenizer)
+        except CotkError as exc:
+            raise MetricError(exc.message) from None
     try:  # the data package's own tokenizers, when no plugin registered them
         from ..data import tokenizers as _tok
     except ImportError:  # pragma: no cover - data package missing

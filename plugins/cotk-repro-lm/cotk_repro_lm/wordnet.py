@@ -1,0 +1,84 @@
+"""WordNet without the internet: NLTK's WordNet reader over WordNet 3.0 files on disk.
+
+Looked for in: the folder given, ``$COTK_REPRO_WORDNET``, then Debian's ``wordnet-base`` package
+(``/usr/share/wordnet``). Debian's package has no ``lexnames`` file (NLTK's reader needs it); it is the
+same 45 lexicographer file names in every WordNet 3.x, so a shadow folder of links plus that file is
+made in the cache when it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from cotk_repro.errors import CotkError
+
+DEFAULT_ROOTS = ("/usr/share/wordnet",)
+NEEDED = ("data.noun", "data.verb", "data.adj", "data.adv", "index.noun", "index.verb", "index.adj", "index.adv")
+LEXNAMES = [
+    "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact", "noun.attribute",
+    "noun.body", "noun.cognition", "noun.communication", "noun.event", "noun.feeling", "noun.food", "noun.group",
+    "noun.location", "noun.motive", "noun.object", "noun.person", "noun.phenomenon", "noun.plant",
+    "noun.possession", "noun.process", "noun.quantity", "noun.relation", "noun.shape", "noun.state",
+    "noun.substance", "noun.time", "verb.body", "verb.change", "verb.cognition", "verb.communication",
+    "verb.competition", "verb.consumption", "verb.contact", "verb.creation", "verb.emotion", "verb.motion",
+    "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather", "adj.ppl",
+]
+_SYNTACTIC = {"adj": 3, "adv": 4, "noun": 1, "verb": 2}
+
+
+class WordNetMissing(CotkError):
+    """WordNet's files are not where we looked."""
+
+
+def find_root(folder: str | os.PathLike | None = None) -> Path:
+    """The first folder holding WordNet's data and index files."""
+    candidates = [folder] if folder else [os.environ.get("COTK_REPRO_WORDNET"), *DEFAULT_ROOTS]
+    for c in candidates:
+        if c and all((Path(c) / n).is_file() for n in NEEDED):
+            return Path(c)
+    looked = ", ".join(str(c) for c in candidates if c)
+    raise WordNetMissing(f"WordNet 3.0 files not found (looked in {looked}): install Debian's wordnet-base "
+                         f"(apt-get install wordnet-base) or point --wordnet / COTK_REPRO_WORDNET at a folder with "
+                         f"data.noun, index.noun, ... (NLTK's wordnet corpus folder works too)")
+
+
+def _with_lexnames(root: Path) -> Path:
+    if (root / "lexnames").is_file():
+        return root
+    from cotk_repro.userconfig import cache_dir
+
+    import hashlib
+
+    key = hashlib.sha256(str(root.resolve()).encode("utf-8")).hexdigest()[:16]
+    shadow = Path(cache_dir()) / "wordnet-shadow" / key
+    shadow.mkdir(parents=True, exist_ok=True)
+    for item in root.iterdir():
+        link = shadow / item.name
+        if item.is_file() and not link.exists():
+            os.symlink(item.resolve(), link)
+    lex = shadow / "lexnames"
+    if not lex.exists():
+        tmp = shadow / f"lexnames.{os.getpid()}.tmp"
+        tmp.write_text("".join(f"{i:02d}\t{n}\t{_SYNTACTIC[n.split('.')[0]]}\n" for i, n in enumerate(LEXNAMES)),
+                       encoding="ascii")
+        os.replace(tmp, lex)
+    return shadow
+
+
+@lru_cache(maxsize=4)
+def load_wordnet(folder: str | None = None):
+    """NLTK's ``WordNetCorpusReader`` over the files found by :func:`find_root`."""
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    root = _with_lexnames(find_root(folder))
+    return WordNetCorpusReader(str(root), None)
+
+
+def wordnet_version(wn) -> str:
+    """``3.0`` for Princeton WordNet 3.0 (read from the data files' licence header)."""
+    try:
+        return str(wn.get_version())
+    except Exception:  # noqa: BLE001 - an odd header: still usable, named as unknown
+        return "unknown"
