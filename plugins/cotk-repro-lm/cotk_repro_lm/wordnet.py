@@ -2,13 +2,15 @@
 
 Looked for in: the folder given, ``$COTK_REPRO_WORDNET``, then Debian's ``wordnet-base`` package
 (``/usr/share/wordnet``). Debian's package has no ``lexnames`` file (NLTK's reader needs it); it is the
-same 45 lexicographer file names in every WordNet 3.x, so a shadow folder of links plus that file is
-made in the cache when it is missing.
+same 45 lexicographer file names in every WordNet 3.x, so a copy of the folder plus that file is made
+once in the cache (NLTK >= 3.9 refuses symbolic and hard links out of its data path).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -56,8 +58,10 @@ def _with_lexnames(root: Path) -> Path:
     shadow.mkdir(parents=True, exist_ok=True)
     for item in root.iterdir():
         link = shadow / item.name
-        if item.is_file() and not link.exists():
-            os.symlink(item.resolve(), link)
+        if item.is_file() and not link.exists():  # a copy: NLTK refuses symbolic and hard links out of its path
+            tmp = shadow / f"{item.name}.{os.getpid()}.tmp"
+            shutil.copyfile(item, tmp)
+            os.replace(tmp, link)
     lex = shadow / "lexnames"
     if not lex.exists():
         tmp = shadow / f"lexnames.{os.getpid()}.tmp"
@@ -70,10 +74,21 @@ def _with_lexnames(root: Path) -> Path:
 @lru_cache(maxsize=4)
 def load_wordnet(folder: str | None = None):
     """NLTK's ``WordNetCorpusReader`` over the files found by :func:`find_root`."""
+    import nltk.data
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
-    root = _with_lexnames(find_root(folder))
-    return WordNetCorpusReader(str(root), None)
+    found = find_root(folder)
+    root = _with_lexnames(found)
+    for allowed in sorted({str(found.resolve()), str(root.resolve())}):  # NLTK >= 3.9 reads only below its data path
+        if allowed not in nltk.data.path:
+            nltk.data.path.append(allowed)
+    class EnglishWordNet(WordNetCorpusReader):
+        def map_wn(self, version="wordnet"):
+            return None  # the mapping to NLTK's downloaded "wordnet" corpus serves multilingual data only
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "multilingual functions are not available": not used
+        return EnglishWordNet(str(root), None)
 
 
 def wordnet_version(wn) -> str:

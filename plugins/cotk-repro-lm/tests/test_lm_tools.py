@@ -31,12 +31,14 @@ def wordnet():
 
 
 def test_wordnet_augmentation_is_seeded_and_substitutes_synonyms(wordnet, tmp_path):
+    from cotk_repro.data.tokenizers import wordpunct_tokenize
+    from cotk_repro_lm.augment import augment_queries
+
     q = tmp_path / "q.txt"
     q.write_text("\n".join(QUERIES) + "\n", encoding="utf-8")
     first = run_cli("augment", "--queries", str(q), "--method", "wordnet", "--variants", "5", "--seed", "1").stdout
-    again = run_cli("augment", "--queries", str(q), "--method", "wordnet", "--variants", "5", "--seed", "1").stdout
-    assert first == again
     records = [json.loads(line) for line in first.splitlines()]
+    assert records == json.loads(json.dumps(augment_queries(QUERIES, "wordnet", seed=1, variants=5)))
     assert [r["query"] for r in records] == QUERIES
     info = records[0]["augmentation"]
     assert info["method"] == "wordnet" and info["seed"] == 1 and info["wordnet"] == "3.0"
@@ -45,9 +47,9 @@ def test_wordnet_augmentation_is_seeded_and_substitutes_synonyms(wordnet, tmp_pa
     for rec in records:
         group = rec["variants"]
         assert len(group) == 5 and group[0] == rec["query"]
-        orig = rec["query"].split()
+        orig = wordpunct_tokenize(rec["query"])
         for variant in group[1:]:
-            words = variant.split()
+            words = wordpunct_tokenize(variant)
             assert len(words) == len(orig)
             for a, b in zip(orig, words):
                 if a != b:
@@ -55,8 +57,11 @@ def test_wordnet_augmentation_is_seeded_and_substitutes_synonyms(wordnet, tmp_pa
                     synonyms = {n.lower() for s in wordnet.synsets(a) for n in s.lemma_names()}
                     assert b.lower() in synonyms, (a, b)
     assert changed >= 5
-    other = run_cli("augment", "--queries", str(q), "--variants", "5", "--seed", "2").stdout
-    assert json.loads(other.splitlines()[0])["augmentation"]["seed"] == 2
+    seven = augment_queries(QUERIES, "wordnet", seed=1, variants=7)
+    assert [r["variants"][:5] for r in seven] == [r["variants"] for r in records]
+    other = augment_queries(QUERIES, "wordnet", seed=2, variants=5)
+    assert other[0]["augmentation"]["seed"] == 2
+    assert [r["variants"] for r in other] != [r["variants"] for r in records]
 
 
 def test_missing_wordnet_says_how_to_get_it(tmp_path):
