@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from lm_support import make_gpt2, train_bpe, train_wordpiece
+# one intra-op thread: the models are tiny, and on a shared 2-core machine torch's spinning threads make
+# them several times slower (set before any test module imports torch; CLI subprocesses inherit it)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from lm_support import make_gpt2, train_bpe, train_wordpiece  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")
