@@ -69,12 +69,18 @@ def load_model(path: str | Path, device: str = "auto") -> LanguageModel:
     if key in _LOADED:
         return _LOADED[key]
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar for a local folder
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        model = AutoModelForCausalLM.from_pretrained(str(folder), torch_dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
     except (OSError, ValueError) as exc:
         raise MetricError(f"cannot load the model in {folder}: {str(exc).splitlines()[0]}") from None
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     model.to(dev).eval()
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else bos
