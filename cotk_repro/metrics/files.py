@@ -55,17 +55,22 @@ def read_references(path: Path) -> list[list[str]]:
     lines = _read_lines(path, "references")
     if not _is_jsonl(path, lines):
         return [[line] for line in lines]
-    out: list[list[str]] = []
+    return [refs for _, refs in _string_lists(path, lines, "references", "reference")]
+
+
+def _string_lists(path: Path, lines: list[str], key: str, what: str) -> list[tuple[dict, list[str]]]:
+    """JSONL lines, each an object whose ``key`` is a non-empty list of strings: ``(object, list)`` per line."""
+    out = []
     for no, line in enumerate(lines, 1):
         try:
             obj = json.loads(line)
         except ValueError as exc:
             raise MetricError(f"{path} line {no} is not valid JSON ({exc.msg})") from None
-        refs = obj.get("references") if isinstance(obj, dict) else None
-        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-            raise MetricError(f"{path} line {no} must be an object {{\"references\": [\"...\", ...]}} with at least "
-                              f"one reference string")
-        out.append(refs)
+        items = obj.get(key) if isinstance(obj, dict) else None
+        if not isinstance(items, list) or not items or not all(isinstance(r, str) for r in items):
+            raise MetricError(f"{path} line {no} must be an object {{\"{key}\": [\"...\", ...]}} with at least "
+                              f"one {what} string")
+        out.append((obj, items))
     return out
 
 
@@ -100,18 +105,8 @@ def read_groups(path: Path) -> tuple[list[list[str]], list[Any]]:
     lines = _read_lines(path, "groups")
     groups: list[list[str]] = []
     augmentations: list[Any] = []
-    for no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise MetricError(f"{path} line {no} is not valid JSON ({exc.msg})") from None
-        resp = obj.get("responses") if isinstance(obj, dict) else None
-        if not isinstance(resp, list) or not resp or not all(isinstance(r, str) for r in resp):
-            raise MetricError(f"{path} line {no} must be an object {{\"responses\": [\"...\", ...]}} with at least "
-                              f"one response string")
-        groups.append(resp)
+    for obj, responses in _string_lists(path, lines, "responses", "response"):
+        groups.append(responses)
         aug = obj.get("augmentation")
         if aug is not None and aug not in augmentations:
             augmentations.append(aug)

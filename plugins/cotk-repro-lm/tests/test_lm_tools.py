@@ -104,6 +104,8 @@ def test_group_entropy_equals_a_hand_computation(tmp_path):
     other = get_metric("group-entropy", augmentation={**aug, "seed": 2}).compute_groups(groups)
     assert other["group-entropy-2 hashvalue"] != lib["group-entropy-2 hashvalue"]
     assert "aug:wordnet" in lib["group-entropy-1 signature"]
+    flat = run_cli("evaluate", "--groups", str(path), "-m", "distinct", check=False)
+    assert flat.returncode == 2 and "not groups: give --hyps FILE" in flat.stderr
 
 
 def test_correlate_equals_scipy(tmp_path):
