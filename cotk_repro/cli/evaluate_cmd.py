@@ -53,6 +53,8 @@ def register(cli: typer.Typer) -> None:
                                               "(group-entropy)."),
         per_sentence: bool = typer.Option(False, "--per-sentence", help="Also report per-sentence scores (lists, "
                                           "shown with --json) for the metrics that have them."),
+        batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Batch size for the metrics "
+                                                 "that run a model (e.g. fluency, coherence)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result dict (values, hashes, signatures) as "
                                       "JSON on stdout, ready for a result file."),
     ) -> None:
@@ -66,7 +68,8 @@ def register(cli: typer.Typer) -> None:
         opts = parse_options(list(option or []), names)
         with output.progress("evaluating", total=len(names)) as advance:
             result = evaluate_files(hyps, refs, names, opts, tokenizer=tokenizer, on_metric=lambda _name: advance(),
-                                    queries_path=queries, groups_path=groups, per_sentence=per_sentence)
+                                    queries_path=queries, groups_path=groups, per_sentence=per_sentence,
+                                    batch_size=batch_size)
         if json_out:
             output.print_json(result)
             return

@@ -125,12 +125,14 @@ def _takes(func: Callable[..., Any], arg: str) -> bool:
 def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequence[str],
                    options: dict[str, dict[str, Any]] | None = None, tokenizer: str | None = None,
                    on_metric: Callable[[str], None] | None = None, *, queries_path: Path | None = None,
-                   groups_path: Path | None = None, per_sentence: bool = False) -> dict[str, Any]:
+                   groups_path: Path | None = None, per_sentence: bool = False, batch_size: int | None = None,
+                   progress: bool = False) -> dict[str, Any]:
     """Score a hypotheses file (against a references file) with several metrics; one merged result dict.
 
     ``queries_path``: the query each hypothesis answers, for metrics whose ``compute`` takes ``queries``.
     ``groups_path``: groups of responses (:func:`read_groups`) for metrics with ``compute_groups``.
-    ``per_sentence``: given as the ``per_sentence`` option to the metrics that take it.
+    ``per_sentence``, ``batch_size``, ``progress``: given as options of those names to the metrics that take
+    them (model-based metrics: per-sentence lists, batch size, a progress bar on stderr).
     """
     from . import accepts_option, metric_names
 
@@ -157,8 +159,10 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
         opts = dict(options.get(name, {}))
         if tokenizer is not None and "tokenizer" not in opts and accepts_option(name, "tokenizer"):
             opts["tokenizer"] = tokenizer
-        if per_sentence and "per_sentence" not in opts and accepts_option(name, "per_sentence"):
-            opts["per_sentence"] = True
+        for key, value in (("per_sentence", per_sentence or None), ("batch_size", batch_size),
+                           ("progress", progress or None)):
+            if value is not None and key not in opts and accepts_option(name, key):
+                opts[key] = value
         if augmentations and "augmentation" not in opts and accepts_option(name, "augmentation"):
             if len(augmentations) > 1:
                 raise MetricError(f"{groups_path} mixes {len(augmentations)} different augmentations; score groups "

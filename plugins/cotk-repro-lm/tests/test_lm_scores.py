@@ -172,7 +172,7 @@ def test_evaluate_command_with_queries_and_per_sentence(tiny_gpt2, direct, tmp_p
     r.write_text("\n".join(RESPONSES) + "\n", encoding="utf-8")
     proc = run_cli("evaluate", "--queries", str(q), "--hyps", str(r), "-m", "coherence", "-o",
                    f"coherence.model={tiny_gpt2}", "-o", f"coherence.reference={r}", "-m", "fluency", "-o",
-                   f"fluency.model={tiny_gpt2}", "--per-sentence", "--json")
+                   f"fluency.model={tiny_gpt2}", "--per-sentence", "--batch-size", "5", "--json")
     res = json.loads(proc.stdout)
     assert res["coherence-raw"] == pytest.approx(sum(direct["coherence"]) / N, abs=1e-5)
     assert res["fluency-raw"] == pytest.approx(sum(direct["fluency"]) / N, abs=1e-5)
