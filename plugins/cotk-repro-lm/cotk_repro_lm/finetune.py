@@ -60,12 +60,23 @@ def finetune(model: str | Path, data: str | Path, out: str | Path, *, loader: st
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise FinetuneError(f"{name} must be an integer >= {low}, not {v!r}")
     pairs = dialogue_pairs(data, loader, "train", max_pairs)
-    random.seed(seed)
-    torch.manual_seed(seed)
+    deterministic = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
-    lm = load_model(model, device)
+    try:
+        return _finetune(model, data, out, pairs, loader=loader, epochs=epochs, lr=lr, batch_size=batch_size,
+                         seed=seed, device=device, log=log)
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
+
+
+def _finetune(model, data, out: Path, pairs, *, loader, epochs, lr, batch_size, seed, device, log) -> dict[str, Any]:
     import copy
 
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    lm = load_model(model, device)
     net = copy.deepcopy(lm.model)  # never train the cached instance
     net.to(lm.device)
     items = encode_pairs(lm, [q for q, _ in pairs], [r for _, r in pairs])

@@ -106,6 +106,7 @@ class _LMScore(Metric):
         self.lower_bound, self.lower_bound_from = lower_bound, lower_bound_from or "given"
         super().__init__(model=self.lm.identity, normalize=normalize)
         self._queries: list[str] = []
+        self._bounds: dict[tuple[str, str | None], float] = {}
 
     # -- scoring --------------------------------------------------------------------------------------
     def raw_scores(self, responses: Sequence[str], queries: Sequence[str] | None = None) -> list[float]:
@@ -146,9 +147,12 @@ class _LMScore(Metric):
                 have = "no" if ref_queries is None else len(ref_queries)
                 raise MetricError(f"the reference set has {len(refs)} responses but {have} queries: give "
                                   f"reference_queries=FILE or line-aligned queries")
-        bound = percentile_bound(self.raw_scores(refs, ref_queries))
         source = {"responses": _texts_hash(refs), "queries": _texts_hash(ref_queries) if ref_queries else None,
                   "percentile": PERCENTILE}
+        key = (source["responses"], source["queries"])
+        if key not in self._bounds:  # computed once per reference set, reused for every system scored
+            self._bounds[key] = percentile_bound(self.raw_scores(refs, ref_queries))
+        bound = self._bounds[key]
         return bound, {"reference": source}, f"ref({label},p{PERCENTILE:g})"
 
     def compute(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None = None,
