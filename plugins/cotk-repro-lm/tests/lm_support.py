@@ -1,5 +1,10 @@
-"""Helpers of the cotk-repro-lm tests: a tiny GPT-2 with random (seeded) weights and tokenizers trained
-here on the repository's fixture corpus (nothing is downloaded), and the CLI as a subprocess."""
+"""Helpers and fixtures of the cotk-repro-lm tests: a tiny GPT-2 with random (seeded) weights and tokenizers
+trained here on the repository's fixture corpus (nothing is downloaded), and the CLI as a subprocess.
+
+Test modules import the fixtures from here (``from lm_support import tiny_gpt2, ...``) instead of a
+``conftest.py``: the core's ``tests/conftest.py`` is imported as the top-level module ``conftest`` (its tests
+``from conftest import git``), and a second ``conftest.py`` in the same run would take that name.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+# one intra-op thread: the models are tiny, and on a shared 2-core machine torch's spinning threads make
+# them several times slower (test modules import this before torch; CLI subprocesses inherit it)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "cotk-small"
@@ -80,3 +91,36 @@ def run_cli(*args: str, cwd: Path | None = None, check: bool = True, env: dict |
     if check and proc.returncode != 0:
         raise AssertionError(f"cotk-repro {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _isolated_dirs(tmp_path_factory):
+    """User folders and caches in a temporary folder; no hub access."""
+    base = tmp_path_factory.mktemp("lm-userdirs")
+    saved = dict(os.environ)
+    os.environ["XDG_CONFIG_HOME"] = str(base / "config")
+    os.environ["COTK_REPRO_CACHE"] = str(base / "cache")
+    os.environ.pop("COTK_REPRO_BUILTINS_ONLY", None)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture(scope="session")
+def bpe_json(tmp_path_factory) -> Path:
+    """A byte-level BPE trained on the fixture corpus."""
+    return train_bpe(tmp_path_factory.mktemp("bpe"))
+
+
+@pytest.fixture(scope="session")
+def wordpiece_json(tmp_path_factory) -> Path:
+    """A WordPiece trained on the fixture corpus."""
+    return train_wordpiece(tmp_path_factory.mktemp("wordpiece"))
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tmp_path_factory, bpe_json) -> Path:
+    """A tiny GPT-2 folder (seeded random weights, the BPE)."""
+    return make_gpt2(tmp_path_factory.mktemp("models") / "gpt2", seed=0, tokenizer_json=bpe_json)

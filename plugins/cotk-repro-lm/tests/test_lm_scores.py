@@ -10,12 +10,16 @@ import sys
 
 import pytest
 
+# fixtures are imported by name (no conftest.py: see lm_support)
+from lm_support import (  # noqa: F401
+    OPENSUB, REPO_ROOT, run_cli, _isolated_dirs, bpe_json, tiny_gpt2,
+)
+
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 pytest.importorskip("cotk_repro_lm", reason="the cotk-repro-lm plugin is not installed "
                     "(pip install -e plugins/cotk-repro-lm)")
 
 from cotk_repro.metrics import MetricError, get_metric  # noqa: E402
-from lm_support import OPENSUB, REPO_ROOT, run_cli  # noqa: E402
 
 N = 40
 

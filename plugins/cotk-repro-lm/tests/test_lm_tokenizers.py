@@ -7,13 +7,17 @@ import shutil
 
 import pytest
 
+# fixtures are imported by name (no conftest.py: see lm_support)
+from lm_support import (  # noqa: F401
+    MSCOCO, run_cli, _isolated_dirs, bpe_json, wordpiece_json,
+)
+
 pytest.importorskip("tokenizers", reason="the tokenizers library is not installed")
 pytest.importorskip("cotk_repro_lm", reason="the cotk-repro-lm plugin is not installed "
                     "(pip install -e plugins/cotk-repro-lm)")
 
 from cotk_repro import data  # noqa: E402
 from cotk_repro.metrics import get_metric  # noqa: E402
-from lm_support import MSCOCO, run_cli  # noqa: E402
 
 
 def test_hf_tokenizer_tokenizes_and_decodes(bpe_json, wordpiece_json):

@@ -10,11 +10,15 @@ from collections import Counter
 
 import pytest
 
+# fixtures are imported by name (no conftest.py: see lm_support)
+from lm_support import (  # noqa: F401
+    OPENSUB, run_cli, _isolated_dirs, bpe_json, tiny_gpt2,
+)
+
 pytest.importorskip("cotk_repro_lm", reason="the cotk-repro-lm plugin is not installed "
                     "(pip install -e plugins/cotk-repro-lm)")
 
 from cotk_repro.metrics import get_metric  # noqa: E402
-from lm_support import OPENSUB, run_cli  # noqa: E402
 
 QUERIES = ["the old man walks his dog in the quiet park .", "she quickly reads a long book .",
            "we eat warm bread at the small table ."]
