@@ -188,3 +188,11 @@ def test_evaluate_command_with_queries_and_per_sentence(tiny_gpt2, direct, tmp_p
     no_model = run_cli("evaluate", "--hyps", str(r), "-m", "fluency", check=False)
     assert no_model.returncode == 2 and "fluency.model=DIR" in no_model.stderr
     assert not math.isnan(res["coherence"])
+
+
+def test_evaluate_table_shows_averages_not_per_sentence_lists():
+    from cotk_repro.cli.evaluate_cmd import result_rows
+
+    rows = result_rows({"fluency-raw": -3.5, "fluency-raw hashvalue": "ab" * 32, "fluency-raw signature": "s",
+                        "fluency-raw per-sentence": [-3.0, -4.0]})
+    assert [r[0] for r in rows] == ["fluency-raw"]
