@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import get_metric
-from .base import Metric, MetricError, resolve_tokenizer
+from .base import Metric, MetricError, resolve_tokenizer, score
+from .facts import facts_of
 
 
 def _read_lines(path: Path, what: str) -> list[str]:
@@ -175,27 +176,27 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
     if queries is not None and hyps is not None and len(queries) != len(hyps):
         raise MetricError(f"{queries_path} has {len(queries)} lines but {hyps_path} has {len(hyps)}: give exactly "
                           f"one query per hypothesis")
-    for name, metric in zip(metrics, built):
+    facts = [facts_of(metric, name) for name, metric in zip(metrics, built)]
+    for name, metric, f in zip(metrics, built, facts):
         if groups is not None and hasattr(metric, "compute_groups"):
             continue
         if hyps is None:
             raise MetricError(f"metric {name!r} scores hypotheses, not groups: give --hyps FILE")
         if getattr(metric, "needs_queries", False) and queries is None:
             raise MetricError(f"metric {name!r} needs the queries the hypotheses answer: give --queries FILE")
-        if refs is None and getattr(metric, "needs_references", True):
+        if refs is None and f.needs_references:
             raise MetricError(f"metric {name!r} needs references: give --refs FILE")
-        if refs is not None and getattr(metric, "needs_references", True) \
-                and getattr(metric, "paired_references", True) and len(refs) != len(hyps):
+        if refs is not None and f.references == "aligned" and len(refs) != len(hyps):
             raise MetricError(f"{hyps_path} has {len(hyps)} lines but {refs_path} has {len(refs)}: metric {name!r} "
                               f"needs exactly one line of references per hypothesis")
     merged: dict[str, Any] = {}
-    for name, metric in zip(metrics, built):
+    for name, metric, f in zip(metrics, built, facts):
         if groups is not None and hasattr(metric, "compute_groups"):
             merged.update(metric.compute_groups(groups))
+        elif queries is not None and _takes(getattr(metric, "compute", None), "queries"):
+            merged.update(metric.compute(hyps, refs if f.needs_references else None, queries=queries))
         else:
-            kwargs = {"queries": queries} if queries is not None and _takes(metric.compute, "queries") else {}
-            merged.update(metric.compute(hyps, refs if getattr(metric, "needs_references", True) else None,
-                                         **kwargs))
+            merged.update(score(metric, hyps, refs if f.needs_references else None))
         if on_metric is not None:
             on_metric(name)
     return merged

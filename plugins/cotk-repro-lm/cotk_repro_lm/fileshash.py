@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from cotk_repro.canonical import hash_object
+from cotk_repro.core.canonical import hash_object
 
 _MEMO: dict[str, str] = {}
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "vocab.txt", "spiece.model", "sentencepiece.bpe.model",
@@ -23,7 +23,7 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "vocab.txt", "s
 
 def _cache_file() -> Path | None:
     try:
-        from cotk_repro.userconfig import cache_dir
+        from cotk_repro.core.userconfig import cache_dir
     except ImportError:  # pragma: no cover - an older core
         return None
     return Path(cache_dir()) / "lm-file-hashes.json"

@@ -23,7 +23,7 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from cotk_repro.canonical import hash_object
+from cotk_repro.core.canonical import hash_object
 from cotk_repro.metrics.base import Metric, MetricError, result_entry, signature
 from cotk_repro.metrics.diversity import NgramEntropyMetric
 

@@ -49,7 +49,7 @@ def find_root(folder: str | os.PathLike | None = None) -> Path:
 def _with_lexnames(root: Path) -> Path:
     if (root / "lexnames").is_file():
         return root
-    from cotk_repro.userconfig import cache_dir
+    from cotk_repro.core.userconfig import cache_dir
 
     import hashlib
 
