@@ -29,7 +29,8 @@ def register_tokenizers(register):
 
     ``factory(**options)`` returns an object with ``tokenize(text) -> list[str]``,
     ``detokenize(tokens) -> str`` and a ``settings`` dict that goes into the
-    setting hash.
+    setting hash. A name ending in a colon (``hf:``) is parametrized: users type
+    ``PREFIX:ARG`` and the factory is called as ``factory(ARG, **options)``.
     """
 
 

@@ -109,7 +109,7 @@ from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.server import start_in_thread
 
 db_url, records = sys.argv[1], json.load(open(sys.argv[2]))
-url, stop = start_in_thread(db_url)
+url, stop = start_in_thread(db_url, allow_unsigned=True)  # signing is tested elsewhere
 db = open_database(db_url)
 token = add_user(db, "alice")[0]
 db.dispose()

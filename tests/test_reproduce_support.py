@@ -22,7 +22,7 @@ from pathlib import Path
 
 from conftest import REPO_ROOT, git, run_cli
 
-SMALL_DEPS = ["typer", "rich", "GitPython", "jinja2", "pluggy"]
+SMALL_DEPS = ["typer", "rich", "GitPython", "jinja2", "pluggy", "platformdirs"]
 
 
 def small_venv_python() -> str:

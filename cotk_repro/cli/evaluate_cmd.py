@@ -9,6 +9,7 @@ import typer
 
 from . import output
 
+
 def result_rows(result: dict[str, Any]) -> list[list[Any]]:
     """One row per value: key, value, hash (shortened), signature."""
     from ..core.results import parse_result_dict
@@ -20,8 +21,8 @@ def result_rows(result: dict[str, Any]) -> list[list[Any]]:
 def register(cli: typer.Typer) -> None:
     @cli.command("evaluate")
     def evaluate(
-        hyps: Path = typer.Option(..., "--hyps", metavar="FILE", help="Generated sentences: a UTF-8 text file, one "
-                                  "sentence per line."),
+        hyps: Optional[Path] = typer.Option(None, "--hyps", metavar="FILE", help="Generated sentences: a UTF-8 text "
+                                            "file, one sentence per line (needed unless --groups is given)."),
         refs: Optional[Path] = typer.Option(None, "--refs", metavar="FILE", help="References: a text file with one "
                                             "reference per line, or JSONL with one {\"references\": [...]} object "
                                             "per line for several references per hypothesis. Needed by every metric "
@@ -37,6 +38,17 @@ def register(cli: typer.Typer) -> None:
                                                 "metrics that split text with one (e.g. distinct): a registered "
                                                 "name such as nltk or space. BLEU-family metrics always re-tokenize "
                                                 "with their own fixed tokenizer (wordpunct)."),
+        queries: Optional[Path] = typer.Option(None, "--queries", metavar="FILE", help="The query (context) each "
+                                               "hypothesis answers, one per line, for metrics that read it (e.g. "
+                                               "coherence from the cotk-repro-lm plugin)."),
+        groups: Optional[Path] = typer.Option(None, "--groups", metavar="FILE", help="Groups of responses, JSONL with "
+                                              "one {\"responses\": [...]} object per line (e.g. a system's answers "
+                                              "to `cotk-repro augment` variants), for metrics that score groups "
+                                              "(group-entropy)."),
+        per_sentence: bool = typer.Option(False, "--per-sentence", help="Also report per-sentence scores (lists, "
+                                          "shown with --json) for the metrics that have them."),
+        batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Batch size for the metrics "
+                                                 "that run a model (e.g. fluency, coherence)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result dict (values, hashes, signatures) as "
                                       "JSON on stdout, ready for a result file."),
     ) -> None:
@@ -49,9 +61,12 @@ def register(cli: typer.Typer) -> None:
         names = list(dict.fromkeys(metric or ["bleu"]))
         opts = parse_options(list(option or []), names)
         with output.progress("evaluating", total=len(names)) as advance:
-            result = evaluate_files(hyps, refs, names, opts, tokenizer=tokenizer, on_metric=lambda _name: advance())
+            result = evaluate_files(hyps, refs, names, opts, tokenizer=tokenizer, on_metric=lambda _name: advance(),
+                                    queries_path=queries, groups_path=groups, per_sentence=per_sentence,
+                                    batch_size=batch_size)
         if json_out:
             output.print_json(result)
             return
-        output.console.print(output.table(f"{hyps.name}" + (f" vs {refs.name}" if refs else ""),
+        title = (hyps or groups).name + (f" vs {refs.name}" if refs else "")
+        output.console.print(output.table(title,
                                           ["metric", "value", "hash", "signature"], result_rows(result)))

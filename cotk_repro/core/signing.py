@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import CotkError
 from .canonical import canonical_json
+from .fileio import atomic_write
 
 NS_RECORD = "cotk-repro-record"
 NS_REPRODUCTION = "cotk-repro-reproduction"
@@ -333,9 +334,7 @@ def sign_for_publish(folder: Path, record: dict[str, Any], cwd: Path | None = No
         return None, ("no SSH key to sign with (git config user.signingkey, or ~/.ssh/id_ed25519): the record is "
                       "published unsigned, and dashboards that require signatures refuse it; see `cotk-repro keys`")
     signature = sign_record(record, key)
-    tmp = path.with_name(f".{SIG_FILE}.tmp")
-    tmp.write_text(signature, encoding="ascii")
-    os.replace(tmp, path)
+    atomic_write(path, signature)  # ASCII: the armoured SSHSIG text
     return signature, None
 
 

@@ -248,13 +248,30 @@ def _no_options(name: str, options: dict[str, Any]) -> None:
         raise DataError(f"tokenizer {name!r} takes no options, got: {', '.join(sorted(options))}")
 
 
-def get_tokenizer(tokenizer: Any, **options: Any) -> Tokenizer:
-    """A tokenizer by registered name (through the plugin hooks), or a tokenizer object as is."""
-    if isinstance(tokenizer, str):
-        from ..plugins import get_plugins
+def tokenizer_factory(name: str) -> tuple[Any, tuple[str, ...]]:
+    """``(factory, args)`` for a tokenizer name: a registered name (``nltk``) gives ``(factory, ())``; a
+    parametrized name ``PREFIX:ARG`` (``hf:gpt2``) whose ``PREFIX:`` is registered gives ``(factory, (ARG,))``."""
+    from ..errors import PluginError
+    from ..plugins import get_plugins
 
-        factory = get_plugins().get("tokenizer", tokenizer).obj
-        return factory(**options)
+    registry = get_plugins().registry("tokenizer")
+    if name in registry and not name.endswith(":"):
+        return registry[name].obj, ()
+    prefix, sep, arg = name.partition(":")
+    if sep and prefix + sep in registry:
+        if not arg:
+            raise PluginError(f"tokenizer {name!r} needs an argument after {prefix + sep!r}, e.g. {prefix}:NAME")
+        return registry[prefix + sep].obj, (arg,)
+    known = ", ".join(sorted(k + "ARG" if k.endswith(":") else k for k in registry)) or "none"
+    raise PluginError(f"unknown tokenizer {name!r}; registered: {known}")
+
+
+def get_tokenizer(tokenizer: Any, **options: Any) -> Tokenizer:
+    """A tokenizer by registered name (through the plugin hooks; ``PREFIX:ARG`` names a parametrized one),
+    or a tokenizer object as is."""
+    if isinstance(tokenizer, str):
+        factory, args = tokenizer_factory(tokenizer)
+        return factory(*args, **options)
     for attr in ("tokenize", "detokenize", "settings"):
         if not hasattr(tokenizer, attr):
             from .errors import DataError

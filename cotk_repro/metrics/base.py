@@ -72,9 +72,18 @@ def resolve_tokenizer(tokenizer: Any) -> Any:
     from ..plugins import get_plugins
 
     registry = get_plugins().registry("tokenizer")
-    if tokenizer not in registry:
-        raise MetricError(f"unknown tokenizer {tokenizer!r}; known tokenizers: {', '.join(sorted(registry)) or 'none'}")
-    return registry[tokenizer].obj()
+    if tokenizer in registry and not tokenizer.endswith(":"):
+        return registry[tokenizer].obj()
+    if tokenizer.partition(":")[0] + ":" in registry:  # a parametrized name such as hf:gpt2
+        from ..data.tokenizers import get_tokenizer
+        from ..errors import CotkError
+
+        try:
+            return get_tokenizer(tokenizer)
+        except CotkError as exc:
+            raise MetricError(exc.message) from None
+    known = sorted(k + "ARG" if k.endswith(":") else k for k in registry)
+    raise MetricError(f"unknown tokenizer {tokenizer!r}; known tokenizers: {', '.join(known) or 'none'}")
 
 
 class Metric:

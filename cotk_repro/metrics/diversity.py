@@ -174,6 +174,6 @@ class NgramEntropyMetric(_ReferenceFree):
         out: dict[str, Any] = {}
         for n in self.ngrams:
             value = sum(ngram_entropy(g, n, self.log_base) for g in tok_groups) / len(tok_groups)
-            out.update(result_entry(f"ngram-entropy-{n}", value, self._hash(n, n_hyps, refs, extra),
+            out.update(result_entry(f"{self.name}-{n}", value, self._hash(n, n_hyps, refs, extra),
                                     self._signature(n, n_hyps, refs, sig_extra)))
         return out

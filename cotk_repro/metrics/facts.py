@@ -135,7 +135,19 @@ def facts_for_result_key(key: str) -> MetricFacts | None:
     """
     from ..plugins import get_plugins
 
-    for name in sorted(get_plugins().registry("metric")):
+    plugins = get_plugins()
+    # remembered per plugin manager (a new one after reset_plugins starts empty); the dashboard asks for
+    # every leaderboard it serves, with keys from requests, so the memory is bounded
+    memo = plugins.__dict__.setdefault("_facts_by_result_key", {})
+    if key not in memo:
+        if len(memo) >= 1024:
+            memo.clear()
+        memo[key] = _lookup_key(plugins, key)
+    return memo[key]
+
+
+def _lookup_key(plugins: Any, key: str) -> MetricFacts | None:
+    for name in sorted(plugins.registry("metric")):
         try:
             cls = metric_class(name)
         except Exception:  # noqa: BLE001 - a broken plugin must not break the lookup of every other key

@@ -56,17 +56,22 @@ def read_references(path: Path) -> list[list[str]]:
     lines = _read_lines(path, "references")
     if not _is_jsonl(path, lines):
         return [[line] for line in lines]
-    out: list[list[str]] = []
+    return [refs for _, refs in _string_lists(path, lines, "references", "reference")]
+
+
+def _string_lists(path: Path, lines: list[str], key: str, what: str) -> list[tuple[dict, list[str]]]:
+    """JSONL lines, each an object whose ``key`` is a non-empty list of strings: ``(object, list)`` per line."""
+    out = []
     for no, line in enumerate(lines, 1):
         try:
             obj = json.loads(line)
         except ValueError as exc:
             raise MetricError(f"{path} line {no} is not valid JSON ({exc.msg})") from None
-        refs = obj.get("references") if isinstance(obj, dict) else None
-        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-            raise MetricError(f"{path} line {no} must be an object {{\"references\": [\"...\", ...]}} with at least "
-                              f"one reference string")
-        out.append(refs)
+        items = obj.get(key) if isinstance(obj, dict) else None
+        if not isinstance(items, list) or not items or not all(isinstance(r, str) for r in items):
+            raise MetricError(f"{path} line {no} must be an object {{\"{key}\": [\"...\", ...]}} with at least "
+                              f"one {what} string")
+        out.append((obj, items))
     return out
 
 
@@ -90,10 +95,46 @@ def parse_options(items: Sequence[str], metrics: Sequence[str]) -> dict[str, dic
     return out
 
 
-def evaluate_files(hyps_path: Path, refs_path: Path | None, metrics: Sequence[str],
+def read_queries(path: Path) -> list[str]:
+    """One query per line (the context each hypothesis answers; metrics such as coherence read it)."""
+    return _read_lines(path, "queries")
+
+
+def read_groups(path: Path) -> tuple[list[list[str]], list[Any]]:
+    """Groups of responses: JSONL, one object per line with ``"responses": ["...", ...]`` (other keys kept).
+    Returns the response lists and the distinct ``augmentation`` values (how the groups were made)."""
+    lines = _read_lines(path, "groups")
+    groups: list[list[str]] = []
+    augmentations: list[Any] = []
+    for obj, responses in _string_lists(path, lines, "responses", "response"):
+        groups.append(responses)
+        aug = obj.get("augmentation")
+        if aug is not None and aug not in augmentations:
+            augmentations.append(aug)
+    return groups, augmentations
+
+
+def _takes(func: Callable[..., Any], arg: str) -> bool:
+    import inspect
+
+    try:
+        return arg in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequence[str],
                    options: dict[str, dict[str, Any]] | None = None, tokenizer: str | None = None,
-                   on_metric: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Score a hypotheses file (against a references file) with several metrics; one merged result dict."""
+                   on_metric: Callable[[str], None] | None = None, *, queries_path: Path | None = None,
+                   groups_path: Path | None = None, per_sentence: bool = False, batch_size: int | None = None,
+                   progress: bool = False) -> dict[str, Any]:
+    """Score a hypotheses file (against a references file) with several metrics; one merged result dict.
+
+    ``queries_path``: the query each hypothesis answers, for metrics whose ``compute`` takes ``queries``.
+    ``groups_path``: groups of responses (:func:`read_groups`) for metrics with ``compute_groups``.
+    ``per_sentence``, ``batch_size``, ``progress``: given as options of those names to the metrics that take
+    them (model-based metrics: per-sentence lists, batch size, a progress bar on stderr).
+    """
     from . import accepts_option, metric_names
 
     options = options or {}
@@ -101,18 +142,48 @@ def evaluate_files(hyps_path: Path, refs_path: Path | None, metrics: Sequence[st
     for name in metrics:
         if name not in known:
             raise MetricError(f"unknown metric {name!r}; registered metrics: {', '.join(known) or 'none'}")
+    if hyps_path is None and groups_path is None:
+        raise MetricError("give the hypotheses: --hyps FILE (or --groups FILE for metrics that score groups)")
     if tokenizer is not None:
         resolve_tokenizer(tokenizer)  # an unknown name is an error before any work
+    if per_sentence and not any(accepts_option(n, "per_sentence") for n in metrics):
+        raise MetricError(f"none of the metrics asked for ({', '.join(metrics)}) reports per-sentence scores")
+    from .facts import metric_class
+
+    for name in metrics:  # before building any metric: a model-based one loads its model
+        if queries_path is None and getattr(metric_class(name), "needs_queries", False) \
+                and not (groups_path is not None and hasattr(metric_class(name), "compute_groups")):
+            raise MetricError(f"metric {name!r} needs the queries the hypotheses answer: give --queries FILE")
+    groups, augmentations = read_groups(groups_path) if groups_path is not None else (None, [])
     built: list[Metric] = []
     for name in metrics:
         opts = dict(options.get(name, {}))
         if tokenizer is not None and "tokenizer" not in opts and accepts_option(name, "tokenizer"):
             opts["tokenizer"] = tokenizer
+        for key, value in (("per_sentence", per_sentence or None), ("batch_size", batch_size),
+                           ("progress", progress or None)):
+            if value is not None and key not in opts and accepts_option(name, key):
+                opts[key] = value
+        if augmentations and "augmentation" not in opts and accepts_option(name, "augmentation"):
+            if len(augmentations) > 1:
+                raise MetricError(f"{groups_path} mixes {len(augmentations)} different augmentations; score groups "
+                                  f"made one way at a time")
+            opts["augmentation"] = augmentations[0]
         built.append(get_metric(name, **opts))
-    hyps = read_hypotheses(hyps_path)
+    hyps = read_hypotheses(hyps_path) if hyps_path is not None else None
     refs = read_references(refs_path) if refs_path is not None else None
+    queries = read_queries(queries_path) if queries_path is not None else None
+    if queries is not None and hyps is not None and len(queries) != len(hyps):
+        raise MetricError(f"{queries_path} has {len(queries)} lines but {hyps_path} has {len(hyps)}: give exactly "
+                          f"one query per hypothesis")
     facts = [facts_of(metric, name) for name, metric in zip(metrics, built)]
-    for name, f in zip(metrics, facts):
+    for name, metric, f in zip(metrics, built, facts):
+        if groups is not None and hasattr(metric, "compute_groups"):
+            continue
+        if hyps is None:
+            raise MetricError(f"metric {name!r} scores hypotheses, not groups: give --hyps FILE")
+        if getattr(metric, "needs_queries", False) and queries is None:
+            raise MetricError(f"metric {name!r} needs the queries the hypotheses answer: give --queries FILE")
         if refs is None and f.needs_references:
             raise MetricError(f"metric {name!r} needs references: give --refs FILE")
         if refs is not None and f.references == "aligned" and len(refs) != len(hyps):
@@ -120,7 +191,12 @@ def evaluate_files(hyps_path: Path, refs_path: Path | None, metrics: Sequence[st
                               f"needs exactly one line of references per hypothesis")
     merged: dict[str, Any] = {}
     for name, metric, f in zip(metrics, built, facts):
-        merged.update(score(metric, hyps, refs if f.needs_references else None))
+        if groups is not None and hasattr(metric, "compute_groups"):
+            merged.update(metric.compute_groups(groups))
+        elif queries is not None and _takes(getattr(metric, "compute", None), "queries"):
+            merged.update(metric.compute(hyps, refs if f.needs_references else None, queries=queries))
+        else:
+            merged.update(score(metric, hyps, refs if f.needs_references else None))
         if on_metric is not None:
             on_metric(name)
     return merged

@@ -1,0 +1,251 @@
+"""``coherence`` and ``fluency`` (Pang et al. 2020, "Towards Holistic and Automatic Evaluation of Open-Domain
+Dialogue Generation") and ``group-entropy`` (diversity under controlled queries).
+
+* ``fluency-raw`` = mean over responses of ``f_raw(r) = (1/|r|) log P(r)``; ``coherence-raw`` likewise with
+  ``c_raw(r|q) = (1/|r|) log P(r | q)``; ``|r|`` counts the model's tokens of ``r`` (natural log).
+* ``fluency`` / ``coherence``: each raw score normalized to [0, 1] with a lower bound ``s5``, the 5th
+  percentile of raw scores: ``(max(s5, s) - s5) / (-s5)``, then averaged. Fair across systems only when
+  ``s5`` is computed once on a declared set and reused: ``reference=FILE`` (e.g. the human responses of the
+  test split; for coherence line-aligned with the queries, or with ``reference_queries=FILE``), or
+  ``lower_bound=VALUE`` (with ``lower_bound_from=LABEL`` saying where it came from). ``normalize="self"``
+  (each system's own outputs) is allowed, named in the hash and signature. With none of them only the raw
+  value is reported.
+* ``group-entropy``: the n-gram entropy in bits of each group's responses, averaged over groups
+  (``ngram-entropy`` with ``log_base=2`` over explicit groups), the augmentation in the hash.
+
+Hashes cover the model's weights and tokenizer files, the input format, the normalization (mode, value
+and the hash of the set it came from) and the scored data (the queries; the number of responses).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+from cotk_repro.core.canonical import hash_object
+from cotk_repro.metrics.base import Metric, MetricError, result_entry, signature
+from cotk_repro.metrics.diversity import NgramEntropyMetric
+
+from .lm import FORMAT, encode_pairs, load_model, log_likelihoods
+
+PERCENTILE = 5.0
+NORMALIZE_MODES = ("reference", "given", "self", "none")
+
+
+def percentile_bound(raw: Sequence[float], percentile: float = PERCENTILE) -> float:
+    """The lower bound: numpy's (linear) ``percentile`` of the raw scores."""
+    import numpy as np
+
+    if not len(raw):
+        raise MetricError("the lower bound needs at least one raw score")
+    return float(np.percentile(np.asarray(raw, dtype=np.float64), percentile))
+
+
+def normalized(raw: float, bound: float) -> float:
+    """``(max(bound, raw) - bound) / (-bound)``: 0 at and below the bound, 1 at log-probability 0."""
+    if not bound < 0:
+        raise MetricError(f"the lower bound must be negative (a log-probability), not {bound!r}")
+    return (max(bound, raw) - bound) / (-bound)
+
+
+def _texts(value: Any, what: str) -> tuple[list[str], str]:
+    """A list of strings, or a UTF-8 file of lines; with a label for signatures."""
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value), f"list({len(value)})"
+    if isinstance(value, (str, Path)):
+        from cotk_repro.metrics.files import _read_lines
+
+        return _read_lines(Path(value), what), Path(value).name
+    raise MetricError(f"{what} must be a file path or a list of strings, not {type(value).__name__}")
+
+
+def _texts_hash(texts: Sequence[str]) -> str:
+    return hash_object({"cotk-repro-lm/texts": list(texts)})
+
+
+class _LMScore(Metric):
+    """Shared by coherence and fluency: model loading, scoring, normalization, hashes."""
+
+    needs_references = False
+    needs_queries = False
+    level = "sentence"
+    cost = 200.0
+    version = "1"
+
+    def __init__(self, model: Any = None, *, batch_size: int = 32, padding_side: str = "right",
+                 device: str = "auto", per_sentence: bool = False, normalize: str | None = None,
+                 reference: Any = None, reference_queries: Any = None, lower_bound: float | None = None,
+                 lower_bound_from: str | None = None, progress: bool = False) -> None:
+        if model is None:
+            raise MetricError(f"{self.name} needs a language model folder: -o {self.name}.model=DIR (e.g. one "
+                              f"written by `cotk-repro lm finetune`)")
+        if normalize is None:
+            normalize = "reference" if reference is not None else "given" if lower_bound is not None else "none"
+        if normalize not in NORMALIZE_MODES:
+            raise MetricError(f"normalize must be one of {', '.join(NORMALIZE_MODES)}, not {normalize!r}")
+        if normalize == "reference" and reference is None:
+            raise MetricError(f"normalize=reference needs reference=FILE (e.g. the human responses of the test split)")
+        if normalize == "given":
+            try:
+                lower_bound = float(lower_bound)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                raise MetricError(f"normalize=given needs a numeric lower_bound, not {lower_bound!r}") from None
+            normalized(-1.0, lower_bound)  # checks the sign
+        elif lower_bound is not None:
+            raise MetricError(f"lower_bound is only used with normalize=given (normalize is {normalize!r})")
+        if normalize != "reference" and (reference is not None or reference_queries is not None):
+            raise MetricError(f"reference is only used with normalize=reference (normalize is {normalize!r})")
+        if reference_queries is not None and not self.needs_queries:
+            raise MetricError(f"{self.name} takes no reference_queries")
+        self.lm = load_model(model, device)
+        self.batch_size, self.padding_side = batch_size, padding_side
+        self.per_sentence, self.progress = bool(per_sentence), bool(progress)
+        self.normalize = normalize
+        self.reference, self.reference_queries = reference, reference_queries
+        self.lower_bound, self.lower_bound_from = lower_bound, lower_bound_from or "given"
+        super().__init__(model=self.lm.identity, normalize=normalize)
+        self._queries: list[str] = []
+        self._bounds: dict[tuple[str, str | None], float] = {}
+
+    # -- scoring --------------------------------------------------------------------------------------
+    def raw_scores(self, responses: Sequence[str], queries: Sequence[str] | None = None) -> list[float]:
+        """``(1/|r|) log P(r [| q])`` of each response."""
+        items = encode_pairs(self.lm, queries, responses)
+        bar = None
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(items), desc=self.name, unit="resp", leave=False)
+        try:
+            sums, counts = log_likelihoods(self.lm, items, batch_size=self.batch_size,
+                                           padding_side=self.padding_side,
+                                           progress=bar.update if bar is not None else None)
+        finally:
+            if bar is not None:
+                bar.close()
+        return [s / n for s, n in zip(sums, counts)]
+
+    def _bound(self, own_raw: list[float], queries: list[str] | None) -> tuple[float | None, dict[str, Any], str]:
+        """(bound, its hash input, its signature label)."""
+        if self.normalize == "none":
+            return None, {}, "none"
+        if self.normalize == "given":
+            return self.lower_bound, {"given": self.lower_bound, "from": self.lower_bound_from}, \
+                f"given({self.lower_bound_from})"
+        if self.normalize == "self":
+            bound = percentile_bound(own_raw)
+            return bound, {"self": True, "percentile": PERCENTILE}, f"self(p{PERCENTILE:g})"
+        refs, label = _texts(self.reference, "reference")
+        ref_queries = None
+        if self.needs_queries:
+            if self.reference_queries is not None:
+                ref_queries, _ = _texts(self.reference_queries, "reference_queries")
+            else:
+                ref_queries = queries
+            if ref_queries is None or len(ref_queries) != len(refs):
+                have = "no" if ref_queries is None else len(ref_queries)
+                raise MetricError(f"the reference set has {len(refs)} responses but {have} queries: give "
+                                  f"reference_queries=FILE or line-aligned queries")
+        source = {"responses": _texts_hash(refs), "queries": _texts_hash(ref_queries) if ref_queries else None,
+                  "percentile": PERCENTILE}
+        key = (source["responses"], source["queries"])
+        if key not in self._bounds:  # computed once per reference set, reused for every system scored
+            self._bounds[key] = percentile_bound(self.raw_scores(refs, ref_queries))
+        bound = self._bounds[key]
+        return bound, {"reference": source}, f"ref({label},p{PERCENTILE:g})"
+
+    def compute(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None = None,
+                queries: Sequence[str] | None = None) -> dict[str, Any]:
+        hyps = [str(h) for h in hypotheses]
+        if not hyps:
+            raise MetricError(f"{self.name} needs at least one response")
+        if self.needs_queries:
+            if queries is None:
+                raise MetricError(f"{self.name} needs the query of each response (--queries FILE)")
+            queries = [str(q) for q in queries]
+            if len(queries) != len(hyps):
+                raise MetricError(f"{len(hyps)} responses but {len(queries)} queries: give one query per response")
+        else:
+            queries = None
+        raw = self.raw_scores(hyps, queries)
+        bound, bound_hash, bound_label = self._bound(raw, queries)
+        base = {"metric": self.name, "version": self.version, "model": self.lm.identity, "format": FORMAT,
+                "responses": len(hyps), "queries": _texts_hash(queries) if queries is not None else None}
+        fields = {"model": self.lm.weights_hash[:12], "tok": self.lm.tokenizer_hash[:12], "n": len(hyps)}
+        out = result_entry(f"{self.name}-raw", sum(raw) / len(raw), hash_object({**base, "value": "raw"}),
+                           signature(f"{self.name}-raw", fields, self.version))
+        scores = None
+        if bound is not None:
+            scores = [normalized(r, bound) for r in raw]
+            out.update(result_entry(self.name, sum(scores) / len(scores),
+                                    hash_object({**base, "value": "normalized", "bound": bound_hash,
+                                                 "bound_value": float(bound)}),
+                                    signature(self.name, {**fields, "norm": bound_label,
+                                                          "bound": round(float(bound), 6)}, self.version)))
+        if self.per_sentence:
+            out[f"{self.name}-raw per-sentence"] = raw
+            if scores is not None:
+                out[f"{self.name} per-sentence"] = scores
+        return out
+
+    # CoTK-style streaming: forward({"hyps": [...], "queries": [...]}) then close()
+    def forward(self, batch: Any) -> None:
+        super().forward({"hyps": batch["hyps"]})
+        if self.needs_queries:
+            if "queries" not in batch:
+                raise MetricError(f"a {self.name} batch needs 'queries' beside 'hyps'")
+            if len(batch["queries"]) != len(batch["hyps"]):
+                raise MetricError("a batch has a different number of queries and hyps")
+            self._queries.extend(batch["queries"])
+
+    def close(self) -> dict[str, Any]:
+        hyps, queries = self._hyps, self._queries
+        self._hyps, self._queries, self._refs = [], [], None
+        return self.compute(hyps, None, queries if self.needs_queries else None)
+
+
+class FluencyMetric(_LMScore):
+    """``fluency``: ``(1/|r|) log P(r)`` under a causal LM, raw and normalized (see the module docstring)."""
+
+    name = "fluency"
+    result_keys = r"fluency(-raw)?"
+    key_facts = {"fluency-raw": {"value_range": (-math.inf, 0.0)}}
+
+
+class CoherenceMetric(_LMScore):
+    """``coherence``: ``(1/|r|) log P(r | q)`` under a causal LM, raw and normalized (see the module docstring)."""
+
+    name = "coherence"
+    needs_queries = True
+    result_keys = r"coherence(-raw)?"
+    key_facts = {"coherence-raw": {"value_range": (-math.inf, 0.0)}}
+
+
+class GroupEntropyMetric(NgramEntropyMetric):
+    """``group-entropy``: n-gram entropy (bits) of each group of responses, averaged over the groups.
+
+    Options: ``ngram`` (default ``[1, 2, 3]``), ``group_size`` (for :meth:`compute` on a flat list),
+    ``tokenizer``, ``augmentation`` (how the groups were made, as written by ``cotk-repro augment``: it enters
+    the hash and signature).
+    """
+
+    name = "group-entropy"
+    version = "1"
+    level = "corpus"
+    value_range = (0.0, math.inf)
+    result_keys = r"group-entropy-\d+"
+
+    def __init__(self, ngram: Any = (1, 2, 3), group_size: int | None = None, tokenizer: Any = None,
+                 augmentation: Any = None) -> None:
+        if augmentation is not None and not isinstance(augmentation, (dict, str)):
+            raise MetricError("augmentation must be an object (as cotk-repro augment writes) or a string")
+        self.augmentation = augmentation
+        super().__init__(ngram=ngram, group_size=group_size, log_base=2, tokenizer=tokenizer)
+
+    def _hash(self, n: int, n_hyps: int, refs: Any, extra: Any) -> str:
+        return super()._hash(n, n_hyps, refs, {**extra, "augmentation": self.augmentation})
+
+    def _signature(self, n: int, n_hyps: int, refs: Any, extra: Any) -> str:
+        aug = self.augmentation.get("method", "?") if isinstance(self.augmentation, dict) else self.augmentation
+        return super()._signature(n, n_hyps, refs, {**extra, "aug": aug or "none"})

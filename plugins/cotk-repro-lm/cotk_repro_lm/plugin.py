@@ -1,0 +1,54 @@
+"""The hook implementations of cotk-repro-lm (entry point group ``cotk_repro``).
+
+Cheap to import: every factory imports its implementation (and torch) only when it is called, so
+``cotk-repro --help`` never imports torch.
+"""
+
+from __future__ import annotations
+
+from cotk_repro.hookspecs import hookimpl
+
+
+def hf_tokenizer(name_or_path, **options):
+    """``hf:NAME_OR_PATH``: a Hugging Face tokenizer (a tokenizer.json, a folder, or a hub name)."""
+    from .hf_tokenizer import hf_factory
+
+    return hf_factory(name_or_path, **options)
+
+
+def _lazy_metric(cls_name: str):
+    def build(**options):
+        from . import metrics
+
+        return getattr(metrics, cls_name)(**options)
+
+    def metric_class():
+        from . import metrics
+
+        return getattr(metrics, cls_name)
+
+    build.metric_class = metric_class
+    build.__name__ = f"build_{cls_name}"
+    build.__doc__ = f"Build cotk_repro_lm.metrics.{cls_name}."
+    return build
+
+
+METRICS = {"coherence": "CoherenceMetric", "fluency": "FluencyMetric", "group-entropy": "GroupEntropyMetric"}
+
+
+@hookimpl
+def register_tokenizers(register):
+    register("hf:", hf_tokenizer)
+
+
+@hookimpl
+def register_metrics(register):
+    for name, cls_name in METRICS.items():
+        register(name, _lazy_metric(cls_name))
+
+
+@hookimpl
+def register_commands(cli):
+    from .cli import register
+
+    register(cli)
