@@ -95,6 +95,9 @@ def test_large_input(cli, fixtures_dir):
     ("no-refs", "needs references"),
     ("bad-jsonl", "line 2 is not valid JSON"),
     ("bad-tokenizer", "unknown tokenizer 'nope'"),
+    ("misspelt-option", r"metric 'bleu' has no option 'ngrm' \(did you mean 'ngram'\?\); its options: ngram, weights, "
+                        r"smoothing, tokenizer, dataloader$"),
+    ("unknown-option", r"metric 'distinct' has no option 'zzz'; its options: ngram, tokenizer"),
 ])
 def test_errors(cli, tmp_path, files, case, message):
     hyps, refs = files
@@ -122,13 +125,18 @@ def test_errors(cli, tmp_path, files, case, message):
         args = ["--hyps", str(hyps), "--refs", str(bad)]
     elif case == "bad-tokenizer":
         args += ["--tokenizer", "nope"]
+    elif case == "misspelt-option":
+        args += ["-o", "bleu.ngrm=2"]
+    elif case == "unknown-option":
+        args += ["-m", "distinct", "-o", "distinct.zzz=1"]
     r = cli("evaluate", *args, "--json")
     assert r.returncode == 2, r
     assert r.stdout == ""
     assert "Traceback" not in r.stderr
     import re
 
-    assert re.search(message, r.stderr), r.stderr
+    assert re.search(message, r.stderr, re.M), r.stderr
+    assert "unexpected keyword" not in r.stderr
 
 
 def test_help_explains_options(cli):

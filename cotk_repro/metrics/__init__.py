@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 from .base import Metric, MetricError, check_references, resolve_tokenizer, result_entry, signature
 
 __all__ = ["Metric", "MetricError", "get_metric", "evaluate", "metric_names", "check_references",
-           "result_entry", "signature", "resolve_tokenizer", "accepts_option"]
+           "result_entry", "signature", "resolve_tokenizer", "accepts_option", "metric_options"]
 
 
 def metric_names() -> list[str]:
@@ -28,37 +28,58 @@ def get_metric(name: str, **options: Any) -> Metric:
     registry = get_plugins().registry("metric")
     if name not in registry:
         raise MetricError(f"unknown metric {name!r}; registered metrics: {', '.join(sorted(registry)) or 'none'}")
+    check_option_names(name, options)
     try:
         return registry[name].obj(**options)
     except TypeError as exc:
         raise MetricError(f"bad options for metric {name!r}: {exc}") from None
 
 
-def accepts_option(name: str, option: str) -> bool:
-    """Whether the metric registered as ``name`` takes the keyword option ``option`` (e.g. ``tokenizer``)."""
+def metric_options(name: str) -> list[str] | None:
+    """The keyword options the metric registered as ``name`` takes; None when it cannot tell (``**kwargs``)."""
     import importlib
     import inspect
 
+    from ..builtins.metrics import BUILTIN_METRICS
     from ..plugins import get_plugins
 
     registry = get_plugins().registry("metric")
     if name not in registry:
-        return False
-    factory = registry[name].obj
-    target = factory
-    from ..builtins.metrics import BUILTIN_METRICS
-
-    if getattr(factory, "__module__", "") == "cotk_repro.builtins.metrics" and name in BUILTIN_METRICS:
-        module, cls = BUILTIN_METRICS[name].split(":")
+        return None
+    target = registry[name].obj
+    if getattr(target, "__module__", "") == "cotk_repro.builtins.metrics" and name in BUILTIN_METRICS:
+        module, cls = BUILTIN_METRICS[name].split(":")  # the lazy factory's real class
         try:
             target = getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)
         except (ImportError, AttributeError):
-            return False
+            return None
     try:
-        params = inspect.signature(target).parameters
+        params = inspect.signature(target).parameters.values()
     except (TypeError, ValueError):
-        return False
-    return option in params
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and p.name != "self" and not p.name.startswith("_")]
+
+
+def check_option_names(name: str, options: dict[str, Any]) -> None:
+    """Refuse an option ``name`` does not take with one sentence: the closest valid one and the full list."""
+    import difflib
+
+    valid = metric_options(name)
+    unknown = [k for k in options if valid is not None and k not in valid and not k.startswith("_")]
+    if not unknown:
+        return
+    close = difflib.get_close_matches(unknown[0], valid, n=1)
+    suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+    raise MetricError(f"metric {name!r} has no option {unknown[0]!r}{suggestion}; "
+                      f"its options: {', '.join(valid) or 'none'}")
+
+
+def accepts_option(name: str, option: str) -> bool:
+    """Whether the metric registered as ``name`` takes the keyword option ``option`` (e.g. ``tokenizer``)."""
+    return option in (metric_options(name) or ())
 
 
 def _spec(spec: str | tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
