@@ -232,3 +232,32 @@ def test_custom_records_ref_is_found_by_reproduce(make_project, tmp_path):
     listed = run_cli("reproduce", str(bare), "--list", "--json")
     assert listed.returncode == 0, listed
     assert [r["id"] for r in json.loads(listed.stdout)] == [record["id"]]
+
+
+def test_login_checks_url_and_token_and_saves_only_what_works(tmp_path):
+    """Rough edge 5: a dead URL or a refused token exits 2 and saves nothing; --no-check saves anyway."""
+    from cotk_repro.dashboard.auth import add_user
+    from cotk_repro.dashboard.db import open_database
+    from cotk_repro.dashboard.server import start_in_thread
+
+    db_url = f"sqlite:///{tmp_path / 'dash.sqlite3'}"
+    url, stop = start_in_thread(db_url)
+    try:
+        db = open_database(db_url)
+        token = add_user(db, "alice")[0]
+        db.dispose()
+        cfg = tmp_path / "xdg"
+        config = cfg / "cotk-repro" / "config.json"
+        env = {"XDG_CONFIG_HOME": str(cfg)}
+        dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+        res = run_cli("login", "--dashboard", dead, "--token", token, env=env)
+        assert res.returncode == 2 and "cannot reach the dashboard" in res.stderr and not config.exists(), res
+        res = run_cli("login", "--dashboard", url, "--token", "wrong-token", env=env)
+        assert res.returncode == 2 and "refused the token (401)" in res.stderr and not config.exists(), res
+        res = run_cli("login", "--dashboard", url, "--token", token, env=env)
+        assert res.returncode == 0 and "alice" in res.stderr, res
+        assert json.loads(config.read_text())["dashboards"][url.rstrip("/")]["token"] == token
+        res = run_cli("login", "--dashboard", dead, "--token", "later", "--no-check", env=env)
+        assert res.returncode == 0 and json.loads(config.read_text())["dashboards"][dead]["token"] == "later"
+    finally:
+        stop()
