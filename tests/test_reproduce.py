@@ -185,8 +185,8 @@ def test_venv_runtime_rebuilds_the_recorded_environment_and_caches_it(pub):
     assert "THIS HOST" in first.stderr
     second = reproduce("alice/proj", "--record", rid(pub, "ok"), "--runtime", "venv", env=env)
     assert second.returncode == 0, second
-    assert "venv build 0.0s (skipped (cached))" in second.stderr
-    assert "wheel download 0.0s (skipped (environment cached))" in second.stderr
+    assert "venv build skipped (cached)" in second.stderr
+    assert "wheel download skipped (environment cached)" in second.stderr
 
 
 @pytest.mark.slow

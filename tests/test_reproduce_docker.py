@@ -301,8 +301,8 @@ def test_second_reproduce_uses_the_cached_image(pub, base_image):
     assert second.returncode == 0, second
     assert "reproduced" in second.stdout and "not reproduced" not in second.stdout
     steps = steps_line(second.stderr)
-    assert "image build 0.0s (skipped (cached))" in steps, steps
-    assert "wheel download 0.0s (skipped (image cached))" in steps, steps
+    assert "image build skipped (cached)" in steps, steps
+    assert "wheel download skipped (image cached)" in steps, steps
     assert "building the Docker image" not in second.stderr
 
 

@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if "--debug" in args:
         output.set_debug(True)
+    if not args or "--help" in args or "-h" in args:
+        output.widen_help_when_piped()
     try:
         _load_commands()
         app(args=args, prog_name="cotk-repro")
