@@ -261,3 +261,37 @@ def test_login_checks_url_and_token_and_saves_only_what_works(tmp_path):
         assert res.returncode == 0 and json.loads(config.read_text())["dashboards"][dead]["token"] == "later"
     finally:
         stop()
+
+
+def test_record_made_before_the_remote_is_refused_for_the_dashboard(make_project, tmp_path):
+    """Rough edge 4: such a record could never be reproduced from its dashboard URL: publish says so up front;
+    a record made after the remote was added names it, and reproduce by URL finds the code there."""
+    from cotk_repro.dashboard.auth import add_user
+    from cotk_repro.dashboard.db import open_database
+    from cotk_repro.dashboard.server import start_in_thread
+    from cotk_repro.reproduce.source import resolve
+
+    root = make_project({"main.py": ENTRY, "refs.txt": "a b\n"})
+    early = record_in(root)
+    assert early["code"]["remote_url"] is None
+    bare = add_bare_remote(root, tmp_path / "remotes", "alice/exp")
+    db_url = f"sqlite:///{tmp_path / 'dash.sqlite3'}"
+    url, stop = start_in_thread(db_url)
+    try:
+        db = open_database(db_url)
+        token = add_user(db, "alice")[0]
+        db.dispose()
+        assert run_cli("login", "--dashboard", url, "--token", token).returncode == 0
+        res = run_cli("publish", "--push", "--dashboard", url, early["id"][:19], cwd=root)
+        assert res.returncode == 2 and "names no git remote" in res.stderr and "cotk-repro run" in res.stderr, res
+        assert git(bare, "for-each-ref").strip() == ""  # refused before anything was pushed
+        assert run_cli("publish", "--push", "--no-dashboard", early["id"][:19], cwd=root).returncode == 0
+        late = record_in(root)
+        assert late["code"]["remote_url"] == str(bare)
+        res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root)
+        assert res.returncode == 0, res
+        record_url = next(s["url"] for s in json.loads(res.stdout)["steps"] if s["target"] == "dashboard")
+        source = resolve(record_url)
+        assert source.git_url == str(bare) and source.record_id == late["id"]
+    finally:
+        stop()

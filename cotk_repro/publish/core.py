@@ -24,6 +24,19 @@ def resolve_dashboard(explicit: str | None, config) -> str | None:
     return explicit or config.get("dashboard", "url") or userconfig.default_dashboard()
 
 
+def _check_reproducible_from_dashboard(record: dict[str, Any], rid: str) -> None:
+    """A record on the dashboard is reproduced from the git remote it names: refuse one that names none.
+
+    A record is immutable (its id is the hash of its content), so the remote it was pushed to later cannot be
+    added to it: a record made before the project had a remote must be made again.
+    """
+    if not (record.get("code") or {}).get("remote_url"):
+        raise PublishError(f"record {rid} names no git remote (it was made before the project had one), so a "
+                           f"reproduction from the dashboard could not fetch its code",
+                           hint="run it again with `cotk-repro run` now that the remote exists and publish that "
+                                "record, or publish this one with --no-dashboard")
+
+
 def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None, dashboard: str | None = None,
             use_git: bool = True, use_dashboard: bool = True, push: bool | None = None,
             on_status: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -49,6 +62,8 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
         raise PublishError("nothing to publish to: both --no-git and --no-dashboard were given")
     steps: list[dict[str, Any]] = []
     targets = (["git"] if use_git else []) + (["dashboard"] if use_dashboard and ctx.dashboard_url else [])
+    if "dashboard" in targets:
+        _check_reproducible_from_dashboard(record, rid)
     for name in targets:
         target = get_component("publish_target", name)()
         try:
