@@ -201,7 +201,7 @@ def test_bleu_hash_equals_dataloader_reference_hash(fixtures_dir):
 
 @pytest.mark.parametrize("options,message", [
     ({"ngram": 0}, "ngram"), ({"ngram": "x"}, "ngram"), ({"weights": [1, 2]}, "weights"),
-    ({"smoothing": "method9"}, "smoothing"), ({"bogus": 1}, "bad options"),
+    ({"smoothing": "method9"}, "smoothing"), ({"bogus": 1}, "has no option 'bogus'; its options: ngram"),
 ])
 def test_bad_options_are_clear_errors(options, message):
     with pytest.raises(MetricError, match=message):
