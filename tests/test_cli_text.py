@@ -63,4 +63,4 @@ def test_reproduce_step_summary_has_no_nested_parentheses():
     assert _step_text({"step": "wheel download", "seconds": 0.0, "status": "skipped (environment cached)"}) \
         == "wheel download skipped (environment cached)"
     assert _step_text({"step": "run", "seconds": 1.234, "status": "ok"}) == "run 1.2s"
-    assert _step_text({"step": "image build", "seconds": 3.0, "status": "failed"}) == "image build 3.0s, failed"
+    assert _step_text({"step": "image build", "seconds": 3.0, "status": "failed"}) == "image build 3.0s (failed)"

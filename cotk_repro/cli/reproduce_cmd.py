@@ -44,13 +44,13 @@ def _write_json(path: str, data) -> None:
 
 
 def _step_text(step: dict) -> str:
-    """``run 1.2s``, ``wheel download skipped (environment cached)``, ``image build 3.0s, failed``."""
+    """``run 1.2s``, ``wheel download skipped (environment cached)``, ``image build 3.0s (failed)``."""
     status = step["status"]
     if status == "ok":
         return f"{step['step']} {step['seconds']:.1f}s"
     if status.startswith("skipped"):
         return f"{step['step']} {status}"
-    return f"{step['step']} {step['seconds']:.1f}s, {status}"
+    return f"{step['step']} {step['seconds']:.1f}s ({status})"
 
 
 def register(cli: typer.Typer) -> None:
@@ -125,7 +125,7 @@ def register(cli: typer.Typer) -> None:
             output.info(f"submitted to {outcome.submission.get('dashboard')}: {outcome.submission.get('url') or ''}")
         if outcome.workdir is not None:
             output.info(f"work folder kept: {outcome.workdir}")
-        steps = "; ".join(_step_text(s) for s in outcome.steps)
+        steps = ", ".join(_step_text(s) for s in outcome.steps)
         if steps:
             output.info(f"steps: {steps}")
         if outcome.exit_code:
