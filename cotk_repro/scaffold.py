@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from .errors import CotkError
-from .templating import render, templates_dir
+from .core.templating import render, templates_dir
 
 
 def available_templates() -> list[str]:

@@ -12,13 +12,12 @@ interrupted run never leaves a half cache entry.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..canonical import hash_object
+from ..core.canonical import hash_object
+from ..core.fileio import atomic_open, atomic_write
 from ..errors import CotkError
 from .textfmt import batched, file_sha256, iter_lines
 
@@ -70,40 +69,28 @@ def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path,
         return out, True
     folder.mkdir(parents=True, exist_ok=True)
     batch_size = getattr(generator, "batch_size", DEFAULT_BATCH_SIZE)
-    fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=folder)
-    n_in = n_out = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for batch in batched(iter_lines(inputs), batch_size):
-                n_in += len(batch)
-                try:
-                    if callable(getattr(generator, "generate", None)):
-                        outputs = generator.generate(batch)
-                    else:  # a plain callable: one input text -> one output text
-                        outputs = [generator(text) for text in batch]
-                except CotkError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - any generator failure is reported, not fatal
-                    raise GeneratorError(f"generator {generator_name!r} failed: {type(exc).__name__}: {exc}") from None
-                outputs = list(outputs)
-                if len(outputs) != len(batch):
-                    raise GeneratorError(f"generator {generator_name!r} returned {len(outputs)} outputs "
-                                         f"for {len(batch)} inputs")
-                for text in outputs:
-                    if not isinstance(text, str):
-                        raise GeneratorError(f"generator {generator_name!r} returned a {type(text).__name__}, "
-                                             "not a string")
-                    fh.write(" ".join(text.splitlines()) + "\n")
-                    n_out += 1
-        meta = dict(key, lines=n_out)
-        meta_tmp = folder / f".{digest}.json.tmp"
-        meta_tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
-        os.replace(meta_tmp, folder / f"{digest}.json")
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    n_out = 0
+    with atomic_open(out) as fh:
+        for batch in batched(iter_lines(inputs), batch_size):
+            try:
+                if callable(getattr(generator, "generate", None)):
+                    outputs = generator.generate(batch)
+                else:  # a plain callable: one input text -> one output text
+                    outputs = [generator(text) for text in batch]
+            except CotkError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any generator failure is reported, not fatal
+                raise GeneratorError(f"generator {generator_name!r} failed: {type(exc).__name__}: {exc}") from None
+            outputs = list(outputs)
+            if len(outputs) != len(batch):
+                raise GeneratorError(f"generator {generator_name!r} returned {len(outputs)} outputs "
+                                     f"for {len(batch)} inputs")
+            for text in outputs:
+                if not isinstance(text, str):
+                    raise GeneratorError(f"generator {generator_name!r} returned a {type(text).__name__}, "
+                                         "not a string")
+                fh.write(" ".join(text.splitlines()) + "\n")
+                n_out += 1
+    # the metadata last: the cache counts an output only when both files are there
+    atomic_write(folder / f"{digest}.json", json.dumps(dict(key, lines=n_out), indent=2, sort_keys=True) + "\n")
     return out, False

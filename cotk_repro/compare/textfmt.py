@@ -35,7 +35,7 @@ FORMAT_KEYS: dict[str, Any] = {
 }
 
 
-class DataError(CotkError):
+class TextFileError(CotkError):
     """A gold, sample or input file is unreadable or malformed."""
 
 
@@ -119,7 +119,7 @@ def iter_lines(path: Path) -> Iterator[str]:
     try:
         fh = open(path, "rb")
     except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror}") from None
+        raise TextFileError(f"cannot read {path}: {exc.strerror}") from None
     with fh:
         for lineno, raw in enumerate(fh, 1):
             if raw.endswith(b"\n"):
@@ -127,7 +127,7 @@ def iter_lines(path: Path) -> Iterator[str]:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise DataError(f"{path}: line {lineno} is not UTF-8 text ({exc.reason})") from None
+                raise TextFileError(f"{path}: line {lineno} is not UTF-8 text ({exc.reason})") from None
             yield text[1:] if lineno == 1 and text.startswith("\ufeff") else text
 
 
@@ -159,7 +159,7 @@ def count_lines(path: Path) -> int:
                 n += chunk.count(b"\n")
                 last = chunk[-1:]
     except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror}") from None
+        raise TextFileError(f"cannot read {path}: {exc.strerror}") from None
     if last != b"\n":
         n += 1
     return n
@@ -172,7 +172,7 @@ def file_sha256(path: Path) -> str:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror}") from None
+        raise TextFileError(f"cannot read {path}: {exc.strerror}") from None
     return h.hexdigest()
 
 
@@ -184,10 +184,10 @@ def iter_gold(path: Path, fmt: TextFormat) -> Iterator[list[str]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
+                raise TextFileError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
             refs = obj.get("references") if isinstance(obj, dict) else None
             if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-                raise DataError(f'{path}: line {lineno} must be an object {{"references": ["...", ...]}} '
+                raise TextFileError(f'{path}: line {lineno} must be an object {{"references": ["...", ...]}} '
                                 "with at least one string")
             yield [norm(r) for r in refs]
     else:

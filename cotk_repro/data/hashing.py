@@ -1,12 +1,12 @@
-"""Dataloader hash codes (SPEC section 5, the paper's Table 2), order-independent by construction.
+"""Dataloader hash codes (docs/spec.md section 5, the paper's Table 2), order-independent by construction.
 
-Definitions (all through :mod:`cotk_repro.canonical`):
+Definitions (all through :mod:`cotk_repro.core.canonical`):
 
 * A *sample* is a list of utterances (language generation: one sentence; single-turn
   dialog: post and response; multi-turn dialog: the turns of a session).
 * Its *raw digest* is SHA-256 of ``canonical_json([utterance, ...])`` (the raw strings);
   its *data digest* is SHA-256 of ``canonical_json([[token, ...], ...])`` (the tokens).
-* A split's raw (data) hash is a :class:`~cotk_repro.canonical.StreamHasher` over the
+* A split's raw (data) hash is a :class:`~cotk_repro.core.canonical.StreamHasher` over the
   number of samples and the **sorted** sample digests (a sorted multiset: sample order
   never matters, duplicates count).
 * ``raw`` / ``data`` = ``hash_object`` of ``{"splits": {split: split hash}}`` with a label;
@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..canonical import StreamHasher, hash_object
+from ..core.canonical import StreamHasher, hash_object
 
 HASH_VERSION = 1
 _sha256 = hashlib.sha256

@@ -13,7 +13,7 @@ so a corpus needs about its own size plus 4 bytes a token of memory, never a Pyt
 object per token. Once every split is read, counts (``numpy.bincount``) give the
 vocabulary and a permutation maps provisional ids to vocabulary ids.
 
-Hash codes (SPEC section 5) are computed from order-independent multisets of the
+Hash codes (docs/spec.md section 5) are computed from order-independent multisets of the
 sample digests (:mod:`.hashing`): shuffling samples never changes any hash.
 """
 
@@ -322,9 +322,9 @@ class TextDataLoader:
 
     def reference_hashes(self, split: str = "test") -> dict[str, str]:
         """``{"perplexity": hex, "bleu": hex}`` of the references of ``split``, exactly as the
-        perplexity and BLEU metrics compute them (:mod:`cotk_repro.reference_hashes`)."""
+        perplexity and BLEU metrics compute them (:mod:`cotk_repro.metrics.reference_hashes`)."""
         if split not in self._reference_hashes:
-            from ..reference_hashes import bleu_reference_hash, perplexity_reference_hash
+            from ..metrics.reference_hashes import bleu_reference_hash, perplexity_reference_hash
 
             sents = self.sentences(split)
             detok = self.convert_tokens_to_sentence

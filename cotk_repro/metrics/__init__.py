@@ -1,4 +1,4 @@
-"""Metrics with comparability hashes (SPEC section 5).
+"""Metrics with comparability hashes (docs/spec.md section 5).
 
 ``get_metric(name, **options)`` builds any registered metric (built-in or from a
 plugin); ``evaluate(metrics, hypotheses, references)`` runs several and merges their
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from .base import Metric, MetricError, check_references, resolve_tokenizer, result_entry, signature
+from .base import (Metric, MetricError, check_references, resolve_tokenizer, result_entry, score, score_batches,
+                   signature)
 
 __all__ = ["Metric", "MetricError", "get_metric", "evaluate", "metric_names", "check_references",
-           "result_entry", "signature", "resolve_tokenizer", "accepts_option", "metric_options"]
+           "result_entry", "signature", "resolve_tokenizer", "accepts_option", "score", "score_batches"]
 
 
 def metric_names() -> list[str]:
@@ -35,40 +36,24 @@ def get_metric(name: str, **options: Any) -> Metric:
         raise MetricError(f"bad options for metric {name!r}: {exc}") from None
 
 
-def metric_options(name: str) -> list[str] | None:
-    """The keyword options the metric registered as ``name`` takes; None when it cannot tell (``**kwargs``)."""
-    import importlib
+def check_option_names(name: str, options: dict[str, Any]) -> None:
+    """Refuse an option the metric ``name`` does not take with one sentence: the closest valid one, all of them."""
+    import difflib
     import inspect
 
-    from ..builtins.metrics import BUILTIN_METRICS
     from ..plugins import get_plugins
+    from .facts import class_of_factory, metric_options
 
-    registry = get_plugins().registry("metric")
-    if name not in registry:
-        return None
-    target = registry[name].obj
-    if getattr(target, "__module__", "") == "cotk_repro.builtins.metrics" and name in BUILTIN_METRICS:
-        module, cls = BUILTIN_METRICS[name].split(":")  # the lazy factory's real class
-        try:
-            target = getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)
-        except (ImportError, AttributeError):
-            return None
+    factory = get_plugins().registry("metric")[name].obj
+    cls = class_of_factory(factory) or factory
     try:
-        params = inspect.signature(target).parameters.values()
+        params = inspect.signature(cls).parameters.values()
     except (TypeError, ValueError):
-        return None
+        return
     if any(p.kind is p.VAR_KEYWORD for p in params):
-        return None
-    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-            and p.name != "self" and not p.name.startswith("_")]
-
-
-def check_option_names(name: str, options: dict[str, Any]) -> None:
-    """Refuse an option ``name`` does not take with one sentence: the closest valid one and the full list."""
-    import difflib
-
-    valid = metric_options(name)
-    unknown = [k for k in options if valid is not None and k not in valid and not k.startswith("_")]
+        return  # takes anything: the metric itself judges
+    valid = [o["name"] for o in metric_options(cls)]
+    unknown = [k for k in options if k not in valid and not k.startswith("_")]
     if not unknown:
         return
     close = difflib.get_close_matches(unknown[0], valid, n=1)
@@ -79,7 +64,14 @@ def check_option_names(name: str, options: dict[str, Any]) -> None:
 
 def accepts_option(name: str, option: str) -> bool:
     """Whether the metric registered as ``name`` takes the keyword option ``option`` (e.g. ``tokenizer``)."""
-    return option in (metric_options(name) or ())
+    from ..plugins import get_plugins
+    from .facts import accepts_option as _accepts, class_of_factory
+
+    registry = get_plugins().registry("metric")
+    if name not in registry:
+        return False
+    factory = registry[name].obj
+    return _accepts(class_of_factory(factory) or factory, option)
 
 
 def _spec(spec: str | tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
@@ -104,5 +96,5 @@ def evaluate(metrics: Iterable[str | tuple[str, dict[str, Any]]], hypotheses: Se
     for name, options in specs:
         if tokenizer is not None and "tokenizer" not in options and accepts_option(name, "tokenizer"):
             options["tokenizer"] = tokenizer
-        merged.update(get_metric(name, **options).compute(hyps, references))
+        merged.update(score(get_metric(name, **options), hyps, references))
     return merged

@@ -20,7 +20,7 @@ lengths, with NLTK's tie-breaking (the shorter one). See
 ``../shared/notes/bleu-semantics.md`` for the measured details.
 
 Text is detokenized (when given tokens or ids) and re-tokenized with one fixed
-tokenizer (:func:`cotk_repro.reference_hashes.bleu_tokenize`, NLTK's WordPunct), so
+tokenizer (:func:`cotk_repro.metrics.reference_hashes.bleu_tokenize`, NLTK's WordPunct), so
 values and hashes never depend on the model's tokenizer; ``<unk>`` is one token and
 an n-gram containing it never matches.
 """
@@ -35,8 +35,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..canonical import StreamHasher
-from ..reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
+from ..core.canonical import StreamHasher
+from .reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
 from .base import Metric, MetricError, check_references, result_entry, signature
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, group_max, group_top2,
                      has_special, tokenize_text, tokenize_texts)
@@ -231,13 +231,13 @@ def self_bleu_scores(sents: Sequence[Sequence[str]], max_n: int, weights: Sequen
 # ---------------------------------------------------------------------------------------------
 # Hashes
 
-# canonical_json's encoder (cotk_repro.canonical); reference items are lists of lists of str, which it always
+# canonical_json's encoder (cotk_repro.core.canonical); reference items are lists of lists of str, which it always
 # accepts, so its per-value checks are skipped here. Equality with bleu_reference_hash is tested.
 _JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 class ReferenceDigest:
-    """:func:`cotk_repro.reference_hashes.bleu_reference_hash` of one reference set, computed once and then
+    """:func:`cotk_repro.metrics.reference_hashes.bleu_reference_hash` of one reference set, computed once and then
     hashed cheaply under several settings (fw-bleu, bw-bleu and fw-bw-bleu share a reference set).
 
     ``references``: for each sample, its reference strings; ``tokens``: their BLEU tokens when already known
@@ -459,11 +459,13 @@ class BleuMetric(_BleuFamily):
 
     Options: ``ngram`` (4), ``weights`` (uniform 1/n), ``smoothing`` (``method0``-``method3``),
     ``tokenizer`` (to detokenize token-list inputs), ``dataloader`` (to turn id lists into text).
-    Hash: :func:`cotk_repro.reference_hashes.bleu_reference_hash` over the reference strings, so the default
+    Hash: :func:`cotk_repro.metrics.reference_hashes.bleu_reference_hash` over the reference strings, so the default
     on a dataloader's split equals ``dl.reference_hashes(split)["bleu"]``.
     """
 
     name = "bleu"
+    level = "corpus"
+    cost = 1.0
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps = list(hypotheses)
@@ -517,6 +519,9 @@ class SelfBleuMetric(_BleuFamily):
     name = "self-bleu"
     default_smoothing = "method1"
     needs_references = False
+    higher_is_better = False  # high Self-BLEU = the sentences repeat each other (low diversity)
+    level = "sentence"
+    cost = 2.0
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
@@ -568,6 +573,9 @@ class FwBwBleuMetric(_BleuFamily):
     name = "fw-bw-bleu"
     default_smoothing = "method1"
     paired_references = False
+    level = "sentence"
+    cost = 3.0
+    result_keys = r"fw-bleu|bw-bleu|fw-bw-bleu"
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,

@@ -8,7 +8,7 @@ together, so a hypothesis set and a reference set encoded in one :class:`NgramIn
 can be matched by code.
 
 ``<unk>`` is one token (also when it sits inside a string: ``"a <unk> b"``), and an
-n-gram that contains it is marked so that it never matches (SPEC section 5). The other
+n-gram that contains it is marked so that it never matches (docs/spec.md section 5). The other
 special tokens (``<pad>``, ``<go>``, ``<eos>``) are kept whole too, so that an id input
 turned into text scores its special tokens as one token each, as CoTK does.
 """
@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..reference_hashes import bleu_tokenize
+from .reference_hashes import bleu_tokenize
 
 UNK = "<unk>"
 #: special tokens kept whole by the tokenizer (``<unk>`` also never matches)

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .errors import RecordError
-from .records import RECORD_SCHEMA, RunStore, validate_record
-from .results import normalize_results
+from ..core.results import normalize_results
+from ..errors import RecordError
+from .store import RECORD_SCHEMA, RunStore, validate_record
 
 _RECORD_PAGE = re.compile(r"^(?P<base>https?://.+?)/(?:api/v1/)?records/(?P<id>[^/?#]+)/?$")
 

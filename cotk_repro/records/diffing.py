@@ -1,6 +1,6 @@
 """Metric-by-metric comparison of two result sets (records, result files).
 
-Verdict per metric (SPEC section 7):
+Verdict per metric (docs/spec.md section 7):
 
 * ``reproduced``: hashes equal and values within tolerance;
 * ``differs``: hashes equal (or absent on both sides... see unverifiable) and values outside tolerance;

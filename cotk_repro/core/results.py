@@ -1,6 +1,10 @@
-"""The result file an entry script writes, and the helper that writes it.
+"""The result format, owned here alone: the CoTK-style result dict, the result file, their parsing and writing.
 
-Two forms are accepted (SPEC section 4):
+A metric's ``close()`` returns a result dict (:func:`result_entry` builds one entry); :func:`parse_result_dict`
+reads one back; :func:`save_result` writes the result file and :func:`read_result_file` /
+:func:`normalize_results` read and validate it. Nothing else spells the suffixes below.
+
+Two forms of the result file are accepted (docs/spec.md section 4):
 
 * minimal, what CoTK metrics return, merged::
 
@@ -26,11 +30,27 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .canonical import is_sha256_hex
-from .errors import RunError
+from .fileio import atomic_write
+from ..errors import RunError
 
 RESULT_SCHEMA = "cotk-repro/result"
 HASH_SUFFIX = " hashvalue"
 SIGNATURE_SUFFIX = " signature"
+
+
+def result_entry(key: str, value: float, hash_: str | None, sig: str | None) -> dict[str, Any]:
+    """``{key: value, key+" hashvalue": hash, key+" signature": sig}`` (None parts left out)."""
+    out: dict[str, Any] = {key: float(value)}
+    if hash_ is not None:
+        out[key + HASH_SUFFIX] = hash_
+    if sig is not None:
+        out[key + SIGNATURE_SUFFIX] = sig
+    return out
+
+
+def is_companion_key(key: str) -> bool:
+    """Whether ``key`` is the hash or signature beside a value (``"bleu hashvalue"``), not a value."""
+    return key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX)
 
 
 def _is_number(value: Any) -> bool:
@@ -77,18 +97,32 @@ def normalize_results(data: Any, where: str = "result file") -> dict[str, Any]:
         if codes is not None and (not isinstance(codes, dict) or not all(isinstance(v, str) for v in codes.values())):
             raise RunError(f"{where}: 'data' must map hash names to hex strings")
         return {"results": results, "data": codes}
+    return {"results": parse_result_dict(data, where), "data": None}
+
+
+def parse_result_dict(data: Mapping[str, Any], where: str = "the result", *,
+                      skip_extras: bool = False) -> dict[str, dict[str, Any]]:
+    """A CoTK-style result dict -> ``{key: {value, hash, signature, metric, version}}``, validated.
+
+    ``skip_extras``: leave out values that are not numbers (e.g. per-sentence lists some metrics add)
+    instead of refusing them. At least one value is required.
+    """
+    if not isinstance(data, Mapping):
+        raise RunError(f"{where}: must be a result dict, not a {type(data).__name__}")
     results = {}
     for key, value in data.items():
-        if key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX):
+        if is_companion_key(key):
             base = key.rsplit(" ", 1)[0]
             if base not in data:
                 raise RunError(f"{where}: {key!r} has no metric {base!r} beside it")
+            continue
+        if skip_extras and (isinstance(value, bool) or not isinstance(value, (int, float))):
             continue
         results[key] = _entry(where, key, value, data.get(key + HASH_SUFFIX), data.get(key + SIGNATURE_SUFFIX),
                               key, None)
     if not results:
         raise RunError(f"{where}: holds no metric values")
-    return {"results": results, "data": None}
+    return results
 
 
 def read_result_file(path: Path, *, not_before: float | None = None) -> dict[str, Any]:
@@ -132,8 +166,4 @@ def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: 
     if dataloader is not None:
         codes = dict(getattr(dataloader, "hash_codes"))
     doc = {"schema": RESULT_SCHEMA, "schema_version": 1, "results": normalized, "data": codes}
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

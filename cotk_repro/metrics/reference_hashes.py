@@ -1,4 +1,4 @@
-"""Reference-side comparability hashes, shared by dataloaders and metrics (SPEC section 5).
+"""Reference-side comparability hashes, shared by dataloaders and metrics (docs/spec.md section 5).
 
 A dataloader's ``reference_hashes(split)`` and the metrics fed from it must produce
 the *same* hash for the same references, so both call these functions.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from .canonical import StreamHasher, canonical_json
+from ..core.canonical import StreamHasher, canonical_json
 
 BLEU_TOKENIZER = "wordpunct"
 BLEU_VERSION = "1"

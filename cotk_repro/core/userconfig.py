@@ -1,12 +1,15 @@
 """User-level settings: dashboard credentials, the git base for ``user/repo``, caches.
 
-These live in the platform's user config directory, never in a repository:
+These live in the platform's user config directory (``platformdirs``), never in a repository:
 
 * Linux and other Unix: ``$XDG_CONFIG_HOME/cotk-repro/config.json`` (default
   ``~/.config/cotk-repro/config.json``);
 * macOS: ``~/Library/Application Support/cotk-repro/config.json`` unless
   ``XDG_CONFIG_HOME`` is set;
 * Windows: ``%APPDATA%\\cotk-repro\\config.json``.
+
+The ``XDG_*`` variables are honoured on every platform, as before platformdirs; a folder an
+earlier version used (macOS caches under ``~/.cache``) stays in use while it exists.
 
 ``COTK_REPRO_CONFIG_DIR`` overrides the folder. The file is written atomically
 with mode 0600 (its folder 0700) because it holds bearer tokens.
@@ -27,41 +30,48 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .fileio import atomic_write
+from ..errors import ConfigError
 
 APP = "cotk-repro"
 CONFIG_NAME = "config.json"
 
 
-def _user_dir(explicit_var: str | None, xdg_var: str, windows: tuple[str, str], unix: tuple[str, ...],
-              *, macos: bool = True, windows_sub: tuple[str, ...] = ()) -> Path:
-    """A per-user folder of cotk-repro: an explicit override, else the XDG variable, else the
-    platform's convention (``windows``: the variable and its fallback under the home folder)."""
+def _user_dir(kind: str, explicit_var: str | None, xdg_var: str, *, legacy: Path | None = None) -> Path:
+    """A per-user folder of cotk-repro (``kind``: config, data or cache): an explicit override, else the XDG
+    variable, else a folder an earlier version used that still exists, else the platform's (platformdirs)."""
     explicit = os.environ.get(explicit_var) if explicit_var else None
     if explicit:
         return Path(explicit)
     xdg = os.environ.get(xdg_var)
     if xdg:
         return Path(xdg) / APP
-    if sys.platform == "win32":
-        base = os.environ.get(windows[0]) or str(Path.home() / "AppData" / windows[1])
-        return Path(base, APP, *windows_sub)
-    if macos and sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / APP
-    return Path(Path.home(), *unix, APP)
+    import platformdirs
+
+    if kind == "config":
+        found = platformdirs.user_config_dir(APP, appauthor=False, roaming=True)
+    elif kind == "data":
+        found = platformdirs.user_data_dir(APP, appauthor=False)
+    else:
+        found = platformdirs.user_cache_dir(APP, appauthor=False)
+    here = Path(found)
+    if legacy is not None and legacy != here and legacy.is_dir() and not here.exists():
+        return legacy
+    return here
 
 
 def config_dir() -> Path:
-    return _user_dir("COTK_REPRO_CONFIG_DIR", "XDG_CONFIG_HOME", ("APPDATA", "Roaming"), (".config",))
+    """The user config folder (tokens): ``$COTK_REPRO_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/cotk-repro``, else the
+    platform's."""
+    return _user_dir("config", "COTK_REPRO_CONFIG_DIR", "XDG_CONFIG_HOME")
 
 
 def data_dir() -> Path:
     """The user data dir: ``$XDG_DATA_HOME/cotk-repro`` (default ``~/.local/share/cotk-repro``)."""
-    return _user_dir(None, "XDG_DATA_HOME", ("LOCALAPPDATA", "Local"), (".local", "share"))
+    return _user_dir("data", None, "XDG_DATA_HOME")
 
 
 def config_path() -> Path:
@@ -69,8 +79,10 @@ def config_path() -> Path:
 
 
 def cache_dir() -> Path:
-    return _user_dir("COTK_REPRO_CACHE", "XDG_CACHE_HOME", ("LOCALAPPDATA", "Local"), (".cache",),
-                     macos=False, windows_sub=("cache",))
+    """Caches: ``$COTK_REPRO_CACHE``, else ``$XDG_CACHE_HOME/cotk-repro``, else the platform's (``~/.cache/cotk-repro``
+    on Linux; on macOS ``~/.cache/cotk-repro`` while an earlier version's folder is there)."""
+    legacy = Path.home() / ".cache" / APP if sys.platform == "darwin" else None
+    return _user_dir("cache", "COTK_REPRO_CACHE", "XDG_CACHE_HOME", legacy=legacy)
 
 
 def load() -> dict[str, Any]:
@@ -95,16 +107,7 @@ def save(data: dict[str, Any]) -> Path:
             os.chmod(path.parent, 0o700)
         except OSError:
             pass
-        fd, tmp = tempfile.mkstemp(prefix=".config.", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o600) if hasattr(os, "fchmod") else None
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=2, sort_keys=True)
-                fh.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n", perms=0o600)
         os.chmod(path, 0o600)
     except OSError as exc:
         raise ConfigError(f"cannot write the user config {path}: {exc.strerror}") from None

@@ -1,7 +1,7 @@
-"""Records: the immutable, content-addressed account of one run (SPEC section 4).
+"""Records: the immutable, content-addressed account of one run (docs/spec.md section 4).
 
 A record's ``id`` is ``sha256:`` + the hex SHA-256 of the canonical JSON of the
-record without its ``id`` (see :mod:`cotk_repro.canonical`). Local records live
+record without its ``id`` (see :mod:`cotk_repro.core.canonical`). Local records live
 in ``.cotk-repro/runs/<hex>/`` with the entry's logs, the lock file and the
 Dockerfile; they are written to a temporary folder and renamed into place.
 """
@@ -15,8 +15,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from .canonical import hash_object
-from .errors import RecordError
+from ..core.canonical import hash_object
+from ..core.fileio import atomic_write
+from ..errors import RecordError
 
 RECORD_SCHEMA = "cotk-repro/record"
 RECORD_SCHEMA_VERSION = 1
@@ -63,16 +64,8 @@ def short_id(record_id: str, n: int = 12) -> str:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write a record (or any JSON object) as sorted, indented JSON, atomically."""
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 class RunStore:

@@ -1,4 +1,7 @@
-"""Finding and rendering the files under ``templates/`` (Dockerfile, scaffold, pages).
+"""The project's one Jinja environment over ``templates/`` (Dockerfile, scaffold, the compare report).
+
+``.html`` templates are autoescaped; everything else (Dockerfiles, scaffold files) is rendered as is.
+Undefined names are errors.
 
 In a source checkout the templates are the top-level ``templates/`` folder; in a
 wheel they are shipped as ``cotk_repro/templates``.
@@ -10,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-_PKG = Path(__file__).resolve().parent
+_PKG = Path(__file__).resolve().parent.parent  # the cotk_repro package
 
 
 @lru_cache(maxsize=1)
@@ -29,9 +32,10 @@ def _env():
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
-        autoescape=False,  # Dockerfiles and scaffolds are not HTML; pages use their own env
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "htm", "xml"), default=False),
     )
 
 
 def render(template_name: str, /, **context: Any) -> str:
+    """Render ``templates/<template_name>`` with ``context``."""
     return _env().get_template(template_name).render(**context)

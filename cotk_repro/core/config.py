@@ -1,7 +1,7 @@
 """Project configuration: ``cotk-repro.toml`` or ``[tool.cotk-repro]`` in ``pyproject.toml``.
 
 The schema is strict: an unknown key is an error naming the key and the file.
-User-level settings (dashboard tokens) are *not* here: see :mod:`cotk_repro.userconfig`.
+User-level settings (dashboard tokens) are *not* here: see :mod:`cotk_repro.core.userconfig`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 CONFIG_FILE = "cotk-repro.toml"
 
@@ -36,7 +36,8 @@ SCHEMA: dict[str, Any] = {
         "network": bool,
         "tolerances": {"*": _TOL},
     },
-    "publish": {"remote": str, "records_ref": str, "push": bool, "github_api": str, "github_private": bool},
+    "publish": {"remote": str, "records_ref": str, "push": bool, "github_api": str, "github_private": bool,
+                "targets": list},
     "dashboard": {"url": str},
 }
 
@@ -48,7 +49,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "run": {"entry": "main.py", "args": [], "result": "result.json"},
     "reproduce": {"runtime": "docker", "rtol": 1e-6, "atol": 1e-12, "timeout": 3600,
                   "memory": "4g", "cpus": 2, "network": False, "tolerances": {}},
-    "publish": {"remote": "origin", "records_ref": "refs/heads/cotk-repro-records", "push": False},
+    "publish": {"remote": "origin", "records_ref": "refs/heads/cotk-repro-records", "push": False,
+                "targets": ["git", "dashboard"]},
     "dashboard": {},
 }
 

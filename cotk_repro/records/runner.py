@@ -19,15 +19,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from . import __version__
-from .capture.dockerfile import render_dockerfile
-from .capture.environment import capture_environment, lock_text
-from .capture.git import GitState, capture_git
-from .config import CONFIG_FILE, ProjectConfig, load_config
-from .errors import CaptureError, CotkError, PluginError, RunError
-from .plugins import get_plugins
-from .records import RECORD_SCHEMA, RECORD_SCHEMA_VERSION, RunStore
-from .results import read_result_file
+from .. import __version__
+from ..capture.dockerfile import render_dockerfile
+from ..capture.environment import capture_environment, lock_text
+from ..capture.git import GitState, capture_git
+from ..core.config import CONFIG_FILE, ProjectConfig, load_config
+from ..core.results import read_result_file
+from ..errors import CaptureError, CotkError, PluginError, RunError
+from ..plugins import get_plugins
+from .store import RECORD_SCHEMA, RECORD_SCHEMA_VERSION, RunStore
 
 
 @dataclass
