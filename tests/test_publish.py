@@ -236,23 +236,29 @@ def test_custom_records_ref_is_found_by_reproduce(make_project, tmp_path):
 
 @pytest.fixture
 def live_dashboard(tmp_path):
-    """A real dashboard (SQLite, uvicorn in a thread) with the user alice: (url, alice's token)."""
+    """A real dashboard (SQLite, uvicorn in a thread) with the user alice and her registered SSH key:
+    (url, alice's token, the environment that makes the CLI sign with that key)."""
+    from signing_support import key_env, make_key
+
     from cotk_repro.dashboard.auth import add_user
     from cotk_repro.dashboard.db import open_database
+    from cotk_repro.dashboard.identity import add_key
     from cotk_repro.dashboard.server import start_in_thread
 
     db_url = f"sqlite:///{tmp_path / 'dash.sqlite3'}"
     url, stop = start_in_thread(db_url)
+    key = make_key(tmp_path / "alice-keys")
     db = open_database(db_url)
     token = add_user(db, "alice")[0]
+    add_key(db, "alice", key.with_suffix(".pub").read_text())
     db.dispose()
-    yield url, token
+    yield url, token, key_env(key, tmp_path / "alice-home")
     stop()
 
 
 def test_login_checks_url_and_token_and_saves_only_what_works(tmp_path, live_dashboard):
     """Rough edge 5: a dead URL or a refused token exits 2 and saves nothing; --no-check saves anyway."""
-    url, token = live_dashboard
+    url, token, _ = live_dashboard
     cfg = tmp_path / "xdg"
     config = cfg / "cotk-repro" / "config.json"
     env = {"XDG_CONFIG_HOME": str(cfg)}
@@ -277,15 +283,15 @@ def test_record_made_before_the_remote_is_refused_for_the_dashboard(make_project
     early = record_in(root)
     assert early["code"]["remote_url"] is None
     bare = add_bare_remote(root, tmp_path / "remotes", "alice/exp")
-    url, token = live_dashboard
+    url, token, signing = live_dashboard
     assert run_cli("login", "--dashboard", url, "--token", token).returncode == 0
-    res = run_cli("publish", "--push", "--dashboard", url, early["id"][:19], cwd=root)
+    res = run_cli("publish", "--push", "--dashboard", url, early["id"][:19], cwd=root, env=signing)
     assert res.returncode == 2 and "names no git remote" in res.stderr and "cotk-repro run" in res.stderr, res
     assert git(bare, "for-each-ref").strip() == ""  # refused before anything was pushed
     assert run_cli("publish", "--push", "--no-dashboard", early["id"][:19], cwd=root).returncode == 0
     late = record_in(root)
     assert late["code"]["remote_url"] == str(bare)
-    res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root)
+    res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=signing)
     assert res.returncode == 0, res
     record_url = next(s["url"] for s in json.loads(res.stdout)["steps"] if s["target"] == "dashboard")
     source = resolve(record_url)
