@@ -1,6 +1,14 @@
-"""Benchmark: the Texygen example of `cotk-repro compare`, end to end.
+"""Benchmark: the Texygen and summarization examples of `cotk-repro compare`, end to end, and CIDEr-D.
 
     python benchmarks/compare.py [--data TEXYGEN_FOLDER] [--jobs N] [--out DIR] [--peer-hyps N]
+    python benchmarks/compare.py --summarization [--jobs N]
+    python benchmarks/compare.py --cider [--data TEXYGEN_FOLDER] [--cider-hyps N]
+
+``--summarization``: examples/summarization/benchmark.toml end to end with an empty generator cache, then
+each summarizer timed on each corpus and each metric's worker time (needs the cotk-repro-summarizers
+plugin). ``--cider``: CIDEr-D on N (10,000) COCO test captions as hypotheses with 5 references each drawn
+(seeded) from the COCO train captions, this tool against pycocoevalcap's ``Cider`` in the same run: the
+values and the speed-up (target >= 10x).
 
 Scores the six Texygen generators (instances/*.txt of the folder --data)
 against coco_test.txt with every metric of examples/texygen/benchmark.toml
@@ -75,7 +83,19 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None, help="report folder (default: a temporary folder)")
     ap.add_argument("--peer-hyps", type=int, default=10, help="hypotheses timed for the NLTK peer (0: skip)")
     add_data_option(ap)
+    ap.add_argument("--summarization", action="store_true", help="benchmark the summarization example instead")
+    ap.add_argument("--cider", action="store_true", help="benchmark CIDEr-D against pycocoevalcap instead")
+    ap.add_argument("--cider-hyps", type=int, default=10000, help="hypotheses for --cider (default 10,000)")
     args = ap.parse_args()
+    if args.summarization:
+        from compare_summarization import run_summarization
+
+        return run_summarization(args.jobs)
+    if args.cider:
+        from compare_summarization import run_cider
+
+        require(args.data, "coco_train.txt", "coco_test.txt")
+        return run_cider(args.data.resolve().parent, args.cider_hyps)  # it reads <folder>/texygen/
     require(args.data, "coco_test.txt", "instances")
     os.environ["COTK_REPRO_TEXYGEN_DATA"] = str(args.data.resolve())  # the example config reads it
 

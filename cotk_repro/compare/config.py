@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import ConfigError, CotkError
 from ..metrics.facts import facts_of
 from .schema import validate_shape
-from .textfmt import TextFileError, TextFormat, count_lines
+from .textfmt import TextFileError, TextFormat, count_documents, count_lines
 from .tomlpos import key_lines, line_of
 
 #: how a metric uses the gold references (a metric's own facts choose; a [[metric]] may override):
@@ -42,6 +42,8 @@ class DatasetSpec:
     inputs: Path | None
     gold_lines: int = 0
     samples_given: bool = False
+    #: text format of the generator inputs (documents); default: the dataset's sample format
+    inputs_format: TextFormat | None = None
 
 
 @dataclass
@@ -212,16 +214,19 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
         else:
             samples_dir = None
         inputs = None
-        if "inputs" in d:
+        if "inputs" in d:  # a file (one document per line) or a folder (one *.txt file per document)
             inputs = resolve(d["inputs"])
-            if check_files and not inputs.is_file():
-                raise fail(p + ("inputs",), f"inputs file {d['inputs']} does not exist")
+            if check_files and not (inputs.is_file() or inputs.is_dir()):
+                raise fail(p + ("inputs",), f"inputs file or folder {d['inputs']} does not exist")
         elif folder is not None and (folder / "inputs.txt").is_file():
             inputs = folder / "inputs.txt"
+        elif folder is not None and (folder / "inputs").is_dir():
+            inputs = folder / "inputs"
         sample_fmt = fmt_of(d.get("format"), p + ("format",), default_fmt)
         gold_fmt = fmt_of(d.get("gold_format"), p + ("gold_format",), sample_fmt)
+        inputs_fmt = fmt_of(d.get("inputs_format"), p + ("inputs_format",), sample_fmt)
         datasets.append(DatasetSpec(name, i, gold, gold_fmt, sample_fmt, samples_dir, inputs,
-                                    samples_given="samples" in d))
+                                    samples_given="samples" in d, inputs_format=inputs_fmt))
     by_name = {ds.name: ds for ds in datasets}
 
     # -- metrics -------------------------------------------------------------
@@ -246,7 +251,7 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
                 source = sysm.samples.get(dname) if sysm.generator is None else ds.inputs
                 if source is None:
                     continue
-                n = count_lines(source)
+                n = count_documents(source) if sysm.generator else count_lines(source)
                 where = sysm.where.get(dname, ("system", sysm.index) if sysm.index is not None else
                                        ("dataset", ds.index))
                 if n == 0:

@@ -167,7 +167,8 @@ def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
     from .generate import generate_cached
 
     start = time.perf_counter()
-    path, reused = generate_cached(task["generator"], task["settings"], Path(task["inputs"]), Path(task["cache"]))
+    path, reused = generate_cached(task["generator"], task["settings"], Path(task["inputs"]), Path(task["cache"]),
+                                   TextFormat.from_dict(task["input_format"]))
     return {"path": str(path), "reused": reused, "seconds": time.perf_counter() - start}
 
 
@@ -254,7 +255,8 @@ def evaluate_config(cfg: CompareConfig, *, jobs: int | None = None,
                     ds = next(d for d in cfg.datasets if d.name == dataset)
                     fut = executor.submit(run_generate_task, {
                         "generator": sysm.generator, "settings": sysm.settings,
-                        "inputs": str(ds.inputs), "cache": str(cfg.cache)})
+                        "inputs": str(ds.inputs), "cache": str(cfg.cache),
+                        "input_format": (ds.inputs_format or ds.sample_format).as_dict()})
                     pending[fut] = ("generate", sysm, dataset, None)
         for sysm in sorted(cfg.systems, key=lambda s: s.generator is not None):
             if not sysm.generator:

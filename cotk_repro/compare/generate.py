@@ -1,8 +1,9 @@
 """Generator systems: a registered generator turns a dataset's inputs into samples, cached on disk.
 
 The cache key is the SHA-256 of the canonical JSON of the generator's name,
-version and settings and the SHA-256 of the input file, so outputs are reused
-exactly when none of these changed. Inputs are streamed in batches (the
+version and settings, the SHA-256 of the inputs (a file, one document per line,
+or a folder, one document per ``*.txt`` file) and the text format applied to
+them, so outputs are reused exactly when none of these changed. Inputs are streamed in batches (the
 generator's ``batch_size`` attribute, default 256; ``None`` = all inputs in one
 call, for generators that need the whole input, such as the n-gram sampler),
 and the output is written to a temporary file renamed into place, so an
@@ -19,7 +20,7 @@ from typing import Any
 from ..core.canonical import hash_object
 from ..core.fileio import atomic_open, atomic_write
 from ..errors import CotkError
-from .textfmt import batched, file_sha256, iter_lines
+from .textfmt import TextFormat, batched, inputs_sha256, iter_documents
 
 DEFAULT_BATCH_SIZE = 256
 
@@ -40,8 +41,9 @@ def make_generator(name: str, settings: dict[str, Any]) -> Any:
     return generator
 
 
-def cache_key(generator: Any, registered_name: str, settings: dict[str, Any], input_sha256: str) -> dict[str, Any]:
-    """What identifies an output: generator name, version, settings, input hash."""
+def cache_key(generator: Any, registered_name: str, settings: dict[str, Any], input_sha256: str,
+              input_format: TextFormat | None = None) -> dict[str, Any]:
+    """What identifies an output: generator name, version, settings, input hash and input format."""
     gen_settings = getattr(generator, "settings", None)
     if not isinstance(gen_settings, dict):
         gen_settings = settings
@@ -54,13 +56,17 @@ def cache_key(generator: Any, registered_name: str, settings: dict[str, Any], in
         "version": str(getattr(generator, "version", "")),
         "settings": gen_settings,
         "input_sha256": input_sha256,
+        "input_format": (input_format or TextFormat()).as_dict(),
     }
 
 
-def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path, cache_dir: Path) -> tuple[Path, bool]:
-    """Outputs of ``generator_name`` on ``inputs``; returns (output file, reused from cache)."""
+def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path, cache_dir: Path,
+                    input_format: TextFormat | None = None) -> tuple[Path, bool]:
+    """Outputs of ``generator_name`` on ``inputs`` (normalized by ``input_format``); returns (output file,
+    reused from cache)."""
     generator = make_generator(generator_name, settings)
-    key = cache_key(generator, generator_name, settings, file_sha256(inputs))
+    input_format = input_format or TextFormat()
+    key = cache_key(generator, generator_name, settings, inputs_sha256(inputs), input_format)
     digest = hash_object(key)
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", key["generator"]) or "generator"
     folder = Path(cache_dir) / safe
@@ -71,7 +77,7 @@ def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path,
     batch_size = getattr(generator, "batch_size", DEFAULT_BATCH_SIZE)
     n_out = 0
     with atomic_open(out) as fh:
-        for batch in batched(iter_lines(inputs), batch_size):
+        for batch in batched(iter_documents(inputs, input_format), batch_size):
             try:
                 if callable(getattr(generator, "generate", None)):
                     outputs = generator.generate(batch)

@@ -168,7 +168,7 @@ def as_json(result: CompareResult, files: list[Path] | None = None) -> dict[str,
         "conflicts": [{"column": col, "dataset": d} for col in result.all_columns() for d in result.datasets
                       if column_has_conflict(result, col, d)],
         "failures": [f.as_dict() for f in result.failures],
-        "generated": [{"system": s, "dataset": d, "outputs": how} for (s, d), how in result.generated.items()],
+        "generated": [{"system": s, "dataset": d, "outputs": how} for (s, d), how in sorted(result.generated.items())],
         "files": [Path(os.path.relpath(f, cfg.out)).as_posix() for f in (files or [])],
     }
 

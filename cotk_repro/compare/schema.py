@@ -53,6 +53,7 @@ class DatasetTable(_Table):
     inputs: Optional[StrictStr] = None
     format: Optional[FormatRef] = None
     gold_format: Optional[FormatRef] = None
+    inputs_format: Optional[FormatRef] = None
 
 
 class SystemTable(_Table):

@@ -75,8 +75,17 @@ class StreamHasher:
         self._h.update(len(data).to_bytes(8, "big"))
         self._h.update(data)
 
+    def update_framed(self, blob: bytes) -> None:
+        """Feed ``frame_bytes(items)``: the same stream as ``update_bytes`` of each item, in one call."""
+        self._h.update(blob)
+
     def hexdigest(self) -> str:
         return self._h.hexdigest()
+
+
+def frame_bytes(items: list[bytes]) -> bytes:
+    """Items framed as :meth:`StreamHasher.update_bytes` frames them, concatenated (for ``update_framed``)."""
+    return b"".join([len(x).to_bytes(8, "big") + x for x in items])
 
 
 def is_sha256_hex(value: Any) -> bool:

@@ -60,7 +60,9 @@ def tokenize_texts(texts: Sequence[str]) -> list[list[str]]:
     texts = list(texts)
     if not texts:
         return []
-    slow = [i for i, t in enumerate(texts) if has_special(t) or "\n" in t or "\r" in t]
+    block = "\n".join(texts)
+    simple = "<" not in block and "\r" not in block and block.count("\n") == len(texts) - 1
+    slow = [] if simple else [i for i, t in enumerate(texts) if has_special(t) or "\n" in t or "\r" in t]
     if slow:
         out: list[list[str] | None] = [None] * len(texts)
         for i in slow:
@@ -69,7 +71,6 @@ def tokenize_texts(texts: Sequence[str]) -> list[list[str]]:
         for i, toks in zip(rest, tokenize_texts([texts[i] for i in rest])):
             out[i] = toks
         return out  # type: ignore[return-value]
-    block = "\n".join(texts)
     if block.isascii():
         spaced = b" ".join(_PUNCT_RUNS_ASCII.split(block.encode("ascii"))).decode("ascii")
     else:
