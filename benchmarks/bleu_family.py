@@ -1,10 +1,11 @@
 """Benchmark: exact linear-time BLEU family vs its peers, in the same run.
 
-    python benchmarks/bleu_family.py [--data ../shared/data] [--nltk-subset 200] [--nltk-probe 3]
+    python benchmarks/bleu_family.py [--data TEXYGEN_FOLDER] [--nltk-subset 200] [--nltk-probe 3]
                                      [--cotk-sample 500] [--no-cotk] [--cache-dir DIR]
                                      [--cotk-rule-sample 1000] [--only-cotk-rule]
 
-On ``texygen/instances/*.txt`` (six models, ~10k sentences each) and ``texygen/coco_test.txt`` (10k captions):
+On ``instances/*.txt`` (six models, ~10k sentences each) and ``coco_test.txt`` (10k captions) of the
+Texygen folder ``--data`` (see benchmarks/_data.py for where to get it):
 
 1. Self-BLEU-4 of every full set (ours), against the NLTK ``sentence_bleu`` loop (Texygen/CoTK's method) on
    the first ``--nltk-subset`` sentences: values compared per sentence, time extrapolated quadratically to the
@@ -40,6 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from _data import add_data_option, require  # noqa: E402  (benchmarks/ is on sys.path)
 
 MODELS = ["mle", "seq", "maligan", "rank", "leakgan", "textgan"]
 
@@ -197,7 +199,7 @@ def run_cotk_peer(args: argparse.Namespace, script: str, payload: dict) -> tuple
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    add_data_option(ap)
     ap.add_argument("--nltk-subset", type=int, default=200, help="sentences for the NLTK Self-BLEU loop")
     ap.add_argument("--nltk-probe", type=int, default=3, help="sentences per direction for the NLTK Fw/Bw loop")
     ap.add_argument("--cotk-sample", type=int, default=500, help="CoTK's sample size (its default is 1000)")
@@ -214,7 +216,8 @@ def main() -> None:
     from cotk_repro.metrics.bleu import self_bleu_scores, set_bleu_scores
     from cotk_repro.metrics.ngrams import tokenize_texts
 
-    tx = args.data / "texygen"
+    tx = args.data
+    require(tx, "coco_test.txt", *(f"instances/{m}.txt" for m in MODELS))
     test = lines(tx / "coco_test.txt")
     gens = {m: lines(tx / "instances" / f"{m}.txt") for m in MODELS}
     sm1 = SmoothingFunction().method1

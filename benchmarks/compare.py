@@ -1,8 +1,8 @@
 """Benchmark: the Texygen and summarization examples of `cotk-repro compare`, end to end, and CIDEr-D.
 
-    python benchmarks/compare.py [--jobs N] [--out DIR] [--peer-hyps N]
+    python benchmarks/compare.py [--data TEXYGEN_FOLDER] [--jobs N] [--out DIR] [--peer-hyps N]
     python benchmarks/compare.py --summarization [--jobs N]
-    python benchmarks/compare.py --cider [--data DIR] [--cider-hyps N]
+    python benchmarks/compare.py --cider [--data TEXYGEN_FOLDER] [--cider-hyps N]
 
 ``--summarization``: examples/summarization/benchmark.toml end to end with an empty generator cache, then
 each summarizer timed on each corpus and each metric's worker time (needs the cotk-repro-summarizers
@@ -10,7 +10,7 @@ plugin). ``--cider``: CIDEr-D on N (10,000) COCO test captions as hypotheses wit
 (seeded) from the COCO train captions, this tool against pycocoevalcap's ``Cider`` in the same run: the
 values and the speed-up (target >= 10x).
 
-Scores the six Texygen generators (../shared/data/texygen/instances/*.txt)
+Scores the six Texygen generators (instances/*.txt of the folder --data)
 against coco_test.txt with every metric of examples/texygen/benchmark.toml
 (config checks, parallel evaluation, CSVs, charts, HTML). Target: <= 30 s on
 the 2-core dev machine. Prints the wall time of each phase, the time per
@@ -34,9 +34,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from _data import add_data_option, require  # noqa: E402  (benchmarks/ is on sys.path)
 CONFIG = ROOT / "examples" / "texygen" / "benchmark.toml"
 REFERENCE = ROOT / "examples" / "texygen" / "reference-report"
-SHARED = Path(os.environ.get("COTK_REPRO_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 def compare_with_reference(out: Path) -> tuple[int, int, float]:
@@ -59,13 +59,13 @@ def compare_with_reference(out: Path) -> tuple[int, int, float]:
     return same, len(ref), worst
 
 
-def peer_nltk(n_hyps: int) -> dict[str, float]:
+def peer_nltk(data: Path, n_hyps: int) -> dict[str, float]:
     """Texygen's BLEU loop: seconds per generated sentence for forward BLEU-n against the full test set."""
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
-    refs = [line.split() for line in (SHARED / "texygen" / "coco_test.txt").read_text(encoding="utf-8").splitlines()]
+    refs = [line.split() for line in (data / "coco_test.txt").read_text(encoding="utf-8").splitlines()]
     hyps = [line.split() for line in
-            (SHARED / "texygen" / "instances" / "mle.txt").read_text(encoding="utf-8").splitlines()[:n_hyps]]
+            (data / "instances" / "mle.txt").read_text(encoding="utf-8").splitlines()[:n_hyps]]
     smooth = SmoothingFunction().method1
     out = {}
     for n in (2, 5):
@@ -82,8 +82,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPUs)")
     ap.add_argument("--out", type=Path, default=None, help="report folder (default: a temporary folder)")
     ap.add_argument("--peer-hyps", type=int, default=10, help="hypotheses timed for the NLTK peer (0: skip)")
-    ap.add_argument("--data", type=Path, default=None,
-                    help="the shared data folder with texygen/ (default: $COTK_REPRO_SHARED_DATA or ../shared/data)")
+    add_data_option(ap)
     ap.add_argument("--summarization", action="store_true", help="benchmark the summarization example instead")
     ap.add_argument("--cider", action="store_true", help="benchmark CIDEr-D against pycocoevalcap instead")
     ap.add_argument("--cider-hyps", type=int, default=10000, help="hypotheses for --cider (default 10,000)")
@@ -92,17 +91,13 @@ def main() -> int:
         from compare_summarization import run_summarization
 
         return run_summarization(args.jobs)
-    global SHARED
-    if args.data:  # the Texygen config reads the same folder through this variable
-        SHARED = args.data.resolve()
-        os.environ["COTK_REPRO_SHARED_DATA"] = str(SHARED)
     if args.cider:
         from compare_summarization import run_cider
 
-        return run_cider(SHARED, args.cider_hyps)
-    if not (SHARED / "texygen" / "coco_test.txt").is_file():
-        print(f"shared data not found at {SHARED}", file=sys.stderr)
-        return 2
+        require(args.data, "coco_train.txt", "coco_test.txt")
+        return run_cider(args.data.resolve().parent, args.cider_hyps)  # it reads <folder>/texygen/
+    require(args.data, "coco_test.txt", "instances")
+    os.environ["COTK_REPRO_TEXYGEN_DATA"] = str(args.data.resolve())  # the example config reads it
 
     from cotk_repro.compare import evaluate_config, load_config, write_report
 
@@ -146,11 +141,11 @@ def main() -> int:
     if n:
         print(f"reference report: {same}/{n} hashes equal, max |value difference| {worst:.3g}")
     if args.peer_hyps:
-        per = peer_nltk(args.peer_hyps)
-        n_lines = sum(1 for _ in open(SHARED / "texygen" / "instances" / "mle.txt", encoding="utf-8"))
+        per = peer_nltk(args.data, args.peer_hyps)
+        n_lines = sum(1 for _ in open(data / "instances" / "mle.txt", encoding="utf-8"))
         est = sum(per.values()) / len(per) * 4 * n_lines * n_sys  # BLEU-2..5 forward only, all systems
         print(f"peer (Texygen's NLTK sentence_bleu loop, {args.peer_hyps} MLE hypotheses vs all "
-              f"{sum(1 for _ in open(SHARED / 'texygen' / 'coco_test.txt', encoding='utf-8'))} references, this run): "
+              f"{sum(1 for _ in open(args.data / 'coco_test.txt', encoding='utf-8'))} references, this run): "
               + ", ".join(f"{k} {v * 1000:.0f} ms/sentence" for k, v in per.items()))
         print(f"  extrapolated to forward BLEU-2..5 of all {n_sys} x {n_lines} sentences: {est / 3600:.1f} h "
               f"(this tool: {sum(result.seconds.get(m.label, 0) for m in cfg.metrics if m.name == 'fw-bw-bleu'):.1f} s "

@@ -4,7 +4,7 @@
     python3 benchmarks/data_load.py --scale 10 --skip-cotk
     python3 benchmarks/data_load.py --json results.json --repeat 3
 
-The dataset folder is built in a temporary directory from ``../shared/data/texygen``:
+The dataset folder is built in a temporary directory from the Texygen folder ``--data`` (see benchmarks/_data.py):
 ``train.txt`` = ``coco_train.txt``, ``dev.txt`` = the first ``--dev-lines`` lines of
 ``coco_train.txt`` (Texygen's COCO has no dev split), ``test.txt`` = ``coco_test.txt``; the
 larger size concatenates each file ``--scale`` times. Both tools read the SAME folder.
@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "texygen"
+from _data import add_data_option, require  # noqa: E402  (benchmarks/ is on sys.path)
 DEFAULT_VENV = Path(os.environ.get("COTK_BENCH_VENV", Path.home() / ".cache" / "cotk-repro" / "bench-cotk-venv"))
 PYCACHE = Path.home() / ".cache" / "cotk-repro" / "bench-pycache"
 COTK_VERSION = "0.1.0"
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", type=int, default=50, help="concatenation factor of the large size (default 50)")
     ap.add_argument("--dev-lines", type=int, default=1000, help="dev.txt = the first N lines of coco_train (1000)")
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with coco_train.txt and coco_test.txt")
+    add_data_option(ap)
     ap.add_argument("--skip-cotk", action="store_true", help="measure only cotk-repro")
     ap.add_argument("--cotk-venv", type=Path, default=DEFAULT_VENV)
     ap.add_argument("--cotk-timeout", type=float, default=600.0,
@@ -278,10 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the generated dataset folders")
     args = ap.parse_args(argv)
 
-    for name in ("coco_train.txt", "coco_test.txt"):
-        if not (args.data / name).is_file():
-            print(f"error: {args.data / name} not found (--data)", file=sys.stderr)
-            return 2
+    require(args.data, "coco_train.txt", "coco_test.txt")
     scales = sorted({1, max(1, args.scale)})
 
     cotk_py, cotk_msg = (None, "skipped (--skip-cotk)") if args.skip_cotk else ensure_cotk(args.cotk_venv)

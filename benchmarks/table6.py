@@ -1,7 +1,7 @@
 """Table 6 of the CoTK paper: perplexity under different frequent vocabularies.
 
 An interpolated Kneser-Ney n-gram LM (cotk_repro.metrics.kn_lm) is trained on
-../shared/data/texygen/coco_train.txt where every word outside the frequent vocabulary F
+coco_train.txt of the Texygen folder --data where every word outside the frequent vocabulary F
 (train words seen >= min_frequent_vocab_times times) is replaced by <unk>; it is evaluated
 on coco_test.txt. F and R come from the library's language-generation dataloader, so
 F ∪ R (all words of both splits) is the same in every row.
@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-DATA = Path(os.environ.get("COTK_REPRO_SHARED_DATA", ROOT.parent / "shared" / "data")) / "texygen"
+from _data import add_data_option, require  # noqa: E402  (benchmarks/ is on sys.path)
 
 
 def load(threshold: int, folder: Path):
@@ -113,13 +113,14 @@ def main() -> None:
                     help="comma-separated min_frequent_vocab_times values")
     ap.add_argument("--peer-sentences", type=int, default=30,
                     help="test sentences NLTK scores for the timing peer (0 skips the peer)")
+    add_data_option(ap)
     args = ap.parse_args()
-    if not (DATA / "coco_train.txt").is_file():
-        sys.exit(f"data not found at {DATA} (set COTK_REPRO_SHARED_DATA)")
+    data = args.data
+    require(data, "coco_train.txt", "coco_test.txt")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)  # the loader reads {split}.txt: link the files, never copy them
-        (folder / "train.txt").symlink_to(DATA / "coco_train.txt")
-        (folder / "test.txt").symlink_to(DATA / "coco_test.txt")
+        (folder / "train.txt").symlink_to(data / "coco_train.txt")
+        (folder / "test.txt").symlink_to(data / "coco_test.txt")
         rows = table6(args.order, [int(x) for x in args.thresholds.split(",")], folder)
         print(f"Table 6: {args.order}-gram Kneser-Ney LM, texygen coco train -> test, tokenizer nltk")
         print(f"{'min_freq':>8} {'|F|':>6} {'|R|':>6} {'paper ppl':>10} {'original ppl':>13}  "

@@ -1,6 +1,7 @@
 # Sourced by scripts/test.sh: start what the tests need and export where it is.
 #   COTK_REPRO_TEST_PG_URL      a PostgreSQL database on a free loopback port (SQLAlchemy URL)
 #   COTK_REPRO_TEST_BASE_IMAGE  a Docker base image (bookworm + python3) built offline
+#   COTK_REPRO_TEST_DOCKER_SKIP why there is no base image (when there is none): the Docker tests' skip reason
 # A service that cannot start is reported; the tests that need it skip with that reason.
 
 _free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -15,10 +16,15 @@ if docker info >/dev/null 2>&1; then
   if bash scripts/base-image.sh cotk-repro-base:bookworm; then
     export COTK_REPRO_TEST_BASE_IMAGE=cotk-repro-base:bookworm
   else
-    echo "WARNING: could not build the Docker base image; Docker tests will skip" >&2
+    export COTK_REPRO_TEST_DOCKER_SKIP="scripts/base-image.sh could not build the Docker base image"
+    echo "WARNING: $COTK_REPRO_TEST_DOCKER_SKIP; Docker tests will skip" >&2
   fi
+elif [ "$(id -u)" != 0 ] && { command -v dockerd >/dev/null 2>&1 || [ -S /var/run/docker.sock ]; }; then
+  export COTK_REPRO_TEST_DOCKER_SKIP="the Docker engine is not reachable as user $(id -un): starting dockerd or using its socket needs root or the docker group"
+  echo "WARNING: $COTK_REPRO_TEST_DOCKER_SKIP; Docker tests will skip" >&2
 else
-  echo "WARNING: no Docker engine; Docker tests will skip" >&2
+  export COTK_REPRO_TEST_DOCKER_SKIP="no Docker engine is installed or running (as root, scripts/setup.sh installs docker.io)"
+  echo "WARNING: $COTK_REPRO_TEST_DOCKER_SKIP; Docker tests will skip" >&2
 fi
 
 # -- PostgreSQL ----------------------------------------------------------------

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Install everything cotk-repro and its tests need on a fresh Debian machine (idempotent).
-# Debian packages (docker.io, postgresql, chromium, debootstrap, git) only when run as root
-# and missing; Python packages with pip into the current Python.
+# Debian packages only when run as root and missing; Python packages with pip into the current Python:
+#   1. requirements/test.lock: every third-party package, pinned and hash-checked (refresh: scripts/lock.sh)
+#   2. requirements/torch.txt: the exact CPU torch, never a plain `torch` (a 3 GB CUDA build from PyPI)
+#   3. the core and each first-party plugin under plugins/, editable, without resolving anything more
+# On another interpreter than the lock's (CPython 3.11, Linux x86_64) it warns and resolves from the ranges.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+LOCK=requirements/test.lock
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   need=()
@@ -14,6 +18,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   command -v chromium >/dev/null || need+=(chromium)
   command -v debootstrap >/dev/null || need+=(debootstrap)
   command -v ip >/dev/null || need+=(iproute2)
+  [ -d /usr/share/wordnet ] || need+=(wordnet-base)  # WordNet for the LM plugin's synonyms
   if [ ${#need[@]} -gt 0 ]; then
     echo "apt-get install ${need[*]}"
     apt-get update -q >/dev/null
@@ -22,8 +27,41 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   fi
 fi
 
-"$PY" -m pip install -q --disable-pip-version-check -e ".[postgres,compare,test]"
+# First-party plugins: every plugins/*/ with a pyproject.toml, except the example plugin, whose toy
+# components would show up in every `cotk-repro metrics` list (tests/test_plugins.py installs it into a
+# throw-away venv of its own).
+plugins=()
 for plugin in plugins/*/; do
-  [ -f "$plugin/pyproject.toml" ] && "$PY" -m pip install -q --disable-pip-version-check -e "$plugin"
+  case "$plugin" in */cotk-repro-example/) continue ;; esac
+  [ -f "$plugin/pyproject.toml" ] && plugins+=("${plugin%/}")
 done
+
+if "$PY" -c 'import sys, sysconfig, os; sys.exit(not (sys.prefix == sys.base_prefix and os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))))' \
+   && [ -z "${PIP_BREAK_SYSTEM_PACKAGES:-}" ]; then
+  echo "error: $PY belongs to the system's package manager (PEP 668); run in a virtual environment (python3 -m venv .venv && . .venv/bin/activate) or set PIP_BREAK_SYSTEM_PACKAGES=1" >&2
+  exit 2
+fi
+
+torch=()  # the CPU torch, only when a plugin needs torch
+grep -qsE '^[[:space:]]*"torch[^a-z_-]' "${plugins[@]/%//pyproject.toml}" /dev/null && torch=(-r requirements/torch.txt)
+names=cotk-repro
+for plugin in "${plugins[@]}"; do names+="|${plugin##*/}"; done
+
+PIP=("$PY" -m pip install -q --disable-pip-version-check)
+if "$PY" -c 'import platform, sys; sys.exit(not (sys.version_info[:2] == (3, 11) and sys.platform == "linux" and platform.machine() == "x86_64"))'; then
+  "${PIP[@]}" --require-hashes --no-deps -r "$LOCK"
+  [ ${#torch[@]} -eq 0 ] || "${PIP[@]}" --no-deps "${torch[@]}"
+  "${PIP[@]}" --no-deps -e . "${plugins[@]/#/-e}"
+  # the lock must cover every requirement of what was just installed (else: bash scripts/lock.sh)
+  broken=$("$PY" -m pip check 2>&1 | grep -iE "^($names) " || true)
+  if [ -n "$broken" ]; then
+    echo "$broken" >&2
+    echo "error: $LOCK does not cover these requirements; run bash scripts/lock.sh and commit the lock" >&2
+    exit 2
+  fi
+else
+  echo "WARNING: $LOCK is for CPython 3.11 on Linux x86_64; this is $("$PY" -c 'import platform; print(platform.python_implementation(), platform.python_version(), platform.system(), platform.machine())'): resolving from pyproject.toml's ranges" >&2
+  [ ${#torch[@]} -eq 0 ] || "${PIP[@]}" "${torch[@]}"
+  "${PIP[@]}" -c requirements/torch.txt -e ".[postgres,compare,test]" "${plugins[@]/#/-e}"
+fi
 echo "setup done"

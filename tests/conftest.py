@@ -1,4 +1,4 @@
-"""Shared fixtures: real git projects, the CLI as a subprocess, shared data, services.
+"""Shared fixtures: real git projects, the CLI as a subprocess, the repository's data fixtures, services.
 
 Services are started by scripts/test.sh (the README's test command) and found here
 through environment variables; a test that needs a missing one skips with the reason.
@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("COTK_REPRO_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+# Small subsets of the corpora, committed with their sources and licences (tests/fixtures/NOTICE.md):
+# every test runs from a fresh clone alone. Full-size corpora are for benchmarks/ only.
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test Author",
@@ -41,10 +43,9 @@ def _isolated_user_dirs(tmp_path_factory):
 
 
 @pytest.fixture
-def shared_data() -> Path:
-    if not (SHARED_DATA / "texygen" / "coco_test.txt").is_file():
-        pytest.skip(f"shared data not found at {SHARED_DATA} (set COTK_REPRO_SHARED_DATA)")
-    return SHARED_DATA
+def fixtures_dir() -> Path:
+    """The committed data fixtures: ``texygen/`` (COCO captions, six generators) and ``cotk-small/``."""
+    return FIXTURES
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -110,11 +111,17 @@ def pg_url() -> str:
     return url
 
 
+def no_docker_reason() -> str:
+    """Why there is no Docker base image, as scripts/services.sh found it (e.g. not root)."""
+    why = os.environ.get("COTK_REPRO_TEST_DOCKER_SKIP", "COTK_REPRO_TEST_BASE_IMAGE is unset (scripts/test.sh builds one)")
+    return f"no Docker base image: {why}"
+
+
 @pytest.fixture
 def docker_base_image() -> str:
     image = os.environ.get("COTK_REPRO_TEST_BASE_IMAGE")
     if not image:
-        pytest.skip("no Docker base image: COTK_REPRO_TEST_BASE_IMAGE is unset (scripts/test.sh builds one)")
+        pytest.skip(no_docker_reason())
     return image
 
 

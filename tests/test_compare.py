@@ -820,7 +820,7 @@ def _reference_rows() -> dict[tuple[str, str, str], dict[str, str]]:
         return {(r["system"], r["dataset"], r["column"]): r for r in csv.DictReader(fh)}
 
 
-def test_texygen_reference_report_matches_a_fresh_run_for_one_system(shared_data):
+def test_texygen_reference_report_matches_a_fresh_run_for_one_system(fixtures_dir):
     """The committed numbers and hashes of one system (TextGAN, the smallest) recomputed from the data."""
     from cotk_repro.compare import evaluate_config, load_config
 
@@ -841,7 +841,7 @@ def test_texygen_reference_report_matches_a_fresh_run_for_one_system(shared_data
 
     tokenize = WordPunctTokenizer().tokenize  # the metrics' fixed tokenizer, NLTK's own implementation
     sents = [tokenize(line) for line in
-             (shared_data / "texygen" / "instances" / "textgan.txt").read_text(encoding="utf-8").splitlines()]
+             (fixtures_dir / "texygen" / "instances" / "textgan.txt").read_text(encoding="utf-8").splitlines()]
     committed = {k[2]: float(r["value"]) for k, r in ref.items() if k[0] == "textgan"}
     for n in (1, 2, 3):
         grams = [tuple(t[i:i + n]) for t in sents for i in range(len(t) - n + 1)]
@@ -854,14 +854,14 @@ def test_texygen_reference_report_matches_a_fresh_run_for_one_system(shared_data
 
 
 @pytest.mark.slow
-def test_texygen_example_reproduces_its_reference_report(tmp_path, shared_data):
+def test_texygen_example_reproduces_its_reference_report(tmp_path, fixtures_dir):
     from cotk_repro.compare import compare
 
     config = TEXYGEN / "benchmark.toml"
     _need(*_example_metrics())
     result, files = compare(config, out=tmp_path / "report")
     assert not result.failures, result.failures
-    assert sorted(result.systems) == sorted(p.stem for p in (shared_data / "texygen" / "instances").glob("*.txt"))
+    assert sorted(result.systems) == sorted(p.stem for p in (fixtures_dir / "texygen" / "instances").glob("*.txt"))
     ref = _reference_rows()
     assert len(ref) == len(result.cells)
     for c in result.cells:

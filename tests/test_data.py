@@ -103,9 +103,9 @@ def test_figure4_pattern_hand_made_punkt(tmp_path):
 
 
 @pytest.fixture
-def coco(shared_data, tmp_path) -> Path:
-    train = shared_data / "texygen" / "coco_train.txt"
-    test = shared_data / "texygen" / "coco_test.txt"
+def coco(fixtures_dir, tmp_path) -> Path:
+    train = fixtures_dir / "texygen" / "coco_train.txt"
+    test = fixtures_dir / "texygen" / "coco_test.txt"
     folder = tmp_path / "coco"
     folder.mkdir()
     (folder / "train.txt").write_bytes(train.read_bytes())

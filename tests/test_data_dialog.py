@@ -22,7 +22,7 @@ from nltk.tokenize import WordPunctTokenizer
 from cotk_repro import data
 from cotk_repro.metrics.reference_hashes import bleu_reference_hash, perplexity_reference_hash
 
-from conftest import SHARED_DATA
+from conftest import FIXTURES
 
 WP = WordPunctTokenizer().tokenize
 SPECIALS = ["<pad>", "<unk>", "<go>", "<eos>"]
@@ -360,17 +360,12 @@ def test_single_turn_pairs_are_hashed_as_units(tmp_path):
     assert moved["raw"] != base["raw"] and moved["data"] != base["data"]
 
 
-# -- the shared OpenSubtitles sample -------------------------------------------------------------------
-OPENSUB = SHARED_DATA / "cotk-small" / "opensubtitles"
+# -- CoTK's OpenSubtitles sample (tests/fixtures) --------------------------------------------------------
+OPENSUB = FIXTURES / "cotk-small" / "opensubtitles"
 
 
 @pytest.fixture
 def opensub() -> Path:
-    needed = [OPENSUB / f"opensub_pair_{s}.{k}" for s in ("train", "dev", "test") for k in ("post", "response")]
-    missing = [p.name for p in needed if not p.is_file()]
-    if missing:
-        pytest.skip(f"shared OpenSubtitles sample not found at {OPENSUB} (missing {', '.join(missing)}; "
-                    f"set COTK_REPRO_SHARED_DATA)")
     return OPENSUB
 
 

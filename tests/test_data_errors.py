@@ -45,7 +45,7 @@ def test_missing_split_lists_names_looked_for(tmp_path):
     folder = lm_folder(tmp_path / "d", **{"dev.txt": None})
     msg = raises(folder)
     assert str(folder) in msg and "dev" in msg
-    assert "dev.txt" in msg and "mscoco_dev.txt" in msg
+    assert "dev.txt" in msg and "PREFIX_dev.txt" in msg
 
 
 def test_missing_folder(tmp_path):
@@ -171,3 +171,67 @@ def test_cli_splits_option_for_a_folder_without_dev(tmp_path, cli):
     assert {k: v["samples"] for k, v in summary["splits"].items()} == {"train": 3, "test": 1}
     res = cli("data", "hashes", str(folder), "--splits", "dev,test")
     assert res.returncode == 2 and "including 'train'" in res.stderr
+
+
+# -- the newcomer's folder layouts (issue 12) ------------------------------------------------------------
+
+def test_prefixed_split_files_load_as_the_plain_names(tmp_path, cli):
+    """Texygen's coco_train.txt/coco_test.txt: PREFIX_split.txt is accepted and hashes like split.txt."""
+    import json
+
+    lines = {"train": "a b c\na b\nb c\n", "test": "a c\n"}
+    plain, prefixed = tmp_path / "plain", tmp_path / "prefixed"
+    for folder, fmt in ((plain, "{}.txt"), (prefixed, "coco_{}.txt")):
+        folder.mkdir()
+        for split, text in lines.items():
+            (folder / fmt.format(split)).write_text(text, encoding="utf-8")
+    args = ("--min-frequent-vocab-times", "1", "--splits", "train,test", "--json")
+    a, b = (cli("data", "hashes", str(f), *args) for f in (plain, prefixed))
+    assert a.returncode == 0 and b.returncode == 0, (a, b)
+    assert json.loads(a.stdout)["hash_codes"] == json.loads(b.stdout)["hash_codes"]
+    assert json.loads(b.stdout)["splits"]["train"]["files"] == [str(prefixed / "coco_train.txt")]
+    # without --splits: the dev split is missing, and the message names exactly what was looked for
+    res = cli("data", "hashes", str(prefixed))
+    assert res.returncode == 2
+    assert "has no dev split: looked for dev.txt or PREFIX_dev.txt" in res.stderr and "--splits train,test" in res.stderr
+    assert _max_paren_depth(res.stderr) <= 1
+
+
+def _max_paren_depth(text: str) -> int:
+    depth = deepest = 0
+    for ch in text:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        deepest = max(deepest, depth)
+    return deepest
+    # two candidates for one split: say which, never pick one silently
+    (prefixed / "other_train.txt").write_text("x\n", encoding="utf-8")
+    res = cli("data", "hashes", str(prefixed), *args)
+    assert res.returncode == 2 and "coco_train.txt, other_train.txt" in res.stderr
+
+
+def test_missing_train_split_does_not_suggest_splits(tmp_path, cli):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "test.txt").write_text("a c\n", encoding="utf-8")
+    res = cli("data", "hashes", str(folder), "--splits", "train,test")
+    assert res.returncode == 2 and "has no train split" in res.stderr and "--splits" not in res.stderr
+
+
+@pytest.mark.parametrize("files, loader", [
+    ({"train.post": "hi\n", "train.response": "hello\n"}, "single-turn-dialog"),
+    ({"opensub_pair_train.post": "hi\n", "opensub_pair_train.response": "hello\n"}, "single-turn-dialog"),
+    ({"train.jsonl": '{"post": "hi", "response": "hello"}\n'}, "single-turn-dialog"),
+    ({"train.jsonl": '{"session": ["hi", "hello", "bye"]}\n'}, "multi-turn-dialog"),
+])
+def test_dialog_folder_without_loader_names_the_loader(tmp_path, cli, files, loader):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    res = cli("data", "hashes", str(folder), "--splits", "train")
+    assert res.returncode == 2 and "has no train split" in res.stderr
+    assert f"--loader {loader}" in res.stderr and _max_paren_depth(res.stderr) <= 1, res
+    # and with that loader it loads
+    res = cli("data", "hashes", str(folder), "--splits", "train", "--loader", loader, "--min-frequent-vocab-times", "1",
+              "--reference-split", "train")
+    assert res.returncode == 0, res

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,38 @@ def test_demo_signs_with_throwaway_keys_and_counts_an_independent_reproduction(d
     assert owner == "demo" and fp == keygen and n == 1
     assert [(u, v, bool(a)) for u, v, a, _k in repro] == [("demo-reproducer", "reproduced", False)]
     assert repro[0][3] is not None
+
+
+# -- what --no-serve leaves behind (issue 12, rough edge 10) -------------------------------------------------
+
+def _fake_demo(folder: Path):
+    """What run_demo returns, for a folder that exists: the CLI's bookkeeping around it, without the loop."""
+    from types import SimpleNamespace
+
+    from cotk_repro.demo import DemoResult
+
+    (folder / "project").mkdir(parents=True)
+    (folder / "dashboard.db").write_bytes(b"")
+    outcome = SimpleNamespace(verdict={"verdict": "reproduced"}, rows=[], error=None, exit_code=0)
+    return DemoResult(folder=folder, project=folder / "project", record={"id": "sha256:" + "ab" * 32, "results": {}},
+                      dashboard_url="http://127.0.0.1:1", record_url=None, reproduction=outcome, runtime="venv")
+
+
+@pytest.mark.parametrize("args, kept", [([], False), (["--keep"], True), (["--dir", "{dir}"], True)])
+def test_no_serve_removes_its_temporary_folder_or_says_how_to_serve_it_again(tmp_path, monkeypatch, args, kept):
+    from typer.testing import CliRunner
+
+    import cotk_repro.demo
+    from cotk_repro.cli import _load_commands, app
+
+    folder = tmp_path / "cotk-repro-demo-x"
+    monkeypatch.setattr(cotk_repro.demo, "run_demo", lambda *a, **k: _fake_demo(folder))
+    _load_commands()
+    res = CliRunner().invoke(app, ["demo", "--no-serve", *[a.format(dir=folder) for a in args]])
+    assert res.exit_code == 0, res.output
+    assert "stopped when this command exits" in res.output
+    assert folder.exists() is kept
+    if kept:
+        assert f"cotk-repro dashboard serve --db sqlite:///{folder / 'dashboard.db'}" in res.output
+    else:
+        assert f"removed the demo folder {folder}" in res.output and "--keep" in res.output

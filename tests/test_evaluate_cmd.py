@@ -75,13 +75,13 @@ def test_fw_bw_bleu_takes_a_reference_set_of_another_size(cli, tmp_path, files):
     assert out == get_metric("fw-bw-bleu").compute(HYPS, REFS[:2])
 
 
-def test_large_input(cli, shared_data):
-    hyps = shared_data / "texygen" / "instances" / "mle.txt"
+def test_large_input(cli, fixtures_dir):
+    hyps = fixtures_dir / "texygen" / "instances" / "mle.txt"
     r = cli("evaluate", "--hyps", str(hyps), "-m", "self-bleu", "--json")
     assert r.returncode == 0, r
     lines = hyps.read_text(encoding="utf-8").splitlines()
     assert json.loads(r.stdout)["self-bleu"] == get_metric("self-bleu").compute(lines)["self-bleu"]
-    assert "size:9984" in json.loads(r.stdout)["self-bleu signature"]
+    assert "size:2000" in json.loads(r.stdout)["self-bleu signature"]
 
 
 @pytest.mark.parametrize("case,message", [
@@ -95,6 +95,9 @@ def test_large_input(cli, shared_data):
     ("no-refs", "needs references"),
     ("bad-jsonl", "line 2 is not valid JSON"),
     ("bad-tokenizer", "unknown tokenizer 'nope'"),
+    ("misspelt-option", r"metric 'bleu' has no option 'ngrm' \(did you mean 'ngram'\?\); its options: ngram, weights, "
+                        r"smoothing, tokenizer, dataloader"),
+    ("unknown-option", r"metric 'distinct' has no option 'zzz'; its options: ngram, tokenizer"),
 ])
 def test_errors(cli, tmp_path, files, case, message):
     hyps, refs = files
@@ -122,13 +125,18 @@ def test_errors(cli, tmp_path, files, case, message):
         args = ["--hyps", str(hyps), "--refs", str(bad)]
     elif case == "bad-tokenizer":
         args += ["--tokenizer", "nope"]
+    elif case == "misspelt-option":
+        args += ["-o", "bleu.ngrm=2"]
+    elif case == "unknown-option":
+        args += ["-m", "distinct", "-o", "distinct.zzz=1"]
     r = cli("evaluate", *args, "--json")
     assert r.returncode == 2, r
     assert r.stdout == ""
     assert "Traceback" not in r.stderr
     import re
 
-    assert re.search(message, r.stderr), r.stderr
+    assert re.search(message, r.stderr, re.M), r.stderr
+    assert "unexpected keyword" not in r.stderr
 
 
 def test_help_explains_options(cli):
@@ -136,3 +144,46 @@ def test_help_explains_options(cli):
     assert r.returncode == 0
     for opt in ("--hyps", "--refs", "--metric", "--option", "--tokenizer", "--json"):
         assert opt in r.stdout
+
+
+# -- line splitting and encoding errors (issue 12, rough edges 13 and 14) ----------------------------------
+
+@pytest.mark.parametrize("inner", ["\u2028", "\u0085", "\x0c", "\x1c", "\x1d", "\x1e", "\r", "\u2029", "\x0b"])
+def test_only_newline_splits_lines(cli, tmp_path, inner):
+    """A line with U+2028, NEL, FF, FS/GS/RS or a lone CR inside stays one line, for paired and set metrics."""
+    hyps = ["the cat sat on the mat", f"a dog{inner}runs fast", "the end"]
+    refs = ["the cat sat on a mat", "a dog runs", "the end ."]
+    h = tmp_path / "h.txt"
+    r = tmp_path / "r.txt"
+    h.write_bytes(("\r\n".join(hyps) + "\r\n").encode("utf-8"))  # CRLF ends are line ends
+    r.write_bytes(("\n".join(refs) + "\n").encode("utf-8"))
+    res = cli("evaluate", "--hyps", str(h), "--refs", str(r), "-m", "bleu", "-m", "distinct", "--json")
+    assert res.returncode == 0, res
+    out = json.loads(res.stdout)
+    expected = {**get_metric("bleu").compute(hyps, [[x] for x in refs]), **get_metric("distinct").compute(hyps)}
+    assert out == expected
+    res = cli("evaluate", "--hyps", str(h), "-m", "self-bleu", "--json")
+    assert res.returncode == 0 and "size:3" in json.loads(res.stdout)["self-bleu signature"], res
+
+
+def test_trailing_blank_lines_are_content_for_every_metric(cli, tmp_path):
+    """One final newline ends the last line; a further blank line is one more (empty) line, for all metrics."""
+    from cotk_repro.metrics.files import split_lines
+
+    assert split_lines("a\nb\n") == split_lines("a\nb") == ["a", "b"]
+    assert split_lines("a\nb\n\n") == ["a", "b", ""] and split_lines("a\r\nb\r\n") == ["a", "b"]
+    hyps = tmp_path / "h.txt"
+    hyps.write_text("\n".join(HYPS) + "\n\n", encoding="utf-8")
+    refs = write(tmp_path / "r.txt", REFS)
+    res = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "-m", "bleu", "--json")
+    assert res.returncode == 2 and f"has {len(HYPS) + 1} lines but" in res.stderr, res
+    res = cli("evaluate", "--hyps", str(hyps), "-m", "self-bleu", "--json")
+    assert res.returncode == 0 and f"size:{len(HYPS) + 1}" in json.loads(res.stdout)["self-bleu signature"], res
+
+
+def test_invalid_utf8_names_line_column_and_byte(cli, tmp_path):
+    hyps = tmp_path / "h.txt"
+    hyps.write_bytes(b"first line\nsecond line\nthe \xff third\n")
+    res = cli("evaluate", "--hyps", str(hyps), "-m", "self-bleu")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "line 3, column 5, byte offset 27 (0xff)" in res.stderr, res

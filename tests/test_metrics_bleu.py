@@ -64,9 +64,9 @@ def read_lines(path, limit=None):
 
 
 @pytest.mark.parametrize("model", ["mle", "leakgan"])
-def test_corpus_bleu_equals_nltk_on_texygen(shared_data, model):
-    hyps = read_lines(shared_data / "texygen" / "instances" / f"{model}.txt")
-    refs = read_lines(shared_data / "texygen" / "coco_test.txt")[: len(hyps)]
+def test_corpus_bleu_equals_nltk_on_texygen(fixtures_dir, model):
+    hyps = read_lines(fixtures_dir / "texygen" / "instances" / f"{model}.txt")
+    refs = read_lines(fixtures_dir / "texygen" / "coco_test.txt")[: len(hyps)]
     res = get_metric("bleu").compute(hyps, [[r] for r in refs])
     expected = nltk_corpus(hyps, [[r] for r in refs])
     assert res["bleu"] == pytest.approx(expected, rel=0, abs=1e-12)
@@ -74,9 +74,9 @@ def test_corpus_bleu_equals_nltk_on_texygen(shared_data, model):
     assert res["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct|refs:1|v:1"
 
 
-def test_corpus_bleu_multi_reference_equals_nltk(shared_data):
-    refs_all = read_lines(shared_data / "texygen" / "coco_test.txt", 1500)
-    hyps = read_lines(shared_data / "texygen" / "instances" / "seq.txt", 500)
+def test_corpus_bleu_multi_reference_equals_nltk(fixtures_dir):
+    refs_all = read_lines(fixtures_dir / "texygen" / "coco_test.txt", 1500)
+    hyps = read_lines(fixtures_dir / "texygen" / "instances" / "seq.txt", 500)
     refs = [refs_all[i * 3:(i + 1) * 3][: 1 + i % 3] for i in range(500)]  # 1, 2 or 3 references
     for n, smoothing in [(4, "method3"), (2, "method3"), (3, "method1"), (4, "method2"), (1, "method0")]:
         res = get_metric("bleu", ngram=n, smoothing=smoothing).compute(hyps, refs)
@@ -145,9 +145,9 @@ def test_bleu_token_and_id_inputs_equal_text_inputs():
         get_metric("bleu").compute(ids, ref_ids)
 
 
-def test_forward_close_equals_compute(shared_data):
-    hyps = read_lines(shared_data / "texygen" / "instances" / "rank.txt", 300)
-    refs = [[r] for r in read_lines(shared_data / "texygen" / "coco_test.txt", 300)]
+def test_forward_close_equals_compute(fixtures_dir):
+    hyps = read_lines(fixtures_dir / "texygen" / "instances" / "rank.txt", 300)
+    refs = [[r] for r in read_lines(fixtures_dir / "texygen" / "coco_test.txt", 300)]
     for name in ("bleu", "self-bleu", "fw-bw-bleu"):
         m = get_metric(name)
         for i in range(0, 300, 64):
@@ -175,12 +175,12 @@ def test_bleu_hash_rules():
     assert get_metric("bleu").compute(hyps[:2], refs[:2])["bleu hashvalue"] != base["bleu hashvalue"]
 
 
-def test_bleu_hash_equals_dataloader_reference_hash(shared_data):
+def test_bleu_hash_equals_dataloader_reference_hash(fixtures_dir):
     from cotk_repro import data
 
     if not hasattr(data, "load"):
         pytest.skip("cotk_repro.data.load is not available yet")
-    dl = data.load("language-generation", shared_data / "cotk-small" / "mscoco", tokenizer="nltk")
+    dl = data.load("language-generation", fixtures_dir / "cotk-small" / "mscoco", tokenizer="nltk")
     sents = dl.sentences("test")
     refs = [[s] for s in sents]  # token lists, detokenized by the dataloader
     hyps = [s[: max(1, len(s) - 2)] for s in sents]
@@ -201,7 +201,7 @@ def test_bleu_hash_equals_dataloader_reference_hash(shared_data):
 
 @pytest.mark.parametrize("options,message", [
     ({"ngram": 0}, "ngram"), ({"ngram": "x"}, "ngram"), ({"weights": [1, 2]}, "weights"),
-    ({"smoothing": "method9"}, "smoothing"), ({"bogus": 1}, "bad options"),
+    ({"smoothing": "method9"}, "smoothing"), ({"bogus": 1}, "has no option 'bogus'; its options: ngram"),
 ])
 def test_bad_options_are_clear_errors(options, message):
     with pytest.raises(MetricError, match=message):
@@ -232,8 +232,8 @@ def test_bad_inputs_are_clear_errors():
 
 
 @pytest.mark.parametrize("model", ["mle", "leakgan"])
-def test_self_bleu_equals_nltk_per_sentence(shared_data, model):
-    sents = read_lines(shared_data / "texygen" / "instances" / f"{model}.txt", 200)
+def test_self_bleu_equals_nltk_per_sentence(fixtures_dir, model):
+    sents = read_lines(fixtures_dir / "texygen" / "instances" / f"{model}.txt", 200)
     if model == "leakgan":  # duplicates count as references of each other (left out by position, not value)
         sents = sents[:150] + sents[:50]
     expected = nltk_self_bleu(sents)
@@ -255,8 +255,8 @@ def test_self_bleu_edge_cases_equal_nltk():
         sum(nltk_self_bleu(two)) / 2, abs=1e-12)
 
 
-def test_self_bleu_hash_covers_n_size_and_sampling(shared_data):
-    sents = read_lines(shared_data / "texygen" / "instances" / "mle.txt", 400)
+def test_self_bleu_hash_covers_n_size_and_sampling(fixtures_dir):
+    sents = read_lines(fixtures_dir / "texygen" / "instances" / "mle.txt", 400)
     full = get_metric("self-bleu").compute(sents)
     assert get_metric("self-bleu", ngram=3).compute(sents)["self-bleu hashvalue"] != full["self-bleu hashvalue"]
     assert get_metric("self-bleu").compute(sents[:300])["self-bleu hashvalue"] != full["self-bleu hashvalue"]
@@ -282,9 +282,9 @@ def test_self_bleu_hash_covers_n_size_and_sampling(shared_data):
 
 
 @pytest.mark.parametrize("model", ["seq", "textgan"])
-def test_fw_bw_bleu_equals_nltk_per_sentence(shared_data, model):
-    hyps = read_lines(shared_data / "texygen" / "instances" / f"{model}.txt", 120)
-    refs = read_lines(shared_data / "texygen" / "coco_test.txt", 150)
+def test_fw_bw_bleu_equals_nltk_per_sentence(fixtures_dir, model):
+    hyps = read_lines(fixtures_dir / "texygen" / "instances" / f"{model}.txt", 120)
+    refs = read_lines(fixtures_dir / "texygen" / "coco_test.txt", 150)
     ht, rt = [nltk_tokens(h) for h in hyps], [nltk_tokens(r) for r in refs]
     fw_exp = [nltk_sentence(rt, h) for h in ht]
     bw_exp = [nltk_sentence(ht, r) for r in rt]

@@ -37,8 +37,8 @@ def _metric(**kw):
     return get_metric("meteor", wordnet=False, **kw)
 
 
-def test_equals_nltk_exact_and_stem(shared_data):
-    d = shared_data / "texygen"
+def test_equals_nltk_exact_and_stem(fixtures_dir):
+    d = fixtures_dir / "texygen"
     refs = d.joinpath("coco_test.txt").read_text().splitlines()[:300]
     hyps = d.joinpath("instances", "rank.txt").read_text().splitlines()[:300]
     rng = random.Random(2)

@@ -16,8 +16,8 @@ def _nltk(hyps, refs, n=5):
 
 
 @pytest.mark.parametrize("model", ["mle", "leakgan"])
-def test_equals_nltk_on_texygen(shared_data, model):
-    d = shared_data / "texygen"
+def test_equals_nltk_on_texygen(fixtures_dir, model):
+    d = fixtures_dir / "texygen"
     refs = d.joinpath("coco_test.txt").read_text().splitlines()[:300]
     hyps = d.joinpath("instances", f"{model}.txt").read_text().splitlines()[:300]
     rng = random.Random(1)

@@ -13,8 +13,8 @@ from cotk_repro.metrics.rouge import f_measure
 TYPES = (("rouge1", "rouge-1"), ("rouge2", "rouge-2"), ("rougeL", "rouge-l"))
 
 
-def _texygen(shared_data, n=300):
-    d = shared_data / "texygen"
+def _texygen(fixtures_dir, n=300):
+    d = fixtures_dir / "texygen"
     refs = d.joinpath("coco_test.txt").read_text().splitlines()[:n]
     hyps = d.joinpath("instances", "seq.txt").read_text().splitlines()[:n]
     rng = random.Random(0)
@@ -37,15 +37,15 @@ def _reference(hyps, refs, alpha=0.5, stemmer=False):
 
 
 @pytest.mark.parametrize("stemmer", [False, True])
-def test_equals_rouge_score_on_texygen(shared_data, stemmer):
-    hyps, refs = _texygen(shared_data)
+def test_equals_rouge_score_on_texygen(fixtures_dir, stemmer):
+    hyps, refs = _texygen(fixtures_dir)
     ours = get_metric("rouge", stemmer=stemmer).compute(hyps, refs)
     for key, value in _reference(hyps, refs, stemmer=stemmer).items():
         assert ours[key] == pytest.approx(value, rel=1e-12, abs=1e-15)
 
 
-def test_alpha_weights_precision(shared_data):
-    hyps, refs = _texygen(shared_data, 100)
+def test_alpha_weights_precision(fixtures_dir):
+    hyps, refs = _texygen(fixtures_dir, 100)
     for alpha in (0.0, 0.2, 0.9, 1.0):
         ours = get_metric("rouge", alpha=alpha).compute(hyps, refs)
         for key, value in _reference(hyps, refs, alpha=alpha).items():

@@ -6,6 +6,7 @@ import importlib.util
 import inspect
 import json
 import os
+import site
 import subprocess
 import sys
 import textwrap
@@ -52,31 +53,34 @@ def pip_install(python: str, package: Path, *extra: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-TOY = """
-    from cotk_repro.hookspecs import hookimpl
+EXAMPLE = REPO_ROOT / "plugins" / "cotk-repro-example"  # the first-party example plugin (not set up globally)
 
-    class ToyMetric:
-        name = "toy-metric"
-        version = "1"
 
-    @hookimpl
-    def register_metrics(register):
-        register("toy-metric", ToyMetric)
-
-    @hookimpl
-    def register_tokenizers(register):
-        register("toy-tokenizer", str.split)
-"""
+def _site_dirs() -> list[str]:
+    """Where this interpreter finds its packages: the venv's or the system's site dirs, and the user's."""
+    dirs = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+        dirs.append(site.getusersitepackages())
+    return [d for d in dirs if os.path.isdir(d)]
 
 
 @pytest.fixture(scope="module")
 def plugin_venv(tmp_path_factory) -> str:
-    """A fresh venv that sees cotk-repro and its deps (system site packages) plus the toy plugin."""
+    """A fresh venv that sees this interpreter's packages (cotk-repro and its deps) plus the example plugin.
+
+    Not ``--system-site-packages``: inside an activated venv that would expose the *base* interpreter's
+    packages, not the venv's. A ``.pth`` file adds the running interpreter's own site dirs instead (with
+    ``site.addsitedir``, so their editable-install ``.pth`` files work too), inside a venv or outside one.
+    """
     base = tmp_path_factory.mktemp("plugin-venv")
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    pip_install(python, make_distribution(base, "toy-plugin", "1.2.3", "toy_plugin", TOY))
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    lines = [f"import site; site.addsitedir({d!r})" for d in _site_dirs()]
+    Path(purelib, "_cotk_repro_parent_env.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pip_install(python, EXAMPLE)
     return python
 
 
@@ -97,18 +101,18 @@ def test_installed_plugin_is_listed_with_version_and_metric(plugin_venv):
     res, data = plugins_json(plugin_venv)
     assert res.returncode == 0, res
     by_name = {p["name"]: p for p in data["plugins"]}
-    toy = by_name["toy-plugin"]
-    assert toy["version"] == "1.2.3" and toy["status"] == "ok" and toy["builtin"] is False
+    toy = by_name["cotk-repro-example"]
+    assert toy["version"] == "0.1.0" and toy["status"] == "ok" and toy["builtin"] is False
     assert toy["registers"] == {"metric": ["toy-metric"], "tokenizer": ["toy-tokenizer"]}
     assert set(BUILTIN_PLUGINS) <= set(by_name)
     # the human table too
     res = run_cli("plugins", python=plugin_venv)
-    assert res.returncode == 0 and "toy-plugin" in res.stdout and "1.2.3" in res.stdout and "toy-metric" in res.stdout
+    assert res.returncode == 0 and "cotk-repro-example" in res.stdout and "0.1.0" in res.stdout and "toy-metric" in res.stdout
 
 
 def test_plugin_not_visible_outside_its_venv():
     res, data = plugins_json(sys.executable)
-    assert "toy-plugin" not in {p["name"] for p in data["plugins"]}
+    assert "cotk-repro-example" not in {p["name"] for p in data["plugins"]}
 
 
 def test_builtins_only_switch_skips_entry_points(plugin_venv):
@@ -124,10 +128,10 @@ def test_record_lists_loaded_plugins_and_local_install(plugin_venv, make_project
     assert res.returncode == 0, res
     rec = json.loads(res.stdout)
     plugins = rec["environment"]["plugins"]
-    assert {"name": "toy-plugin", "version": "1.2.3"} in plugins
+    assert {"name": "cotk-repro-example", "version": "0.1.0"} in plugins
     assert {p["name"] for p in plugins} >= set(BUILTIN_PLUGINS)
     pkgs = {p["name"]: p for p in rec["environment"]["packages"]}
-    assert pkgs["toy-plugin"] == {"name": "toy-plugin", "version": "1.2.3", "install": "local"}  # PEP 610
+    assert pkgs["cotk-repro-example"] == {"name": "cotk-repro-example", "version": "0.1.0", "install": "local"}  # PEP 610
 
 
 def test_broken_plugin_is_listed_and_the_rest_works(plugin_venv, tmp_path, make_project):
@@ -137,7 +141,7 @@ def test_broken_plugin_is_listed_and_the_rest_works(plugin_venv, tmp_path, make_
     by_name = {p["name"]: p for p in data["plugins"]}
     broken = by_name["broken-plugin"]
     assert broken["status"] == "broken" and "module_that_does_not_exist_xyz" in broken["error"]
-    assert by_name["toy-plugin"]["status"] == "ok"
+    assert by_name["cotk-repro-example"]["status"] == "ok"
     res = run_cli("plugins", python=plugin_venv, env=env)
     assert res.returncode == 0 and "BROKEN" in res.stdout
     # other commands keep working, and the record lists only what loaded
@@ -145,7 +149,7 @@ def test_broken_plugin_is_listed_and_the_rest_works(plugin_venv, tmp_path, make_
     res = run_cli("run", "--json", cwd=root, python=plugin_venv, env=env)
     assert res.returncode == 0, res
     names = {p["name"] for p in json.loads(res.stdout)["environment"]["plugins"]}
-    assert "toy-plugin" in names and "broken-plugin" not in names
+    assert "cotk-repro-example" in names and "broken-plugin" not in names
     assert run_cli("runs", "--json", cwd=root, python=plugin_venv, env=env).returncode == 0
 
 
@@ -162,13 +166,13 @@ def test_two_plugins_one_metric_name(plugin_venv, tmp_path, make_project):
     assert res.returncode == 2 and "Traceback" not in res.stderr
     message = [line for line in res.stderr.splitlines() if line.startswith("Error: ")]
     assert len(message) == 1
-    assert "'toy-metric'" in message[0] and "toy-plugin" in message[0] and "clash-plugin" in message[0]
+    assert "'toy-metric'" in message[0] and "cotk-repro-example" in message[0] and "clash-plugin" in message[0]
     assert data["conflicts"] and "clash-plugin" in data["conflicts"][0]
     # run refuses before anything runs or is written
     root = make_project({"main.py": ENTRY})
     res = run_cli("run", cwd=root, python=plugin_venv, env=env)
     assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert "toy-plugin" in res.stderr and "clash-plugin" in res.stderr and "'toy-metric'" in res.stderr
+    assert "cotk-repro-example" in res.stderr and "clash-plugin" in res.stderr and "'toy-metric'" in res.stderr
     assert not (root / ".cotk-repro").exists() and not (root / "result.json").exists()
 
 

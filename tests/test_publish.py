@@ -232,3 +232,67 @@ def test_custom_records_ref_is_found_by_reproduce(make_project, tmp_path):
     listed = run_cli("reproduce", str(bare), "--list", "--json")
     assert listed.returncode == 0, listed
     assert [r["id"] for r in json.loads(listed.stdout)] == [record["id"]]
+
+
+@pytest.fixture
+def live_dashboard(tmp_path):
+    """A real dashboard (SQLite, uvicorn in a thread) with the user alice and her registered SSH key:
+    (url, alice's token, the environment that makes the CLI sign with that key)."""
+    from signing_support import key_env, make_key
+
+    from cotk_repro.dashboard.auth import add_user
+    from cotk_repro.dashboard.db import open_database
+    from cotk_repro.dashboard.identity import add_key
+    from cotk_repro.dashboard.server import start_in_thread
+
+    db_url = f"sqlite:///{tmp_path / 'dash.sqlite3'}"
+    url, stop = start_in_thread(db_url)
+    key = make_key(tmp_path / "alice-keys")
+    db = open_database(db_url)
+    token = add_user(db, "alice")[0]
+    add_key(db, "alice", key.with_suffix(".pub").read_text())
+    db.dispose()
+    yield url, token, key_env(key, tmp_path / "alice-home")
+    stop()
+
+
+def test_login_checks_url_and_token_and_saves_only_what_works(tmp_path, live_dashboard):
+    """Rough edge 5: a dead URL or a refused token exits 2 and saves nothing; --no-check saves anyway."""
+    url, token, _ = live_dashboard
+    cfg = tmp_path / "xdg"
+    config = cfg / "cotk-repro" / "config.json"
+    env = {"XDG_CONFIG_HOME": str(cfg)}
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    res = run_cli("login", "--dashboard", dead, "--token", token, env=env)
+    assert res.returncode == 2 and "cannot reach the dashboard" in res.stderr and not config.exists(), res
+    res = run_cli("login", "--dashboard", url, "--token", "wrong-token", env=env)
+    assert res.returncode == 2 and "refused the token (401)" in res.stderr and not config.exists(), res
+    res = run_cli("login", "--dashboard", url, "--token", token, env=env)
+    assert res.returncode == 0 and "alice" in res.stderr, res
+    assert json.loads(config.read_text())["dashboards"][url.rstrip("/")]["token"] == token
+    res = run_cli("login", "--dashboard", dead, "--token", "later", "--no-check", env=env)
+    assert res.returncode == 0 and json.loads(config.read_text())["dashboards"][dead]["token"] == "later"
+
+
+def test_record_made_before_the_remote_is_refused_for_the_dashboard(make_project, tmp_path, live_dashboard):
+    """Rough edge 4: such a record could never be reproduced from its dashboard URL: publish says so up front;
+    a record made after the remote was added names it, and reproduce by URL finds the code there."""
+    from cotk_repro.reproduce.source import resolve
+
+    root = make_project({"main.py": ENTRY, "refs.txt": "a b\n"})
+    early = record_in(root)
+    assert early["code"]["remote_url"] is None
+    bare = add_bare_remote(root, tmp_path / "remotes", "alice/exp")
+    url, token, signing = live_dashboard
+    assert run_cli("login", "--dashboard", url, "--token", token).returncode == 0
+    res = run_cli("publish", "--push", "--dashboard", url, early["id"][:19], cwd=root, env=signing)
+    assert res.returncode == 2 and "names no git remote" in res.stderr and "cotk-repro run" in res.stderr, res
+    assert git(bare, "for-each-ref").strip() == ""  # refused before anything was pushed
+    assert run_cli("publish", "--push", "--no-dashboard", early["id"][:19], cwd=root).returncode == 0
+    late = record_in(root)
+    assert late["code"]["remote_url"] == str(bare)
+    res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=signing)
+    assert res.returncode == 0, res
+    record_url = next(s["url"] for s in json.loads(res.stdout)["steps"] if s["target"] == "dashboard")
+    source = resolve(record_url)
+    assert source.git_url == str(bare) and source.record_id == late["id"]

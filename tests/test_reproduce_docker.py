@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import no_docker_reason, run_cli
 from test_reproduce_support import build_published_project, expected_values, publish, record_in, small_venv_python
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -50,7 +50,7 @@ INCOMPLETE_PACKAGE = ("requests", "2.32.3")
 def docker_client():
     image = os.environ.get("COTK_REPRO_TEST_BASE_IMAGE")
     if not image:
-        pytest.skip("no Docker base image: COTK_REPRO_TEST_BASE_IMAGE is unset (scripts/test.sh builds one)")
+        pytest.skip(no_docker_reason())
     try:
         import docker
         from docker.errors import DockerException

@@ -366,3 +366,69 @@ def test_help_explains_every_option(cli, tmp_path):
 def test_debug_shows_traceback(tmp_path, cli):
     res = cli("--debug", "run", cwd=tmp_path)
     assert res.returncode == 2 and "Traceback" in res.stderr and "not inside a git repository" in res.stderr
+
+
+# -- the newcomer's rough edges (issue 12) ---------------------------------------------------------------
+
+def test_project_without_gitignore_says_to_ignore_outputs(tmp_path, cli):
+    """Rough edge 6: the second run fails on the untracked result.json: the message says to ignore it."""
+    root = tmp_path / "bare-project"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "main.py").write_text(GOOD + "open('train.log', 'w').write('epoch 1')\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
+    first = cli("run", cwd=root)
+    assert first.returncode == 0, first
+    second = cli("run", cwd=root)
+    assert_clean_error(second, "result.json", "train.log", "outputs of a run")
+    assert "no .gitignore" in second.stderr and "add *.log and result.json to .gitignore" in second.stderr
+    # with a .gitignore that lacks them, no "no .gitignore" but the same advice
+    (root / ".gitignore").write_text(".cotk-repro/\n")
+    git(root, "add", ".gitignore")
+    git(root, "commit", "-q", "-m", "ignore state")
+    third = cli("run", cwd=root)
+    assert_clean_error(third, "result.json")
+    assert "no .gitignore" not in third.stderr and "to .gitignore" in third.stderr
+    # init's .gitignore ignores them, so a scaffolded project runs twice
+    project = tmp_path / "scaffolded"
+    assert cli("init", str(project)).returncode == 0
+    assert {"result.json", "*.log"} <= set((project / ".gitignore").read_text().splitlines())
+
+
+def test_git_repo_without_config_suggests_init(make_project, cli):
+    """Rough edge 7: no cotk-repro.toml and no main.py: suggest `cotk-repro init` or --entry."""
+    root = make_project({"train.py": GOOD})
+    res = cli("run", cwd=root)
+    assert_clean_error(res, "main.py does not exist", "cotk-repro.toml")
+    assert "cotk-repro init" in res.stderr and "--entry" in res.stderr
+    # with a config naming the entry, a missing entry is just that
+    root = make_project({"cotk-repro.toml": '[run]\nentry = "gone.py"\n'})
+    res = cli("run", cwd=root)
+    assert_clean_error(res, "gone.py does not exist")
+    assert "cotk-repro init" not in res.stderr
+
+
+@pytest.mark.parametrize("delay", [0.15, 0.4, 0.8])
+def test_ctrl_c_in_the_first_second_is_one_sentence_and_130(make_project, delay):
+    """Rough edge 12: Ctrl-C while cotk-repro starts (imports, git capture) exits 130 with one sentence."""
+    root = make_project({"main.py": "import time\ntime.sleep(30)\n"})
+    code = ("import sys; sys.argv[0] = 'cotk-repro'; sys.stdout.write('up\\n'); sys.stdout.flush(); "
+            "from cotk_repro.cli import main; main()")  # the import takes about half a second
+    proc = subprocess.Popen([sys.executable, "-c", code, "run"], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout.readline() == "up\n"  # Python is running: its SIGINT handler is in place
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err  # an exit status, not death by signal (-2)
+    # cotk-repro's own output: one sentence, no frames of its code (an entry that had started may print its own
+    # KeyboardInterrupt: the Ctrl-C reached the whole foreground group, as in a terminal)
+    errors = [line for line in err.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and "interrupted" in errors[0], err
+    assert "cotk_repro" not in err and 'File "<string>"' not in err and "Aborted" not in err, err

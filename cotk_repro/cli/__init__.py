@@ -9,12 +9,22 @@ the ``register_commands`` hook by the built-in plugin
 from __future__ import annotations
 
 import sys
-import traceback
 
-import typer
 
-from ..errors import CotkError
-from . import output
+def _interrupted_at_start() -> None:
+    sys.stderr.write("Error: interrupted (Ctrl-C)\n")
+    sys.exit(130)
+
+
+try:  # Ctrl-C while the imports run (the first half second): one sentence and 130, not a traceback
+    import traceback
+
+    import typer
+
+    from ..errors import CotkError
+    from . import output
+except KeyboardInterrupt:
+    _interrupted_at_start()
 
 app = typer.Typer(
     name="cotk-repro",
@@ -54,16 +64,22 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if "--debug" in args:
         output.set_debug(True)
+    if not args or "--help" in args or "-h" in args:
+        output.widen_help_when_piped()
     try:
         _load_commands()
         app(args=args, prog_name="cotk-repro")
+    except SystemExit as exc:
+        if exc.code == 130:  # Typer turns Ctrl-C into a silent exit 130: say what happened
+            output.error("interrupted (Ctrl-C)")
+        raise
     except CotkError as exc:
         if output.debug_enabled():
             traceback.print_exc()
         output.error(exc.message, exc.hint, exc.log)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        output.error("interrupted")
+        output.error("interrupted (Ctrl-C)")
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - last resort: one sentence, not a traceback
         if output.debug_enabled():

@@ -105,8 +105,8 @@ def register(cli: typer.Typer) -> None:
         from ..compare.engine import count_tasks
 
         cfg = load_config(config, out=out, jobs=jobs)
-        output.info(f"comparing {len(cfg.systems)} systems on {len(cfg.datasets)} datasets with "
-                    f"{len(cfg.metrics)} metrics")
+        output.info(f"comparing {output.plural(len(cfg.systems), 'system')} on "
+                    f"{output.plural(len(cfg.datasets), 'dataset')} with {output.plural(len(cfg.metrics), 'metric')}")
         with output.progress("evaluating", total=count_tasks(cfg)) as advance:
             result = evaluate_config(cfg, jobs=jobs, on_progress=lambda done, total: advance())
         files = write_report(result)

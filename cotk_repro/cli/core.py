@@ -125,16 +125,23 @@ def show(
         output.console.print(output.table("data hash codes", ["hash", "value"], [[k, v] for k, v in r["data"].items()]))
 
 
-def render_verdicts(rows, verdict: str, title: str = "verdict") -> None:
+def render_verdicts(rows, verdict: str, title: str = "verdict",
+                    labels: tuple[str, str] = ("published", "rerun")) -> None:
     styles = {"reproduced": "green", "differs": "red", "not comparable": "yellow", "missing": "red",
               "unverifiable": "cyan", "extra": "dim"}
-    t = output.table(title, ["metric", "verdict", "published", "rerun", "|diff|", "hash"], [])
+    t = output.table(title, ["metric", "verdict", *labels, "|diff|", "hash"], [])
     for r in rows:
         same_hash = "same" if r.a_hash and r.a_hash == r.b_hash else ("different" if r.a_hash and r.b_hash else "-")
         t.add_row(r.metric, f"[{styles.get(r.verdict, '')}]{r.verdict}[/]", output.fmt_value(r.a_value),
                   output.fmt_value(r.b_value), output.fmt_value(r.abs_diff), same_hash)
     output.console.print(t)
     output.console.print(f"[bold]{verdict}[/bold]")
+
+
+def _doc_label(doc: dict, given: str) -> str:
+    """A record by its short id (``3f2a9c1b7d4e``), anything else as the user named it."""
+    rid = doc.get("id")
+    return rid.removeprefix("sha256:")[:12] if isinstance(rid, str) else given
 
 
 @app.command()
@@ -166,7 +173,8 @@ def diff(
         output.print_json({"verdict": verdict, "a": doc_a.get("id"), "b": doc_b.get("id"),
                            "metrics": [r.as_dict() for r in rows], "environment_differences": env_diff})
     else:
-        render_verdicts(rows, verdict)
+        render_verdicts(rows, verdict, title=f"diff of A = {_doc_label(doc_a, a)} and B = {_doc_label(doc_b, b)}",
+                        labels=("A", "B"))
         if env_diff:
             shown = ", ".join(f"{d['what']} {d['a']} -> {d['b']}" for d in env_diff[:8])
             output.console.print(f"environment differs: {shown}" + (" ..." if len(env_diff) > 8 else ""), markup=False)

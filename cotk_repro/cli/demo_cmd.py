@@ -15,7 +15,10 @@ from . import output
 def register(cli: typer.Typer) -> None:
     @cli.command()
     def demo(
-        folder: Optional[Path] = typer.Option(None, "--dir", help="Folder for the demo (default: a new temporary folder)."),
+        folder: Optional[Path] = typer.Option(None, "--dir", help="Folder for the demo, kept afterwards (default: a new "
+                                              "temporary folder, removed at the end unless --keep)."),
+        keep: bool = typer.Option(False, "--keep", help="Keep the temporary folder (project, git remote, dashboard "
+                                  "database) and print how to serve its dashboard again."),
         runtime: Optional[str] = typer.Option(None, "--runtime", help="Runtime of the reproduction: venv or docker "
                                               "(default: docker when an engine and the base image are there, else venv)."),
         base_image: Optional[str] = typer.Option(None, "--base-image", help="Docker base image for the docker runtime "
@@ -29,16 +32,17 @@ def register(cli: typer.Typer) -> None:
         """The whole loop on one machine: scaffold a sample project, run it, publish it to a local bare git
         remote and an embedded dashboard, reproduce it from the remote, print the verdict and the dashboard URL.
         """
-        from ..demo import run_demo
+        from ..demo import cleanup, run_demo
         from .core import render_verdicts
 
         image = base_image or os.environ.get("COTK_REPRO_BASE_IMAGE") or "cotk-repro-base:bookworm"
         result = run_demo(folder, runtime=runtime, base_image=image, host=host, port=port, on_status=output.info)
+        kept = keep or folder is not None
         outcome = result.reproduction
         verdict = outcome.verdict
         try:
             if json_out:
-                output.print_json({"folder": str(result.folder), "record_id": result.record["id"],
+                output.print_json({"folder": str(result.folder), "kept": kept, "record_id": result.record["id"],
                                    "results": result.record["results"], "dashboard": result.dashboard_url,
                                    "record_url": result.record_url, "runtime": result.runtime,
                                    "reproduction": verdict, "timings_s": result.timings})
@@ -51,8 +55,10 @@ def register(cli: typer.Typer) -> None:
                 else:
                     render_verdicts(outcome.rows, verdict["verdict"],
                                     title=f"reproduction from the git remote ({result.runtime} runtime)")
-                output.console.print(f"project:   {result.project}", markup=False)
-                output.console.print(f"dashboard: {result.dashboard_url}", markup=False)
+                if kept:
+                    output.console.print(f"project:   {result.project}", markup=False)
+                stopped = "" if serve else " (stopped when this command exits)"
+                output.console.print(f"dashboard: {result.dashboard_url}{stopped}", markup=False)
                 if result.record_url:
                     output.console.print(f"record:    {result.record_url}", markup=False)
                 output.info("took " + ", ".join(f"{k} {v:.1f}s" for k, v in result.timings.items()))
@@ -66,5 +72,11 @@ def register(cli: typer.Typer) -> None:
         finally:
             if result.stop:
                 result.stop()
+            if kept:
+                output.info(f"the demo is kept in {result.folder}; serve its dashboard again with: "
+                            f"cotk-repro dashboard serve --db sqlite:///{result.folder / 'dashboard.db'}")
+            else:
+                cleanup(result.folder)
+                output.info(f"removed the demo folder {result.folder} (--keep keeps it)")
         if outcome.exit_code:
             raise typer.Exit(outcome.exit_code)

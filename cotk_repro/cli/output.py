@@ -11,8 +11,32 @@ from typing import Any, Iterator
 from rich.console import Console
 from rich.table import Table
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# Not a terminal (a pipe, a file, CI): Rich would wrap at 80 columns and split URLs, ids and numbers over
+# two lines. Use $COLUMNS when it is set, else a width nothing reaches (tables size to their content).
+NO_WRAP_WIDTH = 100_000
+HELP_WIDTH = 120  # --help's panels fill the width they are given: a readable one when not on a terminal
+
+
+def piped_width(stream: Any) -> int | None:
+    """The console width for ``stream``: None (Rich measures it) on a terminal, else $COLUMNS or no wrap."""
+    if stream.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() else NO_WRAP_WIDTH
+
+
+console = Console(highlight=False, width=piped_width(sys.stdout))
+err_console = Console(stderr=True, highlight=False, width=piped_width(sys.stderr))
+
+
+def widen_help_when_piped() -> None:
+    """Typer's --help, when stdout is not a terminal: $COLUMNS or 120 columns, not 80 (no cut option names)."""
+    if sys.stdout.isatty() or os.environ.get("TERMINAL_WIDTH"):
+        return
+    import typer.rich_utils
+
+    columns = os.environ.get("COLUMNS", "")
+    typer.rich_utils.MAX_WIDTH = int(columns) if columns.isdigit() else HELP_WIDTH
 
 _state = {"debug": os.environ.get("COTK_REPRO_DEBUG", "") not in ("", "0")}
 
@@ -55,6 +79,11 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table
     for r in rows:
         t.add_row(*["" if v is None else str(v) for v in r])
     return t
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 dataset``, ``6 systems``."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def fmt_value(v: Any) -> str:

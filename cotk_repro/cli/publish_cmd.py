@@ -63,17 +63,18 @@ def register(cli: typer.Typer) -> None:
     def login(
         dashboard: str = typer.Option(..., "--dashboard", help="Dashboard URL, e.g. https://dash.example.org."),
         token: str = typer.Option(..., "--token", help="Your token (from `cotk-repro dashboard add-user` on the server)."),
-        check: bool = typer.Option(True, "--check/--no-check", help="Check that the dashboard answers before saving."),
+        check: bool = typer.Option(True, "--check/--no-check", help="Check with the dashboard that it answers and "
+                                   "accepts the token before saving (default); --no-check saves without asking it."),
     ) -> None:
-        """Store dashboard credentials in your user config (file mode 0600, never in a repository)."""
+        """Store dashboard credentials in your user config (file mode 0600, never in a repository).
+
+        By default the dashboard is asked who the token belongs to: a dead URL or a refused token exits 2 and
+        saves nothing.
+        """
         from ..core import userconfig
-        from ..publish.dashboard import DashboardClient, DashboardError
+        from ..publish.dashboard import DashboardClient
 
         url = userconfig.normalize_url(dashboard)
-        if check:
-            try:
-                DashboardClient(url, token, retries=1).health()
-            except DashboardError as exc:
-                output.warn(f"{exc.message}; saving the token anyway")
+        who = DashboardClient(url, token, retries=1).whoami() if check else None  # DashboardError: exit 2
         written = userconfig.set_dashboard_token(url, token)
-        output.info(f"saved the token for {url} in {written}")
+        output.info(f"saved the token{f' of {who}' if who else ''} for {url} in {written}")

@@ -46,6 +46,10 @@ class Health(BaseModel):
     status: str
 
 
+class Me(BaseModel):
+    user: str
+
+
 class Problem(BaseModel):
     detail: str
 
@@ -228,6 +232,12 @@ def _qs(value: Optional[str], what: str) -> Optional[str]:
 def health(request: Request) -> dict[str, str]:
     _dash(request).db.generation()  # the database answers
     return {"status": "ok"}
+
+
+@router.get("/me", response_model=Me, responses={401: ERRORS[401]})
+def me(user: Principal = Depends(require_user)) -> dict[str, str]:
+    """The user a token belongs to: what `cotk-repro login` checks before saving it."""
+    return {"user": user.name}
 
 
 @router.post("/records", status_code=201, response_model=Created,

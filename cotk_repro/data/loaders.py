@@ -430,9 +430,46 @@ class TextDataLoader:
 
 
 # ----------------------------------------------------------------------------------------------------
-def _missing(path: Path, split: str, looked: list[str]) -> DataError:
-    return DataError(f"{path} has no {split} split: looked for {', '.join(looked)}",
-                     hint="load only the splits the folder has with splits=[...] (the CLI: --splits train,test)")
+def _prefixed(path: Path, split: str, suffix: str) -> Path | None:
+    """``{split}{suffix}``, else the one ``PREFIX_{split}{suffix}`` (CoTK's ``mscoco_train.txt``, ``coco_test.txt``)."""
+    exact = path / f"{split}{suffix}"
+    if exact.is_file():
+        return exact
+    found = sorted(p for p in path.glob(f"*_{split}{suffix}") if p.is_file())
+    if len(found) > 1:
+        raise DataError(f"{path} has several {split} files, {', '.join(p.name for p in found)}; keep one")
+    return found[0] if found else None
+
+
+def guess_loader(path: Path) -> str | None:
+    """The built-in loader whose file layout ``path`` has (``.post``/``.response``, JSONL fields, ``.txt``)."""
+    if not path.is_dir():
+        return None
+    names = [p.name for p in path.iterdir() if p.is_file()]
+    if any(n.endswith((".post", ".response")) for n in names):
+        return "single-turn-dialog"
+    for n in sorted(names):
+        if n.endswith(".jsonl"):
+            with open(path / n, encoding="utf-8", errors="replace") as fh:
+                first = fh.readline()
+            if '"session"' in first:
+                return "multi-turn-dialog"
+            if '"post"' in first and '"response"' in first:
+                return "single-turn-dialog"
+    if any(n.endswith(".txt") for n in names):
+        return "language-generation"
+    return None
+
+
+def _missing(loader: str, path: Path, split: str, looked: list[str]) -> DataError:
+    message = f"{path} has no {split} split: looked for {' or '.join(looked)}"
+    guess = guess_loader(path)
+    if guess and guess != loader:
+        return DataError(message, hint=f"the folder looks like {guess} data: add --loader {guess}")
+    if split == "train":
+        return DataError(message, hint="every dataset needs a training split; rename its file to one of these names")
+    return DataError(message, hint="load only the splits the folder has: --splits train,test, "
+                                   "or splits=['train', 'test'] in Python")
 
 
 class LanguageGeneration(TextDataLoader):
@@ -443,11 +480,10 @@ class LanguageGeneration(TextDataLoader):
     name = "language-generation"
 
     def find_sources(self, split: str) -> list[Path]:
-        names = [f"{split}.txt", f"mscoco_{split}.txt"]
-        for n in names:
-            if (self.path / n).is_file():
-                return [self.path / n]
-        raise _missing(self.path, split, names)
+        found = _prefixed(self.path, split, ".txt")
+        if found is None:
+            raise _missing(self.name, self.path, split, [f"{split}.txt", f"PREFIX_{split}.txt"])
+        return [found]
 
     def read_blocks(self, split: str, sources: list[Path], progress: Progress | None) -> Iterator[Block]:
         for _, lines in iter_line_blocks(sources[0], progress):
@@ -468,18 +504,18 @@ class SingleTurnDialog(TextDataLoader):
     name = "single-turn-dialog"
 
     def find_sources(self, split: str) -> list[Path]:
-        pairs = [(f"{split}.post", f"{split}.response"), (f"opensub_pair_{split}.post", f"opensub_pair_{split}.response")]
-        for post, resp in pairs:
-            p, r = self.path / post, self.path / resp
-            if p.is_file() and r.is_file():
-                return [p, r]
-            if p.is_file() or r.is_file():
-                have, lack = (p, r) if p.is_file() else (r, p)
-                raise DataError(f"{have} has no partner: {lack} is missing")
-        jl = self.path / f"{split}.jsonl"
-        if jl.is_file():
+        have = _prefixed(self.path, split, ".post") or _prefixed(self.path, split, ".response")
+        if have is not None:
+            post, resp = have.with_suffix(".post"), have.with_suffix(".response")
+            if not (post.is_file() and resp.is_file()):
+                raise DataError(f"{have} has no partner: {resp if have == post else post} is missing")
+            return [post, resp]
+        jl = _prefixed(self.path, split, ".jsonl")
+        if jl is not None:
             return [jl]
-        raise _missing(self.path, split, [f"{a} + {b}" for a, b in pairs] + [f"{split}.jsonl"])
+        raise _missing(self.name, self.path, split, [f"{split}.post + {split}.response",
+                                                     f"PREFIX_{split}.post + PREFIX_{split}.response",
+                                                     f"{split}.jsonl", f"PREFIX_{split}.jsonl"])
 
     def read_blocks(self, split: str, sources: list[Path], progress: Progress | None) -> Iterator[Block]:
         if len(sources) == 1:
@@ -588,10 +624,10 @@ class MultiTurnDialog(TextDataLoader):
         super().__init__(path, **options)
 
     def find_sources(self, split: str) -> list[Path]:
-        jl = self.path / f"{split}.jsonl"
-        if jl.is_file():
-            return [jl]
-        raise _missing(self.path, split, [f"{split}.jsonl"])
+        jl = _prefixed(self.path, split, ".jsonl")
+        if jl is None:
+            raise _missing(self.name, self.path, split, [f"{split}.jsonl", f"PREFIX_{split}.jsonl"])
+        return [jl]
 
     def read_blocks(self, split: str, sources: list[Path], progress: Progress | None) -> Iterator[Block]:
         max_turns = self.options.get("max_turns")

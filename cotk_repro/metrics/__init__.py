@@ -29,10 +29,37 @@ def get_metric(name: str, **options: Any) -> Metric:
     registry = get_plugins().registry("metric")
     if name not in registry:
         raise MetricError(f"unknown metric {name!r}; registered metrics: {', '.join(sorted(registry)) or 'none'}")
+    check_option_names(name, options)
     try:
         return registry[name].obj(**options)
     except TypeError as exc:
         raise MetricError(f"bad options for metric {name!r}: {exc}") from None
+
+
+def check_option_names(name: str, options: dict[str, Any]) -> None:
+    """Refuse an option the metric ``name`` does not take with one sentence: the closest valid one, all of them."""
+    import difflib
+    import inspect
+
+    from ..plugins import get_plugins
+    from .facts import class_of_factory, metric_options
+
+    factory = get_plugins().registry("metric")[name].obj
+    cls = class_of_factory(factory) or factory
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return  # takes anything: the metric itself judges
+    valid = [o["name"] for o in metric_options(cls)]
+    unknown = [k for k in options if k not in valid and not k.startswith("_")]
+    if not unknown:
+        return
+    close = difflib.get_close_matches(unknown[0], valid, n=1)
+    suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+    raise MetricError(f"metric {name!r} has no option {unknown[0]!r}{suggestion}; "
+                      f"its options: {', '.join(valid) or 'none'}")
 
 
 def accepts_option(name: str, option: str) -> bool:

@@ -1,6 +1,8 @@
 """Evaluating text files: the library behind ``cotk-repro evaluate``.
 
-* Hypotheses: a text file, one sentence per line (UTF-8).
+* Hypotheses: a text file, one sentence per line (UTF-8). Lines end at ``\n`` (or ``\r\n``) only, as
+  sacrebleu and NLTK users expect: U+2028, U+0085, form feeds or a lone CR inside a line are content. A single
+  final newline ends the last line; any further blank line is content (an empty hypothesis).
 * References: a text file, one reference per line, or JSONL with one object per line,
   ``{"references": ["...", "..."]}`` (TextGen-Benchmark's multi-reference layout).
 """
@@ -22,16 +24,28 @@ def _read_lines(path: Path, what: str) -> list[str]:
         raise MetricError(f"{what} file {path} does not exist")
     if not path.is_file():
         raise MetricError(f"{what} file {path} is not a file")
+    raw = path.read_bytes()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MetricError(f"{what} file {path} is not UTF-8 text (byte {exc.start})") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise MetricError(f"{what} file {path} is not UTF-8 text: line {line}, column {col}, byte offset "
+                          f"{exc.start} (0x{raw[exc.start:exc.start + 1].hex()})") from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    lines = text.splitlines()
+    lines = split_lines(text)
     if not lines or not any(line.strip() for line in lines):
         raise MetricError(f"{what} file {path} is empty")
     return lines
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines ended by ``\n`` or ``\r\n`` only (never ``str.splitlines``' other breaks); one final newline ignored."""
+    if not text:
+        return []
+    lines = (text[:-1] if text.endswith("\n") else text).split("\n")
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def read_hypotheses(path: Path) -> list[str]:

@@ -29,6 +29,19 @@ def resolve_dashboard(explicit: str | None, config) -> str | None:
     return explicit or config.get("dashboard", "url") or userconfig.default_dashboard()
 
 
+def _check_reproducible_from_dashboard(record: dict[str, Any], rid: str) -> None:
+    """A record on the dashboard is reproduced from the git remote it names: refuse one that names none.
+
+    A record is immutable (its id is the hash of its content), so the remote it was pushed to later cannot be
+    added to it: a record made before the project had a remote must be made again.
+    """
+    if not (record.get("code") or {}).get("remote_url"):
+        raise PublishError(f"record {rid} names no git remote (it was made before the project had one), so a "
+                           f"reproduction from the dashboard could not fetch its code",
+                           hint="run it again with `cotk-repro run` now that the remote exists and publish that "
+                                "record, or publish this one with --no-dashboard")
+
+
 def choose_targets(explicit: list[str] | None, config, *, use_git: bool = True, use_dashboard: bool = True) -> list[str]:
     """The publish targets to run, in order: ``explicit``, else ``publish.targets``; less git / dashboard when
     switched off. Unknown names are an error listing the registered targets."""
@@ -72,6 +85,8 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
                          on_status=on_status or (lambda _m: None), signature=signature)
     chosen = choose_targets(targets, config, use_git=use_git, use_dashboard=use_dashboard)
     steps: list[dict[str, Any]] = []
+    if "dashboard" in chosen and ctx.dashboard_url:
+        _check_reproducible_from_dashboard(record, rid)
     for name in chosen:
         if name == "dashboard" and not ctx.dashboard_url:
             steps.append({"target": "dashboard", "status": "skipped",

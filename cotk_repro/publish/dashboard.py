@@ -128,6 +128,10 @@ class DashboardClient:
     def health(self) -> dict[str, Any]:
         return self._check(self.request("GET", "/api/v1/health"), "the health check")
 
+    def whoami(self) -> str:
+        """The user the token belongs to (``GET /api/v1/me``); raises when the token is refused."""
+        return self._check(self.request("GET", "/api/v1/me", auth=True), "the token check")["user"]
+
     def upload_record(self, record: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
         """POST the record (with its signature when there is one: ``{"record", "signature"}``);
         returns ``{"id", "url", "created"}`` (``created`` False when it was there)."""

@@ -23,7 +23,7 @@ from .. import __version__
 from ..capture.dockerfile import render_dockerfile
 from ..capture.environment import capture_environment, lock_text
 from ..capture.git import GitState, capture_git
-from ..core.config import ProjectConfig, load_config
+from ..core.config import CONFIG_FILE, ProjectConfig, load_config
 from ..core.results import read_result_file
 from ..errors import CaptureError, CotkError, PluginError, RunError
 from ..plugins import get_plugins
@@ -177,13 +177,14 @@ def prepare(cwd: Path, *, entry: str | None, args: list[str] | None, result: str
     state = capture_git(cwd)
     config = load_config(state.root)
     if state.dirty and not allow_dirty:
-        shown = ", ".join(state.dirty_files[:5]) + (" ..." if len(state.dirty_files) > 5 else "")
-        raise CaptureError(
-            f"the work tree has uncommitted changes ({shown}); commit them or pass --allow-dirty",
-        )
+        raise _dirty_error(state, cwd / (result or config.get("run", "result")))
     entry = entry or config.get("run", "entry")
     entry_path = (cwd / entry).resolve()
     if not entry_path.is_file():
+        if config.source is None and entry == config.get("run", "entry"):
+            raise RunError(f"the entry script {entry} does not exist in {cwd}, and the project has no "
+                           f"{CONFIG_FILE} naming another",
+                           hint="run `cotk-repro init` to scaffold one, or name the script: cotk-repro run --entry SCRIPT")
         raise RunError(f"the entry script {entry} does not exist in {cwd}")
     if not entry_path.is_relative_to(state.root.resolve()):
         raise RunError(f"the entry script {entry} is outside the git repository {state.root}")
@@ -194,6 +195,24 @@ def prepare(cwd: Path, *, entry: str | None, args: list[str] | None, result: str
         args = list(config.get("run", "args") or [])
     result_path = cwd / (result or config.get("run", "result"))
     return state, config, entry_path, args, result_path
+
+
+def _dirty_error(state: GitState, result_path: Path) -> CaptureError:
+    """Uncommitted changes; when they are the run's own outputs (result, logs), say to ignore them."""
+    shown = ", ".join(state.dirty_files[:5]) + (" ..." if len(state.dirty_files) > 5 else "")
+    message = f"the work tree has uncommitted changes ({shown}); commit them or pass --allow-dirty"
+    try:
+        result_rel = result_path.resolve().relative_to(state.root.resolve()).as_posix()
+    except ValueError:
+        result_rel = None
+    outputs = [f for f in state.dirty_files if f == result_rel or f.endswith(".log")]
+    if not outputs:
+        return CaptureError(message)
+    missing = "" if (state.root / ".gitignore").is_file() else "the project has no .gitignore; "
+    return CaptureError(f"the work tree has uncommitted changes ({shown}): {', '.join(outputs)} "
+                        f"{'is an output' if len(outputs) == 1 else 'are outputs'} of a run, not code",
+                        hint=f"{missing}add {' and '.join(sorted({'*.log' if f.endswith('.log') else f for f in outputs}))} "
+                             f"to .gitignore and commit it (cotk-repro init writes such a .gitignore)")
 
 
 def execute(cwd: Path | None = None, *, entry: str | None = None, args: list[str] | None = None,

@@ -95,7 +95,8 @@ def _from_dashboard(text: str, base: str, record_id: str) -> Source:
     url = (record.get("code") or {}).get("remote_url")
     if not url:
         raise ReproduceError(f"record {record_id[:19]} names no git remote, so its code cannot be fetched",
-                             hint="ask its author to publish it to a git host with `cotk-repro publish`")
+                             hint="it was made before its project had a git remote: ask its author to run it again "
+                                  "and publish the new record")
     from ..capture.git import LOCAL_PREFIX
 
     if url.startswith(LOCAL_PREFIX) or url.startswith("~") or "://" not in url and not re.match(r"^[^/@:]+@[^/:]+:", url):

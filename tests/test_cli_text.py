@@ -1,0 +1,66 @@
+"""The command line's text when it is not on a terminal: no wrapping that breaks URLs, ids or numbers
+(issue 12, rough edge 8), and wording (rough edge 9)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import write_files
+
+LONG_HASH = "0123456789abcdef" * 4
+
+
+def test_piped_tables_do_not_wrap_ids_urls_or_numbers(tmp_path, cli):
+    a = tmp_path / "a.json"
+    b = tmp_path / "b.json"
+    metric = "a-metric-with-a-rather-long-name-https://example.org/some/very/long/path/that/should/stay/whole"
+    a.write_text(json.dumps({metric: 0.123456789, f"{metric} hashvalue": LONG_HASH}))
+    b.write_text(json.dumps({metric: 0.123456789, f"{metric} hashvalue": LONG_HASH}))
+    res = cli("diff", str(a), str(b), env={"COLUMNS": ""})
+    assert res.returncode == 0, res
+    assert metric in res.stdout  # one piece, on one line
+    assert max(len(line) for line in res.stdout.splitlines()) > 80
+    # $COLUMNS is honoured when the user sets it
+    narrow = cli("diff", str(a), str(b), env={"COLUMNS": "60"})
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 60
+
+
+def test_piped_help_keeps_option_names_whole(cli):
+    res = cli("data", "hashes", "--help", env={"COLUMNS": ""})
+    assert res.returncode == 0
+    assert "--min-frequent-vocab-times" in res.stdout and "--min-frequent-vocab-t…" not in res.stdout
+    assert "--min-rare-vocab-times" in res.stdout
+
+
+def test_diff_of_two_local_records_labels_them_a_and_b(make_project, cli):
+    root = make_project({"main.py": 'import json\njson.dump({"x": 1.0}, open("result.json", "w"))\n'})
+    first = json.loads(cli("run", "--json", "-q", cwd=root).stdout)["id"]
+    second = json.loads(cli("run", "--json", "-q", cwd=root).stdout)["id"]
+    res = cli("diff", first, second, cwd=root)
+    assert res.returncode == 0, res
+    assert "published" not in res.stdout and "rerun" not in res.stdout
+    header = next(line for line in res.stdout.splitlines() if "metric" in line and "verdict" in line)
+    assert " A " in header and " B " in header
+    assert f"A = {first.removeprefix('sha256:')[:12]}" in res.stdout
+    assert f"B = {second.removeprefix('sha256:')[:12]}" in res.stdout
+
+
+def test_compare_counts_are_plural_only_when_plural(tmp_path, cli):
+    write_files(tmp_path, {
+        "gold.txt": "a cat sat\nthe dog ran\n",
+        "samples/one.txt": "a cat sat\nthe dog ran\n",
+        "bench.toml": '[[dataset]]\nname = "d"\ngold = "gold.txt"\nsamples = "samples"\n\n'
+                      '[[metric]]\nname = "distinct"\n',
+    })
+    res = cli("compare", str(tmp_path / "bench.toml"), "--out", str(tmp_path / "out"))
+    assert res.returncode == 0, res
+    assert "comparing 1 system on 1 dataset with 1 metric" in res.stderr
+
+
+def test_reproduce_step_summary_has_no_nested_parentheses():
+    from cotk_repro.cli.reproduce_cmd import _step_text
+
+    assert _step_text({"step": "wheel download", "seconds": 0.0, "status": "skipped (environment cached)"}) \
+        == "wheel download skipped (environment cached)"
+    assert _step_text({"step": "run", "seconds": 1.234, "status": "ok"}) == "run 1.2s"
+    assert _step_text({"step": "image build", "seconds": 3.0, "status": "failed"}) == "image build 3.0s (failed)"
