@@ -64,4 +64,11 @@ else
   [ ${#torch[@]} -eq 0 ] || "${PIP[@]}" "${torch[@]}"
   "${PIP[@]}" -c requirements/torch.txt -e ".[postgres,compare,test]" "${plugins[@]/#/-e}"
 fi
+# CoTK 0.1.0 in a venv of its own (the compat tests cross-check against it; benchmarks compare with it)
+COTK_VENV=${COTK_REPRO_COTK_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/cotk-repro/bench-cotk-venv}
+if [ ! -x "$COTK_VENV/bin/python" ] || ! "$COTK_VENV/bin/python" -c 'import cotk' 2>/dev/null; then
+  echo "CoTK 0.1.0 into $COTK_VENV (the peer of the compat tests)"
+  { "$PY" -m venv "$COTK_VENV" && "$COTK_VENV/bin/python" -m pip install -q --disable-pip-version-check "cotk==0.1.0"; } \
+    || echo "WARNING: could not install CoTK 0.1.0; the CoTK cross-check tests will skip" >&2
+fi
 echo "setup done"
