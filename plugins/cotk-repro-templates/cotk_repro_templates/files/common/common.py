@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 CHECKPOINTS = Path("checkpoints")  # in .gitignore: never committed, never recorded
+OUTPUTS = Path("outputs")  # generated text, likewise ignored
 
 
 def parse_args(description: str, presets: dict[str, dict], extra=None) -> argparse.Namespace:
@@ -104,6 +105,14 @@ def fit(model, loss_fn, batches, settings: dict, device: str, name: str = "model
             torch.save({"epoch": epoch + 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                         "settings": settings}, CHECKPOINTS / f"{name}-last.pt")
     return {"tokens": tokens, "seconds": seconds}
+
+
+def save_samples(lines: list[str], name: str = "samples.txt") -> Path:
+    """Write generated text, one line each, under ``outputs/`` (for reading; the record keeps the scores)."""
+    OUTPUTS.mkdir(exist_ok=True)
+    path = OUTPUTS / name
+    path.write_text("".join(line.replace("\n", " ") + "\n" for line in lines), encoding="utf-8")
+    return path
 
 
 def top_k_choice(logits: torch.Tensor, top_k: int, temperature: float, generator: torch.Generator) -> torch.Tensor:
