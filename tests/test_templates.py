@@ -246,3 +246,23 @@ def test_presets_and_overrides(tmp_path, cli):
     assert run.returncode == 0, run.stderr
     assert "epoch 1/1" in run.stdout and len((root / "outputs" / "samples.txt").read_text().splitlines()) == 7
     assert json.loads((root / "r.json").read_text())["results"]["perplexity"]["value"] > 1
+
+
+@needs_plugin
+def test_an_editable_first_party_plugin_is_rebuilt_from_this_source(tmp_path):
+    """A record made where the plugin was installed with `pip install -e plugins/...` names it an editable
+    install; reproduce builds its wheel from this cotk-repro's plugins/ folder (not from the index)."""
+    import zipfile
+
+    from cotk_repro.reproduce.wheelhouse import ensure_local_wheels, first_party_plugin, host_mm, local_identity
+
+    assert first_party_plugin("cotk-repro-templates", "0.1.0") == REPO_ROOT / "plugins" / "cotk-repro-templates"
+    assert first_party_plugin("cotk-repro-templates", "9.9") is None  # another version: not this source
+    package = [{"name": "cotk-repro-templates", "version": "0.1.0", "install": "editable"}]
+    assert local_identity(package, "tree")[0].startswith("cotk-repro-templates==0.1.0@plugin:")
+    (tmp_path / "code").mkdir()
+    wheels = ensure_local_wheels(package, tmp_path / "code", "tree", host_mm(), tmp_path / "log")
+    assert len(wheels) == 1 and wheels[0].name.startswith("cotk_repro_templates-0.1.0-")
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    assert "cotk_repro_templates/files/lm-gru/model.py" in names
+    assert "cotk_repro_templates/files/lm/data/mscoco_train.txt" in names
