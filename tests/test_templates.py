@@ -14,7 +14,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, git, run_cli
-from test_reproduce_support import SMALL_DEPS, add_bare_remote, publish
+from test_reproduce_support import add_bare_remote, publish, small_venv_python
 
 TEMPLATES = ["lm-gru", "lm-transformer", "lm-gpt2-finetune", "seq2seq-gru", "seq2seq-transformer",
              "dialog-gpt2-finetune"]
@@ -47,29 +46,9 @@ def trust_flag() -> list[str]:
 
 def record_venv_python() -> str:
     """A venv for records: cotk-repro (a wheel of this checkout), the few packages it imports, the
-    CPU torch wheel, transformers and tokenizers. Built once per source state, in the user cache."""
-    from cotk_repro.reproduce.wheelhouse import self_fingerprint
-    from cotk_repro.userconfig import cache_dir
-
-    root = cache_dir() / "test-venvs-templates"
-    vdir = root / self_fingerprint()
-    py = vdir / "bin" / "python"
-    if (vdir / ".complete").is_file():
-        return str(py)
-    root.mkdir(parents=True, exist_ok=True)
-    for old in root.iterdir():
-        shutil.rmtree(old, ignore_errors=True)
-    wheels = vdir.with_name(vdir.name + "-wheel")
-    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO_ROOT)],
-                   check=True)
-    subprocess.run([sys.executable, "-m", "venv", str(vdir)], check=True)
-    subprocess.run([*pip, "--no-deps", *map(str, wheels.glob("*.whl"))], check=True)
-    subprocess.run([*pip, TORCH_WHEEL], check=True)  # first, so nothing else resolves another torch
-    subprocess.run([*pip, *SMALL_DEPS, "numpy", "nltk", "transformers", "tokenizers"], check=True)
-    shutil.rmtree(wheels, ignore_errors=True)
-    (vdir / ".complete").write_text("ok")
-    return str(py)
+    CPU torch wheel (first, so nothing else resolves another torch), transformers and tokenizers."""
+    return small_venv_python(extra=((TORCH_WHEEL,), ("numpy", "nltk", "transformers", "tokenizers")),
+                             name="test-venvs-templates")
 
 
 def distinct(lines: list[str], n: int) -> float:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from embedding import InputEmbedding
+
 #: hyper-parameters; ``paper`` is the CoTK benchmark's (embedding 300, model size 256, feed-forward 512,
 #: 4 heads, 5 layers, input dropout 0.1, dropout 0.25, batch 128, Adam 1e-3, gradient clip 5, top-10 sampling)
 PRESETS = {
@@ -25,17 +27,11 @@ class LanguageModel(nn.Module):
     def __init__(self, vocab_size: int, embedding_size: int, model_size: int, feedforward_size: int, heads: int,
                  layers: int, input_dropout: float = 0.0, dropout: float = 0.0, max_positions: int = 128, **_):
         super().__init__()
-        self.embedding = nn.Embedding(vocab_size, embedding_size)
-        self.positions = nn.Embedding(max_positions, model_size)
-        self.inp = nn.Linear(embedding_size, model_size)
-        self.input_dropout = nn.Dropout(input_dropout)
+        self.embed = InputEmbedding(vocab_size, embedding_size, model_size, input_dropout, max_positions)
         layer = nn.TransformerEncoderLayer(model_size, heads, feedforward_size, dropout, batch_first=True)
         self.decoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.projection = nn.Linear(model_size, vocab_size)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        time_steps = ids.shape[1]
-        positions = torch.arange(time_steps, device=ids.device)
-        x = self.input_dropout(self.inp(self.embedding(ids)) + self.positions(positions))
-        causal = nn.Transformer.generate_square_subsequent_mask(time_steps, device=ids.device)
-        return self.projection(self.decoder(x, mask=causal, is_causal=True))
+        causal = nn.Transformer.generate_square_subsequent_mask(ids.shape[1], device=ids.device)
+        return self.projection(self.decoder(self.embed(ids), mask=causal, is_causal=True))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from embedding import InputEmbedding
+
 #: hyper-parameters; ``paper`` is the CoTK benchmark's (embedding 300, model size 256, feed-forward 512,
 #: 4 heads, 5 layers each side, input dropout 0.1, dropout 0.25, batch 64, Adam 1e-3, gradient clip 5)
 PRESETS = {
@@ -25,20 +27,13 @@ class Seq2Seq(nn.Module):
     def __init__(self, vocab_size: int, embedding_size: int, model_size: int, feedforward_size: int, heads: int,
                  layers: int, input_dropout: float = 0.0, dropout: float = 0.0, max_positions: int = 128, **_):
         super().__init__()
-        self.embedding = nn.Embedding(vocab_size, embedding_size)
-        self.positions = nn.Embedding(max_positions, model_size)
-        self.inp = nn.Linear(embedding_size, model_size)
-        self.input_dropout = nn.Dropout(input_dropout)
+        self.embed = InputEmbedding(vocab_size, embedding_size, model_size, input_dropout, max_positions)
         encoder = nn.TransformerEncoder(
             nn.TransformerEncoderLayer(model_size, heads, feedforward_size, dropout, batch_first=True), layers,
             norm=nn.LayerNorm(model_size), enable_nested_tensor=False)
         self.transformer = nn.Transformer(model_size, heads, layers, layers, feedforward_size, dropout,
                                           custom_encoder=encoder, batch_first=True)
         self.projection = nn.Linear(model_size, vocab_size)
-
-    def embed(self, ids: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(ids.shape[1], device=ids.device)
-        return self.input_dropout(self.inp(self.embedding(ids)) + self.positions(positions))
 
     def forward(self, post: torch.Tensor, response: torch.Tensor) -> torch.Tensor:
         causal = nn.Transformer.generate_square_subsequent_mask(response.shape[1], device=response.device)
