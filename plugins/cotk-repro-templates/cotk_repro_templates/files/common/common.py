@@ -62,13 +62,12 @@ def seed_everything(seed: int, threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def progress(total: int, description: str):
-    """A rich progress bar on a terminal; under `cotk-repro run` (no terminal) a line per epoch."""
+def progress():
+    """A rich progress bar on a terminal; disabled under `cotk-repro run` (no terminal: ``fit`` prints lines)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("loss {task.fields[loss]:.3f}"), TimeRemainingColumn(),
-                    disable=not os.isatty(1)), description
+                    TextColumn("loss {task.fields[loss]:.3f}"), TimeRemainingColumn(), disable=not os.isatty(1))
 
 
 def fit(model, loss_fn, batches, settings: dict, device: str, name: str = "model") -> dict:
@@ -81,10 +80,9 @@ def fit(model, loss_fn, batches, settings: dict, device: str, name: str = "model
     model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings["lr"])
     tokens, seconds = 0, 0.0
-    bar, label = progress(settings["epochs"], "training")
     CHECKPOINTS.mkdir(exist_ok=True)
-    with bar:
-        task = bar.add_task(label, total=settings["epochs"], loss=float("nan"))
+    with progress() as bar:
+        task = bar.add_task("training", total=settings["epochs"], loss=float("nan"))
         for epoch in range(settings["epochs"]):
             model.train()
             start, total_loss, epoch_tokens = time.perf_counter(), 0.0, 0
