@@ -2,6 +2,7 @@
 
     python benchmarks/bleu_family.py [--data ../shared/data] [--nltk-subset 200] [--nltk-probe 3]
                                      [--cotk-sample 500] [--no-cotk] [--cache-dir DIR]
+                                     [--cotk-rule-sample 1000] [--only-cotk-rule]
 
 On ``texygen/instances/*.txt`` (six models, ~10k sentences each) and ``texygen/coco_test.txt`` (10k captions):
 
@@ -17,6 +18,10 @@ On ``texygen/instances/*.txt`` (six models, ~10k sentences each) and ``texygen/c
 4. CoTK 0.1.0 (``SelfBleuCorpusMetric``, ``FwBwBleuCorpusMetric``) in a separate virtual environment created
    under the cache dir (``pip install cotk==0.1.0``), on ``--cotk-sample`` sentences (its own sampling size),
    values compared with ours on the same sentences, time extrapolated quadratically.
+5. The CoTK rule: Self-BLEU-4 with CoTK's sampling (``sample_mode="cotk"``: seeded shuffle of the whole MLE
+   set, the first ``--cotk-rule-sample`` kept, CoTK's default 1,000) beside CoTK 0.1.0's
+   ``SelfBleuCorpusMetric(sample=1000)`` on the same sentences: values equal, the time of each
+   (``--only-cotk-rule`` runs this section alone).
 
 Timings are wall-clock on the machine it runs on; peers run in the same process/run.
 """
@@ -77,6 +82,18 @@ m.forward({"gen": [dl.ids(s) for s in hyps]})
 t = time.perf_counter(); r = m.close()
 out["fwbw"] = [r["fw-bleu"], r["bw-bleu"], r["fw-bw-bleu"], time.perf_counter() - t]
 print(json.dumps(out))
+'''
+
+# CoTK's own sampling: the whole set in, SelfBleuCorpusMetric shuffles (seed 1229) and keeps `sample`
+COTK_RULE_PEER = COTK_PEER.split("tok = re.compile")[0] + r'''
+tok = re.compile(r"\w+|[^\w\s]+").findall
+args = json.loads(sys.argv[1])
+hyps = [tok(l) for l in open(args["hyps"], encoding="utf-8").read().splitlines()]
+dl = DL()
+m = SelfBleuCorpusMetric(dl, sample=args["sample"], seed=1229)
+m.forward({"gen": [dl.ids(s) for s in hyps]})
+t = time.perf_counter(); r = m.close()
+print(json.dumps({"self": [r["self-bleu"], time.perf_counter() - t]}))
 '''
 
 
@@ -164,6 +181,20 @@ def cotk_venv(cache: Path) -> tuple[Path | None, str]:
     return py, f"new venv {venv}"
 
 
+def run_cotk_peer(args: argparse.Namespace, script: str, payload: dict) -> tuple[dict | None, str]:
+    """Run a CoTK 0.1.0 script in its venv (CPU_COUNT = this machine's): (its JSON output or None, a note)."""
+    if args.no_cotk:
+        return None, "CoTK 0.1.0 skipped (--no-cotk)"
+    py, note = cotk_venv(args.cache_dir)
+    if py is None:
+        return None, f"CoTK 0.1.0 could not be installed here: {note}"
+    env = dict(os.environ, CPU_COUNT=str(os.cpu_count() or 1))
+    r = subprocess.run([str(py), "-c", script, json.dumps(payload)], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        return None, f"CoTK run failed: {r.stderr.strip().splitlines()[-1:]}"
+    return json.loads(r.stdout.strip().splitlines()[-1]), note
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -171,6 +202,8 @@ def main() -> None:
     ap.add_argument("--nltk-probe", type=int, default=3, help="sentences per direction for the NLTK Fw/Bw loop")
     ap.add_argument("--cotk-sample", type=int, default=500, help="CoTK's sample size (its default is 1000)")
     ap.add_argument("--no-cotk", action="store_true", help="skip the CoTK 0.1.0 peer")
+    ap.add_argument("--cotk-rule-sample", type=int, default=1000, help="sample of the CoTK-rule Self-BLEU (section 5)")
+    ap.add_argument("--only-cotk-rule", action="store_true", help="run section 5 (the CoTK rule vs CoTK) alone")
     ap.add_argument("--cache-dir", type=Path,
                     default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cotk-repro-bench")
     args = ap.parse_args()
@@ -188,6 +221,9 @@ def main() -> None:
     w4 = [0.25] * 4
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; test set {len(test)} lines; "
           f"models {', '.join(f'{m} {len(v)}' for m, v in gens.items())}")
+    if args.only_cotk_rule:
+        cotk_rule_section(args, tx, gens["mle"])
+        return
 
     # 1. Self-BLEU ---------------------------------------------------------------------------------
     print("\n== Self-BLEU-4, whole sets (ours) vs NLTK sentence_bleu loop on a subset ==")
@@ -263,21 +299,13 @@ def main() -> None:
 
     # 4. CoTK 0.1.0 ----------------------------------------------------------------------------------
     print("\n== CoTK 0.1.0 (separate venv) ==")
-    if args.no_cotk:
-        print("skipped (--no-cotk)")
-        return
-    py, note = cotk_venv(args.cache_dir)
-    if py is None:
-        print(f"CoTK 0.1.0 could not be installed here: {note}")
-        return
     k = args.cotk_sample
-    payload = json.dumps({"sample": k, "hyps": str(tx / "instances" / "mle.txt"), "refs": str(tx / "coco_test.txt")})
-    env = dict(os.environ, CPU_COUNT=str(os.cpu_count() or 1))
-    r = subprocess.run([str(py), "-c", COTK_PEER, payload], capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        print(f"CoTK run failed: {r.stderr.strip().splitlines()[-1:]}")
+    out, note = run_cotk_peer(args, COTK_PEER, {"sample": k, "hyps": str(tx / "instances" / "mle.txt"),
+                                                "refs": str(tx / "coco_test.txt")})
+    if out is None:
+        print(note)
+        cotk_rule_section(args, tx, gens["mle"])
         return
-    out = json.loads(r.stdout.strip().splitlines()[-1])
     ours_self = get_metric("self-bleu").compute(gens["mle"][:k])["self-bleu"]
     ours_fb, t_fb = timed(lambda: get_metric("fw-bw-bleu").compute(gens["mle"][:k], test[:k]))
     c_self, t_cself = out["self"]
@@ -294,6 +322,27 @@ def main() -> None:
           f"(max |diff| {max(abs(c_fw - ours_fb['fw-bleu']), abs(c_bw - ours_fb['bw-bleu'])):.1e}); "
           f"CoTK extrapolated to six full models: {6 * t_cfb * (n_full / k) ** 2 / 3600:.1f} h vs ours "
           f"{t_table:.2f} s")
+    cotk_rule_section(args, tx, gens["mle"])
+
+
+def cotk_rule_section(args: argparse.Namespace, tx: Path, mle: list[str]) -> None:
+    """5. Self-BLEU with CoTK's sampling rule (ours, native) beside CoTK 0.1.0 on the same sentences."""
+    from cotk_repro.metrics import get_metric
+
+    k = args.cotk_rule_sample
+    print(f"\n== The CoTK rule: Self-BLEU-4, sample_mode='cotk', sample {k} of {len(mle)} MLE sentences ==")
+    ours, t_ours = timed(lambda: get_metric("self-bleu", sample=k, sample_mode="cotk").compute(mle), repeat=3)
+    print(f"ours (text in: pick, tokenize, count, hash) {ours['self-bleu']:.15f} in {t_ours:.3f} s  "
+          f"[{ours['self-bleu signature']}]")
+    out, note = run_cotk_peer(args, COTK_RULE_PEER, {"sample": k, "hyps": str(tx / "instances" / "mle.txt")})
+    if out is None:
+        print(note)
+        return
+    c_self, t_c = out["self"]
+    print(f"CoTK 0.1.0 SelfBleuCorpusMetric(sample={k}, seed=1229) {c_self:.15f} in {t_c:.2f} s "
+          f"(a pool of {os.cpu_count()} processes; {note})")
+    print(f"|diff| {abs(c_self - ours['self-bleu']):.1e} (CoTK sums its pool's results in any order); "
+          f"speedup {t_c / t_ours:.0f}x")
 
 
 if __name__ == "__main__":

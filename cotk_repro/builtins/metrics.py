@@ -22,6 +22,10 @@ BUILTIN_METRICS = {
     "rouge": "rouge:RougeMetric",
     "nist": "nist:NistMetric",
     "meteor": "meteor:MeteorMetric",
+    "multi-turn-perplexity": "perplexity:MultiTurnPerplexityMetric",
+    "bleu-precision-recall": "precision_recall:BleuPrecisionRecallMetric",
+    "embedding-precision-recall": "precision_recall:EmbSimilarityPrecisionRecallMetric",
+    "accuracy": "accuracy:AccuracyMetric",
 }
 
 

@@ -38,13 +38,19 @@ import numpy as np
 from ..canonical import StreamHasher
 from ..reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
 from .base import Metric, MetricError, check_references, result_entry, signature
-from .ngrams import (UNK, NgramIndex, closest_lengths, closest_lengths_leave_one_out, group_max, group_top2,
-                     tokenize_texts)
+from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, group_max, group_top2,
+                     has_special, tokenize_text, tokenize_texts)
 
 SMOOTHINGS = ("method0", "method1", "method2", "method3")
 _SMOOTH_ALIASES = {"none": "method0", "m0": "method0", "m1": "method1", "m2": "method2", "m3": "method3",
                    "0": "method0", "1": "method1", "2": "method2", "3": "method3"}
 EPSILON = 0.1  # NLTK SmoothingFunction's epsilon (method1)
+#: how Self-BLEU and Fw/Bw-BLEU pick ``sample`` sentences: "subset" (fair default: a seeded random subset of
+#: every set) or "cotk" (CoTK 0.1.0: Self-BLEU shuffles with the seed and keeps the first ``sample``;
+#: Fw/Bw-BLEU keeps the first ``sample`` generated sentences and the first ``sample`` references)
+SAMPLE_MODES = ("subset", "cotk")
+#: the tokenizer name in hashes and signatures when token lists are scored as given (``retokenize=False``)
+GIVEN_TOKENS = "given"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,16 +241,19 @@ class ReferenceDigest:
     hashed cheaply under several settings (fw-bleu, bw-bleu and fw-bw-bleu share a reference set).
 
     ``references``: for each sample, its reference strings; ``tokens``: their BLEU tokens when already known
-    (used for texts without ``<unk>``, where they equal :func:`bleu_tokenize`'s).
+    (used for texts without special tokens, where they equal :func:`bleu_tokenize`'s).
     """
 
-    def __init__(self, references: Sequence[Sequence[str]], tokens: Sequence[Sequence[Sequence[str]]] | None = None):
+    def __init__(self, references: Sequence[Sequence[str]], tokens: Sequence[Sequence[Sequence[str]]] | None = None,
+                 given: bool = False):
         items = []
         for i, refs in enumerate(references):
             if tokens is None:
                 toks = [bleu_tokenize(r) for r in refs]
+            elif given:  # tokens as given (retokenize=False): they are what was scored
+                toks = [list(t) for t in tokens[i]]
             else:
-                toks = [t if UNK not in r else bleu_tokenize(r) for r, t in zip(refs, tokens[i])]
+                toks = [bleu_tokenize(r) if has_special(r) else t for r, t in zip(refs, tokens[i])]
             items.append(_JSON.encode(sorted(toks)).encode("utf-8"))
         items.sort()
         self._items = items
@@ -344,11 +353,29 @@ def _int_or_none(value: Any, name: str) -> int | None:
     return v
 
 
-def _sample_indices(count: int, sample: int | None, seed: int) -> list[int] | None:
-    """CoTK-style sampling without replacement (Python's ``random``, stable across versions); None: all."""
+def _sample_indices(count: int, sample: int | None, seed: int, mode: str = "subset", *, shuffle: bool = True
+                    ) -> list[int] | None:
+    """The positions of the ``sample`` sentences scored out of ``count``; None: all of them.
+
+    ``"subset"``: a seeded random subset (Python's ``random``, stable across versions). ``"cotk"``: CoTK
+    0.1.0's rule: with ``shuffle`` (Self-BLEU) ``random.seed(seed); random.shuffle(...)`` and the first
+    ``sample``; without (Fw/Bw-BLEU) simply the first ``sample``.
+    """
     if sample is None or sample >= count:
         return None
+    if mode == "cotk":
+        order = list(range(count))
+        if shuffle:
+            random.Random(seed).shuffle(order)
+        return sorted(order[:sample])
     return sorted(random.Random(seed).sample(range(count), sample))
+
+
+def _sample_mode(value: Any) -> str:
+    mode = str(value).strip().lower()
+    if mode not in SAMPLE_MODES:
+        raise MetricError(f"unknown sample_mode {value!r}; choose one of {', '.join(SAMPLE_MODES)}")
+    return mode
 
 
 class _BleuFamily(Metric):
@@ -356,15 +383,20 @@ class _BleuFamily(Metric):
     default_smoothing = "method3"
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
-                 tokenizer: Any = None, dataloader: Any = None, *, _extra: Mapping[str, Any] | None = None):
+                 tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True,
+                 _extra: Mapping[str, Any] | None = None):
         n, w = _weights(ngram, weights)
+        #: False: token lists (and id lists, through the dataloader) are scored as given, every token atomic
+        #: (CoTK's rule); strings are still split with WordPunct. True (default): everything is re-tokenized.
+        self.retokenize = bool(retokenize)
+        self.token_rule = BLEU_TOKENIZER if self.retokenize else GIVEN_TOKENS
         self.ngram = n
         self.weights = w
         self.custom_weights = weights is not None and w != [1.0 / n] * n
         self.smoothing = _smoothing_name(smoothing if smoothing is not None else self.default_smoothing)
         self.tokenizer = _resolve_tokenizer(tokenizer)
         self.dataloader = dataloader
-        settings = {"ngram": n, "weights": w, "smoothing": self.smoothing, "tokenizer": BLEU_TOKENIZER}
+        settings = {"ngram": n, "weights": w, "smoothing": self.smoothing, "tokenizer": self.token_rule}
         settings.update(_extra or {})
         super().__init__(**settings)
 
@@ -381,12 +413,44 @@ class _BleuFamily(Metric):
     def _text(self, item: Any, what: str) -> str:
         return as_text(item, self.tokenizer, self.dataloader, what)
 
+    def _texts_and_tokens(self, items: Sequence[Any], what: str) -> tuple[list[str], list[list[str]]]:
+        """The texts (for hashes) and BLEU tokens of ``items``, by the ``retokenize`` rule."""
+        if self.retokenize:
+            texts = [self._text(x, what) for x in items]
+            return texts, tokenize_texts(texts)
+        tokens = []
+        for x in items:
+            if isinstance(x, str):
+                tokens.append(tokenize_text(x))
+            elif _is_ids(x):
+                if self.dataloader is None:
+                    raise MetricError(f"a {what} is a list of ids; pass dataloader= so that ids can be turned "
+                                      f"into words")
+                tokens.append([str(t) for t in self.dataloader.convert_ids_to_tokens([int(i) for i in x],
+                                                                                   trim=True)])
+            elif isinstance(x, (list, tuple, np.ndarray)):
+                tokens.append([str(t) for t in x])
+            else:
+                raise MetricError(f"a {what} must be a string, a list of tokens or a list of ids, not "
+                                  f"{type(x).__name__}")
+        return [" ".join(t) for t in tokens], tokens
+
+    def _digest(self, ref_text: Sequence[Sequence[str]], ref_tok: Sequence[Sequence[Sequence[str]]]
+                ) -> "ReferenceDigest":
+        return ReferenceDigest(ref_text, ref_tok, given=not self.retokenize)
+
+    def _hash_extra(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        out = dict(extra or {})
+        if not self.retokenize:
+            out["tokenizer"] = GIVEN_TOKENS
+        return out
+
     def _sig_fields(self) -> dict[str, Any]:
         fields: dict[str, Any] = {"n": self.ngram}
         if self.custom_weights:
             fields["w"] = [round(x, 6) for x in self.weights]
         fields["smooth"] = "m" + self.smoothing[-1]
-        fields["tok"] = BLEU_TOKENIZER
+        fields["tok"] = self.token_rule
         return fields
 
 
@@ -409,13 +473,13 @@ class BleuMetric(_BleuFamily):
         for i, rs in enumerate(refs):
             if not rs:
                 raise MetricError(f"hypothesis {i} has no references; bleu needs at least one per hypothesis")
-        hyp_text = [self._text(h, "hypothesis") for h in hyps]
-        ref_text = [[self._text(r, "reference") for r in rs] for rs in refs]
-        hyp_tok = tokenize_texts(hyp_text)
-        ref_tok = _regroup(tokenize_texts([r for rs in ref_text for r in rs]), ref_text)
+        _, hyp_tok = self._texts_and_tokens(hyps, "hypothesis")
+        flat_text, flat_tok = self._texts_and_tokens([r for rs in refs for r in rs], "reference")
+        ref_text, ref_tok = _regroup(flat_text, refs), _regroup(flat_tok, refs)
         nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
         value = bleu_from_counts(nums, dens, hyp_len, ref_len, self.weights, self.smoothing)
-        h = ReferenceDigest(ref_text, ref_tok).hash(self.name, self.ngram, self.weights, self.smoothing)
+        h = self._digest(ref_text, ref_tok).hash(self.name, self.ngram, self.weights, self.smoothing,
+                                                 self._hash_extra() or None)
         counts = sorted({len(rs) for rs in ref_text})
         fields = self._sig_fields()
         fields["refs"] = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
@@ -444,9 +508,10 @@ class SelfBleuMetric(_BleuFamily):
     """Self-BLEU-n: mean NLTK ``sentence_bleu`` (``method1``) of each sentence against all the others.
 
     Options: ``ngram``, ``weights``, ``smoothing``, ``tokenizer``, ``dataloader``, ``sample`` (None: the whole
-    set, the default), ``seed`` (1229, CoTK's). References are not used. The hash covers n, weights,
-    smoothing, the tokenizer, the metric version, the number of sentences scored and, when sampling, the
-    sample size asked for and the seed.
+    set, the default), ``seed`` (1229, CoTK's), ``sample_mode`` (``subset``; ``cotk``: CoTK 0.1.0's shuffle
+    and first ``sample``), ``retokenize`` (True; False: token lists scored as given). References are not
+    used. The hash covers n, weights, smoothing, the tokenizer rule, the metric version, the number of
+    sentences scored and, when sampling, the sample size asked for, the seed and a ``cotk`` sample mode.
     """
 
     name = "self-bleu"
@@ -454,29 +519,37 @@ class SelfBleuMetric(_BleuFamily):
     needs_references = False
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
-                 tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229):
+                 tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
+                 sample_mode: str = "subset", retokenize: bool = True):
         self.sample, self.seed = _sampling(sample, seed)
-        super().__init__(ngram, weights, smoothing, tokenizer, dataloader,
-                         _extra={"sample": self.sample, "seed": self.seed})
+        self.sample_mode = _sample_mode(sample_mode)
+        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize,
+                         _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode})
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
-        texts = [self._text(h, "hypothesis") for h in hypotheses]
-        idx = _sample_indices(len(texts), self.sample, self.seed)
+        items = list(hypotheses)
+        idx = _sample_indices(len(items), self.sample, self.seed, self.sample_mode)
         if idx is not None:
-            texts = [texts[i] for i in idx]
-        if len(texts) < 2:
+            items = [items[i] for i in idx]
+        if len(items) < 2:
             raise MetricError(f"self-bleu needs at least two sentences (each is scored against the others), "
-                              f"got {len(texts)}")
-        scores = self_bleu_scores(tokenize_texts(texts), self.ngram, self.weights, self.smoothing)
+                              f"got {len(items)}")
+        _, tokens = self._texts_and_tokens(items, "hypothesis")
+        scores = self_bleu_scores(tokens, self.ngram, self.weights, self.smoothing)
         value = math.fsum(scores) / len(scores)
-        extra = {"sentences": len(texts), "sample": self.sample, "seed": self.seed if self.sample else None}
+        extra = {"sentences": len(items), "sample": self.sample, "seed": self.seed if self.sample else None}
+        cotk_sampled = idx is not None and self.sample_mode == "cotk"
+        if cotk_sampled:  # a different subset from the default's: never the same hash
+            extra["sample_mode"] = self.sample_mode
         h = bleu_reference_hash([], metric=self.name, ngram=self.ngram, weights=self.weights,
-                                smoothing=self.smoothing, extra=extra)
+                                smoothing=self.smoothing, extra=self._hash_extra(extra))
         fields = self._sig_fields()
-        fields["size"] = len(texts)
+        fields["size"] = len(items)
         if self.sample:
             fields["sample"] = self.sample
             fields["seed"] = self.seed
+            if cotk_sampled:
+                fields["pick"] = "cotk"
         return result_entry(self.name, value, h, signature(self.name, fields, self.version))
 
 
@@ -487,7 +560,9 @@ class FwBwBleuMetric(_BleuFamily):
     reference against the whole generated set; harmonic: 2 fw bw / (fw + bw). The references are a *set*, not
     paired with the hypotheses: give them as a list of strings, or as reference lists (flattened); their count
     may differ from the hypotheses'. Options: ``ngram``, ``weights``, ``smoothing`` (``method1``),
-    ``tokenizer``, ``dataloader``, ``sample`` (None: whole sets) and ``seed`` (1229).
+    ``tokenizer``, ``dataloader``, ``sample`` (None: whole sets), ``seed`` (1229), ``sample_mode``
+    (``subset``: a seeded random subset of each set; ``cotk``: the first ``sample`` of each, CoTK 0.1.0's
+    rule) and ``retokenize`` (True; False: token lists scored as given).
     """
 
     name = "fw-bw-bleu"
@@ -495,10 +570,12 @@ class FwBwBleuMetric(_BleuFamily):
     paired_references = False
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
-                 tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229):
+                 tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
+                 sample_mode: str = "subset", retokenize: bool = True):
         self.sample, self.seed = _sampling(sample, seed)
-        super().__init__(ngram, weights, smoothing, tokenizer, dataloader,
-                         _extra={"sample": self.sample, "seed": self.seed})
+        self.sample_mode = _sample_mode(sample_mode)
+        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize,
+                         _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode})
 
     def forward(self, batch: Mapping[str, Any]) -> None:
         hyps = batch["hyps"] if "hyps" in batch else batch.get("gen")
@@ -515,7 +592,7 @@ class FwBwBleuMetric(_BleuFamily):
             raise MetricError("fw-bw-bleu needs references (the test set)")
         if isinstance(references, str):
             raise MetricError("references must be a list of strings or of reference lists, not one string")
-        tokens_mode = self.tokenizer is not None or self.dataloader is not None
+        tokens_mode = self.tokenizer is not None or self.dataloader is not None or not self.retokenize
         flat: list[Any] = []
         for r in references:
             if isinstance(r, str) or _is_ids(r) or (tokens_mode and _is_token_list(r)):
@@ -525,29 +602,32 @@ class FwBwBleuMetric(_BleuFamily):
             else:
                 raise MetricError(f"a reference must be a string, a token list or an id list, not "
                                   f"{type(r).__name__}")
-        hyp_text = [self._text(h, "hypothesis") for h in hypotheses]
-        ref_text = [self._text(r, "reference") for r in flat]
-        if not hyp_text or not ref_text:
-            raise MetricError(f"fw-bw-bleu needs generated sentences and references, got {len(hyp_text)} and "
-                              f"{len(ref_text)}")
-        hidx = _sample_indices(len(hyp_text), self.sample, self.seed)
-        ridx = _sample_indices(len(ref_text), self.sample, self.seed)
-        h_used = hyp_text if hidx is None else [hyp_text[i] for i in hidx]
+        hyps = list(hypotheses)
+        if not hyps or not flat:
+            raise MetricError(f"fw-bw-bleu needs generated sentences and references, got {len(hyps)} and "
+                              f"{len(flat)}")
+        hidx = _sample_indices(len(hyps), self.sample, self.seed, self.sample_mode, shuffle=False)
+        ridx = _sample_indices(len(flat), self.sample, self.seed, self.sample_mode, shuffle=False)
+        h_used = hyps if hidx is None else [hyps[i] for i in hidx]
+        ref_text, ref_tok = self._texts_and_tokens(flat, "reference")
         r_used = ref_text if ridx is None else [ref_text[i] for i in ridx]
-        ref_tok = tokenize_texts(ref_text)
         r_tok = ref_tok if ridx is None else [ref_tok[i] for i in ridx]
-        fw, bw = set_bleu_scores(tokenize_texts(h_used), r_tok, self.ngram, self.weights, self.smoothing, both=True)
-        digest = ReferenceDigest([[r] for r in ref_text], [[t] for t in ref_tok])
+        fw, bw = set_bleu_scores(self._texts_and_tokens(h_used, "hypothesis")[1], r_tok, self.ngram, self.weights,
+                                 self.smoothing, both=True)
+        digest = self._digest([[r] for r in ref_text], [[t] for t in ref_tok])
         fw_v = math.fsum(fw) / len(fw)
         bw_v = math.fsum(bw) / len(bw)
         hm = 2 * fw_v * bw_v / (fw_v + bw_v) if fw_v + bw_v > 0 else 0.0
         out: dict[str, Any] = {}
         sampling = {"sample": self.sample, "seed": self.seed if self.sample else None}
+        cotk_sampled = self.sample_mode == "cotk" and (hidx is not None or ridx is not None)
+        if cotk_sampled:  # other sentences than the default's subset: never the same hash
+            sampling["sample_mode"] = self.sample_mode
         for key, value, with_hyps in (("fw-bleu", fw_v, False), ("bw-bleu", bw_v, True), ("fw-bw-bleu", hm, True)):
             extra: dict[str, Any] = {"references": len(r_used), **sampling}
             if with_hyps:  # backward BLEU grows with the generated set's size, as Self-BLEU does
                 extra["hypotheses"] = len(h_used)
-            h = digest.hash(key, self.ngram, self.weights, self.smoothing, extra)
+            h = digest.hash(key, self.ngram, self.weights, self.smoothing, self._hash_extra(extra))
             fields = self._sig_fields()
             fields["refs"] = len(r_used)
             if with_hyps:
@@ -555,6 +635,8 @@ class FwBwBleuMetric(_BleuFamily):
             if self.sample:
                 fields["sample"] = self.sample
                 fields["seed"] = self.seed
+                if cotk_sampled:
+                    fields["pick"] = "cotk"
             out.update(result_entry(key, value, h, signature(key, fields, self.version)))
         return out
 

@@ -27,12 +27,16 @@ from .base import Metric, MetricError, check_references, result_entry, signature
 from ._text import as_int_list, check_hypotheses, ngrams, resolve_tokenizer
 
 
-def distinct_n(token_lists: Sequence[Sequence[str]], n: int) -> float:
-    """Distinct-n over all sentences: distinct n-grams / all n-grams (0.0 when there is no n-gram)."""
+def distinct_n(token_lists: Sequence[Sequence[str]], n: int, padded: bool = False) -> float:
+    """Distinct-n over all sentences: distinct n-grams / all n-grams (0.0 when there is no n-gram).
+
+    ``padded`` (CoTK's rule): each sentence gets ``n-1`` pad symbols on both sides first (NLTK's
+    ``ngrams(s, n, pad_left=True, pad_right=True)``), so the n-grams at its edges count too."""
     seen: set[tuple[str, ...]] = set()
     total = 0
+    pad = [None] * (n - 1)
     for toks in token_lists:
-        grams = ngrams(toks, n)
+        grams = ngrams(pad + list(toks) + pad if padded and n > 1 else toks, n)
         total += len(grams)
         seen.update(grams)
     return len(seen) / total if total else 0.0
@@ -74,13 +78,16 @@ class _ReferenceFree(Metric):
 
 
 class DistinctMetric(_ReferenceFree):
-    """``distinct``: Distinct-n (``ngram``: an int or a list, default ``[1, 2]``; ``tokenizer``)."""
+    """``distinct``: Distinct-n (``ngram``: an int or a list, default ``[1, 2]``; ``tokenizer``; ``padded``:
+    False, True is CoTK's rule of padding each sentence before taking its n-grams)."""
 
     name = "distinct"
     version = "1"
 
-    def __init__(self, ngram: Any = (1, 2), tokenizer: Any = None) -> None:
-        super().__init__(list(ngram) if isinstance(ngram, tuple) else ngram, tokenizer)
+    def __init__(self, ngram: Any = (1, 2), tokenizer: Any = None, padded: bool = False) -> None:
+        self.padded = bool(padded)
+        super().__init__(list(ngram) if isinstance(ngram, tuple) else ngram, tokenizer,
+                         **({"padded": True} if self.padded else {}))
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
                 ) -> dict[str, Any]:
@@ -90,9 +97,10 @@ class DistinctMetric(_ReferenceFree):
         refs = check_references(hyps, references, required=False)
         toks = self.tokenizer.many(hyps)
         out: dict[str, Any] = {}
+        extra = {"padded": True} if self.padded else {}
         for n in self.ngrams:
-            out.update(result_entry(f"distinct-{n}", distinct_n(toks, n), self._hash(n, len(hyps), refs, {}),
-                                    self._signature(n, len(hyps), refs, {})))
+            out.update(result_entry(f"distinct-{n}", distinct_n(toks, n, self.padded),
+                                    self._hash(n, len(hyps), refs, extra), self._signature(n, len(hyps), refs, extra)))
         return out
 
 

@@ -22,6 +22,9 @@ smoothing modes:
   vocabulary (``<UNK>`` included), so every word gets a positive probability and every
   conditional distribution sums to 1.
 
+A third mode, ``"cotk"``, is CoTK 0.1.0's own Kneser-Ney variant and its perplexity (which
+scores the end symbols but divides by the word count alone): :mod:`cotk_repro.metrics.kn_cotk`.
+
 Perplexity of a sentence set: ``exp(-mean ln p)`` over every word and one ``</s>`` per
 sentence, each word given the ``order-1`` previous tokens (``<s>``-padded).
 """
@@ -38,6 +41,8 @@ from ._text import check_float, check_hypotheses, resolve_tokenizer
 
 BOS, EOS, UNK = "<s>", "</s>", "<UNK>"
 MODES = ("interpolated", "nltk")
+#: the modes of ``fw-rv-ppl``: the two above and CoTK 0.1.0's variant
+METRIC_MODES = MODES + ("cotk",)
 
 
 class KneserNeyLM:
@@ -176,10 +181,10 @@ class FwRvPplMetric(Metric):
 
     ``compute(hypotheses, references)``: the references are the real text as a *set* (their
     count need not match the hypotheses'; every reference of every list is used). Options:
-    ``ngram`` (5, as CoTK), ``discount`` (0.75), ``unk_cutoff`` (1), ``mode`` (``interpolated`` or
-    ``nltk``), ``tokenizer`` (BLEU's WordPunct by default). Keys ``fw-ppl`` and ``rv-ppl``; the hash
-    covers the tokenized reference set and every LM setting (the generated text is what is being
-    scored, so it is not in the hash).
+    ``ngram`` (5, as CoTK), ``discount`` (0.75), ``unk_cutoff`` (1), ``mode`` (``interpolated``, ``nltk`` or
+    ``cotk``: CoTK 0.1.0's own variant, which ignores ``discount``), ``tokenizer`` (BLEU's WordPunct by
+    default). Keys ``fw-ppl`` and ``rv-ppl``; the hash covers the tokenized reference set and every LM
+    setting (the generated text is what is being scored, so it is not in the hash).
     """
 
     name = "fw-rv-ppl"
@@ -188,7 +193,8 @@ class FwRvPplMetric(Metric):
 
     def __init__(self, ngram: int = 5, discount: float = 0.75, unk_cutoff: int = 1, mode: str = "interpolated",
                  tokenizer: Any = None) -> None:
-        KneserNeyLM(ngram, discount, unk_cutoff, mode)  # validates the options
+        self.mode = mode
+        self._lm(ngram, discount, unk_cutoff)  # validates the options
         self.ngram, self.discount, self.unk_cutoff, self.mode = ngram, float(discount), unk_cutoff, mode
         self.tokenizer = resolve_tokenizer(tokenizer)
         super().__init__(ngram=ngram, discount=self.discount, unk_cutoff=unk_cutoff, mode=mode,
@@ -214,16 +220,24 @@ class FwRvPplMetric(Metric):
         gen = self.tokenizer.many(hyps)
         if not real or not gen:
             raise MetricError("fw-rv-ppl needs at least one hypothesis and one reference")
-        fw = KneserNeyLM(self.ngram, self.discount, self.unk_cutoff, self.mode).fit(real).perplexity(gen)
-        rv = KneserNeyLM(self.ngram, self.discount, self.unk_cutoff, self.mode).fit(gen).perplexity(real)
+        fw = self._lm(self.ngram, self.discount, self.unk_cutoff).fit(real).perplexity(gen)
+        rv = self._lm(self.ngram, self.discount, self.unk_cutoff).fit(gen).perplexity(real)
         settings = {"ngram": self.ngram, "discount": self.discount, "unk_cutoff": self.unk_cutoff,
                     "mode": self.mode, "tokenizer": self.tokenizer.spec, "version": self.version}
         ref_tokens = [[t for t in self.tokenizer.many(r)] for r in ref_lists]
         out: dict[str, Any] = {}
         for key, value in (("fw-ppl", fw), ("rv-ppl", rv)):
             h = reference_set_hash(key, settings, ref_tokens)
-            sig = signature(key, {"n": self.ngram, "lm": "kn-" + ("nltk" if self.mode == "nltk" else "interp"),
+            lm = {"nltk": "nltk", "cotk": "cotk"}.get(self.mode, "interp")
+            sig = signature(key, {"n": self.ngram, "lm": "kn-" + lm,
                                   "d": self.discount, "cutoff": self.unk_cutoff, "tok": self.tokenizer.name,
                                   "refs": len(real), "hyps": len(gen)}, self.version)
             out.update(result_entry(key, value, h, sig))
         return out
+
+    def _lm(self, ngram: int, discount: float, unk_cutoff: int) -> Any:
+        if self.mode == "cotk":
+            from .kn_cotk import CotkKneserNeyLM
+
+            return CotkKneserNeyLM(ngram, unk_cutoff)
+        return KneserNeyLM(ngram, discount, unk_cutoff, self.mode)

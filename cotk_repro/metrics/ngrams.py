@@ -8,7 +8,9 @@ together, so a hypothesis set and a reference set encoded in one :class:`NgramIn
 can be matched by code.
 
 ``<unk>`` is one token (also when it sits inside a string: ``"a <unk> b"``), and an
-n-gram that contains it is marked so that it never matches (SPEC section 5).
+n-gram that contains it is marked so that it never matches (SPEC section 5). The other
+special tokens (``<pad>``, ``<go>``, ``<eos>``) are kept whole too, so that an id input
+turned into text scores its special tokens as one token each, as CoTK does.
 """
 
 from __future__ import annotations
@@ -22,18 +24,27 @@ import numpy as np
 from ..reference_hashes import bleu_tokenize
 
 UNK = "<unk>"
-_UNK_SPLIT = re.compile(re.escape(UNK))
+#: special tokens kept whole by the tokenizer (``<unk>`` also never matches)
+ATOMIC = (UNK, "<pad>", "<go>", "<eos>")
+_ATOMIC_SPLIT = re.compile("(" + "|".join(map(re.escape, ATOMIC)) + ")")
+
+
+def has_special(text: str) -> bool:
+    """Whether ``text`` holds a special token that :func:`tokenize_text` keeps whole."""
+    return "<" in text and any(t in text for t in ATOMIC)
 
 
 def tokenize_text(text: str) -> list[str]:
-    """BLEU's fixed WordPunct tokenizer, keeping each ``<unk>`` as one token."""
-    if UNK not in text:
+    """BLEU's fixed WordPunct tokenizer, keeping each special token (``<unk>``, ``<pad>``, ...) whole."""
+    if not has_special(text):
         return bleu_tokenize(text)
-    parts = _UNK_SPLIT.split(text)
-    out: list[str] = bleu_tokenize(parts[0])
-    for part in parts[1:]:
-        out.append(UNK)
-        out.extend(bleu_tokenize(part))
+    parts = _ATOMIC_SPLIT.split(text)
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(part)
+        else:
+            out.extend(bleu_tokenize(part))
     return out
 
 
@@ -49,7 +60,7 @@ def tokenize_texts(texts: Sequence[str]) -> list[list[str]]:
     texts = list(texts)
     if not texts:
         return []
-    slow = [i for i, t in enumerate(texts) if UNK in t or "\n" in t or "\r" in t]
+    slow = [i for i, t in enumerate(texts) if has_special(t) or "\n" in t or "\r" in t]
     if slow:
         out: list[list[str] | None] = [None] * len(texts)
         for i in slow:

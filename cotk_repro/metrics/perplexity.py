@@ -41,6 +41,24 @@ from .base import Metric, MetricError, result_entry, signature
 SPECIALS = ("<pad>", "<unk>", "<go>", "<eos>")
 PAD_ID, UNK_ID, GO_ID, EOS_ID = 0, 1, 2, 3
 
+#: CoTK 0.1.0's rules, each a named setting (the first value is the fair default):
+#: ``unk_targets``: "score" charges log p(<unk>) for an ``<unk>`` target; "skip" (CoTK) leaves it out of the
+#: sum and the count.
+UNK_TARGETS = ("score", "skip")
+#: ``rare_words`` with log-probabilities over the whole vocabulary: "model" scores a rare word w as log p(w);
+#: "cotk" as log(p(<unk>)/|R| + p(w)).
+RARE_WORDS = ("model", "cotk")
+#: ``reference_check``: "strict" refuses a reference that is not ``<go> tokens <eos>`` within its length;
+#: "cotk" scores whatever ids lie within the length (``<pad>`` included, no ``<eos>`` needed).
+REFERENCE_CHECKS = ("strict", "cotk")
+
+
+def _choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    v = str(value).strip().lower()
+    if v not in choices:
+        raise MetricError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
+    return v
+
 
 class PerplexityMetric(Metric):
     """Perplexity over F ∪ R (see the module docstring).
@@ -49,8 +67,10 @@ class PerplexityMetric(Metric):
     ``frequent``/``rare``) or ``frequent=[...]`` + ``rare=[...]``.
     Options: ``multi_turn`` (False), ``skip_first_turn`` (True: in multi-turn batches the first
     turn of each session is context, as the multi-turn loader's references are the responses),
-    ``check_probabilities`` (True: each distribution must sum to 1 within ``1e-3``), and the CoTK
-    batch keys ``reference_allvocabs_key``, ``reference_len_key``, ``gen_log_prob_key``.
+    ``check_probabilities`` (True: each distribution must sum to 1 within ``1e-3``), the CoTK
+    batch keys ``reference_allvocabs_key``, ``reference_len_key``, ``gen_log_prob_key``, and CoTK 0.1.0's
+    rules as named settings: ``unk_targets`` (``score``/``skip``), ``rare_words`` (``model``/``cotk``) and
+    ``reference_check`` (``strict``/``cotk``); a non-default rule enters the hash and the signature.
     """
 
     name = "perplexity"
@@ -61,7 +81,11 @@ class PerplexityMetric(Metric):
                  rare: Sequence[str] | None = None, multi_turn: bool = False, skip_first_turn: bool = True,
                  check_probabilities: bool = True, reference_allvocabs_key: str = "sent_allvocabs",
                  reference_len_key: str = "sent_length", gen_log_prob_key: str = "gen_log_prob",
-                 key: str = "perplexity") -> None:
+                 key: str = "perplexity", unk_targets: str = "score", rare_words: str = "model",
+                 reference_check: str = "strict") -> None:
+        self.unk_targets = _choice(unk_targets, "unk_targets", UNK_TARGETS)
+        self.rare_words = _choice(rare_words, "rare_words", RARE_WORDS)
+        self.reference_check = _choice(reference_check, "reference_check", REFERENCE_CHECKS)
         if vocab is None and dataloader is not None:
             vocab = getattr(dataloader, "vocab", None)
             if vocab is None:
@@ -92,8 +116,17 @@ class PerplexityMetric(Metric):
         self.keys = (reference_allvocabs_key, reference_len_key, gen_log_prob_key)
         self.key = key
         super().__init__(multi_turn=self.multi_turn, skip_first_turn=self.skip_first_turn,
-                         frequent_vocab_size=self.frequent_vocab_size, all_vocab_size=self.all_vocab_size)
+                         frequent_vocab_size=self.frequent_vocab_size, all_vocab_size=self.all_vocab_size,
+                         **self.rules())
         self._reset()
+
+    def rules(self) -> dict[str, str]:
+        """The CoTK rules in force that differ from the fair defaults (empty for the defaults)."""
+        chosen = {"unk_targets": self.unk_targets, "rare_words": self.rare_words,
+                  "reference_check": self.reference_check}
+        defaults = {"unk_targets": UNK_TARGETS[0], "rare_words": RARE_WORDS[0],
+                    "reference_check": REFERENCE_CHECKS[0]}
+        return {k: v for k, v in chosen.items() if v != defaults[k]}
 
     # -- accumulation -----------------------------------------------------------------------------
     def _reset(self) -> None:
@@ -157,7 +190,8 @@ class PerplexityMetric(Metric):
                               f"{self.frequent_vocab_size} or the all-vocab size {self.all_vocab_size}")
         if target.min() < 0 or target.max() >= self.all_vocab_size:
             raise MetricError(f"{where}: a reference id is outside the vocabulary (0..{self.all_vocab_size - 1})")
-        if int(target[-1]) != EOS_ID or (target[:-1] == EOS_ID).any() or (target == PAD_ID).any():
+        if self.reference_check == "strict" and (
+                int(target[-1]) != EOS_ID or (target[:-1] == EOS_ID).any() or (target == PAD_ID).any()):
             raise MetricError(f"{where}: the reference must be <go> tokens <eos> within its length")
         rows = logp[:length - 1]
         if self.check_probabilities:
@@ -173,8 +207,16 @@ class PerplexityMetric(Metric):
             lp = rows[np.arange(length - 1), seen] - np.where(rare, self._log_r, 0.0)
         else:
             lp = rows[np.arange(length - 1), target]
+            if self.rare_words == "cotk" and self.rare:
+                rare = target >= self.frequent_vocab_size
+                with np.errstate(divide="ignore"):  # CoTK's arithmetic, exactly
+                    mixed = np.log(np.exp(rows[np.arange(length - 1), UNK_ID] - self._log_r) + np.exp(lp))
+                lp = np.where(rare, mixed, lp)
+        if self.unk_targets == "skip":
+            lp = lp[target != UNK_ID]
         self._add(lp, where)
-        self._refs.append([self.all_tokens[i] for i in target[:-1].tolist()])
+        words = target[:-1] if int(target[-1]) == EOS_ID else target
+        self._refs.append([self.all_tokens[i] for i in words.tolist()])
 
     def _forward_lists(self, tokens: Any, log_probs: Any) -> None:
         if log_probs is None:
@@ -191,7 +233,8 @@ class PerplexityMetric(Metric):
                                   f"(one per token and one for <eos>), got {len(lps)}")
             if any(x > 1e-9 for x in lps):
                 raise MetricError(f"sentence {i}: a log-probability is positive")
-            contrib = [self.target_log_prob(t, x) for t, x in zip(toks, lps)] + [lps[-1]]
+            contrib = [self.target_log_prob(t, x) for t, x in zip(toks, lps)
+                       if self.unk_targets == "score" or t in self._frequent_set or t in self._rare_set] + [lps[-1]]
             self._add(np.asarray(contrib, dtype=np.float64), f"sentence {i}")
             self._refs.append(toks)
 
@@ -205,7 +248,7 @@ class PerplexityMetric(Metric):
 
     # -- results ----------------------------------------------------------------------------------
     def reference_hash(self) -> str:
-        extra = {}
+        extra: dict[str, Any] = dict(self.rules())
         if self.multi_turn and not self.skip_first_turn:
             extra["first_turn_scored"] = True
         return perplexity_reference_hash(self._refs, self.frequent + self.rare, extra=extra or None)
@@ -215,6 +258,11 @@ class PerplexityMetric(Metric):
                   "refs": len(self._refs)}
         if self.multi_turn:
             fields["turns"] = "responses" if self.skip_first_turn else "all"
+        rules = self.rules()
+        if rules:
+            fields["unk"] = "spread" if self.rare_words == "model" else "spread+model"
+            fields["unk-target"] = self.unk_targets
+            fields["check"] = self.reference_check
         return signature(self.name, fields, self.version)
 
     def close(self) -> dict[str, Any]:
@@ -236,3 +284,32 @@ class PerplexityMetric(Metric):
         self._reset()
         self._forward_lists(list(tokens), list(log_probs))
         return self.close()
+
+
+class MultiTurnPerplexityMetric(PerplexityMetric):
+    """``multi-turn-perplexity``: :class:`PerplexityMetric` over sessions (``multi_turn=True``).
+
+    Batches: ``ids`` ``[batch, turn, len]``, ``lens`` ``[batch, turn]``, ``logp`` ``[batch, turn, len, V]``
+    (keys ``multi_turn_ref_allvocabs``, ``multi_turn_ref_length``, ``multi_turn_gen_log_prob`` by default, as
+    CoTK's); ``skip_first_turn`` (True: the first turn is context) and every option of ``perplexity``.
+    """
+
+    name = "multi-turn-perplexity"
+    higher_is_better = False
+    value_range = (1.0, float("inf"))
+    level = "corpus"
+    cost = 1.0
+    result_keys = "multi-turn-perplexity"
+    key_facts: dict = {}
+
+    def __init__(self, dataloader: Any = None, *, vocab: Any = None, frequent: Sequence[str] | None = None,
+                 rare: Sequence[str] | None = None, skip_first_turn: bool = True, check_probabilities: bool = True,
+                 reference_allvocabs_key: str = "multi_turn_ref_allvocabs",
+                 reference_len_key: str = "multi_turn_ref_length",
+                 gen_log_prob_key: str = "multi_turn_gen_log_prob", key: str = "multi-turn-perplexity",
+                 unk_targets: str = "score", rare_words: str = "model", reference_check: str = "strict") -> None:
+        super().__init__(dataloader, vocab=vocab, frequent=frequent, rare=rare, multi_turn=True,
+                         skip_first_turn=skip_first_turn, check_probabilities=check_probabilities,
+                         reference_allvocabs_key=reference_allvocabs_key, reference_len_key=reference_len_key,
+                         gen_log_prob_key=gen_log_prob_key, key=key, unk_targets=unk_targets,
+                         rare_words=rare_words, reference_check=reference_check)

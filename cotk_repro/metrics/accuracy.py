@@ -1,0 +1,35 @@
+"""Accuracy: the share of predictions equal to their label."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..reference_hashes import reference_set_hash
+from .base import Metric, MetricError, result_entry, signature
+
+
+class AccuracyMetric(Metric):
+    """``accuracy``: ``compute(predictions, labels)``; each label a value or a one-element list (the one
+    reference layout). Labels compare by equality (ints, strings, ...). The hash covers the labels."""
+
+    name = "accuracy"
+    version = "1"
+    higher_is_better = True
+    value_range = (0.0, 1.0)
+    level = "sentence"
+    cost = 0.01
+    result_keys = "accuracy"
+    key_facts: dict = {}
+
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
+        preds = list(hypotheses)
+        if references is None:
+            raise MetricError("accuracy needs the labels as references")
+        labels = [r[0] if isinstance(r, (list, tuple)) and len(r) == 1 else r for r in references]
+        if len(labels) != len(preds):
+            raise MetricError(f"{len(preds)} predictions but {len(labels)} labels: give one label per prediction")
+        if not preds:
+            raise MetricError("accuracy needs at least one prediction")
+        value = sum(1 for p, label in zip(preds, labels) if p == label) / len(preds)
+        h = reference_set_hash(self.name, {"version": self.version}, [[[repr(label)]] for label in labels])
+        return result_entry(self.name, value, h, signature(self.name, {"n": len(preds)}, self.version))
