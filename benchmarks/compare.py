@@ -1,6 +1,14 @@
-"""Benchmark: the Texygen example of `cotk-repro compare`, end to end.
+"""Benchmark: the Texygen and summarization examples of `cotk-repro compare`, end to end, and CIDEr-D.
 
     python benchmarks/compare.py [--jobs N] [--out DIR] [--peer-hyps N]
+    python benchmarks/compare.py --summarization [--jobs N]
+    python benchmarks/compare.py --cider [--data DIR] [--cider-hyps N]
+
+``--summarization``: examples/summarization/benchmark.toml end to end with an empty generator cache, then
+each summarizer timed on each corpus and each metric's worker time (needs the cotk-repro-summarizers
+plugin). ``--cider``: CIDEr-D on N (10,000) COCO test captions as hypotheses with 5 references each drawn
+(seeded) from the COCO train captions, this tool against pycocoevalcap's ``Cider`` in the same run: the
+values and the speed-up (target >= 10x).
 
 Scores the six Texygen generators (../shared/data/texygen/instances/*.txt)
 against coco_test.txt with every metric of examples/texygen/benchmark.toml
@@ -74,7 +82,24 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: CPUs)")
     ap.add_argument("--out", type=Path, default=None, help="report folder (default: a temporary folder)")
     ap.add_argument("--peer-hyps", type=int, default=10, help="hypotheses timed for the NLTK peer (0: skip)")
+    ap.add_argument("--data", type=Path, default=None,
+                    help="the shared data folder with texygen/ (default: $COTK_REPRO_SHARED_DATA or ../shared/data)")
+    ap.add_argument("--summarization", action="store_true", help="benchmark the summarization example instead")
+    ap.add_argument("--cider", action="store_true", help="benchmark CIDEr-D against pycocoevalcap instead")
+    ap.add_argument("--cider-hyps", type=int, default=10000, help="hypotheses for --cider (default 10,000)")
     args = ap.parse_args()
+    if args.summarization:
+        from compare_summarization import run_summarization
+
+        return run_summarization(args.jobs)
+    global SHARED
+    if args.data:  # the Texygen config reads the same folder through this variable
+        SHARED = args.data.resolve()
+        os.environ["COTK_REPRO_SHARED_DATA"] = str(SHARED)
+    if args.cider:
+        from compare_summarization import run_cider
+
+        return run_cider(SHARED, args.cider_hyps)
     if not (SHARED / "texygen" / "coco_test.txt").is_file():
         print(f"shared data not found at {SHARED}", file=sys.stderr)
         return 2

@@ -1,14 +1,19 @@
 """Dashboard under load: 100k records in SQLite and in PostgreSQL, leaderboard page and API latency
 (median, p99) and requests/s, load from a second process (wrk when installed, else a Python load
-generator) against ``cotk-repro dashboard serve`` on 127.0.0.1.
+generator) against ``cotk-repro dashboard serve`` on 127.0.0.1; and signed uploads from 50
+concurrent clients (issue 11).
 
     python3 benchmarks/dashboard_load.py                       # SQLite, and PostgreSQL if COTK_REPRO_TEST_PG_URL is set
     python3 benchmarks/dashboard_load.py --records 100000 --duration 10 --connections 16 --workers 1 --write-rate 10
     python3 benchmarks/dashboard_load.py --pg-url postgresql+psycopg://postgres@127.0.0.1:5432/bench
 
 Targets (issue 6): leaderboard p99 <= 100 ms at 100k records; >= 500 leaderboard requests/s.
-Peers measured in the same run: /api/v1/health (the framework's floor: no database work beyond one
-lookup) and a cold, uncached leaderboard computation (what a request costs right after a write).
+Targets (issue 11): 50 concurrent uploaders of signed records, 2,000 records: 0 lost, 0 duplicated,
+0 5xx, upload p99 <= 1 s and >= 100 uploads/s; leaderboard p99 <= 100 ms while 10 signed uploads/s
+come in. Peers measured in the same run: a static file served by the same server (/robots.txt, the
+floor), /api/v1/health, and a cold, uncached leaderboard computation (what a request costs right
+after a write). Records are signed by the clients before the clock starts (ssh-keygen -Y sign); the
+server verifies every signature (ssh-keygen -Y verify) inside the measured time.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +48,9 @@ from cotk_repro.dashboard.auth import add_user, now_iso  # noqa: E402
 from cotk_repro.dashboard.db import open_database  # noqa: E402
 from cotk_repro.dashboard.models import BoardGroup, Record, Result  # noqa: E402
 from cotk_repro.dashboard.store import dumps  # noqa: E402
+from cotk_repro.dashboard.identity import add_key  # noqa: E402
 from cotk_repro.records import RECORD_SCHEMA, finalize  # noqa: E402
+from cotk_repro.core.signing import key_from_path, make_key, sign_record  # noqa: E402
 
 TASK, DATASET = "language-generation", "mscoco"
 HASHES = [(0.70, "a" * 64), (0.20, "b" * 64), (0.05, "c" * 64), (0.05, None)]  # share of records per group
@@ -64,10 +73,13 @@ def upsert_for(dialect: str):
     return upsert
 
 
-def populate(db_url: str, n: int, seed: int = 0) -> tuple[str, str]:
-    """Insert ``n`` valid records (bleu + perplexity) straight into the database; returns (token, a record id)."""
+def populate(db_url: str, n: int, keydir: Path, seed: int = 0) -> tuple[str, str, Any]:
+    """Insert ``n`` valid records (bleu + perplexity) straight into the database; returns (token, a record id,
+    the signing key of the user "bench")."""
     db = open_database(db_url)
     token = add_user(db, "bench")[0]
+    key = key_from_path(make_key(keydir / "bench", "bench"), "benchmark")
+    add_key(db, "bench", key.public.line)
     user_id = db.read(lambda c: c.execute(text("SELECT id FROM users WHERE name = 'bench'")).scalar())
     rng = random.Random(seed)
     batch = 2000
@@ -127,7 +139,7 @@ def populate(db_url: str, n: int, seed: int = 0) -> tuple[str, str]:
             conn.exec_driver_sql("ANALYZE")
     print(f"  populated {n} records in {time.time() - t0:.1f} s", flush=True)
     db.dispose()
-    return token, some_id
+    return token, some_id, key
 
 
 def cold_leaderboard_ms(db_url: str, metric: str, runs: int = 15) -> tuple[float, float]:
@@ -222,9 +234,80 @@ def load_python(url: str, duration: int, connections: int) -> dict:
     return json.loads(out)
 
 
+def live_record(i: int, tag: str) -> dict:
+    rec = json.loads(json.dumps(_TEMPLATE))
+    rec["project"] = {"name": f"{tag}-{i}", "task": TASK, "dataset": DATASET}
+    rec["code"]["commit"] = secrets.token_hex(20)
+    rec["results"]["bleu"]["value"] = random.uniform(0.05, 0.45)
+    return finalize(rec)
+
+
+def upload_run(db_url: str, url: str, keydir: Path, clients: int, total: int) -> dict:
+    """``clients`` users, each with a registered key, upload ``total`` signed records at once; then count."""
+    import requests
+
+    db = open_database(db_url, migrate=False)
+    users = []
+    for c in range(clients):
+        name = f"uploader{c}"
+        token = add_user(db, name)[0]
+        key = key_from_path(make_key(keydir / name, name), "benchmark")
+        add_key(db, name, key.public.line)
+        users.append((token, key))
+    t = time.perf_counter()
+    work = [(users[i % clients], live_record(i, "upload")) for i in range(total)]
+    with ThreadPoolExecutor(8) as pool:  # the clients sign before the clock starts
+        bodies = list(pool.map(lambda w: (w[0][0], {"record": w[1], "signature": sign_record(w[1], w[0][1])}), work))
+    print(f"  signed {total} records for {clients} clients in {time.perf_counter() - t:.1f} s (client side)",
+          flush=True)
+    per_client = [bodies[c::clients] for c in range(clients)]
+    latencies: list[float] = []
+    codes: list[int] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients + 1)
+
+    def client(items) -> None:
+        session = requests.Session()
+        mine, my_codes = [], []
+        barrier.wait()
+        for token, body in items:
+            t0 = time.perf_counter()
+            try:
+                r = session.post(url + "/api/v1/records", json=body, headers={"Authorization": f"Bearer {token}"},
+                                 timeout=60)
+                my_codes.append(r.status_code)
+            except requests.RequestException:
+                my_codes.append(0)
+            mine.append(time.perf_counter() - t0)
+        with lock:
+            latencies.extend(mine)
+            codes.extend(my_codes)
+
+    threads = [threading.Thread(target=client, args=(items,)) for items in per_client]
+    for th in threads:
+        th.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - t0
+    ids = [b["record"]["id"] for _t, b in bodies]
+    stored = db.read(lambda c: c.execute(text("SELECT record_id, COUNT(*) FROM records WHERE project_name LIKE "
+                                               "'upload-%' GROUP BY record_id")).all())
+    db.dispose()
+    counts = dict(stored)
+    latencies.sort()
+    return {"uploads": total, "clients": clients, "wall_s": wall, "uploads_per_s": total / wall,
+            "p50_ms": latencies[len(latencies) // 2] * 1000, "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
+            "lost": sum(1 for i in ids if i not in counts), "duplicated": sum(1 for n in counts.values() if n > 1),
+            "5xx": sum(1 for c in codes if c >= 500), "failed": sum(1 for c in codes if c not in (200, 201)),
+            "created": sum(1 for c in codes if c == 201)}
+
+
 def run_backend(name: str, db_url: str, args) -> list[dict]:
     print(f"\n== {name}: {args.records} records ==", flush=True)
-    token, some_id = populate(db_url, args.records)
+    keydir = Path(tempfile.mkdtemp(prefix="cotk-dash-bench-keys-"))
+    token, some_id, bench_key = populate(db_url, args.records, keydir)
     rows = []
     for metric in ("bleu", "perplexity"):
         med, worst = cold_leaderboard_ms(db_url, metric)
@@ -234,6 +317,19 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
               f"(what a request costs right after a write)", flush=True)
     proc, url = start_server(db_url, args.workers)
     try:
+        if args.uploads > 0:
+            up = upload_run(db_url, url, keydir, args.upload_clients, args.uploads)
+            rows.append({"backend": name, "what": f"POST /api/v1/records (signed, {up['clients']} clients)",
+                         "p50_ms": up["p50_ms"], "p99_ms": up["p99_ms"], "rps": up["uploads_per_s"],
+                         "errors": up["failed"], "tool": "python", **up})
+            print(f"  {'POST /api/v1/records (signed)':34s} p50 {up['p50_ms']:7.2f} ms  p99 {up['p99_ms']:7.2f} ms  "
+                  f"{up['uploads_per_s']:8.1f} uploads/s  lost {up['lost']} duplicated {up['duplicated']} "
+                  f"5xx {up['5xx']} failed {up['failed']} ({up['uploads']} records, {up['clients']} clients)",
+                  flush=True)
+            peer = load_python(f"{url}/robots.txt", max(3, int(up["wall_s"])), args.upload_clients)
+            rows.append({"backend": name, "what": f"peer: GET /robots.txt ({args.upload_clients} clients)", **peer})
+            print(f"  {'peer: static file, same clients':34s} p50 {peer['p50_ms']:7.2f} ms  p99 {peer['p99_ms']:7.2f} ms  "
+                  f"{peer['rps']:8.1f} req/s  errors {peer['errors']}", flush=True)
         q = urlencode({"task": TASK, "dataset": DATASET, "metric": "bleu"})
         targets = [
             ("GET /leaderboard (page)", f"{url}/leaderboard?{q}"),
@@ -241,6 +337,7 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
             ("GET /api/v1/records/{id}", f"{url}/api/v1/records/{some_id}"),
             ("GET / (home)", f"{url}/"),
             ("peer: GET /api/v1/health", f"{url}/api/v1/health"),
+            ("peer: GET /robots.txt (static)", f"{url}/robots.txt"),
         ]
         use_wrk = shutil.which("wrk") and not args.python_load
         for what, target in targets:
@@ -257,18 +354,21 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
             stop_writing = threading.Event()
             written = [0]
 
+            # signed before the clock starts, like the uploaders above (signing is the client's cost)
+            n_live = int(args.write_rate * args.duration * 1.5) + 10
+            with ThreadPoolExecutor(8) as pool:
+                live = list(pool.map(lambda i: (lambda r: {"record": r, "signature": sign_record(r, bench_key)})(
+                    live_record(i, "live")), range(n_live)))
+
             def writer() -> None:
                 import requests
 
                 session = requests.Session()
                 i = 0
-                while not stop_writing.is_set():
+                while not stop_writing.is_set() and i < len(live):
                     t = time.perf_counter()
-                    rec = finalize(json.loads(json.dumps(_TEMPLATE)) | {"project": {"name": f"live-{i}", "task": TASK,
-                                                                                   "dataset": DATASET}})
-                    rec["results"]["bleu"]["value"] = random.uniform(0.05, 0.45)
-                    rec = finalize(rec)
-                    r = session.post(url + "/api/v1/records", json=rec, headers={"Authorization": f"Bearer {token}"},
+                    body = live[i]
+                    r = session.post(url + "/api/v1/records", json=body, headers={"Authorization": f"Bearer {token}"},
                                      timeout=30)
                     if r.status_code == 201:
                         written[0] += 1
@@ -290,6 +390,7 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        shutil.rmtree(keydir, ignore_errors=True)
     return rows
 
 
@@ -318,6 +419,8 @@ def main() -> None:
     ap.add_argument("--pg-url", default=os.environ.get("COTK_REPRO_TEST_PG_URL"))
     ap.add_argument("--write-rate", type=float, default=10.0,
                     help="uploads per second during the mixed read/write run (0: skip it)")
+    ap.add_argument("--uploads", type=int, default=2000, help="signed records uploaded concurrently (0: skip)")
+    ap.add_argument("--upload-clients", type=int, default=50, help="concurrent uploading clients")
     ap.add_argument("--python-load", action="store_true", help="use the Python load generator even if wrk exists")
     ap.add_argument("--json", action="store_true", help="print all rows as JSON at the end")
     args = ap.parse_args()
@@ -347,8 +450,14 @@ def main() -> None:
                     admin.dispose()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("\nTargets: leaderboard p99 <= 100 ms, >= 500 req/s (2-core machine, load generator on the same machine).")
+    print("\nTargets: leaderboard p99 <= 100 ms, >= 500 req/s (2-core machine, load generator on the same machine);")
+    print("uploads: 0 lost, 0 duplicated, 0 5xx, p99 <= 1 s, >= 100 uploads/s.")
     for r in rows:
+        if r["what"].startswith("POST"):
+            ok = r["lost"] == 0 and r["duplicated"] == 0 and r["5xx"] == 0 and r["p99_ms"] <= 1000 and r["rps"] >= 100
+            print(f"  {r['backend']:10s} {'signed uploads':26s} {'meets' if ok else 'MISSES'} the targets "
+                  f"(p99 {r['p99_ms']:.0f} ms, {r['rps']:.0f} uploads/s, lost {r['lost']}, dup {r['duplicated']}, "
+                  f"5xx {r['5xx']})")
         if "leaderboard" in r["what"] and r["rps"] is not None:
             ok = r["p99_ms"] <= 100 and r["rps"] >= 500
             print(f"  {r['backend']:10s} {r['what']:26s} {'meets' if ok else 'MISSES'} the targets "

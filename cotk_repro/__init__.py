@@ -1,7 +1,7 @@
 """cotk-repro: fast development and fair evaluation of text generation.
 
 Hashed metrics and dataloaders, immutable run records, publish and one-command
-reproduce. See the README and SPEC for the contracts.
+reproduce. See the README and docs/spec.md for the contract.
 """
 
 __version__ = "0.1.0"
@@ -11,7 +11,7 @@ __all__ = ["__version__", "save_result"]
 
 def __getattr__(name):  # lazy: keep `import cotk_repro` cheap for the CLI start-up
     if name == "save_result":
-        from .results import save_result
+        from .core.results import save_result
 
         return save_result
     raise AttributeError(name)

@@ -1,33 +1,37 @@
-"""``cotk-repro demo``: the whole loop on one machine, with nothing to set up (SPEC section 8).
+"""``cotk-repro demo``: the whole loop on one machine, with nothing to set up (docs/spec.md section 8).
 
 1. scaffold the sample project (a bigram language model on a small corpus shipped in
    ``templates/project/demo``) in a temporary folder and commit it;
 2. ``run`` it: a record with hashed perplexity, BLEU, Self-BLEU and Distinct;
-3. start an embedded dashboard (SQLite) on a free port and create a user;
-4. ``publish`` to a local bare git remote and to the dashboard;
+3. start an embedded dashboard (SQLite) on a free port and create two users, the author
+   and a reproducer, each with a throwaway SSH key made in the demo folder;
+4. ``publish`` to a local bare git remote and to the dashboard, signed by the author's key;
 5. ``reproduce`` it from the git remote alone (``venv`` runtime, or ``docker`` when an
-   engine and the base image are there) and submit the verdict to the dashboard.
+   engine and the base image are there) and submit the verdict, signed by the reproducer's
+   key, so the record page shows "reproduced by 1".
 
-The user's own configuration is never touched: the demo's dashboard token lives in a
-user-config folder inside the demo folder.
+The user's own configuration and SSH keys are never touched: the demo's dashboard tokens live
+in a user-config folder inside the demo folder, its keys in ``keys/`` there. Without ssh-keygen
+the demo's dashboard accepts unsigned uploads instead.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .core.git import git
 from .errors import CotkError
 
 PROJECT = "sample-lm"
 OWNER = "demo"
 USER = "demo"
+REPRODUCER = "demo-reproducer"
 
 
 @dataclass
@@ -44,16 +48,16 @@ class DemoResult:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    env = dict(os.environ)
     # a machine without a git identity still gets a commit
-    env.setdefault("GIT_AUTHOR_NAME", "cotk-repro demo")
-    env.setdefault("GIT_AUTHOR_EMAIL", "demo@cotk-repro.invalid")
-    env.setdefault("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
-    env.setdefault("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    env = {k: os.environ.get(k, v) for k, v in (("GIT_AUTHOR_NAME", "cotk-repro demo"),
+                                                 ("GIT_AUTHOR_EMAIL", "demo@cotk-repro.invalid"))}
+    env["GIT_COMMITTER_NAME"] = os.environ.get("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
+    env["GIT_COMMITTER_EMAIL"] = os.environ.get("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
+    proc = git(cwd, *args, env=env, check=False)
     if proc.returncode != 0:
-        raise CotkError(f"git {args[0]} failed in {cwd}: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout.strip()
+        message = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()
+        raise CotkError(f"git {args[0]} failed in {cwd}: {message}")
+    return proc.stdout.decode("utf-8", "replace").strip()
 
 
 def docker_available(base_image: str | None) -> bool:
@@ -81,13 +85,15 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
              host: str = "127.0.0.1", port: int = 0,
              on_status: Callable[[str], None] = lambda _m: None) -> DemoResult:
     """Run the loop; the dashboard keeps serving until ``result.stop()`` is called."""
-    from . import userconfig
+    from .core import userconfig
     from .dashboard.auth import add_user
     from .dashboard.db import open_database
+    from .dashboard.identity import add_key
+    from .core.signing import ENV_KEY, make_key
     from .dashboard.server import start_in_thread
     from .publish.core import publish
     from .reproduce.core import ReproduceOptions, reproduce
-    from .runner import execute
+    from .records.runner import execute
     from .scaffold import scaffold
 
     timings: dict[str, float] = {}
@@ -123,10 +129,18 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
     t = time.perf_counter()
     on_status("starting the embedded dashboard (SQLite)")
     db_url = f"sqlite:///{folder / 'dashboard.db'}"
-    url, stop = start_in_thread(db_url, host, port)
+    keys = {name: make_key(folder / "keys" / name, f"{name}@cotk-repro-demo") for name in (USER, REPRODUCER)}
+    signed = all(keys.values())
+    url, stop = start_in_thread(db_url, host, port, allow_unsigned=not signed)
     try:
-        token, _created = add_user(open_database(db_url), USER)
-        userconfig.set_dashboard_token(url, token)
+        db = open_database(db_url, migrate=False)
+        tokens = {name: add_user(db, name)[0] for name in (USER, REPRODUCER)}
+        if signed:
+            for name, key in keys.items():
+                add_key(db, name, key.with_name(key.name + ".pub").read_text(encoding="utf-8"))
+            os.environ[ENV_KEY] = str(keys[USER])  # the demo signs with its own keys, never the user's
+        db.dispose()
+        userconfig.set_dashboard_token(url, tokens[USER])
         timings["dashboard"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -138,6 +152,10 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
         t = time.perf_counter()
         chosen = choose_runtime(runtime, base_image)
         on_status(f"reproducing {OWNER}/{PROJECT} from the git remote ({chosen} runtime)")
+        # a second person reproduces: their token, their key (the author's own rerun would not count)
+        userconfig.set_dashboard_token(url, tokens[REPRODUCER])
+        if signed:
+            os.environ[ENV_KEY] = str(keys[REPRODUCER])
         opts = ReproduceOptions(runtime=chosen, base_image=base_image, submit=True, dashboard=url)
         reproduction = reproduce(f"{OWNER}/{PROJECT}", opts, on_status=on_status)
         timings["reproduce"] = time.perf_counter() - t

@@ -1,6 +1,6 @@
 """Errors that the command line turns into one clear sentence and an exit status.
 
-Exit statuses follow SPEC section 2: 0 success, 1 negative outcome (e.g. "did not
+Exit statuses follow docs/spec.md section 2: 0 success, 1 negative outcome (e.g. "did not
 reproduce"), 2 usage or environment errors.
 """
 

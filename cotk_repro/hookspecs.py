@@ -44,10 +44,10 @@ def register_dataloaders(register):
 
 @hookspec
 def register_metrics(register):
-    """Register metrics: ``register(name, factory)``.
+    """Register metrics: ``register(name, cls)``, ``cls`` a :class:`cotk_repro.metrics.Metric` subclass.
 
-    ``factory(**options)`` returns a metric with ``name``, ``version``,
-    ``forward(batch)`` and ``close() -> {"<name>": value, "<name> hashvalue": hash}``.
+    The interface and the facts a metric declares (direction, range, references, level, cost) are
+    documented once, in docs/metrics.md "The metric contract"; every consumer reads them from the class.
     """
 
 

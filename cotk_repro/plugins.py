@@ -173,6 +173,8 @@ class Plugins:
             try:
                 impl.function(**kwargs)
             except Exception as exc:  # noqa: BLE001
+                if info.builtin:  # a built-in that fails is a broken install: say so, never hide it
+                    raise
                 info.error = f"{hook_name} raised {type(exc).__name__}: {exc}"
 
     def _build(self, kind: str) -> None:

@@ -57,13 +57,17 @@ def make_record(results: dict[str, tuple[float, str | None]], *, name: str = "pr
 
 def make_verdict(record_id: str, verdict: str = "reproduced", metric: str = "bleu", value: float = 0.25,
                  h: str | None = None) -> dict[str, Any]:
+    """A verdict whose rerun results agree with it (the dashboard recomputes it from them)."""
+    rerun_value = value if verdict == "reproduced" else value / 2
+    results = {} if verdict == "could not run" else {
+        metric: {"value": rerun_value, "hash": h, "signature": None, "metric": metric, "version": "1"}}
     return {"schema": "cotk-repro/reproduction", "schema_version": 1, "record_id": record_id, "verdict": verdict,
             "runtime": "venv",
             "metrics": [{"metric": metric, "verdict": "reproduced" if verdict == "reproduced" else "differs",
                          "a_value": value, "b_value": value, "a_hash": h, "b_hash": h, "abs_diff": 0.0,
                          "rtol": 1e-6, "atol": 1e-12}],
             "environment_differences": [{"what": "numpy", "a": "1.26.0", "b": "2.0.0"}],
-            "rerun": {"results": {}, "python": "3.11.2", "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.2},
+            "rerun": {"results": results, "python": "3.11.2", "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.2},
             "error": None, "cotk_repro_version": __version__}
 
 
@@ -86,3 +90,11 @@ def pg_schema_url(tag: str):
         with admin.begin() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+def db_url_for(request, tmp_path_factory, tag: str):
+    """Generator for a module fixture parametrized sqlite / postgresql: a fresh database of that kind."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp(tag) / 'dash.sqlite3'}"
+    else:
+        yield from pg_schema_url(tag)

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
-from cotk_repro.canonical import hash_object
+from cotk_repro.core.canonical import hash_object
 from cotk_repro.plugins import reset_plugins
 
 PLUGIN = '''
 from cotk_repro.hookspecs import hookimpl
-from cotk_repro.canonical import hash_object
+from cotk_repro.core.canonical import hash_object
 
 
 class MeanLength:
@@ -731,7 +731,7 @@ def test_set_and_reference_free_bleu_family_through_compare_match_nltk(tmp_path)
 
 
 def test_real_self_bleu_on_sets_of_different_sizes_is_not_ranked_together(tmp_path):
-    """Self-BLEU grows with the set size (SPEC 5): a system with fewer samples gets another hash, its own group."""
+    """Self-BLEU grows with the set size (docs/spec.md section 5): a system with fewer samples gets another hash, its own group."""
     _need("self-bleu")
     from cotk_repro.compare import compare
 

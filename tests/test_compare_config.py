@@ -71,6 +71,10 @@ def test_good_config_loads(root):
     (GOOD.replace('path = "data/news"', 'path = "data/news"\nformat = { tokenised = false }'), "tokenised",
      ["unknown key 'tokenised'"]),
     (GOOD.replace('out = "reports"', 'jobs = "two"'), "jobs", ["'report.jobs' must be an integer"]),
+    (GOOD.replace('path = "data/news"', 'path = "data/news"\nformat = { lowercase = "yes" }'), "lowercase",
+     ["'dataset[0].format.lowercase' must be true or false, got 'yes'"]),
+    (GOOD.replace('path = "data/news"', 'path = "data/news"\ngold_format = 3'), "gold_format",
+     ["'dataset[0].gold_format' must be a string or table, got 3"]),
 ])
 def test_unknown_keys_and_bad_types_name_file_and_line(root, toml, needle, words):
     msg = error_of(root, toml)

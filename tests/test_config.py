@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cotk_repro.config import load_config
+from cotk_repro.core.config import load_config
 from cotk_repro.errors import ConfigError
 
 ENTRY = 'import json, sys\njson.dump({"n": len(sys.argv) - 1}, open("out.json", "w"))\n'

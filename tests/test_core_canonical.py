@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cotk_repro.canonical import StreamHasher, canonical_json, hash_object, is_sha256_hex
+from cotk_repro.core.canonical import StreamHasher, canonical_json, hash_object, is_sha256_hex
 from cotk_repro.errors import RecordError
 from cotk_repro.records import compute_id, finalize, validate_record
 

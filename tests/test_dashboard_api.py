@@ -14,22 +14,19 @@ from cotk_repro.dashboard.auth import add_user, hash_token, revoke_token
 from cotk_repro.dashboard.server import start_in_thread
 from cotk_repro.records import compute_id
 
-from dashboard_support import fake_hash, make_record, make_verdict, pg_schema_url
+from dashboard_support import db_url_for, fake_hash, make_record, make_verdict
 
 API = "/api/v1"
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def db_url(request, tmp_path_factory):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('dash') / 'dash.sqlite3'}"
-    else:
-        yield from pg_schema_url("api")
+    yield from db_url_for(request, tmp_path_factory, "api")
 
 
 @pytest.fixture(scope="module")
 def server(db_url):
-    url, stop = start_in_thread(db_url)
+    url, stop = start_in_thread(db_url, allow_unsigned=True)
     yield url
     stop()
 
@@ -206,6 +203,19 @@ def test_leaderboard_groups_by_hash_best_first_largest_group_first(server, token
     assert entry["records"] == 6 and {m["metric"] for m in entry["metrics"]} == {"bleu", "perplexity"}
 
 
+def test_self_bleu_ranks_lower_is_better_as_its_class_declares(server, tokens):
+    """The leaderboard asks the metric's facts: the least repetitive system (lowest Self-BLEU) is first."""
+    task, dataset = "self-bleu-direction", "news"
+    h = fake_hash("self-bleu-set")
+    for i, value in enumerate((0.40, 0.15, 0.70)):
+        rec = make_record({"self-bleu": (value, h)}, task=task, dataset=dataset, name=f"sb{i}")
+        assert post_record(server, rec, tokens["alice"]).status_code == 201
+    board = requests.get(server + API + "/leaderboard", timeout=10,
+                         params={"task": task, "dataset": dataset, "metric": "self-bleu"}).json()
+    assert board["higher_is_better"] is False
+    assert [e["value"] for e in board["groups"][0]["entries"]] == [0.15, 0.40, 0.70]
+
+
 def test_reproductions_are_attached_and_attributed(server, tokens):
     h = fake_hash("refs-repro")
     rec = make_record({"bleu": (0.42, h)}, task="repro", dataset="d", name="reproduced-system")
@@ -221,12 +231,19 @@ def test_reproductions_are_attached_and_attributed(server, tokens):
     got = requests.get(server + API + "/records/" + rec["id"], timeout=10).json()
     assert [(x["user"], x["verdict"]["verdict"]) for x in got["reproductions"]] == [
         ("bob", "reproduced"), ("carol", "reproduced"), ("bob", "reproduced"), ("carol", "not reproduced")]
-    assert got["reproductions"][0]["verdict"] == make_verdict(rec["id"], "reproduced", value=0.42, h=h)
-    assert got["reproduced_by"] == 2  # distinct users with a "reproduced" verdict
+    stored = dict(got["reproductions"][0]["verdict"])
+    assert stored.pop("claimed_verdict") == "reproduced"
+    assert [m["verdict"] for m in stored.pop("metrics")] == ["reproduced"]  # the server's rows
+    expected = make_verdict(rec["id"], "reproduced", value=0.42, h=h)
+    expected.pop("metrics")
+    assert stored == expected
+    # each user's latest verdict counts: bob's is "reproduced", carol's newer one "not reproduced"
+    assert got["reproduced_by"] == 1
+    assert [x["superseded"] for x in got["reproductions"]] == [True, True, False, False]
     board = requests.get(server + API + "/leaderboard", params={"task": "repro", "dataset": "d", "metric": "bleu"},
                          timeout=10).json()
     entry = board["groups"][0]["entries"][0]
-    assert entry["reproductions"] == 4 and entry["reproduced_by"] == 2
+    assert entry["reproductions"] == 2 and entry["reproduced_by"] == 1
     # errors: no token, unknown record, bad verdict, verdict for another record
     assert requests.post(url, json=make_verdict(rec["id"]), timeout=10).status_code == 401
     other = "sha256:" + "0" * 64
@@ -265,7 +282,7 @@ def test_record_listing_paginates(server, tokens):
 
 
 def test_request_size_cap_and_rate_limit(db_url, tokens):
-    url, stop = start_in_thread(db_url, max_body=4096, rate_limit="3/60", migrate=False)
+    url, stop = start_in_thread(db_url, max_body=4096, rate_limit="3/60", migrate=False, allow_unsigned=True)
     try:
         big = make_record({"bleu": (0.5, None)}, name="big")  # the environment makes it > 4 KiB
         assert len(json.dumps(big)) > 4096
@@ -299,7 +316,7 @@ def test_errors_never_leak_tracebacks(db_url, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("secret /home/someone/.config detail")
 
-    url, stop = start_in_thread(db_url, migrate=False)
+    url, stop = start_in_thread(db_url, migrate=False, allow_unsigned=True)
     try:
         monkeypatch.setattr(store, "get_record", boom)
         r = requests.get(url + API + "/records/sha256:" + "b" * 64, timeout=10)
@@ -311,8 +328,14 @@ def test_errors_never_leak_tracebacks(db_url, monkeypatch):
 
 
 def test_lower_is_better_rule():
-    assert lb.lower_is_better("perplexity") and lb.lower_is_better("test PPL") and lb.lower_is_better("ppl-word")
-    assert not lb.lower_is_better("bleu") and not lb.lower_is_better("distinct-2")
+    # the direction is the reporting metric's declared fact, not a guess from the key's spelling
+    for key in ("perplexity", "self-bleu", "fw-ppl", "rv-ppl"):
+        assert lb.lower_is_better(key), key
+    for key in ("bleu", "distinct-2", "fw-bleu", "bw-bleu", "fw-bw-bleu", "rouge-l", "nist", "meteor",
+                "ngram-entropy-3"):
+        assert not lb.lower_is_better(key), key
+    # a key no registered metric reports ranks higher-is-better (no substring guess: "test PPL" is not ours)
+    assert not lb.lower_is_better("test PPL")
 
 
 def test_migrations_are_idempotent_and_at_head(db_url):
@@ -320,7 +343,7 @@ def test_migrations_are_idempotent_and_at_head(db_url):
 
     db = open_database(db_url)
     db.upgrade()
-    assert db.current_revision() == "0003"
+    assert db.current_revision() == "0004"
     assert re.fullmatch(r"\d+", str(db.generation()))
     db.dispose()
 
@@ -329,7 +352,7 @@ def test_a_second_server_on_the_same_database_sees_new_writes(server, db_url, to
     """Pages are cached per process, keyed by the database generation: another worker's write shows up."""
     import time
 
-    other, stop = start_in_thread(db_url, migrate=False)
+    other, stop = start_in_thread(db_url, migrate=False, allow_unsigned=True)
     try:
         params = {"task": "two-servers", "dataset": "d", "metric": "bleu"}
         assert requests.get(other + API + "/leaderboard", params=params, timeout=10).json()["groups"] == []
@@ -421,7 +444,7 @@ def test_upgrading_from_the_first_schema_keeps_and_counts_old_results(tmp_path):
 
     db.write(seed)
     db.upgrade()
-    assert db.current_revision() == "0003"
+    assert db.current_revision() == "0004"
     board = db.read(lambda c: lb.build(c, "t", "d", "bleu"))
     assert [(g["hash"], g["total"]) for g in board["groups"]] == [(a, 2), (None, 1)]
     assert [e["value"] for e in board["groups"][0]["entries"]] == [0.3, 0.1]

@@ -27,7 +27,7 @@ def site(tmp_path_factory):
     db = open_database(db_url)
     tokens = {u: add_user(db, u)[0] for u in ("alice", "bob", "carol")}
     db.dispose()
-    url, stop = start_in_thread(db_url)
+    url, stop = start_in_thread(db_url, allow_unsigned=True)
     a, b = fake_hash("coco-test-refs"), fake_hash("coco-test-refs-lowercased")
     recs = {
         "alpha-system": (make_record({"bleu": (0.31, a)}, name="alpha-system", task="language-generation",

@@ -27,7 +27,7 @@ def test_add_user_token_works_and_revoke_token_stops_it(cli, tmp_path):
 
     from cotk_repro.dashboard.server import start_in_thread
 
-    url, stop = start_in_thread(db)
+    url, stop = start_in_thread(db, allow_unsigned=True)
     try:
         rec = make_record({"bleu": (0.3, fake_hash("r"))})
         headers = {"Authorization": f"Bearer {token}"}
@@ -67,7 +67,7 @@ def test_default_database_lives_in_xdg_data_home(cli, tmp_path):
 
 def _start_serve(*args: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "serve", *args, "--port", "0",
-                             "--no-access-log"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             "--no-access-log", "--allow-unsigned"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ))
     try:
         line = proc.stdout.readline().strip()

@@ -30,7 +30,7 @@ def live(request, tmp_path_factory):
     db = open_database(db_url)
     token = add_user(db, "fuzzer")[0]
     db.dispose()
-    url, stop = start_in_thread(db_url, rate_limit=None)
+    url, stop = start_in_thread(db_url, rate_limit=None, allow_unsigned=True)
     # one real record, so that the read paths have data to serve
     import requests
 

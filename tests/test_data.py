@@ -1,4 +1,4 @@
-"""Dataloaders, vocabulary and hash codes: the paper's Figure 4 pattern (SPEC section 5) on a
+"""Dataloaders, vocabulary and hash codes: the paper's Figure 4 pattern (docs/spec.md section 5) on a
 hand-made dataset and on Texygen's COCO captions, checked against independent computations
 (NLTK's WordPunctTokenizer, collections.Counter, the reference_hashes module)."""
 
@@ -13,7 +13,7 @@ import pytest
 from nltk.tokenize import WordPunctTokenizer
 
 from cotk_repro import data
-from cotk_repro.reference_hashes import bleu_reference_hash, perplexity_reference_hash
+from cotk_repro.metrics.reference_hashes import bleu_reference_hash, perplexity_reference_hash
 
 # A small corpus: punctuation attached to words (so `space` and `nltk` tokenize differently),
 # tokens seen 1, 2, 3 and more times in train, some tokens only in dev/test.

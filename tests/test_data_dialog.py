@@ -1,5 +1,5 @@
 """Happy paths of the two dialog dataloaders (``single-turn-dialog``, ``multi-turn-dialog``):
-samples, batches, vocabulary, conversions and hash codes (SPEC section 5, the Figure 4 pattern).
+samples, batches, vocabulary, conversions and hash codes (docs/spec.md section 5, the Figure 4 pattern).
 
 Every expected value is computed here, independently of the library: tokens with NLTK's
 ``WordPunctTokenizer`` (or ``str.split``), counts with ``collections.Counter``, ids from a
@@ -20,7 +20,7 @@ import pytest
 from nltk.tokenize import WordPunctTokenizer
 
 from cotk_repro import data
-from cotk_repro.reference_hashes import bleu_reference_hash, perplexity_reference_hash
+from cotk_repro.metrics.reference_hashes import bleu_reference_hash, perplexity_reference_hash
 
 from conftest import SHARED_DATA
 

@@ -1,4 +1,4 @@
-"""`cotk-repro demo`: the whole loop on one machine (SPEC section 8), through the real CLI.
+"""`cotk-repro demo`: the whole loop on one machine (docs/spec.md section 8), through the real CLI.
 
 Real parts: a real git repository and bare remote, the embedded dashboard on SQLite
 over HTTP, a real venv reproduction. The demo project ships its own corpus, so the
@@ -21,7 +21,9 @@ def demo_run(tmp_path_factory):
     from conftest import run_cli
 
     folder = tmp_path_factory.mktemp("demo") / "loop"
-    res = run_cli("demo", "--dir", str(folder), "--runtime", "venv", "--json", timeout=900)
+    home = tmp_path_factory.mktemp("home-without-ssh-key")  # a machine with no SSH key at all
+    res = run_cli("demo", "--dir", str(folder), "--runtime", "venv", "--json", timeout=900,
+                  env={"HOME": str(home), "COTK_REPRO_SIGNING_KEY": "", "GIT_CONFIG_GLOBAL": str(home / "gitconfig")})
     return folder, res
 
 
@@ -57,3 +59,25 @@ def test_demo_published_to_git_and_dashboard(demo_run):
     hex_id = summary["record_id"].removeprefix("sha256:")
     assert hex_id in text  # the record was uploaded
     assert "reproduced" in text  # and the reproduction attached to it
+
+
+def test_demo_signs_with_throwaway_keys_and_counts_an_independent_reproduction(demo_run):
+    folder, res = demo_run
+    assert res.returncode == 0, res
+    summary = json.loads(res.stdout)
+    hex_id = summary["record_id"].removeprefix("sha256:")
+    bare = folder / "git" / "demo" / "sample-lm.git"
+    sig = subprocess.run(["git", "show", f"refs/heads/cotk-repro-records:records/{hex_id}/record.sig"], cwd=bare,
+                         capture_output=True, text=True, check=True).stdout
+    assert sig.startswith("-----BEGIN SSH SIGNATURE-----")
+    assert (folder / "keys" / "demo.pub").is_file() and (folder / "keys" / "demo-reproducer.pub").is_file()
+    with sqlite3.connect(folder / "dashboard.db") as db:
+        owner, fp, n = db.execute("select u.name, r.key_fingerprint, r.reproduced_by from records r "
+                                  "join users u on u.id = r.user_id").fetchone()
+        repro = db.execute("select u.name, p.verdict, p.by_author, p.key_fingerprint from reproductions p "
+                           "join users u on u.id = p.user_id").fetchall()
+    keygen = subprocess.run(["ssh-keygen", "-lf", str(folder / "keys" / "demo.pub")], capture_output=True, text=True,
+                            check=True).stdout.split()[1]
+    assert owner == "demo" and fp == keygen and n == 1
+    assert [(u, v, bool(a)) for u, v, a, _k in repro] == [("demo-reproducer", "reproduced", False)]
+    assert repro[0][3] is not None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cotk_repro.diffing import compare_results, overall, within
+from cotk_repro.records.diffing import compare_results, overall, within
 
 H1, H2 = "a" * 64, "b" * 64
 

@@ -9,7 +9,7 @@ import pytest
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
 
 from cotk_repro.metrics import get_metric
-from cotk_repro.reference_hashes import bleu_reference_hash, bleu_tokenize
+from cotk_repro.metrics.reference_hashes import bleu_reference_hash, bleu_tokenize
 
 HYPS = ["a cat sat on the mat .", "the dog barked at the mailman", "birds fly south in winter", ""]
 REFS = ["a cat is sitting on the mat .", "the dog barked at the postman", "birds fly north in spring", "empty"]

@@ -20,7 +20,7 @@ from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_b
 from cotk_repro.metrics import MetricError, evaluate, get_metric
 from cotk_repro.metrics.bleu import self_bleu_scores, set_bleu_scores
 from cotk_repro.metrics.ngrams import tokenize_texts
-from cotk_repro.reference_hashes import bleu_reference_hash, bleu_tokenize
+from cotk_repro.metrics.reference_hashes import bleu_reference_hash, bleu_tokenize
 
 SMOOTH = SmoothingFunction()
 _counter = itertools.count()
@@ -373,7 +373,30 @@ def test_reference_digest_equals_core_bleu_reference_hash():
 @given(texts=st.lists(st.text(alphabet=st.sampled_from(list("ab_1 .,'\t\n\r\x0b\x1c\u00a0\u2028éß猫-<>unk!")) |
                              st.characters(), max_size=12), max_size=6))
 def test_property_bulk_tokenizer_equals_wordpunct(texts):
-    expected = [[t for t in re.split(r"(<unk>)", x) if t] for x in texts]
-    expected = [[tok for part in parts for tok in (["<unk>"] if part == "<unk>" else bleu_tokenize(part))]
+    # every special token is kept whole (<unk>, <pad>, <go>, <eos>), the rest is WordPunct
+    specials = ("<unk>", "<pad>", "<go>", "<eos>")
+    expected = [[t for t in re.split(r"(<unk>|<pad>|<go>|<eos>)", x) if t] for x in texts]
+    expected = [[tok for part in parts for tok in ([part] if part in specials else bleu_tokenize(part))]
                 for parts in expected]
     assert tokenize_texts(texts) == expected
+
+
+def test_distinct_rows_scored_once_equal_every_row_scored():
+    """sentence_scores scores each distinct (counts, lengths) row once: the same floats as scoring every row,
+    and _unique_rows (one int64 per row) equals np.unique(axis=0), also on its fallback path."""
+    import numpy as np
+
+    from cotk_repro.metrics.bleu import _score_rows, _unique_rows, sentence_scores
+
+    rng = np.random.default_rng(5)
+    for smoothing in ("method0", "method1", "method2", "method3"):
+        lens = rng.integers(0, 9, 400)
+        nums = np.minimum(rng.integers(0, 4, (400, 4)), np.maximum(lens[:, None] - np.arange(4), 0))
+        dens = np.maximum(1, lens[:, None] - np.arange(4))
+        refs = rng.integers(1, 9, 400)
+        w = [0.4, 0.3, 0.2, 0.1]
+        assert sentence_scores(nums, dens, lens, refs, w, smoothing) == _score_rows(nums, dens, lens, refs, w, smoothing)
+    for key in (rng.integers(0, 3, (50, 6)), np.array([[2 ** 40, 1], [2 ** 40, 0], [5, 2 ** 30], [5, 2 ** 30]])):
+        rows, inverse = _unique_rows(key)
+        expected_rows, expected_inverse = np.unique(key, axis=0, return_inverse=True)
+        assert rows.tolist() == expected_rows.tolist() and inverse.tolist() == expected_inverse.reshape(-1).tolist()

@@ -17,7 +17,7 @@ from nltk.translate.meteor_score import meteor_score
 
 from cotk_repro.metrics import MetricError, get_metric
 from cotk_repro.metrics.meteor import wordnet_available
-from cotk_repro.reference_hashes import bleu_tokenize
+from cotk_repro.metrics.reference_hashes import bleu_tokenize
 
 
 class NoSynonyms:

@@ -120,16 +120,19 @@ def test_store_ignores_incomplete_folders(tmp_path):
 
 def test_record_json_is_written_atomically(tmp_path, monkeypatch):
     """A crash while writing record.json leaves no record folder and no temporary file."""
-    import cotk_repro.records as records
+    import cotk_repro.core.fileio as fileio
 
     store = RunStore(tmp_path)
     work = store.new_workdir()
     (work / "stdout.log").write_text("x")
+    real_open = fileio.os.fdopen
 
-    def boom(*a, **k):
-        raise OSError(28, "No space left on device")
+    def boom(fd, *a, **k):  # the disk fills up half-way through record.json
+        fh = real_open(fd, *a, **k)
+        fh.write = lambda data: (_ for _ in ()).throw(OSError(28, "No space left on device"))
+        return fh
 
-    monkeypatch.setattr(records.json, "dump", boom)
+    monkeypatch.setattr(fileio.os, "fdopen", boom)
     with pytest.raises(OSError):
         store.commit(work, fake_record(2))
     assert list(store.folders()) == []

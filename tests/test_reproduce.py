@@ -18,7 +18,7 @@ from conftest import git, run_cli
 from test_reproduce_support import (REPRO_MODES, build_published_project, expected_values, git_daemon)
 
 VERDICT_KEYS = {"schema", "schema_version", "record_id", "verdict", "runtime", "metrics", "environment_differences",
-                "rerun", "error", "cotk_repro_version"}
+                "rerun", "error", "record_signature", "cotk_repro_version"}
 ROW_KEYS = {"metric", "verdict", "a_value", "b_value", "a_hash", "b_hash", "abs_diff", "rtol", "atol"}
 
 
@@ -208,7 +208,7 @@ def test_end_to_end_through_git_daemon(pub):
 # -- what the reproduced project's config may choose -------------------------------------------------
 
 def _config(tmp_path, text):
-    from cotk_repro.config import load_config
+    from cotk_repro.core.config import load_config
 
     (tmp_path / "cotk-repro.toml").write_text(text, encoding="utf-8")
     return load_config(tmp_path)

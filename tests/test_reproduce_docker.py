@@ -1,4 +1,4 @@
-"""Reproduce in Docker, end to end, against the real engine (SPEC section 7, issue 5).
+"""Reproduce in Docker, end to end, against the real engine (docs/spec.md section 7, issue 5).
 
 A project is published to a bare remote (records made with a small real virtual environment,
 see :mod:`test_reproduce_support`), then `cotk-repro reproduce --runtime docker` rebuilds its
@@ -75,7 +75,7 @@ def docker_client():
 def base_image(docker_client):
     """The base image under a tag of this module's own; at the end, removes the images this module
     built (named by the reproduce output, so that a concurrent run's images are left alone)."""
-    from cotk_repro.userconfig import cache_dir
+    from cotk_repro.core.userconfig import cache_dir
 
     source = os.environ["COTK_REPRO_TEST_BASE_IMAGE"]
     name = f"cotk-repro-test-base:{uuid.uuid4().hex[:12]}"

@@ -32,7 +32,7 @@ def small_venv_python(extra: tuple[tuple[str, ...], ...] = (), name: str = "test
     give such a venv its own ``name`` (its folder in the user cache dir).
     """
     from cotk_repro.reproduce.wheelhouse import self_fingerprint
-    from cotk_repro.userconfig import cache_dir
+    from cotk_repro.core.userconfig import cache_dir
 
     root = cache_dir() / name
     vdir = root / self_fingerprint()
@@ -138,7 +138,7 @@ def dashboard_server(tmp_path: Path):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "serve", "--db", db, "--host",
-                             "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             "127.0.0.1", "--port", str(port), "--allow-unsigned"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env=dict(os.environ))
     try:
         for _ in range(100):

@@ -1,33 +1,40 @@
 """Built-in command groups beyond the core, added through the ``register_commands`` hook.
 
-Each module named here exposes ``register(cli)``; a module that is not there yet
-is skipped, so an issue can land its commands independently.
+Each module named here exposes ``register(cli)``. A module that fails to import (or is
+missing) is an error naming it, after the others are registered: a broken install must not
+look like a command that never existed.
 """
 
 from __future__ import annotations
 
 import importlib
 
+from ..errors import PluginError
 from ..hookspecs import hookimpl
 
 COMMAND_MODULES = (
     "cotk_repro.cli.data_cmd",
     "cotk_repro.cli.evaluate_cmd",
+    "cotk_repro.cli.metrics_cmd",
     "cotk_repro.cli.compare_cmd",
     "cotk_repro.cli.publish_cmd",
     "cotk_repro.cli.reproduce_cmd",
     "cotk_repro.cli.dashboard_cmd",
     "cotk_repro.cli.demo_cmd",
+    "cotk_repro.cli.signing_cmd",
 )
 
 
 @hookimpl
 def register_commands(cli):
+    failed = []
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
+        except Exception as exc:  # noqa: BLE001 - reported below, naming the module
+            failed.append(f"{name} ({type(exc).__name__}: {exc})")
+            continue
         module.register(cli)
+    if failed:
+        raise PluginError(f"the command module {failed[0]} failed to import"
+                          + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""))

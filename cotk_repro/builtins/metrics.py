@@ -26,6 +26,7 @@ BUILTIN_METRICS = {
     "bleu-precision-recall": "precision_recall:BleuPrecisionRecallMetric",
     "embedding-precision-recall": "precision_recall:EmbSimilarityPrecisionRecallMetric",
     "accuracy": "accuracy:AccuracyMetric",
+    "cider": "cider:CiderMetric",
 }
 
 

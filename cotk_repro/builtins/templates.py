@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..hookspecs import hookimpl
 from ..scaffold import ProjectTemplate
-from ..templating import templates_dir
+from ..core.templating import templates_dir
 
 
 @hookimpl

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from .. import __version__
-from ..canonical import sha256_hex
-from ..templating import render
+from ..core.canonical import sha256_hex
+from ..core.templating import render
 
 
 def default_base_image(python_major_minor: str) -> str:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from ..core.git import GitError
+from ..core.git import git as run_git
 from ..errors import CaptureError
 
 
@@ -68,13 +70,13 @@ def open_repo(path: Path):
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """git through :func:`cotk_repro.core.git.git`, its output as text; failures are :class:`CaptureError`."""
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              env={**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"})
-    except FileNotFoundError:
-        raise CaptureError("git is not installed; cotk-repro needs git to record the code of a run") from None
-    except NotADirectoryError:
-        raise CaptureError(f"{cwd} is not a folder") from None
+        proc = run_git(cwd, *args, env={"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}, check=False, timeout=None)
+    except GitError as exc:
+        raise CaptureError(exc.message) from None
+    proc = subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                                       proc.stderr.decode("utf-8", "replace"))
     if check and proc.returncode != 0:
         first = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         raise CaptureError(f"git {args[0]} failed in {cwd}: {first.removeprefix('fatal: ')}")

@@ -2,7 +2,7 @@
 
 Recent Typer releases coerce every parameter that is not a boolean flag through
 a pydantic ``TypeAdapter``; importing pydantic for that costs ~70 ms, a quarter
-of the `cotk-repro run` overhead budget (SPEC/issue 2: <= 0.3 s). For
+of the `cotk-repro run` overhead budget (issue 2: <= 0.3 s). For
 parameters typed plain ``str`` or ``list[str]`` the coercion is the identity
 (click already hands over strings), and so it is for flags that are already
 booleans; those get a pass-through instead.

@@ -114,6 +114,8 @@ def register(cli: typer.Typer) -> None:
             output.print_json(as_json(result, files))
         else:
             render_tables(result)
+        for w in result.warnings:
+            output.warn(w)
         for f in result.failures:
             what = f"metric {f.metric}" if f.metric else "system"
             output.warn(f"{what} failed for {f.system} on {f.dataset}: {f.message}")

@@ -52,6 +52,7 @@ def init(
     for path in written:
         output.info(f"wrote {os.path.relpath(path)}")
     output.info("next: git add -A && git commit -m start && cotk-repro run")
+    output.info("records are signed with your SSH key when published; `cotk-repro keys` shows which key")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
@@ -64,7 +65,7 @@ def run(
     args: Optional[List[str]] = typer.Argument(None, help="Arguments for the entry, after `--`."),
 ) -> None:
     """Capture code and environment, run the entry script, validate its result file, write a record."""
-    from ..runner import execute
+    from ..records.runner import execute
 
     outcome = execute(entry=entry, args=list(args or []), result=result, allow_dirty=allow_dirty,
                       echo=False if quiet else ("stderr" if json_out else True))
@@ -159,9 +160,9 @@ def diff(
     json_out: bool = typer.Option(False, "--json", help="Verdicts as JSON on stdout."),
 ) -> None:
     """Compare two records metric by metric. Exit 1 when a metric differs, is not comparable or is missing."""
-    from ..config import load_config
-    from ..diffing import compare_results, environment_differences, overall
-    from ..locate import load_document
+    from ..core.config import load_config
+    from ..records.diffing import compare_results, environment_differences, overall
+    from ..records.locate import load_document
 
     try:
         store = _store_here()

@@ -6,7 +6,8 @@ Parsing and rendering only; the work is in :mod:`cotk_repro.dashboard`.
 from __future__ import annotations
 
 import sys
-from typing import Optional
+from pathlib import Path
+from typing import List, Optional
 
 import typer
 
@@ -14,6 +15,30 @@ from . import output
 
 DB_HELP = ("Database URL: sqlite:////abs/path.sqlite3 or postgresql+psycopg://user@host:port/db "
            "(default: $COTK_REPRO_DASHBOARD_DB, else dashboard.sqlite3 in the user data dir, $XDG_DATA_HOME/cotk-repro).")
+
+
+def _read_pub(path: Path) -> str:
+    from ..errors import CotkError
+
+    from ..core.signing import SigningError, parse_public_key
+
+    try:
+        text = path.expanduser().read_text(encoding="utf-8", errors="replace").strip()
+    except OSError as exc:
+        raise CotkError(f"cannot read the SSH public key {path}: {exc.strerror}") from None
+    try:
+        parse_public_key(text)
+    except SigningError as exc:
+        raise CotkError(f"{path}: {exc.message}") from None
+    return text
+
+
+def _add_keys(database, name: str, keys: list[str]) -> None:
+    from ..dashboard.identity import add_key
+
+    for text in keys:
+        key = add_key(database, name, text)
+        output.info(f"registered the key {key['fingerprint']} ({key['type']}) for {name}")
 
 
 def register(cli: typer.Typer) -> None:
@@ -31,6 +56,8 @@ def register(cli: typer.Typer) -> None:
         read_rate_limit: Optional[str] = typer.Option(None, "--read-rate-limit", help="Reads allowed per client address, as N/SECONDS (default: unlimited)."),
         public_url: Optional[str] = typer.Option(None, "--public-url", help="The URL users reach the dashboard at, for links in API answers (default: from each request)."),
         access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request."),
+        allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Accept records and reproductions without "
+                                            "an SSH signature (shown as unsigned; default: refused with 403)."),
     ) -> None:
         """Run the dashboard (creates or upgrades its database first) and print its URL."""
         from ..dashboard.server import serve as do_serve
@@ -41,12 +68,15 @@ def register(cli: typer.Typer) -> None:
             output.info(f"dashboard at {url} (Ctrl-C to stop)")
 
         do_serve(db, host=host, port=port, workers=workers, max_body=max_body, rate_limit=rate_limit,
-                 read_rate_limit=read_rate_limit, public_url=public_url, access_log=access_log, on_ready=ready)
+                 read_rate_limit=read_rate_limit, public_url=public_url, access_log=access_log, on_ready=ready,
+                 allow_unsigned=allow_unsigned)
 
     @group.command("add-user")
     def add_user(
         name: str = typer.Argument(..., help="User name (letters, digits, '.', '_', '-')."),
         db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+        ssh_key: List[Path] = typer.Option([], "--ssh-key", metavar="FILE.pub", help="Register this SSH public key "
+                                           "for the user (repeatable): records and reproductions it signs are theirs."),
     ) -> None:
         """Create a user (or give an existing one another token) and print the token once.
 
@@ -55,11 +85,56 @@ def register(cli: typer.Typer) -> None:
         from ..dashboard.auth import add_user as do_add
         from ..dashboard.db import open_database
 
+        keys = [_read_pub(p) for p in ssh_key]
         database = open_database(db)
         token, created = do_add(database, name)
+        _add_keys(database, name, keys)
         output.info(f"{'created user' if created else 'new token for the existing user'} {name} on "
                     f"{database.safe_url()}; this token is shown only once:")
         sys.stdout.write(token + "\n")
+
+    @group.command("add-key")
+    def add_key(
+        name: str = typer.Argument(..., help="An existing user."),
+        ssh_key: List[Path] = typer.Argument(..., metavar="FILE.pub", help="SSH public key file(s)."),
+        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    ) -> None:
+        """Register SSH public keys for a user (users can also add their own: POST /api/v1/keys)."""
+        from ..dashboard.db import open_database
+
+        keys = [_read_pub(p) for p in ssh_key]
+        _add_keys(open_database(db), name, keys)
+
+    @group.command("revoke-key")
+    def revoke_key(
+        name: str = typer.Argument(..., help="The key's user."),
+        fingerprint: str = typer.Argument(..., help="The key's fingerprint, SHA256:... (see `dashboard keys NAME`)."),
+        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    ) -> None:
+        """Revoke a user's SSH key: uploads it signs are refused from now on (403)."""
+        from ..dashboard.db import open_database
+        from ..dashboard.identity import revoke_key as do_revoke
+
+        do_revoke(open_database(db), name, fingerprint)
+        output.info(f"revoked the key {fingerprint} of {name}")
+
+    @group.command("keys")
+    def keys(
+        name: str = typer.Argument(..., help="User whose keys to list."),
+        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+        json_out: bool = typer.Option(False, "--json", help="Print the keys as JSON on stdout."),
+    ) -> None:
+        """List a user's SSH keys with their fingerprints."""
+        from ..dashboard.db import open_database
+        from ..dashboard.identity import list_keys
+
+        rows = list_keys(open_database(db), name)
+        if json_out:
+            output.print_json(rows)
+            return
+        output.console.print(output.table(f"SSH keys of {name}", ["fingerprint", "type", "comment", "added", "revoked"],
+                                          [[k["fingerprint"], k["type"], k["comment"], k["created_at"],
+                                            k["revoked_at"] or ""] for k in rows]))
 
     @group.command("revoke-token")
     def revoke_token(

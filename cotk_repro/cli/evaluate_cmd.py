@@ -9,19 +9,12 @@ import typer
 
 from . import output
 
-HASH_SUFFIX = " hashvalue"
-SIGNATURE_SUFFIX = " signature"
-
-
 def result_rows(result: dict[str, Any]) -> list[list[Any]]:
     """One row per value: key, value, hash (shortened), signature."""
-    rows = []
-    for key, value in result.items():
-        if key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX):
-            continue
-        rows.append([key, output.fmt_value(value) if isinstance(value, float) else str(value),
-                     output.fmt_hash(result.get(key + HASH_SUFFIX)), result.get(key + SIGNATURE_SUFFIX) or ""])
-    return rows
+    from ..core.results import parse_result_dict
+
+    return [[key, output.fmt_value(r["value"]), output.fmt_hash(r["hash"]), r["signature"] or ""]
+            for key, r in parse_result_dict(result, skip_extras=True).items()]
 
 
 def register(cli: typer.Typer) -> None:

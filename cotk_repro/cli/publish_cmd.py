@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -27,6 +27,10 @@ def register(cli: typer.Typer) -> None:
         record_id: str = typer.Argument("latest", metavar="[ID]", help="Local record id, unique prefix, or `latest` (default)."),
         remote: Optional[str] = typer.Option(None, "--remote", help="Git remote to push to (default: publish.remote in cotk-repro.toml, else origin)."),
         dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard URL (default: dashboard.url in cotk-repro.toml, else the one you logged in to)."),
+        target: Optional[List[str]] = typer.Option(None, "--target", "-T", metavar="NAME", help="A publish target to "
+                                                   "run (repeatable, in order; default: publish.targets in "
+                                                   "cotk-repro.toml, else git then dashboard). Any registered "
+                                                   "target, see `cotk-repro plugins`."),
         no_git: bool = typer.Option(False, "--no-git", help="Do not push to the git remote."),
         no_dashboard: bool = typer.Option(False, "--no-dashboard", help="Do not upload to the dashboard."),
         push: bool = typer.Option(False, "--push", help="Also push the recorded commit's branch when the remote does not have the commit yet."),
@@ -41,7 +45,8 @@ def register(cli: typer.Typer) -> None:
 
         try:
             report = do_publish(Path.cwd(), record_id, remote=remote, dashboard=dashboard, use_git=not no_git,
-                                use_dashboard=not no_dashboard, push=True if push else None, on_status=output.info)
+                                use_dashboard=not no_dashboard, push=True if push else None,
+                                targets=list(target) if target else None, on_status=output.info)
         except PublishError as exc:
             if exc.steps and not json_out:
                 _render_steps(exc.steps)
@@ -61,7 +66,7 @@ def register(cli: typer.Typer) -> None:
         check: bool = typer.Option(True, "--check/--no-check", help="Check that the dashboard answers before saving."),
     ) -> None:
         """Store dashboard credentials in your user config (file mode 0600, never in a repository)."""
-        from .. import userconfig
+        from ..core import userconfig
         from ..publish.dashboard import DashboardClient, DashboardError
 
         url = userconfig.normalize_url(dashboard)

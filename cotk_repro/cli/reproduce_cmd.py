@@ -64,6 +64,8 @@ def register(cli: typer.Typer) -> None:
         submit: bool = typer.Option(False, "--submit", help="Send the verdict to the dashboard (needs `cotk-repro login`)."),
         dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard for --submit (default: the source's "
                                                 "dashboard, the project's dashboard.url, or the one you logged in to)."),
+        allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Reproduce even when the record's "
+                                            "signature does not verify (otherwise: could not run)."),
         keep: bool = typer.Option(False, "--keep", help="Keep the work folder (checkout, build context, logs) for debugging."),
         json_out: Optional[str] = typer.Option(None, "--json", metavar="[FILE]", help="Print the verdict JSON on stdout "
                                                "(nothing else), or write it to FILE and still show the table."),
@@ -87,7 +89,7 @@ def register(cli: typer.Typer) -> None:
             return
         opts = ReproduceOptions(record=record, runtime=runtime, base_image=base_image, rtol=rtol, atol=atol,
                                 timeout=timeout, memory=memory, cpus=cpus, keep=keep, submit=submit,
-                                dashboard=dashboard)
+                                dashboard=dashboard, allow_unsigned=allow_unsigned)
         outcome = do_reproduce(source, opts, on_status=output.info, progress=lambda d: output.progress(d))
         verdict = outcome.verdict
         for n in outcome.notices:

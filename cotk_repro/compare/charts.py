@@ -112,20 +112,18 @@ def _chart_job(args: tuple[CompareResult, list[str]]) -> list[bytes]:
 
 
 def write_charts(result: CompareResult, out: Path, jobs: int | None = None) -> dict[str, Path]:
-    """One ``chart-<column>.png`` per metric column; {} with a warning when matplotlib is missing.
+    """One ``chart-<column>.png`` per metric column; {} and a note in ``result.warnings`` without matplotlib.
 
     Many charts are drawn by ``jobs`` worker processes (default: the config's jobs, else the CPUs).
     """
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        from ..cli.output import warn
-
-        warn("matplotlib is not installed: no charts (pip install 'cotk-repro[compare]')")
+        result.warnings.append("matplotlib is not installed: no charts (pip install 'cotk-repro[compare]')")
         return {}
     import os
 
-    from .report import _atomic_write
+    from ..core.fileio import atomic_write
 
     columns = result.all_columns()
     jobs = min(jobs or result.config.jobs or os.cpu_count() or 1, max(1, len(columns) // 4))
@@ -143,6 +141,6 @@ def write_charts(result: CompareResult, out: Path, jobs: int | None = None) -> d
     files = {}
     for column in columns:
         path = out / f"chart-{safe_name(column)}.png"
-        _atomic_write(path, pngs[column])
+        atomic_write(path, pngs[column])
         files[column] = path
     return files

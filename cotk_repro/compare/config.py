@@ -20,46 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, CotkError
-from .textfmt import FORMAT_KEYS, DataError, TextFormat, count_lines
+from ..metrics.facts import facts_of
+from .schema import validate_shape
+from .textfmt import TextFileError, TextFormat, count_documents, count_lines
 from .tomlpos import key_lines, line_of
 
-#: how a metric uses the gold references:
-#: ``aligned`` one reference list per sample line (corpus BLEU, ROUGE...);
-#: ``set`` the whole gold set, not aligned (forward/backward BLEU);
-#: ``none`` no references (Self-BLEU, Distinct-n, n-gram entropy).
+#: how a metric uses the gold references (a metric's own facts choose; a [[metric]] may override):
+#: ``aligned`` one reference list per sample line; ``set`` the whole gold set, not aligned; ``none`` none.
 REFERENCE_MODES = ("aligned", "set", "none")
-DEFAULT_REFERENCE_MODE = {
-    "bleu": "aligned", "rouge": "aligned", "nist": "aligned", "meteor": "aligned",
-    "fw-bw-bleu": "set", "fw-rv-ppl": "set",
-    "self-bleu": "none", "distinct": "none", "ngram-entropy": "none",
-}
-#: metrics where a lower value is better (everything else: higher is better)
-LOWER_IS_BETTER = {"self-bleu", "perplexity", "fw-rv-ppl"}
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-
-_ANY_TABLE = "table"
-_STR_OR_TABLE = "string or table"
-_LIST_STR = "list of strings"
-
-SCHEMA: dict[str, Any] = {
-    "report": {"out": str, "title": str, "jobs": int, "cache": str, "charts": bool, "html": bool},
-    "format": FORMAT_KEYS,
-    "formats": {"*": FORMAT_KEYS},
-    "dataset": [{
-        "name": str, "path": str, "gold": str, "samples": str, "inputs": str,
-        "format": _STR_OR_TABLE, "gold_format": _STR_OR_TABLE,
-    }],
-    "system": [{
-        "name": str, "samples": _STR_OR_TABLE, "generator": str, "settings": _ANY_TABLE,
-        "format": _STR_OR_TABLE, "datasets": _LIST_STR,
-    }],
-    "metric": [{
-        "name": str, "label": str, "options": _ANY_TABLE, "keys": _LIST_STR,
-        "references": str, "higher_is_better": bool,
-    }],
-}
-
 
 @dataclass
 class DatasetSpec:
@@ -72,6 +42,8 @@ class DatasetSpec:
     inputs: Path | None
     gold_lines: int = 0
     samples_given: bool = False
+    #: text format of the generator inputs (documents); default: the dataset's sample format
+    inputs_format: TextFormat | None = None
 
 
 @dataclass
@@ -83,6 +55,8 @@ class MetricSpec:
     references: str
     higher_is_better: bool
     keys: tuple[str, ...] | None = None
+    #: rough relative cost per sample from the metric's facts (the costliest tasks are started first)
+    cost: float = 1.0
     label_given: bool = False
     version: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
@@ -151,55 +125,6 @@ def _dotted(path: tuple) -> str:
     return out
 
 
-def _type_ok(value: Any, expected: Any) -> bool:
-    if expected is _ANY_TABLE:
-        return isinstance(value, dict)
-    if expected is _STR_OR_TABLE:
-        return isinstance(value, (str, dict))
-    if expected is _LIST_STR:
-        return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    if expected is list:
-        return isinstance(value, list)
-    if expected is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, expected)
-
-
-def _type_name(expected: Any) -> str:
-    if isinstance(expected, str):
-        return "a " + expected
-    return {str: "a string", bool: "true or false", int: "an integer", list: "a list"}.get(expected, str(expected))
-
-
-def _validate(data: Any, schema: Any, path: tuple, fail) -> None:
-    if isinstance(schema, list):
-        if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
-            raise fail(path, f"'{_dotted(path)}' must be an array of tables ([[{_dotted(path)}]])")
-        for i, item in enumerate(data):
-            _validate(item, schema[0], path + (i,), fail)
-        return
-    if isinstance(schema, dict):
-        if not isinstance(data, dict):
-            raise fail(path, f"'{_dotted(path)}' must be a table")
-        for key, value in data.items():
-            expected = schema.get(key, schema.get("*"))
-            if expected is None:
-                known = ", ".join(sorted(k for k in schema if k != "*"))
-                if not path:
-                    where = ""
-                elif isinstance(path[-1], int):
-                    where = f" in [[{_dotted(path[:-1])}]] #{path[-1] + 1}"
-                else:
-                    where = f" in [{_dotted(path)}]"
-                raise fail(path + (key,), f"unknown key '{key}'{where} (known: {known})")
-            _validate(value, expected, path + (key,), fail)
-        return
-    if not _type_ok(data, schema):
-        raise fail(path, f"'{_dotted(path)}' must be {_type_name(schema)}, got {data!r}")
-    if schema is list and path[-1] == "strip_tags" and not all(isinstance(v, str) for v in data):
-        raise fail(path, f"'{_dotted(path)}' must be a list of strings")
-
-
 def _check_name(value: str, what: str, path: tuple, fail) -> None:
     if not _NAME_RE.match(value):
         raise fail(path, f"{what} name {value!r} may hold only letters, digits and . _ + - "
@@ -226,7 +151,7 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
     def fail(p: tuple, message: str) -> ConfigError:
         return config_error(display, lines, p, message)
 
-    _validate(data, SCHEMA, (), fail)
+    validate_shape(data, fail)  # unknown keys and types (pydantic models in .schema)
     root = path.resolve().parent
 
     def resolve(p: str) -> Path:
@@ -250,7 +175,6 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
                 known = ", ".join(sorted(named)) or "none defined"
                 raise fail(p, f"unknown format {value!r} (defined in [formats]: {known})")
             return named[value]
-        _validate(value, FORMAT_KEYS, p, fail)
         return _make_format(value, base, p, fail)
 
     # -- datasets ------------------------------------------------------------
@@ -290,16 +214,19 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
         else:
             samples_dir = None
         inputs = None
-        if "inputs" in d:
+        if "inputs" in d:  # a file (one document per line) or a folder (one *.txt file per document)
             inputs = resolve(d["inputs"])
-            if check_files and not inputs.is_file():
-                raise fail(p + ("inputs",), f"inputs file {d['inputs']} does not exist")
+            if check_files and not (inputs.is_file() or inputs.is_dir()):
+                raise fail(p + ("inputs",), f"inputs file or folder {d['inputs']} does not exist")
         elif folder is not None and (folder / "inputs.txt").is_file():
             inputs = folder / "inputs.txt"
+        elif folder is not None and (folder / "inputs").is_dir():
+            inputs = folder / "inputs"
         sample_fmt = fmt_of(d.get("format"), p + ("format",), default_fmt)
         gold_fmt = fmt_of(d.get("gold_format"), p + ("gold_format",), sample_fmt)
+        inputs_fmt = fmt_of(d.get("inputs_format"), p + ("inputs_format",), sample_fmt)
         datasets.append(DatasetSpec(name, i, gold, gold_fmt, sample_fmt, samples_dir, inputs,
-                                    samples_given="samples" in d))
+                                    samples_given="samples" in d, inputs_format=inputs_fmt))
     by_name = {ds.name: ds for ds in datasets}
 
     # -- metrics -------------------------------------------------------------
@@ -314,7 +241,7 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
         for ds in datasets:
             try:
                 ds.gold_lines = count_lines(ds.gold)
-            except DataError as exc:
+            except TextFileError as exc:
                 raise fail(("dataset", ds.index), exc.message) from None
             if ds.gold_lines == 0 and any(m.references != "none" for m in metrics):
                 raise fail(("dataset", ds.index), f"the gold file of dataset {ds.name!r} is empty")
@@ -324,7 +251,7 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
                 source = sysm.samples.get(dname) if sysm.generator is None else ds.inputs
                 if source is None:
                     continue
-                n = count_lines(source)
+                n = count_documents(source) if sysm.generator else count_lines(source)
                 where = sysm.where.get(dname, ("system", sysm.index) if sysm.index is not None else
                                        ("dataset", ds.index))
                 if n == 0:
@@ -467,7 +394,7 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
             raise fail(p + ("label" if "label" in m else "name",),
                        f"metric label {label!r} is used twice; give each [[metric]] of the same name its own 'label'")
         labels[label] = i
-        refs = m.get("references", DEFAULT_REFERENCE_MODE.get(name))
+        refs = m.get("references")
         options = dict(m.get("options", {}))
         try:
             # the registered factory itself (not get_metric, which rewords TypeErrors): the same object
@@ -478,26 +405,21 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
             raise fail(p + ("options",), f"metric {name!r}: {exc.message}") from None
         except Exception as exc:  # noqa: BLE001 - a plugin may fail any way it likes
             raise fail(p + ("options",), f"metric {name!r} could not be created: {type(exc).__name__}: {exc}") from None
+        try:  # the metric's own facts (docs/metrics.md, "The metric contract"); the config may override them
+            facts = facts_of(metric, name)
+        except ValueError as exc:
+            raise fail(p + ("name",), str(exc)) from None
         if refs is None:
-            refs = getattr(metric, "reference_mode", None)
-        if refs is None:  # the metric API's own flags: no references at all, or an unpaired reference set
-            if getattr(metric, "needs_references", True) is False:
-                refs = "none"
-            elif getattr(metric, "paired_references", True) is False:
-                refs = "set"
-            else:
-                refs = "aligned"
+            refs = facts.references
         if refs not in REFERENCE_MODES:
             raise fail(p + ("references",), f"'references' must be one of {', '.join(REFERENCE_MODES)}, got {refs!r}")
         hib = m.get("higher_is_better")
         if hib is None:
-            hib = getattr(metric, "higher_is_better", None)
-        if hib is None:
-            hib = name not in LOWER_IS_BETTER
+            hib = facts.higher_is_better
         settings = getattr(metric, "settings", None)
         metrics.append(MetricSpec(
             label=label, name=name, index=i, options=options, references=refs, higher_is_better=bool(hib),
-            keys=tuple(m["keys"]) if "keys" in m else None, label_given="label" in m,
+            keys=tuple(m["keys"]) if "keys" in m else None, label_given="label" in m, cost=facts.cost,
             version=str(getattr(metric, "version", "")) or None,
             settings=dict(settings) if isinstance(settings, dict) else {},
         ))

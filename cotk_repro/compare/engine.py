@@ -10,7 +10,6 @@ the result and never stops the other tasks.
 from __future__ import annotations
 
 import itertools
-import math
 import multiprocessing
 import os
 import time
@@ -22,12 +21,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import CotkError
+from ..metrics.base import score, score_batches
+from ..core.results import parse_result_dict
 from .config import CompareConfig, MetricSpec, SystemSpec
 from .textfmt import TextFormat, batched, iter_gold, iter_texts
-
-HASH_SUFFIX = " hashvalue"
-SIGNATURE_SUFFIX = " signature"
-
 
 @dataclass
 class Cell:
@@ -75,6 +72,8 @@ class CompareResult:
     #: (system, dataset) -> "cache" or "generated" for generator systems
     generated: dict[tuple[str, str], str] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    #: things the user should know that are not failures (e.g. charts skipped); the CLI prints them
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def systems(self) -> list[str]:
@@ -122,10 +121,9 @@ _MISSING = object()
 def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
     """Compute one metric for one (system, dataset); returns parsed values and the time taken.
 
-    Samples and gold are read as streams. A metric with ``forward(batch)`` / ``close()`` (the CoTK
-    interface) is fed batches of ``STREAM_BATCH`` lines, so a streaming metric never holds the corpus;
-    ``references = "set"`` metrics need the whole gold set and get it with ``compute``; a metric with only
-    ``compute`` gets whole lists.
+    Samples and gold are read as streams and handed to the metric through the one metric path
+    (:func:`cotk_repro.metrics.base.score_batches`) in batches of ``STREAM_BATCH`` lines, so a streaming
+    metric never holds the corpus; ``references = "set"`` metrics get the whole gold set in one batch.
     """
     start = time.perf_counter()
     metric = _make_metric(task["metric"], task["options"])
@@ -133,24 +131,16 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
     mode = task["references"]
     gold = iter_gold(Path(task["gold"]), TextFormat.from_dict(task["gold_format"])) if mode != "none" else None
     if mode == "set":  # the whole gold set, every reference of every line, for every sample
-        refs = [r for refs_of_line in gold for r in refs_of_line]
-        raw = metric.compute(list(hyps), refs)
+        raw = score(metric, list(hyps), [r for refs_of_line in gold for r in refs_of_line])
     else:
         pairs: Iterator[tuple[str, Any]]
         if mode == "aligned":
             pairs = (_aligned(h, g) for h, g in itertools.zip_longest(hyps, gold, fillvalue=_MISSING))
         else:
             pairs = ((h, None) for h in hyps)
-        if callable(getattr(metric, "forward", None)) and callable(getattr(metric, "close", None)):
-            for batch in batched(pairs, STREAM_BATCH):
-                data: dict[str, Any] = {"hyps": [h for h, _ in batch]}
-                if mode == "aligned":
-                    data["refs"] = [g for _, g in batch]
-                metric.forward(data)
-            raw = metric.close()
-        else:
-            both = list(pairs)
-            raw = metric.compute([h for h, _ in both], [g for _, g in both] if mode == "aligned" else None)
+        batches = ({"hyps": [h for h, _ in batch], **({"refs": [g for _, g in batch]} if mode == "aligned" else {})}
+                   for batch in batched(pairs, STREAM_BATCH))
+        raw = score_batches(metric, batches)
     values = parse_result(raw)
     if task.get("keys"):
         missing = [k for k in task["keys"] if k not in values]
@@ -168,31 +158,17 @@ def _aligned(hyp: Any, gold: Any) -> tuple[str, list[str]]:
 
 
 def parse_result(raw: Any) -> dict[str, dict[str, Any]]:
-    """A CoTK-style result dict -> ``{key: {"value", "hash", "signature"}}`` (finite numbers only)."""
-    if not isinstance(raw, dict):
-        raise CotkError(f"the metric returned a {type(raw).__name__}, not a dict")
-    out: dict[str, dict[str, Any]] = {}
-    for key, value in raw.items():
-        if key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX):
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue  # non-numeric extras (e.g. per-sentence lists) are not report cells
-        if not math.isfinite(value):
-            raise CotkError(f"the metric returned a non-finite value for {key!r}: {value!r}")
-        h = raw.get(key + HASH_SUFFIX)
-        sig = raw.get(key + SIGNATURE_SUFFIX)
-        out[key] = {"value": float(value), "hash": h if isinstance(h, str) else None,
-                    "signature": sig if isinstance(sig, str) else None}
-    if not out:
-        raise CotkError("the metric returned no numeric value")
-    return out
+    """A metric's result dict -> ``{key: {"value", "hash", "signature"}}`` (numbers only; see :mod:`results`)."""
+    parsed = parse_result_dict(raw, "the metric's result", skip_extras=True)
+    return {k: {"value": float(v["value"]), "hash": v["hash"], "signature": v["signature"]} for k, v in parsed.items()}
 
 
 def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
     from .generate import generate_cached
 
     start = time.perf_counter()
-    path, reused = generate_cached(task["generator"], task["settings"], Path(task["inputs"]), Path(task["cache"]))
+    path, reused = generate_cached(task["generator"], task["settings"], Path(task["inputs"]), Path(task["cache"]),
+                                   TextFormat.from_dict(task["input_format"]))
     return {"path": str(path), "reused": reused, "seconds": time.perf_counter() - start}
 
 
@@ -239,10 +215,6 @@ def _metric_task(cfg: CompareConfig, sysm: SystemSpec, dataset: str, m: MetricSp
     }
 
 
-# rough relative costs so the slowest tasks start first (better packing on few cores)
-_COST = {"fw-bw-bleu": 6, "self-bleu": 4, "fw-rv-ppl": 6, "meteor": 5, "bleu": 2, "rouge": 3, "nist": 2}
-
-
 def count_tasks(cfg: CompareConfig) -> int:
     """How many progress steps :func:`evaluate_config` reports (metric tasks plus generations)."""
     total = sum(len(s.datasets) for s in cfg.systems) * len(cfg.metrics)
@@ -272,7 +244,7 @@ def evaluate_config(cfg: CompareConfig, *, jobs: int | None = None,
             on_progress(done, total)
 
     def queue_metrics(sysm: SystemSpec, dataset: str, hyps: Path) -> None:
-        for m in sorted(cfg.metrics, key=lambda m: -_COST.get(m.name, 1)):
+        for m in sorted(cfg.metrics, key=lambda m: -m.cost):  # the slowest first: better packing on few cores
             fut = executor.submit(run_metric_task, _metric_task(cfg, sysm, dataset, m, hyps))
             pending[fut] = ("metric", sysm, dataset, m)
 
@@ -283,7 +255,8 @@ def evaluate_config(cfg: CompareConfig, *, jobs: int | None = None,
                     ds = next(d for d in cfg.datasets if d.name == dataset)
                     fut = executor.submit(run_generate_task, {
                         "generator": sysm.generator, "settings": sysm.settings,
-                        "inputs": str(ds.inputs), "cache": str(cfg.cache)})
+                        "inputs": str(ds.inputs), "cache": str(cfg.cache),
+                        "input_format": (ds.inputs_format or ds.sample_format).as_dict()})
                     pending[fut] = ("generate", sysm, dataset, None)
         for sysm in sorted(cfg.systems, key=lambda s: s.generator is not None):
             if not sysm.generator:

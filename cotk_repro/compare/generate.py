@@ -1,8 +1,9 @@
 """Generator systems: a registered generator turns a dataset's inputs into samples, cached on disk.
 
 The cache key is the SHA-256 of the canonical JSON of the generator's name,
-version and settings and the SHA-256 of the input file, so outputs are reused
-exactly when none of these changed. Inputs are streamed in batches (the
+version and settings, the SHA-256 of the inputs (a file, one document per line,
+or a folder, one document per ``*.txt`` file) and the text format applied to
+them, so outputs are reused exactly when none of these changed. Inputs are streamed in batches (the
 generator's ``batch_size`` attribute, default 256; ``None`` = all inputs in one
 call, for generators that need the whole input, such as the n-gram sampler),
 and the output is written to a temporary file renamed into place, so an
@@ -12,15 +13,14 @@ interrupted run never leaves a half cache entry.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..canonical import hash_object
+from ..core.canonical import hash_object
+from ..core.fileio import atomic_open, atomic_write
 from ..errors import CotkError
-from .textfmt import batched, file_sha256, iter_lines
+from .textfmt import TextFormat, batched, inputs_sha256, iter_documents
 
 DEFAULT_BATCH_SIZE = 256
 
@@ -41,8 +41,9 @@ def make_generator(name: str, settings: dict[str, Any]) -> Any:
     return generator
 
 
-def cache_key(generator: Any, registered_name: str, settings: dict[str, Any], input_sha256: str) -> dict[str, Any]:
-    """What identifies an output: generator name, version, settings, input hash."""
+def cache_key(generator: Any, registered_name: str, settings: dict[str, Any], input_sha256: str,
+              input_format: TextFormat | None = None) -> dict[str, Any]:
+    """What identifies an output: generator name, version, settings, input hash and input format."""
     gen_settings = getattr(generator, "settings", None)
     if not isinstance(gen_settings, dict):
         gen_settings = settings
@@ -55,13 +56,17 @@ def cache_key(generator: Any, registered_name: str, settings: dict[str, Any], in
         "version": str(getattr(generator, "version", "")),
         "settings": gen_settings,
         "input_sha256": input_sha256,
+        "input_format": (input_format or TextFormat()).as_dict(),
     }
 
 
-def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path, cache_dir: Path) -> tuple[Path, bool]:
-    """Outputs of ``generator_name`` on ``inputs``; returns (output file, reused from cache)."""
+def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path, cache_dir: Path,
+                    input_format: TextFormat | None = None) -> tuple[Path, bool]:
+    """Outputs of ``generator_name`` on ``inputs`` (normalized by ``input_format``); returns (output file,
+    reused from cache)."""
     generator = make_generator(generator_name, settings)
-    key = cache_key(generator, generator_name, settings, file_sha256(inputs))
+    input_format = input_format or TextFormat()
+    key = cache_key(generator, generator_name, settings, inputs_sha256(inputs), input_format)
     digest = hash_object(key)
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", key["generator"]) or "generator"
     folder = Path(cache_dir) / safe
@@ -70,40 +75,28 @@ def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path,
         return out, True
     folder.mkdir(parents=True, exist_ok=True)
     batch_size = getattr(generator, "batch_size", DEFAULT_BATCH_SIZE)
-    fd, tmp = tempfile.mkstemp(prefix=f".{digest[:16]}.", suffix=".tmp", dir=folder)
-    n_in = n_out = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for batch in batched(iter_lines(inputs), batch_size):
-                n_in += len(batch)
-                try:
-                    if callable(getattr(generator, "generate", None)):
-                        outputs = generator.generate(batch)
-                    else:  # a plain callable: one input text -> one output text
-                        outputs = [generator(text) for text in batch]
-                except CotkError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - any generator failure is reported, not fatal
-                    raise GeneratorError(f"generator {generator_name!r} failed: {type(exc).__name__}: {exc}") from None
-                outputs = list(outputs)
-                if len(outputs) != len(batch):
-                    raise GeneratorError(f"generator {generator_name!r} returned {len(outputs)} outputs "
-                                         f"for {len(batch)} inputs")
-                for text in outputs:
-                    if not isinstance(text, str):
-                        raise GeneratorError(f"generator {generator_name!r} returned a {type(text).__name__}, "
-                                             "not a string")
-                    fh.write(" ".join(text.splitlines()) + "\n")
-                    n_out += 1
-        meta = dict(key, lines=n_out)
-        meta_tmp = folder / f".{digest}.json.tmp"
-        meta_tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
-        os.replace(meta_tmp, folder / f"{digest}.json")
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    n_out = 0
+    with atomic_open(out) as fh:
+        for batch in batched(iter_documents(inputs, input_format), batch_size):
+            try:
+                if callable(getattr(generator, "generate", None)):
+                    outputs = generator.generate(batch)
+                else:  # a plain callable: one input text -> one output text
+                    outputs = [generator(text) for text in batch]
+            except CotkError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any generator failure is reported, not fatal
+                raise GeneratorError(f"generator {generator_name!r} failed: {type(exc).__name__}: {exc}") from None
+            outputs = list(outputs)
+            if len(outputs) != len(batch):
+                raise GeneratorError(f"generator {generator_name!r} returned {len(outputs)} outputs "
+                                     f"for {len(batch)} inputs")
+            for text in outputs:
+                if not isinstance(text, str):
+                    raise GeneratorError(f"generator {generator_name!r} returned a {type(text).__name__}, "
+                                         "not a string")
+                fh.write(" ".join(text.splitlines()) + "\n")
+                n_out += 1
+    # the metadata last: the cache counts an output only when both files are there
+    atomic_write(folder / f"{digest}.json", json.dumps(dict(key, lines=n_out), indent=2, sort_keys=True) + "\n")
     return out, False

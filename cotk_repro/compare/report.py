@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..core.fileio import atomic_write
 from .engine import Cell, CompareResult
 
 UNVERIFIABLE = "unverifiable"
@@ -114,16 +115,7 @@ def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)
-    _atomic_write(path, buf.getvalue())
-
-
-def _atomic_write(path: Path, text: str | bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    if isinstance(text, bytes):
-        tmp.write_bytes(text)
-    else:
-        tmp.write_text(text, encoding="utf-8", newline="\n")
-    os.replace(tmp, path)
+    atomic_write(path, buf.getvalue())
 
 
 def write_csvs(result: CompareResult, out: Path) -> list[Path]:
@@ -176,7 +168,7 @@ def as_json(result: CompareResult, files: list[Path] | None = None) -> dict[str,
         "conflicts": [{"column": col, "dataset": d} for col in result.all_columns() for d in result.datasets
                       if column_has_conflict(result, col, d)],
         "failures": [f.as_dict() for f in result.failures],
-        "generated": [{"system": s, "dataset": d, "outputs": how} for (s, d), how in result.generated.items()],
+        "generated": [{"system": s, "dataset": d, "outputs": how} for (s, d), how in sorted(result.generated.items())],
         "files": [Path(os.path.relpath(f, cfg.out)).as_posix() for f in (files or [])],
     }
 
@@ -202,7 +194,7 @@ def write_report(result: CompareResult, out: Path | None = None, *, charts: bool
 
         files.append(write_html(result, out, chart_files))
     data = as_json(result, files + [out / "results.json"])
-    _atomic_write(out / "results.json", json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    atomic_write(out / "results.json", json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     files.append(out / "results.json")
     for name in previous - {f.name for f in files}:  # a column or dataset that is gone: its old files too
         try:

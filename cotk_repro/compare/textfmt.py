@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -35,7 +35,7 @@ FORMAT_KEYS: dict[str, Any] = {
 }
 
 
-class DataError(CotkError):
+class TextFileError(CotkError):
     """A gold, sample or input file is unreadable or malformed."""
 
 
@@ -119,7 +119,7 @@ def iter_lines(path: Path) -> Iterator[str]:
     try:
         fh = open(path, "rb")
     except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror}") from None
+        raise TextFileError(f"cannot read {path}: {exc.strerror}") from None
     with fh:
         for lineno, raw in enumerate(fh, 1):
             if raw.endswith(b"\n"):
@@ -127,7 +127,7 @@ def iter_lines(path: Path) -> Iterator[str]:
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise DataError(f"{path}: line {lineno} is not UTF-8 text ({exc.reason})") from None
+                raise TextFileError(f"{path}: line {lineno} is not UTF-8 text ({exc.reason})") from None
             yield text[1:] if lineno == 1 and text.startswith("\ufeff") else text
 
 
@@ -159,7 +159,7 @@ def count_lines(path: Path) -> int:
                 n += chunk.count(b"\n")
                 last = chunk[-1:]
     except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror}") from None
+        raise TextFileError(f"cannot read {path}: {exc.strerror}") from None
     if last != b"\n":
         n += 1
     return n
@@ -172,7 +172,7 @@ def file_sha256(path: Path) -> str:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     except OSError as exc:
-        raise DataError(f"cannot read {path}: {exc.strerror}") from None
+        raise TextFileError(f"cannot read {path}: {exc.strerror}") from None
     return h.hexdigest()
 
 
@@ -184,10 +184,10 @@ def iter_gold(path: Path, fmt: TextFormat) -> Iterator[list[str]]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
+                raise TextFileError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
             refs = obj.get("references") if isinstance(obj, dict) else None
             if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-                raise DataError(f'{path}: line {lineno} must be an object {{"references": ["...", ...]}} '
+                raise TextFileError(f'{path}: line {lineno} must be an object {{"references": ["...", ...]}} '
                                 "with at least one string")
             yield [norm(r) for r in refs]
     else:
@@ -200,6 +200,53 @@ def iter_texts(path: Path, fmt: TextFormat) -> Iterator[str]:
     norm = normalizer(fmt)
     for line in iter_lines(path):
         yield norm(line)
+
+
+# -- documents (generator inputs) ---------------------------------------------------
+
+def document_normalizer(fmt: TextFormat) -> Callable[[str], str]:
+    """A callable ``document -> normalized document`` for generator inputs: the format applied to each
+    sentence, with the declared ``sentence_separator`` kept (as `` SEP ``) so that a generator such as a
+    summarizer still sees where sentences end."""
+    sep = fmt.sentence_separator
+    if not sep:
+        return normalizer(fmt)
+    inner = normalizer(replace(fmt, sentence_separator=None))
+    joiner = f" {sep} "
+    return lambda text: joiner.join(p for p in map(inner, text.split(sep)) if p)
+
+
+def document_files(folder: Path) -> list[Path]:
+    """The documents of an inputs folder: its ``*.txt`` files, sorted by name."""
+    return sorted(p for p in Path(folder).iterdir() if p.suffix == ".txt" and p.is_file())
+
+
+def iter_documents(path: Path, fmt: TextFormat) -> Iterator[str]:
+    """Normalized generator inputs: one per line of a file, or one per ``*.txt`` file of a folder (its
+    non-empty lines joined by the format's ``sentence_separator``, else by a space)."""
+    norm = document_normalizer(fmt)
+    if Path(path).is_dir():
+        glue = f" {fmt.sentence_separator} " if fmt.sentence_separator else " "
+        for file in document_files(path):
+            yield norm(glue.join(line.strip() for line in iter_lines(file) if line.strip()))
+    else:
+        for line in iter_lines(path):
+            yield norm(line)
+
+
+def count_documents(path: Path) -> int:
+    """How many documents :func:`iter_documents` yields."""
+    return len(document_files(path)) if Path(path).is_dir() else count_lines(path)
+
+
+def inputs_sha256(path: Path) -> str:
+    """SHA-256 of an inputs file, or of an inputs folder's document names and contents."""
+    if not Path(path).is_dir():
+        return file_sha256(path)
+    h = hashlib.sha256(b"cotk-repro/documents/v1\n")
+    for file in document_files(path):
+        h.update(file.name.encode("utf-8") + b"\0" + file_sha256(file).encode("ascii") + b"\n")
+    return h.hexdigest()
 
 
 def read_texts(path: Path, fmt: TextFormat) -> list[str]:

@@ -1,4 +1,4 @@
-"""The results dashboard (SPEC section 7): a FastAPI service over SQLite or PostgreSQL.
+"""The results dashboard (docs/spec.md section 7): a FastAPI service over SQLite or PostgreSQL.
 
 ``create_app(db_url)`` builds the app; ``server.serve`` runs it with uvicorn;
 ``server.start_in_thread`` runs it in a background thread (demo, tests).

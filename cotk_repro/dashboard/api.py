@@ -1,4 +1,4 @@
-"""The JSON API under ``/api/v1`` (SPEC section 7), described at ``/openapi.json``."""
+"""The JSON API under ``/api/v1`` (docs/spec.md section 7), described at ``/openapi.json``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from . import leaderboard as lb
 from . import store
 from .auth import Principal, authenticate
+from .refusals import refusals
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
 bearer = HTTPBearer(auto_error=False, description="A token from `cotk-repro dashboard add-user NAME`.")
@@ -27,11 +28,18 @@ QSTR = 200  # longest filter value
 class Created(BaseModel):
     id: str
     url: str
+    owner: str
+    signed: bool
+    mirror: bool
+    key: Optional[str]
 
 
 class ReproductionCreated(BaseModel):
     id: int
     url: str
+    verdict: str
+    claimed: str
+    by_author: bool
 
 
 class Health(BaseModel):
@@ -48,6 +56,9 @@ class LeaderboardEntry(BaseModel):
     url: Optional[str]
     value: float
     user: str
+    signer: Optional[str]
+    signed: bool
+    key: Optional[str]
     project: str
     submitted_at: str
     reproductions: int
@@ -67,6 +78,7 @@ class Leaderboard(BaseModel):
     dataset: str
     metric: str
     higher_is_better: bool
+    reproduced_only: bool
     page: int
     per_page: int
     total_groups: int
@@ -98,12 +110,20 @@ class ReproductionOut(BaseModel):
     user: str
     submitted_at: str
     verdict: dict[str, Any]
+    by_author: bool
+    superseded: bool
+    signed: bool
+    key: Optional[str]
 
 
 class RecordOut(BaseModel):
     record: dict[str, Any]
     user: str
     submitted_at: str
+    signed: bool
+    signature: Optional[str]
+    key: Optional[str]
+    mirrored_by: list[str]
     reproductions: list[ReproductionOut]
     reproduced_by: int
     url: str
@@ -147,7 +167,21 @@ REPRODUCTION_BODY_SCHEMA = {
     },
 }
 
+def signed(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The request body: ``{kind: payload, "signature": armored SSHSIG}``, or the bare payload (unsigned)."""
+    return {"oneOf": [
+        {"type": "object", "required": [kind, "signature"], "additionalProperties": False,
+         "description": f"A signed upload: the {kind} and its SSH signature (ssh-keygen -Y sign, namespace "
+                        f"cotk-repro-{kind}) over its canonical JSON"
+                        + (" without `id`." if kind == "record" else "."),
+         "properties": {kind: schema, "signature": {"type": "string", "maxLength": 16384}}},
+        schema,
+    ]}
+
+
 ERRORS = {401: {"model": Problem, "description": "missing or invalid token"},
+          403: {"model": Problem, "description": "unsigned where signatures are required, or signed by a key that "
+                                                 "is not registered, revoked or another user's"},
           413: {"model": Problem, "description": "body too large"},
           415: {"model": Problem, "description": "body is not JSON"},
           422: {"description": "invalid body"},
@@ -199,20 +233,18 @@ def health(request: Request) -> dict[str, str]:
 @router.post("/records", status_code=201, response_model=Created,
              responses={200: {"model": Created, "description": "the record was already stored (no-op)"}, **ERRORS},
              openapi_extra={"requestBody": {"required": True,
-                                            "content": {"application/json": {"schema": RECORD_BODY_SCHEMA}}}})
+                                            "content": {"application/json": {
+                                                "schema": signed("record", RECORD_BODY_SCHEMA)}}}})
 async def upload_record(request: Request, user: Principal = Depends(require_user)):
     """Upload a record. 201 when stored, 200 when the same record is already there."""
-    record = _json_body(await request.body())
+    body = _json_body(await request.body())
     dash = _dash(request)
-    try:
-        created = await run_in_threadpool(store.store_record, dash.db, record, user)
-        if created:
-            dash.wrote()
-    except store.Invalid as exc:
-        raise HTTPException(422, exc.message) from None
-    rid = record["id"]
-    return JSONResponse({"id": rid, "url": record_url(dash.base_url(request), rid)},
-                        status_code=201 if created else 200)
+    with refusals():
+        created, info = await run_in_threadpool(store.store_record, dash.db, body, user,
+                                                allow_unsigned=dash.allow_unsigned)
+    dash.wrote()
+    rid = info["id"]
+    return JSONResponse({**info, "url": record_url(dash.base_url(request), rid)}, status_code=201 if created else 200)
 
 
 @router.get("/records", response_model=RecordPage)
@@ -253,20 +285,18 @@ async def get_record(request: Request, record_id: str):
 @router.post("/records/{record_id}/reproductions", status_code=201, response_model=ReproductionCreated,
              responses={404: {"model": Problem}, **ERRORS},
              openapi_extra={"requestBody": {"required": True,
-                                            "content": {"application/json": {"schema": REPRODUCTION_BODY_SCHEMA}}}})
+                                            "content": {"application/json": {
+                                                "schema": signed("reproduction", REPRODUCTION_BODY_SCHEMA)}}}})
 async def add_reproduction(request: Request, record_id: str, user: Principal = Depends(require_user)):
     """Attach a reproduction verdict (``cotk-repro reproduce --json``) to a record, attributed to you."""
-    verdict = _json_body(await request.body())
+    body = _json_body(await request.body())
     dash = _dash(request)
-    try:
-        repro_id = await run_in_threadpool(store.add_reproduction, dash.db, record_id, user, verdict)
-        dash.wrote()
-    except store.NotFound as exc:
-        raise HTTPException(404, exc.message) from None
-    except store.Invalid as exc:
-        raise HTTPException(422, exc.message) from None
+    with refusals():
+        added = await run_in_threadpool(store.add_reproduction, dash.db, record_id, user, body,
+                                        allow_unsigned=dash.allow_unsigned)
+    dash.wrote()
     rid = store.normalize_id(record_id)
-    return JSONResponse({"id": repro_id, "url": f"{record_url(dash.base_url(request), rid)}#reproduction-{repro_id}"},
+    return JSONResponse({**added, "url": f"{record_url(dash.base_url(request), rid)}#reproduction-{added['id']}"},
                         status_code=201)
 
 
@@ -276,19 +306,24 @@ async def leaderboard(request: Request,
                 dataset: str = Query(..., max_length=QSTR),
                 metric: str = Query(..., max_length=QSTR),
                 page: int = Query(1, ge=1, le=MAX_PAGE),
-                per_page: int = Query(100, ge=1, le=MAX_PER_PAGE)):
+                per_page: int = Query(100, ge=1, le=MAX_PER_PAGE),
+                reproduced: bool = Query(False, description="Only entries reproduced by someone other than "
+                                                            "their author (reproduced=1).")):
     """Results of one task / dataset / metric, one group per comparability hash (largest first),
-    best first within a group; unverifiable results (no hash) in their own group, ``hash: null``."""
+    best first within a group; unverifiable results (no hash) in their own group, ``hash: null``.
+    Each entry names its signer and counts its independent reproductions (``reproduced_by``)."""
     dash = _dash(request)
     _qs(task, "task"), _qs(dataset, "dataset"), _qs(metric, "metric")
     base = dash.base_url(request)
 
     def compute() -> bytes:
         data = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=per_page, page=page,
-                                                  record_url=lambda rid: record_url(base, rid)))
+                                                  record_url=lambda rid: record_url(base, rid),
+                                                  reproduced_only=reproduced))
         return json.dumps(data, separators=(",", ":")).encode()
 
-    body = await dash.cached_async(("leaderboard-api", base, task, dataset, metric, page, per_page), compute)
+    body = await dash.cached_async(("leaderboard-api", base, task, dataset, metric, page, per_page, reproduced),
+                                   compute, stale_ok=True)
     return Response(body, media_type="application/json")
 
 

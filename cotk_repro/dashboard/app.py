@@ -143,7 +143,7 @@ class GuardMiddleware:
                 return await _send_json(send, 400, "the Content-Length header is not a number")
             if declared > self.max_body:
                 return await _send_json(send, 413, f"the request body is larger than {self.max_body} bytes")
-        if scope["path"].startswith("/api/"):
+        if scope["path"].startswith("/api/") and method != "DELETE":
             ctype = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
             if ctype != b"application/json":
                 return await _send_json(send, 415, "the request body must be JSON (Content-Type: application/json)")
@@ -184,8 +184,10 @@ class Dashboard:
     """
 
     def __init__(self, db: Database, *, max_body: int, public_url: str | None = None, cache_size: int = 512,
-                 generation_ttl: float = 0.1):
+                 generation_ttl: float = 0.1, allow_unsigned: bool = False):
         self.db = db
+        #: accept records and reproductions without a signature (shown as unsigned); off by default
+        self.allow_unsigned = allow_unsigned
         self.max_body = max_body
         self.public_url = public_url.rstrip("/") if public_url else None
         self.generation_ttl = generation_ttl
@@ -237,9 +239,18 @@ class Dashboard:
         self._store(key, gen, value)
         return value
 
-    async def cached_async(self, key: Any, compute: Callable[[], Any]) -> Any:
+    def _stale(self, key: Any) -> tuple[bool, Any]:
+        with self._lock:
+            hit = self._cache.get(key)
+        return (True, hit[1]) if hit is not None else (False, None)
+
+    async def cached_async(self, key: Any, compute: Callable[[], Any], *, stale_ok: bool = False) -> Any:
         """Same, for ``async`` routes: a cache hit never leaves the event loop; database work runs in threads,
-        and concurrent misses of one key wait for a single computation (no stampede after a write)."""
+        and concurrent misses of one key wait for a single computation (no stampede after a write).
+
+        ``stale_ok``: while a newer value of ``key`` is being built, other requests get the previous one at
+        once instead of waiting (the reader that started the build waits, so it reads its own writes).
+        """
         import asyncio
 
         from starlette.concurrency import run_in_threadpool
@@ -248,6 +259,10 @@ class Dashboard:
         found, value = self._lookup(key, gen)
         if found:
             return value
+        if stale_ok and any(k == key for k, _g in self._inflight):
+            found, value = self._stale(key)
+            if found:
+                return value
         flight_key = (key, gen)
         pending = self._inflight.get(flight_key)
         if pending is not None:
@@ -270,16 +285,18 @@ class Dashboard:
 def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
                rate_limit: str | tuple[float, float] | None = DEFAULT_RATE_LIMIT,
                read_rate_limit: str | tuple[float, float] | None = None,
-               public_url: str | None = None, migrate: bool = True, db: Database | None = None):
+               public_url: str | None = None, migrate: bool = True, db: Database | None = None,
+               allow_unsigned: bool = False):
     """The FastAPI app for the dashboard at ``db_url`` (default: SQLite in the user data dir).
 
-    ``migrate``: run ``alembic upgrade head`` first (idempotent).
+    ``migrate``: run ``alembic upgrade head`` first (idempotent). ``allow_unsigned``: accept uploads
+    without an SSH signature (off by default: every upload must be signed by a registered key).
     """
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
 
     from .. import __version__
-    from . import api, pages
+    from . import api, keys_api, pages
 
     if db is None:
         db = open_database(db_url, migrate=migrate)
@@ -293,7 +310,7 @@ def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
                               "and reproductions. Reading is public; writing needs a bearer token "
                               "(`cotk-repro dashboard add-user NAME`).",
                   docs_url="/docs", redoc_url=None)
-    app.state.dashboard = Dashboard(db, max_body=max_body, public_url=public_url)
+    app.state.dashboard = Dashboard(db, max_body=max_body, public_url=public_url, allow_unsigned=allow_unsigned)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):  # no stack traces to clients
@@ -301,6 +318,7 @@ def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
         return JSONResponse({"detail": "internal server error"}, status_code=500)
 
     app.include_router(api.router)
+    app.include_router(keys_api.router)
     app.include_router(pages.router)
     app.add_middleware(GuardMiddleware, max_body=max_body,
                        write_limiter=RateLimiter(write_rate) if write_rate else None,

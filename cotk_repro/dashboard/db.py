@@ -23,7 +23,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from ..errors import CotkError
-from ..userconfig import data_dir
+from ..core.userconfig import data_dir
 from .models import Meta
 
 T = TypeVar("T")

@@ -1,39 +1,43 @@
 """Leaderboards: results of one task / dataset / metric, grouped by comparability hash.
 
-Only results with the same hash are ranked against each other (SPEC section 7):
+Only results with the same hash are ranked against each other (docs/spec.md section 7):
 
 * one group per hash, the largest group first (ties: the hash, for a stable order);
-* best first within a group: higher is better, except for metrics whose name
-  contains "perplexity" or "ppl" (lower is better); equal values keep upload order;
-* results without a hash (*unverifiable*) form their own group, ``"hash": null``, last.
+* best first within a group, in the direction the metric that reports the key declares
+  (``higher_is_better``, see docs/metrics.md "The metric contract"; a key no registered metric
+  reports ranks higher-is-better); equal values keep upload order;
+* results without a hash (*unverifiable*) form their own group, ``"hash": null``, last;
+* each entry names its signer (the record's owner) and whether it is signed, and counts its
+  independent reproductions (``reproduced_by``: distinct users other than the author whose latest
+  verdict, computed by the server, is ``reproduced``); ``reproduced_only`` keeps only those with one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, case, distinct, func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Connection
 
 from .models import BoardGroup, Record, Reproduction, Result, User
 
-REPRODUCED = "reproduced"
-
-
 def lower_is_better(metric: str) -> bool:
-    m = metric.lower()
-    return "perplexity" in m or "ppl" in m
+    """Whether the metric that reports the result key ``metric`` declares lower values better."""
+    from ..metrics.facts import facts_for_result_key
+
+    facts = facts_for_result_key(metric)
+    return facts is not None and not facts.higher_is_better
 
 
-def reproduction_counts(conn: Connection, record_pks: list[int]) -> dict[int, tuple[int, int]]:
-    """``{record_pk: (reproductions, distinct users who reproduced it)}``."""
+def reproduction_counts(conn: Connection, record_pks: list[int]) -> dict[int, int]:
+    """``{record_pk: current reproductions by users other than the author}`` (a user's latest only)."""
     if not record_pks:
         return {}
-    reproduced_user = case((Reproduction.verdict == REPRODUCED, Reproduction.user_id), else_=None)
     rows = conn.execute(
-        select(Reproduction.record_pk, func.count(), func.count(distinct(reproduced_user)))
-        .where(Reproduction.record_pk.in_(record_pks)).group_by(Reproduction.record_pk)).all()
-    return {pk: (n, by) for pk, n, by in rows}
+        select(Reproduction.record_pk, func.count())
+        .where(Reproduction.record_pk.in_(record_pks), Reproduction.superseded.is_(False),
+               Reproduction.by_author.is_(False)).group_by(Reproduction.record_pk)).all()
+    return dict(rows)
 
 
 def group_sizes(conn: Connection, task: str, dataset: str, metric: str) -> list[tuple[str | None, int]]:
@@ -45,37 +49,51 @@ def group_sizes(conn: Connection, task: str, dataset: str, metric: str) -> list[
     return comparable + unverifiable
 
 
+def reproduced_group_sizes(conn: Connection, task: str, dataset: str, metric: str) -> list[tuple[str | None, int]]:
+    """Group sizes counting only independently reproduced results (few: counted on demand)."""
+    rows = conn.execute(
+        select(Result.hash, func.count()).join(Record, Record.id == Result.record_pk)
+        .where(Result.task == task, Result.dataset == dataset, Result.metric == metric, Record.reproduced_by > 0)
+        .group_by(Result.hash)).all()
+    comparable = sorted(((h, n) for h, n in rows if h), key=lambda x: (-x[1], x[0]))
+    return comparable + [(None, n) for h, n in rows if not h]
+
+
 def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int = 100, page: int = 1,
-          max_groups: int = 20, record_url=lambda rid: None) -> dict[str, Any]:
+          max_groups: int = 20, record_url=lambda rid: None, reproduced_only: bool = False) -> dict[str, Any]:
     """The leaderboard as the API returns it (``record_url`` turns an id into its page URL)."""
     lower = lower_is_better(metric)
-    sizes = group_sizes(conn, task, dataset, metric)
+    sizes = (reproduced_group_sizes if reproduced_only else group_sizes)(conn, task, dataset, metric)
     offset = (page - 1) * limit
     groups = []
     for h, total in sizes[:max_groups]:
         cond = [Result.task == task, Result.dataset == dataset, Result.metric == metric,
                 Result.hash.is_(None) if h is None else Result.hash == h]
         # the page of the group from the index alone (value, record), then the 'limit' records it names
-        page_q = (select(Result.value.label("value"), Result.record_pk.label("record_pk")).where(and_(*cond))
-                  .order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
+        page_q = select(Result.value.label("value"), Result.record_pk.label("record_pk")).where(and_(*cond))
+        if reproduced_only:
+            page_q = page_q.join(Record, Record.id == Result.record_pk).where(Record.reproduced_by > 0)
+        page_q = (page_q.order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
                   .limit(limit).offset(offset).subquery())
         rows = conn.execute(
-            select(page_q.c.value, Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name)
+            select(page_q.c.value, Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name,
+                   Record.key_fingerprint, Record.reproduced_by)
             .select_from(page_q)
             .join(Record, Record.id == page_q.c.record_pk)
             .join(User, User.id == Record.user_id)
             .order_by(page_q.c.value.asc() if lower else page_q.c.value.desc(), page_q.c.record_pk.asc())).all()
         counts = reproduction_counts(conn, [r[1] for r in rows])
         entries = []
-        for i, (value, pk, rid, project, submitted, user) in enumerate(rows):
-            n, by = counts.get(pk, (0, 0))
+        for i, (value, pk, rid, project, submitted, user, key, by) in enumerate(rows):
             entries.append({"rank": offset + i + 1, "id": rid, "url": record_url(rid), "value": value,
-                            "user": user, "project": project, "submitted_at": submitted,
-                            "reproductions": n, "reproduced_by": by, "unverifiable": h is None})
+                            "user": user, "signer": user if key else None, "signed": key is not None, "key": key,
+                            "project": project, "submitted_at": submitted,
+                            "reproductions": counts.get(pk, 0), "reproduced_by": by, "unverifiable": h is None})
         groups.append({"hash": h, "comparable": h is not None, "total": total, "entries": entries})
     return {
         "task": task, "dataset": dataset, "metric": metric,
         "higher_is_better": not lower,
+        "reproduced_only": reproduced_only,
         "page": page, "per_page": limit,
         "total_groups": len(sizes),
         "groups": groups,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: longest task / dataset / project / metric name the dashboard accepts
@@ -42,7 +42,24 @@ class Token(Base):
     revoked_at: Mapped[Optional[str]] = mapped_column(String(40), nullable=True)
 
 
+class SshKey(Base):
+    """A user's SSH public key: uploads signed by it are theirs. Revoked keys sign nothing new."""
+
+    __tablename__ = "ssh_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)
+    fingerprint: Mapped[str] = mapped_column(String(80), unique=True, nullable=False)
+    key_type: Mapped[str] = mapped_column(String(64), nullable=False)
+    public_key: Mapped[str] = mapped_column(Text, nullable=False)
+    comment: Mapped[str] = mapped_column(String(200), nullable=False, default="")
+    created_at: Mapped[str] = mapped_column(String(40), nullable=False)
+    revoked_at: Mapped[Optional[str]] = mapped_column(String(40), nullable=True)
+
+
 class Record(Base):
+    """A record; ``user_id`` is its owner: the signer (or, unsigned, the uploader)."""
+
     __tablename__ = "records"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -54,6 +71,10 @@ class Record(Base):
     status: Mapped[str] = mapped_column(String(32), nullable=False)
     submitted_at: Mapped[str] = mapped_column(String(40), nullable=False)
     body: Mapped[str] = mapped_column(Text, nullable=False)
+    signature: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
+    key_fingerprint: Mapped[Optional[str]] = mapped_column(String(80), nullable=True)
+    #: distinct users other than the owner whose latest verdict is "reproduced" (kept on every reproduction)
+    reproduced_by: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
 
     __table_args__ = (
         Index("ix_records_task_dataset", "task", "dataset", "id"),
@@ -93,7 +114,22 @@ class BoardGroup(Base):
     __table_args__ = (UniqueConstraint("task", "dataset", "metric", "hash", name="uq_board_groups"),)
 
 
+class Mirror(Base):
+    """Another user uploaded a record signed by its owner: kept as theirs to point at, never as theirs to own."""
+
+    __tablename__ = "mirrors"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    record_pk: Mapped[int] = mapped_column(ForeignKey("records.id", ondelete="CASCADE"), nullable=False)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False)
+    submitted_at: Mapped[str] = mapped_column(String(40), nullable=False)
+
+    __table_args__ = (UniqueConstraint("record_pk", "user_id", name="uq_mirrors_record_user"),)
+
+
 class Reproduction(Base):
+    """A reproduction; ``verdict`` is the server's (recomputed), ``client_verdict`` what the upload claimed."""
+
     __tablename__ = "reproductions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -102,6 +138,15 @@ class Reproduction(Base):
     submitted_at: Mapped[str] = mapped_column(String(40), nullable=False)
     verdict: Mapped[str] = mapped_column(String(32), nullable=False)
     body: Mapped[str] = mapped_column(Text, nullable=False)
+    client_verdict: Mapped[Optional[str]] = mapped_column(String(32), nullable=True)
+    signature: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
+    key_fingerprint: Mapped[Optional[str]] = mapped_column(String(80), nullable=True)
+    #: the record's owner reproducing their own record (shown apart, never counted)
+    by_author: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
+    #: a newer reproduction by the same user replaced this one
+    superseded: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
+
+    __table_args__ = (Index("ix_reproductions_record_user", "record_pk", "user_id", "superseded"),)
 
 
 class Meta(Base):

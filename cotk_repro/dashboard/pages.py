@@ -27,7 +27,7 @@ PER_PAGE = 100
 def _env():
     import jinja2
 
-    from ..templating import templates_dir
+    from ..core.templating import templates_dir
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "dashboard")),
                              autoescape=True, undefined=jinja2.ChainableUndefined, trim_blocks=True,
@@ -120,10 +120,14 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
             if isinstance(v.get("environment_differences"), list) else []
         repros.append({"id": rep["id"], "user": rep["user"], "submitted_at": rep["submitted_at"],
                        "verdict": _s(v.get("verdict")), "runtime": _s(v.get("runtime")), "metrics": rows,
-                       "diffs": diffs, "error": v.get("error"), "version": _s(v.get("cotk_repro_version"))})
+                       "diffs": diffs, "error": v.get("error"), "version": _s(v.get("cotk_repro_version")),
+                       "claimed": _s(v.get("claimed_verdict")), "by_author": bool(rep.get("by_author")),
+                       "superseded": bool(rep.get("superseded")), "signed": bool(rep.get("signed")),
+                       "key": rep.get("key")})
     return {
         "id": rec.get("id"), "status": _s(rec.get("status")), "error": rec.get("error"),
         "user": data["user"], "submitted_at": data["submitted_at"],
+        "signed": bool(data.get("signed")), "key": data.get("key"), "mirrored_by": data.get("mirrored_by") or [],
         "project": {"name": _s(project.get("name")), "task": _s(project.get("task")),
                     "dataset": _s(project.get("dataset"))},
         "code": {"commit": _s(code.get("commit")), "branch": _s(code.get("branch")),
@@ -143,6 +147,19 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@lru_cache(maxsize=1)
+def _robots() -> bytes:
+    from ..core.templating import templates_dir
+
+    return (templates_dir() / "dashboard" / "robots.txt").read_bytes()
+
+
+@router.get("/robots.txt")
+async def robots() -> Response:
+    """A static file (also the floor the load benchmark compares uploads and leaderboards with)."""
+    return Response(_robots(), media_type="text/plain; charset=utf-8")
+
+
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request):
     dash = request.app.state.dashboard
@@ -157,7 +174,8 @@ async def home(request: Request):
 
 @router.get("/leaderboard", response_class=HTMLResponse)
 async def leaderboard_page(request: Request, task: str = Query(""), dataset: str = Query(""),
-                     metric: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000)):
+                     metric: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000),
+                     reproduced: bool = Query(False)):
     if not all(_ok_name(v) for v in (task, dataset, metric)):
         return _error(400, "the task, dataset or metric is not a valid name")
     dash = request.app.state.dashboard
@@ -167,13 +185,16 @@ async def leaderboard_page(request: Request, task: str = Query(""), dataset: str
             entry = next((c for c in dash.db.read(lb.catalogue) if c["task"] == task and c["dataset"] == dataset), None)
             return render("metrics.html", task=task, dataset=dataset, entry=entry).encode()
         board = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=PER_PAGE, page=page,
-                                                   record_url=record_path))
+                                                   record_url=record_path, reproduced_only=reproduced))
         more = any(g["total"] > page * PER_PAGE for g in board["groups"])
-        nav = {"prev": (board_url(task, dataset, metric) + f"&page={page - 1}") if page > 1 else None,
-               "next": (board_url(task, dataset, metric) + f"&page={page + 1}") if more else None}
+        here = board_url(task, dataset, metric) + ("&reproduced=1" if reproduced else "")
+        nav = {"prev": (here + f"&page={page - 1}") if page > 1 else None,
+               "next": (here + f"&page={page + 1}") if more else None,
+               "all": board_url(task, dataset, metric), "reproduced": board_url(task, dataset, metric) + "&reproduced=1"}
         return render("leaderboard.html", board=board, nav=nav).encode()
 
-    body = await dash.cached_async(("leaderboard-page", task, dataset, metric, page), compute)
+    body = await dash.cached_async(("leaderboard-page", task, dataset, metric, page, reproduced), compute,
+                                   stale_ok=True)
     return Response(body, media_type="text/html; charset=utf-8")
 
 
@@ -190,6 +211,18 @@ def records_page(request: Request, task: Optional[str] = Query(None), dataset: O
     nav = {"prev": "/records?" + urlencode({**q, "page": page - 1}) if page > 1 else None,
            "next": "/records?" + urlencode({**q, "page": page + 1}) if page < data["pages"] else None}
     return _html(render("records.html", data=data, filters=q, nav=nav))
+
+
+@router.get("/users/{name}", response_class=HTMLResponse)
+def user_page(request: Request, name: str):
+    """A user: their SSH keys with fingerprints, and a link to their records."""
+    from .identity import list_keys
+
+    if not _ok_name(name):
+        return _error(400, "the user is not a valid name")
+    dash = request.app.state.dashboard
+    keys = dash.cached(("user-keys", name), lambda: list_keys(dash.db, name))
+    return _html(render("user.html", user=name, keys=keys, records="/records?" + urlencode({"user": name})))
 
 
 @router.get("/records/{record_id}", response_class=HTMLResponse)

@@ -58,6 +58,7 @@ def app_from_env():
                       rate_limit=os.environ.get(ENV_PREFIX + "RATE_LIMIT", DEFAULT_RATE_LIMIT),
                       read_rate_limit=os.environ.get(ENV_PREFIX + "READ_RATE_LIMIT") or None,
                       public_url=os.environ.get(ENV_PREFIX + "PUBLIC_URL") or None,
+                      allow_unsigned=os.environ.get(ENV_PREFIX + "ALLOW_UNSIGNED") == "1",
                       migrate=False)
     _freeze_heap()
     return app
@@ -74,7 +75,7 @@ def _freeze_heap() -> None:
 def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
           max_body: int = DEFAULT_MAX_BODY, rate_limit: str | None = DEFAULT_RATE_LIMIT,
           read_rate_limit: str | None = None, public_url: str | None = None, access_log: bool = True,
-          log_level: str = "info", on_ready: Callable[[str], None] | None = None) -> None:
+          log_level: str = "info", on_ready: Callable[[str], None] | None = None, allow_unsigned: bool = False) -> None:
     """Migrate the database, bind, report the URL through ``on_ready``, and serve until interrupted."""
     import uvicorn
 
@@ -95,7 +96,7 @@ def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 800
                   proxy_headers=True, timeout_keep_alive=5)
     if workers <= 1:
         app = create_app(db=db, migrate=False, max_body=max_body, rate_limit=rate_limit,
-                         read_rate_limit=read_rate_limit, public_url=public_url)
+                         read_rate_limit=read_rate_limit, public_url=public_url, allow_unsigned=allow_unsigned)
         server = uvicorn.Server(uvicorn.Config(app, **common))
         _freeze_heap()
         server.run(sockets=[sock])
@@ -108,6 +109,7 @@ def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 800
     os.environ[ENV_PREFIX + "RATE_LIMIT"] = rate_limit or "off"
     os.environ[ENV_PREFIX + "READ_RATE_LIMIT"] = read_rate_limit or ""
     os.environ[ENV_PREFIX + "PUBLIC_URL"] = public_url or ""
+    os.environ[ENV_PREFIX + "ALLOW_UNSIGNED"] = "1" if allow_unsigned else ""
     config = uvicorn.Config("cotk_repro.dashboard.server:app_from_env", factory=True, workers=workers, **common)
     import inspect
 

@@ -1,10 +1,17 @@
 """Storing and reading records and reproductions (the work behind the API and pages).
 
 Uploads are validated with :mod:`cotk_repro.records` (schema, required keys, the
-id recomputed from the content) and :func:`cotk_repro.results.normalize_results`
-(every metric a finite number with a 64-hex hash or none). Records are immutable:
-the same record twice is one row (a unique constraint; a concurrent duplicate's
-``IntegrityError`` is the "already there" answer).
+id recomputed from the content), :func:`cotk_repro.core.results.normalize_results`
+(every metric a finite number with a 64-hex hash or none) and the metric's declared
+range (:mod:`.verdicts`). Records are immutable: the same record twice is one row (a
+unique constraint; a concurrent duplicate's ``IntegrityError`` is the "already there" answer).
+
+Signed uploads are ``{"record": ..., "signature": ...}`` / ``{"reproduction": ..., "signature": ...}``
+(SSHSIG over the canonical bytes, see :mod:`cotk_repro.core.signing`); a bare record or verdict is
+unsigned, accepted only when the dashboard allows unsigned uploads. The owner of a record is the
+user whose key signed it; another user uploading it stores a *mirror*. A reproduction's verdict is
+recomputed here (:func:`.verdicts.server_verdict`); a user's newer reproduction of a record
+supersedes their older one, and the owner's own reruns are kept apart (``by_author``).
 """
 
 from __future__ import annotations
@@ -12,18 +19,21 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Callable
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import distinct, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ..canonical import canonical_json
+from ..core.canonical import canonical_json
 from ..errors import CotkError
 from ..records import ID_PREFIX, validate_record
-from ..results import RESULT_SCHEMA, normalize_results
+from ..core.results import RESULT_SCHEMA, normalize_results
+from ..core.signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproduction_bytes
 from .auth import Principal, now_iso
 from .db import Database
-from .models import NAME_MAX, BoardGroup, Record, Reproduction, Result, User
+from .identity import BadSignature, Forbidden, Signer, check_uploader, signer_of
+from .models import NAME_MAX, BoardGroup, Mirror, Record, Reproduction, Result, User
+from .verdicts import VerdictError, check_values, server_verdict
 
 REPRODUCTION_SCHEMA = "cotk-repro/reproduction"
 VERDICTS = ("reproduced", "not reproduced", "could not run")
@@ -36,6 +46,34 @@ class Invalid(CotkError):
 
 class NotFound(CotkError):
     """No such record (HTTP 404)."""
+
+
+class Unsigned(CotkError):
+    """An unsigned upload to a dashboard that requires signatures (HTTP 403)."""
+
+
+def unwrap(body: Any, kind: str) -> tuple[Any, str | None]:
+    """``(payload, signature)`` of an upload: ``{kind: payload, "signature": text}`` or a bare (unsigned) payload."""
+    if isinstance(body, dict) and kind in body and "schema" not in body:
+        extra = set(body) - {kind, "signature"}
+        if extra:
+            raise Invalid(f"a signed upload holds only {kind!r} and 'signature', not {', '.join(sorted(extra))[:80]}")
+        signature = body.get("signature")
+        if signature is not None and not isinstance(signature, str):
+            raise Invalid("the signature must be the armored text of an SSH signature")
+        return body[kind], signature or None
+    return body, None
+
+
+def _signer(db: Database, data: Callable[[], bytes], signature: str | None, namespace: str,
+            allow_unsigned: bool, what: str) -> Signer | None:
+    if signature is None:
+        if not allow_unsigned:
+            raise Unsigned(f"this dashboard accepts only signed {what}s: sign it with your SSH key (cotk-repro "
+                           "publishes and submits signed when `cotk-repro keys` shows a key) and register the key "
+                           "with `cotk-repro dashboard add-user NAME --ssh-key FILE.pub`")
+        return None
+    return signer_of(db, data(), signature, namespace)
 
 
 def normalize_id(ref: str) -> str | None:
@@ -73,6 +111,7 @@ def validate_upload(record: Any) -> dict[str, Any]:
             normalized = {}
         for name in normalized:
             _name(name, f"metric name {name[:40]!r}")
+        check_values({k: (v["value"], v["hash"]) for k, v in normalized.items()}, "the record")
         project = record["project"]
         return {
             "record_id": record["id"],
@@ -84,7 +123,7 @@ def validate_upload(record: Any) -> dict[str, Any]:
         }
     except Invalid:
         raise
-    except CotkError as exc:
+    except CotkError as exc:  # RecordError, RunError, VerdictError (a value outside its metric's range)
         raise Invalid(exc.message) from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         raise Invalid(f"the record cannot be read: {type(exc).__name__}") from None
@@ -95,36 +134,60 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=True, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def store_record(db: Database, record: dict[str, Any], principal: Principal) -> bool:
-    """Store a validated record; True when it was created, False when it was already there."""
+def store_record(db: Database, body: Any, principal: Principal, *, allow_unsigned: bool = False
+                 ) -> tuple[bool, dict[str, Any]]:
+    """Store an uploaded record; ``(created, info)`` with ``info = {"id", "owner", "signed", "mirror"}``.
+
+    ``created`` is False when it was already there (a signed upload of a record stored unsigned makes the
+    signer its owner). Raises :class:`Invalid`, :class:`Unsigned`, :class:`BadSignature` or :class:`Forbidden`.
+    """
+    record, signature = unwrap(body, "record")
     cols = validate_upload(record)
     rid = cols["record_id"]
-    body = dumps(record)
+    signer = _signer(db, lambda: record_bytes(record), signature, NS_RECORD, allow_unsigned, "record")
+    owner_id = signer.user_id if signer else principal.user_id
+    owner_name = signer.name if signer else principal.name
+    mirror = owner_id != principal.user_id
+    stored = dumps(record)
+    fp = signer.fingerprint if signer else None
 
     def tx(conn):
-        if conn.execute(select(Record.id).where(Record.record_id == rid)).first() is not None:
-            return False
-        pk = conn.execute(insert(Record).values(
-            record_id=rid, user_id=principal.user_id, task=cols["task"], dataset=cols["dataset"],
-            project_name=cols["project_name"], status=cols["status"], submitted_at=now_iso(), body=body,
-        )).inserted_primary_key[0]
-        if cols["status"] == "ok" and cols["results"]:
-            conn.execute(insert(Result), [
-                {"record_pk": pk, "task": cols["task"], "dataset": cols["dataset"], "metric": name,
-                 "hash": h, "value": value}
-                for name, (value, h) in cols["results"].items()])
-            # sorted, so that concurrent uploads lock the counters in one order (no deadlocks)
-            for name, (_, h) in sorted(cols["results"].items(), key=lambda kv: (kv[0], kv[1][1] or "")):
-                count_result(conn, db.dialect, cols["task"], cols["dataset"], name, h)
-        db.bump(conn)
-        return True
+        row = conn.execute(select(Record.id, Record.signature).where(Record.record_id == rid)).first()
+        if row is not None:
+            pk, created = row[0], False
+            if row[1] is None and signer is not None:  # stored unsigned before: the signer owns it now
+                conn.execute(update(Record).where(Record.id == pk)
+                             .values(user_id=owner_id, signature=signature, key_fingerprint=fp))
+                db.bump(conn)
+        else:
+            created = True
+            pk = conn.execute(insert(Record).values(
+                record_id=rid, user_id=owner_id, task=cols["task"], dataset=cols["dataset"],
+                project_name=cols["project_name"], status=cols["status"], submitted_at=now_iso(), body=stored,
+                signature=signature, key_fingerprint=fp,
+            )).inserted_primary_key[0]
+            if cols["status"] == "ok" and cols["results"]:
+                conn.execute(insert(Result), [
+                    {"record_pk": pk, "task": cols["task"], "dataset": cols["dataset"], "metric": name,
+                     "hash": h, "value": value}
+                    for name, (value, h) in cols["results"].items()])
+                # sorted, so that concurrent uploads lock the counters in one order (no deadlocks)
+                for name, (_, h) in sorted(cols["results"].items(), key=lambda kv: (kv[0], kv[1][1] or "")):
+                    count_result(conn, db.dialect, cols["task"], cols["dataset"], name, h)
+            db.bump(conn)
+        if mirror and conn.execute(select(Mirror.id).where(Mirror.record_pk == pk,
+                                                           Mirror.user_id == principal.user_id)).first() is None:
+            conn.execute(insert(Mirror).values(record_pk=pk, user_id=principal.user_id, submitted_at=now_iso()))
+        return created
 
+    info = {"id": rid, "owner": owner_name, "signed": signer is not None, "mirror": mirror,
+            "key": fp}
     try:
-        return db.write(tx)
+        return db.write(tx), info
     except IntegrityError:
         # a concurrent upload of the same record won the race: the record is there, no-op
         if db.read(lambda c: c.execute(select(Record.id).where(Record.record_id == rid)).first()) is not None:
-            return False
+            return False, info
         raise
 
 
@@ -160,23 +223,45 @@ def validate_reproduction(verdict: Any, record_id: str) -> str:
     return v
 
 
-def add_reproduction(db: Database, record_ref: str, principal: Principal, verdict: Any) -> int:
+def add_reproduction(db: Database, record_ref: str, principal: Principal, body: Any, *,
+                     allow_unsigned: bool = False) -> dict[str, Any]:
+    """Attach a reproduction; returns ``{"id", "verdict", "claimed", "by_author"}`` (the verdict is the server's)."""
     rid = normalize_id(record_ref)
     if rid is None:
         raise NotFound(f"{record_ref!r} is not a record id")
-    v = validate_reproduction(verdict, rid)
-    body = dumps(verdict)
+    verdict, signature = unwrap(body, "reproduction")
+    claimed = validate_reproduction(verdict, rid)
+    signer = _signer(db, lambda: reproduction_bytes(verdict), signature, NS_REPRODUCTION, allow_unsigned,
+                     "reproduction")
+    if signer is not None:
+        check_uploader(signer, principal, "reproduction")
+    found = db.read(lambda c: c.execute(select(Record.id, Record.user_id, Record.body)
+                                        .where(Record.record_id == rid)).first())
+    if found is None:
+        raise NotFound(f"there is no record {rid} on this dashboard")
+    pk, owner_id, record_body = found
+    try:
+        computed, rows = server_verdict(json.loads(record_body), verdict)
+    except VerdictError as exc:
+        raise Invalid(exc.message) from None
+    by_author = owner_id == principal.user_id
+    stored = dumps({**verdict, "verdict": computed, "metrics": rows, "claimed_verdict": claimed})
 
     def tx(conn):
-        pk = conn.execute(select(Record.id).where(Record.record_id == rid)).scalar()
-        if pk is None:
-            raise NotFound(f"there is no record {rid} on this dashboard")
-        new = conn.execute(insert(Reproduction).values(record_pk=pk, user_id=principal.user_id,
-                                                       submitted_at=now_iso(), verdict=v, body=body))
+        conn.execute(update(Reproduction).where(Reproduction.record_pk == pk, Reproduction.user_id == principal.user_id,
+                                                Reproduction.superseded.is_(False)).values(superseded=True))
+        new = conn.execute(insert(Reproduction).values(
+            record_pk=pk, user_id=principal.user_id, submitted_at=now_iso(), verdict=computed, body=stored,
+            client_verdict=claimed, signature=signature, key_fingerprint=signer.fingerprint if signer else None,
+            by_author=by_author, superseded=False))
+        n = conn.execute(select(func.count(distinct(Reproduction.user_id))).where(
+            Reproduction.record_pk == pk, Reproduction.verdict == "reproduced", Reproduction.by_author.is_(False),
+            Reproduction.superseded.is_(False))).scalar() or 0
+        conn.execute(update(Record).where(Record.id == pk).values(reproduced_by=n))
         db.bump(conn)
         return new.inserted_primary_key[0]
 
-    return db.write(tx)
+    return {"id": db.write(tx), "verdict": computed, "claimed": claimed, "by_author": by_author}
 
 
 def get_record(db: Database, record_ref: str) -> dict[str, Any]:
@@ -186,26 +271,37 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
         raise NotFound(f"{record_ref!r} is not a record id")
 
     def q(conn):
-        row = conn.execute(select(Record.id, Record.body, Record.submitted_at, User.name)
+        row = conn.execute(select(Record.id, Record.body, Record.submitted_at, User.name, Record.signature,
+                                  Record.key_fingerprint)
                            .join(User, User.id == Record.user_id).where(Record.record_id == rid)).first()
         if row is None:
             raise NotFound(f"there is no record {rid} on this dashboard")
-        repros = conn.execute(select(Reproduction.id, User.name, Reproduction.submitted_at, Reproduction.body)
+        repros = conn.execute(select(Reproduction.id, User.name, Reproduction.submitted_at, Reproduction.body,
+                                     Reproduction.by_author, Reproduction.superseded, Reproduction.key_fingerprint)
                               .join(User, User.id == Reproduction.user_id)
                               .where(Reproduction.record_pk == row[0]).order_by(Reproduction.id)).all()
+        mirrors = conn.execute(select(User.name).join(Mirror, Mirror.user_id == User.id)
+                               .where(Mirror.record_pk == row[0]).order_by(Mirror.id)).scalars().all()
         return {
             "record": json.loads(row[1]),
             "user": row[3],
             "submitted_at": row[2],
-            "reproductions": [{"id": i, "user": u, "submitted_at": s, "verdict": json.loads(b)}
-                              for i, u, s, b in repros],
+            "signed": row[4] is not None,
+            "signature": row[4],
+            "key": row[5],
+            "mirrored_by": list(mirrors),
+            "reproductions": [{"id": i, "user": u, "submitted_at": s, "verdict": json.loads(b),
+                               "by_author": bool(a), "superseded": bool(sup), "signed": k is not None, "key": k}
+                              for i, u, s, b, a, sup, k in repros],
         }
 
     return db.read(q)
 
 
 def reproduced_by(reproductions: list[dict[str, Any]]) -> int:
-    return len({r["user"] for r in reproductions if r["verdict"].get("verdict") == "reproduced"})
+    """Distinct users other than the author whose latest verdict (the server's) is ``reproduced``."""
+    return len({r["user"] for r in reproductions if r["verdict"].get("verdict") == "reproduced"
+                and not r.get("by_author") and not r.get("superseded")})
 
 
 def list_records(db: Database, *, task: str | None = None, dataset: str | None = None, user: str | None = None,

@@ -42,7 +42,9 @@ def load(name: str, path: str | Path, **options: Any) -> Any:
     Common options: ``tokenizer`` (a registered name or a Tokenizer object; default ``"nltk"``),
     ``min_frequent_vocab_times`` (10), ``min_rare_vocab_times`` (0: every other token),
     ``lowercase`` (False), ``max_sent_length`` (None), ``splits`` (train, dev, test),
-    ``progress`` (a callable receiving the number of bytes read).
+    ``progress`` (a callable receiving the number of bytes read), ``workers`` (processes that
+    tokenize and digest; None: two from 4 MiB of input with a built-in tokenizer
+    and a CPU idle; never in a hash).
     """
     from ..plugins import get_component
 

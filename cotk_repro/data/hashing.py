@@ -1,12 +1,12 @@
-"""Dataloader hash codes (SPEC section 5, the paper's Table 2), order-independent by construction.
+"""Dataloader hash codes (docs/spec.md section 5, the paper's Table 2), order-independent by construction.
 
-Definitions (all through :mod:`cotk_repro.canonical`):
+Definitions (all through :mod:`cotk_repro.core.canonical`):
 
 * A *sample* is a list of utterances (language generation: one sentence; single-turn
   dialog: post and response; multi-turn dialog: the turns of a session).
 * Its *raw digest* is SHA-256 of ``canonical_json([utterance, ...])`` (the raw strings);
   its *data digest* is SHA-256 of ``canonical_json([[token, ...], ...])`` (the tokens).
-* A split's raw (data) hash is a :class:`~cotk_repro.canonical.StreamHasher` over the
+* A split's raw (data) hash is a :class:`~cotk_repro.core.canonical.StreamHasher` over the
   number of samples and the **sorted** sample digests (a sorted multiset: sample order
   never matters, duplicates count).
 * ``raw`` / ``data`` = ``hash_object`` of ``{"splits": {split: split hash}}`` with a label;
@@ -17,12 +17,13 @@ Definitions (all through :mod:`cotk_repro.canonical`):
 from __future__ import annotations
 
 import hashlib
+import re
 from json.encoder import encode_basestring  # C-accelerated; the string part of canonical JSON
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..canonical import StreamHasher, hash_object
+from ..core.canonical import StreamHasher, hash_object
 
 HASH_VERSION = 1
 _sha256 = hashlib.sha256
@@ -33,8 +34,23 @@ def raw_digest_one(text: str) -> bytes:
     return _sha256(("[" + encode_basestring(text) + "]").encode("utf-8")).digest()
 
 
+# Characters the JSON string encoder escapes; strings without them encode as '"' + s + '"', so the canonical
+# JSON of many samples is built with a few joins instead of one encoder call per string. Samples go in parts
+# of PART; a part holding a string that needs escaping (a quote in a caption) is encoded string by string.
+_ESCAPED = re.compile(r'[\x00-\x1f\\"]')
+_ESCAPED_BUT_QUOTE_NL = re.compile(r"[\x00-\x09\x0b-\x1f\\]")
+PART = 256
+
+
 def raw_digests_one(texts: Sequence[str]) -> bytes:
     """Concatenated :func:`raw_digest_one` of many texts."""
+    return b"".join([_raw_part(texts[i:i + PART]) for i in range(0, len(texts), PART)])
+
+
+def _raw_part(texts: Sequence[str]) -> bytes:
+    block = '"]\n["'.join(texts)
+    if block.count("\n") == len(texts) - 1 and not _ESCAPED.search(block.replace('"]\n["', "")):
+        return b"".join([_sha256(p).digest() for p in ('["' + block + '"]').encode("utf-8").split(b"\n")])
     eb = encode_basestring
     return b"".join([_sha256(("[" + eb(t) + "]").encode("utf-8")).digest() for t in texts])
 
@@ -46,9 +62,18 @@ def raw_digest(utterances: Sequence[str]) -> bytes:
 
 def data_digests_one(token_lists: Sequence[Sequence[str]]) -> bytes:
     """Concatenated data digests of one-utterance samples: SHA-256 of ``canonical_json([tokens])``."""
+    return b"".join([_data_part(token_lists[i:i + PART]) for i in range(0, len(token_lists), PART)])
+
+
+def _data_part(token_lists: Sequence[Sequence[str]]) -> bytes:
+    n = len(token_lists)
+    body = '"]]\n[["'.join(['","'.join(t) for t in token_lists])
+    # 2 quotes a token, less the outer two: an empty list, or a quote in a token, breaks the count
+    if body.count('"') == 2 * sum(map(len, token_lists)) - 2 and body.count("\n") == n - 1 \
+            and not _ESCAPED_BUT_QUOTE_NL.search(body):
+        return b"".join([_sha256(p).digest() for p in ('[["' + body + '"]]').encode("utf-8").split(b"\n")])
     eb = encode_basestring
-    return b"".join([_sha256(("[[" + ",".join(map(eb, t)) + "]]").encode("utf-8")).digest()
-                     for t in token_lists])
+    return b"".join([_sha256(("[[" + ",".join(map(eb, t)) + "]]").encode("utf-8")).digest() for t in token_lists])
 
 
 def data_digest(token_lists: Sequence[Sequence[str]]) -> bytes:

@@ -13,23 +13,21 @@ so a corpus needs about its own size plus 4 bytes a token of memory, never a Pyt
 object per token. Once every split is read, counts (``numpy.bincount``) give the
 vocabulary and a permutation maps provisional ids to vocabulary ids.
 
-Hash codes (SPEC section 5) are computed from order-independent multisets of the
+Hash codes (docs/spec.md section 5) are computed from order-independent multisets of the
 sample digests (:mod:`.hashing`): shuffling samples never changes any hash.
 """
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
-from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import hashing
+from ..core.gcpause import gc_paused
+from . import chunks, hashing
 from .errors import DataError
-from .reading import iter_jsonl, iter_line_blocks
+from .reading import file_size, iter_jsonl, iter_line_blocks
 from .tokenizers import Tokenizer, get_tokenizer
 from .vocab import EOS_ID, GO_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID, Vocab
 
@@ -39,12 +37,31 @@ DEFAULT_SPLITS = ("train", "dev", "test")
 
 class Block:
     """Samples read from a file: ``utts`` (utterances used), ``sizes`` (utterances per sample,
-    ``None``: one each) and ``raw_digests`` (32 bytes per sample, over the raw sample)."""
+    ``None``: one each), ``raw_digests`` (32 bytes per sample, over the raw sample; ``None``: one-utterance
+    samples, digested when the block is prepared) and ``clean`` (``utts`` are file lines, stripped and
+    blank ones dropped when the block is prepared)."""
 
-    __slots__ = ("utts", "sizes", "raw_digests")
+    __slots__ = ("utts", "sizes", "raw_digests", "clean")
 
-    def __init__(self, utts: list[str], sizes: list[int] | None, raw_digests: bytes):
-        self.utts, self.sizes, self.raw_digests = utts, sizes, raw_digests
+    def __init__(self, utts: list[str], sizes: list[int] | None, raw_digests: bytes | None, clean: bool = False):
+        self.utts, self.sizes, self.raw_digests, self.clean = utts, sizes, raw_digests, clean
+
+    def jobs(self, size: int | None = None) -> Iterator[tuple]:
+        """The block cut into chunks of at most ``size`` samples (:data:`chunks.CHUNK_SAMPLES`), as
+        :func:`chunks.prepare` arguments."""
+        size = size or chunks.CHUNK_SAMPLES
+        if self.sizes is None:
+            for i in range(0, len(self.utts), size):
+                raw = None if self.raw_digests is None else self.raw_digests[32 * i:32 * (i + size)]
+                yield self.utts[i:i + size], None, raw, self.clean
+            return
+        u = 0
+        for i in range(0, len(self.sizes), size):
+            sizes = self.sizes[i:i + size]
+            n = sum(sizes)
+            raw = None if self.raw_digests is None else self.raw_digests[32 * i:32 * (i + size)]
+            yield self.utts[u:u + n], sizes, raw, self.clean
+            u += n
 
 
 class RawStore:
@@ -59,11 +76,14 @@ class RawStore:
         if not utts:
             return
         joined = "\n".join(utts)
-        if joined.count("\n") == len(utts) - 1:
-            self._chunks.append(joined)
-        else:
-            self._chunks.append(list(utts))
-        self.n += len(utts)
+        self.add_chunk(joined if joined.count("\n") == len(utts) - 1 else list(utts), len(utts))
+
+    def add_chunk(self, chunk: str | list[str], n: int) -> None:
+        """Add ``n`` utterances, ``"\n"``-joined (``chunk`` a str) or as a list."""
+        if not n:
+            return
+        self._chunks.append(chunk)
+        self.n += n
         self._ends.append(self.n)
 
     def all(self) -> list[str]:
@@ -143,11 +163,12 @@ class TextDataLoader:
 
     def __init__(self, path: str | Path, *, tokenizer: Any = "nltk", min_frequent_vocab_times: int = 10,
                  min_rare_vocab_times: int = 0, lowercase: bool = False, max_sent_length: int | None = None,
-                 splits: Sequence[str] = DEFAULT_SPLITS, progress: Progress | None = None, **options: Any):
+                 splits: Sequence[str] = DEFAULT_SPLITS, progress: Progress | None = None,
+                 workers: int | None = None, **options: Any):
         unknown = sorted(set(options) - set(self.extra_options))
         if unknown:
             accepted = ["tokenizer", "min_frequent_vocab_times", "min_rare_vocab_times", "lowercase",
-                        "max_sent_length", "splits", *self.extra_options]
+                        "max_sent_length", "splits", "workers", *self.extra_options]
             raise DataError(f"dataloader {self.name!r} has no option {unknown[0]!r}; options: {', '.join(accepted)}")
         self.options = {**self.extra_options, **options}
         for key in ("min_frequent_vocab_times", "min_rare_vocab_times"):
@@ -171,8 +192,12 @@ class TextDataLoader:
         self.max_sent_length = max_sent_length
         self.splits: list[str] = splits
         self._progress = progress
+        #: worker processes for tokenizing and hashing (None: automatic, see :mod:`.chunks`); never in a hash
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+            raise DataError(f"workers must be a positive integer or None, got {workers!r}")
+        self._workers = workers
         self._reference_hashes: dict[str, dict[str, str]] = {}
-        with _gc_paused():
+        with gc_paused():
             self._load()
 
     # -- subclass interface -----------------------------------------------------------
@@ -203,14 +228,12 @@ class TextDataLoader:
             **{k: self.options[k] for k in sorted(self.extra_options)},
         }
 
+    @property
+    def _recipe(self) -> chunks.Recipe:
+        return chunks.Recipe(self.tokenizer, self.lowercase, self.max_sent_length)
+
     def _prepare(self, text_list: list[str]) -> list[list[str]]:
-        texts = [t.lower() for t in text_list] if self.lowercase else text_list
-        many = getattr(self.tokenizer, "tokenize_many", None)
-        toks = many(texts) if many is not None else [self.tokenizer.tokenize(t) for t in texts]
-        if self.max_sent_length is not None:
-            m = self.max_sent_length
-            toks = [t if len(t) <= m else t[:m] for t in toks]
-        return toks
+        return chunks.tokenize(self._recipe, text_list)
 
     def _load(self) -> None:
         sources = {s: self.find_sources(s) for s in self.splits}
@@ -224,13 +247,18 @@ class TextDataLoader:
             del texts
         prov: dict[str, int] = {}
         prov_tokens: list[str] = []
-        for name, split in self._splits.items():
-            for block in self.read_blocks(name, split.sources, self._progress):
-                self._add_block(split, block, prov, prov_tokens)
-            split.finish()
-            if split.n_samples == 0:
-                files = " and ".join(str(p) for p in split.sources)
-                raise DataError(f"{files} holds no samples: the {name} split is empty")
+        input_bytes = sum(file_size(p) for srcs in sources.values() for p in srcs)
+        preparer = chunks.Preparer(self._recipe, chunks.choose_workers(self._workers, self._recipe, input_bytes))
+        try:
+            for name, split in self._splits.items():
+                jobs = (job for block in self.read_blocks(name, split.sources, self._progress) for job in block.jobs())
+                preparer.run(jobs, lambda done, split=split: self._merge(split, done, prov, prov_tokens))
+                split.finish()
+                if split.n_samples == 0:
+                    files = " and ".join(str(p) for p in split.sources)
+                    raise DataError(f"{files} holds no samples: the {name} split is empty")
+        finally:
+            preparer.close()
         self._prov_tokens = prov_tokens
         self._prov_array = np.array(prov_tokens + [""], dtype=object)[:-1] if prov_tokens else np.zeros(0, object)
         n = len(prov_tokens)
@@ -252,38 +280,21 @@ class TextDataLoader:
             {s: sp.data_hash for s, sp in self._splits.items()},
             self.vocab.frequent, self.vocab.rare, self.settings)
 
-    def _add_block(self, split: Split, block: Block, prov: dict[str, int], prov_tokens: list[str]) -> None:
-        utts = block.utts
-        toks = self._prepare(utts)
-        if block.sizes is None:
-            digests = hashing.data_digests_one(toks)
-            n_samples = len(utts)
-            sizes = np.ones(n_samples, np.int64)
-        else:
-            parts = []
-            i = 0
-            for k in block.sizes:
-                parts.append(hashing.data_digest(toks[i:i + k]))
-                i += k
-            digests = b"".join(parts)
-            n_samples = len(block.sizes)
-            sizes = np.asarray(block.sizes, np.int64)
-        flat = list(chain.from_iterable(toks))
-        new = set(flat).difference(prov)
-        if new:
-            for t in sorted(new):
-                if not isinstance(t, str):
-                    raise DataError(f"tokenizer {self.tokenizer.name!r} returned a {type(t).__name__} token; "
-                                    f"tokens must be strings")
+    @staticmethod
+    def _merge(split: Split, done: chunks.Prepared, prov: dict[str, int], prov_tokens: list[str]) -> None:
+        """Append a prepared chunk to ``split``: its tokens get provisional ids (new ones in sorted order)."""
+        for t in done.table:
+            if t not in prov:
                 prov[t] = len(prov_tokens)
                 prov_tokens.append(t)
-        split._id_parts.append(np.fromiter(map(prov.__getitem__, flat), np.int32, count=len(flat)))
-        split._len_parts.append(np.fromiter(map(len, toks), np.int64, count=len(toks)))
-        split._size_parts.append(sizes)
-        split._raw_digests.append(block.raw_digests)
-        split._data_digests.append(digests)
-        split.raw.add(utts)
-        split.n_samples += n_samples
+        remap = np.fromiter(map(prov.__getitem__, done.table), np.int32, count=len(done.table))
+        split._id_parts.append(remap[done.ids] if len(done.ids) else np.zeros(0, np.int32))
+        split._len_parts.append(done.lengths)
+        split._size_parts.append(done.sizes)
+        split._raw_digests.append(done.raw_digests)
+        split._data_digests.append(done.data_digests)
+        split.raw.add_chunk(done.raw, done.n_utts)
+        split.n_samples += len(done.sizes)
 
     # -- access -----------------------------------------------------------------------------
     def _split(self, split: str) -> Split:
@@ -322,9 +333,9 @@ class TextDataLoader:
 
     def reference_hashes(self, split: str = "test") -> dict[str, str]:
         """``{"perplexity": hex, "bleu": hex}`` of the references of ``split``, exactly as the
-        perplexity and BLEU metrics compute them (:mod:`cotk_repro.reference_hashes`)."""
+        perplexity and BLEU metrics compute them (:mod:`cotk_repro.metrics.reference_hashes`)."""
         if split not in self._reference_hashes:
-            from ..reference_hashes import bleu_reference_hash, perplexity_reference_hash
+            from ..metrics.reference_hashes import bleu_reference_hash, perplexity_reference_hash
 
             sents = self.sentences(split)
             detok = self.convert_tokens_to_sentence
@@ -424,25 +435,6 @@ def _missing(path: Path, split: str, looked: list[str]) -> DataError:
                      hint="load only the splits the folder has with splits=[...] (the CLI: --splits train,test)")
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while loading. Loading allocates millions of
-    short-lived token lists (freed by reference counting; they form no cycles), which
-    otherwise trigger a collection every few hundred allocations, each traversing the
-    block's live lists: about a fifth of the load time on a 1M-sentence corpus."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _clean_lines(lines: list[str]) -> list[str]:
-    return [s for s in map(str.strip, lines) if s]
-
-
 class LanguageGeneration(TextDataLoader):
     """One sentence per line: ``{split}.txt`` (or CoTK's ``mscoco_{split}.txt``). Blank lines are
     skipped; lines are stripped of surrounding whitespace. Batches: ``sent``, ``sent_allvocabs``,
@@ -459,9 +451,7 @@ class LanguageGeneration(TextDataLoader):
 
     def read_blocks(self, split: str, sources: list[Path], progress: Progress | None) -> Iterator[Block]:
         for _, lines in iter_line_blocks(sources[0], progress):
-            utts = _clean_lines(lines)
-            if utts:
-                yield Block(utts, None, hashing.raw_digests_one(utts))
+            yield Block(lines, None, None, clean=True)  # stripped, blank lines dropped, digested when prepared
 
     def _batch(self, split: str, sp: Split, samples: np.ndarray) -> dict[str, Any]:
         freq, allv, lens = self._pad(sp, samples)

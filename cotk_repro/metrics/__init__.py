@@ -1,4 +1,4 @@
-"""Metrics with comparability hashes (SPEC section 5).
+"""Metrics with comparability hashes (docs/spec.md section 5).
 
 ``get_metric(name, **options)`` builds any registered metric (built-in or from a
 plugin); ``evaluate(metrics, hypotheses, references)`` runs several and merges their
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from .base import Metric, MetricError, check_references, resolve_tokenizer, result_entry, signature
+from .base import (Metric, MetricError, check_references, resolve_tokenizer, result_entry, score, score_batches,
+                   signature)
 
 __all__ = ["Metric", "MetricError", "get_metric", "evaluate", "metric_names", "check_references",
-           "result_entry", "signature", "resolve_tokenizer", "accepts_option"]
+           "result_entry", "signature", "resolve_tokenizer", "accepts_option", "score", "score_batches"]
 
 
 def metric_names() -> list[str]:
@@ -36,29 +37,14 @@ def get_metric(name: str, **options: Any) -> Metric:
 
 def accepts_option(name: str, option: str) -> bool:
     """Whether the metric registered as ``name`` takes the keyword option ``option`` (e.g. ``tokenizer``)."""
-    import importlib
-    import inspect
-
     from ..plugins import get_plugins
+    from .facts import accepts_option as _accepts, class_of_factory
 
     registry = get_plugins().registry("metric")
     if name not in registry:
         return False
     factory = registry[name].obj
-    target = factory
-    from ..builtins.metrics import BUILTIN_METRICS
-
-    if getattr(factory, "__module__", "") == "cotk_repro.builtins.metrics" and name in BUILTIN_METRICS:
-        module, cls = BUILTIN_METRICS[name].split(":")
-        try:
-            target = getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)
-        except (ImportError, AttributeError):
-            return False
-    try:
-        params = inspect.signature(target).parameters
-    except (TypeError, ValueError):
-        return False
-    return option in params
+    return _accepts(class_of_factory(factory) or factory, option)
 
 
 def _spec(spec: str | tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
@@ -83,5 +69,5 @@ def evaluate(metrics: Iterable[str | tuple[str, dict[str, Any]]], hypotheses: Se
     for name, options in specs:
         if tokenizer is not None and "tokenizer" not in options and accepts_option(name, "tokenizer"):
             options["tokenizer"] = tokenizer
-        merged.update(get_metric(name, **options).compute(hyps, references))
+        merged.update(score(get_metric(name, **options), hyps, references))
     return merged

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..reference_hashes import BLEU_TOKENIZER, bleu_tokenize
+from .reference_hashes import BLEU_TOKENIZER, bleu_tokenize
 from .base import MetricError
 
 

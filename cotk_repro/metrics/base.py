@@ -1,28 +1,29 @@
-"""The metric base class and the result-dict helpers every metric uses.
+"""The metric contract: the :class:`Metric` base class, the one way to run a metric, the result-dict helpers.
 
-A metric is registered by name through the ``register_metrics`` hook as a factory
-``factory(**options) -> Metric``. Two ways to use it, CoTK style and list style::
+Documented in docs/metrics.md, "The metric contract". A metric is registered by name through the
+``register_metrics`` hook (the class itself, or a factory ``factory(**options) -> metric`` with a
+``metric_class`` attribute). The interface every consumer relies on::
 
     m = get_metric("bleu", ngram=4)
-    for batch in batches:            # CoTK style: forward many times, then close
+    for batch in batches:            # forward many times, then close
         m.forward({"hyps": [...], "refs": [[...], ...]})
     m.close()   # {"bleu": 0.27, "bleu hashvalue": "<64 hex>", "bleu signature": "bleu|n:4|..."}
 
-    m.compute(hypotheses, references)   # the same on whole lists of strings
+    m.compute(hypotheses, references)   # the same on whole lists (the base class builds it from forward/close)
 
-``references`` has one layout everywhere: for each hypothesis, a list of reference
-strings. A count mismatch is an error, never a silent truncation.
+``evaluate``, ``evaluate_files`` and ``compare`` all run metrics through :func:`score` /
+:func:`score_batches` below, never by calling the methods themselves.
+
+``references`` has one layout everywhere: for each hypothesis, a list of reference strings. A count
+mismatch is an error, never a silent truncation (unless the metric declares ``paired_references = False``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import CotkError
-
-HASH_SUFFIX = " hashvalue"
-SIGNATURE_SUFFIX = " signature"
-
+from ..core.results import HASH_SUFFIX, SIGNATURE_SUFFIX, result_entry  # noqa: F401 - the metric API re-exports them
 
 class MetricError(CotkError):
     """Bad input to a metric (one clear sentence)."""
@@ -42,16 +43,6 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "none"
     return str(value)
-
-
-def result_entry(key: str, value: float, hash_: str | None, sig: str | None) -> dict[str, Any]:
-    """``{key: value, key+" hashvalue": hash, key+" signature": sig}`` (None parts left out)."""
-    out: dict[str, Any] = {key: float(value)}
-    if hash_ is not None:
-        out[key + HASH_SUFFIX] = hash_
-    if sig is not None:
-        out[key + SIGNATURE_SUFFIX] = sig
-    return out
 
 
 def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None, *, required: bool = True,
@@ -81,26 +72,18 @@ def resolve_tokenizer(tokenizer: Any) -> Any:
     from ..plugins import get_plugins
 
     registry = get_plugins().registry("tokenizer")
-    if tokenizer in registry:
-        return registry[tokenizer].obj()
-    try:  # the data package's own tokenizers, when no plugin registered them
-        from ..data import tokenizers as _tok
-    except ImportError:  # pragma: no cover - data package missing
-        _tok = None
-    builtin = {"space": "SpaceTokenizer", "nltk": "WordPunctTokenizer", "wordpunct": "WordPunctTokenizer",
-               "punkt": "PunktTokenizer"}
-    if _tok is not None and tokenizer in builtin and hasattr(_tok, builtin[tokenizer]):
-        return getattr(_tok, builtin[tokenizer])()
-    known = sorted(set(registry) | (set(builtin) if _tok is not None else set()))
-    raise MetricError(f"unknown tokenizer {tokenizer!r}; known tokenizers: {', '.join(known) or 'none'}")
+    if tokenizer not in registry:
+        raise MetricError(f"unknown tokenizer {tokenizer!r}; known tokenizers: {', '.join(sorted(registry)) or 'none'}")
+    return registry[tokenizer].obj()
 
 
 class Metric:
-    """Base class: subclasses set ``name``/``version`` and implement :meth:`compute`.
+    """Base class of every metric: identity, facts, and ``forward``/``close`` (docs/metrics.md).
 
-    The default :meth:`forward` accumulates ``batch["hyps"]`` (strings) and
-    ``batch.get("refs")`` (reference lists) and :meth:`close` calls :meth:`compute`
-    on everything seen. Metrics that stream (perplexity) override both.
+    A subclass implements **either** :meth:`compute` (whole lists; the base ``forward`` accumulates
+    ``batch["hyps"]`` / ``batch["refs"]`` and ``close`` calls ``compute`` on everything seen) **or**
+    :meth:`forward` and :meth:`close` (streaming; the base ``compute`` feeds one batch and closes).
+    Subclasses that define ``__init__`` call ``super().__init__(**settings)``.
     """
 
     name = "metric"
@@ -128,23 +111,74 @@ class Metric:
     def __init__(self, **settings: Any) -> None:
         self.settings: dict[str, Any] = dict(settings)
         self._hyps: list[str] = []
-        self._refs: list[list[str]] | None = None
+        self._refs: list[Any] | None = None
 
     def forward(self, batch: Mapping[str, Any]) -> None:
+        """Take one batch: ``{"hyps": [...], "refs": [[...], ...]}`` (``refs`` absent for reference-free metrics)."""
         hyps = list(batch["hyps"])
         refs = batch.get("refs")
         if refs is not None:
-            refs = check_references(hyps, refs)
-            self._refs = (self._refs or []) + refs
+            refs = check_references(hyps, refs) if self.paired_references else list(refs)
+            if self._refs is None:
+                self._refs = []
+            self._refs.extend(refs)
         self._hyps.extend(hyps)
 
     def close(self) -> dict[str, Any]:
+        """The result dict of everything forwarded since the last ``close``; the metric is then empty again."""
+        if type(self).compute is Metric.compute:
+            raise MetricError(f"metric {self.name!r} implements neither compute() nor forward()/close()")
         hyps, refs = self._hyps, self._refs
         self._hyps, self._refs = [], None
         return self.compute(hyps, refs)
 
     def compute(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None = None) -> dict[str, Any]:
-        raise NotImplementedError
+        """The result dict of whole lists: one ``forward`` of everything, then ``close``."""
+        if type(self).close is Metric.close:
+            raise MetricError(f"metric {self.name!r} implements neither compute() nor forward()/close()")
+        batch: dict[str, Any] = {"hyps": list(hypotheses)}
+        if references is not None:
+            batch["refs"] = list(references)
+        self.forward(batch)
+        return self.close()
 
     def __repr__(self) -> str:
-        return f"<metric {self.name} v{self.version} {self.settings}>"
+        return f"<metric {self.name} v{self.version} {getattr(self, 'settings', {})}>"
+
+
+def _metric_name(metric: Any) -> str:
+    return str(getattr(metric, "name", None) or type(metric).__name__)
+
+
+def _checked(metric: Any, result: Any) -> dict[str, Any]:
+    if not isinstance(result, Mapping):
+        raise MetricError(f"metric {_metric_name(metric)!r} returned a {type(result).__name__}, not a result dict")
+    return dict(result)
+
+
+def score(metric: Any, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
+    """Run ``metric`` on whole lists: its ``compute`` when it has one, else one ``forward`` and ``close``."""
+    if callable(getattr(metric, "compute", None)):
+        return _checked(metric, metric.compute(list(hypotheses), references))
+    return score_batches(metric, [{"hyps": list(hypotheses), **({} if references is None else
+                                                                   {"refs": list(references)})}])
+
+
+def score_batches(metric: Any, batches: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Run ``metric`` on a stream of batches: ``forward`` each then ``close`` (``compute`` on them all if it
+    has no ``forward``/``close``), so a streaming metric never holds the corpus."""
+    if callable(getattr(metric, "forward", None)) and callable(getattr(metric, "close", None)):
+        for batch in batches:
+            metric.forward(batch)
+        return _checked(metric, metric.close())
+    if not callable(getattr(metric, "compute", None)):
+        raise MetricError(f"metric {_metric_name(metric)!r} has neither forward()/close() nor compute() "
+                          f"(see docs/metrics.md, \"The metric contract\")")
+    hyps: list[Any] = []
+    refs: list[Any] | None = None
+    for batch in batches:
+        hyps.extend(batch["hyps"])
+        if batch.get("refs") is not None:
+            refs = refs if refs is not None else []
+            refs.extend(batch["refs"])
+    return _checked(metric, metric.compute(hyps, refs))

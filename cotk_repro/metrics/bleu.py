@@ -20,23 +20,24 @@ lengths, with NLTK's tie-breaking (the shorter one). See
 ``../shared/notes/bleu-semantics.md`` for the measured details.
 
 Text is detokenized (when given tokens or ids) and re-tokenized with one fixed
-tokenizer (:func:`cotk_repro.reference_hashes.bleu_tokenize`, NLTK's WordPunct), so
+tokenizer (:func:`cotk_repro.metrics.reference_hashes.bleu_tokenize`, NLTK's WordPunct), so
 values and hashes never depend on the model's tokenizer; ``<unk>`` is one token and
 an n-gram containing it never matches.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import sys
+from json.encoder import encode_basestring  # C-accelerated; canonical JSON's string encoder
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..canonical import StreamHasher
-from ..reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
+from ..core.canonical import StreamHasher, frame_bytes
+from ..core.gcpause import without_gc
+from .reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
 from .base import Metric, MetricError, check_references, result_entry, signature
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, group_max, group_top2,
                      has_special, tokenize_text, tokenize_texts)
@@ -98,7 +99,39 @@ def bleu_from_counts(nums: Sequence[int], dens: Sequence[int], hyp_len: int, ref
 
 def sentence_scores(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, ref_lens: np.ndarray,
                     weights: Sequence[float], smoothing: str) -> list[float]:
-    """Per-sentence NLTK ``sentence_bleu`` from (sentences x orders) count arrays."""
+    """Per-sentence NLTK ``sentence_bleu`` from (sentences x orders) count arrays.
+
+    A sentence's score depends only on its counts and two lengths, and sentences share them often
+    (a quarter as many distinct rows on the Texygen sets), so each distinct row is scored once.
+    """
+    nums, dens = np.asarray(nums, np.int64), np.asarray(dens, np.int64)
+    if len(nums) == 0:
+        return []
+    key = np.column_stack([nums, dens, np.asarray(hyp_lens, np.int64), np.asarray(ref_lens, np.int64)])
+    rows, inverse = _unique_rows(key)
+    m = nums.shape[1]
+    unique_scores = _score_rows(rows[:, :m], rows[:, m:2 * m], rows[:, 2 * m], rows[:, 2 * m + 1], weights, smoothing)
+    return np.asarray(unique_scores, dtype=np.float64)[inverse.reshape(-1)].tolist()
+
+
+def _unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, axis=0, return_inverse=True)`` for non-negative int rows, through one int64 per row
+    (mixed radix) where it fits: sorting numbers, not row bytes, is several times faster."""
+    radices = [int(c) + 1 for c in key.max(axis=0)] if len(key) else []
+    total = 1
+    for r in radices:
+        total *= r
+    if key.min(initial=0) < 0 or total >= 2 ** 62:
+        return np.unique(key, axis=0, return_inverse=True)
+    code = np.zeros(len(key), np.int64)
+    for j, r in enumerate(radices):
+        code = code * r + key[:, j]
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return key[first], inverse.reshape(-1)
+
+
+def _score_rows(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, ref_lens: np.ndarray,
+                weights: Sequence[float], smoothing: str) -> list[float]:
     weights = list(weights)
     log, exp, fsum = math.log, math.exp, math.fsum
     out = []
@@ -231,13 +264,15 @@ def self_bleu_scores(sents: Sequence[Sequence[str]], max_n: int, weights: Sequen
 # ---------------------------------------------------------------------------------------------
 # Hashes
 
-# canonical_json's encoder (cotk_repro.canonical); reference items are lists of lists of str, which it always
-# accepts, so its per-value checks are skipped here. Equality with bleu_reference_hash is tested.
-_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+def _encode_token_lists(token_lists: Sequence[Sequence[str]]) -> str:
+    """``canonical_json`` of a list of token lists, as text: each token through the JSON string encoder
+    (``ensure_ascii=False``), lists with ``,`` and no spaces. Equality with ``bleu_reference_hash`` is tested."""
+    eb = encode_basestring
+    return "[" + ",".join(["[" + ",".join(map(eb, t)) + "]" for t in token_lists]) + "]"
 
 
 class ReferenceDigest:
-    """:func:`cotk_repro.reference_hashes.bleu_reference_hash` of one reference set, computed once and then
+    """:func:`cotk_repro.metrics.reference_hashes.bleu_reference_hash` of one reference set, computed once and then
     hashed cheaply under several settings (fw-bleu, bw-bleu and fw-bw-bleu share a reference set).
 
     ``references``: for each sample, its reference strings; ``tokens``: their BLEU tokens when already known
@@ -254,9 +289,12 @@ class ReferenceDigest:
                 toks = [list(t) for t in tokens[i]]
             else:
                 toks = [bleu_tokenize(r) if has_special(r) else t for r, t in zip(refs, tokens[i])]
-            items.append(_JSON.encode(sorted(toks)).encode("utf-8"))
+            if len(toks) > 1:
+                toks = sorted(toks)
+            items.append(_encode_token_lists(toks).encode("utf-8"))
         items.sort()
-        self._items = items
+        self._count = len(items)
+        self._framed = frame_bytes(items)
 
     def hash(self, metric: str, ngram: int, weights: Sequence[float], smoothing: str,
              extra: Mapping[str, Any] | None = None) -> str:
@@ -264,9 +302,8 @@ class ReferenceDigest:
                     "tokenizer": BLEU_TOKENIZER, "version": BLEU_VERSION, **(extra or {})}
         h = StreamHasher("cotk-repro/reference-set/v1")
         h.update({"metric": metric, "settings": settings})
-        h.update(len(self._items))
-        for item in self._items:
-            h.update_bytes(item)
+        h.update(self._count)
+        h.update_framed(self._framed)
         return h.hexdigest()
 
 
@@ -459,12 +496,15 @@ class BleuMetric(_BleuFamily):
 
     Options: ``ngram`` (4), ``weights`` (uniform 1/n), ``smoothing`` (``method0``-``method3``),
     ``tokenizer`` (to detokenize token-list inputs), ``dataloader`` (to turn id lists into text).
-    Hash: :func:`cotk_repro.reference_hashes.bleu_reference_hash` over the reference strings, so the default
+    Hash: :func:`cotk_repro.metrics.reference_hashes.bleu_reference_hash` over the reference strings, so the default
     on a dataloader's split equals ``dl.reference_hashes(split)["bleu"]``.
     """
 
     name = "bleu"
+    level = "corpus"
+    cost = 1.0
 
+    @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps = list(hypotheses)
         if not hyps:
@@ -486,6 +526,7 @@ class BleuMetric(_BleuFamily):
         return result_entry(self.name, value, h, signature(self.name, fields, self.version))
 
 
+@without_gc
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], ngram: int = 4,
                 weights: Sequence[float] | None = None, smoothing: str = "method3") -> float:
     """Corpus BLEU of hypothesis strings against lists of reference strings (re-tokenized with WordPunct)."""
@@ -517,6 +558,9 @@ class SelfBleuMetric(_BleuFamily):
     name = "self-bleu"
     default_smoothing = "method1"
     needs_references = False
+    higher_is_better = False  # high Self-BLEU = the sentences repeat each other (low diversity)
+    level = "sentence"
+    cost = 2.0
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
@@ -526,6 +570,7 @@ class SelfBleuMetric(_BleuFamily):
         super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize,
                          _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode})
 
+    @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         items = list(hypotheses)
         idx = _sample_indices(len(items), self.sample, self.seed, self.sample_mode)
@@ -568,6 +613,9 @@ class FwBwBleuMetric(_BleuFamily):
     name = "fw-bw-bleu"
     default_smoothing = "method1"
     paired_references = False
+    level = "sentence"
+    cost = 3.0
+    result_keys = r"fw-bleu|bw-bleu|fw-bw-bleu"
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
@@ -587,6 +635,7 @@ class FwBwBleuMetric(_BleuFamily):
         if refs is not None:
             self._refs = (self._refs or []) + list(refs)
 
+    @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
         if references is None:
             raise MetricError("fw-bw-bleu needs references (the test set)")

@@ -21,8 +21,8 @@ import math
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from ..canonical import hash_object
-from ..reference_hashes import reference_set_hash
+from ..core.canonical import hash_object
+from .reference_hashes import reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from ._text import as_int_list, check_hypotheses, ngrams, resolve_tokenizer
 
@@ -83,6 +83,9 @@ class DistinctMetric(_ReferenceFree):
 
     name = "distinct"
     version = "1"
+    level = "corpus"
+    cost = 0.5
+    result_keys = r"distinct-[0-9]+"
 
     def __init__(self, ngram: Any = (1, 2), tokenizer: Any = None, padded: bool = False) -> None:
         self.padded = bool(padded)
@@ -115,6 +118,10 @@ class NgramEntropyMetric(_ReferenceFree):
 
     name = "ngram-entropy"
     version = "1"
+    value_range = (0.0, float("inf"))
+    level = "corpus"
+    cost = 0.5
+    result_keys = r"ngram-entropy-[0-9]+"
 
     def __init__(self, ngram: Any = (1, 2, 3), group_size: int | None = None, log_base: float | None = None,
                  tokenizer: Any = None) -> None:

@@ -10,10 +10,16 @@ A registered factory is either the metric class itself or a callable with a ``me
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
+
+
+#: how a metric uses the gold references: one list per hypothesis, the whole set unpaired, or none at all
+REFERENCE_MODES = ("aligned", "set", "none")
+LEVELS = ("sentence", "corpus")
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,13 @@ class MetricFacts:
     level: str
     cost: float
 
+    @property
+    def references(self) -> str:
+        """``aligned`` (one reference list per hypothesis), ``set`` (the whole set, unpaired) or ``none``."""
+        if not self.needs_references:
+            return "none"
+        return "aligned" if self.paired_references else "set"
+
     def check_value(self, value: Any) -> str | None:
         """None when ``value`` is a valid value of this metric, else one sentence saying why not."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -40,9 +53,10 @@ class MetricFacts:
         return None
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready (infinite bounds as null)."""
+        """JSON-ready (infinite bounds as null), with the derived reference mode as ``references``."""
         d = asdict(self)
         d["value_range"] = [None if math.isinf(v) else v for v in self.value_range]
+        d["references"] = self.references
         return d
 
 
@@ -53,7 +67,11 @@ def metric_class(name: str) -> type | None:
     registry = get_plugins().registry("metric")
     if name not in registry:
         return None
-    factory = registry[name].obj
+    return class_of_factory(registry[name].obj)
+
+
+def class_of_factory(factory: Any) -> type | None:
+    """The metric class a registered factory builds: the factory itself, or its ``metric_class`` attribute."""
     if isinstance(factory, type):
         return factory
     cls = getattr(factory, "metric_class", None)
@@ -62,24 +80,46 @@ def metric_class(name: str) -> type | None:
     return cls if isinstance(cls, type) else None
 
 
-def _facts(cls: type, name: str, override: dict[str, Any] | None = None) -> MetricFacts:
+def facts_of(obj: Any, name: str | None = None, override: dict[str, Any] | None = None) -> MetricFacts:
+    """The facts a metric class or object declares (the base class's defaults where it declares none).
+
+    Raises :class:`ValueError` with one sentence when a declared fact has the wrong type or value.
+    """
     o = dict(override or {})
-    lo, hi = o.get("value_range", getattr(cls, "value_range", (0.0, 1.0)))
+    name = name or str(getattr(obj, "name", None) or getattr(obj, "__name__", "metric"))
+
+    def get(key: str, default: Any) -> Any:
+        return o[key] if key in o else getattr(obj, key, default)
+
+    try:
+        lo, hi = get("value_range", (0.0, 1.0))
+        lo, hi = float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise ValueError(f"metric {name!r}: value_range must be a pair of numbers (low, high)") from None
+    if not lo <= hi:
+        raise ValueError(f"metric {name!r}: value_range {(lo, hi)} has its low end above its high end")
+    level = str(get("level", "corpus"))
+    if level not in LEVELS:
+        raise ValueError(f"metric {name!r}: level must be one of {', '.join(LEVELS)}, not {level!r}")
+    try:
+        cost = float(get("cost", 1.0))
+    except (TypeError, ValueError):
+        raise ValueError(f"metric {name!r}: cost must be a number") from None
     return MetricFacts(
         name=name,
-        higher_is_better=bool(o.get("higher_is_better", getattr(cls, "higher_is_better", True))),
-        value_range=(float(lo), float(hi)),
-        needs_references=bool(o.get("needs_references", getattr(cls, "needs_references", True))),
-        paired_references=bool(o.get("paired_references", getattr(cls, "paired_references", True))),
-        level=str(o.get("level", getattr(cls, "level", "corpus"))),
-        cost=float(o.get("cost", getattr(cls, "cost", 1.0))),
+        higher_is_better=bool(get("higher_is_better", True)),
+        value_range=(lo, hi),
+        needs_references=bool(get("needs_references", True)),
+        paired_references=bool(get("paired_references", True)),
+        level=level,
+        cost=cost,
     )
 
 
 def metric_facts(name: str) -> MetricFacts | None:
     """The facts of the metric registered as ``name`` (None when it is unknown)."""
     cls = metric_class(name)
-    return None if cls is None else _facts(cls, name)
+    return None if cls is None else facts_of(cls, name)
 
 
 def _result_keys(cls: type, name: str) -> str:
@@ -90,14 +130,84 @@ def facts_for_result_key(key: str) -> MetricFacts | None:
     """The facts of a result key (``bleu``, ``fw-bleu``, ``distinct-2``, ...) from the metric that reports it.
 
     A metric class declares the keys it reports with ``result_keys`` (a regular expression matched in
-    full; default: its registered name) and per-key differences with ``key_facts``.
+    full; default: its registered name) and per-key differences with ``key_facts``. None when no registered
+    metric reports ``key``.
     """
     from ..plugins import get_plugins
 
     for name in sorted(get_plugins().registry("metric")):
-        cls = metric_class(name)
+        try:
+            cls = metric_class(name)
+        except Exception:  # noqa: BLE001 - a broken plugin must not break the lookup of every other key
+            continue
         if cls is None:
             continue
         if re.fullmatch(_result_keys(cls, name), key):
-            return _facts(cls, key, (getattr(cls, "key_facts", None) or {}).get(key))
+            try:
+                return facts_of(cls, key, (getattr(cls, "key_facts", None) or {}).get(key))
+            except ValueError:
+                return None
     return None
+
+
+def metric_options(cls: Any) -> list[dict[str, Any]]:
+    """The keyword options a metric class takes: ``[{"name", "default", "required"}]`` from its constructor."""
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    out = []
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name.startswith("_"):
+            continue
+        required = p.default is p.empty
+        out.append({"name": p.name, "default": None if required else _jsonable(p.default), "required": required})
+    return out
+
+
+def accepts_option(cls: Any, option: str) -> bool:
+    """Whether a metric class (or factory) names the keyword option ``option`` (``**kwargs`` does not count)."""
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
+    return option in params
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        value = list(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return None if isinstance(value, float) and not math.isfinite(value) else value
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return repr(value)
+
+
+def describe_metrics() -> list[dict[str, Any]]:
+    """Every registered metric with its facts, result keys, options and plugin (``cotk-repro metrics --json``)."""
+    from ..plugins import get_plugins
+
+    out = []
+    for name, entry in sorted(get_plugins().registry("metric").items()):
+        item: dict[str, Any] = {"name": name, "plugin": getattr(entry, "plugin", None)}
+        try:
+            cls = class_of_factory(entry.obj)
+            if cls is None:
+                raise ValueError(f"metric {name!r}: its factory does not say which class it builds "
+                                 f"(register the class, or give the factory a metric_class attribute)")
+            facts = facts_of(cls, name)
+        except Exception as exc:  # noqa: BLE001 - one broken plugin metric is reported, not fatal
+            item.update({"error": str(exc), "options": []})
+            out.append(item)
+            continue
+        d = facts.as_dict()
+        d.pop("name")
+        item.update(d)
+        item["version"] = str(getattr(cls, "version", "")) or None
+        item["result_keys"] = _result_keys(cls, name)
+        item["key_facts"] = {k: facts_of(cls, k, v).as_dict() for k, v in (getattr(cls, "key_facts", None) or {}).items()}
+        item["options"] = metric_options(cls)
+        item["doc"] = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
+        out.append(item)
+    return out

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import get_metric
-from .base import Metric, MetricError, resolve_tokenizer
+from .base import Metric, MetricError, resolve_tokenizer, score
+from .facts import facts_of
 
 
 def _read_lines(path: Path, what: str) -> list[str]:
@@ -110,16 +111,16 @@ def evaluate_files(hyps_path: Path, refs_path: Path | None, metrics: Sequence[st
         built.append(get_metric(name, **opts))
     hyps = read_hypotheses(hyps_path)
     refs = read_references(refs_path) if refs_path is not None else None
-    for name, metric in zip(metrics, built):
-        if refs is None and getattr(metric, "needs_references", True):
+    facts = [facts_of(metric, name) for name, metric in zip(metrics, built)]
+    for name, f in zip(metrics, facts):
+        if refs is None and f.needs_references:
             raise MetricError(f"metric {name!r} needs references: give --refs FILE")
-        if refs is not None and getattr(metric, "needs_references", True) \
-                and getattr(metric, "paired_references", True) and len(refs) != len(hyps):
+        if refs is not None and f.references == "aligned" and len(refs) != len(hyps):
             raise MetricError(f"{hyps_path} has {len(hyps)} lines but {refs_path} has {len(refs)}: metric {name!r} "
                               f"needs exactly one line of references per hypothesis")
     merged: dict[str, Any] = {}
-    for name, metric in zip(metrics, built):
-        merged.update(metric.compute(hyps, refs if getattr(metric, "needs_references", True) else None))
+    for name, metric, f in zip(metrics, built, facts):
+        merged.update(score(metric, hyps, refs if f.needs_references else None))
         if on_metric is not None:
             on_metric(name)
     return merged

@@ -35,7 +35,7 @@ import math
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..reference_hashes import reference_set_hash
+from .reference_hashes import reference_set_hash
 from .base import Metric, MetricError, result_entry, signature
 from ._text import check_float, check_hypotheses, resolve_tokenizer
 
@@ -190,6 +190,11 @@ class FwRvPplMetric(Metric):
     name = "fw-rv-ppl"
     version = "1"
     paired_references = False
+    higher_is_better = False
+    value_range = (1.0, float("inf"))
+    level = "corpus"
+    cost = 3.0
+    result_keys = r"fw-ppl|rv-ppl"
 
     def __init__(self, ngram: int = 5, discount: float = 0.75, unk_cutoff: int = 1, mode: str = "interpolated",
                  tokenizer: Any = None) -> None:

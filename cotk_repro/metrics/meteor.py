@@ -20,7 +20,7 @@ from collections import defaultdict
 from itertools import chain
 from typing import Any, Sequence
 
-from ..reference_hashes import reference_set_hash
+from .reference_hashes import reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from ._text import check_float, check_hypotheses, resolve_tokenizer
 
@@ -99,6 +99,8 @@ class MeteorMetric(Metric):
 
     name = "meteor"
     version = "1"
+    level = "sentence"
+    cost = 2.5
 
     def __init__(self, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, wordnet: Any = "auto",
                  tokenizer: Any = None) -> None:

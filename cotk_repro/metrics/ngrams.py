@@ -8,7 +8,7 @@ together, so a hypothesis set and a reference set encoded in one :class:`NgramIn
 can be matched by code.
 
 ``<unk>`` is one token (also when it sits inside a string: ``"a <unk> b"``), and an
-n-gram that contains it is marked so that it never matches (SPEC section 5). The other
+n-gram that contains it is marked so that it never matches (docs/spec.md section 5). The other
 special tokens (``<pad>``, ``<go>``, ``<eos>``) are kept whole too, so that an id input
 turned into text scores its special tokens as one token each, as CoTK does.
 """
@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..reference_hashes import bleu_tokenize
+from .reference_hashes import bleu_tokenize
 
 UNK = "<unk>"
 #: special tokens kept whole by the tokenizer (``<unk>`` also never matches)
@@ -60,7 +60,9 @@ def tokenize_texts(texts: Sequence[str]) -> list[list[str]]:
     texts = list(texts)
     if not texts:
         return []
-    slow = [i for i, t in enumerate(texts) if has_special(t) or "\n" in t or "\r" in t]
+    block = "\n".join(texts)
+    simple = "<" not in block and "\r" not in block and block.count("\n") == len(texts) - 1
+    slow = [] if simple else [i for i, t in enumerate(texts) if has_special(t) or "\n" in t or "\r" in t]
     if slow:
         out: list[list[str] | None] = [None] * len(texts)
         for i in slow:
@@ -69,7 +71,6 @@ def tokenize_texts(texts: Sequence[str]) -> list[list[str]]:
         for i, toks in zip(rest, tokenize_texts([texts[i] for i in rest])):
             out[i] = toks
         return out  # type: ignore[return-value]
-    block = "\n".join(texts)
     if block.isascii():
         spaced = b" ".join(_PUNCT_RUNS_ASCII.split(block.encode("ascii"))).decode("ascii")
     else:

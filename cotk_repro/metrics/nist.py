@@ -18,7 +18,7 @@ import math
 from collections import Counter
 from typing import Any, Sequence
 
-from ..reference_hashes import reference_set_hash
+from .reference_hashes import reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from ._text import check_hypotheses, ngrams, resolve_tokenizer
 
@@ -84,6 +84,9 @@ class NistMetric(Metric):
 
     name = "nist"
     version = "1"
+    value_range = (0.0, float("inf"))
+    level = "corpus"
+    cost = 1.0
 
     def __init__(self, ngram: int = 5, tokenizer: Any = None) -> None:
         if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 1:

@@ -1,4 +1,4 @@
-"""Perplexity with the paper's rare-word redistribution (SPEC section 5, CoTK paper Table 6).
+"""Perplexity with the paper's rare-word redistribution (docs/spec.md section 5, CoTK paper Table 6).
 
 A model sees the frequent vocabulary F (plus the special tokens); evaluation is over
 F ∪ R. A reference token ``w`` contributes
@@ -10,7 +10,7 @@ F ∪ R. A reference token ``w`` contributes
 
 So two models with different F but the same F ∪ R give comparable perplexities, and
 the comparability hash covers the tokenized references and the set F ∪ R, not how it
-is split: :func:`cotk_repro.reference_hashes.perplexity_reference_hash`. Fed from a
+is split: :func:`cotk_repro.metrics.reference_hashes.perplexity_reference_hash`. Fed from a
 dataloader, the hash is exactly ``dl.reference_hashes(split)["perplexity"]``.
 
 Two ways to feed it:
@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..reference_hashes import PERPLEXITY_VERSION, perplexity_reference_hash
+from .reference_hashes import PERPLEXITY_VERSION, perplexity_reference_hash
 from .base import Metric, MetricError, result_entry, signature
 
 SPECIALS = ("<pad>", "<unk>", "<go>", "<eos>")
@@ -76,6 +76,10 @@ class PerplexityMetric(Metric):
     name = "perplexity"
     version = PERPLEXITY_VERSION
     needs_references = False
+    higher_is_better = False
+    value_range = (1.0, float("inf"))
+    level = "corpus"
+    cost = 0.5
 
     def __init__(self, dataloader: Any = None, *, vocab: Any = None, frequent: Sequence[str] | None = None,
                  rare: Sequence[str] | None = None, multi_turn: bool = False, skip_first_turn: bool = True,

@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from typing import Any, Sequence
 
-from ..reference_hashes import reference_set_hash
+from .reference_hashes import reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from ._text import as_text, check_float, check_hypotheses
 
@@ -78,6 +78,9 @@ class RougeMetric(Metric):
 
     name = "rouge"
     version = "1"
+    level = "sentence"
+    cost = 1.5
+    result_keys = r"rouge-([1-9]|l)"
 
     def __init__(self, types: Sequence[str] = ("rouge1", "rouge2", "rougeL"), alpha: float = 0.5,
                  stemmer: bool = False) -> None:

@@ -1,4 +1,8 @@
-"""``cotk-repro publish``: the record's commit and the record to the git remote, then the dashboard.
+"""``cotk-repro publish``: hand one local record to each chosen publish target, in order.
+
+The targets are ``--target`` (repeatable), else ``publish.targets`` in the project config, else
+``git`` (the record's commit and the record to the git remote) then ``dashboard``. Any registered
+publish target (built-in or plugin) can be named.
 
 Idempotent: publishing the same record twice changes nothing the second time. A
 failure never touches the local record (``.cotk-repro/runs/<hex>/``), and its
@@ -11,21 +15,39 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..capture.git import open_repo
-from ..config import load_config
+from ..core.config import load_config
 from ..plugins import get_component
 from ..records import RunStore, short_id, validate_record
+from ..core.signing import sign_for_publish
 from . import PublishError
 from .targets import PublishContext
 
 
 def resolve_dashboard(explicit: str | None, config) -> str | None:
-    from .. import userconfig
+    from ..core import userconfig
 
     return explicit or config.get("dashboard", "url") or userconfig.default_dashboard()
 
 
+def choose_targets(explicit: list[str] | None, config, *, use_git: bool = True, use_dashboard: bool = True) -> list[str]:
+    """The publish targets to run, in order: ``explicit``, else ``publish.targets``; less git / dashboard when
+    switched off. Unknown names are an error listing the registered targets."""
+    from ..plugins import registry
+
+    chosen = list(dict.fromkeys(explicit or config.get("publish", "targets")))
+    known = registry("publish_target")
+    unknown = [t for t in chosen if t not in known]
+    if unknown:
+        raise PublishError(f"unknown publish target {unknown[0]!r}; registered: {', '.join(sorted(known)) or 'none'}")
+    chosen = [t for t in chosen if (use_git or t != "git") and (use_dashboard or t != "dashboard")]
+    if not chosen:
+        raise PublishError("nothing to publish to: every target was switched off (--no-git / --no-dashboard)")
+    return chosen
+
+
 def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None, dashboard: str | None = None,
             use_git: bool = True, use_dashboard: bool = True, push: bool | None = None,
+            targets: list[str] | None = None,
             on_status: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Publish one local record; returns ``{"id", "folder", "steps": [...], "warnings": [...]}``."""
     repo = open_repo(Path(cwd))
@@ -41,22 +63,31 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
     if record["code"].get("dirty"):
         warnings.append(f"record {rid} was made from a dirty work tree: a reproduction checks out commit "
                         f"{record['code']['commit'][:12]} without those changes")
+    signature, note = sign_for_publish(folder, record, root)
+    if note:
+        warnings.append(note)
     ctx = PublishContext(root=root, record=record, folder=folder, config=config, remote=remote,
                          push=bool(config.get("publish", "push") if push is None else push),
                          dashboard_url=resolve_dashboard(dashboard, config), dashboard_explicit=bool(dashboard),
-                         on_status=on_status or (lambda _m: None))
-    if not use_git and not use_dashboard:
-        raise PublishError("nothing to publish to: both --no-git and --no-dashboard were given")
+                         on_status=on_status or (lambda _m: None), signature=signature)
+    chosen = choose_targets(targets, config, use_git=use_git, use_dashboard=use_dashboard)
     steps: list[dict[str, Any]] = []
-    targets = (["git"] if use_git else []) + (["dashboard"] if use_dashboard and ctx.dashboard_url else [])
-    for name in targets:
+    for name in chosen:
+        if name == "dashboard" and not ctx.dashboard_url:
+            steps.append({"target": "dashboard", "status": "skipped",
+                          "detail": "no dashboard configured (dashboard.url, --dashboard or `cotk-repro login`)"})
+            continue
         target = get_component("publish_target", name)()
         try:
             steps.append(target.publish(ctx))
         except PublishError as exc:
             exc.steps = steps + exc.steps
             raise
-    if use_dashboard and not ctx.dashboard_url:
-        steps.append({"target": "dashboard", "status": "skipped",
-                      "detail": "no dashboard configured (dashboard.url, --dashboard or `cotk-repro login`)"})
-    return {"id": record["id"], "folder": str(folder), "steps": steps, "warnings": warnings}
+    return {"id": record["id"], "folder": str(folder), "steps": steps, "warnings": warnings,
+            "signed_by": _signer(signature)}
+
+
+def _signer(signature: str | None) -> str | None:
+    from ..core.signing import parse_signature
+
+    return parse_signature(signature).public.fingerprint if signature else None

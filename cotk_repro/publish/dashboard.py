@@ -1,14 +1,14 @@
-"""The dashboard API client (SPEC section 7): records, reproductions, health.
+"""The dashboard API client (docs/spec.md section 7): records, reproductions, health.
 
-``requests`` with a timeout on every call and retries with exponential backoff on
-connection errors, timeouts and 429/502/503/504. Uploading a record is idempotent
-on the server (the same record twice is one record: 201 then 200), so it is safe to
-retry; a reproduction is only retried when the request could not be sent.
+``requests`` with a timeout on every call; retries with exponential backoff are urllib3's
+:class:`~urllib3.util.Retry` on connection errors, timeouts and 429/502/503/504 (honouring
+``Retry-After``). Uploading a record is idempotent on the server (the same record twice is one
+record: 201 then 200), so it is safe to retry; a reproduction is only retried when the
+connection could not be made (the request was never sent).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 from urllib.parse import quote
 
@@ -54,6 +54,23 @@ class DashboardClient:
         self.backoff = backoff
         self.session = session or requests.Session()
         self.session.headers.update({"Accept": "application/json", "User-Agent": "cotk-repro"})
+        # one session per retry policy: every failure retried (idempotent requests), or only failed connects
+        self._sessions = {True: self._with_retries(self.session, idempotent=True),
+                          False: self._with_retries(requests.Session(), idempotent=False)}
+        self._sessions[False].headers.update(self.session.headers)
+
+    def _with_retries(self, session: Any, *, idempotent: bool) -> Any:
+        from requests.adapters import HTTPAdapter
+        from urllib3.util import Retry
+
+        n = self.retries - 1
+        retry = Retry(total=n, connect=n, read=n if idempotent else 0, status=n if idempotent else 0,
+                      other=0, status_forcelist=RETRY_STATUS, allowed_methods=None, backoff_factor=self.backoff,
+                      raise_on_status=False, respect_retry_after_header=True)
+        adapter = HTTPAdapter(max_retries=retry)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        return session
 
     # -- plumbing ----------------------------------------------------------------
     def _headers(self, auth: bool) -> dict[str, str]:
@@ -70,30 +87,17 @@ class DashboardClient:
 
         url = self.url + path
         headers = self._headers(auth)
-        last = ""
-        for attempt in range(self.retries):
-            if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)))
-            try:
-                resp = self.session.request(method, url, json=json, headers=headers, timeout=self.timeout)
-            except requests.ConnectionError as exc:
-                last = _reason(exc)
-                # a refused or unresolvable connection was never sent: always safe to retry
-                if not idempotent and not _not_sent(exc):
-                    break
-                continue
-            except requests.Timeout:
-                last = f"no answer within {self.timeout[1]:.0f} s"
-                if not idempotent:
-                    break
-                continue
-            except requests.RequestException as exc:
-                raise DashboardError(f"cannot talk to the dashboard at {self.url}: {type(exc).__name__}") from None
-            if resp.status_code in RETRY_STATUS and attempt + 1 < self.retries:
-                last = f"HTTP {resp.status_code}"
-                continue
-            return resp
-        raise DashboardError(f"cannot reach the dashboard at {self.url} ({last}) after {attempt + 1} attempt(s)",
+        try:
+            return self._sessions[idempotent].request(method, url, json=json, headers=headers, timeout=self.timeout)
+        except requests.ConnectionError as exc:
+            last = "no answer within {:.0f} s".format(self.timeout[0]) if isinstance(exc, requests.ConnectTimeout) \
+                else _reason(exc)
+        except requests.Timeout:
+            last = f"no answer within {self.timeout[1]:.0f} s"
+        except requests.RequestException as exc:
+            raise DashboardError(f"cannot talk to the dashboard at {self.url}: {type(exc).__name__}") from None
+        attempts = self.retries if idempotent or _not_sent(last) else 1
+        raise DashboardError(f"cannot reach the dashboard at {self.url} ({last}) after {attempts} attempt(s)",
                              unreachable=True)
 
     def _check(self, resp, what: str) -> Any:
@@ -103,7 +107,10 @@ class DashboardClient:
                 return resp.json()
             except ValueError:
                 raise DashboardError(f"the dashboard at {self.url} did not answer JSON to {what}") from None
-        if code == 401 or code == 403:
+        if code == 403:
+            raise DashboardError(f"the dashboard at {self.url} refused {what} (403): {_detail(resp)}", status=code,
+                                 hint="`cotk-repro keys` shows your signing key; register its .pub on the dashboard")
+        if code == 401:
             raise DashboardError(f"the dashboard at {self.url} refused the token ({code}) for {what}",
                                  hint=f"get a token from its admin and run `cotk-repro login --dashboard {self.url} --token TOKEN`",
                                  status=code)
@@ -121,17 +128,21 @@ class DashboardClient:
     def health(self) -> dict[str, Any]:
         return self._check(self.request("GET", "/api/v1/health"), "the health check")
 
-    def upload_record(self, record: dict[str, Any]) -> dict[str, Any]:
-        """POST the record; returns ``{"id", "url", "created"}`` (``created`` False when it was there)."""
-        resp = self.request("POST", "/api/v1/records", json=record, auth=True, idempotent=True)
+    def upload_record(self, record: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
+        """POST the record (with its signature when there is one: ``{"record", "signature"}``);
+        returns ``{"id", "url", "created"}`` (``created`` False when it was there)."""
+        body = {"record": record, "signature": signature} if signature else record
+        resp = self.request("POST", "/api/v1/records", json=body, auth=True, idempotent=True)
         body = self._check(resp, "the record upload")
         return {"id": body.get("id", record.get("id")), "url": body.get("url"), "created": resp.status_code == 201}
 
     def get_record(self, record_id: str) -> dict[str, Any]:
         return self._check(self.request("GET", f"/api/v1/records/{quote(record_id, safe=':')}"), "record")
 
-    def submit_reproduction(self, record_id: str, verdict: dict[str, Any]) -> dict[str, Any]:
-        resp = self.request("POST", f"/api/v1/records/{quote(record_id, safe=':')}/reproductions", json=verdict,
+    def submit_reproduction(self, record_id: str, verdict: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
+        """POST a reproduction verdict (``{"reproduction", "signature"}`` when signed)."""
+        body = {"reproduction": verdict, "signature": signature} if signature else verdict
+        resp = self.request("POST", f"/api/v1/records/{quote(record_id, safe=':')}/reproductions", json=body,
                             auth=True, idempotent=False)
         return self._check(resp, "the reproduction for this record")
 
@@ -145,7 +156,6 @@ def _reason(exc: Exception) -> str:
     return type(exc).__name__
 
 
-def _not_sent(exc: Exception) -> bool:
-    text = str(exc)
-    return any(k in text for k in ("Connection refused", "NewConnectionError", "Name or service not known",
-                                   "Temporary failure in name resolution", "No route to host"))
+def _not_sent(reason: str) -> bool:
+    return reason in ("connection refused", "name or service not known", "nodename nor servname",
+                      "temporary failure in name resolution", "no route to host", "network is unreachable")

@@ -2,7 +2,7 @@
 
 The records ref (default ``refs/heads/cotk-repro-records``) is its own history,
 unrelated to the user's branches: each commit's tree holds
-``records/<hex>/{record.json, requirements.lock, Dockerfile, stdout.log,
+``records/<hex>/{record.json, record.sig, requirements.lock, Dockerfile, stdout.log,
 stderr.log, result.json}``. Commits are built with a temporary index
 (``GIT_INDEX_FILE``), ``git write-tree``, ``git commit-tree`` and
 ``git update-ref``, so the work tree, the real index and HEAD are never touched.
@@ -16,67 +16,21 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import CotkError
+from ..core.git import GitError, git, has_identity, out, rev_parse
 from ..records import ID_PREFIX
 
 DEFAULT_REF = "refs/heads/cotk-repro-records"
 RECORDS_DIR = "records"
 #: files of a local record folder that travel with it (the ones that exist)
-RECORD_FILES = ("record.json", "requirements.lock", "Dockerfile", "stdout.log", "stderr.log", "result.json")
+RECORD_FILES = ("record.json", "record.sig", "requirements.lock", "Dockerfile", "stdout.log", "stderr.log", "result.json")
 #: a name and address for commits on the records ref when the user has none configured
 FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "cotk-repro", "GIT_AUTHOR_EMAIL": "cotk-repro@localhost",
                      "GIT_COMMITTER_NAME": "cotk-repro", "GIT_COMMITTER_EMAIL": "cotk-repro@localhost"}
-
-
-class GitError(CotkError):
-    """A git command failed."""
-
-
-def tail(text: str, lines: int = 20) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
-
-
-def git(cwd: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
-        check: bool = True, what: str | None = None, timeout: float | None = 600) -> subprocess.CompletedProcess:
-    """Run git; on failure raise :class:`GitError` with git's own message as the log."""
-    full_env = dict(os.environ)
-    full_env.setdefault("GIT_TERMINAL_PROMPT", "0")  # never hang on a password prompt
-    if env:
-        full_env.update(env)
-    try:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,
-                              timeout=timeout)
-    except FileNotFoundError:
-        raise GitError("git is not installed (it is needed to publish and reproduce)") from None
-    except subprocess.TimeoutExpired:
-        raise GitError(f"{what or 'git ' + args[0]} took longer than {timeout:.0f} s") from None
-    if check and proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace")
-        raise GitError(f"{what or 'git ' + args[0]} failed", log=tail(err))
-    return proc
-
-
-def out(cwd: Path | str, *args: str, **kw: Any) -> str:
-    return git(cwd, *args, **kw).stdout.decode("utf-8", "replace").strip()
-
-
-def rev_parse(cwd: Path | str, rev: str) -> str | None:
-    proc = git(cwd, "rev-parse", "-q", "--verify", rev + "^{commit}", check=False)
-    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
-
-
-def has_identity(cwd: Path | str) -> bool:
-    if os.environ.get("GIT_COMMITTER_NAME") and os.environ.get("GIT_COMMITTER_EMAIL"):
-        return True
-    name = git(cwd, "config", "user.name", check=False).stdout.strip()
-    email = git(cwd, "config", "user.email", check=False).stdout.strip()
-    return bool(name and email)
 
 
 def tree_entries(cwd: Path | str, rev: str) -> dict[str, tuple[str, str]]:

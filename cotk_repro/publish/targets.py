@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..capture.git import strip_credentials
-from ..config import ProjectConfig
+from ..core.config import ProjectConfig
 from ..records import short_id
 from . import PublishError
-from .gitrecords import DEFAULT_REF, GitError, add_to_ref, git, out, record_files, record_path, rev_parse
+from ..core.git import GitError, git, out, rev_parse
+from .gitrecords import DEFAULT_REF, add_to_ref, record_files, record_path
 
 TMP_REMOTE_REF = "refs/cotk-repro/remote-records"
 
@@ -31,6 +32,8 @@ class PublishContext:
     dashboard_url: str | None = None
     dashboard_explicit: bool = False
     on_status: Callable[[str], None] = lambda _m: None
+    #: the record's armored SSH signature (``record.sig``), None when published unsigned
+    signature: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -145,7 +148,7 @@ class DashboardTarget:
     name = "dashboard"
 
     def publish(self, ctx: PublishContext) -> dict[str, Any]:
-        from .. import userconfig
+        from ..core import userconfig
         from .dashboard import DashboardClient, DashboardError
 
         url = userconfig.normalize_url(ctx.dashboard_url or "")
@@ -155,7 +158,7 @@ class DashboardTarget:
                                hint=f"run `cotk-repro login --dashboard {url} --token TOKEN`, or pass --no-dashboard")
         ctx.on_status(f"uploading the record to {url}")
         try:
-            answer = DashboardClient(url, token).upload_record(ctx.record)
+            answer = DashboardClient(url, token).upload_record(ctx.record, signature=ctx.signature)
         except DashboardError as exc:
             raise PublishError(
                 f"{exc.message}; the record is kept locally in {ctx.folder}",

@@ -5,7 +5,7 @@
 * :mod:`.fetch` reads the records ref and checks the recorded commit out;
 * :mod:`.wheelhouse` downloads the recorded packages on the host into a cache and
   builds wheels for editable / local installs;
-* :mod:`.docker_runtime`, :mod:`.venv_runtime`, :mod:`.local_runtime` rerun the entry
+* :mod:`.docker_runtime` and :mod:`.venv_runtime` (which also holds ``LocalRuntime``) rerun the entry
   (registered as runtimes ``docker``, ``venv``, ``local`` through the plugin hooks);
 * :mod:`.core` runs the steps and makes the verdict (contract: the reproduction
   verdict JSON).

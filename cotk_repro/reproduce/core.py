@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
-from ..diffing import MetricVerdict, compare_results, environment_differences, overall
+from ..records.diffing import MetricVerdict, compare_results, environment_differences, overall
 from ..errors import EXIT_ERROR, EXIT_NEGATIVE, EXIT_OK, CotkError
 from ..records import short_id
 from . import ReproduceError
@@ -42,6 +42,8 @@ class ReproduceOptions:
     keep: bool = False
     submit: bool = False
     dashboard: str | None = None
+    #: reproduce a record whose signature does not verify (otherwise: could not run)
+    allow_unsigned: bool = False
 
 
 @dataclass
@@ -62,7 +64,7 @@ def empty_verdict(runtime: str) -> dict[str, Any]:
     return {"schema": VERDICT_SCHEMA, "schema_version": 1, "record_id": None, "verdict": "could not run",
             "runtime": runtime, "metrics": [], "environment_differences": [],
             "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
-            "error": None, "cotk_repro_version": __version__}
+            "error": None, "record_signature": None, "cotk_repro_version": __version__}
 
 
 def _as_sigint(signum, frame):  # SIGTERM -> the same clean-up path as Ctrl-C
@@ -112,7 +114,7 @@ def list_records(source_text: str) -> list[dict[str, Any]]:
 def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
               on_status: Callable[[str], None] | None = None,
               progress: Callable[[str], Any] | None = None) -> Outcome:
-    from ..config import load_config
+    from ..core.config import load_config
     from ..plugins import get_plugins
 
     opts = opts or ReproduceOptions()
@@ -138,6 +140,7 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
         source, repo, record = _fetch(source_text, workdir, opts.record, steps)
         outcome.record = record
         verdict["record_id"] = record["id"]
+        verdict["record_signature"] = _check_signature(repo, source, record, opts, outcome)
         code = workdir / "context" / "code"
         with steps.step("checkout", f"checking out {record['code']['commit'][:12]}"):
             repo.export(record["code"]["commit"], code)
@@ -235,10 +238,30 @@ def config_warnings(config, runtime) -> list[str]:
     return []
 
 
+def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outcome) -> dict[str, Any]:
+    """Who signed the record and whether the signature holds (a bad one stops here unless --allow-unsigned)."""
+    from ..core.signing import SigningError
+    from ..verify import check_before_reproduce
+    from .fetch import LOCAL_RECORDS
+
+    git_dir = repo.git_dir
+    if source.record is not None:  # the record came from a dashboard: its signature is on the git remote's ref
+        try:
+            repo.fetch_records()
+        except CotkError:
+            git_dir = None
+    try:
+        row, line = check_before_reproduce(git_dir, LOCAL_RECORDS, record, allow_unsigned=opts.allow_unsigned)
+    except SigningError as exc:
+        raise ReproduceError(exc.message, hint=exc.hint, step="signature") from None
+    outcome.notices.append(line)
+    return {k: row[k] for k in ("status", "signer", "fingerprint")}
+
+
 def _keep_logs(workdir: Path, exc: CotkError, outcome: Outcome) -> None:
     """Copy a failed reproduction's logs out of the work folder (about to be deleted), and point the
     error's message and hint at the copy, so that "full log: ..." names a file that exists."""
-    from ..userconfig import cache_dir
+    from ..core.userconfig import cache_dir
 
     logs = workdir / "logs"
     if not logs.is_dir() or not any(logs.iterdir()):
@@ -261,7 +284,7 @@ def _keep_logs(workdir: Path, exc: CotkError, outcome: Outcome) -> None:
 
 def submit(verdict: dict[str, Any], opts: ReproduceOptions, source, config, outcome: Outcome) -> dict[str, Any] | None:
     """POST the verdict to the dashboard; a failure is a warning (the verdict stands)."""
-    from .. import userconfig
+    from ..core import userconfig
     from ..publish.dashboard import DashboardClient, DashboardError
 
     url = (opts.dashboard or (source.dashboard_url if source is not None else None)
@@ -270,8 +293,14 @@ def submit(verdict: dict[str, Any], opts: ReproduceOptions, source, config, outc
         outcome.warnings.append("--submit: no dashboard to submit to (pass --dashboard URL or run `cotk-repro login`)")
         return None
     try:
+        from ..core.signing import sign_for_submit
+
         url = userconfig.normalize_url(url)
-        answer = DashboardClient(url, userconfig.dashboard_token(url)).submit_reproduction(verdict["record_id"], verdict)
+        signature = sign_for_submit(verdict)
+        if signature is None:
+            outcome.warnings.append("--submit: no SSH key to sign the reproduction with (see `cotk-repro keys`)")
+        answer = DashboardClient(url, userconfig.dashboard_token(url)).submit_reproduction(
+            verdict["record_id"], verdict, signature=signature)
     except (DashboardError, CotkError) as exc:
         outcome.warnings.append(f"--submit: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
         return None

@@ -24,7 +24,7 @@ import time
 import uuid
 from typing import Any
 
-from ..userconfig import cache_dir
+from ..core.userconfig import cache_dir
 from . import ReproduceError
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, now_iso, parse_result
 

@@ -12,7 +12,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from ..publish.gitrecords import DEFAULT_REF, GitError, git, list_records, tail
+from ..core.git import GitError, git, tail
+from ..publish.gitrecords import DEFAULT_REF, list_records
 from ..records import ID_PREFIX, short_id, validate_record
 from . import ReproduceError
 

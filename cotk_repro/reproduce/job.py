@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..capture.environment import lock_text
-from ..results import normalize_results
+from ..core.results import normalize_results
 from ..errors import CotkError
 from . import ReproduceError
 

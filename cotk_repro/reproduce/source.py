@@ -41,7 +41,7 @@ class Source:
 
 
 def git_base() -> str:
-    from .. import userconfig
+    from ..core import userconfig
 
     return os.environ.get("COTK_REPRO_GIT_BASE") or userconfig.git_base() or DEFAULT_GIT_BASE
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..userconfig import cache_dir
+from ..core.userconfig import cache_dir
 from . import ReproduceError
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, log_tail, now_iso, parse_result
 
@@ -57,7 +57,7 @@ def _entry_env(bin_dir: Path | None) -> dict[str, str]:
 
 
 def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str, Any]) -> Rerun:
-    from ..runner import EntryProcess
+    from ..records.runner import EntryProcess
 
     result = job.run_dir / job.result_rel
     result.unlink(missing_ok=True)  # the checkout does not hold one, but never read a stale file

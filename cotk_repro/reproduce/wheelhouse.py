@@ -31,8 +31,8 @@ from typing import Any, Callable
 
 from .. import __version__
 from ..capture.environment import normalize_name
-from ..publish.gitrecords import tail
-from ..userconfig import cache_dir
+from ..core.git import tail
+from ..core.userconfig import cache_dir
 from . import ReproduceError
 
 NON_INDEX = ("editable", "local", "vcs", "url")

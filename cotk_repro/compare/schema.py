@@ -1,0 +1,195 @@
+"""The shape of a ``cotk-repro compare`` config as pydantic models, and its errors as one sentence with a key path.
+
+Only shape is checked here (unknown keys, types); :mod:`.config` resolves names, files and formats. A
+violation is reported as ``fail(path, message)`` with the TOML key path (``("dataset", 1, "pth")``) so the
+caller can name the file and line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError, create_model
+
+from .textfmt import FORMAT_KEYS
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+_STRICT = {bool: StrictBool, str: StrictStr, list: List[StrictStr]}
+
+#: ``[format]`` / ``[formats.NAME]`` / an inline format: the keys of :data:`.textfmt.FORMAT_KEYS`
+FormatTable = create_model("FormatTable", __base__=_Table,
+                           **{k: (Optional[_STRICT[t]], None) for k, t in FORMAT_KEYS.items()})
+
+#: a named format (a key of [formats]) or an inline table of format keys
+FormatRef = Union[StrictStr, FormatTable]  # type: ignore[valid-type]
+#: a file, or a table of them by dataset
+StrOrTable = Union[StrictStr, Dict[str, Any]]
+#: the tags pydantic puts in an error's location for the members of the unions above
+_UNION_TAGS = {"str", "FormatTable", "dict[str,any]"}
+
+
+class ReportTable(_Table):
+    """``[report]``."""
+
+    out: Optional[StrictStr] = None
+    title: Optional[StrictStr] = None
+    jobs: Optional[StrictInt] = None
+    cache: Optional[StrictStr] = None
+    charts: Optional[StrictBool] = None
+    html: Optional[StrictBool] = None
+
+
+class DatasetTable(_Table):
+    """One ``[[dataset]]``."""
+
+    name: Optional[StrictStr] = None
+    path: Optional[StrictStr] = None
+    gold: Optional[StrictStr] = None
+    samples: Optional[StrictStr] = None
+    inputs: Optional[StrictStr] = None
+    format: Optional[FormatRef] = None
+    gold_format: Optional[FormatRef] = None
+    inputs_format: Optional[FormatRef] = None
+
+
+class SystemTable(_Table):
+    """One ``[[system]]``."""
+
+    name: Optional[StrictStr] = None
+    samples: Optional[StrOrTable] = None
+    generator: Optional[StrictStr] = None
+    settings: Optional[Dict[str, Any]] = None
+    format: Optional[FormatRef] = None
+    datasets: Optional[List[StrictStr]] = None
+
+
+class MetricTable(_Table):
+    """One ``[[metric]]``."""
+
+    name: Optional[StrictStr] = None
+    label: Optional[StrictStr] = None
+    options: Optional[Dict[str, Any]] = None
+    keys: Optional[List[StrictStr]] = None
+    references: Optional[StrictStr] = None
+    higher_is_better: Optional[StrictBool] = None
+
+
+class CompareFile(_Table):
+    """The whole file."""
+
+    report: Optional[ReportTable] = None
+    format: Optional[FormatTable] = None  # type: ignore[valid-type]
+    formats: Optional[Dict[str, FormatTable]] = None  # type: ignore[valid-type]
+    dataset: Optional[List[DatasetTable]] = None
+    system: Optional[List[SystemTable]] = None
+    metric: Optional[List[MetricTable]] = None
+
+
+#: what a field's type is called in messages
+_TYPE_WORDS = {"int_type": "an integer", "string_type": "a string", "bool_type": "true or false",
+               "list_type": "a list", "dict_type": "a table", "model_type": "a table", "model_attributes_type": "a table"}
+
+
+def _dotted(path: tuple) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _unwrap(annotation: Any) -> Any:
+    """``Optional[X]`` -> ``X`` (a union keeps its other members)."""
+    if getattr(annotation, "__origin__", None) is not Union:
+        return annotation
+    args = tuple(a for a in annotation.__args__ if a is not type(None))
+    return args[0] if len(args) == 1 else Union[args]
+
+
+def _field_annotation(path: tuple) -> Any:
+    """The declared type at ``path`` (``("dataset", 0, "format")`` -> StrOrTable), None when unknown."""
+    node: Any = CompareFile
+    for part in path:
+        node = _model_member(_unwrap(node))
+        origin = getattr(node, "__origin__", None)
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            if part not in node.model_fields:
+                return None
+            node = node.model_fields[part].annotation
+        elif origin in (list, dict):
+            node = node.__args__[-1]
+        else:
+            return None
+    return _unwrap(node)
+
+
+def _model_member(node: Any) -> Any:
+    """The model of a union such as :data:`FormatRef` (walked into for nested keys); else ``node``."""
+    if getattr(node, "__origin__", None) is Union:
+        for member in node.__args__:
+            if isinstance(member, type) and issubclass(member, BaseModel):
+                return member
+    return node
+
+
+def _known_keys(path: tuple) -> list[str]:
+    node = _model_member(_field_annotation(path)) if path else CompareFile
+    if isinstance(node, type) and issubclass(node, BaseModel):
+        return sorted(node.model_fields)
+    return []
+
+
+def _message(err: dict[str, Any], data: Any) -> tuple[tuple, str]:
+    loc = tuple(p for p in err["loc"] if p not in _UNION_TAGS)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        key, parent = loc[-1], loc[:-1]
+        if not parent:
+            where = ""
+        elif isinstance(parent[-1], int):
+            where = f" in [[{_dotted(parent[:-1])}]] #{parent[-1] + 1}"
+        else:
+            where = f" in [{_dotted(parent)}]"
+        return loc, f"unknown key '{key}'{where} (known: {', '.join(_known_keys(parent))})"
+    # a union's member errors carry the member's name after the field's path: cut back to the field
+    field = loc
+    while field and _field_annotation(field) is None:
+        field = field[:-1]
+    annotation = _field_annotation(field)
+    value = data
+    for part in field:
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            value = None
+            break
+    origin = getattr(annotation, "__origin__", None)
+    if annotation in (StrOrTable, FormatRef):
+        expected = "a string or table"
+    elif origin is list and field and field[-1] in ("dataset", "system", "metric") and len(field) == 1:
+        return field, f"'{_dotted(field)}' must be an array of tables ([[{_dotted(field)}]])"
+    elif origin is list:
+        expected = "a list of strings"
+    elif len(field) == 2 and isinstance(field[-1], int) and field[0] in ("dataset", "system", "metric"):
+        return field[:1], f"'{field[0]}' must be an array of tables ([[{field[0]}]])"
+    else:
+        expected = _TYPE_WORDS.get(kind, "something else")
+    if expected == "a table":
+        return field, f"'{_dotted(field)}' must be a table"
+    return field, f"'{_dotted(field)}' must be {expected}, got {value!r}"
+
+
+def validate_shape(data: dict[str, Any], fail: Callable[[tuple, str], Exception]) -> CompareFile:
+    """Check unknown keys and types; on the first violation raise ``fail(path, message)``."""
+    try:
+        return CompareFile.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        # an unknown key first; else the most specific error (inside an inline table rather than "not a string")
+        depth = lambda e: len([p for p in e["loc"] if p not in _UNION_TAGS])  # noqa: E731
+        best = min(errors, key=lambda e: (e["type"] != "extra_forbidden", -depth(e)))
+        path, message = _message(best, data)
+        raise fail(path, message) from None

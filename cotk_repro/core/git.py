@@ -1,0 +1,61 @@
+"""Running git: the one low-level helper that capture, publish and reproduce (and the demo) all use."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ..errors import CotkError
+
+
+class GitError(CotkError):
+    """A git command failed."""
+
+
+def tail(text: str, lines: int = 20) -> str:
+    """The last ``lines`` lines of ``text`` (for error logs)."""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def git(cwd: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
+        check: bool = True, what: str | None = None, timeout: float | None = 600) -> subprocess.CompletedProcess:
+    """Run git; on failure raise :class:`GitError` with git's own message as the log."""
+    full_env = dict(os.environ)
+    full_env.setdefault("GIT_TERMINAL_PROMPT", "0")  # never hang on a password prompt
+    if env:
+        full_env.update(env)
+    try:
+        proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,
+                              timeout=timeout)
+    except FileNotFoundError:
+        raise GitError("git is not installed; cotk-repro needs git to record, publish and reproduce code") from None
+    except NotADirectoryError:
+        raise GitError(f"{cwd} is not a folder") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"{what or 'git ' + args[0]} took longer than {timeout:.0f} s") from None
+    if check and proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace")
+        raise GitError(f"{what or 'git ' + args[0]} failed", log=tail(err))
+    return proc
+
+
+def out(cwd: Path | str, *args: str, **kw: Any) -> str:
+    """git's stdout as stripped text (see :func:`git`)."""
+    return git(cwd, *args, **kw).stdout.decode("utf-8", "replace").strip()
+
+
+def rev_parse(cwd: Path | str, rev: str) -> str | None:
+    """The commit ``rev`` names, or None when there is none."""
+    proc = git(cwd, "rev-parse", "-q", "--verify", rev + "^{commit}", check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def has_identity(cwd: Path | str) -> bool:
+    """Whether git can make a commit in ``cwd`` without being told who makes it."""
+    if os.environ.get("GIT_COMMITTER_NAME") and os.environ.get("GIT_COMMITTER_EMAIL"):
+        return True
+    name = git(cwd, "config", "user.name", check=False).stdout.strip()
+    email = git(cwd, "config", "user.email", check=False).stdout.strip()
+    return bool(name and email)

@@ -1,0 +1,169 @@
+"""The result format, owned here alone: the CoTK-style result dict, the result file, their parsing and writing.
+
+A metric's ``close()`` returns a result dict (:func:`result_entry` builds one entry); :func:`parse_result_dict`
+reads one back; :func:`save_result` writes the result file and :func:`read_result_file` /
+:func:`normalize_results` read and validate it. Nothing else spells the suffixes below.
+
+Two forms of the result file are accepted (docs/spec.md section 4):
+
+* minimal, what CoTK metrics return, merged::
+
+      {"bleu": 0.0858, "bleu hashvalue": "70e0...", "bleu signature": "bleu|n:4|..."}
+
+* rich, written by :func:`save_result`::
+
+      {"schema": "cotk-repro/result", "schema_version": 1,
+       "results": {"bleu": {"value": 0.0858, "hash": "70e0...", "signature": "...",
+                            "metric": "bleu", "version": "1"}},
+       "data": {"raw": "...", "data": "...", "vocab": "...", "setting": "...", "general": "..."}}
+
+Both normalize to ``{"results": {name: {value, hash, signature, metric, version}}, "data": ...}``.
+A metric without a hash is kept, with ``hash: null`` (*unverifiable*).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .canonical import is_sha256_hex
+from .fileio import atomic_write
+from ..errors import RunError
+
+RESULT_SCHEMA = "cotk-repro/result"
+HASH_SUFFIX = " hashvalue"
+SIGNATURE_SUFFIX = " signature"
+
+
+def result_entry(key: str, value: float, hash_: str | None, sig: str | None) -> dict[str, Any]:
+    """``{key: value, key+" hashvalue": hash, key+" signature": sig}`` (None parts left out)."""
+    out: dict[str, Any] = {key: float(value)}
+    if hash_ is not None:
+        out[key + HASH_SUFFIX] = hash_
+    if sig is not None:
+        out[key + SIGNATURE_SUFFIX] = sig
+    return out
+
+
+def is_companion_key(key: str) -> bool:
+    """Whether ``key`` is the hash or signature beside a value (``"bleu hashvalue"``), not a value."""
+    return key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_hash(where: str, name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and is_sha256_hex(value.lower()):
+        return value.lower()
+    raise RunError(f"{where}: the hash of {name!r} is malformed (expected 64 hex digits of SHA-256), got {value!r}")
+
+
+def _entry(where: str, name: str, value: Any, hash_: Any, signature: Any, metric: Any, version: Any) -> dict[str, Any]:
+    if not _is_number(value):
+        raise RunError(f"{where}: the value of {name!r} is not a finite number: {value!r}")
+    if signature is not None and not isinstance(signature, str):
+        raise RunError(f"{where}: the signature of {name!r} must be a string")
+    return {
+        "value": value,
+        "hash": _check_hash(where, name, hash_),
+        "signature": signature,
+        "metric": metric if isinstance(metric, str) else None,
+        "version": str(version) if version is not None else None,
+    }
+
+
+def normalize_results(data: Any, where: str = "result file") -> dict[str, Any]:
+    """Validate a parsed result file; return ``{"results": {...}, "data": {...} | None}``."""
+    if not isinstance(data, dict):
+        raise RunError(f"{where}: must hold a JSON object, got {type(data).__name__}")
+    if data.get("schema") == RESULT_SCHEMA:
+        raw = data.get("results")
+        if not isinstance(raw, dict):
+            raise RunError(f"{where}: 'results' must be an object")
+        results = {}
+        for name, item in raw.items():
+            if not isinstance(item, dict):
+                raise RunError(f"{where}: result {name!r} must be an object with a 'value'")
+            results[name] = _entry(where, name, item.get("value"), item.get("hash"), item.get("signature"),
+                                   item.get("metric"), item.get("version"))
+        codes = data.get("data")
+        if codes is not None and (not isinstance(codes, dict) or not all(isinstance(v, str) for v in codes.values())):
+            raise RunError(f"{where}: 'data' must map hash names to hex strings")
+        return {"results": results, "data": codes}
+    return {"results": parse_result_dict(data, where), "data": None}
+
+
+def parse_result_dict(data: Mapping[str, Any], where: str = "the result", *,
+                      skip_extras: bool = False) -> dict[str, dict[str, Any]]:
+    """A CoTK-style result dict -> ``{key: {value, hash, signature, metric, version}}``, validated.
+
+    ``skip_extras``: leave out values that are not numbers (e.g. per-sentence lists some metrics add)
+    instead of refusing them. At least one value is required.
+    """
+    if not isinstance(data, Mapping):
+        raise RunError(f"{where}: must be a result dict, not a {type(data).__name__}")
+    results = {}
+    for key, value in data.items():
+        if is_companion_key(key):
+            base = key.rsplit(" ", 1)[0]
+            if base not in data:
+                raise RunError(f"{where}: {key!r} has no metric {base!r} beside it")
+            continue
+        if skip_extras and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            continue
+        results[key] = _entry(where, key, value, data.get(key + HASH_SUFFIX), data.get(key + SIGNATURE_SUFFIX),
+                              key, None)
+    if not results:
+        raise RunError(f"{where}: holds no metric values")
+    return results
+
+
+def read_result_file(path: Path, *, not_before: float | None = None) -> dict[str, Any]:
+    """Read and validate the result file written by an entry. ``not_before``: run start (epoch s)."""
+    path = Path(path)
+    if not path.is_file():
+        raise RunError(f"the entry did not write its result file {path}")
+    if not_before is not None and path.stat().st_mtime < not_before - 1.0:
+        raise RunError(f"the result file {path} is stale: it was not written during this run")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise RunError(f"the result file {path} is not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunError(f"the result file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    return normalize_results(data, where=str(path))
+
+
+def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: str | os.PathLike = "result.json",
+                *, dataloader: Any = None, data: Mapping[str, str] | None = None) -> Path:
+    """Write a rich result file from metric outputs (``close()`` dicts), merged.
+
+    ``dataloader``: a cotk-repro dataloader whose ``hash_codes`` go into ``data``.
+    """
+    if isinstance(results, Mapping):
+        results = [results]
+    merged: dict[str, Any] = {}
+    for part in results:
+        merged.update(part)
+    normalized = normalize_results(merged, where="save_result")["results"]
+    for name, item in normalized.items():
+        sig = item.get("signature") or ""
+        fields = dict(f.split(":", 1) for f in sig.split("|")[1:] if ":" in f)
+        if sig:
+            item["metric"] = sig.split("|", 1)[0]
+        if "v" in fields:
+            item["version"] = fields["v"]
+    codes = dict(data) if data is not None else None
+    if dataloader is not None:
+        codes = dict(getattr(dataloader, "hash_codes"))
+    doc = {"schema": RESULT_SCHEMA, "schema_version": 1, "results": normalized, "data": codes}
+    return atomic_write(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

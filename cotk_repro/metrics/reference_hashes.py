@@ -1,0 +1,70 @@
+"""Reference-side comparability hashes, shared by dataloaders and metrics (docs/spec.md section 5).
+
+A dataloader's ``reference_hashes(split)`` and the metrics fed from it must produce
+the *same* hash for the same references, so both call these functions.
+
+* Order never matters: samples are hashed as a sorted multiset; within a sample,
+  the order of several references does not matter either.
+* BLEU-family hashes cover the references **re-tokenized by BLEU's own fixed
+  tokenizer** (:func:`bleu_tokenize`, NLTK's WordPunct regex) plus every setting
+  that changes the score, so they do not depend on the model's tokenizer or
+  vocabulary.
+* The perplexity hash covers the references as tokenized by the dataloader and
+  the whole vocabulary F ∪ R (a set: not how it is split into F and R).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..core.canonical import StreamHasher
+
+BLEU_TOKENIZER = "wordpunct"
+BLEU_VERSION = "1"
+PERPLEXITY_VERSION = "1"
+
+_WORDPUNCT = re.compile(r"\w+|[^\w\s]+")
+# canonical_json's encoder without its per-value walk: for lists of token lists the bytes are the same (the
+# walk only refuses NaN, infinities and non-JSON types, which this encoder refuses too), at a fraction of the
+# cost on large reference sets. Tested against canonical_json in tests/test_metrics_cider.py.
+_ITEMS = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def bleu_tokenize(text: str) -> list[str]:
+    """BLEU's fixed tokenizer: NLTK's ``WordPunctTokenizer`` (``\\w+|[^\\w\\s]+``)."""
+    return _WORDPUNCT.findall(text)
+
+
+def reference_set_hash(metric: str, settings: Mapping[str, Any],
+                       references: Iterable[Sequence[Sequence[str]]]) -> str:
+    """Order-independent hash of tokenized references with the metric's name and settings.
+
+    ``references``: for each sample, its references, each a list of tokens.
+    """
+    items = sorted(_ITEMS.encode(sorted(list(r) for r in refs)).encode("utf-8") for refs in references)
+    h = StreamHasher("cotk-repro/reference-set/v1")
+    h.update({"metric": metric, "settings": dict(settings)})
+    h.update(len(items))
+    for item in items:
+        h.update_bytes(item)
+    return h.hexdigest()
+
+
+def bleu_reference_hash(references: Iterable[Sequence[str]], *, metric: str = "bleu", ngram: int = 4,
+                        weights: Sequence[float] | None = None, smoothing: str = "method3",
+                        version: str = BLEU_VERSION, extra: Mapping[str, Any] | None = None) -> str:
+    """Hash of a BLEU reference set. ``references``: for each sample, its reference strings."""
+    if weights is None:
+        weights = [1.0 / ngram] * ngram
+    settings = {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
+                "tokenizer": BLEU_TOKENIZER, "version": version, **(extra or {})}
+    return reference_set_hash(metric, settings, ([bleu_tokenize(r) for r in refs] for refs in references))
+
+
+def perplexity_reference_hash(references: Iterable[Sequence[str]], all_vocab: Iterable[str], *,
+                              version: str = PERPLEXITY_VERSION, extra: Mapping[str, Any] | None = None) -> str:
+    """Hash of a perplexity reference set: tokenized references (one token list per sample) and F ∪ R."""
+    settings = {"vocab": sorted(set(all_vocab)), "version": version, **(extra or {})}
+    return reference_set_hash("perplexity", settings, ([list(tokens)] for tokens in references))

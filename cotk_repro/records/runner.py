@@ -1,0 +1,298 @@
+"""``cotk-repro run``: capture code and environment, run the entry, write a record.
+
+The flow is capture -> run -> validate the result file -> record. A run that
+fails at any point after it started leaves a record marked ``failed`` (or
+``interrupted``), never a half-written folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from .. import __version__
+from ..capture.dockerfile import render_dockerfile
+from ..capture.environment import capture_environment, lock_text
+from ..capture.git import GitState, capture_git
+from ..core.config import ProjectConfig, load_config
+from ..core.results import read_result_file
+from ..errors import CaptureError, CotkError, PluginError, RunError
+from ..plugins import get_plugins
+from .store import RECORD_SCHEMA, RECORD_SCHEMA_VERSION, RunStore
+
+
+@dataclass
+class RunOutcome:
+    record: dict[str, Any]
+    folder: Path
+    error: CotkError | None = None
+    exit_code: int = 0
+
+
+class Interrupted(CotkError):
+    exit_code = 130
+
+
+def _pump(src: IO[bytes], sinks: list[IO[bytes]]) -> None:
+    for chunk in iter(lambda: src.read1(65536), b""):  # type: ignore[attr-defined]
+        for sink in sinks:
+            try:
+                sink.write(chunk)
+                sink.flush()
+            except (OSError, ValueError):
+                pass
+    src.close()
+
+
+class EntryProcess:
+    """The entry script running in a subprocess, its output teed live to the terminal and to logs.
+
+    ``start()`` returns at once so that the caller can capture the environment while
+    the entry runs; ``wait()`` returns (returncode, interrupted). Ctrl-C while waiting
+    is forwarded to the child (SIGINT), which gets 10 s to stop before it is killed.
+    """
+
+    def __init__(self, cmd: list[str], cwd: Path, stdout_log: Path, stderr_log: Path, *, echo: bool | str = True,
+                 env: dict[str, str] | None = None):
+        self.cmd, self.cwd, self.echo = cmd, cwd, echo
+        self.stdout_log, self.stderr_log = stdout_log, stderr_log
+        if env is None:
+            env = dict(os.environ)
+            env.setdefault("PYTHONUNBUFFERED", "1")  # live output without the entry flushing
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self._fhs: list[IO[bytes]] = []
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> "EntryProcess":
+        out_fh = self.stdout_log.open("wb")
+        err_fh = self.stderr_log.open("wb")
+        self._fhs = [out_fh, err_fh]
+        try:
+            # The entry gets its own process group, so a terminal's Ctrl-C reaches cotk-repro only
+            # and is forwarded exactly once (a second SIGINT would cut the entry's clean-up short).
+            # Runs are not interactive: stdin is /dev/null (a background group must not read the tty).
+            group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+            self.proc = subprocess.Popen(self.cmd, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, env=self.env, **group)
+        except OSError as exc:
+            for fh in self._fhs:
+                fh.close()
+            raise RunError(f"cannot start {self.cmd[0]}: {exc.strerror}") from None
+        # echo="stderr" (for --json) keeps stdout for machine-readable output only
+        out_echo = sys.stderr.buffer if self.echo == "stderr" else sys.stdout.buffer
+        sinks_out: list[IO[bytes]] = [out_fh] + ([out_echo] if self.echo else [])
+        sinks_err: list[IO[bytes]] = [err_fh] + ([sys.stderr.buffer] if self.echo else [])
+        self._threads = [
+            threading.Thread(target=_pump, args=(self.proc.stdout, sinks_out), daemon=True),
+            threading.Thread(target=_pump, args=(self.proc.stderr, sinks_err), daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+        return self
+
+    def interrupt(self) -> None:
+        """Forward Ctrl-C; kill the child if it does not stop within 10 s (or on a second Ctrl-C)."""
+        assert self.proc is not None
+        try:
+            self._signal_group(signal.SIGINT)
+            self.proc.wait(timeout=10)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            self._signal_group(signal.SIGKILL)
+            self.proc.wait()
+
+    def _signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the entry and its children (its process group), as a terminal would."""
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout: float | None = None, *, interrupted: bool = False) -> tuple[int, bool]:
+        assert self.proc is not None
+        try:
+            if interrupted:
+                self.interrupt()
+            else:
+                try:
+                    self.proc.wait(timeout=timeout)
+                except KeyboardInterrupt:
+                    interrupted = True
+                    self.interrupt()
+                except subprocess.TimeoutExpired:
+                    self._signal_group(signal.SIGKILL)
+                    self.proc.wait()
+            for t in self._threads:
+                t.join(timeout=5)
+        finally:
+            for fh in self._fhs:
+                fh.close()
+        return self.proc.returncode, interrupted
+
+
+def run_entry(cmd: list[str], cwd: Path, stdout_log: Path, stderr_log: Path, *, echo: bool | str = True,
+              env: dict[str, str] | None = None, timeout: float | None = None) -> tuple[int, bool]:
+    """Run ``cmd``; tee its output live to the terminal and to the logs.
+
+    Returns (returncode, interrupted). Ctrl-C is forwarded to the child.
+    """
+    return EntryProcess(cmd, cwd, stdout_log, stderr_log, echo=echo, env=env).start().wait(timeout)
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _capture_environment(config: ProjectConfig, entry_rel: str, args: list[str], rel_cwd: str,
+                         workdir: Path) -> dict[str, Any]:
+    env_info = capture_environment(get_plugins().loaded())
+    dockerfile, dockerfile_sha = render_dockerfile(
+        python_major_minor=env_info["python"]["major_minor"], entry=entry_rel, args=args, cwd=rel_cwd,
+        base_image=config.get("reproduce", "base_image"))
+    env_info["dockerfile"] = dockerfile
+    env_info["dockerfile_sha256"] = dockerfile_sha
+    (workdir / "Dockerfile").write_text(dockerfile, encoding="utf-8")
+    (workdir / "requirements.lock").write_text(lock_text(env_info["packages"]), encoding="utf-8")
+    return env_info
+
+
+def prepare(cwd: Path, *, entry: str | None, args: list[str] | None, result: str | None,
+            allow_dirty: bool) -> tuple[GitState, ProjectConfig, Path, list[str], Path]:
+    """Everything checked before anything runs: repo, config, entry, store."""
+    state = capture_git(cwd)
+    config = load_config(state.root)
+    if state.dirty and not allow_dirty:
+        shown = ", ".join(state.dirty_files[:5]) + (" ..." if len(state.dirty_files) > 5 else "")
+        raise CaptureError(
+            f"the work tree has uncommitted changes ({shown}); commit them or pass --allow-dirty",
+        )
+    entry = entry or config.get("run", "entry")
+    entry_path = (cwd / entry).resolve()
+    if not entry_path.is_file():
+        raise RunError(f"the entry script {entry} does not exist in {cwd}")
+    if not entry_path.is_relative_to(state.root.resolve()):
+        raise RunError(f"the entry script {entry} is outside the git repository {state.root}")
+    conflicts = get_plugins().conflicts()  # two plugins, one name: refuse before anything runs
+    if conflicts:
+        raise PluginError(conflicts[0])
+    if not args:
+        args = list(config.get("run", "args") or [])
+    result_path = cwd / (result or config.get("run", "result"))
+    return state, config, entry_path, args, result_path
+
+
+def execute(cwd: Path | None = None, *, entry: str | None = None, args: list[str] | None = None,
+            result: str | None = None, allow_dirty: bool = False, echo: bool | str = True,
+            on_status: Callable[[str], None] | None = None) -> RunOutcome:
+    cwd = Path(cwd or os.getcwd()).resolve()
+    state, config, entry_path, args, result_path = prepare(
+        cwd, entry=entry, args=args, result=result, allow_dirty=allow_dirty)
+    store = RunStore(state.root)
+    workdir = store.new_workdir()  # fails early, clearly, when .cotk-repro is not writable
+    try:
+        return _execute_in(workdir, store, cwd, state, config, entry_path, args, result_path, echo, on_status)
+    except BaseException:
+        # nothing half-written: a run that could not be recorded leaves no folder behind
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, config: ProjectConfig,
+                entry_path: Path, args: list[str], result_path: Path, echo: bool | str,
+                on_status: Callable[[str], None] | None) -> RunOutcome:
+    root = state.root.resolve()
+    rel_cwd = cwd.relative_to(root).as_posix() if cwd != root else "."
+    entry_rel = os.path.relpath(entry_path, cwd).replace(os.sep, "/")
+    before = _stat_key(result_path)  # a result file left from an earlier run must be rewritten
+
+    if on_status:
+        on_status(f"running {entry_rel} {' '.join(args)}".strip())
+    started_at = _now_iso()
+    t0 = time.time()
+    proc = EntryProcess([sys.executable, str(entry_path), *args], cwd,
+                        workdir / "stdout.log", workdir / "stderr.log", echo=echo).start()
+    # capture the environment while the entry runs (it does not depend on the entry)
+    interrupted = False
+    env_info: dict[str, Any] | None = None
+    try:
+        env_info = _capture_environment(config, entry_rel, args, rel_cwd, workdir)
+    except KeyboardInterrupt:
+        interrupted = True
+    rc, interrupted = proc.wait(interrupted=interrupted)
+    duration = round(time.time() - t0, 3)
+    if env_info is None:
+        env_info = _capture_environment(config, entry_rel, args, rel_cwd, workdir)
+
+    record: dict[str, Any] = {
+        "schema": RECORD_SCHEMA,
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "status": "ok",
+        "code": state.as_record(),
+        "environment": env_info,
+        "project": config.project,
+        "command": {
+            "entry": entry_rel,
+            "args": list(args),
+            "cwd": rel_cwd,
+            "result_file": os.path.relpath(result_path, cwd).replace(os.sep, "/"),
+            "started_at": started_at,
+            "duration_s": duration,
+            "exit_status": rc,
+        },
+        "results": {},
+        "data": None,
+        "cotk_repro_version": __version__,
+    }
+    error: CotkError | None = None
+    if interrupted:
+        error = Interrupted("the run was interrupted (Ctrl-C); recorded as interrupted")
+        record["status"] = "interrupted"
+    elif rc < 0:
+        name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
+        error = RunError(f"the entry {entry_rel} was killed by signal {name}")
+        record["status"] = "failed"
+    elif rc != 0:
+        error = RunError(f"the entry {entry_rel} exited with status {rc}; see its stderr "
+                         + ("above" if echo else "in the run's stderr.log"))
+        record["status"] = "failed"
+    else:
+        try:
+            if before is not None and _stat_key(result_path) == before:
+                raise RunError(f"the result file {result_path} is stale: the entry did not rewrite it during this run")
+            parsed = read_result_file(result_path, not_before=t0)
+            record["results"] = parsed["results"]
+            record["data"] = parsed["data"]
+            (workdir / "result.json").write_bytes(result_path.read_bytes())
+        except CotkError as exc:
+            error = exc
+            record["status"] = "failed"
+    if error is not None:
+        record["error"] = error.message
+    folder = store.commit(workdir, record)
+    if error is not None and not echo and rc not in (0, None) and rc > 0:
+        error = RunError(f"the entry {entry_rel} exited with status {rc}; its stderr is in {folder / 'stderr.log'}")
+    return RunOutcome(record=record, folder=folder, error=error,
+                      exit_code=0 if error is None else error.exit_code)

@@ -1,0 +1,154 @@
+"""Records: the immutable, content-addressed account of one run (docs/spec.md section 4).
+
+A record's ``id`` is ``sha256:`` + the hex SHA-256 of the canonical JSON of the
+record without its ``id`` (see :mod:`cotk_repro.core.canonical`). Local records live
+in ``.cotk-repro/runs/<hex>/`` with the entry's logs, the lock file and the
+Dockerfile; they are written to a temporary folder and renamed into place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..core.canonical import hash_object
+from ..core.fileio import atomic_write
+from ..errors import RecordError
+
+RECORD_SCHEMA = "cotk-repro/record"
+RECORD_SCHEMA_VERSION = 1
+STATE_DIR = ".cotk-repro"
+ID_PREFIX = "sha256:"
+
+REQUIRED_KEYS = ("schema", "schema_version", "status", "code", "environment", "project", "command", "results")
+
+
+def compute_id(record: dict[str, Any]) -> str:
+    body = {k: v for k, v in record.items() if k != "id"}
+    return ID_PREFIX + hash_object(body)
+
+
+def finalize(record: dict[str, Any]) -> dict[str, Any]:
+    """Set ``record["id"]`` from its content; returns the record."""
+    record.pop("id", None)
+    record["id"] = compute_id(record)
+    return record
+
+
+def validate_record(record: Any, where: str = "record") -> dict[str, Any]:
+    """Check the shape of a record and that its id matches its content."""
+    if not isinstance(record, dict):
+        raise RecordError(f"{where} is not a JSON object")
+    if record.get("schema") != RECORD_SCHEMA:
+        raise RecordError(f"{where} is not a cotk-repro record (schema {record.get('schema')!r})")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise RecordError(f"{where} lacks {', '.join(missing)}")
+    if not isinstance(record.get("results"), dict):
+        raise RecordError(f"{where}: 'results' must be an object")
+    try:
+        expected = compute_id(record)
+    except (TypeError, ValueError) as exc:
+        raise RecordError(f"{where} cannot be hashed: {exc}") from None
+    if record.get("id") != expected:
+        raise RecordError(f"{where}: its id {record.get('id')!r} does not match its content ({expected})")
+    return record
+
+
+def short_id(record_id: str, n: int = 12) -> str:
+    return record_id.removeprefix(ID_PREFIX)[:n]
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write a record (or any JSON object) as sorted, indented JSON, atomically."""
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+class RunStore:
+    """The local records of one project: ``<root>/.cotk-repro/runs/``."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.state = self.root / STATE_DIR
+        self.runs = self.state / "runs"
+
+    # -- writing ---------------------------------------------------------------
+    def new_workdir(self) -> Path:
+        """A private folder for a run in progress (logs are written there live)."""
+        try:
+            tmp_root = self.state / "tmp"
+            tmp_root.mkdir(parents=True, exist_ok=True)
+            self.runs.mkdir(parents=True, exist_ok=True)
+            return Path(tempfile.mkdtemp(prefix="run-", dir=tmp_root))
+        except OSError as exc:
+            raise RecordError(f"cannot write to {self.state}: {exc.strerror}") from None
+
+    def commit(self, workdir: Path, record: dict[str, Any]) -> Path:
+        """Write the record into ``workdir`` and move the folder into place atomically."""
+        finalize(record)
+        write_json_atomic(workdir / "record.json", record)
+        final = self.runs / record["id"].removeprefix(ID_PREFIX)
+        if final.exists():  # identical content already stored: immutable, keep the first
+            shutil.rmtree(workdir, ignore_errors=True)
+            return final
+        os.replace(workdir, final)
+        return final
+
+    def import_record(self, record: dict[str, Any], files: dict[str, bytes] | None = None) -> Path:
+        """Store a record from elsewhere (e.g. fetched from a remote), validated."""
+        validate_record(record)
+        work = self.new_workdir()
+        for name, data in (files or {}).items():
+            (work / name).write_bytes(data)
+        write_json_atomic(work / "record.json", record)
+        final = self.runs / record["id"].removeprefix(ID_PREFIX)
+        if final.exists():
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            os.replace(work, final)
+        return final
+
+    # -- reading ---------------------------------------------------------------
+    def folders(self) -> Iterator[Path]:
+        if self.runs.is_dir():
+            for d in self.runs.iterdir():
+                if (d / "record.json").is_file():
+                    yield d
+
+    def load_folder(self, folder: Path) -> dict[str, Any]:
+        try:
+            return json.loads((folder / "record.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RecordError(f"cannot read record {folder.name}: {exc}") from None
+
+    def all(self) -> list[dict[str, Any]]:
+        """All local records, newest first."""
+        records = [self.load_folder(f) for f in self.folders()]
+        records.sort(key=lambda r: r.get("command", {}).get("started_at", ""), reverse=True)
+        return records
+
+    def resolve(self, ref: str) -> Path:
+        """Folder of the record named by ``latest``, a full id (with or without ``sha256:``) or a unique prefix."""
+        ref = ref.strip()
+        if ref == "latest":
+            ok = [r for r in self.all() if r.get("status") == "ok"]
+            if not ok:
+                raise RecordError(f"there are no successful records in {self.runs} yet; run `cotk-repro run` first")
+            return self.runs / ok[0]["id"].removeprefix(ID_PREFIX)
+        hexpart = ref.removeprefix(ID_PREFIX).lower()
+        if not hexpart or any(c not in "0123456789abcdef" for c in hexpart):
+            raise RecordError(f"{ref!r} is not a record id, an id prefix or 'latest'")
+        matches = [f for f in self.folders() if f.name.startswith(hexpart)]
+        if not matches:
+            raise RecordError(f"no local record matches {ref!r}")
+        if len(matches) > 1:
+            names = ", ".join(sorted(m.name[:12] for m in matches)[:5])
+            raise RecordError(f"{ref!r} is ambiguous: it matches {len(matches)} records ({names})")
+        return matches[0]
+
+    def get(self, ref: str) -> dict[str, Any]:
+        return self.load_folder(self.resolve(ref))

@@ -1,0 +1,125 @@
+"""The data path's worker pool: the parallel and the serial path load the same generated data to the
+same hashes, vocabulary, token arrays, raw strings and batches; bulk digests equal one encoder call per
+string; the pool starts only where it pays."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from json.encoder import encode_basestring
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cotk_repro import data
+from cotk_repro.data import chunks, hashing
+from cotk_repro.data.tokenizers import PunktTokenizer, WordPunctTokenizer
+
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "red", "bird", "über", "naïve", "x1", "don't"]
+PUNCT = [".", ",", "!", "?", ";", "(", ")", "--", '"', "\\", "'s"]
+
+
+def _sentence(rng: random.Random) -> str:
+    parts = [rng.choice(WORDS + PUNCT if rng.random() < 0.3 else WORDS) for _ in range(rng.randint(1, 14))]
+    glue = [" " if rng.random() < 0.8 else "" for _ in parts]
+    return "".join(g + p for g, p in zip(glue, parts))
+
+
+def _lines(rng: random.Random, n: int) -> list[str]:
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        out.append("   " if r < 0.02 else ("\t" + _sentence(rng) + "  ") if r < 0.05 else _sentence(rng))
+    return out
+
+
+@pytest.fixture()
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(chunks, "CHUNK_SAMPLES", 97)  # many chunks, cut in odd places
+
+
+def _snapshot(dl, splits) -> dict:
+    out = {"codes": dict(dl.hash_codes), "frequent": dl.vocab.frequent, "rare": dl.vocab.rare}
+    for s in splits:
+        out[s] = (dl.sentences(s), dl.raw_sentences(s), dl.sample_count(s), dl.token_count(s),
+                  [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in b.items()}
+                   for b in dl.batches(s, batch_size=64, shuffle=True, seed=3)])
+    return out
+
+
+@pytest.mark.parametrize("tokenizer", ["nltk", "space"])
+def test_language_generation_parallel_equals_serial(tmp_path: Path, small_chunks, tokenizer):
+    rng = random.Random(7)
+    for split, n in (("train", 3000), ("dev", 300), ("test", 800)):
+        (tmp_path / f"{split}.txt").write_text("\n".join(_lines(rng, n)) + "\n", encoding="utf-8")
+    opts = dict(tokenizer=tokenizer, min_frequent_vocab_times=3, max_sent_length=9, lowercase=True)
+    serial = data.load("language-generation", tmp_path, workers=1, **opts)
+    parallel = data.load("language-generation", tmp_path, workers=2, **opts)
+    splits = ["train", "dev", "test"]
+    assert _snapshot(parallel, splits) == _snapshot(serial, splits)
+    # and against an independent computation of one split's data hash (one encoder call per token)
+    toks = serial.sentences("test")
+    blob = b"".join(hashlib.sha256(json.dumps([t], ensure_ascii=False, separators=(",", ":")).encode()).digest()
+                    for t in toks)
+    assert serial._splits["test"].data_hash == hashing.multiset_hash("data", blob)
+
+
+def test_dialog_loaders_parallel_equals_serial(tmp_path: Path, small_chunks):
+    rng = random.Random(11)
+    single, multi = tmp_path / "single", tmp_path / "multi"
+    single.mkdir()
+    multi.mkdir()
+    for split, n in (("train", 1500), ("dev", 100), ("test", 400)):
+        posts, resps = [_sentence(rng) for _ in range(n)], [_sentence(rng) for _ in range(n)]
+        (single / f"{split}.post").write_text("\n".join(posts) + "\n", encoding="utf-8")
+        (single / f"{split}.response").write_text("\n".join(resps) + "\n", encoding="utf-8")
+        sessions = [{"session": [_sentence(rng) for _ in range(rng.randint(2, 6))]} for _ in range(n)]
+        (multi / f"{split}.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sessions), encoding="utf-8")
+    splits = ["train", "dev", "test"]
+    for name, folder, extra in (("single-turn-dialog", single, {}), ("multi-turn-dialog", multi, {"max_turns": 4})):
+        serial = data.load(name, folder, workers=1, min_frequent_vocab_times=2, **extra)
+        parallel = data.load(name, folder, workers=2, min_frequent_vocab_times=2, **extra)
+        assert _snapshot(parallel, splits) == _snapshot(serial, splits), name
+
+
+def test_bulk_digests_equal_one_encoder_call_per_string():
+    rng = random.Random(0)
+    alphabet = ["a", "b", " ", '"', "\\", "\x01", "\n", "é", "\t", ",", "]", "[", "\x7f", "\u2028"]
+
+    def text(k: int) -> str:
+        return "".join(rng.choice(alphabet[:rng.randint(2, len(alphabet))]) for _ in range(rng.randint(0, k)))
+
+    for _ in range(3000):
+        texts = [text(6) for _ in range(rng.randint(0, 4))]
+        lists = [[text(3) for _ in range(rng.randint(0, 3))] for _ in range(rng.randint(0, 4))]
+        assert hashing.raw_digests_one(texts) == b"".join(
+            hashlib.sha256(("[" + encode_basestring(t) + "]").encode()).digest() for t in texts)
+        assert hashing.data_digests_one(lists) == b"".join(
+            hashlib.sha256(("[[" + ",".join(map(encode_basestring, t)) + "]]").encode()).digest() for t in lists)
+
+
+def test_pool_only_where_it_pays(monkeypatch):
+    monkeypatch.delenv("COTK_REPRO_DATA_WORKERS", raising=False)
+    monkeypatch.setattr(chunks, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(chunks, "load_average", lambda: 0.5)
+    nltk = chunks.Recipe(WordPunctTokenizer(), False, None)
+    assert chunks.choose_workers(None, nltk, chunks.PARALLEL_MIN_BYTES - 1) == 1
+    assert chunks.choose_workers(None, nltk, chunks.PARALLEL_MIN_BYTES) == 2
+    assert chunks.choose_workers(None, chunks.Recipe(PunktTokenizer(), False, None), 1 << 30) == 1
+    assert chunks.choose_workers(3, nltk, 0) == 3
+    monkeypatch.setattr(chunks, "load_average", lambda: 1.5)  # no CPU left idle: one process
+    assert chunks.choose_workers(None, nltk, 1 << 30) == 1
+    monkeypatch.setattr(chunks, "load_average", lambda: 0.0)
+    monkeypatch.setattr(chunks, "usable_cpus", lambda: 1)
+    assert chunks.choose_workers(None, nltk, 1 << 30) == 1
+    monkeypatch.setenv("COTK_REPRO_DATA_WORKERS", "1")
+    monkeypatch.setattr(chunks, "usable_cpus", lambda: 2)
+    assert chunks.choose_workers(None, nltk, 1 << 30) == 1
+
+
+def test_workers_must_be_positive(tmp_path: Path):
+    (tmp_path / "train.txt").write_text("a b\n")
+    with pytest.raises(data.DataError, match="workers must be a positive integer"):
+        data.load("language-generation", tmp_path, splits=["train"], workers=0)
