@@ -75,5 +75,14 @@ def register_generators(register):
 
 
 @hookspec
+def register_templates(register):
+    """Register project templates for ``cotk-repro init --template``: ``register(name, template)``.
+
+    ``template`` is a :class:`cotk_repro.scaffold.ProjectTemplate`: the folders its files come
+    from, and the task, dataset layout, metrics and dependencies ``init --list-templates`` shows.
+    """
+
+
+@hookspec
 def register_commands(cli):
     """Add commands to the command line. ``cli`` is the root Typer application."""

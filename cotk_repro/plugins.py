@@ -27,6 +27,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "cotk_repro.builtins.runtimes",
     "cotk_repro.builtins.publish_targets",
     "cotk_repro.builtins.generators",
+    "cotk_repro.builtins.templates",
     "cotk_repro.builtins.commands",
 )
 
@@ -38,6 +39,7 @@ KINDS: dict[str, str] = {
     "runtime": "register_runtimes",
     "publish_target": "register_publish_targets",
     "generator": "register_generators",
+    "template": "register_templates",
 }
 
 ENTRY_POINT_GROUP = "cotk_repro"

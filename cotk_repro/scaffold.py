@@ -1,22 +1,58 @@
-"""``cotk-repro init``: a project scaffold rendered from ``templates/project/<template>/``.
+"""``cotk-repro init``: a project scaffold rendered from a registered :class:`ProjectTemplate`.
 
-Files ending in ``.j2`` are rendered with Jinja2 (the suffix dropped); others are
-copied. Names starting with ``dot-`` become dotfiles (wheels drop real dotfiles).
-Nothing is overwritten without ``force``.
+Templates register through the ``register_templates`` hook (the built-in ``minimal``
+and ``demo`` as well as plugins' templates). A template's files come from one or more
+folders, later folders overriding earlier ones, so templates can share files. Files
+ending in ``.j2`` are rendered with Jinja2 (the suffix dropped); others are copied.
+Names starting with ``dot-`` become dotfiles (wheels drop real dotfiles). Nothing is
+overwritten without ``force``.
 """
 
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
 from .errors import CotkError
-from .core.templating import render, templates_dir
+
+
+@dataclass(frozen=True)
+class ProjectTemplate:
+    """A project template: where its files are and what ``init --list-templates`` says about it."""
+
+    name: str
+    description: str
+    folders: tuple[Path, ...]
+    task: str | None = None  # None: the --task option decides
+    dataset: str = ""  # the dataset layout the project reads
+    metrics: tuple[str, ...] = ()
+    dependencies: tuple[str, ...] = ()
+    context: Mapping[str, Any] = field(default_factory=dict)  # extra Jinja2 variables
+
+    def summary(self, plugin: str | None = None) -> dict[str, Any]:
+        """What ``init --list-templates --json`` prints for this template."""
+        return {"name": self.name, "description": self.description, "task": self.task, "dataset": self.dataset,
+                "metrics": list(self.metrics), "dependencies": list(self.dependencies), "plugin": plugin}
+
+
+def registered_templates() -> dict[str, Any]:
+    """Every registered template by name, as plugin components (``.obj`` is the template)."""
+    from .plugins import registry
+
+    return registry("template")
 
 
 def available_templates() -> list[str]:
-    root = templates_dir() / "project"
-    return sorted(p.name for p in root.iterdir() if p.is_dir())
+    return sorted(registered_templates())
+
+
+def get_template(name: str) -> ProjectTemplate:
+    templates = registered_templates()
+    if name not in templates:
+        raise CotkError(f"unknown template {name!r}; available: {', '.join(sorted(templates))}")
+    return templates[name].obj
 
 
 def _target_name(rel: Path) -> Path:
@@ -27,33 +63,46 @@ def _target_name(rel: Path) -> Path:
     return Path(*parts)
 
 
-def plan(template: str) -> list[tuple[Path, Path]]:
-    """(source, relative target) for every file of a template."""
-    root = templates_dir() / "project" / template
-    if not root.is_dir():
-        raise CotkError(f"unknown template {template!r}; available: {', '.join(available_templates())}")
-    return [(src, _target_name(src.relative_to(root))) for src in sorted(root.rglob("*")) if src.is_file()]
+def plan(template: str | ProjectTemplate) -> list[tuple[Path, Path, Path]]:
+    """(source, folder it comes from, relative target) for every file of a template."""
+    tpl = get_template(template) if isinstance(template, str) else template
+    chosen: dict[Path, tuple[Path, Path]] = {}
+    for folder in tpl.folders:
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise CotkError(f"template {tpl.name!r} is broken: its folder {folder} is missing")
+        for src in sorted(folder.rglob("*")):
+            if src.is_file() and "__pycache__" not in src.parts and src.suffix != ".pyc":
+                chosen[_target_name(src.relative_to(folder))] = (src, folder)
+    return [(src, folder, rel) for rel, (src, folder) in sorted(chosen.items())]
 
 
-def scaffold(directory: Path, *, task: str, template: str = "minimal", force: bool = False,
+def _render(tpl: ProjectTemplate, folder: Path, src: Path, context: dict[str, Any]) -> str:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(f) for f in tpl.folders]),
+                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined, autoescape=False)
+    return env.from_string(src.read_text(encoding="utf-8")).render(**context)
+
+
+def scaffold(directory: Path, *, task: str | None = None, template: str = "minimal", force: bool = False,
              name: str | None = None) -> list[Path]:
+    """Render ``template`` into ``directory`` (``git init`` it when it is not in a repository)."""
     directory = Path(directory).resolve()
-    files = plan(template)
-    existing = [t for _, t in files if (directory / t).exists()]
+    tpl = get_template(template)
+    files = plan(tpl)
+    existing = [t for _, _, t in files if (directory / t).exists()]
     if existing and not force:
         shown = ", ".join(str(t) for t in existing)
         raise CotkError(f"{directory} already has {shown}; pass --force to overwrite")
     if directory.exists() and not directory.is_dir():
         raise CotkError(f"{directory} exists and is not a folder")
-    context = {"name": name or directory.name, "task": task, "template": template}
-    root = templates_dir()
+    context = {**tpl.context, "name": name or directory.name, "task": task or tpl.task or "language-generation",
+               "template": tpl.name}
     # render everything first: a template error must not leave a half-written project
     contents: list[tuple[Path, bytes]] = []
-    for src, rel in files:
-        if src.name.endswith(".j2"):
-            data = render(src.relative_to(root).as_posix(), **context).encode("utf-8")
-        else:
-            data = src.read_bytes()
+    for src, folder, rel in files:
+        data = _render(tpl, folder, src, context).encode("utf-8") if src.name.endswith(".j2") else src.read_bytes()
         contents.append((directory / rel, data))
     try:
         directory.mkdir(parents=True, exist_ok=True)

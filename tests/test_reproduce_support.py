@@ -25,12 +25,16 @@ from conftest import REPO_ROOT, git, run_cli
 SMALL_DEPS = ["typer", "rich", "GitPython", "jinja2", "pluggy", "platformdirs"]
 
 
-def small_venv_python() -> str:
-    """A venv with cotk-repro (wheel of this checkout, no heavy deps); built once per source state."""
+def small_venv_python(extra: tuple[tuple[str, ...], ...] = (), name: str = "test-venvs") -> str:
+    """A venv with cotk-repro (wheel of this checkout, no heavy deps); built once per source state.
+
+    ``extra``: further ``pip install`` argument groups, installed in order after the small set;
+    give such a venv its own ``name`` (its folder in the user cache dir).
+    """
     from cotk_repro.reproduce.wheelhouse import self_fingerprint
     from cotk_repro.core.userconfig import cache_dir
 
-    root = cache_dir() / "test-venvs"
+    root = cache_dir() / name
     vdir = root / self_fingerprint()
     py = vdir / "bin" / "python"
     if (vdir / ".complete").is_file():
@@ -42,9 +46,10 @@ def small_venv_python() -> str:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO_ROOT)],
                    check=True)
     subprocess.run([sys.executable, "-m", "venv", str(vdir)], check=True)
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-                    *map(str, wheels.glob("*.whl"))], check=True)
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *SMALL_DEPS], check=True)
+    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    subprocess.run([*pip, "--no-deps", *map(str, wheels.glob("*.whl"))], check=True)
+    for group in ((*SMALL_DEPS,), *extra):
+        subprocess.run([*pip, *group], check=True)
     shutil.rmtree(wheels, ignore_errors=True)
     (vdir / ".complete").write_text("ok")
     return str(py)

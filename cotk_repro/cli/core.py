@@ -27,13 +27,27 @@ def _results_rows(results: dict[str, Any]) -> list[list[Any]]:
 @app.command()
 def init(
     directory: Path = typer.Argument(Path("."), help="Folder to scaffold (created when missing)."),
-    task: str = typer.Option("language-generation", "--task", help="Task name, used to file results on the dashboard."),
-    template: str = typer.Option("minimal", "--template", help="Project template (see templates/project/)."),
+    task: Optional[str] = typer.Option(None, "--task", help="Task name, used to file results on the dashboard "
+                                       "(default: the template's task, else language-generation)."),
+    template: str = typer.Option("minimal", "--template", "-t", help="Project template (--list-templates shows them)."),
     force: bool = typer.Option(False, "--force", help="Overwrite files that already exist."),
+    list_templates: bool = typer.Option(False, "--list-templates", help="List the templates and exit."),
+    json_out: bool = typer.Option(False, "--json", help="With --list-templates: JSON on stdout."),
 ) -> None:
     """Scaffold a project: cotk-repro.toml, an entry script, .gitignore, and `git init` when needed."""
-    from ..scaffold import scaffold
+    from ..scaffold import registered_templates, scaffold
 
+    if list_templates:
+        rows = [c.obj.summary(c.plugin) for _, c in sorted(registered_templates().items())]
+        if json_out:
+            output.print_json(rows)
+            return
+        output.console.print(output.table("templates", ["name", "task", "dataset", "metrics", "dependencies"], [
+            [r["name"], r["task"] or "(--task)", r["dataset"], ", ".join(r["metrics"]),
+             ", ".join(r["dependencies"]) or "-"] for r in rows]))
+        return
+    if json_out:
+        raise CotkError("--json only goes with --list-templates")
     written = scaffold(directory, task=task, template=template, force=force)
     for path in written:
         output.info(f"wrote {os.path.relpath(path)}")

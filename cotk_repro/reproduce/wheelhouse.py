@@ -12,7 +12,8 @@ What needs building runs somebody else's build code, so it is built by a *builde
   prepared by pip, see :mod:`.sdist`), then built;
 * an editable / local / VCS / URL install: built from the checkout when a project
   there has that name (its folder inside the checkout), from this cotk-repro's own
-  source when it is cotk-repro of the same version (our code, built here), else
+  source when it is cotk-repro or one of its first-party plugins (``plugins/<dist>/``)
+  of the same version (our code, built here), else
   taken from the index as a binary wheel when that version was released.
 
 The docker runtime's builder is :class:`.sandbox.SandboxBuilder` (a container without
@@ -185,25 +186,62 @@ def self_fingerprint() -> str:
     root = self_source()
     h = hashlib.sha256(__version__.encode())
     if root is not None:
-        for sub in ("cotk_repro", "templates"):
-            for p in sorted((root / sub).rglob("*")):
-                if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo"):
-                    try:
-                        data = p.read_bytes()
-                    except OSError:
-                        continue
-                    h.update(f"{p.relative_to(root).as_posix()}:{len(data)}\n".encode())
-                    h.update(hashlib.sha256(data).digest())
+        h.update(_tree_digest(root, ("cotk_repro", "templates")).encode())
         h.update((root / "pyproject.toml").read_bytes())
     return h.hexdigest()[:16]
+
+
+def _tree_digest(root: Path, subs: tuple[str, ...]) -> str:
+    """SHA-256 over the paths and contents of the files under ``root/sub`` (byte code left out)."""
+    h = hashlib.sha256()
+    for sub in subs:
+        for p in sorted((root / sub).rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo"):
+                try:
+                    data = p.read_bytes()
+                except OSError:
+                    continue
+                h.update(f"{p.relative_to(root).as_posix()}:{len(data)}\n".encode())
+                h.update(hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+def first_party_plugin(name: str, version: str) -> Path | None:
+    """The folder of a first-party plugin (``plugins/<dist>/`` of this cotk-repro's source) with that name and version.
+
+    A user who installed one from the source tree (``pip install -e plugins/...``) records it as
+    an editable install; it is rebuilt from here, like cotk-repro itself.
+    """
+    root = self_source()
+    if root is None or not (root / "plugins").is_dir():
+        return None
+    for folder in sorted(p for p in (root / "plugins").iterdir() if p.is_dir()):
+        if _project_name(folder) == name and _project_version(folder) == _norm_version(version):
+            return folder
+    return None
+
+
+def _project_version(folder: Path) -> str | None:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        version = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8")).get("project", {}).get("version")
+    except (ValueError, OSError):
+        return None
+    return _norm_version(version) if isinstance(version, str) else None
 
 
 def local_identity(local: list[Package], tree: str) -> list[str]:
     """What decides the local wheels' content, for image/venv cache keys (no building)."""
     ids = []
     for p in local:
+        plugin = first_party_plugin(p.name, p.version)
         if p.name == "cotk-repro":
             ids.append(f"cotk-repro=={p.version}@self:{self_fingerprint()}")
+        elif plugin is not None:
+            ids.append(f"{p.pin}@plugin:{_tree_digest(plugin, ('.',))[:16]}")
         else:
             ids.append(f"{p.pin}@tree:{tree}")
     return ids
@@ -281,6 +319,15 @@ def ensure_local_wheels(local: list[Package], code: Path, tree: str, builders: B
             if cached is None:
                 builders.on_status(f"building a wheel of cotk-repro {p.version} ({p.install} install) from {self_source()}")
                 cached = _host_wheel(self_source(), dest, builders.log, p)
+            wheels.append(cached)
+            continue
+        plugin = first_party_plugin(p.name, p.version)
+        if plugin is not None:  # ours too: built here, like cotk-repro
+            dest = cache_dir() / "local-wheels" / f"{p.name}-{p.version}-{_tree_digest(plugin, ('.',))[:16]}"
+            cached = _cached_wheel(dest)
+            if cached is None:
+                builders.on_status(f"building a wheel of the first-party plugin {p.pin} from {plugin}")
+                cached = _host_wheel(plugin, dest, builders.log, p)
             wheels.append(cached)
             continue
         found, missing = ensure_index_wheels([p], builders.python_mm, builders.log, builders.on_status)

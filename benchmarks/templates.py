@@ -1,0 +1,198 @@
+"""The benchmark templates (plugin cotk-repro-templates): `cotk-repro run` wall time, training throughput.
+
+1. Wall time of `cotk-repro run` for each template's tiny preset (scaffolded into a temporary
+   folder and committed; the GPT-2 ones with a tiny GPT-2 built here), median of ``--runs``.
+2. Training throughput (target tokens per second) of ``lm-gru`` and ``lm-transformer``: the
+   template's own loop (``common.fit`` over ``dl.batches``: numpy batches turned into tensors
+   at every step) against a plain PyTorch loop over the same batches pre-tokenized into tensors
+   beforehand, with the same model, initial weights, optimizer and thread count, alternating
+   (ABBA), median of ``--repeats``; CPU time of the process (one torch thread), so that other
+   load on the machine does not decide the ratio. Target (issue 15): the template within 10% of the plain loop.
+   The corpus: the 2,000 COCO captions of ``tests/fixtures/texygen`` (or ``--data``).
+
+    python benchmarks/templates.py [--runs N] [--repeats N] [--epochs N] [--skip-run] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TEMPLATES = ["lm-gru", "lm-transformer", "lm-gpt2-finetune", "seq2seq-gru", "seq2seq-transformer",
+             "dialog-gpt2-finetune"]
+TARGET_RATIO = 0.9
+GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
+
+
+def sh(cmd: list[str], cwd: Path) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV})
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout}\n{proc.stderr}")
+
+
+def scaffold(template: str, base: Path) -> Path:
+    sh([sys.executable, "-m", "cotk_repro", "init", template, "--template", template], base)
+    root = base / template
+    if "gpt2" in template:
+        from cotk_repro_templates.tiny_gpt2 import build_tiny_gpt2
+
+        texts = [line for f in sorted((root / "data").glob("*train*")) for line in f.read_text().splitlines()]
+        build_tiny_gpt2(root / "tiny-gpt2", texts)
+        config = root / "cotk-repro.toml"
+        config.write_text(config.read_text().replace("args = []", 'args = ["--model", "tiny-gpt2"]'))
+    sh(["git", "add", "-A"], root)
+    sh(["git", "commit", "-q", "-m", "bench"], root)
+    return root
+
+
+def run_wall_times(base: Path, runs: int) -> dict[str, float]:
+    out = {}
+    for template in TEMPLATES:
+        root = scaffold(template, base)
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            sh([sys.executable, "-m", "cotk_repro", "run", "-q"], root)
+            times.append(time.perf_counter() - t0)
+        out[template] = statistics.median(times)
+        print(f"  run {template:22s} {out[template]:6.1f} s", file=sys.stderr)
+    return out
+
+
+@contextlib.contextmanager
+def project_modules(root: Path):
+    """Import the project's own model.py / common.py / train.py (as its entry would)."""
+    old_cwd, old_path = Path.cwd(), list(sys.path)
+    os.chdir(root)
+    sys.path.insert(0, str(root))
+    for name in ("model", "common", "train", "evaluate"):
+        sys.modules.pop(name, None)
+    try:
+        yield importlib.import_module("train"), importlib.import_module("common"), importlib.import_module("model")
+    finally:
+        os.chdir(old_cwd)
+        sys.path[:] = old_path
+
+
+def corpus_folder(base: Path, data: Path | None) -> Path:
+    if data is not None:
+        return data
+    folder = base / "coco2000"
+    folder.mkdir()
+    src = REPO / "tests" / "fixtures" / "texygen"
+    (folder / "train.txt").write_text((src / "coco_train.txt").read_text())
+    test = (src / "coco_test.txt").read_text().splitlines()
+    (folder / "dev.txt").write_text("\n".join(test[:200]) + "\n")
+    (folder / "test.txt").write_text("\n".join(test[200:400]) + "\n")
+    return folder
+
+
+def throughput(template: str, base: Path, data: Path, epochs: int, repeats: int) -> dict[str, float]:
+    import torch
+    from torch.nn import functional as F
+
+    from cotk_repro import data as loaders
+
+    root = scaffold(template, base)
+    with project_modules(root) as (train, common, model_mod):
+        settings = dict(model_mod.PRESETS["tiny"], epochs=epochs)
+        common.seed_everything(1229, 1)
+        dl = loaders.load("language-generation", data, tokenizer="space",
+                          min_frequent_vocab_times=settings["min_frequent_vocab_times"],
+                          max_sent_length=settings["max_sent_length"])
+        model = model_mod.LanguageModel(dl.vocab.frequent_vocab_size, **settings)
+        initial = {k: v.clone() for k, v in model.state_dict().items()}
+
+        def batches(epoch):
+            return dl.batches("train", settings["batch_size"], shuffle=True, seed=1229 + epoch)
+
+        # the peer's input: the same batches, tokenized, padded and turned into tensors beforehand
+        pre = [[torch.from_numpy(b["sent"]) for b in batches(e)] for e in range(epochs)]
+
+        def ours() -> float:
+            model.load_state_dict(initial)
+            torch.manual_seed(0)
+            t0 = time.process_time()
+            with contextlib.redirect_stdout(io.StringIO()):  # fit's per-epoch lines
+                stats = common.fit(model, train.loss_function(model, "cpu"), batches, settings, "cpu")
+            return stats["tokens"] / (time.process_time() - t0)  # checkpoints included: a bound in the peer's favour
+
+        def plain() -> float:
+            model.load_state_dict(initial)
+            torch.manual_seed(0)
+            model.train()
+            optimizer = torch.optim.Adam(model.parameters(), lr=settings["lr"])
+            tokens, t0 = 0, time.process_time()
+            for epoch in range(epochs):
+                for ids in pre[epoch]:
+                    target = ids[:, 1:]
+                    mask = target != 0
+                    loss = F.cross_entropy(model(ids[:, :-1])[mask], target[mask], reduction="sum")
+                    count = int(mask.sum())
+                    optimizer.zero_grad()
+                    (loss / count).backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), settings["grad_clip"])
+                    optimizer.step()
+                    tokens += count
+            return tokens / (time.process_time() - t0)
+
+        a, b = [], []
+        for i in range(repeats):  # alternating, and which goes first alternates too (ABBA)
+            if i % 2:
+                b.append(plain())
+                a.append(ours())
+            else:
+                a.append(ours())
+                b.append(plain())
+    ours_m, plain_m = statistics.median(a), statistics.median(b)
+    print(f"  throughput {template:15s} template {ours_m:9.0f} tok/s   plain loop {plain_m:9.0f} tok/s   "
+          f"ratio {ours_m / plain_m:.3f}", file=sys.stderr)
+    return {"template_tokens_per_s": ours_m, "plain_tokens_per_s": plain_m, "ratio": ours_m / plain_m,
+            "template_samples": a, "plain_samples": b}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=1, help="`cotk-repro run`s per template (median)")
+    parser.add_argument("--repeats", type=int, default=5, help="throughput measurements per loop (median)")
+    parser.add_argument("--epochs", type=int, default=2, help="epochs per throughput measurement")
+    parser.add_argument("--data", type=Path, help="a language-generation folder for the throughput part")
+    parser.add_argument("--skip-run", action="store_true", help="only the throughput part")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cotk-repro-bench-") as tmp:
+        base = Path(tmp)
+        report = {"threads": 1}
+        if not args.skip_run:
+            (base / "runs").mkdir()
+            report["run_wall_s"] = run_wall_times(base / "runs", args.runs)
+        (base / "tp").mkdir()
+        data = corpus_folder(base, args.data)
+        report["throughput"] = {t: throughput(t, base / "tp", data, args.epochs, args.repeats)
+                                for t in ("lm-gru", "lm-transformer")}
+    report["target_ratio"] = TARGET_RATIO
+    report["target_met"] = all(v["ratio"] >= TARGET_RATIO for v in report["throughput"].values())
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for name, t in report.get("run_wall_s", {}).items():
+            print(f"cotk-repro run ({name}, tiny): {t:.1f} s")
+        for name, v in report["throughput"].items():
+            print(f"{name}: template {v['template_tokens_per_s']:.0f} tokens/s vs plain loop "
+                  f"{v['plain_tokens_per_s']:.0f} tokens/s (ratio {v['ratio']:.3f}, target >= {TARGET_RATIO})")
+
+
+if __name__ == "__main__":
+    main()
