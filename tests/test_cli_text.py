@@ -58,9 +58,10 @@ def test_compare_counts_are_plural_only_when_plural(tmp_path, cli):
 
 
 def test_reproduce_step_summary_has_no_nested_parentheses():
-    from cotk_repro.cli.reproduce_cmd import _step_text
+    from cotk_repro.reproduce.job import describe_steps
 
-    assert _step_text({"step": "wheel download", "seconds": 0.0, "status": "skipped (environment cached)"}) \
-        == "wheel download skipped (environment cached)"
-    assert _step_text({"step": "run", "seconds": 1.234, "status": "ok"}) == "run 1.2s"
-    assert _step_text({"step": "image build", "seconds": 3.0, "status": "failed"}) == "image build 3.0s (failed)"
+    assert describe_steps([{"step": "wheel download", "seconds": 0.0, "status": "skipped",
+                            "reason": "environment cached"}]) == "wheel download skipped (environment cached)"
+    assert describe_steps([{"step": "run", "seconds": 1.234, "status": "ok"}]) == "run 1.2s"
+    assert describe_steps([{"step": "image build", "seconds": 3.0, "status": "failed"}]) \
+        == "image build 3.0s (failed)"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git, run_cli
-from test_reproduce_support import add_bare_remote, free_port, http_double, publish, record_in
+from test_reproduce_support import add_bare_remote, free_port, http_double, publish, record_in, remote_served_by_git_daemon
 
 ENTRY = """import json, sys
 refs = open("refs.txt", encoding="utf-8").read().split()
@@ -289,10 +289,11 @@ def test_record_made_before_the_remote_is_refused_for_the_dashboard(make_project
     assert res.returncode == 2 and "names no git remote" in res.stderr and "cotk-repro run" in res.stderr, res
     assert git(bare, "for-each-ref").strip() == ""  # refused before anything was pushed
     assert run_cli("publish", "--push", "--no-dashboard", early["id"][:19], cwd=root).returncode == 0
-    late = record_in(root)
-    assert late["code"]["remote_url"] == str(bare)
-    res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=signing)
-    assert res.returncode == 0, res
-    record_url = next(s["url"] for s in json.loads(res.stdout)["steps"] if s["target"] == "dashboard")
-    source = resolve(record_url)
-    assert source.git_url == str(bare) and source.record_id == late["id"]
+    with remote_served_by_git_daemon(root, bare, tmp_path / "remotes") as served:
+        late = record_in(root)
+        assert late["code"]["remote_url"] == served
+        res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=signing)
+        assert res.returncode == 0, res
+        record_url = next(s["url"] for s in json.loads(res.stdout)["steps"] if s["target"] == "dashboard")
+        source = resolve(record_url)
+        assert source.git_url == served and source.record_id == late["id"]

@@ -273,6 +273,17 @@ def expected_values(mode: str = "ok", author_seed: int | None = None) -> dict:
 
 
 @contextmanager
+def remote_served_by_git_daemon(project: Path, bare: Path, bare_root: Path):
+    """The project's ``origin`` fetched through ``git daemon`` (a URL a dashboard reader can use; a path
+    remote is published only as ``local:NAME``), pushed to the bare repository's path; yields the URL."""
+    with git_daemon(bare_root) as base:
+        url = base + bare.relative_to(bare_root).as_posix()
+        git(project, "remote", "set-url", "origin", url)
+        git(project, "remote", "set-url", "--push", "origin", str(bare))
+        yield url
+
+
+@contextmanager
 def git_daemon(base_path: Path):
     """``git daemon`` serving ``base_path`` on 127.0.0.1; yields ``git://127.0.0.1:PORT/``."""
     import time

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import git, run_cli
 from signing_support import agent_add, fingerprint_of, key_env, make_key, ssh_agent
-from test_reproduce_support import add_bare_remote, record_in
+from test_reproduce_support import add_bare_remote, record_in, remote_served_by_git_daemon
 
 from cotk_repro.core.canonical import canonical_json
 
@@ -260,6 +260,8 @@ def test_reproduce_names_the_signer_and_refuses_a_bad_signature(project, tmp_pat
 
 
 def test_publish_uploads_the_signed_record_and_reproduce_from_the_dashboard_checks_it(project, tmp_path):
+    from contextlib import ExitStack
+
     import requests
 
     from cotk_repro.dashboard.auth import add_user
@@ -276,9 +278,12 @@ def test_publish_uploads_the_signed_record_and_reproduce_from_the_dashboard_chec
     add_key(db, "alice", key.with_suffix(".pub").read_text())
     db.dispose()
     url, stop = start_in_thread(db_url, migrate=False)  # signatures required (the default)
+    stack = ExitStack()
     try:
+        served = stack.enter_context(remote_served_by_git_daemon(root, bare, tmp_path / "remotes"))
         assert run_cli("login", "--dashboard", url, "--token", token, "--no-check", env=env).returncode == 0
         record = record_in(root, env=env)
+        assert record["code"]["remote_url"] == served
         res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=env)
         assert res.returncode == 0, res
         got = requests.get(f"{url}/api/v1/records/{record['id']}", timeout=10).json()
@@ -294,4 +299,5 @@ def test_publish_uploads_the_signed_record_and_reproduce_from_the_dashboard_chec
                       env=key_env(None, tmp_path / "home2"))
         assert res.returncode == 2 and "accepts only signed records" in res.stderr, res
     finally:
+        stack.close()
         stop()

@@ -112,7 +112,7 @@ class SandboxBuilder:
         import requests
 
         target = "/build/src/project" if source.is_dir() else f"/build/src/{source.name}"
-        script = ("python3 -m venv /tmp/b && /tmp/b/bin/python -m pip wheel --no-deps --no-index "
+        script = ("python3 -m venv /tmp/b && /tmp/b/bin/python -m pip wheel --use-pep517 --no-deps --no-index "
                   f"--find-links /build/deps --wheel-dir /build/out {target}")
         name = f"cotk-repro-build-{uuid.uuid4().hex[:16]}"
         step = f"sandbox build of {pkg.name}"

@@ -151,15 +151,15 @@ class VenvRuntime:
         uv = find_uv()
         if uv:
             cmds = [[uv, "venv", "--python", python, str(vdir)],
-                    [uv, "pip", "install", "--python", vpy, "--offline", "--no-index", "--find-links", str(pool),
-                     "-r", str(lock_file)]]
+                    [uv, "pip", "install", "--python", vpy, "--offline", "--no-index", "--no-deps", "--find-links",
+                     str(pool), "-r", str(lock_file)]]
             if local_wheels:
                 cmds.append([uv, "pip", "install", "--python", vpy, "--offline", "--no-index", "--no-deps",
                              *map(str, local_wheels)])
         else:
             cmds = [[python, "-m", "venv", "--without-pip", str(vdir)],
                     [sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", vpy, "install",
-                     "--no-index", "--find-links", str(pool), "-r", str(lock_file)]]
+                     "--no-index", "--no-deps", "--find-links", str(pool), "-r", str(lock_file)]]
             if local_wheels:
                 cmds.append([sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", vpy, "install",
                              "--no-index", "--no-deps", *map(str, local_wheels)])

@@ -227,9 +227,19 @@ def _project_version(folder: Path) -> str | None:
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
     try:
-        version = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8")).get("project", {}).get("version")
+        meta = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
     except (ValueError, OSError):
         return None
+    version = meta.get("project", {}).get("version")
+    path = meta.get("tool", {}).get("hatch", {}).get("version", {}).get("path")
+    if version is None and isinstance(path, str):  # dynamic: hatch reads __version__ from a file of the plugin
+        import re
+
+        try:
+            m = re.search(r"""^__version__\s*=\s*["']([^"']+)["']""", (folder / path).read_text(encoding="utf-8"), re.M)
+        except OSError:
+            m = None
+        version = m.group(1) if m else None
     return _norm_version(version) if isinstance(version, str) else None
 
 
