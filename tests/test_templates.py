@@ -233,14 +233,17 @@ def test_an_editable_first_party_plugin_is_rebuilt_from_this_source(tmp_path):
     install; reproduce builds its wheel from this cotk-repro's plugins/ folder (not from the index)."""
     import zipfile
 
-    from cotk_repro.reproduce.wheelhouse import ensure_local_wheels, first_party_plugin, host_mm, local_identity
+    from cotk_repro.reproduce.lock import Package
+    from cotk_repro.reproduce.wheelhouse import (Builders, ensure_local_wheels, first_party_plugin, host_mm,
+                                                 local_identity)
 
     assert first_party_plugin("cotk-repro-templates", "0.1.0") == REPO_ROOT / "plugins" / "cotk-repro-templates"
     assert first_party_plugin("cotk-repro-templates", "9.9") is None  # another version: not this source
-    package = [{"name": "cotk-repro-templates", "version": "0.1.0", "install": "editable"}]
+    package = [Package("cotk-repro-templates", "0.1.0", "editable")]
     assert local_identity(package, "tree")[0].startswith("cotk-repro-templates==0.1.0@plugin:")
     (tmp_path / "code").mkdir()
-    wheels = ensure_local_wheels(package, tmp_path / "code", "tree", host_mm(), tmp_path / "log")
+    # no sandbox and no --trust-remote-code: our own code is built here all the same, like cotk-repro
+    wheels = ensure_local_wheels(package, tmp_path / "code", "tree", Builders(host_mm(), tmp_path / "log"))
     assert len(wheels) == 1 and wheels[0].name.startswith("cotk_repro_templates-0.1.0-")
     names = zipfile.ZipFile(wheels[0]).namelist()
     assert "cotk_repro_templates/files/lm-gru/model.py" in names
