@@ -124,19 +124,22 @@ def ensure_index_wheels(packages: list[Package], python_mm: str, log: Path,
 
 # -- editable / local installs ---------------------------------------------------
 
+def _pyproject(folder: Path) -> dict[str, Any]:
+    """The folder's pyproject.toml as a dict (empty when it is missing or unreadable)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        return tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return {}
+
+
 def _project_name(folder: Path) -> str | None:
-    pyproject = folder / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef]
-        try:
-            name = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("name")
-        except (ValueError, OSError):
-            name = None
-        if name:
-            return normalize_name(name)
+    name = _pyproject(folder).get("project", {}).get("name")
+    if name:
+        return normalize_name(name)
     cfg = folder / "setup.cfg"
     if cfg.is_file():
         m = re.search(r"^\s*name\s*=\s*(\S+)", cfg.read_text(encoding="utf-8", errors="replace"), re.M)
@@ -222,19 +225,10 @@ def first_party_plugin(name: str, version: str) -> Path | None:
 
 
 def _project_version(folder: Path) -> str | None:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        meta = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
-    except (ValueError, OSError):
-        return None
+    meta = _pyproject(folder)
     version = meta.get("project", {}).get("version")
     path = meta.get("tool", {}).get("hatch", {}).get("version", {}).get("path")
     if version is None and isinstance(path, str):  # dynamic: hatch reads __version__ from a file of the plugin
-        import re
-
         try:
             m = re.search(r"""^__version__\s*=\s*["']([^"']+)["']""", (folder / path).read_text(encoding="utf-8"), re.M)
         except OSError:
