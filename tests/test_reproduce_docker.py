@@ -39,9 +39,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 MODES = {"ok": [], "seeded": ["seeded"], "spin": ["spin"]}
 #: a package version that exists on no index: the wheel download must fail and say so
 MISSING_PACKAGE = ("nosuchpkg-cotk-repro-test", "9.9.9")
-#: a real package recorded without its dependencies (they were not installed where the record
-#: was made): the wheels download fine, the offline install in the image build cannot resolve
-INCOMPLETE_PACKAGE = ("requests", "2.32.3")
 
 
 # -- fixtures -----------------------------------------------------------------------------------
@@ -126,15 +123,13 @@ def _fake_distribution(site: Path, name: str, version: str, requires=()) -> None
 
 @pytest.fixture(scope="module")
 def pub(base_image, tmp_path_factory):
-    """The published project: one record per mode, plus two records made where the environment
+    """The published project: one record per mode, plus a record made where the environment
     held a package the reproducer cannot rebuild (recorded by a real `cotk-repro run`, the extra
     distribution put on its PYTHONPATH)."""
     base = tmp_path_factory.mktemp("repro-docker")
     project = build_published_project(base, modes=MODES)
     py = small_venv_python()
-    extra = {"missing": [MISSING_PACKAGE, []],
-             "incomplete": [INCOMPLETE_PACKAGE, ["charset-normalizer<4,>=2", "idna<4,>=2.5", "urllib3<3,>=1.21.1",
-                                                 "certifi>=2017.4.17"]]}
+    extra = {"missing": [MISSING_PACKAGE, []]}
     for mode, ((name, version), requires) in extra.items():
         site = base / f"site-{mode}"
         _fake_distribution(site, name, version, requires)
