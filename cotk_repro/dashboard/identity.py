@@ -1,8 +1,8 @@
 """Dashboard identity = the SSH key: users' registered keys, and who signed an upload.
 
 A user has one or more SSH public keys (``cotk-repro dashboard add-user NAME --ssh-key FILE.pub``, or
-``POST /api/v1/keys`` with their token). An upload's signature is checked with ``ssh-keygen -Y verify``
-against the registered key it names (see :mod:`cotk_repro.core.signing`); the key's owner is the signer.
+``POST /api/v1/keys`` with their token). An upload's signature is checked in-process
+(:mod:`cotk_repro.core.sshsig`) against the registered key it names (see :mod:`cotk_repro.core.signing`); the key's owner is the signer.
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ def list_keys(db: Database, name: str) -> list[dict]:
 
 
 def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> Signer:
-    """The registered, unrevoked key that made ``signature`` over ``data``, verified with ssh-keygen
-    (outside any write transaction: the subprocess never holds a database lock).
+    """The registered, unrevoked key that made ``signature`` over ``data``, verified in-process
+    (outside any write transaction).
 
     Raises :class:`BadSignature` (malformed, unknown key type, other namespace, other bytes) or
     :class:`Forbidden` (a key nobody registered, or a revoked one).
