@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -60,6 +61,8 @@ class Database:
             raise DashboardDBError(f"{url!r} is not a database URL (e.g. sqlite:////path/db.sqlite3 or "
                                    "postgresql+psycopg://user@host/db)") from None
         self.url = parsed
+        self._queue = None
+        self._queue_lock = threading.Lock()
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite":
             database = parsed.database or ""
@@ -131,6 +134,17 @@ class Database:
                     raise
                 time.sleep(min(2.0, 0.05 * (2 ** attempt)) * (0.5 + random.random()))
         raise AssertionError("unreachable")
+
+    def write_batched(self, fn: Callable[[Connection], T]) -> T:
+        """Like :meth:`write`, but in a transaction shared with the other writes waiting now (group commit,
+        :mod:`.batching`); for the hot path of uploads."""
+        if self._queue is None:
+            from .batching import WriteQueue
+
+            with self._queue_lock:
+                if self._queue is None:
+                    self._queue = WriteQueue(self)
+        return self._queue.submit(fn)
 
     def generation(self) -> int:
         """A counter that goes up on every write (cache key for pages and leaderboards)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import CotkError
@@ -112,9 +112,7 @@ def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> S
     except SigningError as exc:
         raise BadSignature(exc.message) from None
     fp = info.public.fingerprint
-    row = db.read(lambda conn: conn.execute(select(User.id, User.name, SshKey.public_key, SshKey.revoked_at)
-                                            .join(User, User.id == SshKey.user_id)
-                                            .where(SshKey.fingerprint == fp)).first())
+    row = db.read(lambda conn: conn.execute(_KEY_OWNER, {"fp": fp}).first())
     if row is None:
         raise Forbidden(f"the signature is by key {fp}, which is not registered on this dashboard; "
                         "add it with `cotk-repro dashboard add-user NAME --ssh-key FILE.pub` or POST /api/v1/keys")
@@ -125,6 +123,11 @@ def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> S
     except SigningError as exc:
         raise BadSignature(exc.message) from None
     return Signer(row[0], row[1], fp)
+
+
+# built once: every signed upload looks its key up
+_KEY_OWNER = (select(User.id, User.name, SshKey.public_key, SshKey.revoked_at)
+              .join(User, User.id == SshKey.user_id).where(SshKey.fingerprint == bindparam("fp")))
 
 
 def check_uploader(signer: Signer, principal: Principal, what: str) -> None:
