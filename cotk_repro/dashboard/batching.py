@@ -3,14 +3,13 @@
 Under many concurrent uploads, one transaction per upload makes every writer wait for the others:
 on SQLite for the database's single write lock (``BEGIN IMMEDIATE``, with the busy handler's
 sleeps), on PostgreSQL for the row locks on the shared counters (``meta.generation``, the
-leaderboard group counts) and for one commit (WAL flush) each. Here the uploads that arrive while
-a commit is in flight queue up, and the writer thread runs all of them in the next transaction:
-one lock, one commit, one generation bump for the lot.
+leaderboard group counts) and for one commit (WAL flush) each. Here the items that arrive while
+a commit is in flight queue up, and the writer thread hands all of them to ``write_batch(conn,
+items)`` in the next transaction: one lock, a few statements for the lot, one commit, one
+generation bump.
 
-A job is a transaction function (what :meth:`Database.write` takes); the queue bumps the database
-generation once per transaction, so a job does not. When the batch fails, it is
-rolled back and every job is run again on its own (:meth:`Database.write`, with its retries), so a
-job's error reaches only its own caller.
+When a batch fails, it is rolled back and every item is written again on its own (with
+:meth:`Database.write`'s retries), so an item's error reaches only its own caller.
 """
 
 from __future__ import annotations
@@ -18,28 +17,31 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from sqlalchemy import text
 
-MAX_BATCH = 64
+MAX_BATCH = 256
 ADVISORY_KEY = 7268210002  # PostgreSQL advisory lock of the batch writers (db.py's migration lock is ...01)
 
+WriteBatch = Callable[[Any, Sequence[Any]], list[Any]]
 
-class WriteQueue:
-    """Runs submitted transaction functions in batches, one transaction per batch, on one thread."""
 
-    def __init__(self, db: Any, *, max_batch: int = MAX_BATCH):
+class GroupCommit:
+    """Writes submitted items in batches, one transaction per batch, on one thread."""
+
+    def __init__(self, db: Any, write_batch: WriteBatch, *, max_batch: int = MAX_BATCH):
         self.db = db
+        self.write_batch = write_batch
         self.max_batch = max_batch
-        self._jobs: queue.SimpleQueue[tuple[Callable[[Any], Any], Future]] = queue.SimpleQueue()
+        self._items: queue.SimpleQueue[tuple[Any, Future]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
-    def submit(self, fn: Callable[[Any], Any]) -> Any:
-        """Run ``fn(conn)`` in the next batch's transaction; returns its result once committed (or raises)."""
+    def submit(self, item: Any) -> Any:
+        """Write ``item`` in the next batch; returns what ``write_batch`` said for it once committed (or raises)."""
         future: Future = Future()
-        self._jobs.put((fn, future))
+        self._items.put((item, future))
         self._ensure_thread()
         return future.result()
 
@@ -53,33 +55,33 @@ class WriteQueue:
 
     def _loop(self) -> None:
         while True:
-            batch = [self._jobs.get()]
+            batch = [self._items.get()]
             while len(batch) < self.max_batch:
                 try:
-                    batch.append(self._jobs.get_nowait())
+                    batch.append(self._items.get_nowait())
                 except queue.Empty:
                     break
             self._run(batch)
 
-    def _batch(self, conn: Any, batch: list[tuple[Callable[[Any], Any], Future]]) -> list[Any]:
+    def _transaction(self, conn: Any, items: Sequence[Any]) -> list[Any]:
         if self.db.dialect == "postgresql":  # batches of several worker processes, one at a time: no deadlocks
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": ADVISORY_KEY})
-        results = [fn(conn) for fn, _f in batch]
+        results = self.write_batch(conn, items)
         self.db.bump(conn)
         return results
 
-    def _run(self, batch: list[tuple[Callable[[Any], Any], Future]]) -> None:
+    def _run(self, batch: list[tuple[Any, Future]]) -> None:
         if len(batch) > 1:
             try:
-                results = self.db.write(lambda conn: self._batch(conn, batch))
-            except BaseException:  # noqa: BLE001 - each job is run again alone and gets its own error
+                results = self.db.write(lambda conn: self._transaction(conn, [item for item, _f in batch]))
+            except BaseException:  # noqa: BLE001 - each item is written again alone and gets its own error
                 pass
             else:
-                for (_fn, future), result in zip(batch, results):
+                for (_item, future), result in zip(batch, results):
                     future.set_result(result)
                 return
-        for fn, future in batch:
+        for item, future in batch:
             try:
-                future.set_result(self.db.write(lambda conn, fn=fn: self._batch(conn, [(fn, future)])[0]))
+                future.set_result(self.db.write(lambda conn, item=item: self._transaction(conn, [item])[0]))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller waiting on it
                 future.set_exception(exc)

@@ -61,7 +61,7 @@ class Database:
             raise DashboardDBError(f"{url!r} is not a database URL (e.g. sqlite:////path/db.sqlite3 or "
                                    "postgresql+psycopg://user@host/db)") from None
         self.url = parsed
-        self._queue = None
+        self._queues: dict[Any, Any] = {}
         self._queue_lock = threading.Lock()
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite":
@@ -135,16 +135,15 @@ class Database:
                 time.sleep(min(2.0, 0.05 * (2 ** attempt)) * (0.5 + random.random()))
         raise AssertionError("unreachable")
 
-    def write_batched(self, fn: Callable[[Connection], T]) -> T:
-        """Like :meth:`write`, but in a transaction shared with the other writes waiting now (group commit,
-        :mod:`.batching`); for the hot path of uploads."""
-        if self._queue is None:
-            from .batching import WriteQueue
+    def group_commit(self, write_batch: Callable[[Connection, Any], list[Any]]):
+        """This database's :class:`.batching.GroupCommit` for ``write_batch`` (one writer thread each)."""
+        with self._queue_lock:
+            found = self._queues.get(write_batch)
+            if found is None:
+                from .batching import GroupCommit
 
-            with self._queue_lock:
-                if self._queue is None:
-                    self._queue = WriteQueue(self)
-        return self._queue.submit(fn)
+                found = self._queues[write_batch] = GroupCommit(self, write_batch)
+        return found
 
     def generation(self) -> int:
         """A counter that goes up on every write (cache key for pages and leaderboards)."""

@@ -5,6 +5,7 @@ id recomputed from the content), :func:`cotk_repro.core.results.normalize_result
 (every metric a finite number with a 64-hex hash or none) and the metric's declared
 range (:mod:`.verdicts`). Records are immutable: the same record twice is one row (a
 unique constraint; a concurrent duplicate's ``IntegrityError`` is the "already there" answer).
+Validated uploads are written many per transaction (:mod:`.record_writes`, :mod:`.batching`).
 
 Signed uploads are ``{"record": ..., "signature": ...}`` / ``{"reproduction": ..., "signature": ...}``
 (SSHSIG over the canonical bytes, see :mod:`cotk_repro.core.signing`); a bare record or verdict is
@@ -21,9 +22,7 @@ import math
 import re
 from typing import Any, Callable
 
-from functools import lru_cache
-
-from sqlalchemy import bindparam, distinct, func, insert, select, update
+from sqlalchemy import distinct, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..core.canonical import canonical_json
@@ -34,7 +33,8 @@ from ..core.signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproductio
 from .auth import Principal, now_iso
 from .db import Database
 from .identity import BadSignature, Forbidden, Signer, check_uploader, signer_of
-from .models import NAME_MAX, BoardGroup, Mirror, Record, Reproduction, Result, User
+from .models import NAME_MAX, Mirror, Record, Reproduction, Result, User
+from .record_writes import PendingRecord, write_records
 from .verdicts import VerdictError, check_values, server_verdict
 
 REPRODUCTION_SCHEMA = "cotk-repro/reproduction"
@@ -150,68 +150,21 @@ def store_record(db: Database, body: Any, principal: Principal, *, allow_unsigne
     owner_id = signer.user_id if signer else principal.user_id
     owner_name = signer.name if signer else principal.name
     mirror = owner_id != principal.user_id
-    stored = dumps(record)
     fp = signer.fingerprint if signer else None
-
-    def tx(conn):  # run by the group-commit writer (db.write_batched), which bumps the generation
-        row = conn.execute(_FIND, {"rid": rid}).first()
-        if row is not None:
-            pk, created = row[0], False
-            if row[1] is None and signer is not None:  # stored unsigned before: the signer owns it now
-                conn.execute(update(Record).where(Record.id == pk)
-                             .values(user_id=owner_id, signature=signature, key_fingerprint=fp))
-        else:
-            created = True
-            pk = conn.execute(_INSERT_RECORD, {
-                "record_id": rid, "user_id": owner_id, "task": cols["task"], "dataset": cols["dataset"],
-                "project_name": cols["project_name"], "status": cols["status"], "submitted_at": now_iso(),
-                "body": stored, "signature": signature, "key_fingerprint": fp,
-            }).inserted_primary_key[0]
-            if cols["status"] == "ok" and cols["results"]:
-                conn.execute(_INSERT_RESULT, [
-                    {"record_pk": pk, "task": cols["task"], "dataset": cols["dataset"], "metric": name,
-                     "hash": h, "value": value}
-                    for name, (value, h) in cols["results"].items()])
-                # sorted, so that concurrent uploads lock the counters in one order (no deadlocks)
-                for name, (_, h) in sorted(cols["results"].items(), key=lambda kv: (kv[0], kv[1][1] or "")):
-                    count_result(conn, db.dialect, cols["task"], cols["dataset"], name, h)
-        if mirror and conn.execute(select(Mirror.id).where(Mirror.record_pk == pk,
-                                                           Mirror.user_id == principal.user_id)).first() is None:
-            conn.execute(insert(Mirror).values(record_pk=pk, user_id=principal.user_id, submitted_at=now_iso()))
-        return created
-
-    info = {"id": rid, "owner": owner_name, "signed": signer is not None, "mirror": mirror,
-            "key": fp}
+    pending = PendingRecord(
+        record_id=rid, task=cols["task"], dataset=cols["dataset"], project_name=cols["project_name"],
+        status=cols["status"], body=dumps(record), owner_id=owner_id, uploader_id=principal.user_id,
+        results=tuple((name, value, h) for name, (value, h) in cols["results"].items()),
+        signature=signature, fingerprint=fp)
+    info = {"id": rid, "owner": owner_name, "signed": signer is not None, "mirror": mirror, "key": fp}
     try:
-        return db.write_batched(tx), info
+        return db.group_commit(write_records).submit(pending), info
     except IntegrityError:
-        # a concurrent upload of the same record won the race: the record is there, no-op
-        if db.read(lambda c: c.execute(_FIND, {"rid": rid}).first()) is not None:
+        # a concurrent upload of the same record (through another worker process) won the race: no-op
+        found = db.read(lambda c: c.execute(select(Record.id).where(Record.record_id == rid)).first())
+        if found is not None:
             return False, info
         raise
-
-
-# the upload's statements, built once (building a statement costs more than running it)
-_FIND = select(Record.id, Record.signature).where(Record.record_id == bindparam("rid"))
-_INSERT_RECORD = insert(Record)
-_INSERT_RESULT = insert(Result)
-
-
-@lru_cache(maxsize=None)
-def _count_stmt(dialect: str):
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as upsert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as upsert
-    stmt = upsert(BoardGroup).values(task=bindparam("task"), dataset=bindparam("dataset"),
-                                     metric=bindparam("metric"), hash=bindparam("hash"), n=1)
-    return stmt.on_conflict_do_update(index_elements=["task", "dataset", "metric", "hash"],
-                                      set_={"n": BoardGroup.n + 1})
-
-
-def count_result(conn, dialect: str, task: str, dataset: str, metric: str, h: str | None) -> None:
-    """One more result in its leaderboard group (an upsert on ``board_groups``)."""
-    conn.execute(_count_stmt(dialect), {"task": task, "dataset": dataset, "metric": metric, "hash": h or ""})
 
 
 def validate_reproduction(verdict: Any, record_id: str) -> str:
