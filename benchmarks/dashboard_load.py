@@ -350,6 +350,7 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
             print(f"  {'peer: static file, same clients':34s} p50 {peer['p50_ms']:7.2f} ms  p99 {peer['p99_ms']:7.2f} ms  "
                   f"{peer['rps']:8.1f} req/s  errors {peer['errors']}", flush=True)
         q = urlencode({"task": TASK, "dataset": DATASET, "metric": "bleu"})
+        use_wrk = shutil.which("wrk") and not args.python_load
         targets = [] if "read" not in args.parts else [
             ("GET /leaderboard (page)", f"{url}/leaderboard?{q}"),
             ("GET /api/v1/leaderboard", f"{url}/api/v1/leaderboard?{q}"),
@@ -358,7 +359,6 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
             ("peer: GET /api/v1/health", f"{url}/api/v1/health"),
             ("peer: GET /robots.txt (static)", f"{url}/robots.txt"),
         ]
-        use_wrk = shutil.which("wrk") and not args.python_load
         for what, target in targets:
             import requests
 
@@ -406,6 +406,12 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
             print(f"  {what:34s} p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
                   f"{res['rps']:8.1f} req/s  errors {res['errors']} ({res['tool']}; {written[0]} records uploaded)",
                   flush=True)
+            # the floor, right after, with the same load generator and connections: a static file
+            peer = (load_wrk(f"{url}/robots.txt", args.duration, args.connections, args.threads) if use_wrk
+                    else load_python(f"{url}/robots.txt", args.duration, args.connections))
+            rows.append({"backend": name, "what": "peer: GET /robots.txt (after the mixed run)", **peer})
+            print(f"  {'peer: static file, same load':34s} p50 {peer['p50_ms']:7.2f} ms  p99 {peer['p99_ms']:7.2f} ms"
+                  f"  {peer['rps']:8.1f} req/s  errors {peer['errors']} ({peer['tool']})", flush=True)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

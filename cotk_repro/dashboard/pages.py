@@ -33,6 +33,7 @@ def _env():
                              autoescape=True, undefined=jinja2.ChainableUndefined, trim_blocks=True,
                              lstrip_blocks=True)
     env.filters["fmt"] = fmt_value
+    env.filters["split_trusted"] = split_trusted
     env.globals["board_url"] = board_url
     env.globals["record_path"] = record_path
     return env
@@ -48,6 +49,15 @@ def fmt_value(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)
+
+
+def split_trusted(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(signed and independently reproduced, the others)``, each in rank order (one pass: the page of a
+    leaderboard is rebuilt after every write)."""
+    trusted, others = [], []
+    for e in entries:
+        (trusted if e.get("signed") and e.get("reproduced_by") else others).append(e)
+    return trusted, others
 
 
 def board_url(task: str, dataset: str, metric: str | None = None) -> str:
