@@ -61,3 +61,31 @@ def test_waiting_writes_share_a_transaction_and_errors_stay_with_their_caller(db
     assert ["bad"] in batches
     # one generation bump per committed transaction, not per item
     assert db.generation() - gen0 == len([b for b in batches if "bad" not in b])
+
+
+@pytest.fixture
+def pg_url():
+    from dashboard_support import pg_schema_url
+
+    yield from pg_schema_url("reconnect")
+
+
+@pytest.mark.postgres
+def test_reads_survive_the_server_dropping_every_connection(pg_url):
+    """PostgreSQL reads skip the per-checkout ping (a round trip per lookup): a dropped connection is
+    retried once, fresh, instead of failing the request."""
+    from sqlalchemy import create_engine, text
+
+    db = open_database(pg_url)
+    try:
+        gen = db.generation()
+        admin = create_engine(pg_url)
+        for _ in range(3):  # the pooled connection, killed by the server as a restart would
+            pid = db.read(lambda c: c.execute(text("SELECT pg_backend_pid()")).scalar())
+            with admin.connect() as conn:
+                assert conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}).scalar()
+            assert db.generation() == gen
+            assert db.read(lambda c: c.execute(text("SELECT pg_backend_pid()")).scalar()) != pid
+        admin.dispose()
+    finally:
+        db.dispose()

@@ -20,7 +20,7 @@ from typing import Any, Callable, TypeVar
 
 from sqlalchemy import create_engine, event, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from ..errors import CotkError
@@ -79,12 +79,16 @@ class Database:
                 self.read_engine = self._sqlite_engine(url, immediate=False, pool_size=pool_size,
                                                        max_overflow=max_overflow)
         elif self.dialect == "postgresql":
+            # Reads: no ping per checkout (a round trip per lookup, two of an upload's four); a read on a
+            # connection the server dropped is retried once instead (read()). Writes keep the ping: a
+            # write cannot be retried blindly. Most writes go through the group-commit thread (a small pool).
             try:
-                engine = create_engine(parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
-                                       pool_timeout=60, echo=echo)
+                self.read_engine = create_engine(parsed, pool_size=pool_size, max_overflow=max_overflow,
+                                                 pool_recycle=1800, pool_timeout=60, echo=echo)
+                self.write_engine = create_engine(parsed, pool_size=2, max_overflow=8, pool_pre_ping=True,
+                                                  pool_timeout=60, echo=echo)
             except ModuleNotFoundError as exc:
                 raise DashboardDBError(f"PostgreSQL needs the driver {exc.name}: pip install 'psycopg[binary]'") from None
-            self.read_engine = self.write_engine = engine
         else:
             raise DashboardDBError(f"the dashboard supports SQLite and PostgreSQL, not {self.dialect!r}")
 
@@ -121,9 +125,15 @@ class Database:
         PostgreSQL: in autocommit mode, each statement on its own; the same as a READ COMMITTED
         transaction, where every statement takes a fresh snapshot, without the BEGIN and ROLLBACK round
         trips (two of the three a one-query lookup otherwise costs)."""
+        if self.dialect == "postgresql":
+            for attempt in (1, 2):
+                try:
+                    with self.read_engine.connect() as conn:
+                        return fn(conn.execution_options(isolation_level="AUTOCOMMIT"))
+                except DBAPIError as exc:  # the server dropped the connection (restart): once more, fresh
+                    if not exc.connection_invalidated or attempt == 2:
+                        raise
         with self.read_engine.connect() as conn:
-            if self.dialect == "postgresql":
-                return fn(conn.execution_options(isolation_level="AUTOCOMMIT"))
             try:
                 return fn(conn)
             finally:
