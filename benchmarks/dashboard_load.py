@@ -379,28 +379,35 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
                 live = list(pool.map(lambda i: (lambda r: {"record": r, "signature": sign_record(r, bench_key)})(
                     live_record(i, "live")), range(n_live)))
 
+            start_at = time.perf_counter()
+            next_index = iter(range(len(live)))
+            index_lock = threading.Lock()
+
             def writer() -> None:
+                """Upload live[i] at start + i / rate (open loop: a slow upload does not lower the rate)."""
                 import requests
 
                 session = requests.Session()
-                i = 0
-                while not stop_writing.is_set() and i < len(live):
-                    t = time.perf_counter()
-                    body = live[i]
-                    r = session.post(url + "/api/v1/records", json=body, headers={"Authorization": f"Bearer {token}"},
-                                     timeout=30)
+                while not stop_writing.is_set():
+                    with index_lock:
+                        i = next(next_index, None)
+                    if i is None or stop_writing.wait(max(0.0, start_at + i / args.write_rate - time.perf_counter())):
+                        return
+                    r = session.post(url + "/api/v1/records", json=live[i],
+                                     headers={"Authorization": f"Bearer {token}"}, timeout=30)
                     if r.status_code == 201:
-                        written[0] += 1
-                    i += 1
-                    stop_writing.wait(max(0.0, 1.0 / args.write_rate - (time.perf_counter() - t)))
+                        with index_lock:
+                            written[0] += 1
 
-            wt = threading.Thread(target=writer, daemon=True)
-            wt.start()
+            writers = [threading.Thread(target=writer, daemon=True) for _ in range(4)]
+            for wt in writers:
+                wt.start()
             target = f"{url}/leaderboard?{urlencode({'task': TASK, 'dataset': DATASET, 'metric': 'bleu'})}"
             res = (load_wrk(target, args.duration, args.connections, args.threads) if use_wrk
                    else load_python(target, args.duration, args.connections))
             stop_writing.set()
-            wt.join(timeout=30)
+            for wt in writers:
+                wt.join(timeout=30)
             what = f"GET /leaderboard + {args.write_rate:g} uploads/s"
             rows.append({"backend": name, "what": what, **res})
             print(f"  {what:34s} p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
