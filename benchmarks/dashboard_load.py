@@ -13,7 +13,8 @@ Targets (issue 11): 50 concurrent uploaders of signed records, 2,000 records: 0 
 come in. Peers measured in the same run: a static file served by the same server (/robots.txt, the
 floor), /api/v1/health, and a cold, uncached leaderboard computation (what a request costs right
 after a write). Records are signed by the clients before the clock starts (ssh-keygen -Y sign); the
-server verifies every signature (ssh-keygen -Y verify) inside the measured time.
+server verifies every signature (in-process, cotk_repro.core.sshsig) inside the measured time, and the
+server's CPU time per upload is printed (Linux /proc). --parts picks what to measure.
 """
 
 from __future__ import annotations
