@@ -90,7 +90,7 @@ def test_validation_never_adds_defaults_nor_coerces():
 @pytest.mark.parametrize("change, message", [
     (lambda r: r["results"]["bleu"].update(value=True), "'results.bleu.value' must be a number, got 'True'"),
     (lambda r: r["results"]["bleu"].update(value="0.25"), "'results.bleu.value' must be a number"),
-    (lambda r: r["results"]["bleu"].update(hash="xyz"), "'results.bleu.hash' is malformed, got 'xyz'"),
+    (lambda r: r["results"]["bleu"].update(hash="xyz"), "'results.bleu.hash' is malformed (expected 64 hex digits of SHA-256), got 'xyz'"),
     (lambda r: r["results"].update(rouge=0.5), "'results.rouge' must be an object"),
     (lambda r: r["code"].pop("commit"), "'code.commit' is missing"),
     (lambda r: r.update(code=["abc"]), "'code' must be an object"),

@@ -25,7 +25,8 @@ from ..core.canonical import canonical_json
 from ..errors import RecordError
 from .store import ID_PREFIX, RECORD_SCHEMA, REPRODUCTION_SCHEMA, VERDICTS, compute_id
 
-Hash = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{64}$", description="hex SHA-256 (a comparability hash)")]
+HASH_PATTERN, COMMIT_PATTERN, ID_PATTERN = r"^[0-9a-fA-F]{64}$", r"^[0-9a-f]{7,64}$", r"^sha256:[0-9a-f]{64}$"
+Hash = Annotated[str, Field(pattern=HASH_PATTERN, description="hex SHA-256 (a comparability hash)")]
 Number = Annotated[float, Field(allow_inf_nan=False)]
 Text = Optional[StrictStr]
 
@@ -33,13 +34,13 @@ Text = Optional[StrictStr]
 class _Object(BaseModel):
     """A JSON object of a record: the keys below are checked, other keys are allowed and kept."""
 
-    model_config = ConfigDict(extra="allow", strict=True, populate_by_name=False)
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class Code(_Object):
     """``code``: the git state the run was made from."""
 
-    commit: StrictStr = Field(description="the commit sha (hex)", pattern=r"^[0-9a-f]{7,64}$")
+    commit: StrictStr = Field(description="the commit sha (hex)", pattern=COMMIT_PATTERN)
     branch: Text = None
     detached: Optional[StrictBool] = None
     remote: Text = None
@@ -119,9 +120,9 @@ class Record(_Object):
     Its ``id`` is ``sha256:`` + the hex SHA-256 of the canonical JSON of everything else (UTF-8, keys
     sorted, no insignificant whitespace, floats in shortest round-trip form)."""
 
-    schema_name: Literal["cotk-repro/record"] = Field(alias="schema")
+    schema_name: Literal[RECORD_SCHEMA] = Field(alias="schema")  # type: ignore[valid-type]
     schema_version: StrictInt = Field(ge=1)
-    id: StrictStr = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    id: StrictStr = Field(pattern=ID_PATTERN)
     status: StrictStr = Field(max_length=32, description="ok, failed or interrupted")
     code: Code
     environment: Environment
@@ -152,10 +153,10 @@ class Rerun(_Object):
 class Reproduction(_Object):
     """A reproduction verdict (schema ``cotk-repro/reproduction``): the output of ``reproduce --json``."""
 
-    schema_name: Literal["cotk-repro/reproduction"] = Field(alias="schema")
+    schema_name: Literal[REPRODUCTION_SCHEMA] = Field(alias="schema")  # type: ignore[valid-type]
     schema_version: Optional[StrictInt] = None
     record_id: Text = None
-    verdict: Literal["reproduced", "not reproduced", "could not run"]
+    verdict: Literal[VERDICTS]  # type: ignore[valid-type]
     runtime: Text = None
     metrics: Optional[List[MetricRow]] = None
     environment_differences: Optional[List[Dict[str, Any]]] = None
@@ -187,11 +188,18 @@ _WORDS = {"string_type": "must be a string", "int_type": "must be an integer", "
           "string_pattern_mismatch": "is malformed", "missing": "is missing"}
 
 
+_EXPECTED = {HASH_PATTERN: "64 hex digits of SHA-256", COMMIT_PATTERN: "a hex commit sha",
+             ID_PATTERN: "'sha256:' and 64 hex digits"}
+
+
 def _sentence(exc: ValidationError, where: str) -> str:
     """The first error of ``exc`` as one sentence naming its key path."""
     err = exc.errors(include_url=False)[0]
     path = ".".join(str(p) for p in err["loc"])
     words = _WORDS.get(err["type"]) or err["msg"][:1].lower() + err["msg"][1:]
+    expected = _EXPECTED.get((err.get("ctx") or {}).get("pattern"))
+    if expected:
+        words += f" (expected {expected})"
     shown = "" if err["type"] == "missing" else f", got {str(err.get('input'))[:60]!r}"
     return f"{where}: {path!r} {words}{shown}"
 
