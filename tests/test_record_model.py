@@ -149,3 +149,21 @@ def test_the_api_upload_schema_is_the_model(tmp_path):
     repro = doc["paths"]["/api/v1/records/{record_id}/reproductions"]["post"]["requestBody"]
     assert repro["content"]["application/json"]["schema"]["oneOf"][1] == {"$ref": "#/components/schemas/Reproduction"}
     assert schemas["Reproduction"]["properties"]["verdict"]["enum"] == ["reproduced", "not reproduced", "could not run"]
+
+
+def test_verify_refuses_a_forged_id_under_a_valid_signature(tmp_path):
+    """The signature covers the record without its id: verify checks the id (and shape) through the model too."""
+    from cotk_repro.core.signing import key_from_path, sign_record
+    from cotk_repro.verify import INVALID, VALID, check_signature
+    from signing_support import make_key
+
+    key = key_from_path(make_key(tmp_path / "k"), "test")
+    rec = make_record({"bleu": (0.25, "ab" * 32)}, name="signed")
+    signature = sign_record(rec, key)
+    assert check_signature(rec, signature, None)["status"] == VALID
+    forged = {**rec, "id": "sha256:" + "0" * 64}
+    row = check_signature(forged, signature, None)
+    assert row["status"] == INVALID and "does not match its content" in row["detail"]
+    bad_shape = finalize({**copy.deepcopy(rec), "command": {"args": "--x"}})
+    row = check_signature(bad_shape, sign_record(bad_shape, key), None)
+    assert row["status"] == INVALID and "'command.args' must be a list" in row["detail"]
