@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any
+import re
+from json.encoder import encode_basestring  # C-accelerated; the string part of canonical JSON
+from typing import Any, Sequence
 
 _ENCODER = json.JSONEncoder(
     ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
@@ -86,6 +88,30 @@ class StreamHasher:
 def frame_bytes(items: list[bytes]) -> bytes:
     """Items framed as :meth:`StreamHasher.update_bytes` frames them, concatenated (for ``update_framed``)."""
     return b"".join([len(x).to_bytes(8, "big") + x for x in items])
+
+
+# Characters the JSON string encoder escapes besides the quote and the line break (see token_list_items).
+_ESCAPED_BUT_QUOTE_NL = re.compile(r"[\x00-\x09\x0b-\x1f\\]")
+#: token lists per bulk part: a part holding a token that needs escaping is encoded token by token
+TOKEN_PART = 256
+
+
+def token_list_items(token_lists: Sequence[Sequence[str]]) -> list[bytes]:
+    """``canonical_json([list(tokens)])`` of each token list (``[["a","b"]]``), built with a few joins per part of
+    :data:`TOKEN_PART` lists: tokens without characters to escape encode as ``'"' + token + '"'``; a part with an
+    empty list, a quote, a line break or another escaped character goes through the string encoder."""
+    out: list[bytes] = []
+    for i in range(0, len(token_lists), TOKEN_PART):
+        part = token_lists[i:i + TOKEN_PART]
+        body = '"]]\n[["'.join(['","'.join(t) for t in part])
+        # 2 quotes a token, less the outer two: an empty list, or a quote in a token, breaks the count
+        if body.count('"') == 2 * sum(map(len, part)) - 2 and body.count("\n") == len(part) - 1 \
+                and not _ESCAPED_BUT_QUOTE_NL.search(body):
+            out.extend(('[["' + body + '"]]').encode("utf-8").split(b"\n"))
+        else:
+            eb = encode_basestring
+            out.extend([("[[" + ",".join(map(eb, t)) + "]]").encode("utf-8") for t in part])
+    return out
 
 
 def is_sha256_hex(value: Any) -> bool:

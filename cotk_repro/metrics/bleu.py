@@ -30,17 +30,18 @@ from __future__ import annotations
 import math
 import random
 import sys
+from itertools import chain
 from json.encoder import encode_basestring  # C-accelerated; canonical JSON's string encoder
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..core.canonical import StreamHasher, frame_bytes
+from ..core.canonical import StreamHasher, frame_bytes, token_list_items
 from ..core.gcpause import without_gc
 from .reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
 from .base import Metric, MetricError, check_references, result_entry, signature
-from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, group_max, group_top2,
-                     has_special, tokenize_text, tokenize_texts)
+from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
+                     run_starts, run_top2, stable_order, tokenize_text, tokenize_texts)
 
 SMOOTHINGS = ("method0", "method1", "method2", "method3")
 _SMOOTH_ALIASES = {"none": "method0", "m0": "method0", "m1": "method1", "m2": "method2", "m3": "method3",
@@ -126,8 +127,11 @@ def _unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     code = np.zeros(len(key), np.int64)
     for j, r in enumerate(radices):
         code = code * r + key[:, j]
-    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    return key[first], inverse.reshape(-1)
+    order = stable_order(code, total)
+    sorted_code = code[order]
+    inverse = np.empty(len(order), np.int64)
+    inverse[order] = dense_ranks(sorted_code)
+    return key[order[run_starts(sorted_code)]], inverse
 
 
 def _score_rows(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, ref_lens: np.ndarray,
@@ -159,7 +163,7 @@ def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequenc
                   ) -> tuple[list[int], list[int], int, int]:
     """Summed clipped counts, denominators, hypothesis and closest reference lengths (``corpus_bleu``)."""
     H = len(hyps)
-    flat = [r for rs in refs for r in rs]
+    flat = list(chain.from_iterable(refs))
     owner = np.repeat(np.arange(H, dtype=np.int64), [len(rs) for rs in refs])
     index = NgramIndex(list(hyps) + flat, max_n)
     nums = []
@@ -167,21 +171,15 @@ def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequenc
         h_code, h_sent, h_cnt = index.counts(n, 0, H)
         r_code, r_sent, r_cnt = index.counts(n, H, H + len(flat))
         keep = ~index.code_has_unk[n][r_code]
+        # references come in their hypotheses' order: (code, owner) stays sorted, equal pairs adjacent
         r_code, r_owner, r_cnt = r_code[keep], owner[r_sent[keep] - H], r_cnt[keep]
-        r_key = r_code * H + r_owner
-        order = np.argsort(r_key, kind="stable")
-        r_key, r_cnt = r_key[order], r_cnt[order]
-        if len(r_key):
-            starts = np.flatnonzero(np.r_[True, r_key[1:] != r_key[:-1]])
-            u_key, u_max = r_key[starts], np.maximum.reduceat(r_cnt, starts)
-        else:
-            u_key, u_max = r_key, r_cnt
+        starts = run_starts(r_code, r_owner)
+        u_key = r_code[starts] * H + r_owner[starts]
+        u_max = np.maximum.reduceat(r_cnt, starts) if len(starts) else r_cnt
         h_key = h_code * H + h_sent
-        pos = np.searchsorted(u_key, h_key)
-        pos_c = np.minimum(pos, max(len(u_key) - 1, 0))
         if len(u_key):
-            matched = u_key[pos_c] == h_key
-            ref_max = np.where(matched, u_max[pos_c], 0)
+            pos = np.minimum(np.searchsorted(u_key, h_key), len(u_key) - 1)
+            ref_max = np.where(u_key[pos] == h_key, u_max[pos], 0)
         else:
             ref_max = np.zeros_like(h_cnt)
         nums.append(int(np.minimum(h_cnt, ref_max).sum()))
@@ -209,18 +207,10 @@ def _clip_vs_set(index: NgramIndex, lo: int, hi: int, rlo: int, rhi: int, max_n:
         r_code, _, r_cnt = index.counts(n, rlo, rhi)
         ref_max = group_max(r_code, r_cnt, index.n_codes[n])
         ref_max[index.code_has_unk[n]] = 0
-        sent, code = index.sent[n], index.code[n]
-        sel = (sent >= lo) & (sent < hi)
-        h_code, h_sent, h_cnt = _unique_pairs(code[sel], sent[sel] - lo, S)
+        h_code, h_sent, h_cnt = index.counts(n, lo, hi)
         clipped = np.minimum(h_cnt, ref_max[h_code])
-        nums[:, n - 1] = np.bincount(h_sent, weights=clipped, minlength=S).astype(np.int64)
+        nums[:, n - 1] = np.bincount(h_sent - lo, weights=clipped, minlength=S).astype(np.int64)
     return nums
-
-
-def _unique_pairs(code: np.ndarray, sent: np.ndarray, span: int):
-    span = max(span, 1)
-    keys, cnt = np.unique(code * span + sent, return_counts=True)
-    return keys // span, keys % span, cnt.astype(np.int64)
 
 
 def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]], max_n: int,
@@ -250,9 +240,8 @@ def self_bleu_scores(sents: Sequence[Sequence[str]], max_n: int, weights: Sequen
     nums = np.zeros((S, max_n), dtype=np.int64)
     for n in range(1, max_n + 1):
         code, sent, cnt = index.counts(n)
-        top1, top2 = group_top2(code, cnt, index.n_codes[n])
-        t1 = top1[code]
-        other = np.where(cnt < t1, t1, top2[code])
+        t1, t2 = run_top2(code, cnt)
+        other = np.where(cnt < t1, t1, t2)
         clipped = np.minimum(cnt, other)
         clipped[index.code_has_unk[n][code]] = 0
         nums[:, n - 1] = np.bincount(sent, weights=clipped, minlength=S).astype(np.int64)
@@ -281,17 +270,25 @@ class ReferenceDigest:
 
     def __init__(self, references: Sequence[Sequence[str]], tokens: Sequence[Sequence[Sequence[str]]] | None = None,
                  given: bool = False):
-        items = []
-        for i, refs in enumerate(references):
-            if tokens is None:
-                toks = [bleu_tokenize(r) for r in refs]
-            elif given:  # tokens as given (retokenize=False): they are what was scored
-                toks = [list(t) for t in tokens[i]]
-            else:
-                toks = [bleu_tokenize(r) if has_special(r) else t for r, t in zip(refs, tokens[i])]
-            if len(toks) > 1:
-                toks = sorted(toks)
-            items.append(_encode_token_lists(toks).encode("utf-8"))
+        if tokens is not None and set(map(len, tokens)) <= {1}:  # one reference each: in bulk
+            toks = [t[0] for t in tokens]
+            if not given:
+                texts = [rs[0] for rs in references]
+                if "<" in "\n".join(texts):
+                    toks = [bleu_tokenize(r) if has_special(r) else t for r, t in zip(texts, toks)]
+            items = token_list_items(toks)
+        else:
+            items = []
+            for i, refs in enumerate(references):
+                if tokens is None:
+                    toks = [bleu_tokenize(r) for r in refs]
+                elif given:  # tokens as given (retokenize=False): they are what was scored
+                    toks = [list(t) for t in tokens[i]]
+                else:
+                    toks = [bleu_tokenize(r) if has_special(r) else t for r, t in zip(refs, tokens[i])]
+                if len(toks) > 1:
+                    toks = sorted(toks)
+                items.append(_encode_token_lists(toks).encode("utf-8"))
         items.sort()
         self._count = len(items)
         self._framed = frame_bytes(items)
@@ -453,7 +450,7 @@ class _BleuFamily(Metric):
     def _texts_and_tokens(self, items: Sequence[Any], what: str) -> tuple[list[str], list[list[str]]]:
         """The texts (for hashes) and BLEU tokens of ``items``, by the ``retokenize`` rule."""
         if self.retokenize:
-            texts = [self._text(x, what) for x in items]
+            texts = list(items) if _all_str(items) else [self._text(x, what) for x in items]
             return texts, tokenize_texts(texts)
         tokens = []
         for x in items:
@@ -514,13 +511,13 @@ class BleuMetric(_BleuFamily):
             if not rs:
                 raise MetricError(f"hypothesis {i} has no references; bleu needs at least one per hypothesis")
         _, hyp_tok = self._texts_and_tokens(hyps, "hypothesis")
-        flat_text, flat_tok = self._texts_and_tokens([r for rs in refs for r in rs], "reference")
+        flat_text, flat_tok = self._texts_and_tokens(list(chain.from_iterable(refs)), "reference")
         ref_text, ref_tok = _regroup(flat_text, refs), _regroup(flat_tok, refs)
         nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
         value = bleu_from_counts(nums, dens, hyp_len, ref_len, self.weights, self.smoothing)
         h = self._digest(ref_text, ref_tok).hash(self.name, self.ngram, self.weights, self.smoothing,
                                                  self._hash_extra() or None)
-        counts = sorted({len(rs) for rs in ref_text})
+        counts = sorted(set(map(len, ref_text)))
         fields = self._sig_fields()
         fields["refs"] = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         return result_entry(self.name, value, h, signature(self.name, fields, self.version))
@@ -690,8 +687,15 @@ class FwBwBleuMetric(_BleuFamily):
         return out
 
 
+def _all_str(items: Sequence[Any]) -> bool:
+    """Whether every item is a ``str`` (the common case, checked in bulk)."""
+    return set(map(type, items)) <= {str}
+
+
 def _regroup(flat: list[Any], groups: Sequence[Sequence[Any]]) -> list[list[Any]]:
     """Split ``flat`` back into lists shaped like ``groups``."""
+    if len(flat) == len(groups) and set(map(len, groups)) <= {1}:
+        return [[x] for x in flat]
     out, start = [], 0
     for g in groups:
         out.append(flat[start:start + len(g)])
