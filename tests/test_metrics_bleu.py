@@ -400,3 +400,25 @@ def test_distinct_rows_scored_once_equal_every_row_scored():
         rows, inverse = _unique_rows(key)
         expected_rows, expected_inverse = np.unique(key, axis=0, return_inverse=True)
         assert rows.tolist() == expected_rows.tolist() and inverse.tolist() == expected_inverse.reshape(-1).tolist()
+
+
+def test_row_scorer_equals_scalar_bleu_bit_for_bit():
+    """_score_rows (precisions in numpy, log once per distinct precision, fsum/exp per row) gives exactly the floats
+    of bleu_from_counts (NLTK's arithmetic, one sentence at a time) for every smoothing, zero counts, short and long
+    hypotheses, empty ones and uneven weights."""
+    import numpy as np
+
+    from cotk_repro.metrics.bleu import _score_rows, bleu_from_counts
+
+    rng = np.random.default_rng(11)
+    for smoothing in ("method0", "method1", "method2", "method3"):
+        for w in ([0.25] * 4, [0.4, 0.3, 0.2, 0.1], [1.0, 0.0, 0.0, 0.0]):
+            lens = rng.integers(0, 30, 3000)
+            dens = np.maximum(1, lens[:, None] - np.arange(4))
+            nums = np.minimum(rng.integers(0, 12, (3000, 4)), np.maximum(lens[:, None] - np.arange(4), 0))
+            nums[rng.random((3000, 4)) < 0.3] = 0
+            refs = rng.integers(1, 30, 3000)
+            got = _score_rows(nums, dens, lens, refs, w, smoothing)
+            want = [bleu_from_counts(n, d, h, r, w, smoothing)
+                    for n, d, h, r in zip(nums.tolist(), dens.tolist(), lens.tolist(), refs.tolist())]
+            assert got == want

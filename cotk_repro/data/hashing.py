@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..core.canonical import StreamHasher, hash_object
+from ..core.canonical import StreamHasher, hash_object, token_list_items
 
 HASH_VERSION = 1
 _sha256 = hashlib.sha256
@@ -37,7 +37,6 @@ def raw_digest_one(text: str) -> bytes:
 # Characters the JSON string encoder escapes; strings without them encode as '"' + s + '"', so the canonical
 # JSON of many samples is built with a few joins instead of one encoder call per string. Samples go in parts
 # of PART; a part holding a string that needs escaping (a quote in a caption) is encoded string by string.
-_ESCAPED = re.compile(r'[\x00-\x1f\\"]')
 _ESCAPED_BUT_QUOTE_NL = re.compile(r"[\x00-\x09\x0b-\x1f\\]")
 PART = 256
 
@@ -49,7 +48,9 @@ def raw_digests_one(texts: Sequence[str]) -> bytes:
 
 def _raw_part(texts: Sequence[str]) -> bytes:
     block = '"]\n["'.join(texts)
-    if block.count("\n") == len(texts) - 1 and not _ESCAPED.search(block.replace('"]\n["', "")):
+    # 2 quotes and 1 line break a separator: a quote or a line break in a text breaks the count
+    if block.count("\n") == len(texts) - 1 and block.count('"') == 2 * len(texts) - 2 \
+            and not _ESCAPED_BUT_QUOTE_NL.search(block):
         return b"".join([_sha256(p).digest() for p in ('["' + block + '"]').encode("utf-8").split(b"\n")])
     eb = encode_basestring
     return b"".join([_sha256(("[" + eb(t) + "]").encode("utf-8")).digest() for t in texts])
@@ -62,18 +63,7 @@ def raw_digest(utterances: Sequence[str]) -> bytes:
 
 def data_digests_one(token_lists: Sequence[Sequence[str]]) -> bytes:
     """Concatenated data digests of one-utterance samples: SHA-256 of ``canonical_json([tokens])``."""
-    return b"".join([_data_part(token_lists[i:i + PART]) for i in range(0, len(token_lists), PART)])
-
-
-def _data_part(token_lists: Sequence[Sequence[str]]) -> bytes:
-    n = len(token_lists)
-    body = '"]]\n[["'.join(['","'.join(t) for t in token_lists])
-    # 2 quotes a token, less the outer two: an empty list, or a quote in a token, breaks the count
-    if body.count('"') == 2 * sum(map(len, token_lists)) - 2 and body.count("\n") == n - 1 \
-            and not _ESCAPED_BUT_QUOTE_NL.search(body):
-        return b"".join([_sha256(p).digest() for p in ('[["' + body + '"]]').encode("utf-8").split(b"\n")])
-    eb = encode_basestring
-    return b"".join([_sha256(("[[" + ",".join(map(eb, t)) + "]]").encode("utf-8")).digest() for t in token_lists])
+    return b"".join([_sha256(p).digest() for p in token_list_items(token_lists)])
 
 
 def data_digest(token_lists: Sequence[Sequence[str]]) -> bytes:

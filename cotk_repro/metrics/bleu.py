@@ -136,17 +136,39 @@ def _unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _score_rows(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, ref_lens: np.ndarray,
                 weights: Sequence[float], smoothing: str) -> list[float]:
-    weights = list(weights)
-    log, exp, fsum = math.log, math.exp, math.fsum
-    out = []
-    for num, den, h, r in zip(nums.tolist(), dens.tolist(), hyp_lens.tolist(), ref_lens.tolist()):
-        if num[0] == 0:
-            out.append(0.0)
-            continue
-        p_n = smoothed_precisions(num, den, smoothing)
-        bp = 1 if h > r else (0 if h == 0 else exp(1 - r / h))
-        out.append(float(bp * exp(fsum(w * log(p) for w, p in zip(weights, p_n) if p > 0))))
-    return out
+    """:func:`bleu_from_counts` of each row, the same floats: precisions by correctly rounded divisions of exact
+    integers (numpy's as Python's), ``math.log`` once per distinct precision, ``math.fsum`` (exact, so the
+    order of the terms does not matter) and ``math.exp`` per row."""
+    nums, dens = np.asarray(nums, np.int64), np.asarray(dens, np.int64)
+    if len(nums) == 0:
+        return []
+    p = _smoothed_array(nums, dens, smoothing)
+    p[nums[:, 0] == 0] = 1.0  # scored 0 below (no unigram matches), never smoothed
+    distinct, inverse = np.unique(p, return_inverse=True)
+    logs = np.array(list(map(math.log, distinct.tolist())), dtype=np.float64)[inverse.reshape(-1)]
+    terms = logs.reshape(p.shape) * np.asarray(list(weights), dtype=np.float64)
+    scores = np.fromiter(map(math.exp, map(math.fsum, terms.tolist())), np.float64, count=len(p))
+    h, r = np.asarray(hyp_lens, np.int64), np.asarray(ref_lens, np.int64)
+    short = (h <= r) & (h > 0)  # brevity penalty exp(1 - r/h); 1 when h > r
+    if short.any():
+        scores[short] *= np.fromiter(map(math.exp, (1 - r[short] / h[short]).tolist()), np.float64)
+    scores[(nums[:, 0] == 0) | (h == 0)] = 0.0
+    return scores.tolist()
+
+
+def _smoothed_array(nums: np.ndarray, dens: np.ndarray, smoothing: str) -> np.ndarray:
+    """:func:`smoothed_precisions` of each row of (rows x orders) counts, as a float array."""
+    zero = nums == 0
+    if smoothing == "method3":  # the k-th zero order of a row (k = 1, 2, ...) gets 1 / (2**k * den)
+        k = np.cumsum(zero, axis=1)
+        return np.where(zero, 1 / (np.left_shift(1, k) * dens), nums / dens)
+    if smoothing == "method1":
+        return np.where(zero, EPSILON / dens, nums / dens)
+    if smoothing == "method2":
+        out = (nums + 1) / (dens + 1)
+        out[:, 0] = nums[:, 0] / dens[:, 0]
+        return out
+    return np.where(zero, sys.float_info.min, nums / dens)  # method0
 
 
 def _denominators(lengths: np.ndarray, max_n: int) -> np.ndarray:
