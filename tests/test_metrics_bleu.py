@@ -422,3 +422,35 @@ def test_row_scorer_equals_scalar_bleu_bit_for_bit():
             want = [bleu_from_counts(n, d, h, r, w, smoothing)
                     for n, d, h, r in zip(nums.tolist(), dens.tolist(), lens.tolist(), refs.tolist())]
             assert got == want
+
+
+def test_corpus_counts_equal_plain_counting():
+    """corpus_counts (each order only over positions whose two (n-1)-grams matched) gives exactly the clipped counts,
+    denominators and lengths of plain Counter-based counting (NLTK's modified precision), on random small-vocabulary
+    data with repeats, <unk>, empty sentences and several references per hypothesis."""
+    import random
+    from collections import Counter
+
+    from cotk_repro.metrics.bleu import corpus_counts
+
+    def grams(toks, n):
+        return Counter(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
+
+    rng = random.Random(4)
+    for _ in range(60):
+        vocab = ["a", "b", "c", "<unk>"][:rng.randint(1, 4)]
+        sent = lambda: [rng.choice(vocab) for _ in range(rng.randint(0, 12))]  # noqa: E731
+        hyps = [sent() for _ in range(rng.randint(1, 30))]
+        refs = [[sent() for _ in range(rng.randint(1, 3))] for _ in hyps]
+        nums = [0] * 4
+        for h, rs in zip(hyps, refs):
+            for n in range(1, 5):
+                best: Counter = Counter()
+                for r in rs:
+                    best |= grams(r, n)
+                nums[n - 1] += sum(min(c, best[g]) for g, c in grams(h, n).items() if "<unk>" not in g)
+        got = corpus_counts(hyps, refs, 4)
+        assert got[0] == nums
+        assert got[1] == [sum(max(1, len(h) - n + 1) for h in hyps) for n in range(1, 5)]
+        assert got[2] == sum(map(len, hyps))
+        assert got[3] == sum(min((len(r) for r in rs), key=lambda x: (abs(x - len(h)), x)) for h, rs in zip(hyps, refs))

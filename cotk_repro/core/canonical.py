@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from json.encoder import encode_basestring  # C-accelerated; the string part of canonical JSON
 from typing import Any, Sequence
 
@@ -90,24 +89,53 @@ def frame_bytes(items: list[bytes]) -> bytes:
     return b"".join([len(x).to_bytes(8, "big") + x for x in items])
 
 
-# Characters the JSON string encoder escapes besides the quote and the line break (see token_list_items).
-_ESCAPED_BUT_QUOTE_NL = re.compile(r"[\x00-\x09\x0b-\x1f\\]")
-#: token lists per bulk part: a part holding a token that needs escaping is encoded token by token
-TOKEN_PART = 256
+# Bulk canonical JSON of many small items, on UTF-8 bytes (a multi-byte character never holds an ASCII byte). The
+# JSON string encoder (ensure_ascii=False) escapes only the quote, the backslash and the control characters; text
+# without control characters is escaped for all its strings at once with two replaces. Separators: "\n" between
+# items, "\x1f" between the tokens of a list; a part holding them inside a string, or another control character,
+# goes through the string encoder item by item.
+_CONTROL_BUT_NL = bytes(range(32)).replace(b"\n", b"")
+_CONTROL_BUT_NL_US = _CONTROL_BUT_NL.replace(b"\x1f", b"")
+#: items per bulk part
+TOKEN_PART = 1024
+
+
+def _escaped(block: bytes) -> bytes:
+    """What the JSON string encoder does to text without control characters."""
+    if b"\\" in block:
+        block = block.replace(b"\\", b"\\\\")
+    return block.replace(b'"', b'\\"') if b'"' in block else block
+
+
+def _no_bytes(block: bytes, forbidden: bytes) -> bool:
+    return len(block.translate(None, forbidden)) == len(block)
+
+
+def string_items(texts: Sequence[str]) -> list[bytes]:
+    """``canonical_json([text])`` of each text (``["a b"]``), in bulk."""
+    out: list[bytes] = []
+    for i in range(0, len(texts), TOKEN_PART):
+        part = texts[i:i + TOKEN_PART]
+        block = "\n".join(part).encode("utf-8")
+        if block.count(b"\n") == len(part) - 1 and _no_bytes(block, _CONTROL_BUT_NL):
+            out.extend((b'["' + _escaped(block).replace(b"\n", b'"]\n["') + b'"]').split(b"\n"))
+        else:
+            out.extend([("[" + encode_basestring(t) + "]").encode("utf-8") for t in part])
+    return out
 
 
 def token_list_items(token_lists: Sequence[Sequence[str]]) -> list[bytes]:
-    """``canonical_json([list(tokens)])`` of each token list (``[["a","b"]]``), built with a few joins per part of
-    :data:`TOKEN_PART` lists: tokens without characters to escape encode as ``'"' + token + '"'``; a part with an
-    empty list, a quote, a line break or another escaped character goes through the string encoder."""
+    """``canonical_json([list(tokens)])`` of each token list (``[["a","b"]]``), in bulk."""
     out: list[bytes] = []
     for i in range(0, len(token_lists), TOKEN_PART):
         part = token_lists[i:i + TOKEN_PART]
-        body = '"]]\n[["'.join(['","'.join(t) for t in part])
-        # 2 quotes a token, less the outer two: an empty list, or a quote in a token, breaks the count
-        if body.count('"') == 2 * sum(map(len, part)) - 2 and body.count("\n") == len(part) - 1 \
-                and not _ESCAPED_BUT_QUOTE_NL.search(body):
-            out.extend(('[["' + body + '"]]').encode("utf-8").split(b"\n"))
+        block = "\n".join(["\x1f".join(t) for t in part]).encode("utf-8")
+        lens = list(map(len, part))
+        # no empty list, so exactly one "\x1f" between two tokens: a separator inside a token breaks the counts
+        if 0 not in lens and block.count(b"\x1f") == sum(lens) - len(part) \
+                and block.count(b"\n") == len(part) - 1 and _no_bytes(block, _CONTROL_BUT_NL_US):
+            body = _escaped(block).replace(b"\x1f", b'","').replace(b"\n", b'"]]\n[["')
+            out.extend((b'[["' + body + b'"]]').split(b"\n"))
         else:
             eb = encode_basestring
             out.extend([("[[" + ",".join(map(eb, t)) + "]]").encode("utf-8") for t in part])

@@ -17,13 +17,12 @@ Definitions (all through :mod:`cotk_repro.core.canonical`):
 from __future__ import annotations
 
 import hashlib
-import re
 from json.encoder import encode_basestring  # C-accelerated; the string part of canonical JSON
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..core.canonical import StreamHasher, hash_object, token_list_items
+from ..core.canonical import StreamHasher, hash_object, string_items, token_list_items
 
 HASH_VERSION = 1
 _sha256 = hashlib.sha256
@@ -34,26 +33,9 @@ def raw_digest_one(text: str) -> bytes:
     return _sha256(("[" + encode_basestring(text) + "]").encode("utf-8")).digest()
 
 
-# Characters the JSON string encoder escapes; strings without them encode as '"' + s + '"', so the canonical
-# JSON of many samples is built with a few joins instead of one encoder call per string. Samples go in parts
-# of PART; a part holding a string that needs escaping (a quote in a caption) is encoded string by string.
-_ESCAPED_BUT_QUOTE_NL = re.compile(r"[\x00-\x09\x0b-\x1f\\]")
-PART = 256
-
-
 def raw_digests_one(texts: Sequence[str]) -> bytes:
-    """Concatenated :func:`raw_digest_one` of many texts."""
-    return b"".join([_raw_part(texts[i:i + PART]) for i in range(0, len(texts), PART)])
-
-
-def _raw_part(texts: Sequence[str]) -> bytes:
-    block = '"]\n["'.join(texts)
-    # 2 quotes and 1 line break a separator: a quote or a line break in a text breaks the count
-    if block.count("\n") == len(texts) - 1 and block.count('"') == 2 * len(texts) - 2 \
-            and not _ESCAPED_BUT_QUOTE_NL.search(block):
-        return b"".join([_sha256(p).digest() for p in ('["' + block + '"]').encode("utf-8").split(b"\n")])
-    eb = encode_basestring
-    return b"".join([_sha256(("[" + eb(t) + "]").encode("utf-8")).digest() for t in texts])
+    """Concatenated :func:`raw_digest_one` of many texts (their canonical JSON built in bulk)."""
+    return b"".join([_sha256(p).digest() for p in string_items(texts)])
 
 
 def raw_digest(utterances: Sequence[str]) -> bytes:
@@ -74,14 +56,14 @@ def data_digest(token_lists: Sequence[Sequence[str]]) -> bytes:
 
 
 def sorted_digests(blob: bytes) -> bytes:
-    """Sort 32-byte digests bytewise (lexicographic on big-endian 64-bit words)."""
+    """Sort 32-byte digests bytewise: numpy's sort of fixed-width byte strings compares every byte as unsigned, in
+    order (all 32, trailing zero bytes included: the items have one width), several times faster than a lexsort
+    of four 64-bit words."""
     if len(blob) % 32:
         raise ValueError("digest blob length is not a multiple of 32")
-    words = np.frombuffer(blob, dtype=">u8").reshape(-1, 4)
-    if len(words) < 2:
+    if len(blob) < 64:
         return bytes(blob)
-    order = np.lexsort((words[:, 3], words[:, 2], words[:, 1], words[:, 0]))
-    return words[order].tobytes()
+    return np.sort(np.frombuffer(blob, dtype="S32")).tobytes()
 
 
 def multiset_hash(label: str, blob: bytes) -> str:

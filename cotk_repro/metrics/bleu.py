@@ -41,7 +41,7 @@ from ..core.gcpause import without_gc
 from .reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
 from .base import Metric, MetricError, check_references, result_entry, signature
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
-                     run_starts, run_top2, stable_order, tokenize_text, tokenize_texts)
+                     run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_text, tokenize_texts)
 
 SMOOTHINGS = ("method0", "method1", "method2", "method3")
 _SMOOTH_ALIASES = {"none": "method0", "m0": "method0", "m1": "method1", "m2": "method2", "m3": "method3",
@@ -183,42 +183,81 @@ def _denominators(lengths: np.ndarray, max_n: int) -> np.ndarray:
 
 def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence[str]]], max_n: int
                   ) -> tuple[list[int], list[int], int, int]:
-    """Summed clipped counts, denominators, hypothesis and closest reference lengths (``corpus_bleu``)."""
+    """Summed clipped counts, denominators, hypothesis and closest reference lengths (``corpus_bleu``).
+
+    Only n-grams found on both sides of a pair (a hypothesis and its references) count, and an n-gram can be found
+    on the other side only if both its (n-1)-grams were: each order looks only at the positions whose two
+    (n-1)-grams matched (a fraction of them), never at ``<unk>``.
+    """
     H = len(hyps)
     flat = list(chain.from_iterable(refs))
-    owner = np.repeat(np.arange(H, dtype=np.int64), [len(rs) for rs in refs])
-    index = NgramIndex(list(hyps) + flat, max_n)
+    sents = list(hyps) + flat
+    lengths = np.fromiter(map(len, sents), np.int64, count=len(sents))
+    total = int(lengths.sum())
+    tokens, _, _, V = token_ids(sents, total)
+    owner = np.repeat(np.arange(H, dtype=np.int64), np.fromiter(map(len, refs), np.int64, count=H))
+    sent_at = np.repeat(np.arange(len(sents), dtype=np.int64), lengths)
+    remaining = np.repeat(np.cumsum(lengths), lengths) - np.arange(total, dtype=np.int64)
+    pair_of = np.concatenate([np.arange(H, dtype=np.int64), owner])  # per sentence: its hypothesis
+    valid = np.flatnonzero(tokens != 0)  # <unk> never matches
+    code_at = tokens.copy()
+    n_codes = V
+    alive = np.zeros(total, dtype=bool)
     nums = []
     for n in range(1, max_n + 1):
-        h_code, h_sent, h_cnt = index.counts(n, 0, H)
-        r_code, r_sent, r_cnt = index.counts(n, H, H + len(flat))
-        keep = ~index.code_has_unk[n][r_code]
-        # references come in their hypotheses' order: (code, owner) stays sorted, equal pairs adjacent
-        r_code, r_owner, r_cnt = r_code[keep], owner[r_sent[keep] - H], r_cnt[keep]
-        starts = run_starts(r_code, r_owner)
-        u_key = r_code[starts] * H + r_owner[starts]
-        u_max = np.maximum.reduceat(r_cnt, starts) if len(starts) else r_cnt
-        h_key = h_code * H + h_sent
-        if len(u_key):
-            pos = np.minimum(np.searchsorted(u_key, h_key), len(u_key) - 1)
-            ref_max = np.where(u_key[pos] == h_key, u_max[pos], 0)
+        if n == 1:
+            value = tokens[valid]
         else:
-            ref_max = np.zeros_like(h_cnt)
+            valid = valid[remaining[valid] >= n]
+            valid = valid[alive[valid] & alive[valid + 1]]
+            value = code_at[valid] * V + tokens[valid + (n - 1)]
+        by_value = stable_order(value, n_codes * V if n > 1 else V)
+        pos = valid[by_value]
+        code = dense_ranks(value[by_value])
+        n_codes = int(code[-1]) + 1 if len(code) else 0
+        code_at[pos] = code
+        # occurrences sorted by code then position: runs of (code, sentence), hypotheses before references
+        sent = sent_at[pos]
+        starts = run_starts(code, sent)
+        sizes = run_lengths(starts, len(code))
+        r_code, r_sent = code[starts], sent[starts]
+        is_hyp = r_sent < H
+        key = r_code * H + pair_of[r_sent]
+        h_key, h_cnt = key[is_hyp], sizes[is_hyp]
+        r_key, r_cnt = key[~is_hyp], sizes[~is_hyp]
+        # several references of one hypothesis: the largest count; (code, hypothesis) stays sorted
+        u = run_starts(r_key)
+        u_key = r_key[u]
+        u_max = np.maximum.reduceat(r_cnt, u) if len(u) else r_cnt
+        ref_max = _lookup(u_key, u_max, h_key)
         nums.append(int(np.minimum(h_cnt, ref_max).sum()))
-    hyp_lens = index.lengths[:H]
-    dens = _denominators(hyp_lens, max_n).sum(axis=0)
-    ref_lens = index.lengths[H:]
+        if n < max_n:  # positions whose n-gram is found on the other side of its pair
+            found = np.empty(len(key), dtype=bool)
+            found[is_hyp] = ref_max > 0
+            found[~is_hyp] = _lookup(h_key, h_cnt, r_key) > 0
+            alive = np.zeros(total, dtype=bool)
+            alive[pos] = np.repeat(found, sizes)
+    lengths_h, ref_lens = lengths[:H], lengths[H:]
+    dens = _denominators(lengths_h, max_n).sum(axis=0)
     if len(flat) == H:  # one reference each: its length
         closest = int(ref_lens.sum())
     else:
         closest = 0
         start = 0
         rl = ref_lens.tolist()
-        for h, rs in zip(hyp_lens.tolist(), refs):
+        for h, rs in zip(lengths_h.tolist(), refs):
             cand = rl[start:start + len(rs)]
             start += len(rs)
             closest += min(cand, key=lambda r: (abs(r - h), r))
-    return nums, [int(d) for d in dens], int(hyp_lens.sum()), closest
+    return nums, [int(d) for d in dens], int(lengths_h.sum()), closest
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """``values`` at each query's position in the sorted ``keys``; 0 where a query is absent."""
+    if not len(keys):
+        return np.zeros(len(queries), dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys, queries), len(keys) - 1)
+    return np.where(keys[pos] == queries, values[pos], 0)
 
 
 def _clip_vs_set(index: NgramIndex, lo: int, hi: int, rlo: int, rhi: int, max_n: int) -> np.ndarray:
@@ -661,8 +700,9 @@ class FwBwBleuMetric(_BleuFamily):
         if isinstance(references, str):
             raise MetricError("references must be a list of strings or of reference lists, not one string")
         tokens_mode = self.tokenizer is not None or self.dataloader is not None or not self.retokenize
-        flat: list[Any] = []
-        for r in references:
+        references = list(references)
+        flat: list[Any] = list(references) if _all_str(references) else []
+        for r in references if not flat else ():
             if isinstance(r, str) or _is_ids(r) or (tokens_mode and _is_token_list(r)):
                 flat.append(r)  # one reference
             elif isinstance(r, (list, tuple)):

@@ -118,6 +118,22 @@ def run_lengths(starts: np.ndarray, total: int) -> np.ndarray:
     return np.diff(np.append(starts, total))
 
 
+def token_ids(sentences: Sequence[Sequence[str]], total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Dense token ids in order of first occurrence, ``<unk>`` 0: ``(ids per position, positions ordered by id,
+    the ids in that order, number of ids)``. One dict operation a token: each gets the position of its first
+    occurrence, then those are ranked."""
+    first: dict[str, int] = {}
+    first_pos = np.fromiter(map(first.setdefault, chain((UNK,), chain.from_iterable(sentences)), count()),
+                            dtype=np.int64, count=total + 1)[1:]
+    order = stable_order(first_pos, total + 1)
+    ranks = dense_ranks(first_pos[order])
+    if total and first_pos[order[0]] != 0:  # <unk> absent: the ids start at 1
+        ranks += 1
+    tokens = np.empty(total, dtype=np.int64)
+    tokens[order] = ranks
+    return tokens, order, ranks, len(first)
+
+
 class NgramIndex:
     """Token lists -> per order, every n-gram occurrence as (dense n-gram code, sentence), sorted by code then
     sentence."""
@@ -128,18 +144,8 @@ class NgramIndex:
         lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
         self.lengths = lengths
         total = int(lengths.sum())
-        # one pass over the tokens: each gets the position of its first occurrence (<unk> first, 0); ranking
-        # those gives dense ids in order of first occurrence, <unk> 0
-        first: dict[str, int] = {}
-        first_pos = np.fromiter(map(first.setdefault, chain((UNK,), chain.from_iterable(sentences)), count()),
-                                dtype=np.int64, count=total + 1)[1:]
-        order = stable_order(first_pos, total + 1)
-        ranks = dense_ranks(first_pos[order])
-        if total and first_pos[order[0]] != 0:  # <unk> absent: the ids start at 1
-            ranks += 1
-        tokens = np.empty(total, dtype=np.int64)
-        tokens[order] = ranks
-        self.vocab_size = V = len(first)
+        tokens, order, ranks, V = token_ids(sentences, total)
+        self.vocab_size = V
         sent_of = np.repeat(np.arange(len(sentences), dtype=np.int64), lengths)
         remaining = np.repeat(np.cumsum(lengths), lengths) - np.arange(total, dtype=np.int64)  # tokens left
 
