@@ -280,7 +280,7 @@ def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]]
     """``sentence_bleu(refs, h)`` for every h in hyps (and, with ``both``, ``sentence_bleu(hyps, r)`` for every
     r in refs), each against the whole other set, in linear time."""
     H, R = len(hyps), len(refs)
-    index = NgramIndex(list(hyps) + list(refs), max_n)
+    index = NgramIndex(list(hyps) + list(refs), max_n, shared=H)  # the others never match
     lens = index.lengths
     fw_nums = _clip_vs_set(index, 0, H, H, H + R, max_n)
     fw = sentence_scores(fw_nums, _denominators(lens[:H], max_n), lens[:H], closest_lengths(lens[:H], lens[H:]),
@@ -297,7 +297,7 @@ def self_bleu_scores(sents: Sequence[Sequence[str]], max_n: int, weights: Sequen
                      ) -> list[float]:
     """``sentence_bleu(all others, s)`` for every sentence s (left out by position), in linear time."""
     S = len(sents)
-    index = NgramIndex(sents, max_n)
+    index = NgramIndex(sents, max_n, shared="any")  # the others never match
     nums = np.zeros((S, max_n), dtype=np.int64)
     for n in range(1, max_n + 1):
         code, sent, cnt = index.counts(n)

@@ -136,9 +136,15 @@ def token_ids(sentences: Sequence[Sequence[str]], total: int) -> tuple[np.ndarra
 
 class NgramIndex:
     """Token lists -> per order, every n-gram occurrence as (dense n-gram code, sentence), sorted by code then
-    sentence."""
+    sentence.
 
-    def __init__(self, sentences: Sequence[Sequence[str]], max_n: int):
+    ``shared`` keeps only the n-grams that can match somewhere else, for the BLEU family: ``"any"``, n-grams
+    found in at least two sentences (Self-BLEU); an index ``H``, n-grams found both before and from sentence ``H``
+    (a hypothesis set and a reference set). An n-gram is found only if both its (n-1)-grams are, so each order
+    looks only at the positions where they were; ``<unk>`` is never kept. ``None`` (default): every n-gram.
+    """
+
+    def __init__(self, sentences: Sequence[Sequence[str]], max_n: int, shared: str | int | None = None):
         self.max_n = max_n
         self.n_sentences = len(sentences)
         lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
@@ -162,18 +168,28 @@ class NgramIndex:
         # stay dense (never overflow); positions are visited in order, so a stable order by value is sorted by
         # code, then sentence.
         code_at = tokens.copy()  # per position: the code of the n-gram starting there (current order)
-        valid = np.arange(total, dtype=np.int64)
-        unk = tokens == 0
+        if shared is None:
+            valid = np.arange(total, dtype=np.int64)
+            pos1, code1 = order, ranks  # the order by first occurrence is the order by id
+        else:
+            valid = np.flatnonzero(tokens != 0)
+            known = ranks != 0
+            pos1, code1 = order[known], ranks[known]
+        unk = tokens[valid] == 0
+        alive: np.ndarray | None = None  # per position: its (n-1)-gram was kept
         n_codes = V
         for n in range(1, max_n + 1):
             if n == 1:
-                pos, code = order, ranks  # the order by first occurrence is the order by id
+                pos, code = pos1, code1
             else:
                 keep = remaining[valid] >= n
-                valid = valid[keep]
+                valid, unk = valid[keep], unk[keep]
+                if alive is not None:
+                    keep = alive[valid] & alive[valid + 1]
+                    valid, unk = valid[keep], unk[keep]
                 nxt = tokens[valid + (n - 1)]
                 value = code_at[valid] * V + nxt
-                unk = unk[keep] | (nxt == 0)
+                unk = unk | (nxt == 0)
                 by_value = stable_order(value, n_codes * V)
                 pos = valid[by_value]
                 code = dense_ranks(value[by_value])
@@ -182,10 +198,25 @@ class NgramIndex:
             has_unk = np.zeros(n_codes, dtype=bool)
             if unk.any():
                 has_unk[code_at[valid[unk]]] = True
-            self.sent.append(sent_of[pos])
+            sent = sent_of[pos]
+            self.sent.append(sent)
             self.code.append(code)
             self.code_has_unk.append(has_unk)
             self.n_codes.append(n_codes)
+            if shared is not None and n < max_n:
+                alive = self._kept(code, sent, pos, total, shared)
+
+    @staticmethod
+    def _kept(code: np.ndarray, sent: np.ndarray, pos: np.ndarray, total: int, shared: str | int) -> np.ndarray:
+        """Per position, whether its n-gram is shared (sentences ascend within a code's run: first and last are
+        its smallest and largest sentence)."""
+        starts = run_starts(code)
+        sizes = run_lengths(starts, len(code))
+        lo, hi = sent[starts], sent[starts + sizes - 1]
+        found = lo != hi if shared == "any" else (lo < shared) & (hi >= shared)
+        alive = np.zeros(total, dtype=bool)
+        alive[pos] = np.repeat(found, sizes)
+        return alive
 
     def counts(self, n: int, lo: int = 0, hi: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Unique (code, sentence) pairs of order ``n`` among sentences ``lo:hi``, sorted by code then
