@@ -1,9 +1,12 @@
 """Vectorized n-gram counting for the BLEU family (numpy).
 
 Sentences (token lists) are encoded once into one flat array of token ids; for each
-order n every valid position gets a *dense* n-gram code, built from the (n-1)-gram
-code and the next token and compressed with ``np.unique`` (so codes never overflow,
-whatever the vocabulary size or n). Codes are shared by every sentence encoded
+order n every valid position gets a *dense* n-gram code: the rank of (the (n-1)-gram's
+code, the next token) among the distinct pairs (so codes never overflow, whatever the
+vocabulary size or n). Grouping is one plain sort of ``value << bits | position`` per
+order (:func:`stable_order`; numpy's sort is vectorized, its argsort several times
+slower), and everything else comes from the runs of the sorted array: occurrences
+sorted by code then sentence, counts, largest counts per code. Codes are shared by every sentence encoded
 together, so a hypothesis set and a reference set encoded in one :class:`NgramIndex`
 can be matched by code.
 
