@@ -260,17 +260,6 @@ def run_top2(codes: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndar
     return top1, top2
 
 
-def group_top2(codes: np.ndarray, counts: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per code, the largest and second largest count over sentences (a multiset: ties repeat)."""
-    top1 = np.zeros(n_codes, dtype=np.int64)
-    top2 = np.zeros(n_codes, dtype=np.int64)
-    if len(codes):
-        t1, t2 = run_top2(codes, counts)
-        top1[codes] = t1
-        top2[codes] = t2
-    return top1, top2
-
-
 def closest_lengths(hyp_lens: np.ndarray, ref_lens: np.ndarray) -> np.ndarray:
     """For each hypothesis length h, the reference length r minimizing (|r - h|, r) (NLTK's rule)."""
     u = np.unique(ref_lens)
