@@ -55,22 +55,30 @@ def data_digest(token_lists: Sequence[Sequence[str]]) -> bytes:
     return _sha256(("[" + body + "]").encode("utf-8")).digest()
 
 
-def sorted_digests(blob: bytes) -> bytes:
-    """Sort 32-byte digests bytewise: numpy's sort of fixed-width byte strings compares every byte as unsigned, in
-    order (all 32, trailing zero bytes included: the items have one width), several times faster than a lexsort
-    of four 64-bit words."""
-    if len(blob) % 32:
+def _sorted_array(blobs: bytes | Sequence[bytes]) -> np.ndarray:
+    """The 32-byte digests of ``blobs`` (one blob or a list of them) in one new array, sorted in place bytewise:
+    numpy's sort of fixed-width byte strings compares every byte as unsigned, in order (all 32, trailing zero
+    bytes included: the items have one width), several times faster than a lexsort of four 64-bit words."""
+    parts = [blobs] if isinstance(blobs, (bytes, bytearray, memoryview)) else list(blobs)
+    if any(len(p) % 32 for p in parts):
         raise ValueError("digest blob length is not a multiple of 32")
-    if len(blob) < 64:
-        return bytes(blob)
-    return np.sort(np.frombuffer(blob, dtype="S32")).tobytes()
+    arr = np.concatenate([np.frombuffer(p, dtype="S32") for p in parts]) if parts else np.zeros(0, "S32")
+    arr.sort()
+    return arr
 
 
-def multiset_hash(label: str, blob: bytes) -> str:
-    """Order-independent hash of a multiset of 32-byte digests."""
+def sorted_digests(blobs: bytes | Sequence[bytes]) -> bytes:
+    """Sort 32-byte digests bytewise (``blobs``: one blob or a list of blobs)."""
+    return _sorted_array(blobs).tobytes()
+
+
+def multiset_hash(label: str, blobs: bytes | Sequence[bytes]) -> str:
+    """Order-independent hash of a multiset of 32-byte digests (``blobs``: one blob or a list of blobs, never
+    joined: the sorted copy is the only one)."""
+    arr = _sorted_array(blobs)
     h = StreamHasher(f"cotk-repro/data/{label}/v{HASH_VERSION}")
-    h.update(len(blob) // 32)
-    h.update_bytes(sorted_digests(blob))
+    h.update(len(arr))
+    h.update_bytes(memoryview(arr).cast("B"))
     return h.hexdigest()
 
 
