@@ -46,6 +46,7 @@ def canonical_json(obj: Any) -> bytes:
 
 
 def sha256_hex(data: bytes | str) -> str:
+    """Hex SHA-256 of bytes, or of text as UTF-8."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     return hashlib.sha256(data).hexdigest()
@@ -143,6 +144,7 @@ def token_list_items(token_lists: Sequence[Sequence[str]]) -> list[bytes]:
 
 
 def is_sha256_hex(value: Any) -> bool:
+    """Whether ``value`` is 64 lower-case hex digits."""
     return (
         isinstance(value, str)
         and len(value) == 64
