@@ -454,3 +454,22 @@ def test_corpus_counts_equal_plain_counting():
         assert got[1] == [sum(max(1, len(h) - n + 1) for h in hyps) for n in range(1, 5)]
         assert got[2] == sum(map(len, hyps))
         assert got[3] == sum(min((len(r) for r in rs), key=lambda x: (abs(x - len(h)), x)) for h, rs in zip(hyps, refs))
+
+
+def test_bulk_tokenizers_equal_nltk_wordpunct_on_fixture_text(fixtures_dir):
+    """Both bulk WordPunct tokenizers (BLEU's tokenize_texts and the data loaders' nltk tokenize_many) give NLTK's
+    WordPunctTokenizer tokens, line for line, on every Texygen fixture file and on unicode text (accents, CJK,
+    non-ASCII spaces and punctuation, digits of other scripts)."""
+    from nltk.tokenize import WordPunctTokenizer as NltkWordPunct
+
+    from cotk_repro.data.tokenizers import WordPunctTokenizer
+
+    lines = []
+    for path in sorted((fixtures_dir / "texygen").rglob("*.txt")):
+        lines.extend(path.read_text(encoding="utf-8").splitlines())
+    lines += ["café au lait, s'il vous plaît!", "日本語の文。「引用」も…", "naïve\u00a0coöperation\u2009— ok?",
+              "٣ cats ٤dogs", "emoji 🙂🙂 done", "tab\tand\u2028line", "a_b __init__ x--y", ""]
+    expected = [NltkWordPunct().tokenize(line) for line in lines]
+    assert len(lines) > 10000
+    assert tokenize_texts(lines) == expected
+    assert WordPunctTokenizer().tokenize_many(lines) == expected
