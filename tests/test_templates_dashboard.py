@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from conftest import run_cli
-from signing_support import key_env, make_key
+from dashboard_support import signed_dashboard
 from test_reproduce_support import add_bare_remote
 from test_templates import DIALOG_KEYS, LM_KEYS, TEMPLATES, make_template_project, needs_torch
 
@@ -28,22 +28,10 @@ TASKS = {"language-generation": ("mscoco-small", TEMPLATES[:3], LM_KEYS),
 
 @pytest.fixture
 def dashboard(tmp_path):
-    """A real dashboard requiring signatures, with alice, her token (logged in) and her registered key."""
-    from cotk_repro.dashboard.auth import add_user
-    from cotk_repro.dashboard.db import open_database
-    from cotk_repro.dashboard.identity import add_key
-    from cotk_repro.dashboard.server import start_in_thread
-
-    db_url = f"sqlite:///{tmp_path / 'dash.sqlite3'}"
-    url, stop = start_in_thread(db_url)
-    key = make_key(tmp_path / "alice-keys")
-    db = open_database(db_url)
-    token = add_user(db, "alice")[0]
-    add_key(db, "alice", key.with_suffix(".pub").read_text())
-    db.dispose()
-    assert run_cli("login", "--dashboard", url, "--token", token).returncode == 0
-    yield url, key_env(key, tmp_path / "alice-home")
-    stop()
+    """A real dashboard requiring signatures, alice logged in to it, and the environment that signs as her."""
+    for url, token, signing in signed_dashboard(tmp_path):
+        assert run_cli("login", "--dashboard", url, "--token", token).returncode == 0
+        yield url, signing
 
 
 def expected_ranks(values: dict[str, float], metric: str) -> dict[str, int]:
