@@ -78,10 +78,13 @@ def plan(template: str | ProjectTemplate) -> list[tuple[Path, Path, Path]]:
 
 
 def _render(tpl: ProjectTemplate, folder: Path, src: Path, context: dict[str, Any]) -> str:
+    """One ``.j2`` file of a project template, through the project's Jinja environment (its includes from the
+    template's own folders, which a plugin's template may keep outside ``templates/``)."""
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(f) for f in tpl.folders]),
-                             keep_trailing_newline=True, undefined=jinja2.StrictUndefined, autoescape=False)
+    from .core.templating import environment
+
+    env = environment().overlay(loader=jinja2.FileSystemLoader([str(f) for f in tpl.folders]))
     return env.from_string(src.read_text(encoding="utf-8")).render(**context)
 
 

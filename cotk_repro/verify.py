@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .records import short_id
+from .errors import RecordError
+from .records import short_id, validate_record
 from .core.signing import NS_RECORD, SIG_FILE, PublicKey, SigningError, read_allowed_signers, record_bytes, verify_bytes
 
 VALID, UNSIGNED, INVALID, UNKNOWN_SIGNER = "valid", "unsigned", "invalid", "unknown signer"
@@ -41,6 +42,10 @@ def check_signature(record: dict[str, Any], signature: str | None,
     """``{"id", "status", "signer", "fingerprint", "detail"}`` for one record and its signature text."""
     row: dict[str, Any] = {"id": record.get("id"), "status": UNSIGNED, "signer": None, "fingerprint": None,
                            "detail": f"no {SIG_FILE} beside the record"}
+    try:  # its shape and id: a valid signature over a malformed record, or under a forged id, is still invalid
+        validate_record(record, "the record")
+    except RecordError as exc:
+        return {**row, "status": INVALID, "detail": exc.message}
     if not signature:
         return row
     try:

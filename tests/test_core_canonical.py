@@ -37,7 +37,7 @@ def shuffled(obj, rng: random.Random):
 
 
 def record_like(body: dict) -> dict:
-    return {"schema": "cotk-repro/record", "schema_version": 1, "status": "ok", "code": {}, "environment": {},
+    return {"schema": "cotk-repro/record", "schema_version": 1, "status": "ok", "code": {"commit": "0" * 40}, "environment": {},
             "project": {}, "command": {}, "results": {}, "extra": body}
 
 

@@ -45,6 +45,7 @@ def canonical_json(obj: Any) -> bytes:
 
 
 def sha256_hex(data: bytes | str) -> str:
+    """Hex SHA-256 of bytes, or of text as UTF-8."""
     if isinstance(data, str):
         data = data.encode("utf-8")
     return hashlib.sha256(data).hexdigest()
@@ -89,6 +90,7 @@ def frame_bytes(items: list[bytes]) -> bytes:
 
 
 def is_sha256_hex(value: Any) -> bool:
+    """Whether ``value`` is 64 lower-case hex digits."""
     return (
         isinstance(value, str)
         and len(value) == 64

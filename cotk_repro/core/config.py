@@ -62,6 +62,7 @@ def _type_name(t: Any) -> str:
 
 
 def validate(data: dict[str, Any], source: str, schema: dict[str, Any] = SCHEMA, prefix: str = "") -> None:
+    """Check ``data`` against ``schema``: an unknown key or a wrong type is a ConfigError naming it and ``source``."""
     for key, value in data.items():
         dotted = f"{prefix}{key}"
         expected = schema.get(key, schema.get("*"))
@@ -84,6 +85,8 @@ def validate(data: dict[str, Any], source: str, schema: dict[str, Any] = SCHEMA,
 
 @dataclass
 class ProjectConfig:
+    """A project's validated configuration; :meth:`get` falls back to the defaults."""
+
     root: Path
     source: Path | None
     data: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -1,7 +1,10 @@
-"""The project's one Jinja environment over ``templates/`` (Dockerfile, scaffold, the compare report).
+"""The project's one Jinja environment over ``templates/`` (Dockerfile, the compare report, the dashboard's pages).
 
-``.html`` templates are autoescaped; everything else (Dockerfiles, scaffold files) is rendered as is.
-Undefined names are errors.
+Every template loads one way: by its path under ``templates/`` (``compare/report.html``,
+``dashboard/record.html``). ``.html`` templates are autoescaped; everything else (Dockerfiles) is rendered
+as is. Undefined names are errors; a user of the environment that renders documents uploaded by others,
+where optional keys may be absent, derives a lenient view of it with :func:`environment` ``(lenient=True)``
+(the same loader, escaping and filters: Jinja's ``Environment.overlay``).
 
 In a source checkout the templates are the top-level ``templates/`` folder; in a
 wheel they are shipped as ``cotk_repro/templates``.
@@ -18,16 +21,22 @@ _PKG = Path(__file__).resolve().parent.parent  # the cotk_repro package
 
 @lru_cache(maxsize=1)
 def templates_dir() -> Path:
+    """The folder the templates are loaded from."""
     for candidate in (_PKG / "templates", _PKG.parent / "templates"):
         if (candidate / "Dockerfile.j2").is_file():
             return candidate
     raise FileNotFoundError("cotk-repro's templates folder is missing from this installation")
 
 
-@lru_cache(maxsize=1)
-def _env():
+@lru_cache(maxsize=2)
+def environment(lenient: bool = False):
+    """The Jinja environment over ``templates/``; ``lenient``: missing names render empty, block tags leave no
+    blank lines (for pages of uploaded documents), else a missing name is an error."""
     import jinja2
 
+    if lenient:
+        return environment().overlay(undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True,
+                                     keep_trailing_newline=False)
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         keep_trailing_newline=True,
@@ -38,4 +47,4 @@ def _env():
 
 def render(template_name: str, /, **context: Any) -> str:
     """Render ``templates/<template_name>`` with ``context``."""
-    return _env().get_template(template_name).render(**context)
+    return environment().get_template(template_name).render(**context)

@@ -75,6 +75,7 @@ def data_dir() -> Path:
 
 
 def config_path() -> Path:
+    """The user config file (dashboard tokens)."""
     return config_dir() / CONFIG_NAME
 
 
@@ -86,6 +87,7 @@ def cache_dir() -> Path:
 
 
 def load() -> dict[str, Any]:
+    """The user config; empty when there is none."""
     path = config_path()
     if not path.is_file():
         return {}
@@ -115,6 +117,7 @@ def save(data: dict[str, Any]) -> Path:
 
 
 def normalize_url(url: str) -> str:
+    """A dashboard URL as it is stored (http(s) only); ConfigError otherwise."""
     url = url.strip()
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"{url!r} is not a dashboard URL (it must start with http:// or https://)")
@@ -122,6 +125,7 @@ def normalize_url(url: str) -> str:
 
 
 def set_dashboard_token(url: str, token: str, *, make_default: bool = True) -> Path:
+    """Store the token for a dashboard (file mode 0600); returns the config file."""
     url = normalize_url(url)
     token = token.strip()
     if not token:
@@ -134,6 +138,7 @@ def set_dashboard_token(url: str, token: str, *, make_default: bool = True) -> P
 
 
 def default_dashboard() -> str | None:
+    """The dashboard URL `login` made the default, if any."""
     return load().get("default_dashboard") or None
 
 
@@ -147,5 +152,6 @@ def dashboard_token(url: str) -> str | None:
 
 
 def git_base() -> str | None:
+    """The configured base for ``user/repo`` sources, if any."""
     value = load().get("git_base")
     return value if isinstance(value, str) and value else None

@@ -1,8 +1,13 @@
-"""The JSON API under ``/api/v1`` (docs/spec.md section 7), described at ``/openapi.json``."""
+"""The JSON API under ``/api/v1`` (docs/spec.md section 7), described at ``/openapi.json``.
+
+The upload bodies are read raw (the signature covers the document as sent) and validated by the store;
+their OpenAPI schemas are generated from the models of :mod:`cotk_repro.records.model`.
+"""
 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Optional
 from urllib.parse import quote
 
@@ -172,54 +177,34 @@ class RecordOut(BaseModel):
     url: str
 
 
-RECORD_BODY_SCHEMA = {
-    "type": "object",
-    "description": "A cotk-repro record (schema `cotk-repro/record`); its `id` must be `sha256:` + the SHA-256 "
-                   "of the canonical JSON of everything else.",
-    "required": ["schema", "schema_version", "id", "status", "code", "environment", "project", "command", "results"],
-    "properties": {
-        "schema": {"type": "string", "enum": ["cotk-repro/record"]},
-        "schema_version": {"type": "integer"},
-        "id": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
-        "status": {"type": "string"},
-        "code": {"type": "object"},
-        "environment": {"type": "object"},
-        "project": {"type": "object", "properties": {"name": {"type": "string"}, "task": {"type": "string"},
-                                                     "dataset": {"type": "string"}}},
-        "command": {"type": "object"},
-        "results": {"type": "object", "additionalProperties": {
-            "type": "object", "required": ["value"],
-            "properties": {"value": {"type": "number"}, "hash": {"type": ["string", "null"]}}}},
-        "data": {"type": ["object", "null"]},
-    },
-}
+@lru_cache(maxsize=1)
+def _uploads() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The upload bodies' JSON schemas and their definitions, generated from :mod:`cotk_repro.records.model`."""
+    from ..records.model import upload_schemas
 
-REPRODUCTION_BODY_SCHEMA = {
-    "type": "object",
-    "description": "A reproduction verdict: the output of `cotk-repro reproduce --json`.",
-    "required": ["schema", "verdict"],
-    "properties": {
-        "schema": {"type": "string", "enum": ["cotk-repro/reproduction"]},
-        "schema_version": {"type": "integer"},
-        "record_id": {"type": "string"},
-        "verdict": {"type": "string", "enum": list(store.VERDICTS)},
-        "runtime": {"type": "string"},
-        "metrics": {"type": "array", "items": {"type": "object"}},
-        "environment_differences": {"type": "array", "items": {"type": "object"}},
-        "error": {"type": ["string", "null"]},
-    },
-}
+    return upload_schemas()
 
-def signed(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """The request body: ``{kind: payload, "signature": armored SSHSIG}``, or the bare payload (unsigned)."""
-    return {"oneOf": [
-        {"type": "object", "required": [kind, "signature"], "additionalProperties": False,
-         "description": f"A signed upload: the {kind} and its SSH signature (ssh-keygen -Y sign, namespace "
-                        f"cotk-repro-{kind}) over its canonical JSON"
-                        + (" without `id`." if kind == "record" else "."),
-         "properties": {kind: schema, "signature": {"type": "string", "maxLength": 16384}}},
-        schema,
-    ]}
+
+def upload_body(kind: str) -> dict[str, Any]:
+    """The OpenAPI request body of an upload: the signed ``{kind, signature}`` form or the bare document."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": _uploads()[0][kind]}}}}
+
+
+def add_upload_schemas(app) -> None:
+    """Put the models the upload bodies refer to into the app's OpenAPI components."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            doc = generate()
+            schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+            clash = sorted(set(schemas) & set(_uploads()[1]))
+            if clash:  # two models of one name would silently replace each other
+                raise RuntimeError(f"OpenAPI component names used twice: {', '.join(clash)}")
+            schemas.update(_uploads()[1])
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 ERRORS = {401: {"model": Problem, "description": "missing or invalid token"},
@@ -281,9 +266,7 @@ def me(user: Principal = Depends(require_user)) -> dict[str, str]:
 
 @router.post("/records", status_code=201, response_model=Created,
              responses={200: {"model": Created, "description": "the record was already stored (no-op)"}, **ERRORS},
-             openapi_extra={"requestBody": {"required": True,
-                                            "content": {"application/json": {
-                                                "schema": signed("record", RECORD_BODY_SCHEMA)}}}})
+             openapi_extra=upload_body("record"))
 async def upload_record(request: Request, user: Principal = Depends(require_user)):
     """Upload a record. 201 when stored, 200 when the same record is already there."""
     body = _json_body(await request.body())
@@ -333,9 +316,7 @@ async def get_record(request: Request, record_id: str):
 
 @router.post("/records/{record_id}/reproductions", status_code=201, response_model=ReproductionCreated,
              responses={404: {"model": Problem}, **ERRORS},
-             openapi_extra={"requestBody": {"required": True,
-                                            "content": {"application/json": {
-                                                "schema": signed("reproduction", REPRODUCTION_BODY_SCHEMA)}}}})
+             openapi_extra=upload_body("reproduction"))
 async def add_reproduction(request: Request, record_id: str, user: Principal = Depends(require_user)):
     """Attach a reproduction verdict (``cotk-repro reproduce --json``) to a record, attributed to you."""
     body = _json_body(await request.body())

@@ -318,6 +318,7 @@ def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
         return JSONResponse({"detail": "internal server error"}, status_code=500)
 
     app.include_router(api.router)
+    api.add_upload_schemas(app)
     app.include_router(keys_api.router)
     app.include_router(pages.router)
     app.add_middleware(GuardMiddleware, max_body=max_body,

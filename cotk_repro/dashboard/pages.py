@@ -1,6 +1,7 @@
 """HTML pages: ``/`` (tasks and datasets), ``/leaderboard``, ``/records``, ``/records/{id}``.
 
-Jinja2 templates from ``templates/dashboard/`` with autoescaping on: every
+Jinja2 templates from ``templates/dashboard/``, through the project's one environment
+(:mod:`cotk_repro.core.templating`), with autoescaping on: every
 user-supplied string (project, metric and user names, stdout snippets, the
 Dockerfile) is escaped. No scripts are served at all (see the CSP in ``app.py``).
 """
@@ -26,21 +27,18 @@ PER_PAGE = 100
 
 @lru_cache(maxsize=1)
 def _env():
-    import jinja2
+    """The project's Jinja environment (lenient: uploaded records may lack optional keys) with the pages' helpers."""
+    from ..core.templating import environment
 
-    from ..core.templating import templates_dir
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir() / "dashboard")),
-                             autoescape=True, undefined=jinja2.ChainableUndefined, trim_blocks=True,
-                             lstrip_blocks=True)
-    env.filters["fmt"] = fmt_value
-    env.globals["board_url"] = board_url
-    env.globals["record_path"] = record_path
+    env = environment(lenient=True).overlay()
+    env.filters = {**env.filters, "fmt": fmt_value}  # its own dicts: the project's environments stay as they are
+    env.globals = {**env.globals, "board_url": board_url, "record_path": record_path}
     return env
 
 
 def render(name: str, **context: Any) -> str:
-    return _env().get_template(name).render(**context)
+    """Render ``templates/dashboard/<name>``."""
+    return _env().get_template("dashboard/" + name).render(**context)
 
 
 def fmt_value(v: Any) -> str:

@@ -1,9 +1,9 @@
 """Storing and reading records and reproductions (the work behind the API and pages).
 
-Uploads are validated with :mod:`cotk_repro.records` (schema, required keys, the
-id recomputed from the content), :func:`cotk_repro.core.results.normalize_results`
-(every metric a finite number with a 64-hex hash or none) and the metric's declared
-range (:mod:`.verdicts`). Records are immutable: the same record twice is one row (a
+Uploads are validated through the models of :mod:`cotk_repro.records.model` (the
+record's shape, every metric a finite number with a 64-hex hash or none, the id
+recomputed from the content; the reproduction verdict's shape) and the metric's
+declared range (:mod:`.verdicts`). Records are immutable: the same record twice is one row (a
 unique constraint; a concurrent duplicate's ``IntegrityError`` is the "already there" answer).
 
 Signed uploads are ``{"record": ..., "signature": ...}`` / ``{"reproduction": ..., "signature": ...}``
@@ -24,10 +24,8 @@ from typing import Any, Callable
 from sqlalchemy import distinct, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ..core.canonical import canonical_json
 from ..errors import CotkError
 from ..records import ID_PREFIX, validate_record
-from ..core.results import RESULT_SCHEMA, normalize_results
 from ..core.signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproduction_bytes
 from .auth import Principal, now_iso
 from .db import Database
@@ -35,8 +33,6 @@ from .identity import BadSignature, Forbidden, Signer, check_uploader, signer_of
 from .models import NAME_MAX, BoardGroup, Mirror, Record, Reproduction, Result, User
 from .verdicts import VerdictError, check_values, server_verdict
 
-REPRODUCTION_SCHEMA = "cotk-repro/reproduction"
-VERDICTS = ("reproduced", "not reproduced", "could not run")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -98,20 +94,12 @@ def _name(value: Any, what: str, *, default: str = "") -> str:
 def validate_upload(record: Any) -> dict[str, Any]:
     """Check an uploaded record; returns the columns to store. Raises :class:`Invalid`."""
     try:
-        validate_record(record, where="the record")
-        for key in ("code", "environment", "project", "command"):
-            if not isinstance(record.get(key), dict):
-                raise Invalid(f"the record's {key!r} must be an object")
-        if not isinstance(record.get("status"), str) or len(record["status"]) > 32:
-            raise Invalid("the record's 'status' must be a short string")
+        validate_record(record, where="the record")  # its shape (records.model.Record) and its id
         results = record["results"]
-        if results:
-            normalized = normalize_results({"schema": RESULT_SCHEMA, "results": results}, where="the record")["results"]
-        else:
-            normalized = {}
-        for name in normalized:
+        for name in results:
             _name(name, f"metric name {name[:40]!r}")
-        check_values({k: (v["value"], v["hash"]) for k, v in normalized.items()}, "the record")
+        columns = {k: (float(v["value"]), v["hash"].lower() if v.get("hash") else None) for k, v in results.items()}
+        check_values(columns, "the record")
         project = record["project"]
         return {
             "record_id": record["id"],
@@ -119,11 +107,11 @@ def validate_upload(record: Any) -> dict[str, Any]:
             "dataset": _name(project.get("dataset"), "project dataset"),
             "project_name": _name(project.get("name"), "project name"),
             "status": record["status"],
-            "results": {k: (float(v["value"]), v["hash"]) for k, v in normalized.items()},
+            "results": columns,
         }
     except Invalid:
         raise
-    except CotkError as exc:  # RecordError, RunError, VerdictError (a value outside its metric's range)
+    except CotkError as exc:  # RecordError, VerdictError (a value outside its metric's range)
         raise Invalid(exc.message) from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         raise Invalid(f"the record cannot be read: {type(exc).__name__}") from None
@@ -203,24 +191,15 @@ def count_result(conn, dialect: str, task: str, dataset: str, metric: str, h: st
 
 
 def validate_reproduction(verdict: Any, record_id: str) -> str:
-    if not isinstance(verdict, dict):
-        raise Invalid("the reproduction must be a JSON object (the `cotk-repro reproduce --json` output)")
-    if verdict.get("schema") != REPRODUCTION_SCHEMA:
-        raise Invalid(f"the reproduction's schema must be {REPRODUCTION_SCHEMA!r}")
-    v = verdict.get("verdict")
-    if v not in VERDICTS:
-        raise Invalid(f"the reproduction's verdict must be one of {', '.join(VERDICTS)}")
-    rid = verdict.get("record_id")
-    if rid is not None and (not isinstance(rid, str) or normalize_id(rid) != record_id):
-        raise Invalid("the reproduction's record_id is not the record it is attached to")
-    for key in ("metrics", "environment_differences"):
-        if verdict.get(key) is not None and not isinstance(verdict.get(key), list):
-            raise Invalid(f"the reproduction's {key!r} must be a list")
+    """Check a reproduction verdict's shape (:class:`cotk_repro.records.model.Reproduction`); its claimed verdict."""
+    from ..records.model import check_reproduction
+
     try:
-        canonical_json(verdict)  # finite numbers, string keys, encodable text
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise Invalid(f"the reproduction cannot be stored: {exc}") from None
-    return v
+        return check_reproduction(verdict, record_id)["verdict"]
+    except CotkError as exc:
+        raise Invalid(exc.message) from None
+    except RecursionError:
+        raise Invalid("the reproduction is nested too deeply") from None
 
 
 def add_reproduction(db: Database, record_ref: str, principal: Principal, body: Any, *,

@@ -25,6 +25,8 @@ ToleranceFn = Callable[[str], tuple[float, float]]
 
 @dataclass
 class MetricVerdict:
+    """One metric compared between record A and candidate B: both values and hashes, the verdict."""
+
     metric: str
     verdict: str
     a_value: float | None
@@ -40,11 +42,13 @@ class MetricVerdict:
 
 
 def within(a: float, b: float, rtol: float, atol: float) -> bool:
+    """Whether ``b`` is within ``rtol``/``atol`` of ``a`` (either way)."""
     return math.isclose(a, b, rel_tol=rtol, abs_tol=atol) or abs(a - b) <= atol + rtol * abs(a)
 
 
 def compare_results(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any]],
                     tolerance: ToleranceFn) -> list[MetricVerdict]:
+    """One verdict per metric of ``a`` and ``b`` (normalized results), with each metric's tolerance."""
     rows: list[MetricVerdict] = []
     for name in list(a) + [n for n in b if n not in a]:
         rtol, atol = tolerance(name)

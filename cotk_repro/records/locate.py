@@ -23,6 +23,7 @@ def api_url_for(url: str) -> str:
 
 
 def fetch_json(url: str, timeout: float = 30.0) -> Any:
+    """The JSON at ``url`` (a dashboard record page is read through its API URL); RecordError otherwise."""
     import requests
 
     try:

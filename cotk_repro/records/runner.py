@@ -32,6 +32,8 @@ from .store import RECORD_SCHEMA, RECORD_SCHEMA_VERSION, RunStore
 
 @dataclass
 class RunOutcome:
+    """What a run left: its record, the record's folder, and the error that failed it (if any)."""
+
     record: dict[str, Any]
     folder: Path
     error: CotkError | None = None
@@ -39,6 +41,8 @@ class RunOutcome:
 
 
 class Interrupted(CotkError):
+    """The run was interrupted (Ctrl-C); exit status 130."""
+
     exit_code = 130
 
 
@@ -218,6 +222,7 @@ def _dirty_error(state: GitState, result_path: Path) -> CaptureError:
 def execute(cwd: Path | None = None, *, entry: str | None = None, args: list[str] | None = None,
             result: str | None = None, allow_dirty: bool = False, echo: bool | str = True,
             on_status: Callable[[str], None] | None = None) -> RunOutcome:
+    """``cotk-repro run``: check, run the entry, write its record (failed or interrupted ones too)."""
     cwd = Path(cwd or os.getcwd()).resolve()
     state, config, entry_path, args, result_path = prepare(
         cwd, entry=entry, args=args, result=result, allow_dirty=allow_dirty)

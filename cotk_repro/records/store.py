@@ -23,11 +23,13 @@ RECORD_SCHEMA = "cotk-repro/record"
 RECORD_SCHEMA_VERSION = 1
 STATE_DIR = ".cotk-repro"
 ID_PREFIX = "sha256:"
-
-REQUIRED_KEYS = ("schema", "schema_version", "status", "code", "environment", "project", "command", "results")
+REPRODUCTION_SCHEMA = "cotk-repro/reproduction"
+#: a reproduction's verdict, as ``reproduce --json`` writes it and the dashboard recomputes it
+VERDICTS = ("reproduced", "not reproduced", "could not run")
 
 
 def compute_id(record: dict[str, Any]) -> str:
+    """``sha256:`` + the hex SHA-256 of the canonical JSON of the record without its ``id``."""
     body = {k: v for k, v in record.items() if k != "id"}
     return ID_PREFIX + hash_object(body)
 
@@ -40,26 +42,14 @@ def finalize(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def validate_record(record: Any, where: str = "record") -> dict[str, Any]:
-    """Check the shape of a record and that its id matches its content."""
-    if not isinstance(record, dict):
-        raise RecordError(f"{where} is not a JSON object")
-    if record.get("schema") != RECORD_SCHEMA:
-        raise RecordError(f"{where} is not a cotk-repro record (schema {record.get('schema')!r})")
-    missing = [k for k in REQUIRED_KEYS if k not in record]
-    if missing:
-        raise RecordError(f"{where} lacks {', '.join(missing)}")
-    if not isinstance(record.get("results"), dict):
-        raise RecordError(f"{where}: 'results' must be an object")
-    try:
-        expected = compute_id(record)
-    except (TypeError, ValueError) as exc:
-        raise RecordError(f"{where} cannot be hashed: {exc}") from None
-    if record.get("id") != expected:
-        raise RecordError(f"{where}: its id {record.get('id')!r} does not match its content ({expected})")
-    return record
+    """Check a record's shape (:class:`.model.Record`) and that its id matches its content; returns it unchanged."""
+    from .model import check_record  # pydantic: imported only where a record is read, never by `run`
+
+    return check_record(record, where)
 
 
 def short_id(record_id: str, n: int = 12) -> str:
+    """The first ``n`` hex digits of an id, for display."""
     return record_id.removeprefix(ID_PREFIX)[:n]
 
 

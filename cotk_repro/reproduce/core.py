@@ -21,13 +21,11 @@ from typing import Any, Callable
 from .. import __version__
 from ..records.diffing import MetricVerdict, compare_results, environment_differences, overall
 from ..errors import EXIT_ERROR, EXIT_NEGATIVE, EXIT_OK, CotkError
-from ..records import short_id
+from ..records import REPRODUCTION_SCHEMA, short_id
 from . import ReproduceError
 from .job import Job, Steps
 from .lock import validate_lock, validate_python
 from .paths import check_command
-
-VERDICT_SCHEMA = "cotk-repro/reproduction"
 
 
 @dataclass
@@ -82,7 +80,7 @@ class Outcome:
 
 
 def empty_verdict(runtime: str) -> dict[str, Any]:
-    return {"schema": VERDICT_SCHEMA, "schema_version": 1, "record_id": None, "verdict": "could not run",
+    return {"schema": REPRODUCTION_SCHEMA, "schema_version": 1, "record_id": None, "verdict": "could not run",
             "runtime": runtime, "metrics": [], "environment_differences": [],
             "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
             "error": None, "record_signature": None, "cotk_repro_version": __version__}

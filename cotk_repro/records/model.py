@@ -1,0 +1,272 @@
+"""The shape of a record and of a reproduction verdict: the pydantic models every reader validates through.
+
+These models are the one description of both documents (docs/spec.md section 4): :func:`check_record`
+(behind :func:`cotk_repro.records.validate_record`) and the dashboard's upload checks validate through
+them, and the dashboard's OpenAPI request bodies are generated from them (:func:`upload_schemas`).
+
+They *check*; they never *produce*. A document is validated as it is and then used as the dict it came
+as: nothing is dumped from a model, so no default, alias or coercion ever reaches the bytes a record's id
+and signatures are computed over (:mod:`cotk_repro.core.canonical`). Validation is strict (no ``"1"`` for
+``1``, no ``true`` for a number) and every object admits keys the model does not name (newer writers may
+add some; they are hashed and stored like the rest).
+
+Importing this module imports pydantic (~0.15 s), so it is imported lazily, only where a document comes
+from outside (``diff``, ``publish``, ``reproduce``, ``verify``, the dashboard); ``run`` writes its own
+records without it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Dict, List, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+
+from ..core.canonical import canonical_json
+from ..errors import RecordError
+from .store import ID_PREFIX, RECORD_SCHEMA, REPRODUCTION_SCHEMA, VERDICTS, compute_id
+
+HASH_PATTERN, COMMIT_PATTERN, ID_PATTERN = r"^[0-9a-fA-F]{64}$", r"^[0-9a-f]{7,64}$", r"^sha256:[0-9a-f]{64}$"
+Hash = Annotated[str, Field(pattern=HASH_PATTERN, description="hex SHA-256 (a comparability hash)")]
+Number = Annotated[float, Field(allow_inf_nan=False)]
+Text = Optional[StrictStr]
+
+
+class _Object(BaseModel):
+    """A JSON object of a record: the keys below are checked, other keys are allowed and kept."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class Code(_Object):
+    """``code``: the git state the run was made from."""
+
+    commit: StrictStr = Field(description="the commit sha (hex)", pattern=COMMIT_PATTERN)
+    branch: Text = None
+    detached: Optional[StrictBool] = None
+    remote: Text = None
+    remote_url: Text = Field(None, description="the remote's URL, credentials stripped (local remotes: `local:NAME`)")
+    dirty: Optional[StrictBool] = Field(None, description="uncommitted changes (only with `run --allow-dirty`)")
+
+
+class Python(_Object):
+    """``environment.python``."""
+
+    version: Text = None
+    implementation: Text = None
+    major_minor: Text = None
+
+
+class Package(_Object):
+    """One installed distribution (``environment.packages``)."""
+
+    name: StrictStr
+    version: StrictStr
+    install: Text = Field(None, description="editable, local, vcs or url; absent for an index install")
+
+
+class Plugin(_Object):
+    """One loaded plugin (``environment.plugins``)."""
+
+    name: StrictStr
+    version: Text = None
+
+
+class Environment(_Object):
+    """``environment``: what the run ran on. Never environment variables, tokens or home paths."""
+
+    python: Optional[Python] = None
+    platform: Optional[Dict[str, Any]] = None
+    packages: Optional[List[Package]] = None
+    cotk_repro_version: Text = None
+    plugins: Optional[List[Plugin]] = None
+    accelerators: Optional[List[Dict[str, Any]]] = None
+    dockerfile: Text = None
+    dockerfile_sha256: Optional[Hash] = None
+
+
+class Project(_Object):
+    """``project``: how the dashboard files the record (task, dataset)."""
+
+    name: Text = None
+    task: Text = None
+    dataset: Text = None
+
+
+class Command(_Object):
+    """``command``: what ran, where and how it ended."""
+
+    entry: Text = None
+    args: Optional[List[StrictStr]] = None
+    cwd: Text = Field(None, description="relative to the repository root")
+    result_file: Text = None
+    started_at: Text = None
+    duration_s: Optional[Number] = None
+    exit_status: Optional[StrictInt] = None
+
+
+class Result(_Object):
+    """One metric's result: the normalized form of :mod:`cotk_repro.core.results`."""
+
+    value: Number
+    hash: Optional[Hash] = Field(None, description="the comparability hash; null: unverifiable")
+    signature: Text = None
+    metric: Text = None
+    version: Text = None
+
+
+class Record(_Object):
+    """A cotk-repro record (schema ``cotk-repro/record``).
+
+    Its ``id`` is ``sha256:`` + the hex SHA-256 of the canonical JSON of everything else (UTF-8, keys
+    sorted, no insignificant whitespace, floats in shortest round-trip form)."""
+
+    schema_name: Literal[RECORD_SCHEMA] = Field(alias="schema")  # type: ignore[valid-type]
+    schema_version: StrictInt = Field(ge=1)
+    id: StrictStr = Field(pattern=ID_PATTERN)
+    status: StrictStr = Field(max_length=32, description="ok, failed or interrupted")
+    code: Code
+    environment: Environment
+    project: Project
+    command: Command
+    results: Dict[str, Result]
+    data: Optional[Dict[str, StrictStr]] = Field(None, description="the dataloader hash codes, when known")
+    error: Text = None
+    cotk_repro_version: Text = None
+
+
+class MetricRow(_Object):
+    """One metric's verdict in a reproduction (``cotk-repro diff`` rows)."""
+
+    metric: StrictStr
+    verdict: Text = None
+
+
+class Rerun(_Object):
+    """``rerun``: the reproduction's own results, from which the dashboard recomputes the verdict."""
+
+    results: Dict[str, Result]
+    python: Text = None
+    started_at: Text = None
+    duration_s: Optional[Number] = None
+
+
+class Reproduction(_Object):
+    """A reproduction verdict (schema ``cotk-repro/reproduction``): the output of ``reproduce --json``."""
+
+    schema_name: Literal[REPRODUCTION_SCHEMA] = Field(alias="schema")  # type: ignore[valid-type]
+    schema_version: Optional[StrictInt] = None
+    record_id: Text = None
+    verdict: Literal[VERDICTS]  # type: ignore[valid-type]
+    runtime: Text = None
+    metrics: Optional[List[MetricRow]] = None
+    environment_differences: Optional[List[Dict[str, Any]]] = None
+    rerun: Optional[Rerun] = None
+    tolerances: Optional[Dict[str, Dict[str, Any]]] = Field(None, description="{metric: {rtol, atol}} it used")
+    error: Text = None
+
+
+class SignedRecord(BaseModel):
+    """A signed record upload: the record and its SSHSIG (namespace ``cotk-repro-record``) over its
+    canonical JSON without ``id``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    record: Record
+    signature: StrictStr = Field(max_length=16384, description="armored `ssh-keygen -Y sign` output")
+
+
+class SignedReproduction(BaseModel):
+    """A signed reproduction upload: the verdict and its SSHSIG (namespace ``cotk-repro-reproduction``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    reproduction: Reproduction
+    signature: StrictStr = Field(max_length=16384, description="armored `ssh-keygen -Y sign` output")
+
+
+_WORDS = {"string_type": "must be a string", "int_type": "must be an integer", "float_type": "must be a number",
+          "bool_type": "must be true or false", "dict_type": "must be an object", "model_type": "must be an object",
+          "list_type": "must be a list", "finite_number": "must be a finite number",
+          "string_pattern_mismatch": "is malformed", "missing": "is missing"}
+
+
+_EXPECTED = {HASH_PATTERN: "64 hex digits of SHA-256", COMMIT_PATTERN: "a hex commit sha",
+             ID_PATTERN: "'sha256:' and 64 hex digits"}
+
+
+def _sentence(exc: ValidationError, where: str) -> str:
+    """The first error of ``exc`` as one sentence naming its key path."""
+    err = exc.errors(include_url=False)[0]
+    path = ".".join(str(p) for p in err["loc"])
+    words = _WORDS.get(err["type"]) or err["msg"][:1].lower() + err["msg"][1:]
+    expected = _EXPECTED.get((err.get("ctx") or {}).get("pattern"))
+    if expected:
+        words += f" (expected {expected})"
+    shown = "" if err["type"] == "missing" else f", got {str(err.get('input'))[:60]!r}"
+    return f"{where}: {path!r} {words}{shown}"
+
+
+def _missing(model: type[BaseModel], data: dict[str, Any]) -> list[str]:
+    return [f.alias or n for n, f in model.model_fields.items() if f.is_required() and (f.alias or n) not in data]
+
+
+def check_record(record: Any, where: str = "record") -> dict[str, Any]:
+    """Validate a record against :class:`Record` and check that its id matches its content; returns it unchanged."""
+    if not isinstance(record, dict):
+        raise RecordError(f"{where} is not a JSON object")
+    if record.get("schema") != RECORD_SCHEMA:
+        raise RecordError(f"{where} is not a cotk-repro record (schema {record.get('schema')!r})")
+    missing = _missing(Record, record)
+    if missing:
+        raise RecordError(f"{where} lacks {', '.join(missing)}")
+    try:
+        expected = compute_id(record)
+    except (TypeError, ValueError) as exc:
+        raise RecordError(f"{where} cannot be hashed: {exc}") from None
+    if record.get("id") != expected:
+        raise RecordError(f"{where}: its id {record.get('id')!r} does not match its content ({expected})")
+    try:
+        Record.model_validate(record)
+    except ValidationError as exc:
+        raise RecordError(_sentence(exc, where)) from None
+    return record
+
+
+def check_reproduction(verdict: Any, record_id: str | None = None, where: str = "the reproduction") -> dict[str, Any]:
+    """Validate a reproduction verdict against :class:`Reproduction` (and, given ``record_id``, that it names
+    that record); returns it unchanged. Raises :class:`RecordError`."""
+    if not isinstance(verdict, dict):
+        raise RecordError(f"{where} must be a JSON object (the `cotk-repro reproduce --json` output)")
+    if verdict.get("schema") != REPRODUCTION_SCHEMA:
+        raise RecordError(f"{where}'s schema must be {REPRODUCTION_SCHEMA!r}")
+    if verdict.get("verdict") not in VERDICTS:
+        raise RecordError(f"{where}'s verdict must be one of {', '.join(VERDICTS)}")
+    try:
+        Reproduction.model_validate(verdict)
+    except ValidationError as exc:
+        raise RecordError(_sentence(exc, where)) from None
+    rid = verdict.get("record_id")
+    if record_id is not None and rid is not None and _normal_id(rid) != record_id:
+        raise RecordError(f"{where}'s record_id is not the record it is attached to")
+    try:
+        canonical_json(verdict)  # finite numbers, string keys, encodable text
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise RecordError(f"{where} cannot be stored: {exc}") from None
+    return verdict
+
+
+def _normal_id(ref: str) -> str:
+    ref = ref.strip().lower()
+    return ref if ref.startswith(ID_PREFIX) else ID_PREFIX + ref
+
+
+def upload_schemas(ref_template: str = "#/components/schemas/{model}") -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(bodies, definitions)``: the JSON schemas of the record and reproduction uploads (signed or bare),
+    generated from the models, with the definitions they refer to (OpenAPI components)."""
+    from pydantic.json_schema import models_json_schema
+
+    keyed, defs = models_json_schema(
+        [(m, "validation") for m in (Record, SignedRecord, Reproduction, SignedReproduction)],
+        ref_template=ref_template)
+    ref = {m.__name__: keyed[(m, "validation")] for m in (Record, SignedRecord, Reproduction, SignedReproduction)}
+    bodies = {"record": {"oneOf": [ref["SignedRecord"], ref["Record"]]},
+              "reproduction": {"oneOf": [ref["SignedReproduction"], ref["Reproduction"]]}}
+    return bodies, defs.get("$defs", {})
