@@ -183,7 +183,7 @@ async def leaderboard_page(request: Request, task: str = Query(""), dataset: str
         if metric is None:  # every metric side by side, each column linking to its leaderboard
             table = dash.db.read(lambda conn: tb.build(conn, task, dataset, sort=sort, limit=PER_PAGE, page=page,
                                                        record_url=record_path))
-            here = board_url(task, dataset) + (f"&sort={quote(sort)}" if sort else "")
+            here = board_url(task, dataset) + (f"&sort={quote(sort, safe='')}" if sort else "")
             nav = {"prev": (here + f"&page={page - 1}") if page > 1 else None,
                    "next": (here + f"&page={page + 1}") if table["total"] > page * PER_PAGE else None}
             return render("metrics.html", task=task, dataset=dataset, table=table, nav=nav).encode()

@@ -16,13 +16,14 @@ from sqlalchemy import and_, case, func, select
 from sqlalchemy.engine import Connection
 
 from .leaderboard import group_sizes, lower_is_better
-from .models import Record, Result, User
+from .models import BoardGroup, Record, Result, User
 
 
 def columns(conn: Connection, task: str, dataset: str) -> list[dict[str, Any]]:
     """Every metric of the task / dataset with its direction, ranked hash and the groups it leaves apart."""
-    metrics = conn.execute(select(Result.metric).where(Result.task == task, Result.dataset == dataset)
-                           .group_by(Result.metric).order_by(Result.metric)).scalars().all()
+    metrics = conn.execute(select(BoardGroup.metric).where(BoardGroup.task == task, BoardGroup.dataset == dataset,
+                                                           BoardGroup.n > 0)
+                           .group_by(BoardGroup.metric).order_by(BoardGroup.metric)).scalars().all()
     out = []
     for metric in metrics:
         sizes = group_sizes(conn, task, dataset, metric)
