@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.engine import Connection
 
 from .leaderboard import group_sizes, lower_is_better
@@ -67,8 +67,7 @@ def build(conn: Connection, task: str, dataset: str, *, sort: str | None = None,
     values: dict[int, dict[str, tuple[float, str | None]]] = {}
     if pks:
         for pk, metric, h, v in conn.execute(select(Result.record_pk, Result.metric, Result.hash, Result.value)
-                                             .where(and_(Result.record_pk.in_(pks), Result.task == task,
-                                                         Result.dataset == dataset))):
+                                             .where(Result.record_pk.in_(pks))):  # the record's own index
             values.setdefault(pk, {})[metric] = (v, h)
     ranks = {c["metric"]: _ranks(conn, task, dataset, c, pks) for c in cols}
     out_rows = []
