@@ -110,3 +110,28 @@ def test_validate_record_detects_tampering():
         validate_record(tampered)
     with pytest.raises(RecordError, match="not a cotk-repro record"):
         validate_record({"schema": "other"})
+
+
+def test_token_list_items_equal_canonical_json_of_each_list():
+    """The bulk encoders of token lists (data digests, BLEU reference hashes) and of strings (raw digests) give
+    canonical_json([item]) for every item: plain tokens, quotes, backslashes, line breaks, the separator
+    character, other control characters, unicode, empty tokens and empty lists, in parts encoded in bulk (quotes
+    and backslashes escaped in bulk) or item by item."""
+    from cotk_repro.core.canonical import TOKEN_PART, token_list_items
+
+    rng = random.Random(7)
+    from cotk_repro.core.canonical import string_items
+
+    alphabet = ["a", "bc", '"', "\\", "\n", "\x01", "\x1f", "\t", "é", "日本", "x y", "\u2028", ""]
+    # an empty list beside a token holding the separator: the separator counts balance
+    assert token_list_items([[], ["a\x1fb"]]) == [canonical_json([[]]), canonical_json([["a\x1fb"]])]
+    for trial in range(200):
+        lists = [["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3))) for _ in range(rng.randint(0, 4))]
+                 for _ in range(rng.randint(0, 2 * TOKEN_PART + 5))]
+        if trial % 2:  # parts without control characters: the bulk path, quotes and backslashes escaped in bulk
+            lists = [[t for t in tokens if t.isprintable()] or ["w"] for tokens in lists]
+            if lists:
+                lists[rng.randrange(len(lists))] = ['say "hi"', "a\\b"]
+        assert token_list_items(lists) == [canonical_json([tokens]) for tokens in lists]
+        texts = [" ".join(tokens) for tokens in lists]
+        assert string_items(texts) == [canonical_json([text]) for text in texts]

@@ -123,3 +123,17 @@ def test_workers_must_be_positive(tmp_path: Path):
     (tmp_path / "train.txt").write_text("a b\n")
     with pytest.raises(data.DataError, match="workers must be a positive integer"):
         data.load("language-generation", tmp_path, splits=["train"], workers=0)
+
+
+def test_sorted_digests_bytewise_like_python():
+    """sorted_digests (numpy's fixed-width byte strings) orders 32-byte digests exactly as Python sorts bytes:
+    high bytes unsigned, digests that differ only in trailing zero bytes, duplicates and random ones."""
+    rng = random.Random(3)
+    special = [bytes(32), bytes(31) + b"\x01", b"\x01" + bytes(31), b"\xff" * 32, b"\x80" + bytes(31),
+               b"\x7f" + b"\xff" * 31, b"ab" + bytes(30), b"ab\x00\x01" + bytes(28)]
+    for _ in range(50):
+        items = special + [bytes(rng.choice([0, 1, 127, 128, 255, rng.randrange(256)]) for _ in range(32))
+                           for _ in range(rng.randint(0, 300))]
+        items += rng.sample(items, min(5, len(items)))  # duplicates
+        rng.shuffle(items)
+        assert hashing.sorted_digests(b"".join(items)) == b"".join(sorted(items))

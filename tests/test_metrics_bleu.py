@@ -400,3 +400,76 @@ def test_distinct_rows_scored_once_equal_every_row_scored():
         rows, inverse = _unique_rows(key)
         expected_rows, expected_inverse = np.unique(key, axis=0, return_inverse=True)
         assert rows.tolist() == expected_rows.tolist() and inverse.tolist() == expected_inverse.reshape(-1).tolist()
+
+
+def test_row_scorer_equals_scalar_bleu_bit_for_bit():
+    """_score_rows (precisions in numpy, log once per distinct precision, fsum/exp per row) gives exactly the floats
+    of bleu_from_counts (NLTK's arithmetic, one sentence at a time) for every smoothing, zero counts, short and long
+    hypotheses, empty ones and uneven weights."""
+    import numpy as np
+
+    from cotk_repro.metrics.bleu import _score_rows, bleu_from_counts
+
+    rng = np.random.default_rng(11)
+    for smoothing in ("method0", "method1", "method2", "method3"):
+        for w in ([0.25] * 4, [0.4, 0.3, 0.2, 0.1], [1.0, 0.0, 0.0, 0.0]):
+            lens = rng.integers(0, 30, 3000)
+            dens = np.maximum(1, lens[:, None] - np.arange(4))
+            nums = np.minimum(rng.integers(0, 12, (3000, 4)), np.maximum(lens[:, None] - np.arange(4), 0))
+            nums[rng.random((3000, 4)) < 0.3] = 0
+            refs = rng.integers(1, 30, 3000)
+            got = _score_rows(nums, dens, lens, refs, w, smoothing)
+            want = [bleu_from_counts(n, d, h, r, w, smoothing)
+                    for n, d, h, r in zip(nums.tolist(), dens.tolist(), lens.tolist(), refs.tolist())]
+            assert got == want
+
+
+def test_corpus_counts_equal_plain_counting():
+    """corpus_counts (each order only over positions whose two (n-1)-grams matched) gives exactly the clipped counts,
+    denominators and lengths of plain Counter-based counting (NLTK's modified precision), on random small-vocabulary
+    data with repeats, <unk>, empty sentences and several references per hypothesis."""
+    import random
+    from collections import Counter
+
+    from cotk_repro.metrics.bleu import corpus_counts
+
+    def grams(toks, n):
+        return Counter(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
+
+    rng = random.Random(4)
+    for _ in range(60):
+        vocab = ["a", "b", "c", "<unk>"][:rng.randint(1, 4)]
+        sent = lambda: [rng.choice(vocab) for _ in range(rng.randint(0, 12))]  # noqa: E731
+        hyps = [sent() for _ in range(rng.randint(1, 30))]
+        refs = [[sent() for _ in range(rng.randint(1, 3))] for _ in hyps]
+        nums = [0] * 4
+        for h, rs in zip(hyps, refs):
+            for n in range(1, 5):
+                best: Counter = Counter()
+                for r in rs:
+                    best |= grams(r, n)
+                nums[n - 1] += sum(min(c, best[g]) for g, c in grams(h, n).items() if "<unk>" not in g)
+        got = corpus_counts(hyps, refs, 4)
+        assert got[0] == nums
+        assert got[1] == [sum(max(1, len(h) - n + 1) for h in hyps) for n in range(1, 5)]
+        assert got[2] == sum(map(len, hyps))
+        assert got[3] == sum(min((len(r) for r in rs), key=lambda x: (abs(x - len(h)), x)) for h, rs in zip(hyps, refs))
+
+
+def test_bulk_tokenizers_equal_nltk_wordpunct_on_fixture_text(fixtures_dir):
+    """Both bulk WordPunct tokenizers (BLEU's tokenize_texts and the data loaders' nltk tokenize_many) give NLTK's
+    WordPunctTokenizer tokens, line for line, on every Texygen fixture file and on unicode text (accents, CJK,
+    non-ASCII spaces and punctuation, digits of other scripts)."""
+    from nltk.tokenize import WordPunctTokenizer as NltkWordPunct
+
+    from cotk_repro.data.tokenizers import WordPunctTokenizer
+
+    lines = []
+    for path in sorted((fixtures_dir / "texygen").rglob("*.txt")):
+        lines.extend(path.read_text(encoding="utf-8").splitlines())
+    lines += ["café au lait, s'il vous plaît!", "日本語の文。「引用」も…", "naïve\u00a0coöperation\u2009— ok?",
+              "٣ cats ٤dogs", "emoji 🙂🙂 done", "tab\tand\u2028line", "a_b __init__ x--y", ""]
+    expected = [NltkWordPunct().tokenize(line) for line in lines]
+    assert len(lines) > 10000
+    assert tokenize_texts(lines) == expected
+    assert WordPunctTokenizer().tokenize_many(lines) == expected

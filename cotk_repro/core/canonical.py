@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any
+from json.encoder import encode_basestring  # C-accelerated; the string part of canonical JSON
+from typing import Any, Sequence
 
 _ENCODER = json.JSONEncoder(
     ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
@@ -87,6 +88,59 @@ class StreamHasher:
 def frame_bytes(items: list[bytes]) -> bytes:
     """Items framed as :meth:`StreamHasher.update_bytes` frames them, concatenated (for ``update_framed``)."""
     return b"".join([len(x).to_bytes(8, "big") + x for x in items])
+
+
+# Bulk canonical JSON of many small items, on UTF-8 bytes (a multi-byte character never holds an ASCII byte). The
+# JSON string encoder (ensure_ascii=False) escapes only the quote, the backslash and the control characters; text
+# without control characters is escaped for all its strings at once with two replaces. Separators: "\n" between
+# items, "\x1f" between the tokens of a list; a part holding them inside a string, or another control character,
+# goes through the string encoder item by item.
+_CONTROL_BUT_NL = bytes(range(32)).replace(b"\n", b"")
+_CONTROL_BUT_NL_US = _CONTROL_BUT_NL.replace(b"\x1f", b"")
+#: items per bulk part
+TOKEN_PART = 1024
+
+
+def _escaped(block: bytes) -> bytes:
+    """What the JSON string encoder does to text without control characters."""
+    if b"\\" in block:
+        block = block.replace(b"\\", b"\\\\")
+    return block.replace(b'"', b'\\"') if b'"' in block else block
+
+
+def _no_bytes(block: bytes, forbidden: bytes) -> bool:
+    return len(block.translate(None, forbidden)) == len(block)
+
+
+def string_items(texts: Sequence[str]) -> list[bytes]:
+    """``canonical_json([text])`` of each text (``["a b"]``), in bulk."""
+    out: list[bytes] = []
+    for i in range(0, len(texts), TOKEN_PART):
+        part = texts[i:i + TOKEN_PART]
+        block = "\n".join(part).encode("utf-8")
+        if block.count(b"\n") == len(part) - 1 and _no_bytes(block, _CONTROL_BUT_NL):
+            out.extend((b'["' + _escaped(block).replace(b"\n", b'"]\n["') + b'"]').split(b"\n"))
+        else:
+            out.extend([("[" + encode_basestring(t) + "]").encode("utf-8") for t in part])
+    return out
+
+
+def token_list_items(token_lists: Sequence[Sequence[str]]) -> list[bytes]:
+    """``canonical_json([list(tokens)])`` of each token list (``[["a","b"]]``), in bulk."""
+    out: list[bytes] = []
+    for i in range(0, len(token_lists), TOKEN_PART):
+        part = token_lists[i:i + TOKEN_PART]
+        block = "\n".join(["\x1f".join(t) for t in part]).encode("utf-8")
+        lens = list(map(len, part))
+        # no empty list, so exactly one "\x1f" between two tokens: a separator inside a token breaks the counts
+        if 0 not in lens and block.count(b"\x1f") == sum(lens) - len(part) \
+                and block.count(b"\n") == len(part) - 1 and _no_bytes(block, _CONTROL_BUT_NL_US):
+            body = _escaped(block).replace(b"\x1f", b'","').replace(b"\n", b'"]]\n[["')
+            out.extend((b'[["' + body + b'"]]').split(b"\n"))
+        else:
+            eb = encode_basestring
+            out.extend([("[[" + ",".join(map(eb, t)) + "]]").encode("utf-8") for t in part])
+    return out
 
 
 def is_sha256_hex(value: Any) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from itertools import chain
+from itertools import chain, count
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
@@ -59,8 +59,8 @@ def tokenize(recipe: Recipe, utts: list[str]) -> list[list[str]]:
     tok = recipe.tokenizer
     many = getattr(tok, "tokenize_many", None)
     toks = many(texts) if many is not None else [tok.tokenize(t) for t in texts]
-    if recipe.max_len is not None:
-        m = recipe.max_len
+    m = recipe.max_len
+    if m is not None and toks and max(map(len, toks)) > m:
         toks = [t if len(t) <= m else t[:m] for t in toks]
     return toks
 
@@ -87,21 +87,30 @@ def prepare(recipe: Recipe, utts: list[str], sizes: list[int] | None, raw_digest
             i += k
         data_digests = b"".join(parts)
         size_arr = np.asarray(sizes, np.int64)
-    flat = list(chain.from_iterable(toks))
-    uniq = set(flat)
-    bad = next((t for t in uniq if not isinstance(t, str)), None)
-    if bad is not None:
-        from .errors import DataError
-
-        raise DataError(f"tokenizer {getattr(recipe.tokenizer, 'name', '?')!r} returned a {type(bad).__name__} "
-                        f"token; tokens must be strings")
-    table = sorted(uniq)
-    local = {t: i for i, t in enumerate(table)}
-    ids = np.fromiter(map(local.__getitem__, flat), np.int32, count=len(flat))
     lengths = np.fromiter(map(len, toks), np.int64, count=len(toks))
+    table, ids = token_table(toks, int(lengths.sum()), recipe)
     joined = "\n".join(utts)
     raw: str | list[str] = joined if joined.count("\n") == len(utts) - 1 else list(utts)
     return Prepared(raw, len(utts), size_arr, raw_digests, data_digests, table, ids, lengths)
+
+
+def token_table(toks: list[list[str]], n_tokens: int, recipe: Recipe) -> tuple[list[str], np.ndarray]:
+    """The sorted distinct tokens and every token as an int32 index into them, with one dict operation a
+    token: each token first gets the position of its first occurrence, then a lookup table maps those to
+    ranks in the sorted table."""
+    first: dict[str, int] = {}
+    first_pos = np.fromiter(map(first.setdefault, chain.from_iterable(toks), count()), np.int64, count=n_tokens)
+    bad = next((t for t in set(map(type, first)) if not issubclass(t, str)), None)
+    if bad is not None:
+        from .errors import DataError
+
+        raise DataError(f"tokenizer {getattr(recipe.tokenizer, 'name', '?')!r} returned a {bad.__name__} "
+                        f"token; tokens must be strings")
+    table = sorted(first)
+    rank = np.zeros(n_tokens, np.int32)
+    rank[np.fromiter(map(first.__getitem__, table), np.int64, count=len(table))] = np.arange(len(table),
+                                                                                          dtype=np.int32)
+    return table, rank[first_pos]
 
 
 # -- the pool ------------------------------------------------------------------------------------------

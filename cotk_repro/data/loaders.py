@@ -153,8 +153,8 @@ class Split:
         sizes = np.concatenate(self._size_parts) if self._size_parts else np.zeros(0, np.int64)
         self.sample_offsets = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=self.sample_offsets[1:])
-        self.raw_hash = hashing.multiset_hash("raw", b"".join(self._raw_digests))
-        self.data_hash = hashing.multiset_hash("data", b"".join(self._data_digests))
+        self.raw_hash = hashing.multiset_hash("raw", self._raw_digests)
+        self.data_hash = hashing.multiset_hash("data", self._data_digests)
         self._id_parts = self._len_parts = self._size_parts = []
         self._raw_digests = self._data_digests = []
 

@@ -57,6 +57,8 @@ def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None
         raise MetricError(
             f"{len(hypotheses)} hypotheses but {len(refs)} reference lists: give exactly one list of "
             f"references per hypothesis")
+    if not any(issubclass(t, str) for t in set(map(type, refs))):
+        return list(map(list, refs))
     out = []
     for i, r in enumerate(refs):
         if isinstance(r, str):

@@ -30,17 +30,18 @@ from __future__ import annotations
 import math
 import random
 import sys
+from itertools import chain
 from json.encoder import encode_basestring  # C-accelerated; canonical JSON's string encoder
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..core.canonical import StreamHasher, frame_bytes
+from ..core.canonical import StreamHasher, frame_bytes, token_list_items
 from ..core.gcpause import without_gc
 from .reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
 from .base import Metric, MetricError, check_references, result_entry, signature
-from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, group_max, group_top2,
-                     has_special, tokenize_text, tokenize_texts)
+from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
+                     run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_text, tokenize_texts)
 
 SMOOTHINGS = ("method0", "method1", "method2", "method3")
 _SMOOTH_ALIASES = {"none": "method0", "m0": "method0", "m1": "method1", "m2": "method2", "m3": "method3",
@@ -126,23 +127,48 @@ def _unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     code = np.zeros(len(key), np.int64)
     for j, r in enumerate(radices):
         code = code * r + key[:, j]
-    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    return key[first], inverse.reshape(-1)
+    order = stable_order(code, total)
+    sorted_code = code[order]
+    inverse = np.empty(len(order), np.int64)
+    inverse[order] = dense_ranks(sorted_code)
+    return key[order[run_starts(sorted_code)]], inverse
 
 
 def _score_rows(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, ref_lens: np.ndarray,
                 weights: Sequence[float], smoothing: str) -> list[float]:
-    weights = list(weights)
-    log, exp, fsum = math.log, math.exp, math.fsum
-    out = []
-    for num, den, h, r in zip(nums.tolist(), dens.tolist(), hyp_lens.tolist(), ref_lens.tolist()):
-        if num[0] == 0:
-            out.append(0.0)
-            continue
-        p_n = smoothed_precisions(num, den, smoothing)
-        bp = 1 if h > r else (0 if h == 0 else exp(1 - r / h))
-        out.append(float(bp * exp(fsum(w * log(p) for w, p in zip(weights, p_n) if p > 0))))
-    return out
+    """:func:`bleu_from_counts` of each row, the same floats: precisions by correctly rounded divisions of exact
+    integers (numpy's as Python's), ``math.log`` once per distinct precision, ``math.fsum`` (exact, so the
+    order of the terms does not matter) and ``math.exp`` per row."""
+    nums, dens = np.asarray(nums, np.int64), np.asarray(dens, np.int64)
+    if len(nums) == 0:
+        return []
+    p = _smoothed_array(nums, dens, smoothing)
+    p[nums[:, 0] == 0] = 1.0  # scored 0 below (no unigram matches), never smoothed
+    distinct, inverse = np.unique(p, return_inverse=True)
+    logs = np.array(list(map(math.log, distinct.tolist())), dtype=np.float64)[inverse.reshape(-1)]
+    terms = logs.reshape(p.shape) * np.asarray(list(weights), dtype=np.float64)
+    scores = np.fromiter(map(math.exp, map(math.fsum, terms.tolist())), np.float64, count=len(p))
+    h, r = np.asarray(hyp_lens, np.int64), np.asarray(ref_lens, np.int64)
+    short = (h <= r) & (h > 0)  # brevity penalty exp(1 - r/h); 1 when h > r
+    if short.any():
+        scores[short] *= np.fromiter(map(math.exp, (1 - r[short] / h[short]).tolist()), np.float64)
+    scores[(nums[:, 0] == 0) | (h == 0)] = 0.0
+    return scores.tolist()
+
+
+def _smoothed_array(nums: np.ndarray, dens: np.ndarray, smoothing: str) -> np.ndarray:
+    """:func:`smoothed_precisions` of each row of (rows x orders) counts, as a float array."""
+    zero = nums == 0
+    if smoothing == "method3":  # the k-th zero order of a row (k = 1, 2, ...) gets 1 / (2**k * den)
+        k = np.cumsum(zero, axis=1)
+        return np.where(zero, 1 / (np.left_shift(1, k) * dens), nums / dens)
+    if smoothing == "method1":
+        return np.where(zero, EPSILON / dens, nums / dens)
+    if smoothing == "method2":
+        out = (nums + 1) / (dens + 1)
+        out[:, 0] = nums[:, 0] / dens[:, 0]
+        return out
+    return np.where(zero, sys.float_info.min, nums / dens)  # method0
 
 
 def _denominators(lengths: np.ndarray, max_n: int) -> np.ndarray:
@@ -157,48 +183,81 @@ def _denominators(lengths: np.ndarray, max_n: int) -> np.ndarray:
 
 def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence[str]]], max_n: int
                   ) -> tuple[list[int], list[int], int, int]:
-    """Summed clipped counts, denominators, hypothesis and closest reference lengths (``corpus_bleu``)."""
+    """Summed clipped counts, denominators, hypothesis and closest reference lengths (``corpus_bleu``).
+
+    Only n-grams found on both sides of a pair (a hypothesis and its references) count, and an n-gram can be found
+    on the other side only if both its (n-1)-grams were: each order looks only at the positions whose two
+    (n-1)-grams matched (a fraction of them), never at ``<unk>``.
+    """
     H = len(hyps)
-    flat = [r for rs in refs for r in rs]
-    owner = np.repeat(np.arange(H, dtype=np.int64), [len(rs) for rs in refs])
-    index = NgramIndex(list(hyps) + flat, max_n)
+    flat = list(chain.from_iterable(refs))
+    sents = list(hyps) + flat
+    lengths = np.fromiter(map(len, sents), np.int64, count=len(sents))
+    total = int(lengths.sum())
+    tokens, _, _, V = token_ids(sents, total)
+    owner = np.repeat(np.arange(H, dtype=np.int64), np.fromiter(map(len, refs), np.int64, count=H))
+    sent_at = np.repeat(np.arange(len(sents), dtype=np.int64), lengths)
+    remaining = np.repeat(np.cumsum(lengths), lengths) - np.arange(total, dtype=np.int64)
+    pair_of = np.concatenate([np.arange(H, dtype=np.int64), owner])  # per sentence: its hypothesis
+    valid = np.flatnonzero(tokens != 0)  # <unk> never matches
+    code_at = tokens.copy()
+    n_codes = V
+    alive = np.zeros(total, dtype=bool)
     nums = []
     for n in range(1, max_n + 1):
-        h_code, h_sent, h_cnt = index.counts(n, 0, H)
-        r_code, r_sent, r_cnt = index.counts(n, H, H + len(flat))
-        keep = ~index.code_has_unk[n][r_code]
-        r_code, r_owner, r_cnt = r_code[keep], owner[r_sent[keep] - H], r_cnt[keep]
-        r_key = r_code * H + r_owner
-        order = np.argsort(r_key, kind="stable")
-        r_key, r_cnt = r_key[order], r_cnt[order]
-        if len(r_key):
-            starts = np.flatnonzero(np.r_[True, r_key[1:] != r_key[:-1]])
-            u_key, u_max = r_key[starts], np.maximum.reduceat(r_cnt, starts)
+        if n == 1:
+            value = tokens[valid]
         else:
-            u_key, u_max = r_key, r_cnt
-        h_key = h_code * H + h_sent
-        pos = np.searchsorted(u_key, h_key)
-        pos_c = np.minimum(pos, max(len(u_key) - 1, 0))
-        if len(u_key):
-            matched = u_key[pos_c] == h_key
-            ref_max = np.where(matched, u_max[pos_c], 0)
-        else:
-            ref_max = np.zeros_like(h_cnt)
+            valid = valid[remaining[valid] >= n]
+            valid = valid[alive[valid] & alive[valid + 1]]
+            value = code_at[valid] * V + tokens[valid + (n - 1)]
+        by_value = stable_order(value, n_codes * V if n > 1 else V)
+        pos = valid[by_value]
+        code = dense_ranks(value[by_value])
+        n_codes = int(code[-1]) + 1 if len(code) else 0
+        code_at[pos] = code
+        # occurrences sorted by code then position: runs of (code, sentence), hypotheses before references
+        sent = sent_at[pos]
+        starts = run_starts(code, sent)
+        sizes = run_lengths(starts, len(code))
+        r_code, r_sent = code[starts], sent[starts]
+        is_hyp = r_sent < H
+        key = r_code * H + pair_of[r_sent]
+        h_key, h_cnt = key[is_hyp], sizes[is_hyp]
+        r_key, r_cnt = key[~is_hyp], sizes[~is_hyp]
+        # several references of one hypothesis: the largest count; (code, hypothesis) stays sorted
+        u = run_starts(r_key)
+        u_key = r_key[u]
+        u_max = np.maximum.reduceat(r_cnt, u) if len(u) else r_cnt
+        ref_max = _lookup(u_key, u_max, h_key)
         nums.append(int(np.minimum(h_cnt, ref_max).sum()))
-    hyp_lens = index.lengths[:H]
-    dens = _denominators(hyp_lens, max_n).sum(axis=0)
-    ref_lens = index.lengths[H:]
+        if n < max_n:  # positions whose n-gram is found on the other side of its pair
+            found = np.empty(len(key), dtype=bool)
+            found[is_hyp] = ref_max > 0
+            found[~is_hyp] = _lookup(h_key, h_cnt, r_key) > 0
+            alive = np.zeros(total, dtype=bool)
+            alive[pos] = np.repeat(found, sizes)
+    lengths_h, ref_lens = lengths[:H], lengths[H:]
+    dens = _denominators(lengths_h, max_n).sum(axis=0)
     if len(flat) == H:  # one reference each: its length
         closest = int(ref_lens.sum())
     else:
         closest = 0
         start = 0
         rl = ref_lens.tolist()
-        for h, rs in zip(hyp_lens.tolist(), refs):
+        for h, rs in zip(lengths_h.tolist(), refs):
             cand = rl[start:start + len(rs)]
             start += len(rs)
             closest += min(cand, key=lambda r: (abs(r - h), r))
-    return nums, [int(d) for d in dens], int(hyp_lens.sum()), closest
+    return nums, [int(d) for d in dens], int(lengths_h.sum()), closest
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """``values`` at each query's position in the sorted ``keys``; 0 where a query is absent."""
+    if not len(keys):
+        return np.zeros(len(queries), dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys, queries), len(keys) - 1)
+    return np.where(keys[pos] == queries, values[pos], 0)
 
 
 def _clip_vs_set(index: NgramIndex, lo: int, hi: int, rlo: int, rhi: int, max_n: int) -> np.ndarray:
@@ -209,18 +268,10 @@ def _clip_vs_set(index: NgramIndex, lo: int, hi: int, rlo: int, rhi: int, max_n:
         r_code, _, r_cnt = index.counts(n, rlo, rhi)
         ref_max = group_max(r_code, r_cnt, index.n_codes[n])
         ref_max[index.code_has_unk[n]] = 0
-        sent, code = index.sent[n], index.code[n]
-        sel = (sent >= lo) & (sent < hi)
-        h_code, h_sent, h_cnt = _unique_pairs(code[sel], sent[sel] - lo, S)
+        h_code, h_sent, h_cnt = index.counts(n, lo, hi)
         clipped = np.minimum(h_cnt, ref_max[h_code])
-        nums[:, n - 1] = np.bincount(h_sent, weights=clipped, minlength=S).astype(np.int64)
+        nums[:, n - 1] = np.bincount(h_sent - lo, weights=clipped, minlength=S).astype(np.int64)
     return nums
-
-
-def _unique_pairs(code: np.ndarray, sent: np.ndarray, span: int):
-    span = max(span, 1)
-    keys, cnt = np.unique(code * span + sent, return_counts=True)
-    return keys // span, keys % span, cnt.astype(np.int64)
 
 
 def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]], max_n: int,
@@ -229,7 +280,7 @@ def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]]
     """``sentence_bleu(refs, h)`` for every h in hyps (and, with ``both``, ``sentence_bleu(hyps, r)`` for every
     r in refs), each against the whole other set, in linear time."""
     H, R = len(hyps), len(refs)
-    index = NgramIndex(list(hyps) + list(refs), max_n)
+    index = NgramIndex(list(hyps) + list(refs), max_n, shared=H)  # the others never match
     lens = index.lengths
     fw_nums = _clip_vs_set(index, 0, H, H, H + R, max_n)
     fw = sentence_scores(fw_nums, _denominators(lens[:H], max_n), lens[:H], closest_lengths(lens[:H], lens[H:]),
@@ -246,13 +297,12 @@ def self_bleu_scores(sents: Sequence[Sequence[str]], max_n: int, weights: Sequen
                      ) -> list[float]:
     """``sentence_bleu(all others, s)`` for every sentence s (left out by position), in linear time."""
     S = len(sents)
-    index = NgramIndex(sents, max_n)
+    index = NgramIndex(sents, max_n, shared="any")  # the others never match
     nums = np.zeros((S, max_n), dtype=np.int64)
     for n in range(1, max_n + 1):
         code, sent, cnt = index.counts(n)
-        top1, top2 = group_top2(code, cnt, index.n_codes[n])
-        t1 = top1[code]
-        other = np.where(cnt < t1, t1, top2[code])
+        t1, t2 = run_top2(code, cnt)
+        other = np.where(cnt < t1, t1, t2)
         clipped = np.minimum(cnt, other)
         clipped[index.code_has_unk[n][code]] = 0
         nums[:, n - 1] = np.bincount(sent, weights=clipped, minlength=S).astype(np.int64)
@@ -281,17 +331,25 @@ class ReferenceDigest:
 
     def __init__(self, references: Sequence[Sequence[str]], tokens: Sequence[Sequence[Sequence[str]]] | None = None,
                  given: bool = False):
-        items = []
-        for i, refs in enumerate(references):
-            if tokens is None:
-                toks = [bleu_tokenize(r) for r in refs]
-            elif given:  # tokens as given (retokenize=False): they are what was scored
-                toks = [list(t) for t in tokens[i]]
-            else:
-                toks = [bleu_tokenize(r) if has_special(r) else t for r, t in zip(refs, tokens[i])]
-            if len(toks) > 1:
-                toks = sorted(toks)
-            items.append(_encode_token_lists(toks).encode("utf-8"))
+        if tokens is not None and set(map(len, tokens)) <= {1}:  # one reference each: in bulk
+            toks = [t[0] for t in tokens]
+            if not given:
+                texts = [rs[0] for rs in references]
+                if "<" in "\n".join(texts):
+                    toks = [bleu_tokenize(r) if has_special(r) else t for r, t in zip(texts, toks)]
+            items = token_list_items(toks)
+        else:
+            items = []
+            for i, refs in enumerate(references):
+                if tokens is None:
+                    toks = [bleu_tokenize(r) for r in refs]
+                elif given:  # tokens as given (retokenize=False): they are what was scored
+                    toks = [list(t) for t in tokens[i]]
+                else:
+                    toks = [bleu_tokenize(r) if has_special(r) else t for r, t in zip(refs, tokens[i])]
+                if len(toks) > 1:
+                    toks = sorted(toks)
+                items.append(_encode_token_lists(toks).encode("utf-8"))
         items.sort()
         self._count = len(items)
         self._framed = frame_bytes(items)
@@ -453,7 +511,7 @@ class _BleuFamily(Metric):
     def _texts_and_tokens(self, items: Sequence[Any], what: str) -> tuple[list[str], list[list[str]]]:
         """The texts (for hashes) and BLEU tokens of ``items``, by the ``retokenize`` rule."""
         if self.retokenize:
-            texts = [self._text(x, what) for x in items]
+            texts = list(items) if _all_str(items) else [self._text(x, what) for x in items]
             return texts, tokenize_texts(texts)
         tokens = []
         for x in items:
@@ -514,13 +572,13 @@ class BleuMetric(_BleuFamily):
             if not rs:
                 raise MetricError(f"hypothesis {i} has no references; bleu needs at least one per hypothesis")
         _, hyp_tok = self._texts_and_tokens(hyps, "hypothesis")
-        flat_text, flat_tok = self._texts_and_tokens([r for rs in refs for r in rs], "reference")
+        flat_text, flat_tok = self._texts_and_tokens(list(chain.from_iterable(refs)), "reference")
         ref_text, ref_tok = _regroup(flat_text, refs), _regroup(flat_tok, refs)
         nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
         value = bleu_from_counts(nums, dens, hyp_len, ref_len, self.weights, self.smoothing)
         h = self._digest(ref_text, ref_tok).hash(self.name, self.ngram, self.weights, self.smoothing,
                                                  self._hash_extra() or None)
-        counts = sorted({len(rs) for rs in ref_text})
+        counts = sorted(set(map(len, ref_text)))
         fields = self._sig_fields()
         fields["refs"] = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         return result_entry(self.name, value, h, signature(self.name, fields, self.version))
@@ -642,8 +700,9 @@ class FwBwBleuMetric(_BleuFamily):
         if isinstance(references, str):
             raise MetricError("references must be a list of strings or of reference lists, not one string")
         tokens_mode = self.tokenizer is not None or self.dataloader is not None or not self.retokenize
-        flat: list[Any] = []
-        for r in references:
+        references = list(references)
+        flat: list[Any] = list(references) if _all_str(references) else []
+        for r in references if not flat else ():
             if isinstance(r, str) or _is_ids(r) or (tokens_mode and _is_token_list(r)):
                 flat.append(r)  # one reference
             elif isinstance(r, (list, tuple)):
@@ -690,8 +749,15 @@ class FwBwBleuMetric(_BleuFamily):
         return out
 
 
+def _all_str(items: Sequence[Any]) -> bool:
+    """Whether every item is a ``str`` (the common case, checked in bulk)."""
+    return set(map(type, items)) <= {str}
+
+
 def _regroup(flat: list[Any], groups: Sequence[Sequence[Any]]) -> list[list[Any]]:
     """Split ``flat`` back into lists shaped like ``groups``."""
+    if len(flat) == len(groups) and set(map(len, groups)) <= {1}:
+        return [[x] for x in flat]
     out, start = [], 0
     for g in groups:
         out.append(flat[start:start + len(g)])

@@ -1,9 +1,12 @@
 """Vectorized n-gram counting for the BLEU family (numpy).
 
 Sentences (token lists) are encoded once into one flat array of token ids; for each
-order n every valid position gets a *dense* n-gram code, built from the (n-1)-gram
-code and the next token and compressed with ``np.unique`` (so codes never overflow,
-whatever the vocabulary size or n). Codes are shared by every sentence encoded
+order n every valid position gets a *dense* n-gram code: the rank of (the (n-1)-gram's
+code, the next token) among the distinct pairs (so codes never overflow, whatever the
+vocabulary size or n). Grouping is one plain sort of ``value << bits | position`` per
+order (:func:`stable_order`; numpy's sort is vectorized, its argsort several times
+slower), and everything else comes from the runs of the sorted array: occurrences
+sorted by code then sentence, counts, largest counts per code. Codes are shared by every sentence encoded
 together, so a hypothesis set and a reference set encoded in one :class:`NgramIndex`
 can be matched by code.
 
@@ -16,7 +19,7 @@ turned into text scores its special tokens as one token each, as CoTK does.
 from __future__ import annotations
 
 import re
-from itertools import chain
+from itertools import chain, count
 from typing import Sequence
 
 import numpy as np
@@ -81,91 +84,179 @@ def tokenize_texts(texts: Sequence[str]) -> list[list[str]]:
     return list(map(str.split, lines))
 
 
-class NgramIndex:
-    """Token lists -> per-order arrays of (sentence, n-gram code) occurrences."""
+def stable_order(values: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` for ints in ``[0, bound)``: where value and position fit in 63 bits,
+    one plain sort of ``value << bits | position`` (several times faster than an argsort)."""
+    n = len(values)
+    pos_bits = max(n - 1, 0).bit_length()
+    if max(bound - 1, 0).bit_length() + pos_bits > 63:
+        return np.argsort(values, kind="stable")
+    key = values << pos_bits
+    key |= np.arange(n, dtype=np.int64)
+    key.sort()
+    return key & ((1 << pos_bits) - 1)
 
-    def __init__(self, sentences: Sequence[Sequence[str]], max_n: int):
+
+def run_starts(*sorted_columns: np.ndarray) -> np.ndarray:
+    """Indices where a run of equal rows begins, over columns sorted together (lexicographically)."""
+    first = sorted_columns[0]
+    new = np.empty(len(first), dtype=bool)
+    if len(first):
+        new[0] = True
+        np.not_equal(first[1:], first[:-1], out=new[1:])
+        for col in sorted_columns[1:]:
+            new[1:] |= col[1:] != col[:-1]
+    return np.flatnonzero(new)
+
+
+def dense_ranks(sorted_values: np.ndarray) -> np.ndarray:
+    """For sorted values, each one's rank among the distinct values (0, 0, 1, 2, 2, ...)."""
+    new = np.zeros(len(sorted_values), dtype=np.int64)
+    new[1:] = sorted_values[1:] != sorted_values[:-1]
+    return np.cumsum(new)
+
+
+def run_lengths(starts: np.ndarray, total: int) -> np.ndarray:
+    """Lengths of the runs beginning at ``starts`` in an array of ``total`` elements."""
+    return np.diff(np.append(starts, total))
+
+
+def token_ids(sentences: Sequence[Sequence[str]], total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Dense token ids in order of first occurrence, ``<unk>`` 0: ``(ids per position, positions ordered by id,
+    the ids in that order, number of ids)``. One dict operation a token: each gets the position of its first
+    occurrence, then those are ranked."""
+    first: dict[str, int] = {}
+    first_pos = np.fromiter(map(first.setdefault, chain((UNK,), chain.from_iterable(sentences)), count()),
+                            dtype=np.int64, count=total + 1)[1:]
+    order = stable_order(first_pos, total + 1)
+    ranks = dense_ranks(first_pos[order])
+    if total and first_pos[order[0]] != 0:  # <unk> absent: the ids start at 1
+        ranks += 1
+    tokens = np.empty(total, dtype=np.int64)
+    tokens[order] = ranks
+    return tokens, order, ranks, len(first)
+
+
+class NgramIndex:
+    """Token lists -> per order, every n-gram occurrence as (dense n-gram code, sentence), sorted by code then
+    sentence.
+
+    ``shared`` keeps only the n-grams that can match somewhere else, for the BLEU family: ``"any"``, n-grams
+    found in at least two sentences (Self-BLEU); an index ``H``, n-grams found both before and from sentence ``H``
+    (a hypothesis set and a reference set). An n-gram is found only if both its (n-1)-grams are, so each order
+    looks only at the positions where they were; ``<unk>`` is never kept. ``None`` (default): every n-gram.
+    """
+
+    def __init__(self, sentences: Sequence[Sequence[str]], max_n: int, shared: str | int | None = None):
         self.max_n = max_n
         self.n_sentences = len(sentences)
         lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
         self.lengths = lengths
         total = int(lengths.sum())
-        flat = list(chain.from_iterable(sentences))
-        vocab = {w: i for i, w in enumerate(dict.fromkeys(chain((UNK,), flat)))}  # <unk> is id 0
-        tokens = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=total)
-        self.vocab_size = len(vocab)
+        tokens, order, ranks, V = token_ids(sentences, total)
+        self.vocab_size = V
         sent_of = np.repeat(np.arange(len(sentences), dtype=np.int64), lengths)
-        starts = np.zeros(len(sentences) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=starts[1:])
-        pos_in_sent = np.arange(total, dtype=np.int64) - np.repeat(starts[:-1], lengths)
-        remaining = lengths[sent_of] - pos_in_sent  # tokens from this position to the sentence end
+        remaining = np.repeat(np.cumsum(lengths), lengths) - np.arange(total, dtype=np.int64)  # tokens left
 
-        #: per order n (1-based): (sentence index, dense code) of every n-gram occurrence
+        #: per order n (1-based): (sentence index, dense code) of every n-gram occurrence, sorted by code then
+        #: sentence (then position)
         self.sent: list[np.ndarray] = [np.empty(0, np.int64)]
         self.code: list[np.ndarray] = [np.empty(0, np.int64)]
         #: per order: boolean array over codes, True when the n-gram contains <unk>
         self.code_has_unk: list[np.ndarray] = [np.empty(0, bool)]
         self.n_codes: list[int] = [0]
+        self._counts: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
-        code = tokens.copy()
-        unk = tokens == 0
-        n_codes = self.vocab_size
-        valid_idx = np.arange(total, dtype=np.int64)
+        # Codes of order n are the ranks of (code of the (n-1)-gram, next token) among the distinct pairs, so they
+        # stay dense (never overflow); positions are visited in order, so a stable order by value is sorted by
+        # code, then sentence.
+        code_at = tokens.copy()  # per position: the code of the n-gram starting there (current order)
+        if shared is None:
+            valid = np.arange(total, dtype=np.int64)
+            pos1, code1 = order, ranks  # the order by first occurrence is the order by id
+        else:
+            valid = np.flatnonzero(tokens != 0)
+            known = ranks != 0
+            pos1, code1 = order[known], ranks[known]
+        unk = tokens[valid] == 0
+        alive: np.ndarray | None = None  # per position: its (n-1)-gram was kept
+        n_codes = V
         for n in range(1, max_n + 1):
-            if n > 1:
-                keep = remaining[valid_idx] >= n
-                valid_idx = valid_idx[keep]
-                nxt = tokens[valid_idx + (n - 1)]
-                pair = code[keep] * self.vocab_size + nxt
-                unk = unk[keep] | (nxt == 0)
-                uniq, code = np.unique(pair, return_inverse=True)
-                code = code.reshape(-1).astype(np.int64, copy=False)
-                n_codes = len(uniq)
+            if n == 1:
+                pos, code = pos1, code1
+            else:
+                keep = remaining[valid] >= n
+                valid, unk = valid[keep], unk[keep]
+                if alive is not None:
+                    keep = alive[valid] & alive[valid + 1]
+                    valid, unk = valid[keep], unk[keep]
+                nxt = tokens[valid + (n - 1)]
+                value = code_at[valid] * V + nxt
+                unk = unk | (nxt == 0)
+                by_value = stable_order(value, n_codes * V)
+                pos = valid[by_value]
+                code = dense_ranks(value[by_value])
+                n_codes = int(code[-1]) + 1 if len(code) else 0
+                code_at[pos] = code
             has_unk = np.zeros(n_codes, dtype=bool)
             if unk.any():
-                has_unk[code[unk]] = True
-            self.sent.append(sent_of[valid_idx])
+                has_unk[code_at[valid[unk]]] = True
+            sent = sent_of[pos]
+            self.sent.append(sent)
             self.code.append(code)
             self.code_has_unk.append(has_unk)
             self.n_codes.append(n_codes)
+            if shared is not None and n < max_n:
+                alive = self._kept(code, sent, pos, total, shared)
+
+    @staticmethod
+    def _kept(code: np.ndarray, sent: np.ndarray, pos: np.ndarray, total: int, shared: str | int) -> np.ndarray:
+        """Per position, whether its n-gram is shared (sentences ascend within a code's run: first and last are
+        its smallest and largest sentence)."""
+        starts = run_starts(code)
+        sizes = run_lengths(starts, len(code))
+        lo, hi = sent[starts], sent[starts + sizes - 1]
+        found = lo != hi if shared == "any" else (lo < shared) & (hi >= shared)
+        alive = np.zeros(total, dtype=bool)
+        alive[pos] = np.repeat(found, sizes)
+        return alive
 
     def counts(self, n: int, lo: int = 0, hi: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Unique (code, sentence) pairs of order ``n`` among sentences ``lo:hi``, sorted by code then
         sentence, with their counts: ``(code, sentence, count)``."""
         hi = self.n_sentences if hi is None else hi
-        sent, code = self.sent[n], self.code[n]
+        if n not in self._counts:
+            sent, code = self.sent[n], self.code[n]
+            starts = run_starts(code, sent)
+            self._counts[n] = (code[starts], sent[starts], run_lengths(starts, len(code)))
+        code, sent, cnt = self._counts[n]
         if lo != 0 or hi != self.n_sentences:
             sel = (sent >= lo) & (sent < hi)
-            sent, code = sent[sel], code[sel]
-        span = max(self.n_sentences, 1)
-        keys, cnt = np.unique(code * span + sent, return_counts=True)
-        return keys // span, keys % span, cnt.astype(np.int64)
+            code, sent, cnt = code[sel], sent[sel], cnt[sel]
+        return code, sent, cnt
 
 
 def group_max(codes: np.ndarray, counts: np.ndarray, n_codes: int) -> np.ndarray:
     """Per code, the largest count (``codes`` sorted ascending); 0 for codes absent."""
     out = np.zeros(n_codes, dtype=np.int64)
     if len(codes):
-        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        starts = run_starts(codes)
         out[codes[starts]] = np.maximum.reduceat(counts, starts)
     return out
 
 
-def group_top2(codes: np.ndarray, counts: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per code, the largest and second largest count over sentences (a multiset: ties repeat)."""
-    top1 = np.zeros(n_codes, dtype=np.int64)
-    top2 = np.zeros(n_codes, dtype=np.int64)
-    if len(codes):
-        order = np.lexsort((-counts, codes))
-        c, k = codes[order], counts[order]
-        first = np.r_[True, c[1:] != c[:-1]]
-        starts = np.flatnonzero(first)
-        top1[c[starts]] = k[starts]
-        second = starts + 1
-        ok = second < len(c)
-        second = second[ok]
-        same = c[second] == c[starts[ok]]
-        top2[c[second[same]]] = k[second[same]]
+def run_top2(codes: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each element, the largest and second largest count of its code's run (``codes`` sorted ascending;
+    a multiset: ties repeat; 0 when the run has one element)."""
+    if not len(codes):
+        return counts.copy(), counts.copy()
+    starts = run_starts(codes)
+    sizes = run_lengths(starts, len(codes))
+    top1 = np.repeat(np.maximum.reduceat(counts, starts), sizes)
+    is_top = counts == top1
+    n_top = np.add.reduceat(is_top.astype(np.int64), starts)
+    second = np.maximum.reduceat(np.where(is_top, 0, counts), starts)
+    top2 = np.repeat(np.where(n_top >= 2, top1[starts], second), sizes)
     return top1, top2
 
 
