@@ -98,3 +98,27 @@ def db_url_for(request, tmp_path_factory, tag: str):
         yield f"sqlite:///{tmp_path_factory.mktemp(tag) / 'dash.sqlite3'}"
     else:
         yield from pg_schema_url(tag)
+
+
+def signed_dashboard(tmp_path, user: str = "alice"):
+    """Generator for a fixture: a real dashboard (SQLite, uvicorn in a thread) requiring signatures, with
+    ``user`` and a registered SSH key: yields (url, the user's token, the environment that makes the CLI sign
+    with that key)."""
+    from signing_support import key_env, make_key
+
+    from cotk_repro.dashboard.auth import add_user
+    from cotk_repro.dashboard.db import open_database
+    from cotk_repro.dashboard.identity import add_key
+    from cotk_repro.dashboard.server import start_in_thread
+
+    db_url = f"sqlite:///{tmp_path / 'dash.sqlite3'}"
+    url, stop = start_in_thread(db_url)
+    key = make_key(tmp_path / f"{user}-keys")
+    db = open_database(db_url)
+    token = add_user(db, user)[0]
+    add_key(db, user, key.with_suffix(".pub").read_text())
+    db.dispose()
+    try:
+        yield url, token, key_env(key, tmp_path / f"{user}-home")
+    finally:
+        stop()

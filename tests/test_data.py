@@ -206,6 +206,29 @@ def test_batches_shuffle_deterministic_by_seed(tmp_path):
     assert plain == HAND_TRAIN
 
 
+def test_shuffled_batches_across_many_chunks(tmp_path, monkeypatch):
+    """A corpus stored in many chunks (small ``CHUNK_SAMPLES``): each shuffled batch's strings and ids are the
+    sentences the permutation names, written out here from the file's lines and WordPunct-free ``split``."""
+    from cotk_repro.data import chunks
+
+    monkeypatch.setattr(chunks, "CHUNK_SAMPLES", 37)
+    rng = random.Random(5)
+    words = ["w%d" % i for i in range(60)]
+    train = [" ".join(rng.choices(words, k=rng.randint(1, 12))) for _ in range(1000)]
+    folder = write_lm(tmp_path / "d", train, HAND_DEV, HAND_TEST)
+    dl = data.load("language-generation", folder, tokenizer="space", min_frequent_vocab_times=1)
+    order = np.random.default_rng(11).permutation(len(train))
+    seen = 0
+    for b in dl.batches("train", batch_size=7, shuffle=True, seed=11):
+        expected = [train[i] for i in order[seen:seen + len(b["sent_str"])]]
+        assert b["sent_str"] == expected
+        for row, n, text in zip(b["sent_allvocabs"], b["sent_length"], expected):
+            assert dl.convert_ids_to_tokens(row) == text.split() and n == len(text.split()) + 2
+            assert row[n - 1] == dl.vocab.eos_id and (row[n:] == dl.vocab.pad_id).all()
+        seen += len(expected)
+    assert seen == len(train)
+
+
 def test_convert_ids_trim(tmp_path):
     folder = write_lm(tmp_path / "d", HAND_TRAIN, HAND_DEV, HAND_TEST)
     dl = data.load("language-generation", folder, min_frequent_vocab_times=1)

@@ -238,22 +238,9 @@ def test_custom_records_ref_is_found_by_reproduce(make_project, tmp_path):
 def live_dashboard(tmp_path):
     """A real dashboard (SQLite, uvicorn in a thread) with the user alice and her registered SSH key:
     (url, alice's token, the environment that makes the CLI sign with that key)."""
-    from signing_support import key_env, make_key
+    from dashboard_support import signed_dashboard
 
-    from cotk_repro.dashboard.auth import add_user
-    from cotk_repro.dashboard.db import open_database
-    from cotk_repro.dashboard.identity import add_key
-    from cotk_repro.dashboard.server import start_in_thread
-
-    db_url = f"sqlite:///{tmp_path / 'dash.sqlite3'}"
-    url, stop = start_in_thread(db_url)
-    key = make_key(tmp_path / "alice-keys")
-    db = open_database(db_url)
-    token = add_user(db, "alice")[0]
-    add_key(db, "alice", key.with_suffix(".pub").read_text())
-    db.dispose()
-    yield url, token, key_env(key, tmp_path / "alice-home")
-    stop()
+    yield from signed_dashboard(tmp_path)
 
 
 def test_login_checks_url_and_token_and_saves_only_what_works(tmp_path, live_dashboard):

@@ -119,6 +119,34 @@ def test_scaffold_files(template, cli, tmp_path):
     assert ("--model" in train) == ("gpt2" in template)
 
 
+def template_presets(root: Path) -> dict[str, dict]:
+    """``PRESETS`` of a scaffolded project's model.py, read without importing it (no torch needed)."""
+    import ast
+
+    tree = ast.parse((root / "model.py").read_text())
+    node = next(n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                and any(getattr(t, "id", None) == "PRESETS" for t in getattr(n, "targets", [getattr(n, "target", None)])))
+    return eval(compile(ast.Expression(node), "model.py", "eval"), {"dict": dict})  # dict(...) calls of literals
+
+
+@needs_plugin
+@pytest.mark.parametrize("preset", ["tiny", "paper"])
+def test_templates_of_a_task_share_the_data_settings_so_their_hashes_agree(preset, cli, tmp_path):
+    """The loader's options and the number of generated samples are in the hashes (setting hash; Self-BLEU,
+    Distinct and BLEU hashes cover the sentence count): every template of a task uses the same ones, so the
+    records of one preset land on one leaderboard."""
+    keys = ("data", "tokenizer", "min_frequent_vocab_times", "max_sent_length")
+    for task_templates in (TEMPLATES[:3], TEMPLATES[3:]):
+        seen = {}
+        for template in task_templates:
+            assert cli("init", template, "--template", template, cwd=tmp_path).returncode == 0
+            settings = template_presets(tmp_path / template)[preset]
+            lm = template.startswith("lm-")
+            seen[template] = (tuple(settings[k] for k in keys), settings.get("lowercase", False),
+                              settings["samples"] if lm else None)
+        assert len(set(seen.values())) == 1, seen
+
+
 # -- run, publish, reproduce ---------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -163,12 +191,12 @@ def test_template_runs_and_reproduces_with_the_venv_runtime(template, record_pyt
     # independent references: the data hashes and the perplexity hash from a loader built here,
     # Distinct-n recomputed from the generated text the entry wrote
     dl = data.load("language-generation" if lm else "single-turn-dialog", root / "data", tokenizer="space",
-                   min_frequent_vocab_times=2, max_sent_length=30 if (not lm or "gpt2" in template) else 50)
+                   min_frequent_vocab_times=2, max_sent_length=50 if lm else 30)
     assert record["data"] == dl.hash_codes
     assert record["results"]["perplexity"]["hash"] == dl.reference_hashes("test")["perplexity"]
     assert 1.0 < values["perplexity"] < float("inf")
     samples = (root / "outputs" / "samples.txt").read_text(encoding="utf-8").splitlines()
-    assert len(samples) == (50 if template == "lm-gpt2-finetune" else 100)
+    assert len(samples) == 100
     for n in ((2,) if lm else (1, 2)):
         assert values[f"distinct-{n}"] == pytest.approx(distinct(samples, n), abs=1e-12)
     assert (root / "checkpoints").is_dir() and list((root / "checkpoints").glob("*.pt"))

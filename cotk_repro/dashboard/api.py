@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from . import leaderboard as lb
 from . import store
+from . import table as tb
 from .auth import Principal, authenticate
 from .refusals import refusals
 
@@ -92,6 +93,44 @@ class Leaderboard(BaseModel):
     per_page: int
     total_groups: int
     groups: list[LeaderboardGroup]
+
+
+class TableColumn(BaseModel):
+    metric: str
+    higher_is_better: bool
+    hash: Optional[str]
+    ranked: int
+    other_groups: int
+
+
+class TableCell(BaseModel):
+    value: float
+    comparable: bool
+    rank: Optional[int]
+    hash: Optional[str]
+
+
+class TableRow(BaseModel):
+    id: str
+    url: Optional[str]
+    project: str
+    user: str
+    signer: Optional[str]
+    signed: bool
+    submitted_at: str
+    reproduced_by: int
+    cells: dict[str, Optional[TableCell]]
+
+
+class Table(BaseModel):
+    task: str
+    dataset: str
+    sort: Optional[str]
+    page: int
+    per_page: int
+    total: int
+    columns: list[TableColumn]
+    rows: list[TableRow]
 
 
 class RecordSummary(BaseModel):
@@ -324,6 +363,29 @@ async def leaderboard(request: Request,
 
     body = await dash.cached_async(("leaderboard-api", base, task, dataset, metric, page, per_page, reproduced),
                                    compute, stale_ok=True)
+    return Response(body, media_type="application/json")
+
+
+@router.get("/table", response_model=Table)
+async def table(request: Request,
+                task: str = Query(..., max_length=QSTR),
+                dataset: str = Query(..., max_length=QSTR),
+                sort: Optional[str] = Query(None, max_length=QSTR, description="Order rows by this metric's rank."),
+                page: int = Query(1, ge=1, le=MAX_PAGE),
+                per_page: int = Query(100, ge=1, le=MAX_PER_PAGE)):
+    """Every metric of one task / dataset side by side: records as rows, one column per metric (its ranked
+    hash group), each cell a value with its rank in the metric's direction; a result with another hash is
+    shown with ``comparable: false`` and no rank."""
+    dash = _dash(request)
+    _qs(task, "task"), _qs(dataset, "dataset"), _qs(sort, "sort")
+    base = dash.base_url(request)
+
+    def compute() -> bytes:
+        data = dash.db.read(lambda conn: tb.build(conn, task, dataset, sort=sort, limit=per_page, page=page,
+                                                  record_url=lambda rid: record_url(base, rid)))
+        return json.dumps(data, separators=(",", ":")).encode()
+
+    body = await dash.cached_async(("table-api", base, task, dataset, sort, page, per_page), compute, stale_ok=True)
     return Response(body, media_type="application/json")
 
 

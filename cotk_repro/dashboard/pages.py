@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from . import leaderboard as lb
 from . import store
+from . import table as tb
 
 router = APIRouter(include_in_schema=False)
 QSTR = 200
@@ -213,15 +214,19 @@ async def home(request: Request):
 @router.get("/leaderboard", response_class=HTMLResponse)
 async def leaderboard_page(request: Request, task: str = Query(""), dataset: str = Query(""),
                      metric: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000),
-                     reproduced: bool = Query(False)):
-    if not all(_ok_name(v) for v in (task, dataset, metric)):
+                     reproduced: bool = Query(False), sort: Optional[str] = Query(None)):
+    if not all(_ok_name(v) for v in (task, dataset, metric, sort)):
         return _error(400, "the task, dataset or metric is not a valid name")
     dash = request.app.state.dashboard
 
     def compute() -> bytes:
-        if metric is None:
-            entry = next((c for c in dash.db.read(lb.catalogue) if c["task"] == task and c["dataset"] == dataset), None)
-            return render("metrics.html", task=task, dataset=dataset, entry=entry).encode()
+        if metric is None:  # every metric side by side, each column linking to its leaderboard
+            table = dash.db.read(lambda conn: tb.build(conn, task, dataset, sort=sort, limit=PER_PAGE, page=page,
+                                                       record_url=record_path))
+            here = board_url(task, dataset) + (f"&sort={quote(sort, safe='')}" if sort else "")
+            nav = {"prev": (here + f"&page={page - 1}") if page > 1 else None,
+                   "next": (here + f"&page={page + 1}") if table["total"] > page * PER_PAGE else None}
+            return render("metrics.html", task=task, dataset=dataset, table=table, nav=nav).encode()
         board = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=PER_PAGE, page=page,
                                                    record_url=record_path, reproduced_only=reproduced))
         more = any(g["total"] > page * PER_PAGE for g in board["groups"])
@@ -231,7 +236,7 @@ async def leaderboard_page(request: Request, task: str = Query(""), dataset: str
                "all": board_url(task, dataset, metric), "reproduced": board_url(task, dataset, metric) + "&reproduced=1"}
         return render("leaderboard.html", board=board, nav=nav).encode()
 
-    body = await dash.cached_async(("leaderboard-page", task, dataset, metric, page, reproduced), compute,
+    body = await dash.cached_async(("leaderboard-page", task, dataset, metric, page, reproduced, sort), compute,
                                    stale_ok=True)
     return Response(body, media_type="text/html; charset=utf-8")
 

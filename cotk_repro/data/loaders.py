@@ -65,11 +65,17 @@ class Block:
 
 
 class RawStore:
-    """Utterance strings kept as ``"\\n"``-joined chunks (lists when a string holds a line break)."""
+    """Utterance strings kept as ``"\\n"``-joined chunks (lists when a string holds a line break).
+
+    :meth:`take` finds an utterance through its chunk's line offsets (8 bytes a line, computed the
+    first time the chunk is read from), so a batch costs its own utterances, never a split of every
+    chunk it touches (a shuffled batch touches every chunk of a large corpus).
+    """
 
     def __init__(self) -> None:
         self._chunks: list[str | list[str]] = []
         self._ends: list[int] = []
+        self._offsets: dict[int, np.ndarray] = {}
         self.n = 0
 
     def add(self, utts: list[str]) -> None:
@@ -92,22 +98,31 @@ class RawStore:
             out.extend(c.split("\n") if isinstance(c, str) else c)
         return out
 
+    def _line_offsets(self, c: int) -> np.ndarray:
+        """Start of every line of chunk ``c`` and one past its end (+1 for the missing last ``\n``)."""
+        found = self._offsets.get(c)
+        if found is None:
+            lens = np.fromiter(map(len, self._chunks[c].split("\n")), np.int64)
+            found = np.zeros(len(lens) + 1, np.int64)
+            np.cumsum(lens + 1, out=found[1:])
+            self._offsets[c] = found
+        return found
+
     def take(self, indices: Sequence[int]) -> list[str]:
         if len(indices) > self.n // 4:
             everything = self.all()
             return [everything[i] for i in indices]
-        import bisect
-
-        cache: dict[int, list[str]] = {}
+        idx = np.asarray(indices, np.int64)
+        which = np.searchsorted(np.asarray(self._ends, np.int64), idx, side="right")
         out = []
-        for i in indices:
-            i = int(i)
-            c = bisect.bisect_right(self._ends, i)
-            if c not in cache:
-                chunk = self._chunks[c]
-                cache[c] = chunk.split("\n") if isinstance(chunk, str) else chunk
-            start = self._ends[c - 1] if c else 0
-            out.append(cache[c][i - start])
+        for i, c in zip(idx.tolist(), which.tolist()):
+            chunk = self._chunks[c]
+            i -= self._ends[c - 1] if c else 0
+            if isinstance(chunk, str):
+                off = self._line_offsets(c)
+                out.append(chunk[off[i]:off[i + 1] - 1])
+            else:
+                out.append(chunk[i])
         return out
 
 
@@ -385,10 +400,10 @@ class TextDataLoader:
         width = int(lens.max()) + 2 if len(lens) else 2
         allv = np.full((len(utt_idx), width), PAD_ID, np.int64)
         allv[:, 0] = GO_ID
-        perm, ids = self._perm, sp.ids
-        for r, (s, n) in enumerate(zip(starts.tolist(), lens.tolist())):
-            allv[r, 1:1 + n] = perm[ids[s:s + n]]
-            allv[r, 1 + n] = EOS_ID
+        cols = np.arange(width - 2)
+        inside = cols[None, :] < lens[:, None]  # one gather for the whole batch, no loop over rows
+        allv[:, 1:-1][inside] = self._perm[sp.ids[(starts[:, None] + cols[None, :])[inside]]]
+        allv[np.arange(len(utt_idx)), lens + 1] = EOS_ID
         freq = np.where(allv >= self.vocab.frequent_vocab_size, UNK_ID, allv)
         return freq, allv, lens + 2
 
