@@ -13,7 +13,8 @@ Targets (issue 11): 50 concurrent uploaders of signed records, 2,000 records: 0 
 come in. Peers measured in the same run: a static file served by the same server (/robots.txt, the
 floor), /api/v1/health, and a cold, uncached leaderboard computation (what a request costs right
 after a write). Records are signed by the clients before the clock starts (ssh-keygen -Y sign); the
-server verifies every signature (ssh-keygen -Y verify) inside the measured time.
+server verifies every signature (in-process, cotk_repro.core.sshsig) inside the measured time, and the
+server's CPU time per upload is printed (Linux /proc). --parts picks what to measure.
 """
 
 from __future__ import annotations
@@ -183,6 +184,21 @@ def start_server(db_url: str, workers: int) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
+def server_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) used so far by the server process and its worker processes (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total, found = 0.0, False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if stat.parent.name == str(pid) or fields[1] == str(pid):  # fields[1]: the parent pid
+            total += (int(fields[11]) + int(fields[12])) / tick
+            found = True
+    return total if found else None
+
+
 _UNIT = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
 
 
@@ -242,7 +258,7 @@ def live_record(i: int, tag: str) -> dict:
     return finalize(rec)
 
 
-def upload_run(db_url: str, url: str, keydir: Path, clients: int, total: int) -> dict:
+def upload_run(db_url: str, url: str, keydir: Path, clients: int, total: int, server_pid: int) -> dict:
     """``clients`` users, each with a registered key, upload ``total`` signed records at once; then count."""
     import requests
 
@@ -287,10 +303,12 @@ def upload_run(db_url: str, url: str, keydir: Path, clients: int, total: int) ->
     for th in threads:
         th.start()
     barrier.wait()
+    cpu0 = server_cpu_s(server_pid)
     t0 = time.perf_counter()
     for th in threads:
         th.join()
     wall = time.perf_counter() - t0
+    cpu1 = server_cpu_s(server_pid)
     ids = [b["record"]["id"] for _t, b in bodies]
     stored = db.read(lambda c: c.execute(text("SELECT record_id, COUNT(*) FROM records WHERE project_name LIKE "
                                                "'upload-%' GROUP BY record_id")).all())
@@ -301,7 +319,8 @@ def upload_run(db_url: str, url: str, keydir: Path, clients: int, total: int) ->
             "p50_ms": latencies[len(latencies) // 2] * 1000, "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
             "lost": sum(1 for i in ids if i not in counts), "duplicated": sum(1 for n in counts.values() if n > 1),
             "5xx": sum(1 for c in codes if c >= 500), "failed": sum(1 for c in codes if c not in (200, 201)),
-            "created": sum(1 for c in codes if c == 201)}
+            "created": sum(1 for c in codes if c == 201),
+            "server_cpu_ms_per_upload": None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / total * 1000}
 
 
 def run_backend(name: str, db_url: str, args) -> list[dict]:
@@ -317,21 +336,23 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
               f"(what a request costs right after a write)", flush=True)
     proc, url = start_server(db_url, args.workers)
     try:
-        if args.uploads > 0:
-            up = upload_run(db_url, url, keydir, args.upload_clients, args.uploads)
+        if args.uploads > 0 and "uploads" in args.parts:
+            up = upload_run(db_url, url, keydir, args.upload_clients, args.uploads, proc.pid)
             rows.append({"backend": name, "what": f"POST /api/v1/records (signed, {up['clients']} clients)",
                          "p50_ms": up["p50_ms"], "p99_ms": up["p99_ms"], "rps": up["uploads_per_s"],
                          "errors": up["failed"], "tool": "python", **up})
             print(f"  {'POST /api/v1/records (signed)':34s} p50 {up['p50_ms']:7.2f} ms  p99 {up['p99_ms']:7.2f} ms  "
                   f"{up['uploads_per_s']:8.1f} uploads/s  lost {up['lost']} duplicated {up['duplicated']} "
-                  f"5xx {up['5xx']} failed {up['failed']} ({up['uploads']} records, {up['clients']} clients)",
+                  f"5xx {up['5xx']} failed {up['failed']} ({up['uploads']} records, {up['clients']} clients; server "
+                  f"CPU {up['server_cpu_ms_per_upload'] or float('nan'):.1f} ms per upload)",
                   flush=True)
             peer = load_python(f"{url}/robots.txt", max(3, int(up["wall_s"])), args.upload_clients)
             rows.append({"backend": name, "what": f"peer: GET /robots.txt ({args.upload_clients} clients)", **peer})
             print(f"  {'peer: static file, same clients':34s} p50 {peer['p50_ms']:7.2f} ms  p99 {peer['p99_ms']:7.2f} ms  "
                   f"{peer['rps']:8.1f} req/s  errors {peer['errors']}", flush=True)
         q = urlencode({"task": TASK, "dataset": DATASET, "metric": "bleu"})
-        targets = [
+        use_wrk = shutil.which("wrk") and not args.python_load
+        targets = [] if "read" not in args.parts else [
             ("GET /leaderboard (page)", f"{url}/leaderboard?{q}"),
             ("GET /api/v1/leaderboard", f"{url}/api/v1/leaderboard?{q}"),
             ("GET /api/v1/records/{id}", f"{url}/api/v1/records/{some_id}"),
@@ -339,7 +360,6 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
             ("peer: GET /api/v1/health", f"{url}/api/v1/health"),
             ("peer: GET /robots.txt (static)", f"{url}/robots.txt"),
         ]
-        use_wrk = shutil.which("wrk") and not args.python_load
         for what, target in targets:
             import requests
 
@@ -350,7 +370,7 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
             print(f"  {what:34s} p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
                   f"{res['rps']:8.1f} req/s  errors {res['errors']} ({res['tool']})", flush=True)
         # the same page while records keep arriving (every upload invalidates the cached board)
-        if args.write_rate > 0:
+        if args.write_rate > 0 and "mixed" in args.parts:
             stop_writing = threading.Event()
             written = [0]
 
@@ -360,33 +380,46 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
                 live = list(pool.map(lambda i: (lambda r: {"record": r, "signature": sign_record(r, bench_key)})(
                     live_record(i, "live")), range(n_live)))
 
+            start_at = time.perf_counter()
+            next_index = iter(range(len(live)))
+            index_lock = threading.Lock()
+
             def writer() -> None:
+                """Upload live[i] at start + i / rate (open loop: a slow upload does not lower the rate)."""
                 import requests
 
                 session = requests.Session()
-                i = 0
-                while not stop_writing.is_set() and i < len(live):
-                    t = time.perf_counter()
-                    body = live[i]
-                    r = session.post(url + "/api/v1/records", json=body, headers={"Authorization": f"Bearer {token}"},
-                                     timeout=30)
+                while not stop_writing.is_set():
+                    with index_lock:
+                        i = next(next_index, None)
+                    if i is None or stop_writing.wait(max(0.0, start_at + i / args.write_rate - time.perf_counter())):
+                        return
+                    r = session.post(url + "/api/v1/records", json=live[i],
+                                     headers={"Authorization": f"Bearer {token}"}, timeout=30)
                     if r.status_code == 201:
-                        written[0] += 1
-                    i += 1
-                    stop_writing.wait(max(0.0, 1.0 / args.write_rate - (time.perf_counter() - t)))
+                        with index_lock:
+                            written[0] += 1
 
-            wt = threading.Thread(target=writer, daemon=True)
-            wt.start()
+            writers = [threading.Thread(target=writer, daemon=True) for _ in range(4)]
+            for wt in writers:
+                wt.start()
             target = f"{url}/leaderboard?{urlencode({'task': TASK, 'dataset': DATASET, 'metric': 'bleu'})}"
             res = (load_wrk(target, args.duration, args.connections, args.threads) if use_wrk
                    else load_python(target, args.duration, args.connections))
             stop_writing.set()
-            wt.join(timeout=30)
+            for wt in writers:
+                wt.join(timeout=30)
             what = f"GET /leaderboard + {args.write_rate:g} uploads/s"
             rows.append({"backend": name, "what": what, **res})
             print(f"  {what:34s} p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
                   f"{res['rps']:8.1f} req/s  errors {res['errors']} ({res['tool']}; {written[0]} records uploaded)",
                   flush=True)
+            # the floor, right after, with the same load generator and connections: a static file
+            peer = (load_wrk(f"{url}/robots.txt", args.duration, args.connections, args.threads) if use_wrk
+                    else load_python(f"{url}/robots.txt", args.duration, args.connections))
+            rows.append({"backend": name, "what": "peer: GET /robots.txt (after the mixed run)", **peer})
+            print(f"  {'peer: static file, same load':34s} p50 {peer['p50_ms']:7.2f} ms  p99 {peer['p99_ms']:7.2f} ms"
+                  f"  {peer['rps']:8.1f} req/s  errors {peer['errors']} ({peer['tool']})", flush=True)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -421,9 +454,13 @@ def main() -> None:
                     help="uploads per second during the mixed read/write run (0: skip it)")
     ap.add_argument("--uploads", type=int, default=2000, help="signed records uploaded concurrently (0: skip)")
     ap.add_argument("--upload-clients", type=int, default=50, help="concurrent uploading clients")
+    ap.add_argument("--parts", default="uploads,read,mixed",
+                    help="what to measure: uploads (50 signed uploaders), read (each page under load), mixed "
+                         "(the leaderboard while --write-rate uploads/s come in)")
     ap.add_argument("--python-load", action="store_true", help="use the Python load generator even if wrk exists")
     ap.add_argument("--json", action="store_true", help="print all rows as JSON at the end")
     args = ap.parse_args()
+    args.parts = set(args.parts.split(","))
     rows = []
     tmp = Path(tempfile.mkdtemp(prefix="cotk-dash-bench-"))
     try:

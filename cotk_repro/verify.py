@@ -2,7 +2,7 @@
 
 Each record on the records ref has ``record.sig`` beside ``record.json``: an SSHSIG signature
 (namespace ``cotk-repro-record``) over the canonical bytes the record id is computed from.
-A signature is *valid* when ``ssh-keygen`` says so for the key it carries; with an
+A signature is *valid* when it verifies (SSHSIG, :mod:`cotk_repro.core.sshsig`) for the key it carries; with an
 allowed-signers file (``--allowed-signers``, else git's ``gpg.ssh.allowedSignersFile``) the key
 must also be one of those listed, and the signer is named by its principal there.
 """
@@ -54,7 +54,7 @@ def check_signature(record: dict[str, Any], signature: str | None,
         return {**row, "status": INVALID, "detail": exc.message}
     except (TypeError, ValueError) as exc:
         return {**row, "status": INVALID, "detail": f"the record cannot be hashed: {exc}"}
-    row.update(fingerprint=info.public.fingerprint, status=VALID, detail="signature verified (ssh-keygen)")
+    row.update(fingerprint=info.public.fingerprint, status=VALID, detail="signature verified")
     if allowed is not None:
         names = [p for p, k in allowed if k.blob == info.public.blob]
         if not names:

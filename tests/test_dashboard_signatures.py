@@ -236,6 +236,43 @@ def test_server_computes_the_verdict_and_counts_distinct_reproducers(server, use
     assert "reproduced by 2" in page and "rerun by the author" in page.lower()
 
 
+def _repro_with(server, record, user, value, *, tolerances=None, row_tolerance=None):
+    """bob's signed reproduction with the tolerances an attacker picks (``tolerances`` or per-row rtol/atol)."""
+    v = rerun_verdict(record, value)
+    if tolerances is None:
+        del v["tolerances"]
+    else:
+        v["tolerances"] = tolerances
+    if row_tolerance is not None:
+        v["metrics"] = [{"metric": "bleu", "verdict": "reproduced", **row_tolerance}]
+    body = {"reproduction": v, "signature": sign_reproduction(v, user["key"])}
+    return post(server, body, user, f"/records/{record['id']}/reproductions")
+
+
+def test_a_tolerance_above_the_cap_is_refused_naming_the_metric(server, users):
+    """An attacker cannot make any rerun "reproduced" by sending a huge tolerance (docs/dashboard.md, Tolerances)."""
+    alice, bob = users["alice"], users["bob"]
+    rec = make_record({"bleu": (0.3, H)}, task="tolerance", dataset="d")
+    assert post(server, signed(rec, alice), alice).status_code == 201
+    attacks = [{"tolerances": {"bleu": {"rtol": 10.0, "atol": 1e-12}}},
+               {"tolerances": {"bleu": {"rtol": 1e-6, "atol": 1.0}}},
+               {"tolerances": {"bleu": {"rtol": 0.0100001}}},  # just above the cap
+               {"row_tolerance": {"rtol": 0.5, "atol": 0.5}}]  # no 'tolerances': the metric rows' own
+    for attack in attacks:
+        r = _repro_with(server, rec, bob, 0.01, **attack)  # a rerun 30x off
+        assert r.status_code == 422, (attack, r.text)
+        detail = r.json()["detail"]
+        assert "'bleu'" in detail and "cap" in detail and "\n" not in detail, detail
+    got = get(server, rec["id"])
+    assert got["reproductions"] == [] and got["reproduced_by"] == 0
+    # at the cap the server still judges: 0.5 % off is reproduced, 5 % off is not
+    assert _repro_with(server, rec, bob, 0.3 * 1.005, tolerances={"bleu": {"rtol": 0.01, "atol": 0.001}}
+                       ).json()["verdict"] == "reproduced"
+    r = _repro_with(server, rec, users["carol"], 0.3 * 1.05, tolerances={"bleu": {"rtol": 0.01, "atol": 0.001}})
+    assert r.status_code == 201 and r.json()["verdict"] == "not reproduced" and r.json()["claimed"] == "reproduced"
+    assert get(server, rec["id"])["reproduced_by"] == 1
+
+
 def test_reproduction_signed_by_another_users_key_or_of_a_missing_record(server, users):
     alice, bob = users["alice"], users["bob"]
     rec = make_record({"bleu": (0.3, H)}, task="repro2", dataset="d")

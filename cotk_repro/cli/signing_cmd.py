@@ -49,7 +49,7 @@ def register(cli: typer.Typer) -> None:
         allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Unsigned records do not fail the check."),
         json_out: bool = typer.Option(False, "--json", help="Print one row per record as JSON on stdout."),
     ) -> None:
-        """Check the signature of every record published at SOURCE, offline (ssh-keygen -Y verify).
+        """Check the signature of every record published at SOURCE, offline (SSHSIG, as ssh-keygen -Y verify).
 
         Exit status: 0 all signatures valid, 1 a record is unsigned, tampered or signed by a key not in the
         allowed signers, 2 SOURCE cannot be read.

@@ -224,15 +224,20 @@ def record_url(base: str, record_id: str) -> str:
     return f"{base}/records/{quote(record_id, safe=':')}"
 
 
-def require_user(request: Request,
-                 credentials: Optional[HTTPAuthorizationCredentials] = Depends(bearer)) -> Principal:
+def principal_of(db, credentials: Optional[HTTPAuthorizationCredentials]) -> Principal:
+    """The user holding the bearer token; HTTP 401 without a valid one (blocking: a database read)."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(401, "a bearer token is required (Authorization: Bearer TOKEN)",
                             headers={"WWW-Authenticate": "Bearer"})
-    principal = authenticate(_dash(request).db, credentials.credentials)
+    principal = authenticate(db, credentials.credentials)
     if principal is None:
         raise HTTPException(401, "the token is invalid or revoked", headers={"WWW-Authenticate": "Bearer"})
     return principal
+
+
+def require_user(request: Request,
+                 credentials: Optional[HTTPAuthorizationCredentials] = Depends(bearer)) -> Principal:
+    return principal_of(_dash(request).db, credentials)
 
 
 def _json_body(raw: bytes) -> Any:
@@ -267,13 +272,17 @@ def me(user: Principal = Depends(require_user)) -> dict[str, str]:
 @router.post("/records", status_code=201, response_model=Created,
              responses={200: {"model": Created, "description": "the record was already stored (no-op)"}, **ERRORS},
              openapi_extra=upload_body("record"))
-async def upload_record(request: Request, user: Principal = Depends(require_user)):
+async def upload_record(request: Request, credentials: Optional[HTTPAuthorizationCredentials] = Depends(bearer)):
     """Upload a record. 201 when stored, 200 when the same record is already there."""
-    body = _json_body(await request.body())
+    raw = await request.body()
     dash = _dash(request)
-    with refusals():
-        created, info = await run_in_threadpool(store.store_record, dash.db, body, user,
-                                                allow_unsigned=dash.allow_unsigned)
+
+    def work():  # the token check, parsing and storing in one trip to the thread pool (the hot path)
+        user = principal_of(dash.db, credentials)
+        with refusals():
+            return store.store_record(dash.db, _json_body(raw), user, allow_unsigned=dash.allow_unsigned)
+
+    created, info = await run_in_threadpool(work)
     dash.wrote()
     rid = info["id"]
     return JSONResponse({**info, "url": record_url(dash.base_url(request), rid)}, status_code=201 if created else 200)

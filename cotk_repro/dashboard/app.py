@@ -196,6 +196,8 @@ class Dashboard:
         self._lock = threading.Lock()
         self._gen = -1
         self._gen_at = float("-inf")
+        self._wrote_at = float("-inf")
+        self._gen_refresh: Any = None  # asyncio.Future of the generation re-read in flight
         self._inflight: dict[Any, Any] = {}  # (key, generation) -> asyncio.Future, one event loop per app
 
     def base_url(self, request) -> str:
@@ -207,12 +209,40 @@ class Dashboard:
     def refresh_generation(self) -> int:
         at = time.monotonic()
         gen = self.db.generation()
-        self._gen, self._gen_at = gen, at
+        if at >= self._wrote_at:  # a read that started before a local write must not pass for fresh after it
+            self._gen, self._gen_at = gen, at
         return gen
 
     def wrote(self) -> None:
         """Called after a write committed here: the next read sees it."""
+        self._wrote_at = time.monotonic()
         self._gen_at = float("-inf")
+        self._gen_refresh = None  # a refresh in flight may predate the write: the next reader starts its own
+
+    async def _generation(self) -> int:
+        """The database generation, re-read at most every ``generation_ttl`` s, by one request at a time."""
+        import asyncio
+
+        from starlette.concurrency import run_in_threadpool
+
+        if self._fresh():
+            return self._gen
+        pending = self._gen_refresh
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future = asyncio.get_running_loop().create_future()
+        self._gen_refresh = future
+        try:
+            gen = await run_in_threadpool(self.refresh_generation)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters (if any) get it re-raised
+            raise
+        finally:
+            if self._gen_refresh is future:
+                self._gen_refresh = None
+        future.set_result(gen)
+        return gen
 
     def _lookup(self, key: Any, gen: int) -> tuple[bool, Any]:
         with self._lock:
@@ -255,7 +285,7 @@ class Dashboard:
 
         from starlette.concurrency import run_in_threadpool
 
-        gen = self._gen if self._fresh() else await run_in_threadpool(self.refresh_generation)
+        gen = await self._generation()
         found, value = self._lookup(key, gen)
         if found:
             return value

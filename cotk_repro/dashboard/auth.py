@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import CotkError
@@ -100,10 +100,10 @@ def authenticate(db: Database, token: str) -> Principal | None:
     if not token or len(token) > 512:
         return None
     digest = hash_token(token)
-
-    def q(conn):
-        return conn.execute(select(User.id, User.name).join(Token, Token.user_id == User.id)
-                            .where(Token.token_hash == digest, Token.revoked_at.is_(None))).first()
-
-    row = db.read(q)
+    row = db.read(lambda conn: conn.execute(_HOLDER, {"digest": digest}).first())
     return Principal(row[0], row[1]) if row else None
+
+
+# built once: every API write looks its token up (statement construction costs more than the query)
+_HOLDER = (select(User.id, User.name).join(Token, Token.user_id == User.id)
+           .where(Token.token_hash == bindparam("digest"), Token.revoked_at.is_(None)))

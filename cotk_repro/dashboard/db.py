@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from sqlalchemy import create_engine, event, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from ..errors import CotkError
@@ -60,6 +61,8 @@ class Database:
             raise DashboardDBError(f"{url!r} is not a database URL (e.g. sqlite:////path/db.sqlite3 or "
                                    "postgresql+psycopg://user@host/db)") from None
         self.url = parsed
+        self._queues: dict[Any, Any] = {}
+        self._queue_lock = threading.Lock()
         self.dialect = parsed.get_backend_name()
         if self.dialect == "sqlite":
             database = parsed.database or ""
@@ -76,12 +79,16 @@ class Database:
                 self.read_engine = self._sqlite_engine(url, immediate=False, pool_size=pool_size,
                                                        max_overflow=max_overflow)
         elif self.dialect == "postgresql":
+            # Reads: no ping per checkout (a round trip per lookup, two of an upload's four); a read on a
+            # connection the server dropped is retried once instead (read()). Writes keep the ping: a
+            # write cannot be retried blindly. Most writes go through the group-commit thread (a small pool).
             try:
-                engine = create_engine(parsed, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
-                                       pool_timeout=60, echo=echo)
+                self.read_engine = create_engine(parsed, pool_size=pool_size, max_overflow=max_overflow,
+                                                 pool_recycle=1800, pool_timeout=60, echo=echo)
+                self.write_engine = create_engine(parsed, pool_size=2, max_overflow=8, pool_pre_ping=True,
+                                                  pool_timeout=60, echo=echo)
             except ModuleNotFoundError as exc:
                 raise DashboardDBError(f"PostgreSQL needs the driver {exc.name}: pip install 'psycopg[binary]'") from None
-            self.read_engine = self.write_engine = engine
         else:
             raise DashboardDBError(f"the dashboard supports SQLite and PostgreSQL, not {self.dialect!r}")
 
@@ -114,6 +121,18 @@ class Database:
 
     # -- transactions -------------------------------------------------------------
     def read(self, fn: Callable[[Connection], T]) -> T:
+        """Run ``fn`` on a connection for reading. SQLite: in one read transaction (one snapshot).
+        PostgreSQL: in autocommit mode, each statement on its own; the same as a READ COMMITTED
+        transaction, where every statement takes a fresh snapshot, without the BEGIN and ROLLBACK round
+        trips (two of the three a one-query lookup otherwise costs)."""
+        if self.dialect == "postgresql":
+            for attempt in (1, 2):
+                try:
+                    with self.read_engine.connect() as conn:
+                        return fn(conn.execution_options(isolation_level="AUTOCOMMIT"))
+                except DBAPIError as exc:  # the server dropped the connection (restart): once more, fresh
+                    if not exc.connection_invalidated or attempt == 2:
+                        raise
         with self.read_engine.connect() as conn:
             try:
                 return fn(conn)
@@ -131,6 +150,16 @@ class Database:
                     raise
                 time.sleep(min(2.0, 0.05 * (2 ** attempt)) * (0.5 + random.random()))
         raise AssertionError("unreachable")
+
+    def group_commit(self, write_batch: Callable[[Connection, Any], list[Any]]):
+        """This database's :class:`.batching.GroupCommit` for ``write_batch`` (one writer thread each)."""
+        with self._queue_lock:
+            found = self._queues.get(write_batch)
+            if found is None:
+                from .batching import GroupCommit
+
+                found = self._queues[write_batch] = GroupCommit(self, write_batch)
+        return found
 
     def generation(self) -> int:
         """A counter that goes up on every write (cache key for pages and leaderboards)."""

@@ -1,15 +1,15 @@
 """Dashboard identity = the SSH key: users' registered keys, and who signed an upload.
 
 A user has one or more SSH public keys (``cotk-repro dashboard add-user NAME --ssh-key FILE.pub``, or
-``POST /api/v1/keys`` with their token). An upload's signature is checked with ``ssh-keygen -Y verify``
-against the registered key it names (see :mod:`cotk_repro.core.signing`); the key's owner is the signer.
+``POST /api/v1/keys`` with their token). An upload's signature is checked in-process
+(:mod:`cotk_repro.core.sshsig`) against the registered key it names (see :mod:`cotk_repro.core.signing`); the key's owner is the signer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import CotkError
@@ -101,8 +101,8 @@ def list_keys(db: Database, name: str) -> list[dict]:
 
 
 def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> Signer:
-    """The registered, unrevoked key that made ``signature`` over ``data``, verified with ssh-keygen
-    (outside any write transaction: the subprocess never holds a database lock).
+    """The registered, unrevoked key that made ``signature`` over ``data``, verified in-process
+    (outside any write transaction).
 
     Raises :class:`BadSignature` (malformed, unknown key type, other namespace, other bytes) or
     :class:`Forbidden` (a key nobody registered, or a revoked one).
@@ -112,9 +112,7 @@ def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> S
     except SigningError as exc:
         raise BadSignature(exc.message) from None
     fp = info.public.fingerprint
-    row = db.read(lambda conn: conn.execute(select(User.id, User.name, SshKey.public_key, SshKey.revoked_at)
-                                            .join(User, User.id == SshKey.user_id)
-                                            .where(SshKey.fingerprint == fp)).first())
+    row = db.read(lambda conn: conn.execute(_KEY_OWNER, {"fp": fp}).first())
     if row is None:
         raise Forbidden(f"the signature is by key {fp}, which is not registered on this dashboard; "
                         "add it with `cotk-repro dashboard add-user NAME --ssh-key FILE.pub` or POST /api/v1/keys")
@@ -125,6 +123,11 @@ def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> S
     except SigningError as exc:
         raise BadSignature(exc.message) from None
     return Signer(row[0], row[1], fp)
+
+
+# built once: every signed upload looks its key up
+_KEY_OWNER = (select(User.id, User.name, SshKey.public_key, SshKey.revoked_at)
+              .join(User, User.id == SshKey.user_id).where(SshKey.fingerprint == bindparam("fp")))
 
 
 def check_uploader(signer: Signer, principal: Principal, what: str) -> None:

@@ -14,9 +14,10 @@ Only results with the same hash are ranked against each other (docs/spec.md sect
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.engine import Connection
 
 from .models import BoardGroup, Record, Reproduction, Result, User
@@ -33,17 +34,11 @@ def reproduction_counts(conn: Connection, record_pks: list[int]) -> dict[int, in
     """``{record_pk: current reproductions by users other than the author}`` (a user's latest only)."""
     if not record_pks:
         return {}
-    rows = conn.execute(
-        select(Reproduction.record_pk, func.count())
-        .where(Reproduction.record_pk.in_(record_pks), Reproduction.superseded.is_(False),
-               Reproduction.by_author.is_(False)).group_by(Reproduction.record_pk)).all()
-    return dict(rows)
+    return dict(conn.execute(_REPRODUCTIONS, {"pks": record_pks}).all())
 
 
 def group_sizes(conn: Connection, task: str, dataset: str, metric: str) -> list[tuple[str | None, int]]:
-    rows = conn.execute(
-        select(BoardGroup.hash, BoardGroup.n).where(BoardGroup.task == task, BoardGroup.dataset == dataset,
-                                                    BoardGroup.metric == metric, BoardGroup.n > 0)).all()
+    rows = conn.execute(_GROUP_SIZES, {"task": task, "dataset": dataset, "metric": metric}).all()
     comparable = sorted(((h, n) for h, n in rows if h), key=lambda x: (-x[1], x[0]))
     unverifiable = [(None, n) for h, n in rows if not h]
     return comparable + unverifiable
@@ -51,12 +46,44 @@ def group_sizes(conn: Connection, task: str, dataset: str, metric: str) -> list[
 
 def reproduced_group_sizes(conn: Connection, task: str, dataset: str, metric: str) -> list[tuple[str | None, int]]:
     """Group sizes counting only independently reproduced results (few: counted on demand)."""
-    rows = conn.execute(
-        select(Result.hash, func.count()).join(Record, Record.id == Result.record_pk)
-        .where(Result.task == task, Result.dataset == dataset, Result.metric == metric, Record.reproduced_by > 0)
-        .group_by(Result.hash)).all()
+    rows = conn.execute(_REPRODUCED_GROUP_SIZES, {"task": task, "dataset": dataset, "metric": metric}).all()
     comparable = sorted(((h, n) for h, n in rows if h), key=lambda x: (-x[1], x[0]))
     return comparable + [(None, n) for h, n in rows if not h]
+
+
+# Statements built once (a leaderboard is rebuilt after every write; building SQLAlchemy statements
+# cost more than running them)
+_REPRODUCTIONS = (select(Reproduction.record_pk, func.count())
+                  .where(Reproduction.record_pk.in_(bindparam("pks", expanding=True)),
+                         Reproduction.superseded.is_(False), Reproduction.by_author.is_(False))
+                  .group_by(Reproduction.record_pk))
+_BOARD = (BoardGroup.task == bindparam("task"), BoardGroup.dataset == bindparam("dataset"),
+          BoardGroup.metric == bindparam("metric"))
+_GROUP_SIZES = select(BoardGroup.hash, BoardGroup.n).where(*_BOARD, BoardGroup.n > 0)
+_REPRODUCED_GROUP_SIZES = (
+    select(Result.hash, func.count()).join(Record, Record.id == Result.record_pk)
+    .where(Result.task == bindparam("task"), Result.dataset == bindparam("dataset"),
+           Result.metric == bindparam("metric"), Record.reproduced_by > 0)
+    .group_by(Result.hash))
+
+
+@lru_cache(maxsize=None)
+def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
+    """One page of one group: its (value, record) from the index alone, then the records it names."""
+    cond = [Result.task == bindparam("task"), Result.dataset == bindparam("dataset"),
+            Result.metric == bindparam("metric"),
+            Result.hash.is_(None) if unverifiable else Result.hash == bindparam("hash")]
+    page_q = select(Result.value.label("value"), Result.record_pk.label("record_pk")).where(and_(*cond))
+    if reproduced_only:
+        page_q = page_q.join(Record, Record.id == Result.record_pk).where(Record.reproduced_by > 0)
+    page_q = (page_q.order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
+              .limit(bindparam("limit")).offset(bindparam("offset")).subquery())
+    return (select(page_q.c.value, Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name,
+                   Record.key_fingerprint, Record.reproduced_by)
+            .select_from(page_q)
+            .join(Record, Record.id == page_q.c.record_pk)
+            .join(User, User.id == Record.user_id)
+            .order_by(page_q.c.value.asc() if lower else page_q.c.value.desc(), page_q.c.record_pk.asc()))
 
 
 def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int = 100, page: int = 1,
@@ -65,24 +92,15 @@ def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int 
     lower = lower_is_better(metric)
     sizes = (reproduced_group_sizes if reproduced_only else group_sizes)(conn, task, dataset, metric)
     offset = (page - 1) * limit
-    groups = []
+    pages = []
     for h, total in sizes[:max_groups]:
-        cond = [Result.task == task, Result.dataset == dataset, Result.metric == metric,
-                Result.hash.is_(None) if h is None else Result.hash == h]
-        # the page of the group from the index alone (value, record), then the 'limit' records it names
-        page_q = select(Result.value.label("value"), Result.record_pk.label("record_pk")).where(and_(*cond))
-        if reproduced_only:
-            page_q = page_q.join(Record, Record.id == Result.record_pk).where(Record.reproduced_by > 0)
-        page_q = (page_q.order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
-                  .limit(limit).offset(offset).subquery())
-        rows = conn.execute(
-            select(page_q.c.value, Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name,
-                   Record.key_fingerprint, Record.reproduced_by)
-            .select_from(page_q)
-            .join(Record, Record.id == page_q.c.record_pk)
-            .join(User, User.id == Record.user_id)
-            .order_by(page_q.c.value.asc() if lower else page_q.c.value.desc(), page_q.c.record_pk.asc())).all()
-        counts = reproduction_counts(conn, [r[1] for r in rows])
+        rows = conn.execute(_page_stmt(lower, h is None, reproduced_only),
+                            {"task": task, "dataset": dataset, "metric": metric, "hash": h, "limit": limit,
+                             "offset": offset}).all()
+        pages.append((h, total, rows))
+    counts = reproduction_counts(conn, [r[1] for _h, _t, rows in pages for r in rows])  # one query for all groups
+    groups = []
+    for h, total, rows in pages:
         entries = []
         for i, (value, pk, rid, project, submitted, user, key, by) in enumerate(rows):
             entries.append({"rank": offset + i + 1, "id": rid, "url": record_url(rid), "value": value,

@@ -9,6 +9,8 @@ Dockerfile) is escaped. No scripts are served at all (see the CSP in ``app.py``)
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Optional
 from urllib.parse import quote, urlencode
@@ -31,9 +33,38 @@ def _env():
     from ..core.templating import environment
 
     env = environment(lenient=True).overlay()
-    env.filters = {**env.filters, "fmt": fmt_value}  # its own dicts: the project's environments stay as they are
-    env.globals = {**env.globals, "board_url": board_url, "record_path": record_path}
+    env.filters = {**env.filters, "fmt": fmt_value,  # its own dicts: the project's environments stay as they are
+                   "split_trusted": split_trusted}
+    env.globals = {**env.globals, "board_url": board_url, "record_path": record_path,
+                   "entries_table": entries_table}
     return env
+
+
+_TABLES: OrderedDict[Any, Any] = OrderedDict()
+_TABLES_LOCK = threading.Lock()
+TABLES_KEPT = 128  # at most ~70 KB each (100 entries)
+
+
+def entries_table(group: dict[str, Any], metric: str):
+    """The HTML table of a leaderboard group's page of entries, rendered once per distinct content.
+
+    A board is rebuilt after every write, but an upload that does not enter a group's page changes
+    only the group's total: its table is reused (rendering was most of a rebuild's cost).
+    """
+    from markupsafe import Markup
+
+    key = (metric, group.get("hash"), tuple(tuple(e.values()) for e in group["entries"]))
+    with _TABLES_LOCK:
+        found = _TABLES.get(key)
+        if found is not None:
+            _TABLES.move_to_end(key)
+            return found
+    html = Markup(render("_entries_table.html", group=group, board={"metric": metric}))
+    with _TABLES_LOCK:
+        _TABLES[key] = html
+        while len(_TABLES) > TABLES_KEPT:
+            _TABLES.popitem(last=False)
+    return html
 
 
 def render(name: str, **context: Any) -> str:
@@ -47,6 +78,15 @@ def fmt_value(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)
+
+
+def split_trusted(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(signed and independently reproduced, the others)``, each in rank order (one pass: the page of a
+    leaderboard is rebuilt after every write)."""
+    trusted, others = [], []
+    for e in entries:
+        (trusted if e.get("signed") and e.get("reproduced_by") else others).append(e)
+    return trusted, others
 
 
 def board_url(task: str, dataset: str, metric: str | None = None) -> str:

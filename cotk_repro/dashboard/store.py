@@ -5,6 +5,7 @@ record's shape, every metric a finite number with a 64-hex hash or none, the id
 recomputed from the content; the reproduction verdict's shape) and the metric's
 declared range (:mod:`.verdicts`). Records are immutable: the same record twice is one row (a
 unique constraint; a concurrent duplicate's ``IntegrityError`` is the "already there" answer).
+Validated uploads are written many per transaction (:mod:`.record_writes`, :mod:`.batching`).
 
 Signed uploads are ``{"record": ..., "signature": ...}`` / ``{"reproduction": ..., "signature": ...}``
 (SSHSIG over the canonical bytes, see :mod:`cotk_repro.core.signing`); a bare record or verdict is
@@ -30,7 +31,8 @@ from ..core.signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproductio
 from .auth import Principal, now_iso
 from .db import Database
 from .identity import BadSignature, Forbidden, Signer, check_uploader, signer_of
-from .models import NAME_MAX, BoardGroup, Mirror, Record, Reproduction, Result, User
+from .models import NAME_MAX, Mirror, Record, Reproduction, Result, User
+from .record_writes import PendingRecord, write_records
 from .verdicts import VerdictError, check_values, server_verdict
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -136,58 +138,21 @@ def store_record(db: Database, body: Any, principal: Principal, *, allow_unsigne
     owner_id = signer.user_id if signer else principal.user_id
     owner_name = signer.name if signer else principal.name
     mirror = owner_id != principal.user_id
-    stored = dumps(record)
     fp = signer.fingerprint if signer else None
-
-    def tx(conn):
-        row = conn.execute(select(Record.id, Record.signature).where(Record.record_id == rid)).first()
-        if row is not None:
-            pk, created = row[0], False
-            if row[1] is None and signer is not None:  # stored unsigned before: the signer owns it now
-                conn.execute(update(Record).where(Record.id == pk)
-                             .values(user_id=owner_id, signature=signature, key_fingerprint=fp))
-                db.bump(conn)
-        else:
-            created = True
-            pk = conn.execute(insert(Record).values(
-                record_id=rid, user_id=owner_id, task=cols["task"], dataset=cols["dataset"],
-                project_name=cols["project_name"], status=cols["status"], submitted_at=now_iso(), body=stored,
-                signature=signature, key_fingerprint=fp,
-            )).inserted_primary_key[0]
-            if cols["status"] == "ok" and cols["results"]:
-                conn.execute(insert(Result), [
-                    {"record_pk": pk, "task": cols["task"], "dataset": cols["dataset"], "metric": name,
-                     "hash": h, "value": value}
-                    for name, (value, h) in cols["results"].items()])
-                # sorted, so that concurrent uploads lock the counters in one order (no deadlocks)
-                for name, (_, h) in sorted(cols["results"].items(), key=lambda kv: (kv[0], kv[1][1] or "")):
-                    count_result(conn, db.dialect, cols["task"], cols["dataset"], name, h)
-            db.bump(conn)
-        if mirror and conn.execute(select(Mirror.id).where(Mirror.record_pk == pk,
-                                                           Mirror.user_id == principal.user_id)).first() is None:
-            conn.execute(insert(Mirror).values(record_pk=pk, user_id=principal.user_id, submitted_at=now_iso()))
-        return created
-
-    info = {"id": rid, "owner": owner_name, "signed": signer is not None, "mirror": mirror,
-            "key": fp}
+    pending = PendingRecord(
+        record_id=rid, task=cols["task"], dataset=cols["dataset"], project_name=cols["project_name"],
+        status=cols["status"], body=dumps(record), owner_id=owner_id, uploader_id=principal.user_id,
+        results=tuple((name, value, h) for name, (value, h) in cols["results"].items()),
+        signature=signature, fingerprint=fp)
+    info = {"id": rid, "owner": owner_name, "signed": signer is not None, "mirror": mirror, "key": fp}
     try:
-        return db.write(tx), info
+        return db.group_commit(write_records).submit(pending), info
     except IntegrityError:
-        # a concurrent upload of the same record won the race: the record is there, no-op
-        if db.read(lambda c: c.execute(select(Record.id).where(Record.record_id == rid)).first()) is not None:
+        # a concurrent upload of the same record (through another worker process) won the race: no-op
+        found = db.read(lambda c: c.execute(select(Record.id).where(Record.record_id == rid)).first())
+        if found is not None:
             return False, info
         raise
-
-
-def count_result(conn, dialect: str, task: str, dataset: str, metric: str, h: str | None) -> None:
-    """One more result in its leaderboard group (an upsert on ``board_groups``)."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as upsert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as upsert
-    stmt = upsert(BoardGroup).values(task=task, dataset=dataset, metric=metric, hash=h or "", n=1)
-    conn.execute(stmt.on_conflict_do_update(index_elements=["task", "dataset", "metric", "hash"],
-                                            set_={"n": BoardGroup.n + 1}))
 
 
 def validate_reproduction(verdict: Any, record_id: str) -> str:

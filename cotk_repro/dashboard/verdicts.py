@@ -1,7 +1,8 @@
 """The server's own verdict of a reproduction, and the metric-fact checks of uploaded values.
 
 A reproduction upload carries the rerun's results (``rerun.results``: values and hashes) and the
-tolerances it used (``tolerances``, else each metric row's ``rtol``/``atol``). The dashboard compares
+tolerances it used (``tolerances``, else each metric row's ``rtol``/``atol``), each at most
+:data:`MAX_TOLERANCE` (a larger one is refused, naming the metric). The dashboard compares
 them with the record's results using :func:`cotk_repro.records.diffing.compare_results`, the code behind
 ``cotk-repro diff`` and ``reproduce``, and stores that verdict; the one the client claimed is kept
 beside it only for display.
@@ -19,6 +20,9 @@ from ..core.results import RESULT_SCHEMA, normalize_results
 
 COULD_NOT_RUN = "could not run"
 DEFAULT_TOLERANCE = (1e-6, 1e-12)
+#: the largest tolerances a reproduction may bring (docs/dashboard.md, "Tolerances"): above them any rerun
+#: could be called "reproduced", so the upload is refused (422) rather than judged with them
+MAX_TOLERANCE = {"rtol": 1e-2, "atol": 1e-3}
 
 
 class VerdictError(CotkError):
@@ -60,6 +64,10 @@ def _tolerances(reproduction: dict[str, Any]) -> dict[str, tuple[float, float]]:
             v = default if v is None else v
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise VerdictError(f"the reproduction's {which} for {name[:60]!r} must be a finite number >= 0")
+            if v > MAX_TOLERANCE[which]:
+                raise VerdictError(f"the reproduction's {which} for {name[:60]!r} is {v:g}, above this dashboard's "
+                                   f"cap of {MAX_TOLERANCE[which]:g} (with it almost any rerun would count as "
+                                   "reproduced): rerun the comparison with a smaller tolerance")
             pair.append(float(v))
         out[name] = (pair[0], pair[1])
     return out
