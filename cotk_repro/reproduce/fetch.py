@@ -21,7 +21,7 @@ LOCAL_RECORDS = "refs/cotk-repro/records"
 
 
 class RemoteRepo:
-    """A bare local clone of a remote repository: lists refs, fetches records and exports commits."""
+    """A bare local git repository fed from a remote URL: lists its refs, fetches records and commits, exports trees."""
     def __init__(self, url: str, display: str, workdir: Path):
         self.url, self.display = url, display
         self.git_dir = workdir / "repo.git"

@@ -61,7 +61,7 @@ def _entry_env(bin_dir: Path | None) -> dict[str, str]:
 
 
 def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str, Any]) -> Rerun:
-    """Run the record's entry on this host with `python` under the job's limits and return the Rerun."""
+    """Run the record's entry on this host with `python` and the job's timeout; return the Rerun."""
     from ..records.runner import EntryProcess
 
     from .paths import inside_checkout
