@@ -36,6 +36,7 @@ REPRODUCER = "demo-reproducer"
 
 @dataclass
 class DemoResult:
+    """What the demo made: its folders, the record, dashboard URLs, the reproduction and timings."""
     folder: Path
     project: Path
     record: dict[str, Any]
@@ -76,6 +77,7 @@ def docker_available(base_image: str | None) -> bool:
 
 
 def choose_runtime(requested: str | None, base_image: str | None) -> str:
+    """Return the runtime asked for, else docker when an engine and the base image exist, else venv."""
     if requested:
         return requested
     return "docker" if docker_available(base_image) else "venv"
@@ -170,4 +172,5 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
 
 
 def cleanup(folder: Path) -> None:
+    """Remove the demo folder and everything in it, ignoring errors."""
     shutil.rmtree(folder, ignore_errors=True)

@@ -47,6 +47,7 @@ ENTRY_POINT_GROUP = "cotk_repro"
 
 @dataclass
 class PluginInfo:
+    """One loaded plugin: name, version, module, whether built in, what it registers, and any load error."""
     name: str
     version: str
     builtin: bool
@@ -72,6 +73,7 @@ class PluginInfo:
 
 @dataclass
 class Component:
+    """One registered component (metric, tokenizer, ...) and the plugin that provides it."""
     kind: str
     name: str
     obj: Any
@@ -108,6 +110,7 @@ def may_declare_entry_points(group: str, path: list[str] | None = None) -> bool:
 
 
 def builtins_only() -> bool:
+    """Return whether COTK_REPRO_BUILTINS_ONLY asks to skip third-party plugins."""
     return os.environ.get("COTK_REPRO_BUILTINS_ONLY", "").lower() in ("1", "true", "yes")
 
 
@@ -240,6 +243,7 @@ _PLUGINS: Plugins | None = None
 
 
 def get_plugins() -> Plugins:
+    """Return the process-wide Plugins registry, loading it on first use."""
     global _PLUGINS
     if _PLUGINS is None:
         _PLUGINS = Plugins()
@@ -253,8 +257,10 @@ def reset_plugins() -> None:
 
 
 def get_component(kind: str, name: str) -> Any:
+    """Return the object registered as `kind` `name`; raise PluginError listing the known names if none."""
     return get_plugins().get(kind, name).obj
 
 
 def registry(kind: str) -> dict[str, Component]:
+    """Return every registered component of `kind`, by name."""
     return get_plugins().registry(kind)

@@ -45,10 +45,12 @@ def registered_templates() -> dict[str, Any]:
 
 
 def available_templates() -> list[str]:
+    """Return the sorted names of the registered project templates."""
     return sorted(registered_templates())
 
 
 def get_template(name: str) -> ProjectTemplate:
+    """Return the registered project template `name`; raise CotkError naming the available ones."""
     templates = registered_templates()
     if name not in templates:
         raise CotkError(f"unknown template {name!r}; available: {', '.join(sorted(templates))}")

@@ -8,8 +8,11 @@ from pathlib import Path
 import cotk_repro
 
 PACKAGE = Path(cotk_repro.__file__).parent
-#: packages whose public functions and classes all have a docstring (extend as the others get theirs)
-DOCUMENTED = ("core", "records")
+#: packages (folders) and top-level modules (``*.py``) whose public functions and classes all have a docstring
+#: (extend as the others get theirs; dashboard/ and verify.py are still to do)
+DOCUMENTED = ("builtins", "capture", "cli", "compare", "compat", "core", "data", "metrics", "publish", "records",
+              "reproduce", "__init__.py", "__main__.py", "demo.py", "errors.py", "hookspecs.py", "plugins.py",
+              "scaffold.py")
 
 
 def test_every_module_says_its_job_in_its_first_line():
@@ -23,9 +26,10 @@ def test_every_module_says_its_job_in_its_first_line():
 
 
 def test_public_functions_and_classes_have_docstrings():
-    missing = []
+    missing = [f"{name} (listed in DOCUMENTED, not found)" for name in DOCUMENTED if not (PACKAGE / name).exists()]
     for package in DOCUMENTED:
-        for path in sorted((PACKAGE / package).rglob("*.py")):
+        root = PACKAGE / package
+        for path in [root] if root.is_file() else sorted(root.rglob("*.py")):
             for node in ast.parse(path.read_text(encoding="utf-8")).body:
                 if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                         and not node.name.startswith("_") and not ast.get_docstring(node)):

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
 
 @hookimpl
 def register_commands(cli):
+    """Let every built-in command module add its subcommands to `cli`; raise PluginError if one fails to import."""
     failed = []
     for name in COMMAND_MODULES:
         try:

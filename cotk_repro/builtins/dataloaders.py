@@ -8,18 +8,21 @@ from ..hookspecs import hookimpl
 
 
 def language_generation(path, **options):
+    """Build a LanguageGeneration dataloader for the dataset at `path` (imported lazily)."""
     from ..data.loaders import LanguageGeneration
 
     return LanguageGeneration(path, **options)
 
 
 def single_turn_dialog(path, **options):
+    """Build a SingleTurnDialog dataloader for the dataset at `path` (imported lazily)."""
     from ..data.loaders import SingleTurnDialog
 
     return SingleTurnDialog(path, **options)
 
 
 def multi_turn_dialog(path, **options):
+    """Build a MultiTurnDialog dataloader for the dataset at `path` (imported lazily)."""
     from ..data.loaders import MultiTurnDialog
 
     return MultiTurnDialog(path, **options)
@@ -27,6 +30,7 @@ def multi_turn_dialog(path, **options):
 
 @hookimpl
 def register_dataloaders(register):
+    """Register the three built-in dataloaders under their task names."""
     register("language-generation", language_generation)
     register("single-turn-dialog", single_turn_dialog)
     register("multi-turn-dialog", multi_turn_dialog)

@@ -28,6 +28,7 @@ def _check_int(name: str, value: Any, low: int) -> int:
 
 
 class CopyGenerator:
+    """Returns each input unchanged, optionally lowercased and cut to its first `max_tokens` words."""
     name = "copy"
     version = "1"
     batch_size = 1024
@@ -119,5 +120,6 @@ class NgramGenerator:
 
 @hookimpl
 def register_generators(register):
+    """Register the built-in `copy` and `ngram` generators."""
     register("copy", CopyGenerator)
     register("ngram", NgramGenerator)

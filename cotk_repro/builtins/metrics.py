@@ -44,5 +44,6 @@ def _factory(target: str):
 
 @hookimpl
 def register_metrics(register):
+    """Register a factory for every built-in metric in BUILTIN_METRICS."""
     for name, target in BUILTIN_METRICS.items():
         register(name, _factory(target))

@@ -7,12 +7,14 @@ from ..hookspecs import hookimpl
 
 
 def git_target():
+    """Build the publish target that pushes run records to a git repository."""
     from ..publish.targets import GitTarget
 
     return GitTarget()
 
 
 def dashboard_target():
+    """Build the publish target that uploads run records to a dashboard server."""
     from ..publish.targets import DashboardTarget
 
     return DashboardTarget()
@@ -20,5 +22,6 @@ def dashboard_target():
 
 @hookimpl
 def register_publish_targets(register):
+    """Register the built-in `git` and `dashboard` publish targets."""
     register("git", git_target)
     register("dashboard", dashboard_target)

@@ -10,18 +10,21 @@ from ..hookspecs import hookimpl
 
 
 def docker_runtime():
+    """Build the runtime that reproduces a run inside a Docker container."""
     from ..reproduce.docker_runtime import DockerRuntime
 
     return DockerRuntime()
 
 
 def venv_runtime():
+    """Build the runtime that reproduces a run in a fresh virtual environment."""
     from ..reproduce.venv_runtime import VenvRuntime
 
     return VenvRuntime()
 
 
 def local_runtime():
+    """Build the runtime that reproduces a run in the current Python environment."""
     from ..reproduce.venv_runtime import LocalRuntime
 
     return LocalRuntime()
@@ -29,6 +32,7 @@ def local_runtime():
 
 @hookimpl
 def register_runtimes(register):
+    """Register the built-in `docker`, `venv` and `local` reproduce runtimes."""
     register("docker", docker_runtime)
     register("venv", venv_runtime)
     register("local", local_runtime)

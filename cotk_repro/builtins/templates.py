@@ -16,6 +16,7 @@ from ..core.templating import templates_dir
 
 @hookimpl
 def register_templates(register):
+    """Register the built-in project templates that `init` scaffolds from."""
     root = templates_dir() / "project"
     register("minimal", ProjectTemplate(
         name="minimal", description="an entry that evaluates fixed sentences with BLEU and Distinct; start here",

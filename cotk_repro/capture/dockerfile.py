@@ -10,6 +10,7 @@ from ..core.templating import render
 
 
 def default_base_image(python_major_minor: str) -> str:
+    """Return the official slim Python image tag for a `X.Y` Python version."""
     return f"python:{python_major_minor}-slim"
 
 

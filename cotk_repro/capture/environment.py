@@ -104,6 +104,7 @@ def lock_text(packages: list[dict[str, Any]]) -> str:
 
 
 def accelerators() -> list[dict[str, str]]:
+    """List the NVIDIA GPUs (name, driver, memory) nvidia-smi reports; empty if none or it fails."""
     exe = shutil.which("nvidia-smi")
     if not exe:
         return []
@@ -123,6 +124,7 @@ def accelerators() -> list[dict[str, str]]:
 
 
 def python_info() -> dict[str, str]:
+    """Return this interpreter's version, implementation and `major.minor`."""
     return {
         "version": platform.python_version(),
         "implementation": platform.python_implementation(),
@@ -131,6 +133,7 @@ def python_info() -> dict[str, str]:
 
 
 def capture_environment(plugins: list[dict[str, str]]) -> dict[str, Any]:
+    """Return the run record's environment section: Python, platform, packages, plugins, GPUs."""
     return {
         "python": python_info(),
         "platform": {"system": platform.system(), "machine": platform.machine(), "release": platform.release()},

@@ -16,6 +16,7 @@ from ..errors import CaptureError
 
 @dataclass
 class GitState:
+    """The commit, branch, remote and dirty files of the repository a run came from."""
     root: Path
     commit: str
     branch: str | None
@@ -79,6 +80,7 @@ def _local(path: str) -> str:
 
 
 def open_repo(path: Path):
+    """Open the git repository containing `path`; raise CaptureError if there is none."""
     import git  # GitPython; imported lazily (start-up time)
 
     try:

@@ -61,6 +61,7 @@ def _load_commands() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the CLI on `argv`; a CotkError (or any other failure) becomes one error line and its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if "--debug" in args:
         output.set_debug(True)

@@ -86,6 +86,7 @@ Writes metric-<column>.csv (rows systems, columns datasets), corpus-<dataset>.cs
 
 
 def register(cli: typer.Typer) -> None:
+    """Add the `compare` command (benchmark report over systems x datasets x metrics) to `cli`."""
     from rich.markup import escape
 
     @cli.command("compare", help=escape(HELP))

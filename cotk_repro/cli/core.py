@@ -141,6 +141,7 @@ def show(
 
 def render_verdicts(rows, verdict: str, title: str = "verdict",
                     labels: tuple[str, str] = ("published", "rerun")) -> None:
+    """Print a table of per-metric reproduce verdicts (values, |diff|, hash match) and the overall verdict."""
     styles = {"reproduced": "green", "differs": "red", "not comparable": "yellow", "missing": "red",
               "unverifiable": "cyan", "extra": "dim"}
     t = output.table(title, ["metric", "verdict", *labels, "|diff|", "hash"], [])

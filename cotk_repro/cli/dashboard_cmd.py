@@ -42,6 +42,7 @@ def _add_keys(database, name: str, keys: list[str]) -> None:
 
 
 def register(cli: typer.Typer) -> None:
+    """Add the `dashboard` command group (serve, users, keys, tokens, migrate) to `cli`."""
     group = typer.Typer(help="Run the results dashboard and manage its users.", no_args_is_help=True)
     cli.add_typer(group, name="dashboard")
 

@@ -12,6 +12,7 @@ from . import output
 
 
 def render_summary(s: dict) -> None:
+    """Print a dataset summary from `data hashes`: its hash codes, reference hashes and vocabulary."""
     from rich.table import Table
     from rich.text import Text
 
@@ -37,6 +38,7 @@ def render_summary(s: dict) -> None:
 
 
 def register(cli: typer.Typer) -> None:
+    """Add the `data` command group (`data hashes`) to `cli`."""
     group = typer.Typer(help="Datasets: load them with a dataloader and print their hash codes.",
                         no_args_is_help=True)
 

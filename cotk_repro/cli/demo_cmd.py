@@ -13,6 +13,7 @@ from . import output
 
 
 def register(cli: typer.Typer) -> None:
+    """Add the `demo` command (the whole evaluate, publish, reproduce loop) to `cli`."""
     @cli.command()
     def demo(
         folder: Optional[Path] = typer.Option(None, "--dir", help="Folder for the demo, kept afterwards (default: a new "

@@ -19,6 +19,7 @@ def result_rows(result: dict[str, Any]) -> list[list[Any]]:
 
 
 def register(cli: typer.Typer) -> None:
+    """Add the `evaluate` command (score hypothesis files with metrics) to `cli`."""
     @cli.command("evaluate")
     def evaluate(
         hyps: Optional[Path] = typer.Option(None, "--hyps", metavar="FILE", help="Generated sentences: a UTF-8 text "

@@ -15,6 +15,7 @@ def _range(r: list[Any]) -> str:
 
 
 def register(cli: typer.Typer) -> None:
+    """Add the `metrics` command (list registered metrics and their facts) to `cli`."""
     @cli.command("metrics")
     def metrics(json_out: bool = typer.Option(False, "--json", help="A JSON list on stdout: per metric its name, "
                                               "plugin, higher_is_better, value_range ([low, high], null = "

@@ -42,19 +42,23 @@ _state = {"debug": os.environ.get("COTK_REPRO_DEBUG", "") not in ("", "0")}
 
 
 def set_debug(value: bool) -> None:
+    """Turn debug output (tracebacks on errors) on; once on it stays on."""
     _state["debug"] = _state["debug"] or value
 
 
 def debug_enabled() -> bool:
+    """Return whether debug output (tracebacks on errors) is on."""
     return _state["debug"]
 
 
 def print_json(data: Any) -> None:
+    """Write `data` to stdout as indented UTF-8 JSON (unknown types as str)."""
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
 
 
 def error(message: str, hint: str | None = None, log: str | None = None) -> None:
+    """Print `Error: message (hint)` on stderr, after the log text if given."""
     if log:
         err_console.print(log.rstrip(), markup=False, highlight=False)
     text = f"Error: {message}"
@@ -64,6 +68,7 @@ def error(message: str, hint: str | None = None, log: str | None = None) -> None
 
 
 def warn(message: str) -> None:
+    """Print `Warning: message` on stderr."""
     err_console.print(f"Warning: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
@@ -73,6 +78,7 @@ def info(message: str) -> None:
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
+    """Build a rich Table with the given title, columns and rows (None shown as empty)."""
     t = Table(title=title, show_lines=False)
     for c in columns:
         t.add_column(c, overflow="fold")
@@ -87,12 +93,14 @@ def plural(n: int, word: str, words: str | None = None) -> str:
 
 
 def fmt_value(v: Any) -> str:
+    """Format a value for a table: floats to 6 significant digits, None as empty."""
     if isinstance(v, float):
         return f"{v:.6g}"
     return "" if v is None else str(v)
 
 
 def fmt_hash(h: str | None, n: int = 12) -> str:
+    """Return the first `n` characters of a hash, or `unverifiable` when there is none."""
     return h[:n] if h else "unverifiable"
 
 

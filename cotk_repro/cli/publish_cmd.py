@@ -22,6 +22,7 @@ def _render_steps(steps) -> None:
 
 
 def register(cli: typer.Typer) -> None:
+    """Add the `publish` and `login` commands to `cli`."""
     @cli.command()
     def publish(
         record_id: str = typer.Argument("latest", metavar="[ID]", help="Local record id, unique prefix, or `latest` (default)."),

@@ -55,6 +55,7 @@ def _confirm(consent) -> bool:
 
 
 def register(cli: typer.Typer) -> None:
+    """Add the `reproduce` command (rerun a published record and compare) to `cli`."""
     @cli.command(cls=_OptionalJsonValue)
     def reproduce(
         source: str = typer.Argument(..., help="user/repo (against COTK_REPRO_GIT_BASE, default https://github.com/), "

@@ -13,6 +13,7 @@ from . import output
 
 
 def register(cli: typer.Typer) -> None:
+    """Add the `keys` and `verify` commands (record signing) to `cli`."""
     @cli.command()
     def keys(json_out: bool = typer.Option(False, "--json", help="Print the key as JSON on stdout.")) -> None:
         """Show the SSH key that signs records and reproductions.

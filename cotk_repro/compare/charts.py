@@ -37,6 +37,7 @@ def ranked_systems(result: CompareResult, column: str) -> tuple[list[str], list[
 
 
 def chart_png(result: CompareResult, column: str) -> bytes:
+    """Draw one report column as a horizontal bar chart (systems x datasets) and return it as PNG bytes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

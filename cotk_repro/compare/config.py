@@ -33,6 +33,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 @dataclass
 class DatasetSpec:
+    """One `[[dataset]]` of a compare config: gold file, text formats, samples folder, inputs."""
     name: str
     index: int
     gold: Path
@@ -48,6 +49,7 @@ class DatasetSpec:
 
 @dataclass
 class MetricSpec:
+    """One `[[metric]]` of a compare config: metric name, options, references, direction, cost."""
     label: str
     name: str
     index: int
@@ -72,6 +74,7 @@ class MetricSpec:
 
 @dataclass
 class SystemSpec:
+    """One system of a compare config: sample files per dataset, or a generator and its settings."""
     name: str
     index: int | None  # position among [[system]] tables; None when found in samples/ folders
     samples: dict[str, Path] = field(default_factory=dict)  # dataset -> file (file systems)
@@ -85,6 +88,7 @@ class SystemSpec:
 
 @dataclass
 class CompareConfig:
+    """A parsed, checked compare config: datasets, systems, metrics and report settings."""
     path: Path
     display: str
     root: Path
@@ -113,6 +117,7 @@ class CompareConfig:
 
 
 def config_error(display: str, lines: dict[tuple, int], path: tuple, message: str) -> ConfigError:
+    """Return a ConfigError whose message starts with the config file and line of key path `path`."""
     line = line_of(lines, path)
     where = f"{display}:{line}" if line else display
     return ConfigError(f"{where}: {message}")

@@ -51,6 +51,7 @@ class Cell:
 
 @dataclass
 class Failure:
+    """A system (metric None) or one metric of it that failed on a dataset, with the error message."""
     system: str
     dataset: str
     metric: str | None  # None: the system failed (generation or reading), every metric of it is missing
@@ -62,6 +63,7 @@ class Failure:
 
 @dataclass
 class CompareResult:
+    """Everything a compare run produced: cells, failures, columns, timings and warnings."""
     config: CompareConfig
     cells: list[Cell] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
@@ -164,6 +166,7 @@ def parse_result(raw: Any) -> dict[str, dict[str, Any]]:
 
 
 def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
+    """Worker task: generate (or reuse cached) samples for one generator system and dataset."""
     from .generate import generate_cached
 
     start = time.perf_counter()

@@ -17,6 +17,7 @@ from .engine import CompareResult
 from .report import column_has_conflict, safe_name
 
 def render_html(result: CompareResult, charts: dict[str, Path] | None = None) -> str:
+    """Render the compare result as a self-contained HTML report (charts inlined as base64 PNG)."""
     import json
 
     cfg = result.config
@@ -50,6 +51,7 @@ def render_html(result: CompareResult, charts: dict[str, Path] | None = None) ->
 
 
 def write_html(result: CompareResult, out: Path, charts: dict[str, Path] | None = None) -> Path:
+    """Write report.html for the compare result into `out` atomically and return its path."""
     path = Path(out) / "report.html"
     atomic_write(path, render_html(result, charts))
     return path

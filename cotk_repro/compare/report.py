@@ -34,6 +34,7 @@ UNVERIFIABLE = "unverifiable"
 
 
 def safe_name(name: str) -> str:
+    """Replace every character not safe in a file name with `_`."""
     return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
 
 
@@ -52,6 +53,7 @@ def analyze(result: CompareResult) -> None:
 
 
 def analyze_column(cells: list[Cell], higher_is_better: bool) -> None:
+    """Group a column's cells by metric hash and rank each group, flagging cells outside the main group."""
     ok = [c for c in cells if c.error is None and c.value is not None]
     groups: dict[str, list[Cell]] = {}
     for c in ok:
@@ -88,6 +90,7 @@ def _letter(i: int) -> str:
 
 
 def column_has_conflict(result: CompareResult, column: str, dataset: str) -> bool:
+    """Return whether the systems' cells of `column` on `dataset` fall into more than one hash group."""
     groups = {c.group for c in (result.cell(s, dataset, column) for s in result.systems) if c and c.group}
     return len(groups) > 1
 
@@ -119,6 +122,7 @@ def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
 
 
 def write_csvs(result: CompareResult, out: Path) -> list[Path]:
+    """Write the per-metric and per-dataset CSV tables (values and hashes) into `out`; return their paths."""
     written: list[Path] = []
     t = tables(result)
     for column, rows in t["metric"].items():
@@ -150,6 +154,7 @@ def write_csvs(result: CompareResult, out: Path) -> list[Path]:
 
 
 def as_json(result: CompareResult, files: list[Path] | None = None) -> dict[str, Any]:
+    """Return the whole compare result (config, cells, groups, ranks, failures, files) as a JSON-able dict."""
     cfg = result.config
     return {
         "schema": "cotk-repro/compare-report",

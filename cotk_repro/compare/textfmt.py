@@ -42,6 +42,7 @@ class TextFileError(CotkError):
 @dataclass(frozen=True)
 class TextFormat:
     #: lines are already tokenized with spaces; when false, ``tokenizer`` tokenizes them
+    """How to turn the lines of a text file into sentences: tokenizing, tags to strip, separators, case."""
     tokenized: bool = True
     #: a registered tokenizer name, used only when ``tokenized`` is false
     tokenizer: str = "nltk"
@@ -166,6 +167,7 @@ def count_lines(path: Path) -> int:
 
 
 def file_sha256(path: Path) -> str:
+    """Return the SHA-256 hex digest of a file; raise TextFileError if it cannot be read."""
     h = hashlib.sha256()
     try:
         with open(path, "rb") as fh:
@@ -250,9 +252,11 @@ def inputs_sha256(path: Path) -> str:
 
 
 def read_texts(path: Path, fmt: TextFormat) -> list[str]:
+    """Read all sentences of a samples file, cleaned as `fmt` says."""
     return list(iter_texts(path, fmt))
 
 
 def read_gold(path: Path, fmt: TextFormat) -> list[list[str]]:
+    """Read a gold file as one list of references per line, cleaned as `fmt` says."""
     return list(iter_gold(path, fmt))
 

@@ -55,6 +55,7 @@ class Recipe(NamedTuple):
 
 
 def tokenize(recipe: Recipe, utts: list[str]) -> list[list[str]]:
+    """Tokenize `utts` with the recipe's tokenizer, lowercasing and truncating to `max_len` as it says."""
     texts = [t.lower() for t in utts] if recipe.lowercase else utts
     tok = recipe.tokenizer
     many = getattr(tok, "tokenize_many", None)
@@ -129,6 +130,7 @@ def _prepare_in_worker(utts: list[str], sizes: list[int] | None, raw_digests: by
 
 
 def usable_cpus() -> int:
+    """Return how many CPUs this process may run on (affinity mask, else the CPU count)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux

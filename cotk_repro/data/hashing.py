@@ -83,18 +83,22 @@ def multiset_hash(label: str, blobs: bytes | Sequence[bytes]) -> str:
 
 
 def combine_splits(kind: str, split_hashes: Mapping[str, str]) -> str:
+    """Hash the per-split hashes of one kind (`kind`) into a single dataset-level hash."""
     return hash_object({"hash": kind, "version": HASH_VERSION, "splits": dict(split_hashes)})
 
 
 def vocab_hash(frequent: Sequence[str], rare: Sequence[str]) -> str:
+    """Hash the vocabulary: its frequent and rare word lists, in order."""
     return hash_object({"hash": "vocab", "version": HASH_VERSION, "frequent": list(frequent), "rare": list(rare)})
 
 
 def setting_hash(settings: Mapping[str, Any]) -> str:
+    """Hash the dataloader settings mapping."""
     return hash_object({"hash": "setting", "version": HASH_VERSION, "settings": dict(settings)})
 
 
 def general_hash(raw: str, data: str, vocab: str, setting: str) -> str:
+    """Combine the raw, data, vocab and setting hashes into the dataset's general hash."""
     return hash_object({"hash": "general", "version": HASH_VERSION,
                         "raw": raw, "data": data, "vocab": vocab, "setting": setting})
 
@@ -113,4 +117,5 @@ def hash_codes(raw: Mapping[str, str], data: Mapping[str, str], frequent: Sequen
 
 
 def digest_blob(digests: Iterable[bytes]) -> bytes:
+    """Concatenate per-item digests into one bytes blob, in order."""
     return b"".join(digests)

@@ -694,13 +694,16 @@ class MultiTurnDialog(TextDataLoader):
 
 # factories for the plugin hooks --------------------------------------------------------------------
 def language_generation(path: str | Path, **options: Any) -> LanguageGeneration:
+    """Load a language-generation dataset from `path` with the given options."""
     return LanguageGeneration(path, **options)
 
 
 def single_turn_dialog(path: str | Path, **options: Any) -> SingleTurnDialog:
+    """Load a single-turn dialog dataset from `path` with the given options."""
     return SingleTurnDialog(path, **options)
 
 
 def multi_turn_dialog(path: str | Path, **options: Any) -> MultiTurnDialog:
+    """Load a multi-turn dialog dataset from `path` with the given options."""
     return MultiTurnDialog(path, **options)
 

@@ -71,6 +71,7 @@ def iter_line_blocks(path: Path, progress: Progress | None = None,
 
 
 def count_nonblank_lines(path: Path) -> int:
+    """Count the lines of `path` that are not empty or whitespace only."""
     n = 0
     for _, lines in iter_line_blocks(path):
         n += sum(1 for s in lines if s and not s.isspace())
@@ -115,6 +116,7 @@ def _names(fields: tuple[str, ...]) -> str:
 
 
 def file_size(path: Path) -> int:
+    """Return the size of `path` in bytes, or 0 if it cannot be read."""
     try:
         return os.path.getsize(path)
     except OSError:

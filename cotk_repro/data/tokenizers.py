@@ -227,16 +227,19 @@ def _same_class(a: str, b: str) -> bool:
 
 
 def space_factory(**options: Any) -> SpaceTokenizer:
+    """Return a SpaceTokenizer; reject any option."""
     _no_options("space", options)
     return SpaceTokenizer()
 
 
 def nltk_factory(**options: Any) -> WordPunctTokenizer:
+    """Return an NLTK WordPunct tokenizer; reject any option."""
     _no_options("nltk", options)
     return WordPunctTokenizer()
 
 
 def punkt_factory(**options: Any) -> PunktTokenizer:
+    """Return an NLTK Punkt tokenizer; reject any option."""
     _no_options("punkt", options)
     return PunktTokenizer()
 

@@ -17,6 +17,7 @@ __all__ = ["Metric", "MetricError", "get_metric", "evaluate", "metric_names", "c
 
 
 def metric_names() -> list[str]:
+    """Return the sorted names of all registered metrics (built-in and plugins)."""
     from ..plugins import get_plugins
 
     return sorted(get_plugins().registry("metric"))

@@ -36,6 +36,7 @@ class TextTokenizer:
 
 
 def as_text(item: Any, detokenize: Callable[[Sequence[str]], str] = " ".join, index: int = 0) -> str:
+    """Return a hypothesis/reference as a string, joining a token list with `detokenize`."""
     if isinstance(item, str):
         return item
     if isinstance(item, (list, tuple)) and all(isinstance(t, str) for t in item):
@@ -70,6 +71,7 @@ def resolve_tokenizer(tokenizer: Any = None) -> TextTokenizer:
 
 
 def ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    """Return the list of n-grams (tuples of n tokens) of `tokens`, in order."""
     if n == 1:
         return [(t,) for t in tokens]
     return list(zip(*(tokens[i:] for i in range(n))))
@@ -84,6 +86,7 @@ def as_int_list(value: Any, what: str, *, minimum: int = 1) -> list[int]:
 
 
 def check_float(value: Any, what: str, low: float, high: float, *, low_open: bool = False) -> float:
+    """Return `value` as a float, or raise MetricError if it is not a number in the given range."""
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -94,6 +97,7 @@ def check_float(value: Any, what: str, low: float, high: float, *, low_open: boo
 
 
 def check_hypotheses(hypotheses: Any) -> list[Any]:
+    """Return the hypotheses as a list; raise MetricError if a single string was given."""
     if isinstance(hypotheses, str):
         raise MetricError("hypotheses is a single string; give a list of strings")
     return list(hypotheses)

@@ -81,6 +81,7 @@ def smoothed_precisions(nums: Sequence[int], dens: Sequence[int], smoothing: str
 
 
 def brevity_penalty(closest_ref_len: int, hyp_len: int) -> float:
+    """BLEU's brevity penalty: 1 if the hypothesis is longer, else exp(1 - ref_len / hyp_len)."""
     if hyp_len > closest_ref_len:
         return 1
     if hyp_len == 0:

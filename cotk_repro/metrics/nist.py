@@ -24,6 +24,7 @@ from ._text import check_hypotheses, ngrams, resolve_tokenizer
 
 
 def nist_length_penalty(ref_len: int, hyp_len: int) -> float:
+    """NIST's length penalty: 1 at ratio >= 1, decaying as exp(beta * log(ratio)^2) below."""
     ratio = hyp_len / ref_len
     if 0 < ratio < 1:
         ratio_x, score_x = 1.5, 0.5

@@ -37,6 +37,7 @@ def rouge_tokenize(text: str, stemmer: Any = None) -> list[str]:
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Return the length of the longest common subsequence of two token sequences."""
     if len(a) < len(b):
         a, b = b, a
     prev = [0] * (len(b) + 1)
@@ -49,6 +50,7 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
 
 
 def f_measure(p: float, r: float, alpha: float) -> float:
+    """Combine precision and recall into ROUGE's F-measure weighted by `alpha` (0.5: F1)."""
     if alpha == 0.5:  # rouge-score's own arithmetic, bit for bit
         return 2 * p * r / (p + r) if p + r > 0 else 0.0
     den = alpha * r + (1 - alpha) * p

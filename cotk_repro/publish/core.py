@@ -24,6 +24,7 @@ from .targets import PublishContext
 
 
 def resolve_dashboard(explicit: str | None, config) -> str | None:
+    """Return the dashboard URL to publish to: the explicit one, else the project's, else the logged-in default."""
     from ..core import userconfig
 
     return explicit or config.get("dashboard", "url") or userconfig.default_dashboard()

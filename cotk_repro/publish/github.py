@@ -20,10 +20,12 @@ _SCP = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>[^/].*)$")
 
 
 def api_base(configured: str | None = None) -> str:
+    """Return the GitHub API base URL: GITHUB_API_URL, else the configured one, else api.github.com."""
     return (os.environ.get("GITHUB_API_URL") or configured or DEFAULT_API).rstrip("/")
 
 
 def github_hosts(base: str) -> set[str]:
+    """Return the git host names that belong to the GitHub instance at API base `base`."""
     hosts = {"github.com"}
     netloc = urlsplit(base).netloc
     if netloc and netloc != "api.github.com":

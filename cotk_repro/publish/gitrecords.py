@@ -63,11 +63,13 @@ def record_files(folder: Path, *, logs: bool = False) -> dict[str, bytes]:
 
 
 def record_path(record_id: str) -> str:
+    """Return the folder, inside the records ref's tree, that holds the record `record_id`."""
     return f"{RECORDS_DIR}/{record_id.removeprefix(ID_PREFIX)}"
 
 
 @dataclass
 class RefUpdate:
+    """The outcome of adding files to a ref: its commit now, and whether a new commit was made."""
     ref: str
     commit: str
     changed: bool
@@ -150,5 +152,6 @@ def list_records(repo: Path, rev: str) -> list[dict[str, Any]]:
 
 
 def read_file(repo: Path, rev: str, path: str) -> bytes | None:
+    """Return the bytes of `path` at revision `rev` of the repository, or None if it is not there."""
     proc = git(repo, "cat-file", "blob", f"{rev}:{path}", check=False)
     return proc.stdout if proc.returncode == 0 else None

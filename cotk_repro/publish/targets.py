@@ -23,6 +23,7 @@ TMP_REMOTE_REF = "refs/cotk-repro/remote-records"
 
 @dataclass
 class PublishContext:
+    """What a publish target gets: the record, its folder, the project config, remote and dashboard."""
     root: Path
     record: dict[str, Any]
     folder: Path

@@ -30,6 +30,7 @@ from .paths import check_command
 
 @dataclass
 class ReproduceOptions:
+    """The user's choices for one reproduce: record, runtime, image, tolerances, limits, submit."""
     record: str | None = None
     #: None: the project's ``reproduce.runtime`` when it keeps the code off this host, else docker
     runtime: str | None = None
@@ -67,6 +68,7 @@ class Consent:
 
 @dataclass
 class Outcome:
+    """The result of a reproduce: verdict document, exit code, per-metric rows, steps and warnings."""
     verdict: dict[str, Any]
     exit_code: int
     rows: list[MetricVerdict] = field(default_factory=list)
@@ -80,6 +82,7 @@ class Outcome:
 
 
 def empty_verdict(runtime: str) -> dict[str, Any]:
+    """Return a `could not run` reproduction verdict document for `runtime`, to be filled in."""
     return {"schema": REPRODUCTION_SCHEMA, "schema_version": 1, "record_id": None, "verdict": "could not run",
             "runtime": runtime, "metrics": [], "environment_differences": [],
             "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
@@ -133,6 +136,7 @@ def list_records(source_text: str) -> list[dict[str, Any]]:
 def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
               on_status: Callable[[str], None] | None = None,
               progress: Callable[[str], Any] | None = None) -> Outcome:
+    """Fetch a published record's code, rerun it in a runtime and compare the results with the record."""
     from ..core.config import load_config
     from ..plugins import get_plugins
 

@@ -47,6 +47,7 @@ _RUNNING_LINE = re.compile(r"^ ---> Running in ([0-9a-f]{12,64})\s*$")
 
 
 class DockerRuntime:
+    """Reruns a record in a Docker container without network, as non-root, with CPU/memory/time limits."""
     name = "docker"
     on_host = False
     description = "a Docker container without network, as a non-root user, with CPU/memory/time limits"

@@ -21,6 +21,7 @@ LOCAL_RECORDS = "refs/cotk-repro/records"
 
 
 class RemoteRepo:
+    """A bare local git repository fed from a remote URL: lists its refs, fetches records and commits, exports trees."""
     def __init__(self, url: str, display: str, workdir: Path):
         self.url, self.display = url, display
         self.git_dir = workdir / "repo.git"
@@ -157,6 +158,7 @@ def select_record(records: list[dict[str, Any]], wanted: str | None, display: st
 
 
 def summaries(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return one short summary (id, status, start, commit, entry, result values) per record."""
     out = []
     for r in records:
         cmd = r.get("command") or {}

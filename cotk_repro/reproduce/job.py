@@ -33,6 +33,7 @@ print(json.dumps({"python": {"version": platform.python_version(), "implementati
 
 
 def now_iso() -> str:
+    """Return the current UTC time as ISO 8601 with milliseconds and a `Z` suffix."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -75,6 +76,7 @@ def describe_steps(items: list[dict[str, Any]]) -> str:
 
 @dataclass
 class Job:
+    """Everything a runtime needs to rerun one record: the record, checkout, packages, limits, paths."""
     record: dict[str, Any]
     workdir: Path
     code: Path
@@ -146,6 +148,7 @@ class Job:
 
 @dataclass
 class Rerun:
+    """What a runtime's rerun produced: results, data section, Python, packages and timing."""
     results: dict[str, Any]
     data: dict[str, Any] | None
     python: str | None
@@ -155,6 +158,7 @@ class Rerun:
 
 
 def parse_result(raw: bytes | None, job: Job, where: str) -> dict[str, Any]:
+    """Read and normalize the rerun's result file; raise ReproduceError if missing or unusable."""
     if raw is None:
         raise ReproduceError(f"the entry {job.command.get('entry')} finished but did not write its result file "
                              f"{job.result_rel} in the rerun", step="run")
@@ -169,6 +173,7 @@ def parse_result(raw: bytes | None, job: Job, where: str) -> dict[str, Any]:
 
 
 def describe_exit(rc: int) -> str:
+    """Describe a process exit status in words (`exited with status N` or `was killed by signal X`)."""
     if rc < 0:
         try:
             return f"was killed by signal {signal.Signals(-rc).name}"
@@ -180,6 +185,7 @@ def describe_exit(rc: int) -> str:
 
 
 def log_tail(path: Path, lines: int = 20) -> str | None:
+    """Return the last `lines` lines of a log file, or None if it is empty or unreadable."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace").strip()
     except OSError:

@@ -28,6 +28,7 @@ _DASHBOARD = re.compile(r"^(?P<base>https?://.+?)/(?:api/v1/)?records/(?P<id>(?:
 
 @dataclass
 class Source:
+    """Where to reproduce from: its kind, the text given, the git URL and, for dashboards, the record."""
     kind: str  # "user/repo" | "url" | "path" | "dashboard"
     text: str
     git_url: str | None
@@ -41,12 +42,14 @@ class Source:
 
 
 def git_base() -> str:
+    """Return the base that `user/repo` sources resolve against (env, user config, else GitHub)."""
     from ..core import userconfig
 
     return os.environ.get("COTK_REPRO_GIT_BASE") or userconfig.git_base() or DEFAULT_GIT_BASE
 
 
 def join_base(base: str, user_repo: str) -> str:
+    """Return the git URL or local path of `user/repo` under the git base `base`."""
     name = user_repo if user_repo.endswith(".git") else user_repo + ".git"
     if "://" in base or _SCP.match(base):
         return base.rstrip("/") + "/" + name
@@ -58,6 +61,7 @@ def join_base(base: str, user_repo: str) -> str:
 
 
 def resolve(text: str) -> Source:
+    """Turn a SOURCE argument (user/repo, git URL, path, dashboard URL) into a Source."""
     text = text.strip()
     if not text:
         raise ReproduceError("SOURCE is empty; give user/repo, a git URL, a local path or a dashboard record URL")

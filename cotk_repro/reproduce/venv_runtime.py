@@ -35,6 +35,7 @@ MARKER = ".cotk-repro-complete"
 
 
 def find_python(mm: str) -> str:
+    """Return a Python executable of version `mm` (X.Y) on this host; raise ReproduceError if none."""
     if f"{sys.version_info.major}.{sys.version_info.minor}" == mm:
         return sys.executable
     for name in (f"python{mm}", f"python{mm.split('.')[0]}"):
@@ -60,6 +61,7 @@ def _entry_env(bin_dir: Path | None) -> dict[str, str]:
 
 
 def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str, Any]) -> Rerun:
+    """Run the record's entry on this host with `python` and the job's timeout; return the Rerun."""
     from ..records.runner import EntryProcess
 
     from .paths import inside_checkout
@@ -106,6 +108,7 @@ def find_uv() -> str | None:
 
 
 class VenvRuntime:
+    """Reruns a record in a cached virtual environment on this host, built from the wheelhouse."""
     name = "venv"
     on_host = True
     description = "a virtual environment on THIS HOST, built from the wheelhouse (no isolation: network and files are reachable)"
@@ -180,6 +183,7 @@ class VenvRuntime:
 
 
 class LocalRuntime:
+    """Reruns a record in the current Python environment (a quick check; versions may differ)."""
     name = "local"
     on_host = True
     description = "the CURRENT Python environment on this host (quick check; versions may differ from the record)"

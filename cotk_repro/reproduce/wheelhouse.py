@@ -52,15 +52,18 @@ def _norm_version(v: str) -> str:
 
 
 def split_packages(packages: list[Package]) -> tuple[list[Package], list[Package]]:
+    """Split the record's packages into (index packages, local packages)."""
     return [p for p in packages if not p.local], [p for p in packages if p.local]
 
 
 def pool_dir(python_mm: str) -> Path:
+    """Return the cache folder of downloaded wheels for Python `X.Y` on this machine type."""
     tag = "cp" + python_mm.replace(".", "")
     return cache_dir() / "wheelhouse" / f"{tag}-{platform.machine().lower()}"
 
 
 def wheel_key(filename: str) -> tuple[str, str] | None:
+    """Return (normalized name, version) from a wheel file name, or None if it is not a wheel."""
     if not filename.endswith(".whl"):
         return None
     parts = filename[:-4].split("-")
@@ -70,6 +73,7 @@ def wheel_key(filename: str) -> tuple[str, str] | None:
 
 
 def pool_index(pool: Path) -> dict[tuple[str, str], Path]:
+    """Map (name, version) to the wheel file for every wheel in the folder `pool`."""
     found: dict[tuple[str, str], Path] = {}
     if pool.is_dir():
         for f in pool.iterdir():
@@ -80,6 +84,7 @@ def pool_index(pool: Path) -> dict[tuple[str, str], Path]:
 
 
 def host_mm() -> str:
+    """Return this interpreter's Python version as `X.Y`."""
     return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
@@ -310,6 +315,7 @@ class Builders:
 
 
 def ensure_local_wheels(local: list[Package], code: Path, tree: str, builders: Builders) -> list[Path]:
+    """Build (or reuse cached) wheels of the record's local packages; raise ReproduceError if one cannot be."""
     wheels = []
     for p in local:
         in_checkout = find_in_checkout(code, p.name)
@@ -363,6 +369,7 @@ def ensure_sdist_wheels(missing: list[Package], builders: Builders) -> dict[tupl
 
 @dataclass
 class Wheelhouse:
+    """The wheels a rerun installs from: index wheels by (name, version) plus local ones."""
     index: dict[tuple[str, str], Path] = field(default_factory=dict)
     local: list[Path] = field(default_factory=list)
 

@@ -83,12 +83,14 @@ def as_list(value: Any, what: str) -> list:
 
 
 def need(data: Mapping[str, Any], key: str) -> Any:
+    """Return `data[key]`, or raise MetricError naming the key the batch lacks."""
     if key not in data:
         raise MetricError(f"the batch has no {key!r}")
     return data[key]
 
 
 def no_tokenizer(tokenizer: Any) -> None:
+    """Raise MetricError unless `tokenizer` is None (the compat layer scores CoTK's own tokens)."""
     if tokenizer is not None:
         raise MetricError("tokenizer= is not supported by the compat layer: CoTK scores the vocabulary's tokens "
                           "with tokenizer=None; for re-tokenized BLEU use the native metrics")
