@@ -218,3 +218,28 @@ def test_no_accelerators_without_nvidia_smi(make_project, cli, tmp_path):
     rec = run_json(cli, root, env={"PATH": str(bindir)})
     assert rec["environment"]["accelerators"] == []
     assert rec["environment"]["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
+
+
+def test_dockerfile_render_is_remembered_and_keyed_by_template_and_values(tmp_path, monkeypatch):
+    """The rendered Dockerfile comes back from the cache without Jinja, and a changed value renders anew."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("COTK_REPRO_CACHE", str(tmp_path / "cache"))
+    from cotk_repro.capture.dockerfile import render_dockerfile
+    from cotk_repro.core.templating import render
+
+    kw = dict(python_major_minor="3.11", entry="main.py", args=["--x", "1"], cwd=".")
+    text, sha = render_dockerfile(**kw)
+    direct = render("Dockerfile.j2", cotk_repro_version=__import__("cotk_repro").__version__, python_version="3.11",
+                    base_image="python:3.11-slim", cwd=".", entrypoint_json='["python", "main.py", "--x", "1"]')
+    assert text == direct
+    assert len(list((tmp_path / "cache" / "rendered").iterdir())) == 1
+    other, other_sha = render_dockerfile(**{**kw, "args": ["--x", "2"]})
+    assert other_sha != sha and '"2"' in other
+    code = ("import sys; from cotk_repro.capture.dockerfile import render_dockerfile as r; "
+            "t, s = r(python_major_minor='3.11', entry='main.py', args=['--x', '1'], cwd='.'); "
+            "print(s, 'jinja2' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "COTK_REPRO_CACHE": str(tmp_path / "cache")}).stdout.split()
+    assert out == [sha, "False"]

@@ -6,7 +6,7 @@ import json
 
 from .. import __version__
 from ..core.canonical import sha256_hex
-from ..core.templating import render
+from ..core.templating import render_remembered
 
 
 def default_base_image(python_major_minor: str) -> str:
@@ -17,7 +17,7 @@ def default_base_image(python_major_minor: str) -> str:
 def render_dockerfile(*, python_major_minor: str, entry: str, args: list[str], cwd: str,
                       base_image: str | None = None) -> tuple[str, str]:
     """Return (Dockerfile text, its sha256 hex)."""
-    text = render(
+    text = render_remembered(
         "Dockerfile.j2",
         cotk_repro_version=__version__,
         python_version=python_major_minor,

@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> None:
     if "--debug" in args:
         output.set_debug(True)
     if not args or "--help" in args or "-h" in args:
+        from ._speedups import import_rich_help
+
+        import_rich_help()
         output.widen_help_when_piped()
     try:
         _load_commands()

@@ -9,10 +9,18 @@ booleans; those get a pass-through instead.
 Anything else (numbers, paths, choices, custom parsers, files) still goes
 through Typer's own coercion. When Typer's internals differ from what this
 expects, nothing is changed.
+
+`--help` renders through ``typer.rich_utils``, which imports ``rich.markdown``
+(markdown-it, pygments) and ``rich.traceback`` (rich.pretty, attrs) at the top
+although it uses them only for markup mode "markdown" and for uncaught
+exceptions: about a third of `cotk-repro --help`. ``import_rich_help`` imports
+it with stand-ins for those two names that load the real class on first use.
 """
 
 from __future__ import annotations
 
+import sys
+import types
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
@@ -71,3 +79,56 @@ def install() -> bool:
     get_runtime_param._cotk_repro = True  # type: ignore[attr-defined]
     param_cls.get_runtime_param = get_runtime_param
     return True
+
+
+class _DeferredMarkdown:
+    """Stands for ``rich.markdown.Markdown`` in Typer's help module: imports and builds the real one when called."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        from rich.markdown import Markdown
+
+        return Markdown(*args, **kwargs)
+
+
+class _DeferredTraceback:
+    """Stands for ``rich.traceback.Traceback`` in Typer's help module: imports the real one when used."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        from rich.traceback import Traceback
+
+        return Traceback(*args, **kwargs)
+
+    @classmethod
+    def from_exception(cls, *args: Any, **kwargs: Any) -> Any:
+        """The real ``Traceback.from_exception``."""
+        from rich.traceback import Traceback
+
+        return Traceback.from_exception(*args, **kwargs)
+
+
+_DEFERRED = {"rich.markdown": ("Markdown", _DeferredMarkdown), "rich.traceback": ("Traceback", _DeferredTraceback)}
+
+
+def import_rich_help() -> Any:
+    """Import ``typer.rich_utils`` without loading rich.markdown and rich.traceback; returns the module.
+
+    The stand-in modules are in ``sys.modules`` only while Typer's module is executed; a later
+    ``import rich.markdown`` anywhere gets the real module.
+    """
+    if "typer.rich_utils" in sys.modules:
+        return sys.modules["typer.rich_utils"]
+    placed = []
+    for name, (attr, stand_in) in _DEFERRED.items():
+        if name not in sys.modules:
+            stub = types.ModuleType(name, "cotk-repro's stand-in while typer.rich_utils is imported")
+            setattr(stub, attr, stand_in)
+            sys.modules[name] = stub
+            placed.append(name)
+    try:
+        import typer.rich_utils
+    finally:
+        for name in placed:
+            if isinstance(sys.modules.get(name), types.ModuleType) and getattr(
+                    sys.modules[name], "__doc__", "").startswith("cotk-repro's stand-in"):
+                del sys.modules[name]
+    return typer.rich_utils

@@ -33,10 +33,10 @@ def widen_help_when_piped() -> None:
     """Typer's --help, when stdout is not a terminal: $COLUMNS or 120 columns, not 80 (no cut option names)."""
     if sys.stdout.isatty() or os.environ.get("TERMINAL_WIDTH"):
         return
-    import typer.rich_utils
+    from ._speedups import import_rich_help
 
     columns = os.environ.get("COLUMNS", "")
-    typer.rich_utils.MAX_WIDTH = int(columns) if columns.isdigit() else HELP_WIDTH
+    import_rich_help().MAX_WIDTH = int(columns) if columns.isdigit() else HELP_WIDTH
 
 _state = {"debug": os.environ.get("COTK_REPRO_DEBUG", "") not in ("", "0")}
 

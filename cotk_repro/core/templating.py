@@ -48,3 +48,33 @@ def environment(lenient: bool = False):
 def render(template_name: str, /, **context: Any) -> str:
     """Render ``templates/<template_name>`` with ``context``."""
     return environment().get_template(template_name).render(**context)
+
+
+def render_remembered(template_name: str, /, **context: str) -> str:
+    """:func:`render` of a self-contained template with string values, remembered on disk under the cache folder.
+
+    Keyed by the template's bytes, the context and cotk-repro's version, so a changed template or value renders
+    anew. Every ``cotk-repro run`` renders the same Dockerfile: this spares it importing Jinja (a third of a
+    bare Python start). A cache that cannot be read or written only costs the render.
+    """
+    import hashlib
+    import json
+
+    from .. import __version__
+    from .fileio import atomic_write
+    from .userconfig import cache_dir
+
+    source = (templates_dir() / template_name).read_bytes()
+    key = hashlib.sha256(source + json.dumps([template_name, __version__, context], sort_keys=True).encode())
+    path = cache_dir() / "rendered" / key.hexdigest()
+    try:
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
+    text = render(template_name, **context)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text.encode("utf-8"))
+    except OSError:
+        pass
+    return text

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 
 def create_app(*args, **kwargs):
+    """The dashboard's FastAPI app (:func:`cotk_repro.dashboard.app.create_app`, imported on first call)."""
     from .app import create_app as _create_app
 
     return _create_app(*args, **kwargs)
 
 
 def start_in_thread(*args, **kwargs):
+    """Serve the dashboard in a background thread (:func:`.server.start_in_thread`, imported on first call)."""
     from .server import start_in_thread as _start
 
     return _start(*args, **kwargs)

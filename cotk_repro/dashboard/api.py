@@ -32,6 +32,8 @@ QSTR = 200  # longest filter value
 
 
 class Created(BaseModel):
+    """The answer to a record upload: its id, URL, owner, whether it is signed or a mirror, and the signing key."""
+
     id: str
     url: str
     owner: str
@@ -41,6 +43,8 @@ class Created(BaseModel):
 
 
 class ReproductionCreated(BaseModel):
+    """The answer to a reproduction upload: its id, the server's verdict, the claimed one, by the author or not."""
+
     id: int
     url: str
     verdict: str
@@ -49,18 +53,26 @@ class ReproductionCreated(BaseModel):
 
 
 class Health(BaseModel):
+    """The answer of ``/health``: ``{"status": "ok"}`` once the database answers."""
+
     status: str
 
 
 class Me(BaseModel):
+    """The answer of ``/me``: the name of the user a token belongs to."""
+
     user: str
 
 
 class Problem(BaseModel):
+    """An error answer: one sentence in ``detail``."""
+
     detail: str
 
 
 class LeaderboardEntry(BaseModel):
+    """One ranked result of a leaderboard group, with its owner, signer and reproduction counts."""
+
     rank: int
     id: str
     url: Optional[str]
@@ -77,6 +89,8 @@ class LeaderboardEntry(BaseModel):
 
 
 class LeaderboardGroup(BaseModel):
+    """The results sharing one comparability hash (None: unverifiable), ranked."""
+
     hash: Optional[str]
     comparable: bool
     total: int
@@ -84,6 +98,8 @@ class LeaderboardGroup(BaseModel):
 
 
 class Leaderboard(BaseModel):
+    """A page of the leaderboard of one task / dataset / metric, one group per comparability hash."""
+
     task: str
     dataset: str
     metric: str
@@ -96,6 +112,8 @@ class Leaderboard(BaseModel):
 
 
 class TableColumn(BaseModel):
+    """One metric column of the side-by-side table: its direction, ranked hash and how many results it leaves out."""
+
     metric: str
     higher_is_better: bool
     hash: Optional[str]
@@ -104,6 +122,8 @@ class TableColumn(BaseModel):
 
 
 class TableCell(BaseModel):
+    """One record's value of one metric in the table; ranked only when comparable with its column."""
+
     value: float
     comparable: bool
     rank: Optional[int]
@@ -111,6 +131,8 @@ class TableCell(BaseModel):
 
 
 class TableRow(BaseModel):
+    """One record in the side-by-side table, with a cell per metric (None where it has no value)."""
+
     id: str
     url: Optional[str]
     project: str
@@ -123,6 +145,8 @@ class TableRow(BaseModel):
 
 
 class Table(BaseModel):
+    """A page of every metric of one task / dataset side by side: columns per metric, rows per record."""
+
     task: str
     dataset: str
     sort: Optional[str]
@@ -134,6 +158,8 @@ class Table(BaseModel):
 
 
 class RecordSummary(BaseModel):
+    """One record in the list of records: its id, URL, project, task, dataset, status, owner and results."""
+
     id: str
     url: str
     project: str
@@ -146,6 +172,8 @@ class RecordSummary(BaseModel):
 
 
 class RecordPage(BaseModel):
+    """A page of record summaries with its page number, size and the totals."""
+
     records: list[RecordSummary]
     page: int
     per_page: int
@@ -154,6 +182,8 @@ class RecordPage(BaseModel):
 
 
 class ReproductionOut(BaseModel):
+    """A stored reproduction of a record: who sent it, its verdict, and if it is the author's, superseded, signed."""
+
     id: int
     user: str
     submitted_at: str
@@ -165,6 +195,8 @@ class ReproductionOut(BaseModel):
 
 
 class RecordOut(BaseModel):
+    """A record exactly as uploaded, with its owner, signature, mirrors and reproductions."""
+
     record: dict[str, Any]
     user: str
     submitted_at: str
@@ -221,6 +253,7 @@ def _dash(request: Request):
 
 
 def record_url(base: str, record_id: str) -> str:
+    """The public URL of a record's page under ``base``."""
     return f"{base}/records/{quote(record_id, safe=':')}"
 
 
@@ -237,6 +270,7 @@ def principal_of(db, credentials: Optional[HTTPAuthorizationCredentials]) -> Pri
 
 def require_user(request: Request,
                  credentials: Optional[HTTPAuthorizationCredentials] = Depends(bearer)) -> Principal:
+    """FastAPI dependency: the user holding the request's bearer token; HTTP 401 without a valid one."""
     return principal_of(_dash(request).db, credentials)
 
 
@@ -259,6 +293,7 @@ def _qs(value: Optional[str], what: str) -> Optional[str]:
 
 @router.get("/health", response_model=Health)
 def health(request: Request) -> dict[str, str]:
+    """Liveness check: ``{"status": "ok"}`` once the database answers."""
     _dash(request).db.generation()  # the database answers
     return {"status": "ok"}
 

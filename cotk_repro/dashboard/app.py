@@ -95,6 +95,8 @@ async def _send_json(send, status: int, detail: str, extra_headers: list[tuple[b
 
 
 class GuardMiddleware:
+    """ASGI middleware: security headers, rate limits, body size and JSON content-type checks before the app."""
+
     def __init__(self, app, *, max_body: int, write_limiter: RateLimiter | None, read_limiter: RateLimiter | None):
         self.app = app
         self.max_body = max_body

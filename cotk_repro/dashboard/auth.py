@@ -25,19 +25,24 @@ class AuthError(CotkError):
 
 @dataclass(frozen=True)
 class Principal:
+    """An authenticated user: database id and name."""
+
     user_id: int
     name: str
 
 
 def now_iso() -> str:
+    """The current UTC time as ISO 8601 with milliseconds and a ``Z`` suffix."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def hash_token(token: str) -> str:
+    """The hex SHA-256 of a token, as stored in the database."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def check_user_name(name: str) -> str:
+    """``name`` when it is a valid user name; else raises :class:`AuthError`."""
     if not isinstance(name, str) or not USER_RE.match(name):
         raise AuthError(f"{name!r} is not a valid user name (letters, digits, '.', '_', '-'; at most 64; "
                         "starting with a letter or digit)")
@@ -85,6 +90,7 @@ def revoke_token(db: Database, name: str) -> int:
 
 
 def list_users(db: Database) -> list[dict]:
+    """Every user (by name) with their creation time and number of active tokens."""
     def q(conn):
         users = conn.execute(select(User.id, User.name, User.created_at).order_by(User.name)).all()
         active = {}

@@ -204,6 +204,7 @@ class Database:
 
 
 def open_database(url: str | None = None, *, migrate: bool = True, **kwargs: Any) -> Database:
+    """A :class:`Database` for ``url`` (else the default), migrated to the newest schema unless ``migrate=False``."""
     db = Database(url or default_db_url(), **kwargs)
     if migrate:
         db.upgrade()

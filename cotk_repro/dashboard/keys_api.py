@@ -18,10 +18,14 @@ router = APIRouter(prefix="/api/v1", tags=["keys"])
 
 
 class KeyIn(BaseModel):
+    """The body of ``POST /keys``: one line of an SSH ``.pub`` file."""
+
     public_key: str
 
 
 class KeyOut(BaseModel):
+    """A registered SSH key: fingerprint, type, public key, comment and when it was added or revoked."""
+
     fingerprint: str
     type: str
     public_key: str

@@ -19,10 +19,12 @@ NAME_MAX = 200
 
 
 class Base(DeclarativeBase):
-    pass
+    """The declarative base of the dashboard's tables."""
 
 
 class User(Base):
+    """A dashboard user: a unique name and when it was created."""
+
     __tablename__ = "users"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -83,6 +85,8 @@ class Record(Base):
 
 
 class Result(Base):
+    """One metric value of a record, denormalised with its task, dataset and comparability hash for leaderboards."""
+
     __tablename__ = "results"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

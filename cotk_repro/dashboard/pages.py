@@ -73,6 +73,7 @@ def render(name: str, **context: Any) -> str:
 
 
 def fmt_value(v: Any) -> str:
+    """A value as shown on a page: floats to 6 significant digits, None as an empty string."""
     if isinstance(v, bool) or v is None:
         return "" if v is None else str(v)
     if isinstance(v, float):
@@ -90,6 +91,7 @@ def split_trusted(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
 
 
 def board_url(task: str, dataset: str, metric: str | None = None) -> str:
+    """The path of the leaderboard page of a task / dataset (and metric; without one, the side-by-side table)."""
     q = {"task": task, "dataset": dataset}
     if metric is not None:
         q["metric"] = metric
@@ -97,6 +99,7 @@ def board_url(task: str, dataset: str, metric: str | None = None) -> str:
 
 
 def record_path(record_id: str) -> str:
+    """The path of a record's page."""
     return "/records/" + quote(record_id, safe=":")
 
 
@@ -201,6 +204,7 @@ async def robots() -> Response:
 
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request):
+    """The home page: every task and dataset, and the 10 newest records."""
     dash = request.app.state.dashboard
 
     def compute() -> bytes:
@@ -215,6 +219,7 @@ async def home(request: Request):
 async def leaderboard_page(request: Request, task: str = Query(""), dataset: str = Query(""),
                      metric: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000),
                      reproduced: bool = Query(False), sort: Optional[str] = Query(None)):
+    """The leaderboard page of one metric, or without ``metric`` every metric side by side."""
     if not all(_ok_name(v) for v in (task, dataset, metric, sort)):
         return _error(400, "the task, dataset or metric is not a valid name")
     dash = request.app.state.dashboard
@@ -244,6 +249,7 @@ async def leaderboard_page(request: Request, task: str = Query(""), dataset: str
 @router.get("/records", response_class=HTMLResponse)
 def records_page(request: Request, task: Optional[str] = Query(None), dataset: Optional[str] = Query(None),
                  user: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000)):
+    """The list of records, newest first, filtered by task, dataset or user."""
     if not all(_ok_name(v) for v in (task, dataset, user)):
         return _error(400, "the task, dataset or user is not a valid name")
     dash = request.app.state.dashboard
@@ -270,6 +276,7 @@ def user_page(request: Request, name: str):
 
 @router.get("/records/{record_id}", response_class=HTMLResponse)
 async def record_page(request: Request, record_id: str):
+    """A record's page: its results, signature and reproductions; 404 when there is no such record."""
     dash = request.app.state.dashboard
 
     def compute() -> tuple[int, bytes]:

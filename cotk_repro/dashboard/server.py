@@ -24,6 +24,7 @@ class ServeError(CotkError):
 
 
 def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``; raises :class:`ServeError` when the port is taken or unusable."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto=IPPROTO_TCP: asyncio then turns Nagle off on accepted connections (as it does for sockets it
     # creates); without it, small responses written in two parts wait ~40 ms for the client's delayed ACK
@@ -43,6 +44,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def url_for(host: str, port: int) -> str:
+    """The URL a browser on this machine opens to reach a server bound to ``host:port``."""
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else ("localhost" if host == "::" else host)
     if ":" in shown:
         shown = f"[{shown}]"

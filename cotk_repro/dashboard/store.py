@@ -30,7 +30,7 @@ from ..records import ID_PREFIX, validate_record
 from ..core.signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproduction_bytes
 from .auth import Principal, now_iso
 from .db import Database
-from .identity import BadSignature, Forbidden, Signer, check_uploader, signer_of
+from .identity import Signer, check_uploader, signer_of
 from .models import NAME_MAX, Mirror, Record, Reproduction, Result, User
 from .record_writes import PendingRecord, write_records
 from .verdicts import VerdictError, check_values, server_verdict
@@ -250,6 +250,7 @@ def reproduced_by(reproductions: list[dict[str, Any]]) -> int:
 
 def list_records(db: Database, *, task: str | None = None, dataset: str | None = None, user: str | None = None,
                  page: int = 1, per_page: int = 50) -> dict[str, Any]:
+    """A page of record summaries, newest first, filtered by task / dataset / user; with its page counts."""
     def q(conn):
         cond = []
         if task is not None:

@@ -14,6 +14,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    """Create the users, tokens, records, results, reproductions and dashboard_meta tables."""
     op.create_table(
         "users",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -74,5 +75,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop every table of the initial schema."""
     for name in ("dashboard_meta", "reproductions", "results", "records", "tokens", "users"):
         op.drop_table(name)

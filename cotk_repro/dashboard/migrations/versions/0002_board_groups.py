@@ -14,6 +14,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    """Create board_groups and fill it with the current group sizes of every leaderboard."""
     op.create_table(
         "board_groups",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -30,4 +31,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop board_groups."""
     op.drop_table("board_groups")

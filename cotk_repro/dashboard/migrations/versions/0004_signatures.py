@@ -15,6 +15,7 @@ depends_on = None
 
 
 def upgrade() -> None:
+    """Add SSH keys, mirrors, signature columns and reproduction flags, and backfill the flags and counts."""
     op.create_table(
         "ssh_keys",
         sa.Column("id", sa.Integer, primary_key=True),
@@ -55,6 +56,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop the tables, columns and index that signatures added."""
     op.drop_index("ix_reproductions_record_user", table_name="reproductions")
     for col in ("superseded", "by_author", "key_fingerprint", "signature", "client_verdict"):
         op.drop_column("reproductions", col)  # SQLite >= 3.35 drops columns in place
