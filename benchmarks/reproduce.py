@@ -72,8 +72,9 @@ def parse_steps(stderr: str) -> list[dict]:
 
 def reproduce(bare: Path, record: str, runtime: str, base_image: str | None, env: dict, workdir: Path) -> dict:
     verdict_file = workdir / f"verdict-{uuid.uuid4().hex[:8]}.json"
+    # the benchmark's records are published without a key
     cmd = [sys.executable, "-m", "cotk_repro", "reproduce", str(bare), "--record", record, "--runtime", runtime,
-           "--json", str(verdict_file)]
+           "--allow-unsigned", "--json", str(verdict_file)]
     if runtime == "docker" and base_image:
         cmd += ["--base-image", base_image]
     if runtime != "docker":

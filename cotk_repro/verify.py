@@ -102,8 +102,8 @@ def check_before_reproduce(git_dir: Path | None, rev: str, record: dict[str, Any
                            allow_unsigned: bool = False) -> tuple[dict[str, Any], str]:
     """The signature row of the record about to be reproduced and one line saying who signed it.
 
-    Raises :class:`SigningError` when the signature is bad (tampered record, wrong namespace, malformed),
-    unless ``allow_unsigned``; an unsigned record is only reported.
+    Raises :class:`SigningError` when the record is unsigned or its signature is bad (tampered record,
+    wrong namespace, malformed), unless ``allow_unsigned``.
     """
     signature = ref_signature(git_dir, rev, record) if git_dir is not None else None
     row = check_signature(record, signature, allowed_signers(None))
@@ -114,6 +114,9 @@ def check_before_reproduce(git_dir: Path | None, rev: str, record: dict[str, Any
             raise SigningError(line, hint="the record may have been tampered with; --allow-unsigned reproduces it anyway")
     elif row["status"] == UNSIGNED:
         line = f"record {sid} is unsigned: nothing proves who published it"
+        if not allow_unsigned:
+            raise SigningError(f"record {sid} is unsigned, so nothing proves who published it; "
+                               "--allow-unsigned reproduces it anyway")
     else:
         who = f"{row['signer']} ({row['fingerprint']})" if row["signer"] else row["fingerprint"]
         line = f"record {sid} is signed by {who}: signature valid" + (

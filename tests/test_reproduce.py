@@ -29,9 +29,10 @@ def pub(tmp_path_factory):
 
 def reproduce(*args, env=None, cwd=None):
     """The host runtimes run this suite's own project: trusted (tests/test_reproduce_attacks.py covers
-    what happens without --trust-remote-code)."""
+    what happens without --trust-remote-code). Its records are published without a key: --allow-unsigned
+    (the refusal without it is tested in tests/test_reproduce_attacks.py and tests/test_signing.py)."""
     host = any(a in ("local", "venv") for a in args)
-    return run_cli("reproduce", *args, *(["--trust-remote-code"] if host else []), env=env, cwd=cwd)
+    return run_cli("reproduce", *args, *(["--trust-remote-code"] if host else []), "--allow-unsigned", env=env, cwd=cwd)
 
 
 def rid(pub, mode):

@@ -29,6 +29,8 @@ import pytest
 from conftest import git, run_cli
 from test_reproduce_support import add_bare_remote, edited_project, http_double, publish, record_in
 
+RECORDS_REF = "refs/heads/cotk-repro-records"
+
 #: the entry of every attacker project: writes the canary when it runs on a machine without
 #: author.txt (the reproducer's), and reports the uid it ran as
 ENTRY = '''import json, os
@@ -117,12 +119,16 @@ def attacker_project(base: Path, name: str, canary: Path, edit=None, files=None,
                           user="mallory")
 
 
-def reproduce(project: dict, *args: str, env: dict | None = None, timeout: float = 600):
-    """`cotk-repro reproduce` of the attacker's record, without a terminal (stdin is /dev/null)."""
+def reproduce(project: dict, *args: str, env: dict | None = None, timeout: float = 600, allow_unsigned: bool = True):
+    """`cotk-repro reproduce` of the attacker's record, without a terminal (stdin is /dev/null).
+
+    With ``--allow-unsigned`` unless told otherwise: the attacker's records are unsigned, and these tests are
+    about what happens after the signature check (tested in section 0 and in tests/test_signing.py).
+    """
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run([sys.executable, "-m", "cotk_repro", "reproduce", str(project["bare"]), "--record",
-                           project["record"]["id"], *args], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, env=full_env, timeout=timeout)
+                           project["record"]["id"], *args, *(["--allow-unsigned"] if allow_unsigned else [])],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, env=full_env, timeout=timeout)
     return proc
 
 
@@ -173,6 +179,68 @@ def forget_images(info: dict, proc) -> None:
             info["client"].images.remove(tag, force=True)
         except Exception:  # noqa: BLE001 - shared with another test's identical image
             pass
+
+
+# -- 0. an unsigned record is refused before anything of it runs -----------------------------------
+
+def _strip_signature(project: dict, tmp_path: Path) -> dict:
+    """The attacker edits the signed record, recomputes its id and puts it on the records ref without a
+    signature (the old one no longer covers it), removing the original's signature too."""
+    from cotk_repro.publish.gitrecords import add_to_ref
+    from cotk_repro.records import finalize
+
+    bare, hexid = project["bare"], project["record"]["id"].removeprefix("sha256:")
+    clone = tmp_path / "stripper"
+    subprocess.run(["git", "clone", "-q", "--bare", str(project["bare"]), str(clone)], check=True)
+    record = json.loads(git(clone, "show", f"{RECORDS_REF}:records/{hexid}/record.json"))
+    record["results"]["tokens"]["value"] = 99.0
+    record = finalize(record)
+    new_hex = record["id"].removeprefix("sha256:")
+    add_to_ref(clone, RECORDS_REF, {f"records/{new_hex}/record.json": json.dumps(record).encode()}, message="unsigned")
+    git(clone, "update-ref", RECORDS_REF, git(clone, "commit-tree", "-p", RECORDS_REF, "-m", "no signatures",
+                                              _tree_without_signatures(clone)))
+    git(clone, "push", "-q", "--force", str(bare), f"{RECORDS_REF}:{RECORDS_REF}")
+    return {**project, "record": record}
+
+
+def _tree_without_signatures(repo: Path) -> str:
+    """The records ref's tree with every ``record.sig`` left out."""
+    index = repo / "strip-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    subprocess.run(["git", "read-tree", RECORDS_REF], cwd=repo, env=env, check=True)
+    sigs = [p for p in git(repo, "ls-tree", "-r", "--name-only", RECORDS_REF).split() if p.endswith("record.sig")]
+    if sigs:
+        subprocess.run(["git", "rm", "-q", "--cached", *sigs], cwd=repo, env=env, check=True)
+    return subprocess.run(["git", "write-tree"], cwd=repo, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_unsigned_record_is_could_not_run_before_anything_runs(tmp_path, canary, monkeypatch):
+    """A record stripped of its signature is refused even on a host runtime the user trusts; the flag lets it run."""
+    from signing_support import make_key
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the author signs with a key of their own
+    monkeypatch.setenv("COTK_REPRO_SIGNING_KEY", str(make_key(tmp_path / "keys")))
+    genuine = attacker_project(tmp_path, "unsigned", canary)
+    hexid = genuine["record"]["id"].removeprefix("sha256:")
+    assert git(genuine["bare"], "show", f"{RECORDS_REF}:records/{hexid}/record.sig").startswith("-----BEGIN SSH")
+    monkeypatch.setenv("COTK_REPRO_SIGNING_KEY", "")
+    project = _strip_signature(genuine, tmp_path)
+    files = git(project["bare"], "ls-tree", "-r", "--name-only", RECORDS_REF).split()
+    assert f"records/{project['record']['id'].removeprefix('sha256:')}/record.json" in files
+    assert not any(f.endswith("record.sig") for f in files)
+    for record in (project, genuine):  # the edited record and the original, now unsigned too
+        proc = reproduce(record, "--runtime", "local", "--trust-remote-code", "--json", allow_unsigned=False)
+        could_not_run(proc, "is unsigned", "--allow-unsigned")
+        verdict = json.loads(proc.stdout)
+        assert verdict["verdict"] == "could not run" and "unsigned" in verdict["error"]
+        assert "checking out" not in proc.stderr, proc.stderr  # stopped before the code was checked out
+        assert not canary.exists()
+    # with the flag it runs (and the canary shows that this test's canary works)
+    proc = reproduce(project, "--runtime", "local", "--trust-remote-code", "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # 6.0 measured against the edited 99.0
+    assert json.loads(proc.stdout)["record_signature"]["status"] == "unsigned" and "checking out" in proc.stderr
+    assert canary.read_text() == "the entry ran here"
 
 
 # -- 1. build backends never run on the host -----------------------------------------------------
@@ -303,7 +371,8 @@ def test_venv_runtime_refuses_a_record_that_needs_a_build_without_trust(tmp_path
         project = attacker_project(tmp_path, "backend-venv", canary, _with_evilpkg, _evil_files(canary, port))
         asked = []
         outcome = do_reproduce(str(project["bare"]), ReproduceOptions(
-            record=project["record"]["id"], runtime="venv", confirm=lambda c: asked.append(c) or True))
+            record=project["record"]["id"], runtime="venv", allow_unsigned=True,
+            confirm=lambda c: asked.append(c) or True))
         assert not canary.exists() and hits == []
     assert len(asked) == 1 and outcome.exit_code == 2
     assert "evilpkg==1.0" in outcome.error.message and "--runtime docker" in outcome.error.hint
@@ -400,7 +469,7 @@ def test_interactive_prompt_names_repository_commit_and_user(tmp_path, canary):
     project = attacker_project(tmp_path, "prompt", canary)
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "reproduce", str(project["bare"]), "--record",
-                             project["record"]["id"], "--runtime", "local"], stdin=slave, stdout=slave, stderr=slave,
+                             project["record"]["id"], "--runtime", "local", "--allow-unsigned"], stdin=slave, stdout=slave, stderr=slave,
                             env={**os.environ, "COLUMNS": "400"}, close_fds=True)
     os.close(slave)
     seen = b""

@@ -144,7 +144,7 @@ def pub(base_image, tmp_path_factory):
 def reproduce(pub, mode, base_image, *args, env=None):
     record = pub["records"][mode]["id"]
     base_image["records"].add(record)
-    res = run_cli("reproduce", str(pub["bare"]), "--record", record, "--runtime", "docker",
+    res = run_cli("reproduce", str(pub["bare"]), "--record", record, "--runtime", "docker", "--allow-unsigned",
                   "--base-image", base_image["image"], *args, env=env)
     note_builds(base_image, res.stderr)
     return res
@@ -320,7 +320,8 @@ def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_clien
     log = tmp_path / "reproduce.log"
     with log.open("wb") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "reproduce", str(pub["bare"]), "--record", record,
-                                 "--runtime", "docker", "--base-image", base_image["image"], "--timeout", "300"],
+                                 "--runtime", "docker", "--base-image", base_image["image"], "--timeout", "300",
+                                 "--allow-unsigned"],
                                 stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ),
                                 # Ctrl-C works in it even when this runs as a background job (SIGINT ignored)
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -374,7 +375,8 @@ def test_default_base_image_that_cannot_be_pulled_falls_back_to_a_local_cotk_rep
     base_image["records"].add(record)
     env = {k: v for k, v in os.environ.items() if k != "COTK_REPRO_BASE_IMAGE"}
     proc = subprocess.run([sys.executable, "-m", "cotk_repro", "reproduce", str(pub["bare"]), "--record", record,
-                           "--runtime", "docker"], capture_output=True, text=True, env=env, timeout=900)
+                           "--runtime", "docker", "--allow-unsigned"], capture_output=True, text=True, env=env,
+                          timeout=900)
     note_builds(base_image, proc.stderr)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     said = " ".join(proc.stderr.split())

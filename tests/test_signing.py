@@ -155,6 +155,17 @@ def test_no_key_publishes_unsigned_with_a_warning(project, tmp_path):
     res = run_cli("verify", str(bare), "--json", env=env)
     assert res.returncode == 1 and json.loads(res.stdout)[0]["status"] == "unsigned"
     assert run_cli("verify", str(bare), "--allow-unsigned", env=env).returncode == 0
+    # reproduce refuses it (could not run, one sentence naming the flag) unless --allow-unsigned
+    refused = run_cli("reproduce", str(bare), "--record", record["id"], *_local_runtime(), "--json", env=env)
+    assert refused.returncode == 2, refused
+    verdict = json.loads(refused.stdout)
+    assert verdict["verdict"] == "could not run" and verdict["metrics"] == [] and verdict["rerun"]["results"] == {}
+    assert "is unsigned" in verdict["error"] and "--allow-unsigned" in verdict["error"]
+    anyway = run_cli("reproduce", str(bare), "--record", record["id"], *_local_runtime(), "--allow-unsigned",
+                     "--json", env=env)
+    assert anyway.returncode == 0, anyway
+    assert json.loads(anyway.stdout)["record_signature"]["status"] == "unsigned"
+    assert "is unsigned" in anyway.stderr
     keys = run_cli("keys", env=env)
     assert keys.returncode == 1 and "no SSH key" in keys.stderr
 

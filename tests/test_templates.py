@@ -206,7 +206,7 @@ def test_template_runs_and_reproduces_with_the_venv_runtime(template, record_pyt
     pub = publish(root, record["id"], "--push")
     assert pub.returncode == 0, pub
     res = run_cli("reproduce", str(tmp_path / "remotes" / "alice" / f"{template}.git"), "--record", record["id"],
-                  "--runtime", "venv", *trust_flag(), "--json", timeout=600)
+                  "--runtime", "venv", *trust_flag(), "--allow-unsigned", "--json", timeout=600)
     assert res.returncode == 0, res
     verdict = json.loads(res.stdout)
     assert verdict["verdict"] == "reproduced"
@@ -229,7 +229,7 @@ def test_template_reproduces_with_the_docker_runtime(record_python, docker_base_
     add_bare_remote(root, tmp_path / "remotes", "alice/lm-gru")
     assert publish(root, record["id"], "--push").returncode == 0
     res = run_cli("reproduce", str(tmp_path / "remotes" / "alice" / "lm-gru.git"), "--record", record["id"],
-                  "--runtime", "docker", "--base-image", docker_base_image, "--json", timeout=1200)
+                  "--runtime", "docker", "--base-image", docker_base_image, "--allow-unsigned", "--json", timeout=1200)
     assert res.returncode == 0, res
     verdict = json.loads(res.stdout)
     assert verdict["verdict"] == "reproduced"

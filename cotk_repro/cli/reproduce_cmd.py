@@ -83,8 +83,9 @@ def register(cli: typer.Typer) -> None:
         dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard for --submit (default: "
                                                 "COTK_REPRO_DASHBOARD_URL, else the one you logged in to; never one "
                                                 "named by the reproduced project)."),
-        allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Reproduce even when the record's "
-                                            "signature does not verify (otherwise: could not run)."),
+        allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Reproduce even when the record is "
+                                            "unsigned or its signature does not verify (otherwise: could not run, "
+                                            "before anything from the record is built or run)."),
         keep: bool = typer.Option(False, "--keep", help="Keep the work folder (checkout, build context, logs) for debugging."),
         json_out: Optional[str] = typer.Option(None, "--json", metavar="[FILE]", help="Print the verdict JSON on stdout "
                                                "(nothing else), or write it to FILE and still show the table."),

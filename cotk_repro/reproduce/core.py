@@ -43,7 +43,7 @@ class ReproduceOptions:
     keep: bool = False
     submit: bool = False
     dashboard: str | None = None
-    #: reproduce a record whose signature does not verify (otherwise: could not run)
+    #: reproduce a record that is unsigned or whose signature does not verify (otherwise: could not run)
     allow_unsigned: bool = False
     #: --trust-remote-code: a host runtime (venv, local) may run the record's code (and build its packages) here
     trust_remote_code: bool = False
@@ -298,7 +298,7 @@ def config_warnings(config, runtime) -> list[str]:
 
 
 def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outcome) -> dict[str, Any]:
-    """Who signed the record and whether the signature holds (a bad one stops here unless --allow-unsigned)."""
+    """Who signed the record and whether the signature holds (none or a bad one stops here unless --allow-unsigned)."""
     from ..core.signing import SigningError
     from ..verify import check_before_reproduce
     from .fetch import LOCAL_RECORDS
