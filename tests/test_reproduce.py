@@ -279,3 +279,34 @@ def test_network_request_in_project_config_is_a_warning_for_isolated_runtimes(tm
     assert "without network" in config_warnings(wants, DockerRuntime())[0]
     assert config_warnings(wants, VenvRuntime()) == []  # on the host it has the host's network
     assert config_warnings(_config(tmp_path, "[reproduce]\nnetwork = false\n"), DockerRuntime()) == []
+
+
+def test_reproduce_a_checkout_right_after_run_uses_its_unpublished_records(tmp_path):
+    """`cotk-repro run` then `cotk-repro reproduce ./`: with no records ref, the checkout's own records (each
+    checked against its id) are the candidates; they are unsigned by nature, so no --allow-unsigned is needed.
+    A local record edited without its id recomputed is no candidate."""
+    from test_reproduce_support import REPRO_ENTRY, REPRO_REFS, record_in, small_venv_python
+
+    root = tmp_path / "fresh"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    for name, text in {".gitignore": ".cotk-repro/\nresult.json\n__pycache__/\nauthor.txt\n",
+                       "main.py": REPRO_ENTRY, "refs.txt": REPRO_REFS}.items():
+        (root / name).write_text(text, encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
+    (root / "author.txt").write_text("7\n")
+    record = record_in(root, small_venv_python())
+    res = run_cli("reproduce", "./", "--runtime", "local", "--trust-remote-code", "--json", cwd=root)
+    assert res.returncode == 0, res
+    verdict = json.loads(res.stdout)
+    assert verdict["record_id"] == record["id"] and verdict["verdict"] == "reproduced"
+    assert {r["metric"]: r["b_value"] for r in verdict["metrics"]} == expected_values("ok")
+    assert "unpublished local record" in res.stderr
+    # the same record, its value edited and its id left alone: refused as a candidate, nothing runs
+    path = root / ".cotk-repro" / "runs" / record["id"].removeprefix("sha256:") / "record.json"
+    data = json.loads(path.read_text())
+    data["results"]["tokens"]["value"] += 1
+    path.write_text(json.dumps(data))
+    res = run_cli("reproduce", "./", "--runtime", "local", "--trust-remote-code", cwd=root)
+    assert res.returncode == 2 and "has no cotk-repro records" in res.stderr, res

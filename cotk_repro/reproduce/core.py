@@ -107,13 +107,31 @@ def _fetch(source_text: str, workdir: Path, wanted: str | None, steps: Steps):
                 raise ReproduceError(f"--record {wanted} does not match the record of the dashboard URL "
                                      f"({short_id(record['id'])})", step="select record")
         else:
-            record = select_record(repo.fetch_records(), wanted, source.text)
+            record = select_record(_records_at(source, repo), wanted, source.text)
         if record.get("status") != "ok":
             raise ReproduceError(f"record {short_id(record['id'])} is marked {record.get('status')}; "
                                  "there is no successful result to reproduce", step="select record")
         commit = record["code"]["commit"]
         repo.fetch_commit(commit, record["id"])
     return source, repo, record
+
+
+def _records_at(source, repo) -> list[dict[str, Any]]:
+    """The records on SOURCE's records ref; for a local checkout that has none, its own unpublished records
+    (``.cotk-repro/runs``, each checked against its id), so that ``reproduce ./`` right after ``run`` works."""
+    if source.kind == "path" and not any(r.endswith("cotk-repro-records") for r in repo.ls_remote()):
+        from ..records import RunStore, validate_record
+
+        local = []
+        for record in RunStore(Path(source.git_url)).all():
+            try:
+                local.append(validate_record(record))
+            except CotkError:
+                continue  # a damaged local record is not a candidate
+        if local:
+            source.local_records = True
+            return local
+    return repo.fetch_records()
 
 
 def list_records(source_text: str) -> list[dict[str, Any]]:
@@ -128,7 +146,7 @@ def list_records(source_text: str) -> list[dict[str, Any]]:
             return summaries([source.record])
         repo = RemoteRepo(source.git_url, source.text, workdir)
         repo.init()
-        return summaries(repo.fetch_records())
+        return summaries(_records_at(source, repo))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -303,6 +321,10 @@ def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outc
     from ..verify import check_before_reproduce
     from .fetch import LOCAL_RECORDS
 
+    if source.local_records:  # the user's own checkout: records are signed when they are published
+        outcome.notices.append(f"record {short_id(record['id'])} is an unpublished local record of {source.text}: "
+                               "unsigned (records are signed when published)")
+        return {"status": "unsigned", "signer": None, "fingerprint": None}
     git_dir = repo.git_dir
     if source.record is not None:  # the record came from a dashboard: its signature is on the git remote's ref
         try:

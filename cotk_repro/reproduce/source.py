@@ -35,6 +35,8 @@ class Source:
     record: dict[str, Any] | None = None
     record_id: str | None = None
     dashboard_url: str | None = None
+    #: the records are the checkout's own unpublished ones (``.cotk-repro/runs``), not a records ref
+    local_records: bool = False
 
     @property
     def display(self) -> str:
