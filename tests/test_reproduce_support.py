@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -38,10 +39,20 @@ def small_venv_python(extra: tuple[tuple[str, ...], ...] = (), name: str = "test
     vdir = root / self_fingerprint()
     py = vdir / "bin" / "python"
     if (vdir / ".complete").is_file():
+        os.utime(vdir / ".complete")  # in use: see the pruning below
         return str(py)
     root.mkdir(parents=True, exist_ok=True)
-    for old in root.iterdir():  # older source states
-        shutil.rmtree(old, ignore_errors=True)
+    # older source states, unused for a day: another checkout's test run may be using a recent one right now
+    stale = time.time() - 24 * 3600
+    for old in root.iterdir():
+        marker = old / ".complete"
+        try:
+            used = marker.stat().st_mtime if marker.is_file() else old.stat().st_mtime
+        except OSError:  # removed meanwhile
+            continue
+        if old != vdir and used < stale:
+            shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(vdir, ignore_errors=True)  # an earlier build of this state that did not complete
     wheels = vdir.with_name(vdir.name + "-wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO_ROOT)],
                    check=True)
