@@ -285,17 +285,9 @@ def test_reproduce_a_checkout_right_after_run_uses_its_unpublished_records(tmp_p
     """`cotk-repro run` then `cotk-repro reproduce ./`: with no records ref, the checkout's own records (each
     checked against its id) are the candidates; they are unsigned by nature, so no --allow-unsigned is needed.
     A local record edited without its id recomputed is no candidate."""
-    from test_reproduce_support import REPRO_ENTRY, REPRO_REFS, record_in, small_venv_python
+    from test_reproduce_support import record_in, reproduce_project, small_venv_python
 
-    root = tmp_path / "fresh"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    for name, text in {".gitignore": ".cotk-repro/\nresult.json\n__pycache__/\nauthor.txt\n",
-                       "main.py": REPRO_ENTRY, "refs.txt": REPRO_REFS}.items():
-        (root / name).write_text(text, encoding="utf-8")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "start")
-    (root / "author.txt").write_text("7\n")
+    root = reproduce_project(tmp_path / "fresh")
     record = record_in(root, small_venv_python())
     res = run_cli("reproduce", "./", "--runtime", "local", "--trust-remote-code", "--json", cwd=root)
     assert res.returncode == 0, res

@@ -211,14 +211,8 @@ REPRO_REFS = "the cat sat on the mat\n"
 REPRO_MODES = {"ok": [], "seeded": ["seeded"], "crash": ["crash"], "noresult": ["noresult"], "spin": ["spin"]}
 
 
-def build_published_project(base: Path, user_repo: str = "alice/proj", modes=REPRO_MODES) -> dict:
-    """A git project with one record per mode, published (code + records ref) to a bare remote.
-
-    Records are made with :func:`small_venv_python` so that every runtime can rebuild their
-    environment. Returns {"root", "bare", "bare_root", "records": {mode: record}}.
-    """
-    py = small_venv_python()
-    root = base / "work" / user_repo.split("/")[-1]
+def reproduce_project(root: Path) -> Path:
+    """The test project (REPRO_ENTRY over REPRO_REFS) committed in a new git repository at ``root``."""
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
     for name, text in {".gitignore": ".cotk-repro/\nresult.json\n__pycache__/\nauthor.txt\n",
@@ -227,6 +221,17 @@ def build_published_project(base: Path, user_repo: str = "alice/proj", modes=REP
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "start")
     (root / "author.txt").write_text("7\n")
+    return root
+
+
+def build_published_project(base: Path, user_repo: str = "alice/proj", modes=REPRO_MODES) -> dict:
+    """A git project with one record per mode, published (code + records ref) to a bare remote.
+
+    Records are made with :func:`small_venv_python` so that every runtime can rebuild their
+    environment. Returns {"root", "bare", "bare_root", "records": {mode: record}}.
+    """
+    py = small_venv_python()
+    root = reproduce_project(base / "work" / user_repo.split("/")[-1])
     bare_root = base / "remotes"
     bare = add_bare_remote(root, bare_root, user_repo)
     records = {}
