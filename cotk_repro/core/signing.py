@@ -83,15 +83,6 @@ def fingerprint(blob: bytes) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 
 
-def _read_string(data: bytes, pos: int) -> tuple[bytes, int]:
-    if pos + 4 > len(data):
-        raise ValueError("truncated")
-    n = int.from_bytes(data[pos:pos + 4], "big")
-    if pos + 4 + n > len(data):
-        raise ValueError("truncated")
-    return data[pos + 4:pos + 4 + n], pos + 4 + n
-
-
 def parse_public_key(text: str) -> PublicKey:
     """A public key from one ``TYPE BASE64 [COMMENT]`` line (a ``.pub`` file); raises :class:`SigningError`."""
     parts = (text or "").strip().split(None, 2)
@@ -100,8 +91,8 @@ def parse_public_key(text: str) -> PublicKey:
     key_type, b64 = parts[0], parts[1]
     try:
         blob = base64.b64decode(b64, validate=True)
-        inner, _ = _read_string(blob, 0)
-    except (binascii.Error, ValueError):
+        inner = sshsig.key_type_of(blob)
+    except (binascii.Error, sshsig.SshsigError):
         raise SigningError("the SSH public key's base64 part is malformed") from None
     if inner.decode("ascii", "replace") != key_type:
         raise SigningError(f"the SSH public key says {key_type!r} but holds a {inner[:40].decode('ascii', 'replace')!r} key")

@@ -50,7 +50,8 @@ class Sshsig:
 
     @property
     def key_type(self) -> str:
-        return _Reader(self.public_key).string().decode("ascii", "replace")
+        """The type the public key names (e.g. ``ssh-ed25519``)."""
+        return key_type_of(self.public_key).decode("ascii", "replace")
 
 
 class _Reader:
@@ -85,6 +86,11 @@ class _Reader:
             raise SshsigError("trailing data")
 
 
+def key_type_of(public_key: bytes) -> bytes:
+    """The type name a public key blob starts with (its first SSH string); raises :class:`SshsigError`."""
+    return _Reader(public_key).string()
+
+
 def _string(data: bytes) -> bytes:
     return len(data).to_bytes(4, "big") + data
 
@@ -98,7 +104,7 @@ def parse(blob: bytes) -> Sshsig:
         raise SshsigError("unsupported SSHSIG version")
     sig = Sshsig(r.string(), r.string(), r.string(), r.string(), r.string())
     r.end()
-    _Reader(sig.public_key).string()  # the key names its type
+    key_type_of(sig.public_key)  # the key names its type
     return sig
 
 
