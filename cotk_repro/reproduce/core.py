@@ -119,7 +119,7 @@ def _fetch(source_text: str, workdir: Path, wanted: str | None, steps: Steps):
 def _records_at(source, repo) -> list[dict[str, Any]]:
     """The records on SOURCE's records ref; for a local checkout that has none, its own unpublished records
     (``.cotk-repro/runs``, each checked against its id), so that ``reproduce ./`` right after ``run`` works."""
-    if source.kind == "path" and not any(r.endswith("cotk-repro-records") for r in repo.ls_remote()):
+    if source.kind == "path" and repo.find_records_ref() is None:
         from ..records import RunStore, validate_record
 
         local = []

@@ -50,13 +50,19 @@ class RemoteRepo:
         self.refs = refs
         return refs
 
-    def records_ref(self) -> str:
+    def find_records_ref(self) -> str | None:
+        """The ref the records are published on (the default one, else another ``*cotk-repro-records``), or None."""
         refs = self.refs if self.refs is not None else self.ls_remote()
         if DEFAULT_REF in refs:
             return DEFAULT_REF
         others = sorted(r for r in refs if r.endswith("cotk-repro-records"))
-        if others:
-            return others[0]
+        return others[0] if others else None
+
+    def records_ref(self) -> str:
+        """:meth:`find_records_ref`; raises :class:`ReproduceError` when there is none."""
+        ref = self.find_records_ref()
+        if ref is not None:
+            return ref
         raise ReproduceError(f"{self.display} has no cotk-repro records (no {DEFAULT_REF} ref)", step="clone",
                              hint="its author publishes records with `cotk-repro publish`")
 
