@@ -460,6 +460,31 @@ def test_host_runtime_without_consent_runs_and_builds_nothing(tmp_path, canary, 
     assert canary.read_text() == "the entry ran here"
 
 
+def test_a_cloned_checkout_that_ships_records_runs_nothing_on_the_host_without_consent(tmp_path, canary):
+    """`reproduce ./` offers a checkout's own records when it has no records ref; a stranger's repository can
+    ship such records (`.cotk-repro/runs` committed). They go through the same consent check: without
+    --trust-remote-code and without a terminal, nothing runs and the canary stays unwritten."""
+    project = attacker_project(tmp_path, "shipped-records", canary)
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(project["bare"]), str(clone)], check=True)
+    for ref in subprocess.run(["git", "-C", str(clone), "for-each-ref", "--format=%(refname)"], check=True,
+                              capture_output=True, text=True).stdout.split():
+        if ref.endswith("cotk-repro-records"):
+            subprocess.run(["git", "-C", str(clone), "update-ref", "-d", ref], check=True)
+    shutil.copytree(project["root"] / ".cotk-repro" / "runs", clone / ".cotk-repro" / "runs")
+    for runtime in ("local", "venv"):
+        proc = subprocess.run([sys.executable, "-m", "cotk_repro", "reproduce", str(clone), "--runtime", runtime],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+        could_not_run(proc, "--trust-remote-code", "nothing was run")
+        assert not canary.exists()
+    # with consent the shipped record is the candidate and runs (the canary works)
+    proc = subprocess.run([sys.executable, "-m", "cotk_repro", "reproduce", str(clone), "--runtime", "local",
+                           "--trust-remote-code"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=600)
+    assert "unpublished local record" in proc.stderr, proc.stdout + proc.stderr
+    assert canary.read_text() == "the entry ran here"
+
+
 def test_interactive_prompt_names_repository_commit_and_user(tmp_path, canary):
     """On a terminal the user is asked; answering no runs nothing."""
     import getpass
