@@ -196,6 +196,27 @@ def test_unknown_key_type_and_malformed_signature(server, users):
     assert r.status_code == 422
 
 
+def test_keys_and_signatures_a_database_cannot_store_are_refused_not_a_500(server, users, tmp_path):
+    """Found by the schemathesis fuzz: non-ASCII text in the base64 part raised a bare ValueError (500), and a
+    real key whose comment holds NUL or a lone surrogate would reach PostgreSQL's text column."""
+    alice = users["alice"]
+    odd = make_key(tmp_path / "odd").with_suffix(".pub")
+    pub = odd.read_text().split()
+    sig = sign_record(make_record({"bleu": (0.2, H)}, task="nonascii", dataset="d"), alice["key"])
+    for line in (f"{pub[0]} {pub[1][:20]}\u00a3{pub[1][20:]}", "ssh-ed25519 \u00c0\u00a8 x",
+                 f"{pub[0]} {pub[1]} bad\x00comment", f"{pub[0]} {pub[1]} lone\ud861surrogate",
+                 f"{pub[0]} {pub[1]} two\nlines"):
+        body = json.dumps({"public_key": line})  # json.dumps escapes the lone surrogate as JSON allows
+        r = requests.post(server + API + "/keys", data=body, timeout=10,
+                          headers={**auth(alice), "Content-Type": "application/json"})
+        assert r.status_code == 422, (line, r.status_code, r.text)
+    listed = requests.get(server + API + "/users/alice/keys", timeout=10).json()
+    assert fingerprint_of(odd) not in [k["fingerprint"] for k in listed]
+    rec = make_record({"bleu": (0.2, H)}, task="nonascii", dataset="d")
+    r = post(server, {"record": rec, "signature": sig.replace("U1NIU0lH", "U1NIU0l\u00a3")}, alice)
+    assert r.status_code == 422 and "malformed" in r.json()["detail"], r.text
+
+
 def test_server_computes_the_verdict_and_counts_distinct_reproducers(server, users):
     alice, bob, carol = users["alice"], users["bob"], users["carol"]
     rec = make_record({"bleu": (0.3, H)}, task="repro", dataset="d")

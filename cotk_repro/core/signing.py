@@ -18,9 +18,9 @@ signature is ``records/<hex>/record.sig`` beside ``record.json``.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -43,6 +43,8 @@ ARMOR_END = "-----END SSH SIGNATURE-----"
 KNOWN_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
                    "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com")
 MAX_SIGNATURE = 16 * 1024
+# what a .pub line never holds and a database column cannot store: control characters and lone surrogates
+_UNSTORABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")
 TIMEOUT = 60
 
 
@@ -85,14 +87,18 @@ def fingerprint(blob: bytes) -> str:
 
 def parse_public_key(text: str) -> PublicKey:
     """A public key from one ``TYPE BASE64 [COMMENT]`` line (a ``.pub`` file); raises :class:`SigningError`."""
-    parts = (text or "").strip().split(None, 2)
+    line = (text or "").strip()
+    parts = line.split(None, 2)
     if len(parts) < 2:
         raise SigningError("this is not an SSH public key (expected 'TYPE BASE64 [COMMENT]', as in a .pub file)")
+    if _UNSTORABLE.search(line):
+        raise SigningError("the SSH public key line holds a control character or a lone surrogate; "
+                           "give one line of a .pub file")
     key_type, b64 = parts[0], parts[1]
     try:
-        blob = base64.b64decode(b64, validate=True)
+        blob = base64.b64decode(b64, validate=True)  # ValueError (not binascii.Error) for non-ASCII text
         inner = sshsig.key_type_of(blob)
-    except (binascii.Error, sshsig.SshsigError):
+    except (ValueError, sshsig.SshsigError):
         raise SigningError("the SSH public key's base64 part is malformed") from None
     if inner.decode("ascii", "replace") != key_type:
         raise SigningError(f"the SSH public key says {key_type!r} but holds a {inner[:40].decode('ascii', 'replace')!r} key")
@@ -121,7 +127,7 @@ def parse_signature(text: Any) -> SignatureInfo:
     try:
         parsed = sshsig.parse(base64.b64decode("".join(body[len(ARMOR_BEGIN):-len(ARMOR_END)].split()),
                                                validate=True))
-    except (binascii.Error, sshsig.SshsigError):
+    except (ValueError, sshsig.SshsigError):  # ValueError covers binascii.Error and non-ASCII text
         raise SigningError("the signature is malformed: its blob is not an SSHSIG signature") from None
     kt = parsed.key_type
     if kt not in KNOWN_KEY_TYPES:
