@@ -1,6 +1,6 @@
 """``python -m cotk_repro``: the command line."""
 
-from .cli import main
+from .cli import launch
 
 if __name__ == "__main__":
-    main()
+    launch()

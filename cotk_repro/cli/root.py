@@ -1,0 +1,119 @@
+"""The Typer app at the root of ``cotk-repro``: its commands loaded, one command line run, failures as one sentence.
+
+Core commands are defined in :mod:`cotk_repro.cli.core`; the rest (data,
+evaluate, publish, reproduce, dashboard, compare, demo, ...) are added through
+the ``register_commands`` hook by the built-in plugin
+:mod:`cotk_repro.builtins.commands`, exactly as third-party plugins add theirs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def _interrupted_at_start() -> None:
+    sys.stderr.write("Error: interrupted (Ctrl-C)\n")
+    sys.exit(130)
+
+
+try:  # Ctrl-C while the imports run (the first half second): one sentence and 130, not a traceback
+    import traceback
+
+    import typer
+
+    from ..errors import CotkError
+    from . import asks_for_help, output
+except KeyboardInterrupt:
+    _interrupted_at_start()
+
+app = typer.Typer(
+    name="cotk-repro",
+    help="Fast development and fair evaluation of text generation: hashed metrics, "
+    "immutable run records, publish and one-command reproduce.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors (also COTK_REPRO_DEBUG=1)."),
+) -> None:
+    output.set_debug(debug)
+
+
+_loaded = False
+
+
+def load_commands() -> None:
+    """Define the core commands on `app` and add every plugin's (once per process)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from . import _speedups, core  # noqa: F401 - core defines the core commands on `app`
+
+    _speedups.install()
+    from ..plugins import get_plugins
+
+    get_plugins().add_commands(app)
+
+
+def keep_only(name: str) -> bool:
+    """Drop every command but ``name`` from `app` (a process that runs one command line); returns whether it did.
+
+    Typer builds a Click command for each registered command before it dispatches, a few milliseconds each;
+    when the command line names one command exactly, the others are never used. Nothing is dropped when
+    ``name`` matches no command or several (Typer's own error or help then lists them all).
+    """
+    from typer.main import get_command_name
+
+    commands = [c for c in app.registered_commands
+                if (c.name or get_command_name(c.callback.__name__)) == name]
+    groups = [g for g in app.registered_groups
+              if (g.name or getattr(getattr(g.typer_instance, "info", None), "name", None)) == name]
+    if len(commands) + len(groups) != 1:
+        return False
+    app.registered_commands[:] = commands
+    app.registered_groups[:] = groups
+    return True
+
+
+def run(args: list[str], *, one_command: bool = False) -> None:
+    """Run the command line ``args``; a CotkError (or any other failure) becomes one error line and its exit code.
+
+    ``one_command``: this process runs nothing else, so the commands it does not name need not be built.
+    """
+    if "--debug" in args:
+        output.set_debug(True)
+    if asks_for_help(args):
+        from ._speedups import import_rich_help
+
+        import_rich_help()
+        output.widen_help_when_piped()
+    try:
+        load_commands()
+        if one_command and not asks_for_help(args):
+            named = next((a for a in args if not a.startswith("-")), None)
+            if named is not None:
+                keep_only(named)
+        app(args=args, prog_name="cotk-repro")
+    except SystemExit as exc:
+        if exc.code == 130:  # Typer turns Ctrl-C into a silent exit 130: say what happened
+            output.error("interrupted (Ctrl-C)")
+        raise
+    except CotkError as exc:
+        if output.debug_enabled():
+            traceback.print_exc()
+        output.error(exc.message, exc.hint, exc.log)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        output.error("interrupted (Ctrl-C)")
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - last resort: one sentence, not a traceback
+        if output.debug_enabled():
+            traceback.print_exc()
+        output.error(f"unexpected {type(exc).__name__}: {exc}", hint="rerun with --debug for the traceback")
+        sys.exit(2)
