@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cotk_repro.compare.tomlpos import key_lines
+from cotk_repro.core.tomlpos import key_lines
 from cotk_repro.errors import ConfigError
 from test_compare import BASIC, toy_site, write  # noqa: F401 - toy_site is a fixture
 

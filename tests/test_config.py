@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -63,16 +66,20 @@ def test_per_metric_tolerances(tmp_path):
 @pytest.mark.parametrize(
     ("filename", "text", "fragments"),
     [
-        ("cotk-repro.toml", "[run]\nentyr = 'x.py'\n", ["unknown key 'run.entyr'", "cotk-repro.toml"]),
-        ("cotk-repro.toml", "[runn]\nentry = 'x.py'\n", ["unknown key 'runn'", "cotk-repro.toml"]),
+        ("cotk-repro.toml", "[run]\nentyr = 'x.py'\n", ["cotk-repro.toml:2: unknown key 'run.entyr'"]),
+        ("cotk-repro.toml", "[runn]\nentry = 'x.py'\n", ["cotk-repro.toml:1: unknown key 'runn'"]),
         ("cotk-repro.toml", "[reproduce.tolerances.bleu]\nrtoll = 1\n",
-         ["unknown key 'reproduce.tolerances.bleu.rtoll'"]),
-        ("pyproject.toml", "[tool.cotk-repro.project]\nnmae = 'x'\n", ["unknown key 'project.nmae'", "pyproject.toml"]),
-        ("cotk-repro.toml", "[run]\nargs = 'not a list'\n", ["'run.args' must be a list"]),
-        ("cotk-repro.toml", "[reproduce]\nrtol = true\n", ["'reproduce.rtol' must be a number"]),
+         ["cotk-repro.toml:2: unknown key 'reproduce.tolerances.bleu.rtoll' (known here: atol, rtol)"]),
+        ("pyproject.toml", "[tool.cotk-repro.project]\nnmae = 'x'\n", ["pyproject.toml:2: unknown key 'project.nmae'"]),
+        ("cotk-repro.toml", "[run]\nargs = 'not a list'\n", ["cotk-repro.toml:2: 'run.args' must be a list, got 'not a list'"]),
+        ("cotk-repro.toml", "[run]\nentry = 'x.py'\nargs = ['a', 1]\n", ["toml:3: 'run.args' must be a list of strings"]),
+        ("cotk-repro.toml", "reproduce = 3\n", ["cotk-repro.toml:1: 'reproduce' must be a table"]),
+        ("cotk-repro.toml", "[publish]\npush = 'yes'\n", ["toml:2: 'publish.push' must be true or false, got 'yes'"]),
+        ("cotk-repro.toml", "[project]\nname = 7\n", ["toml:2: 'project.name' must be a string, got 7"]),
+        ("cotk-repro.toml", "[reproduce]\nrtol = true\n", ["cotk-repro.toml:2: 'reproduce.rtol' must be a number, got True"]),
         ("cotk-repro.toml", "[run]\nentry = [\n", ["invalid TOML"]),
         ("cotk-repro.toml", "[publish]\nrecords_ref = 'refs/heads/results'\n",
-         ["'publish.records_ref' must be a full ref ending in 'cotk-repro-records'", "cotk-repro.toml"]),
+         ["cotk-repro.toml:2: 'publish.records_ref' must be a full ref ending in 'cotk-repro-records'"]),
         ("cotk-repro.toml", "[publish]\nrecords_ref = 'team-cotk-repro-records'\n", ["must be a full ref"]),
     ],
 )
@@ -87,3 +94,30 @@ def test_config_errors(make_project, cli, filename, text, fragments):
     assert not (root / ".cotk-repro").exists()
     with pytest.raises(ConfigError):
         load_config(root)
+
+
+CHECK = ("import sys\nfrom cotk_repro.core.config import load_config\ncfg = load_config(sys.argv[1])\n"
+         "print('pydantic' in sys.modules, cfg.get('run', 'entry'))\n")
+
+
+def test_a_config_that_passed_is_not_validated_again_until_it_changes(tmp_path):
+    """The memo of valid files spares `run` pydantic; it never hides an error in a changed file."""
+    project = tmp_path / "p"
+    project.mkdir()
+    config = project / "cotk-repro.toml"
+    config.write_text("[run]\nentry = 'x.py'\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("COTK_REPRO_CACHE", None)
+
+    def load() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", CHECK, str(project)], capture_output=True, text=True, env=env)
+
+    assert load().stdout.split() == ["True", "x.py"]  # validated with pydantic
+    assert load().stdout.split() == ["False", "x.py"]  # remembered: pydantic not imported
+    config.write_text("[run]\nentry = 'x.py'\nentyr = 'y.py'\n")
+    res = load()
+    assert res.returncode != 0 and "cotk-repro.toml:3: unknown key 'run.entyr'" in res.stderr
+    config.write_text("[run]\nentry = 'y.py'\n")
+    assert load().stdout.split() == ["True", "y.py"]
+    config.write_text("[run]\nentry = 'x.py'\n")  # the first bytes again: remembered
+    assert load().stdout.split() == ["False", "x.py"]

@@ -23,7 +23,7 @@ from ..errors import ConfigError, CotkError
 from ..metrics.facts import facts_of
 from .schema import validate_shape
 from .textfmt import TextFileError, TextFormat, count_documents, count_lines
-from .tomlpos import key_lines, line_of
+from ..core.tomlpos import key_lines, line_of
 
 #: how a metric uses the gold references (a metric's own facts choose; a [[metric]] may override):
 #: ``aligned`` one reference list per sample line; ``set`` the whole gold set, not aligned; ``none`` none.

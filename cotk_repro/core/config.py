@@ -1,6 +1,8 @@
-"""Project configuration: ``cotk-repro.toml`` or ``[tool.cotk-repro]`` in ``pyproject.toml``.
+"""Project configuration: ``cotk-repro.toml`` or ``[tool.cotk-repro]`` in ``pyproject.toml``, read and defaulted.
 
-The schema is strict: an unknown key is an error naming the key and the file.
+The shape is strict (:mod:`.config_model`, pydantic): an unknown key or a wrong type is an error naming the
+key, the file and the line. A file whose bytes passed once is remembered under the cache folder
+(``validated/``), so that a run does not import pydantic again until the file (or cotk-repro) changes.
 User-level settings (dashboard tokens) are *not* here: see :mod:`cotk_repro.core.userconfig`.
 """
 
@@ -18,29 +20,6 @@ from ..errors import ConfigError
 
 CONFIG_FILE = "cotk-repro.toml"
 
-_NUM = (int, float)
-_TOL = {"rtol": _NUM, "atol": _NUM}
-
-#: key -> type, or a nested schema dict. "*" matches any key (per-metric tables).
-SCHEMA: dict[str, Any] = {
-    "project": {"name": str, "task": str, "dataset": str},
-    "run": {"entry": str, "args": list, "result": str, "python": str},
-    "reproduce": {
-        "runtime": str,
-        "base_image": str,
-        "rtol": _NUM,
-        "atol": _NUM,
-        "timeout": _NUM,
-        "memory": str,
-        "cpus": _NUM,
-        "network": bool,
-        "tolerances": {"*": _TOL},
-    },
-    "publish": {"remote": str, "records_ref": str, "push": bool, "github_api": str, "github_private": bool,
-                "targets": list, "logs": bool},
-    "dashboard": {"url": str},
-}
-
 #: what a records ref's name ends in: how `reproduce` finds a custom one on somebody's remote
 RECORDS_REF_SUFFIX = "cotk-repro-records"
 
@@ -53,34 +32,6 @@ DEFAULTS: dict[str, dict[str, Any]] = {
                 "targets": ["git", "dashboard"], "logs": False},
     "dashboard": {},
 }
-
-
-def _type_name(t: Any) -> str:
-    if isinstance(t, tuple):
-        return "a number"
-    return {str: "a string", list: "a list", bool: "true or false", dict: "a table"}.get(t, str(t))
-
-
-def validate(data: dict[str, Any], source: str, schema: dict[str, Any] = SCHEMA, prefix: str = "") -> None:
-    """Check ``data`` against ``schema``: an unknown key or a wrong type is a ConfigError naming it and ``source``."""
-    for key, value in data.items():
-        dotted = f"{prefix}{key}"
-        expected = schema.get(key, schema.get("*"))
-        if expected is None:
-            known = ", ".join(sorted(k for k in schema if k != "*"))
-            raise ConfigError(f"{source}: unknown key '{dotted}' (known here: {known})")
-        if isinstance(expected, dict):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{source}: '{dotted}' must be a table")
-            validate(value, source, expected, dotted + ".")
-        else:
-            ok = isinstance(value, expected) and not (
-                isinstance(value, bool) and expected is not bool
-            )
-            if not ok:
-                raise ConfigError(f"{source}: '{dotted}' must be {_type_name(expected)}, got {value!r}")
-            if expected is list and not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{source}: '{dotted}' must be a list of strings")
 
 
 @dataclass
@@ -110,14 +61,46 @@ class ProjectConfig:
         return {"name": name, "task": self.get("project", "task"), "dataset": self.get("project", "dataset")}
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> tuple[bytes, dict[str, Any]]:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        raw = path.read_bytes()
+        return raw, tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _validated_marker(raw: bytes, where: str) -> Path | None:
+    """Where the fact "these bytes passed" is remembered: keyed by them, the file's name and the model's source."""
+    import hashlib
+
+    from .. import __version__
+    from .userconfig import cache_dir
+
+    try:
+        model = (Path(__file__).parent / "config_model.py").read_bytes()
+    except OSError:
+        return None
+    digest = hashlib.sha256(b"\0".join([__version__.encode(), where.encode(), model, raw])).hexdigest()
+    return cache_dir() / "validated" / digest
+
+
+def _check(raw: bytes, data: dict[str, Any], where: str, prefix: tuple) -> None:
+    marker = _validated_marker(raw, where)
+    if marker is not None and marker.is_file():
+        return
+    from .config_model import check
+
+    check(data, where, raw.decode("utf-8"), prefix)
+    if marker is not None:
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+        except OSError:
+            pass  # a cache that cannot be written only costs the check next time
 
 
 def load_config(root: Path) -> ProjectConfig:
@@ -125,23 +108,21 @@ def load_config(root: Path) -> ProjectConfig:
     root = Path(root)
     path = root / CONFIG_FILE
     if path.is_file():
-        data = _read_toml(path)
-        source = path
+        raw, data = _read_toml(path)
+        source, prefix = path, ()
     else:
         pyproject = root / "pyproject.toml"
         data = {}
         source = None
         if pyproject.is_file():
-            tool = _read_toml(pyproject).get("tool", {})
+            raw, parsed = _read_toml(pyproject)
+            tool = parsed.get("tool", {})
             if "cotk-repro" in tool:
                 data = tool["cotk-repro"]
-                source = pyproject
+                source, prefix = pyproject, ("tool", "cotk-repro")
     if source is not None:
         where = str(source.name if source.parent == root else source)
-        validate(data, where)
-        ref = data.get("publish", {}).get("records_ref")
-        if ref is not None and not (ref.startswith("refs/") and ref.endswith(RECORDS_REF_SUFFIX)):
-            raise ConfigError(f"{where}: 'publish.records_ref' must be a full ref ending in {RECORDS_REF_SUFFIX!r} "
-                              f"(e.g. refs/heads/team-{RECORDS_REF_SUFFIX}), so that `cotk-repro reproduce` finds "
-                              f"it; got {ref!r}")
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: [tool.cotk-repro] must be a table")
+        _check(raw, data, where, prefix)
     return ProjectConfig(root=root, source=source, data=data)
