@@ -18,6 +18,7 @@ from typing import Any, Callable
 import pluggy
 
 from . import __version__, hookspecs
+from .core import entrypoints
 from .errors import PluginError
 
 BUILTIN_PLUGINS: tuple[str, ...] = (
@@ -81,34 +82,6 @@ class Component:
     plugin_version: str
 
 
-def may_declare_entry_points(group: str, path: list[str] | None = None) -> bool:
-    """Whether an installed distribution on ``path`` (default ``sys.path``) may declare entry points in ``group``.
-
-    A cheap look at the ``entry_points.txt`` files of the ``*.dist-info`` / ``*.egg-info`` folders;
-    True whenever it cannot tell (an entry that is not a folder, e.g. a zip), so that only a clear
-    "none here" skips :func:`importlib.metadata.entry_points`.
-    """
-    needle = f"[{group}]"
-    for entry in sys.path if path is None else path:
-        folder = entry or "."
-        try:
-            names = os.listdir(folder)
-        except NotADirectoryError:
-            return True  # a zip archive: let importlib.metadata read it
-        except OSError:
-            continue  # missing or unreadable: importlib.metadata finds nothing there either
-        for name in names:
-            if name.endswith((".dist-info", ".egg-info")):
-                try:
-                    with open(os.path.join(folder, name, "entry_points.txt"), encoding="utf-8",
-                              errors="replace") as fh:
-                        if needle in fh.read():
-                            return True
-                except OSError:
-                    continue
-    return False
-
-
 def builtins_only() -> bool:
     """Return whether COTK_REPRO_BUILTINS_ONLY asks to skip third-party plugins."""
     return os.environ.get("COTK_REPRO_BUILTINS_ONLY", "").lower() in ("1", "true", "yes")
@@ -141,28 +114,28 @@ class Plugins:
         self.infos[name] = info
 
     def _load_entry_points(self) -> None:
-        if not may_declare_entry_points(ENTRY_POINT_GROUP):
-            return  # the common case: no plugin installed, and importlib.metadata (~30 ms) not needed
-        import importlib.metadata as md
+        found = entrypoints.scan(ENTRY_POINT_GROUP)
+        if found is None:  # a zip archive on the path: only importlib.metadata reads those
+            import importlib.metadata as md
 
+            found = [entrypoints.EntryPoint(ep.dist.metadata["Name"] if ep.dist is not None else ep.name,
+                                            ep.dist.version if ep.dist is not None else "unknown", ep.name, ep.value)
+                     for ep in md.entry_points(group=ENTRY_POINT_GROUP)]
         seen: set[str] = set()
-        for ep in md.entry_points(group=ENTRY_POINT_GROUP):
-            dist = getattr(ep, "dist", None)
-            name = dist.metadata["Name"] if dist is not None else ep.name
-            version = dist.version if dist is not None else "unknown"
-            key = f"{name}:{ep.name}" if name in seen else name
-            seen.add(name)
+        for ep in found:
+            key = f"{ep.dist}:{ep.name}" if ep.dist in seen else ep.dist
+            seen.add(ep.dist)
             try:
                 plugin = ep.load()
             except BaseException as exc:  # noqa: BLE001 - a plugin may fail any way it likes
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 self.infos[key] = PluginInfo(
-                    name=key, version=version, builtin=False, module=ep.value,
+                    name=key, version=ep.version, builtin=False, module=ep.value,
                     error=f"failed to import {ep.value}: {type(exc).__name__}: {exc}",
                 )
                 continue
-            self._add(plugin, key, version, builtin=False, module_name=ep.value)
+            self._add(plugin, key, ep.version, builtin=False, module_name=ep.value)
 
     # -- registries --------------------------------------------------------------
     def _call_each(self, hook_name: str, **kwargs_for: Callable[[str], Any]) -> None:

@@ -257,26 +257,60 @@ def test_builtin_plugins_are_cheap_to_import():
     assert proc.stdout.strip() == "", f"registering the built-ins imported: {proc.stdout.strip()}"
 
 
-def test_entry_point_precheck_sees_dist_info_and_egg_info_and_defers_on_zips(tmp_path):
-    """The cheap look that lets start-up skip importlib.metadata must never miss a plugin."""
-    from cotk_repro.plugins import ENTRY_POINT_GROUP, may_declare_entry_points
-
-    site = tmp_path / "site"
-    (site / "other-1.0.dist-info").mkdir(parents=True)
-    (site / "other-1.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\nx = y:z\n")
-    (site / "plain-2.0.dist-info").mkdir()  # no entry_points.txt at all
-    assert may_declare_entry_points(ENTRY_POINT_GROUP, [str(site), str(tmp_path / "missing")]) is False
-    (site / "mine-0.1.dist-info").mkdir()
-    (site / "mine-0.1.dist-info" / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nmine = mine.plugin\n")
-    assert may_declare_entry_points(ENTRY_POINT_GROUP, [str(site)]) is True
-    src = tmp_path / "src"  # a setuptools develop install: the egg-info beside the code
-    (src / "dev.egg-info").mkdir(parents=True)
-    (src / "dev.egg-info" / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\ndev = dev\n")
-    assert may_declare_entry_points(ENTRY_POINT_GROUP, [str(tmp_path / "missing"), str(src)]) is True
-    archive = tmp_path / "plugins.zip"  # cannot tell without reading it: importlib.metadata decides
-    archive.write_bytes(b"PK\x05\x06" + b"\0" * 18)
-    assert may_declare_entry_points(ENTRY_POINT_GROUP, [str(archive)]) is True
-    # and in this very environment it agrees with importlib.metadata
+def _as_importlib_metadata_sees_them(path: list[str], group: str) -> list[tuple[str, str, str, str]]:
+    """The independent reference: importlib.metadata's entry points of ``group`` on ``path``."""
     import importlib.metadata as md
 
-    assert may_declare_entry_points(ENTRY_POINT_GROUP) or not list(md.entry_points(group=ENTRY_POINT_GROUP))
+    return sorted((ep.dist.metadata["Name"], ep.dist.version, ep.name, ep.value)
+                  for ep in md.entry_points(group=group) if ep.dist is not None and any(
+                      str(getattr(ep.dist, "_path", "")).startswith(p) for p in path))
+
+
+def test_entry_points_read_from_files_agree_with_importlib_metadata(tmp_path, monkeypatch):
+    """The file scan that spares start-up importlib.metadata finds what it finds: dist-info and egg-info, the
+    first of two same-named distributions on the path, comments and other groups skipped; a zip defers."""
+    from cotk_repro.core.entrypoints import scan
+    from cotk_repro.plugins import ENTRY_POINT_GROUP as G
+
+    def dist(folder, stem, name, version, entry_points, header="METADATA"):
+        info = folder / stem
+        info.mkdir(parents=True)
+        (info / header).write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nName: not-this\n")
+        if entry_points is not None:
+            (info / "entry_points.txt").write_text(entry_points)
+
+    site, later, src = tmp_path / "site", tmp_path / "later", tmp_path / "src"
+    dist(site, "other-1.0.dist-info", "other", "1.0", "[console_scripts]\nx = y:z\n")
+    dist(site, "plain-2.0.dist-info", "plain", "2.0", None)
+    dist(site, "my_plugin-0.1.dist-info", "My.Plugin", "0.1",
+         f"# comment\n[console_scripts]\nmine = nope:x\n\n[{G}]\nmine = mine.plugin:hooks.impl\n"
+         f"second = mine.other [extra]\n")
+    dist(later, "my_plugin-0.2.dist-info", "my-plugin", "0.2", f"[{G}]\nmine = shadowed\n")  # shadowed
+    dist(src, "dev.egg-info", "dev", "0.0.1", f"[{G}]\ndev = dev\n", header="PKG-INFO")
+    path = [str(site), str(tmp_path / "missing"), str(later), str(src)]
+    found = sorted((e.dist, e.version, e.name, e.value) for e in scan(G, path))
+    assert found == [("My.Plugin", "0.1", "mine", "mine.plugin:hooks.impl"), ("My.Plugin", "0.1", "second",
+                     "mine.other [extra]"), ("dev", "0.0.1", "dev", "dev")]
+    monkeypatch.setattr(sys, "path", path)
+    assert found == _as_importlib_metadata_sees_them(path, G)
+    assert scan(G, [str(site / "plain-2.0.dist-info")]) == []
+    archive = tmp_path / "plugins.zip"  # cannot tell without reading it: importlib.metadata decides
+    archive.write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    assert scan(G, [str(site), str(archive)]) is None
+    # and in this very environment it agrees with importlib.metadata
+    monkeypatch.undo()
+    here = sorted((e.dist, e.version, e.name, e.value) for e in scan(G))
+    assert here == _as_importlib_metadata_sees_them(sys.path, G)
+
+
+def test_an_entry_point_loads_its_module_attribute(tmp_path, monkeypatch):
+    from cotk_repro.core.entrypoints import EntryPoint
+
+    (tmp_path / "ep_pkg").mkdir()
+    (tmp_path / "ep_pkg" / "__init__.py").write_text("")
+    (tmp_path / "ep_pkg" / "mod.py").write_text("class Hooks:\n    impl = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert EntryPoint("d", "1", "n", "ep_pkg.mod:Hooks.impl").load() == 42
+    assert EntryPoint("d", "1", "n", "ep_pkg.mod [extra]").load().Hooks.impl == 42
+    with pytest.raises(ValueError, match="malformed entry point"):
+        EntryPoint("d", "1", "n", "not a value!").load()

@@ -5,24 +5,18 @@ Never records environment variables, tokens or home-directory paths.
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import json
 import platform
-import re
 import shutil
 import subprocess
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..core.entrypoints import name_and_version, normalize_name  # noqa: F401 - normalize_name: used from here
 
-_NORMALIZE = re.compile(r"[-_.]+")
-
-
-def normalize_name(name: str) -> str:
-    """PEP 503 normalized distribution name."""
-    return _NORMALIZE.sub("-", name).lower()
-
+if TYPE_CHECKING:
+    import importlib.metadata as md
 
 def _install_kind(dist: md.Distribution) -> str | None:
     """'editable', 'local' (a directory or file install), 'vcs', or None for index installs (PEP 610)."""
@@ -46,35 +40,18 @@ def _install_kind(dist: md.Distribution) -> str | None:
 
 
 def _name_version(dist: md.Distribution) -> tuple[str | None, str | None]:
-    """Name and Version from the metadata headers only.
-
-    ``dist.metadata`` parses the whole file (long descriptions included) with the
-    email parser, which costs ~0.1 s over a few hundred distributions; the two
-    headers we need come before the first blank line.
-    """
+    """Name and Version from the metadata headers only (:func:`..core.entrypoints.name_and_version`)."""
     try:
         text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
     except Exception:  # noqa: BLE001 - unreadable metadata: skip the distribution
         return None, None
-    if not text:
-        return None, None
-    name = version = None
-    for line in text.split("\n\n", 1)[0].splitlines():
-        key, sep, value = line.partition(":")
-        if not sep:
-            continue
-        key = key.strip().lower()
-        if key == "name" and name is None:
-            name = value.strip()
-        elif key == "version" and version is None:
-            version = value.strip()
-        if name and version:
-            break
-    return name, version
+    return name_and_version(text) if text else (None, None)
 
 
 def installed_distributions() -> list[dict[str, Any]]:
     """Every installed distribution (first on sys.path wins), sorted by normalized name."""
+    import importlib.metadata as md  # here, not at the top: a run imports it while its entry runs
+
     seen: dict[str, dict[str, Any]] = {}
     for dist in md.distributions():
         name, version = _name_version(dist)
