@@ -65,3 +65,13 @@ def test_reproduce_step_summary_has_no_nested_parentheses():
     assert describe_steps([{"step": "run", "seconds": 1.234, "status": "ok"}]) == "run 1.2s"
     assert describe_steps([{"step": "image build", "seconds": 3.0, "status": "failed"}]) \
         == "image build 3.0s (failed)"
+
+
+def test_compare_help_is_escaped_as_rich_markup_would_escape_it():
+    """compare's help is written out escaped (no Rich import at start-up); every `[` shows, none is markup."""
+    from rich.markup import escape, render
+
+    from cotk_repro.cli.compare_cmd import HELP
+
+    plain = HELP.replace("\\[", "[")
+    assert escape(plain) == HELP and render(HELP).plain == plain and "[[dataset]]" in plain

@@ -54,29 +54,31 @@ def render_tables(result: Any) -> None:
             output.console.print(Text(f"  {c.system} / {c.dataset} / {c.column}: {c.flag}"))
 
 
-HELP = """Score many systems on many datasets with many metrics: CSV tables, bar charts and report.html.
+# Rich markup (Typer renders help with it): "\[" shows a literal "[", written out here as rich.markup.escape
+# would give it, so that registering the command does not import Rich (tests/test_cli_text.py checks it)
+HELP = r"""Score many systems on many datasets with many metrics: CSV tables, bar charts and report.html.
 
 Every value keeps its comparability hash; values whose hashes differ within one column are flagged and never ranked together. Exit 0 when everything was scored, 1 when a system or metric failed (the report still holds everything else), 2 on a config error (the message names the file and line; nothing is written).
 
 CONFIG is TOML; paths in it are relative to its folder; unknown keys are errors:
 
-[report]: out = "reports" (report folder), title, jobs (worker processes), cache (generator outputs), charts, html.
+\[report]: out = "reports" (report folder), title, jobs (worker processes), cache (generator outputs), charts, html.
 
-[[dataset]]: name; path = a folder holding gold/refs.txt (one reference per line) or gold/refs.jsonl (one {"references": [...]} per line) and samples/<system>.txt (one sample per line); or gold = FILE and samples = FOLDER; inputs = FILE (what generator systems read); format, gold_format (text formats).
+[\[dataset]]: name; path = a folder holding gold/refs.txt (one reference per line) or gold/refs.jsonl (one {"references": [...]} per line) and samples/<system>.txt (one sample per line); or gold = FILE and samples = FOLDER; inputs = FILE (what generator systems read); format, gold_format (text formats).
 
-[[system]] (optional; default: every samples/<system>.txt, which must exist in every dataset): name; samples = FILE or { dataset = FILE }; or generator = NAME (a registered generator) with settings = {...}, outputs cached by generator name, version, settings and inputs; format; datasets = [...].
+[\[system]] (optional; default: every samples/<system>.txt, which must exist in every dataset): name; samples = FILE or { dataset = FILE }; or generator = NAME (a registered generator) with settings = {...}, outputs cached by generator name, version, settings and inputs; format; datasets = [...].
 
-[[metric]]: name (a registered metric, see cotk-repro plugins); options = {...}; label (e.g. "bleu-2"); keys = [...] (result keys kept); references = "aligned" (one gold line per sample line), "set" (the whole gold set) or "none"; higher_is_better.
+[\[metric]]: name (a registered metric, see cotk-repro plugins); options = {...}; label (e.g. "bleu-2"); keys = [...] (result keys kept); references = "aligned" (one gold line per sample line), "set" (the whole gold set) or "none"; higher_is_better.
 
-[format] and [formats.NAME]: tokenized, tokenizer, strip_tags = ["<eos>", ...], strip_pattern (a regex), sentence_separator, sentence_joiner, reference_separator (several references on one gold line), lowercase.
+\[format] and \[formats.NAME]: tokenized, tokenizer, strip_tags = ["<eos>", ...], strip_pattern (a regex), sentence_separator, sentence_joiner, reference_separator (several references on one gold line), lowercase.
 
 Example:
 
-  [[dataset]]
+  [\[dataset]]
   name = "news"
   path = "data/news"
 
-  [[metric]]
+  [\[metric]]
   name = "bleu"
   label = "bleu-2"
   options = { ngram = 2 }
@@ -87,9 +89,7 @@ Writes metric-<column>.csv (rows systems, columns datasets), corpus-<dataset>.cs
 
 def register(cli: typer.Typer) -> None:
     """Add the `compare` command (benchmark report over systems x datasets x metrics) to `cli`."""
-    from rich.markup import escape
-
-    @cli.command("compare", help=escape(HELP))
+    @cli.command("compare", help=HELP)
     def compare(
         config: Path = typer.Argument(..., metavar="CONFIG", help="The benchmark config (TOML): datasets, systems, "
                                       "metrics, text formats; see docs/compare.md."),

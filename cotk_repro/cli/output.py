@@ -6,10 +6,11 @@ import json
 import os
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 # Not a terminal (a pipe, a file, CI): Rich would wrap at 80 columns and split URLs, ids and numbers over
 # two lines. Use $COLUMNS when it is set, else a width nothing reaches (tables size to their content).
@@ -25,8 +26,27 @@ def piped_width(stream: Any) -> int | None:
     return int(columns) if columns.isdigit() else NO_WRAP_WIDTH
 
 
-console = Console(highlight=False, width=piped_width(sys.stdout))
-err_console = Console(stderr=True, highlight=False, width=piped_width(sys.stderr))
+def __getattr__(name: str) -> Any:  # ``output.console`` / ``output.err_console``
+    if name not in ("console", "err_console"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _console(name)
+
+
+def _console(name: str) -> Console:
+    """``console`` (stdout) or ``err_console`` (stderr), made on first use: Rich costs ~40 ms to import, and a
+    command that prints only JSON and plain messages never needs it."""
+    from rich.console import Console
+
+    stream = sys.stdout if name == "console" else sys.stderr
+    made = Console(stderr=name == "err_console", highlight=False, width=piped_width(stream))
+    globals()[name] = made
+    return made
+
+
+def _to_stderr(text: str) -> None:
+    """One message on stderr as it is (what Rich prints with markup, highlighting and wrapping off)."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 def widen_help_when_piped() -> None:
@@ -60,25 +80,27 @@ def print_json(data: Any) -> None:
 def error(message: str, hint: str | None = None, log: str | None = None) -> None:
     """Print `Error: message (hint)` on stderr, after the log text if given."""
     if log:
-        err_console.print(log.rstrip(), markup=False, highlight=False)
+        _to_stderr(log.rstrip())
     text = f"Error: {message}"
     if hint:
         text += f" ({hint})"
-    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+    _to_stderr(text)
 
 
 def warn(message: str) -> None:
     """Print `Warning: message` on stderr."""
-    err_console.print(f"Warning: {message}", markup=False, highlight=False, soft_wrap=True)
+    _to_stderr(f"Warning: {message}")
 
 
 def info(message: str) -> None:
     """Progress chatter: to stderr, so that stdout stays clean for --json."""
-    err_console.print(message, markup=False, highlight=False, soft_wrap=True)
+    _to_stderr(message)
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
     """Build a rich Table with the given title, columns and rows (None shown as empty)."""
+    from rich.table import Table
+
     t = Table(title=title, show_lines=False)
     for c in columns:
         t.add_column(c, overflow="fold")
@@ -110,12 +132,12 @@ def progress(description: str, total: float | None = None) -> Iterator[Any]:
 
     Yields an ``advance(n=1)`` callable.
     """
-    if not err_console.is_terminal:
+    if not sys.stderr.isatty():
         yield lambda n=1: None
         return
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as bar:
+                  console=_console("err_console"), transient=True) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n=1: bar.advance(task, n)
