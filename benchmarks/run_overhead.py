@@ -69,7 +69,10 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
 
-    cli = shutil.which("cotk-repro")
+    # the console script of this interpreter's install; PATH may hold a wrapper instead (a pyenv shim is a bash
+    # script that starts pyenv first: ~30 ms that are pyenv's, not cotk-repro's)
+    beside = Path(sys.executable).with_name("cotk-repro")
+    cli = str(beside) if beside.is_file() else shutil.which("cotk-repro")
     cotk_cmd = [cli, "run"] if cli else [sys.executable, "-m", "cotk_repro", "run"]
     base = Path(tempfile.mkdtemp(prefix="cotk-repro-bench-"))
     try:
