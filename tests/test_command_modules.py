@@ -58,3 +58,24 @@ def test_the_console_script_still_runs_a_plugin_command_and_a_group_subcommand(t
     assert proc.returncode == 0 and proc.stdout.strip().startswith("["), proc.stderr
     proc = subprocess.run([sys.executable, "-m", "cotk_repro", "no-such-command"], capture_output=True, text=True)
     assert proc.returncode == 2 and "No such command" in proc.stderr and "dashboard" not in proc.stderr
+
+
+UNNAMED = """
+import json, typer
+from cotk_repro.cli import root
+root.load_commands()
+extra = typer.Typer()
+
+@extra.command("runs")
+def plugin_runs():
+    print("the plugin's runs")
+
+root.app.add_typer(extra)  # no name: its commands join the root's, and `runs` shadows the core command
+print(json.dumps(root.keep_only("runs")))
+"""
+
+
+def test_a_group_without_a_name_keeps_every_command():
+    """Found in review: dropping all but the core `runs` would run it where Typer runs the plugin's."""
+    proc = subprocess.run([sys.executable, "-c", UNNAMED], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "false", proc.stderr

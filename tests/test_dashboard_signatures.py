@@ -401,3 +401,28 @@ def test_leaderboard_page_puts_unsigned_and_unreproduced_entries_apart(open_serv
     only = requests.get(open_server + "/leaderboard", timeout=10,
                         params={"task": "page", "dataset": "d", "metric": "bleu", "reproduced": 1}).text
     assert "trusted-system" in only and "lonely-system" not in only and "unsigned-system" not in only
+
+
+def test_keys_stored_before_the_input_check_are_still_listed(server, db_url, users, tmp_path):
+    """A comment with a control character, which add_key now refuses, may sit in an older dashboard's table:
+    listing the user's keys still works and shows it."""
+    from sqlalchemy import insert, select
+
+    from cotk_repro.dashboard.models import SshKey, User
+
+    pub = make_key(tmp_path / "old").with_suffix(".pub")
+    kt, b64 = pub.read_text().split()[:2]
+    db = open_database(db_url)
+    try:
+        def tx(conn):
+            uid = conn.execute(select(User.id).where(User.name == "carol")).scalar()
+            conn.execute(insert(SshKey).values(user_id=uid, fingerprint=fingerprint_of(pub), key_type=kt,
+                                               public_key=f"{kt} {b64}", comment="old\x1bcomment",
+                                               created_at="2026-01-01T00:00:00Z"))
+            db.bump(conn)
+
+        db.write(tx)
+    finally:
+        db.dispose()
+    r = requests.get(server + API + "/users/carol/keys", timeout=10)
+    assert r.status_code == 200 and fingerprint_of(pub) in [k["fingerprint"] for k in r.json()], r.text

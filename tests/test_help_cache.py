@@ -122,3 +122,48 @@ def test_only_help_is_remembered(tmp_path, capsys):
     finally:
         sys.stdout, sys.stderr = old
         os.environ.pop("XDG_CACHE_HOME", None)
+
+
+def test_a_plugin_reinstalled_at_the_same_version_with_another_command_renders_anew(tmp_path):
+    """The dist-info keeps its name; its entry_points.txt now names a second plugin module (found in review)."""
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    site.mkdir()
+    add_plugin(site, "toy-cmd", "Toy help.")
+    cli(["--help"], site, cache)
+    assert cli(["--help"], site, cache)[1] is False
+    (site / "bar_plugin.py").write_text(PLUGIN.format(name="bar-cmd", doc="Bar's command."))
+    eps = site / "toy_cmd-0.1.dist-info" / "entry_points.txt"
+    eps.write_text(eps.read_text() + "bar = bar_plugin\n")
+    touch_later(eps)
+    text, typer_used, _ = cli(["--help"], site, cache)
+    assert typer_used and "bar-cmd" in text
+
+
+def test_colour_switches_are_part_of_the_key_and_a_closed_pipe_is_quiet(tmp_path, monkeypatch):
+    plain = help_cache.key(["--help"])
+    for name in ("PY_COLORS", "FORCE_COLOR", "NO_COLOR", "GITHUB_ACTIONS", "TTY_COMPATIBLE"):
+        monkeypatch.setenv(name, "1")
+        assert help_cache.key(["--help"]) != plain, name
+        monkeypatch.delenv(name)
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    site.mkdir()
+    cli(["--help"], site, cache)
+    env = {**os.environ, "PYTHONPATH": str(site), "XDG_CACHE_HOME": str(cache), "COLUMNS": "100"}
+    env.pop("COTK_REPRO_CACHE", None)
+    script = tmp_path / "launch.py"
+    script.write_text(LAUNCH)
+    # the reader exits before reading: the replay's write meets a closed pipe
+    proc = subprocess.run(f"'{sys.executable}' '{script}' --help | true", shell=True, capture_output=True,
+                          text=True, env=env, cwd=tmp_path)
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def test_a_long_output_is_neither_copied_nor_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    try:
+        with help_cache.recording(["serve", "--db", "-h"]):
+            sys.stdout.write("Usage: " + "x" * (help_cache._KEEP_AT_MOST + 10))
+            raise SystemExit(0)
+    except SystemExit:
+        pass
+    assert not help_cache.replay(["serve", "--db", "-h"])

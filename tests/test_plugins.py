@@ -297,6 +297,8 @@ def test_entry_points_read_from_files_agree_with_importlib_metadata(tmp_path, mo
     archive = tmp_path / "plugins.zip"  # cannot tell without reading it: importlib.metadata decides
     archive.write_bytes(b"PK\x05\x06" + b"\0" * 18)
     assert scan(G, [str(site), str(archive)]) is None
+    (tmp_path / "eggs" / "old_plugin-1.0-py3.11.egg").mkdir(parents=True)  # metadata in EGG-INFO: deferred too
+    assert scan(G, [str(site), str(tmp_path / "eggs")]) is None
     # and in this very environment it agrees with importlib.metadata
     monkeypatch.undo()
     here = sorted((e.dist, e.version, e.name, e.value) for e in scan(G))

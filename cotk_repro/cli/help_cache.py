@@ -5,14 +5,14 @@ bare Python starts in a tenth of that. The text depends only on what this module
 entry lists the files of every module that was loaded to render it:
 
 - the key: the command line, cotk-repro's version, the interpreter, each import-path folder with the
-  distributions it holds (``*.dist-info``, ``*.egg-info``, ``*.pth``: installing, upgrading or removing a
-  plugin changes them), whether each standard stream is a terminal and its size, and the environment
-  variables Typer, Click and Rich read;
+  distributions it holds (``*.dist-info`` and ``*.egg-info`` with their ``entry_points.txt``'s size and
+  time, ``*.pth``: installing, upgrading, reinstalling or removing a plugin changes them), whether each
+  standard stream is a terminal and its size, and the environment variables Typer, Click and Rich read;
 - the check on replay: each listed file still has the size and modification time it had (an edited
   plugin, an upgraded Typer, a changed command module render anew).
 
 Only help is remembered: a command line that exits 0, wrote nothing on stderr (a broken plugin's warning
-is printed each time) and printed text that starts with ``Usage:``. ``COTK_REPRO_HELP_CACHE=0`` turns the
+is printed each time) and printed less than a MiB of text that starts with ``Usage:``. ``COTK_REPRO_HELP_CACHE=0`` turns the
 cache off; a cache that cannot be read or written only costs the render.
 """
 
@@ -28,10 +28,11 @@ from typing import Any, Iterator
 from .. import __version__
 
 FORMAT = 1
-_ENV_NAMES = ("NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM", "COLUMNS", "LINES", "TERMINAL_WIDTH",
-              "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS", "JUPYTER_LINES", "TERM_PROGRAM", "LANG",
-              "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8")
-_ENV_PREFIXES = ("COTK_REPRO_", "TYPER_", "_TYPER_", "CLICK_")
+_ENV_NAMES = ("COLUMNS", "LINES", "TERMINAL_WIDTH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8",
+              "GITHUB_ACTIONS", "DATABRICKS_RUNTIME_VERSION", "CI")
+_ENV_PREFIXES = ("COTK_REPRO_", "TYPER_", "_TYPER_", "CLICK_", "JUPYTER_")
+_ENV_PARTS = ("COLOR", "TERM", "TTY")  # NO_COLOR, FORCE_COLOR, PY_COLORS, TERM, COLORTERM, TTY_COMPATIBLE, ...
+_KEEP_AT_MOST = 1 << 20  # help is a few KiB: a command line that prints more is not help, and is not copied
 
 
 def enabled() -> bool:
@@ -39,13 +40,26 @@ def enabled() -> bool:
     return os.environ.get("COTK_REPRO_HELP_CACHE", "1").lower() not in ("0", "false", "no", "off")
 
 
-def _distributions(folder: str) -> list[str] | None:
-    """What in an import-path folder says which distributions (and so which plugins) are installed."""
+def _distributions(folder: str) -> list[list[Any]] | None:
+    """What in an import-path folder says which distributions (and so which plugins) are installed: each
+    ``*.dist-info`` / ``*.egg-info`` with its ``entry_points.txt``'s size and time (a plugin reinstalled at the
+    same version with another command changes them), each ``*.egg-link`` / ``*.pth``."""
     try:
         names = os.listdir(folder or ".")
     except OSError:
         return None
-    return sorted(n for n in names if n.endswith((".dist-info", ".egg-info", ".egg-link", ".pth")))
+    out: list[list[Any]] = []
+    for name in sorted(names):
+        lowered = name.lower()
+        if lowered.endswith((".dist-info", ".egg-info")):
+            try:
+                st = os.stat(os.path.join(folder or ".", name, "entry_points.txt"))
+                out.append([name, st.st_mtime_ns, st.st_size])
+            except OSError:
+                out.append([name])
+        elif lowered.endswith((".egg-link", ".pth", ".egg")):
+            out.append([name])
+    return out
 
 
 def _terminal(fd: int) -> list[int] | None:
@@ -60,7 +74,8 @@ def _terminal(fd: int) -> list[int] | None:
 
 def key(args: list[str]) -> str:
     """The cache key of the help that ``args`` prints here (see the module's docstring)."""
-    env = {k: v for k, v in os.environ.items() if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)}
+    env = {k: v for k, v in os.environ.items()
+           if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES) or any(part in k for part in _ENV_PARTS)}
     streams = [_terminal(fd) for fd in (0, 1, 2)]
     streams.append([getattr(s, "encoding", None) for s in (sys.stdout, sys.stderr)])
     facts = [FORMAT, __version__, sys.executable, sys.version, args, env, streams,
@@ -100,8 +115,12 @@ def replay(args: list[str]) -> bool:
                 return False
     except (OSError, ValueError, KeyError, TypeError):
         return False
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `cotk-repro --help | head -1`: stop quietly, as a render does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
     return True
 
 
@@ -111,10 +130,17 @@ class _Tee:
     def __init__(self, stream: Any):
         self.stream = stream
         self.parts: list[str] = []
+        self.kept = 0
+        self.overflow = False  # more than _KEEP_AT_MOST was written: not help, nothing more is copied
 
     def write(self, text: str) -> int:
         written = self.stream.write(text)  # first: bytes raise TypeError, as Click's probe for a binary stream expects
-        self.parts.append(text)
+        if not self.overflow:
+            self.kept += len(text)
+            if self.kept > _KEEP_AT_MOST:
+                self.overflow, self.parts = True, []
+            else:
+                self.parts.append(text)
         return written
 
     def writelines(self, lines: Any) -> None:
@@ -154,7 +180,7 @@ def recording(args: list[str]) -> Iterator[None]:
     finally:
         sys.stdout, sys.stderr = out.stream, err.stream
         text = "".join(out.parts)
-        if code in (0, None) and not err.parts and _looks_like_help(text):
+        if code in (0, None) and not err.kept and not out.overflow and _looks_like_help(text):
             _store(digest, {"files": _loaded_files(), "text": text})
 
 

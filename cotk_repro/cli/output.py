@@ -35,6 +35,9 @@ def __getattr__(name: str) -> Any:  # ``output.console`` / ``output.err_console`
 def _console(name: str) -> Console:
     """``console`` (stdout) or ``err_console`` (stderr), made on first use: Rich costs ~40 ms to import, and a
     command that prints only JSON and plain messages never needs it."""
+    made = globals().get(name)
+    if made is not None:
+        return made
     from rich.console import Console
 
     stream = sys.stdout if name == "console" else sys.stderr
@@ -132,7 +135,7 @@ def progress(description: str, total: float | None = None) -> Iterator[Any]:
 
     Yields an ``advance(n=1)`` callable.
     """
-    if not sys.stderr.isatty():
+    if not _console("err_console").is_terminal:  # Rich's rule: a tty, or FORCE_COLOR / TTY_COMPATIBLE
         yield lambda n=1: None
         return
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn

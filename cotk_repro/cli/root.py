@@ -66,10 +66,14 @@ def keep_only(name: str) -> bool:
 
     Typer builds a Click command for each registered command before it dispatches, a few milliseconds each;
     when the command line names one command exactly, the others are never used. Nothing is dropped when
-    ``name`` matches no command or several (Typer's own error or help then lists them all).
+    ``name`` matches no command or several (Typer's own error or help then lists them all), or when a plugin
+    added a group without a name (its commands join the root's and may take a name of ours).
     """
     from typer.main import get_command_name
 
+    if any(not (g.name or getattr(getattr(g.typer_instance, "info", None), "name", None))
+           for g in app.registered_groups):
+        return False  # a group without a name merges its commands into the root: they may shadow one of ours
     commands = [c for c in app.registered_commands
                 if (c.name or get_command_name(c.callback.__name__)) == name]
     groups = [g for g in app.registered_groups

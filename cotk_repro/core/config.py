@@ -74,17 +74,17 @@ def _read_toml(path: Path) -> tuple[bytes, dict[str, Any]]:
 
 
 def _validated_marker(raw: bytes, where: str) -> Path | None:
-    """Where the fact "these bytes passed" is remembered: keyed by them, the file's name and the model's source."""
+    """Where the fact "these bytes passed" is remembered: keyed by them, the file's name and the rules' source."""
     import hashlib
 
     from .. import __version__
     from .userconfig import cache_dir
 
-    try:
-        model = (Path(__file__).parent / "config_model.py").read_bytes()
+    try:  # the rules: the models and this module (RECORDS_REF_SUFFIX)
+        rules = (Path(__file__).parent / "config_model.py").read_bytes() + Path(__file__).read_bytes()
     except OSError:
         return None
-    digest = hashlib.sha256(b"\0".join([__version__.encode(), where.encode(), model, raw])).hexdigest()
+    digest = hashlib.sha256(b"\0".join([__version__.encode(), where.encode(), rules, raw])).hexdigest()
     return cache_dir() / "validated" / digest
 
 

@@ -5,8 +5,8 @@ distribution through the email parser (25 ms here, a tenth of `cotk-repro run`'s
 that declare ``[cotk_repro]``. This reads only the ``entry_points.txt`` of each ``*.dist-info`` /
 ``*.egg-info`` folder, and the name and version headers of the distributions that declare the group.
 Like importlib.metadata, the first distribution of a (normalized) name on the path wins, a name read from
-the folder's stem. Where it cannot tell (an import-path entry that is a zip archive), :func:`scan` returns
-None and the caller asks importlib.metadata.
+the folder's stem. Where it cannot tell (an import-path entry that is a zip archive, or an egg), :func:`scan`
+returns None and the caller asks importlib.metadata.
 """
 
 from __future__ import annotations
@@ -113,7 +113,10 @@ def scan(group: str, path: list[str] | None = None) -> list[EntryPoint] | None:
         except OSError:
             continue  # missing or unreadable: importlib.metadata finds nothing there either
         for name in names:
-            if not name.endswith((".dist-info", ".egg-info")):
+            lowered = name.lower()
+            if lowered.endswith(".egg"):
+                return None  # an egg (folder or file) keeps its metadata in EGG-INFO: importlib.metadata reads it
+            if not lowered.endswith((".dist-info", ".egg-info")):
                 continue
             key = normalize_name(_stem_name(name))
             if key in seen:

@@ -7,6 +7,7 @@ A user has one or more SSH public keys (``cotk-repro dashboard add-user NAME --s
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, insert, select, update
@@ -17,6 +18,10 @@ from ..core.signing import PublicKey, SigningError, parse_public_key, parse_sign
 from .auth import AuthError, Principal, check_user_name, now_iso  # noqa: F401 - AuthError re-exported
 from .db import Database
 from .models import SshKey, User
+
+# checked when a key is added, not when stored keys are listed (a dashboard may hold keys added before):
+# what a .pub line never holds and a database text column cannot store, control characters and lone surrogates
+_UNSTORABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")
 
 
 class Forbidden(CotkError):
@@ -43,6 +48,9 @@ def add_key(db: Database, name: str, public_key: str) -> dict:
     registered already (to this user or another).
     """
     check_user_name(name)
+    if isinstance(public_key, str) and _UNSTORABLE.search(public_key.strip()):
+        raise AuthError("the SSH public key line holds a control character or a lone surrogate; "
+                        "give one line of a .pub file")
     try:
         key = parse_public_key(public_key)
     except SigningError as exc:
