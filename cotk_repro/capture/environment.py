@@ -18,6 +18,7 @@ from ..core.entrypoints import name_and_version, normalize_name  # noqa: F401 - 
 if TYPE_CHECKING:
     import importlib.metadata as md
 
+
 def _install_kind(dist: md.Distribution) -> str | None:
     """'editable', 'local' (a directory or file install), 'vcs', or None for index installs (PEP 610)."""
     try:

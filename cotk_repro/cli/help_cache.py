@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -32,6 +33,7 @@ _ENV_NAMES = ("COLUMNS", "LINES", "TERMINAL_WIDTH", "LANG", "LC_ALL", "LC_CTYPE"
               "GITHUB_ACTIONS", "DATABRICKS_RUNTIME_VERSION", "CI")
 _ENV_PREFIXES = ("COTK_REPRO_", "TYPER_", "_TYPER_", "CLICK_", "JUPYTER_")
 _ENV_PARTS = ("COLOR", "TERM", "TTY")  # NO_COLOR, FORCE_COLOR, PY_COLORS, TERM, COLORTERM, TTY_COMPATIBLE, ...
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _KEEP_AT_MOST = 1 << 20  # help is a few KiB: a command line that prints more is not help, and is not copied
 
 
@@ -152,14 +154,7 @@ class _Tee:
 
 
 def _looks_like_help(text: str) -> bool:
-    plain = text
-    while "\x1b[" in plain:  # drop ANSI colour codes before looking at the first word
-        start = plain.index("\x1b[")
-        end = start + 2
-        while end < len(plain) and not plain[end].isalpha():
-            end += 1
-        plain = plain[:start] + plain[end + 1:]
-    return plain.lstrip().startswith("Usage:")
+    return _ANSI.sub("", text).lstrip().startswith("Usage:")  # colour codes dropped before the first word
 
 
 @contextmanager

@@ -9,19 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError, create_model
+from pydantic import StrictBool, StrictInt, StrictStr, ValidationError, create_model
 
+from ..core.tomlmodel import TYPE_WORDS, StrictTable, annotation_at, known_keys
 from .textfmt import FORMAT_KEYS
-
-
-class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
 
 _STRICT = {bool: StrictBool, str: StrictStr, list: List[StrictStr]}
 
 #: ``[format]`` / ``[formats.NAME]`` / an inline format: the keys of :data:`.textfmt.FORMAT_KEYS`
-FormatTable = create_model("FormatTable", __base__=_Table,
+FormatTable = create_model("FormatTable", __base__=StrictTable,
                            **{k: (Optional[_STRICT[t]], None) for k, t in FORMAT_KEYS.items()})
 
 #: a named format (a key of [formats]) or an inline table of format keys
@@ -32,7 +28,7 @@ StrOrTable = Union[StrictStr, Dict[str, Any]]
 _UNION_TAGS = {"str", "FormatTable", "dict[str,any]"}
 
 
-class ReportTable(_Table):
+class ReportTable(StrictTable):
     """``[report]``."""
 
     out: Optional[StrictStr] = None
@@ -43,7 +39,7 @@ class ReportTable(_Table):
     html: Optional[StrictBool] = None
 
 
-class DatasetTable(_Table):
+class DatasetTable(StrictTable):
     """One ``[[dataset]]``."""
 
     name: Optional[StrictStr] = None
@@ -56,7 +52,7 @@ class DatasetTable(_Table):
     inputs_format: Optional[FormatRef] = None
 
 
-class SystemTable(_Table):
+class SystemTable(StrictTable):
     """One ``[[system]]``."""
 
     name: Optional[StrictStr] = None
@@ -67,7 +63,7 @@ class SystemTable(_Table):
     datasets: Optional[List[StrictStr]] = None
 
 
-class MetricTable(_Table):
+class MetricTable(StrictTable):
     """One ``[[metric]]``."""
 
     name: Optional[StrictStr] = None
@@ -78,7 +74,7 @@ class MetricTable(_Table):
     higher_is_better: Optional[StrictBool] = None
 
 
-class CompareFile(_Table):
+class CompareFile(StrictTable):
     """The whole file."""
 
     report: Optional[ReportTable] = None
@@ -89,11 +85,6 @@ class CompareFile(_Table):
     metric: Optional[List[MetricTable]] = None
 
 
-#: what a field's type is called in messages
-_TYPE_WORDS = {"int_type": "an integer", "string_type": "a string", "bool_type": "true or false",
-               "list_type": "a list", "dict_type": "a table", "model_type": "a table", "model_attributes_type": "a table"}
-
-
 def _dotted(path: tuple) -> str:
     out = ""
     for p in path:
@@ -101,45 +92,9 @@ def _dotted(path: tuple) -> str:
     return out
 
 
-def _unwrap(annotation: Any) -> Any:
-    """``Optional[X]`` -> ``X`` (a union keeps its other members)."""
-    if getattr(annotation, "__origin__", None) is not Union:
-        return annotation
-    args = tuple(a for a in annotation.__args__ if a is not type(None))
-    return args[0] if len(args) == 1 else Union[args]
-
-
 def _field_annotation(path: tuple) -> Any:
     """The declared type at ``path`` (``("dataset", 0, "format")`` -> StrOrTable), None when unknown."""
-    node: Any = CompareFile
-    for part in path:
-        node = _model_member(_unwrap(node))
-        origin = getattr(node, "__origin__", None)
-        if isinstance(node, type) and issubclass(node, BaseModel):
-            if part not in node.model_fields:
-                return None
-            node = node.model_fields[part].annotation
-        elif origin in (list, dict):
-            node = node.__args__[-1]
-        else:
-            return None
-    return _unwrap(node)
-
-
-def _model_member(node: Any) -> Any:
-    """The model of a union such as :data:`FormatRef` (walked into for nested keys); else ``node``."""
-    if getattr(node, "__origin__", None) is Union:
-        for member in node.__args__:
-            if isinstance(member, type) and issubclass(member, BaseModel):
-                return member
-    return node
-
-
-def _known_keys(path: tuple) -> list[str]:
-    node = _model_member(_field_annotation(path)) if path else CompareFile
-    if isinstance(node, type) and issubclass(node, BaseModel):
-        return sorted(node.model_fields)
-    return []
+    return annotation_at(CompareFile, path)
 
 
 def _message(err: dict[str, Any], data: Any) -> tuple[tuple, str]:
@@ -153,7 +108,7 @@ def _message(err: dict[str, Any], data: Any) -> tuple[tuple, str]:
             where = f" in [[{_dotted(parent[:-1])}]] #{parent[-1] + 1}"
         else:
             where = f" in [{_dotted(parent)}]"
-        return loc, f"unknown key '{key}'{where} (known: {', '.join(_known_keys(parent))})"
+        return loc, f"unknown key '{key}'{where} (known: {', '.join(known_keys(CompareFile, parent))})"
     # a union's member errors carry the member's name after the field's path: cut back to the field
     field = loc
     while field and _field_annotation(field) is None:
@@ -176,7 +131,7 @@ def _message(err: dict[str, Any], data: Any) -> tuple[tuple, str]:
     elif len(field) == 2 and isinstance(field[-1], int) and field[0] in ("dataset", "system", "metric"):
         return field[:1], f"'{field[0]}' must be an array of tables ([[{field[0]}]])"
     else:
-        expected = _TYPE_WORDS.get(kind, "something else")
+        expected = TYPE_WORDS.get(kind, "something else")
     if expected == "a table":
         return field, f"'{_dotted(field)}' must be a table"
     return field, f"'{_dotted(field)}' must be {expected}, got {value!r}"

@@ -6,20 +6,17 @@ files that passed), so that ``cotk-repro run`` does not pay for pydantic on ever
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictStr, ValidationError, field_validator
+from pydantic import StrictBool, StrictFloat, StrictStr, ValidationError, field_validator
 
 from ..errors import ConfigError
 from .config import RECORDS_REF_SUFFIX
+from .tomlmodel import TYPE_WORDS, StrictTable, known_keys
 from .tomlpos import key_lines, line_of
 
 
-class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)  # strict: a number never stands for a string or a flag
-
-
-class ProjectTable(_Table):
+class ProjectTable(StrictTable):
     """``[project]``: what the runs of this project are (names shown on the dashboard)."""
 
     name: Optional[StrictStr] = None
@@ -27,7 +24,7 @@ class ProjectTable(_Table):
     dataset: Optional[StrictStr] = None
 
 
-class RunTable(_Table):
+class RunTable(StrictTable):
     """``[run]``: the entry script, its arguments and its result file."""
 
     entry: Optional[StrictStr] = None
@@ -36,14 +33,14 @@ class RunTable(_Table):
     python: Optional[StrictStr] = None
 
 
-class Tolerance(_Table):
+class Tolerance(StrictTable):
     """``[reproduce.tolerances.METRIC]``: one metric's tolerances."""
 
     rtol: Optional[StrictFloat] = None
     atol: Optional[StrictFloat] = None
 
 
-class ReproduceTable(_Table):
+class ReproduceTable(StrictTable):
     """``[reproduce]``: the runtime, its limits and the tolerances a reproduction is judged by."""
 
     runtime: Optional[StrictStr] = None
@@ -57,7 +54,7 @@ class ReproduceTable(_Table):
     tolerances: Optional[Dict[str, Tolerance]] = None
 
 
-class PublishTable(_Table):
+class PublishTable(StrictTable):
     """``[publish]``: the git remote, the records ref, the targets."""
 
     remote: Optional[StrictStr] = None
@@ -77,13 +74,13 @@ class PublishTable(_Table):
         return ref
 
 
-class DashboardTable(_Table):
+class DashboardTable(StrictTable):
     """``[dashboard]``: where records are uploaded."""
 
     url: Optional[StrictStr] = None
 
 
-class ConfigFile(_Table):
+class ConfigFile(StrictTable):
     """The whole of ``cotk-repro.toml`` (or ``[tool.cotk-repro]`` in ``pyproject.toml``)."""
 
     project: Optional[ProjectTable] = None
@@ -93,36 +90,17 @@ class ConfigFile(_Table):
     dashboard: Optional[DashboardTable] = None
 
 
-_WORDS = {"string_type": "a string", "float_type": "a number", "bool_type": "true or false", "list_type": "a list",
-          "dict_type": "a table", "model_type": "a table", "model_attributes_type": "a table"}
-
-
-def _table_at(path: tuple) -> Any:
-    """The model of the table at ``path`` (``("reproduce", "tolerances", "bleu")`` -> Tolerance), else None."""
-    node: Any = ConfigFile
-    for part in path:
-        if isinstance(node, type) and issubclass(node, BaseModel) and part in node.model_fields:
-            node = node.model_fields[part].annotation
-        elif getattr(node, "__origin__", None) is dict:
-            node = node.__args__[1]
-        else:
-            return None
-        while getattr(node, "__origin__", None) is Union:  # Optional[X] -> X
-            node = next(a for a in node.__args__ if a is not type(None))
-    return node if isinstance(node, type) and issubclass(node, BaseModel) else None
-
-
 def _sentence(err: dict[str, Any], data: dict[str, Any]) -> tuple[tuple, str]:
     loc = tuple(err["loc"])
     dotted = ".".join(str(p) for p in loc)
     if err["type"] == "extra_forbidden":
-        known = ", ".join(sorted(getattr(_table_at(loc[:-1]), "model_fields", {})))
+        known = ", ".join(known_keys(ConfigFile, loc[:-1]))
         return loc, f"unknown key '{dotted}' (known here: {known})"
     if err["type"] == "value_error":
         return loc, f"'{dotted}' {err['ctx']['error']}"
     if loc and isinstance(loc[-1], int):  # an item of a list of strings
         return loc[:-1], f"'{'.'.join(str(p) for p in loc[:-1])}' must be a list of strings"
-    words = _WORDS.get(err["type"], "something else")
+    words = TYPE_WORDS.get(err["type"], "something else")
     if words == "a table":
         return loc, f"'{dotted}' must be a table"
     value: Any = data
