@@ -432,3 +432,30 @@ def test_ctrl_c_in_the_first_second_is_one_sentence_and_130(make_project, delay)
     errors = [line for line in err.splitlines() if line.startswith("Error: ")]
     assert len(errors) == 1 and "interrupted" in errors[0], err
     assert "cotk_repro" not in err and 'File "<string>"' not in err and "Aborted" not in err, err
+
+
+def test_the_callers_preparation_runs_while_the_entry_runs(make_project):
+    """``execute(meanwhile=...)`` (the CLI loads Rich there) runs during the entry, not after it: this entry
+    waits for the file that ``meanwhile`` writes (up to 20 s), and gives up (exit 3) if it never comes. A preparation that
+    raises changes nothing about the run."""
+    from cotk_repro.records.runner import execute
+
+    waits = ("import json, pathlib, sys, time\n"
+             "for _ in range(int(sys.argv[1])):\n"
+             "    if pathlib.Path('flag').exists():\n"
+             "        break\n"
+             "    time.sleep(0.025)\n"
+             "else:\n"
+             "    raise SystemExit(3)\n"
+             "json.dump({'x': 1.0}, open('result.json', 'w'))\n")
+    root = make_project({"main.py": waits, ".gitignore": "result.json\nflag\n.cotk-repro/\n"})
+    outcome = execute(root, args=["800"], echo=False, meanwhile=lambda: (root / "flag").write_text("go"))
+    assert outcome.error is None and outcome.record["results"]["x"]["value"] == 1.0
+
+    def fails() -> None:
+        raise RuntimeError("a preparation that breaks")
+
+    (root / "flag").unlink()
+    outcome = execute(root, args=["20"], echo=False, meanwhile=fails)
+    assert outcome.error is not None and outcome.record["command"]["exit_status"] == 3  # no flag: waited, gave up
+    assert outcome.record["status"] == "failed" and len(records(root)) == 2

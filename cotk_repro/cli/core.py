@@ -68,7 +68,8 @@ def run(
     from ..records.runner import execute
 
     outcome = execute(entry=entry, args=list(args or []), result=result, allow_dirty=allow_dirty,
-                      echo=False if quiet else ("stderr" if json_out else True))
+                      echo=False if quiet else ("stderr" if json_out else True),
+                      meanwhile=None if json_out else output.prepare_tables)
     record = outcome.record
     if outcome.error is not None:
         output.info(f"recorded as {record['status']}: {record['id']}")

@@ -100,6 +100,13 @@ def info(message: str) -> None:
     _to_stderr(message)
 
 
+def prepare_tables() -> None:
+    """Load what printing a table to stdout needs (Rich's console and table modules, ~30 ms), ahead of time:
+    ``run`` does it while the entry runs."""
+    _console("console")
+    import rich.table  # noqa: F401
+
+
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
     """Build a rich Table with the given title, columns and rows (None shown as empty)."""
     from rich.table import Table

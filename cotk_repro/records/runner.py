@@ -221,15 +221,22 @@ def _dirty_error(state: GitState, result_path: Path) -> CaptureError:
 
 def execute(cwd: Path | None = None, *, entry: str | None = None, args: list[str] | None = None,
             result: str | None = None, allow_dirty: bool = False, echo: bool | str = True,
-            on_status: Callable[[str], None] | None = None) -> RunOutcome:
-    """``cotk-repro run``: check, run the entry, write its record (failed or interrupted ones too)."""
+            on_status: Callable[[str], None] | None = None,
+            meanwhile: Callable[[], object] | None = None) -> RunOutcome:
+    """``cotk-repro run``: check, run the entry, write its record (failed or interrupted ones too).
+
+    ``meanwhile`` is the caller's own preparation, done while the entry runs, after the environment is
+    captured (the command line loads its table renderer there: ~30 ms that a short entry hides); what it
+    raises is ignored, and it is not run when the entry was interrupted.
+    """
     cwd = Path(cwd or os.getcwd()).resolve()
     state, config, entry_path, args, result_path = prepare(
         cwd, entry=entry, args=args, result=result, allow_dirty=allow_dirty)
     store = RunStore(state.root)
     workdir = store.new_workdir()  # fails early, clearly, when .cotk-repro is not writable
     try:
-        return _execute_in(workdir, store, cwd, state, config, entry_path, args, result_path, echo, on_status)
+        return _execute_in(workdir, store, cwd, state, config, entry_path, args, result_path, echo, on_status,
+                           meanwhile)
     except BaseException:
         # nothing half-written: a run that could not be recorded leaves no folder behind
         shutil.rmtree(workdir, ignore_errors=True)
@@ -246,7 +253,7 @@ def _stat_key(path: Path) -> tuple[int, int, int] | None:
 
 def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, config: ProjectConfig,
                 entry_path: Path, args: list[str], result_path: Path, echo: bool | str,
-                on_status: Callable[[str], None] | None) -> RunOutcome:
+                on_status: Callable[[str], None] | None, meanwhile: Callable[[], object] | None) -> RunOutcome:
     root = state.root.resolve()
     rel_cwd = cwd.relative_to(root).as_posix() if cwd != root else "."
     entry_rel = os.path.relpath(entry_path, cwd).replace(os.sep, "/")
@@ -263,6 +270,11 @@ def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, conf
     env_info: dict[str, Any] | None = None
     try:
         env_info = _capture_environment(config, entry_rel, args, rel_cwd, workdir)
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except Exception:  # noqa: BLE001 - only a head start on the caller's own work
+                pass
     except KeyboardInterrupt:
         interrupted = True
     rc, interrupted = proc.wait(interrupted=interrupted)
