@@ -10,7 +10,6 @@ overwritten without ``force``.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -119,6 +118,8 @@ def scaffold(directory: Path, *, task: str | None = None, template: str = "minim
     except OSError as exc:
         raise CotkError(f"cannot write the project into {directory}: {exc.strerror}") from None
     if not _inside_git(directory):
+        import subprocess
+
         try:
             subprocess.run(["git", "init", "-q", str(directory)], check=True, capture_output=True)
         except (OSError, subprocess.CalledProcessError) as exc:
@@ -127,6 +128,10 @@ def scaffold(directory: Path, *, task: str | None = None, template: str = "minim
 
 
 def _inside_git(directory: Path) -> bool:
+    # subprocess here, not at the top: every command loads this module with the built-in plugins (its
+    # ProjectTemplate), and a data load otherwise never imports subprocess (5 ms)
+    import subprocess
+
     try:
         r = subprocess.run(["git", "-C", str(directory), "rev-parse", "--is-inside-work-tree"],
                            capture_output=True, text=True)
