@@ -103,20 +103,31 @@ def test_bulk_digests_equal_one_encoder_call_per_string():
 def test_pool_only_where_it_pays(monkeypatch):
     monkeypatch.delenv("COTK_REPRO_DATA_WORKERS", raising=False)
     monkeypatch.setattr(chunks, "usable_cpus", lambda: 2)
-    monkeypatch.setattr(chunks, "load_average", lambda: 0.5)
+    monkeypatch.setattr(chunks, "busy_cpus", lambda: 0.5)
     nltk = chunks.Recipe(WordPunctTokenizer(), False, None)
     assert chunks.choose_workers(None, nltk, chunks.PARALLEL_MIN_BYTES - 1) == 1
     assert chunks.choose_workers(None, nltk, chunks.PARALLEL_MIN_BYTES) == 2
     assert chunks.choose_workers(None, chunks.Recipe(PunktTokenizer(), False, None), 1 << 30) == 1
     assert chunks.choose_workers(3, nltk, 0) == 3
-    monkeypatch.setattr(chunks, "load_average", lambda: 1.5)  # no CPU left idle: one process
+    monkeypatch.setattr(chunks, "busy_cpus", lambda: 1.5)  # no CPU left idle: one process
     assert chunks.choose_workers(None, nltk, 1 << 30) == 1
-    monkeypatch.setattr(chunks, "load_average", lambda: 0.0)
+    monkeypatch.setattr(chunks, "busy_cpus", lambda: 0.0)
     monkeypatch.setattr(chunks, "usable_cpus", lambda: 1)
     assert chunks.choose_workers(None, nltk, 1 << 30) == 1
     monkeypatch.setenv("COTK_REPRO_DATA_WORKERS", "1")
     monkeypatch.setattr(chunks, "usable_cpus", lambda: 2)
     assert chunks.choose_workers(None, nltk, 1 << 30) == 1
+
+
+def test_busy_cpus_reads_the_load_now_where_the_average_lags():
+    """A job that just ended keeps the one-minute average up; the runnable count (this process included) shows the
+    machine idle now. Busy now counts however low the average."""
+    assert chunks.busy_cpus("1.90 1.20 0.80 1/300 4242") == 0  # only this process runs now
+    assert chunks.busy_cpus("0.30 0.20 0.10 4/300 4242") == 0.3  # a burst now, an idle minute
+    assert chunks.busy_cpus("2.50 2.00 1.50 3/300 4242") == 2  # two others run now, and have been
+    assert chunks.busy_cpus("3.75 3.00 2.00 9/300 4242") == 3.75
+    real = chunks.busy_cpus()  # this machine's own file, or getloadavg
+    assert isinstance(real, float | int) and real >= 0
 
 
 def test_workers_must_be_positive(tmp_path: Path):
