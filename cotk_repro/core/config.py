@@ -80,8 +80,9 @@ def _validated_marker(raw: bytes, where: str) -> Path | None:
     from .. import __version__
     from .userconfig import cache_dir
 
-    try:  # the rules: the models and this module (RECORDS_REF_SUFFIX)
-        rules = (Path(__file__).parent / "config_model.py").read_bytes() + Path(__file__).read_bytes()
+    here = Path(__file__).parent
+    try:  # the rules: the models, the strict table they build on (tomlmodel) and this module (RECORDS_REF_SUFFIX)
+        rules = b"".join((here / name).read_bytes() for name in ("config_model.py", "tomlmodel.py", "config.py"))
     except OSError:
         return None
     digest = hashlib.sha256(b"\0".join([__version__.encode(), where.encode(), rules, raw])).hexdigest()
