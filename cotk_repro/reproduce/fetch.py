@@ -12,6 +12,7 @@ import tarfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..core.config import RECORDS_REF_SUFFIX
 from ..core.git import GitError, git, tail
 from ..publish.gitrecords import DEFAULT_REF, list_records
 from ..records import ID_PREFIX, short_id, validate_record
@@ -55,7 +56,7 @@ class RemoteRepo:
         refs = self.refs if self.refs is not None else self.ls_remote()
         if DEFAULT_REF in refs:
             return DEFAULT_REF
-        others = sorted(r for r in refs if r.endswith("cotk-repro-records"))
+        others = sorted(r for r in refs if r.endswith(RECORDS_REF_SUFFIX))
         return others[0] if others else None
 
     def records_ref(self) -> str:
