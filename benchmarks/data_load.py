@@ -30,7 +30,9 @@ size within ``--cotk-timeout`` seconds it is measured at ``--cotk-fallback-scale
 are extrapolated (marked ``~``): time proportional to the size, memory linear through the two sizes
 it finished.
 
-Targets (issue 3): >= 1M tokens/s end to end, >= 5x faster than CoTK, peak memory below CoTK's.
+Targets (issue 18, after issue 3's 1M tokens/s, 5x and less memory): >= 1.5M tokens/s end to end, >= 8x faster
+than CoTK, peak memory at most half of CoTK's. The CPU time includes the helper process that a load above 512 KiB
+forks when a CPU is idle (cotk_repro/data/chunks.py); the peak is the loading process's.
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ from _data import add_data_option, require  # noqa: E402  (benchmarks/ is on sys
 DEFAULT_VENV = Path(os.environ.get("COTK_BENCH_VENV", Path.home() / ".cache" / "cotk-repro" / "bench-cotk-venv"))
 PYCACHE = Path.home() / ".cache" / "cotk-repro" / "bench-pycache"
 COTK_VERSION = "0.1.0"
-TARGET_TOKENS_PER_S = 1_000_000
-TARGET_SPEEDUP = 5.0
+TARGET_TOKENS_PER_S = 1_500_000
+TARGET_SPEEDUP = 8.0
+TARGET_MEMORY_RATIO = 0.5
 
 SETTINGS = {"min_frequent_vocab_times": 10, "min_rare_vocab_times": 0, "max_sent_length": 50}
 
@@ -383,12 +386,14 @@ def main(argv: list[str] | None = None) -> int:
             v.update(speedup=cotk["seconds"] / ours["seconds"], process_speedup=cotk["wall"] / ours["wall"],
                      cpu_speedup=cotk["cpu"] / ours["cpu"],
                      mem_ratio=ours["maxrss"] / cotk["maxrss"])
-            v.update(speed_ok=v["speedup"] >= TARGET_SPEEDUP, mem_ok=ours["maxrss"] < cotk["maxrss"],
+            v.update(speed_ok=v["speedup"] >= TARGET_SPEEDUP,
+                     mem_ok=ours["maxrss"] <= TARGET_MEMORY_RATIO * cotk["maxrss"],
                      approx="extrapolated_from" in cotk)
         verdicts.append(v)
 
     print(f"(machine: {os.cpu_count()} CPUs, load average at the end {_loadavg()})")
-    print("\ntargets: >= 1,000,000 tokens/s; >= 5x faster than CoTK; peak memory below CoTK's")
+    print(f"\ntargets: >= {TARGET_TOKENS_PER_S:,} tokens/s; >= {TARGET_SPEEDUP:g}x faster than CoTK; peak memory "
+          f"<= {TARGET_MEMORY_RATIO:.0%} of CoTK's")
     for v in verdicts:
         yes = lambda ok: "MET" if ok else "NOT MET"  # noqa: E731
         line = f"  x{v['scale']:<4} {v['tokens_per_s']:>11,.0f} tokens/s: {yes(v['tokens_ok'])}"
@@ -396,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             a = "~" if v["approx"] else ""
             line += (f" | {a}{v['speedup']:.1f}x faster than CoTK ({a}{v['cpu_speedup']:.1f}x in CPU time, "
                      f"{a}{v['process_speedup']:.1f}x in process wall): "
-                     f"{yes(v['speed_ok'])} | peak memory {a}{v['mem_ratio'] * 100:.0f}% of CoTK's: {yes(v['mem_ok'])}")
+                     f"{yes(v['speed_ok'])} | peak memory {a}{v['mem_ratio'] * 100:.1f}% of CoTK's: {yes(v['mem_ok'])}")
         print(line)
     for n in notes:
         print(f"note: {n}")

@@ -12,7 +12,9 @@ functions decorated by :data:`hookimpl`, exposed through the entry-point group
 
 Each ``register_*`` hook receives a ``register(name, component)`` callable.
 ``name`` is the name users type on the command line; the same name registered
-twice (by any plugins) is an error naming both plugins.
+twice (by any plugins) is an error naming both plugins. A built-in name stays the
+built-in's: a lookup of it never loads or consults the other plugins, and a plugin
+that registers it is refused as a clash by ``cotk-repro plugins`` and ``run``.
 """
 
 from __future__ import annotations

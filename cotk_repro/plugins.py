@@ -188,6 +188,9 @@ class Plugins:
         return self._registries[kind]
 
     def get(self, kind: str, name: str) -> Component:
+        found = self.registry(kind, strict=False).get(name)
+        if found is not None and self.infos[found.plugin].builtin:  # a built-in name: no plugin can take it
+            return found
         registry = self.registry(kind)
         if name not in registry:
             known = ", ".join(sorted(registry)) or "none"
@@ -228,8 +231,33 @@ def reset_plugins() -> None:
     _PLUGINS = None
 
 
+_BUILTIN_TABLES: dict[str, dict[str, Any]] = {}
+
+
+def builtin_component(kind: str, name: str) -> Any | None:
+    """The built-in component ``kind`` ``name``, found by calling the built-in modules' own hook functions: no entry
+    points read, no plugin imported, no plugin manager (~15 ms of a 0.1 s data load). ``None`` if no built-in has
+    that name. The answer is the full registry's: built-ins register first, and a plugin that registers a built-in's
+    name is a clash (``cotk-repro plugins`` and ``run`` refuse it) that never replaces the built-in."""
+    table = _BUILTIN_TABLES.get(kind)
+    if table is None:
+        table = {}
+        hook = KINDS[kind]
+        for module_name in BUILTIN_PLUGINS:
+            register_all = getattr(importlib.import_module(module_name), hook, None)
+            if register_all is not None:
+                register_all(register=table.setdefault)
+        _BUILTIN_TABLES[kind] = table
+    return table.get(name)
+
+
 def get_component(kind: str, name: str) -> Any:
-    """Return the object registered as `kind` `name`; raise PluginError listing the known names if none."""
+    """Return the object registered as `kind` `name`; raise PluginError listing the known names if none. A built-in
+    name is answered without loading the plugins while they are not loaded yet."""
+    if _PLUGINS is None:
+        found = builtin_component(kind, name)
+        if found is not None:
+            return found
     return get_plugins().get(kind, name).obj
 
 

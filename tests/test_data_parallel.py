@@ -5,6 +5,7 @@ string; the pool starts only where it pays."""
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 import random
 from json.encoder import encode_basestring
@@ -148,3 +149,140 @@ def test_sorted_digests_bytewise_like_python():
         items += rng.sample(items, min(5, len(items)))  # duplicates
         rng.shuffle(items)
         assert hashing.sorted_digests(b"".join(items)) == b"".join(sorted(items))
+
+
+def _lg_folder(tmp_path: Path, seed: int = 5, sizes=(("train", 3000), ("dev", 300), ("test", 800))) -> Path:
+    rng = random.Random(seed)
+    for split, n in sizes:
+        (tmp_path / f"{split}.txt").write_text("\n".join(_lines(rng, n)) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def _children() -> set[int]:
+    """This process's live (not yet reaped) child processes, from /proc."""
+    me = str(os.getpid())
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if stat.rsplit(")", 1)[1].split()[1] == me:
+                out.add(int(entry.name))
+    return out
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
+def test_three_processes_equal_one_and_leave_no_child(tmp_path: Path, small_chunks):
+    """Two helpers (each must close the other's pipe ends, or the first would never see its input end)."""
+    folder = _lg_folder(tmp_path)
+    before = _children()
+    forked = []
+    real = chunks.Helper.__init__
+
+    def spy(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        forked.append(self.pid)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chunks.Helper, "__init__", spy)
+        three = data.load("language-generation", folder, workers=3, min_frequent_vocab_times=3)
+    one = data.load("language-generation", folder, workers=1, min_frequent_vocab_times=3)
+    assert len(forked) == 2
+    assert _snapshot(three, ["train", "dev", "test"]) == _snapshot(one, ["train", "dev", "test"])
+    assert _children() == before  # every helper ended and was reaped
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
+def test_a_helper_that_dies_is_replaced_by_the_loading_process(tmp_path: Path, small_chunks, monkeypatch):
+    """The helper exits in the middle of its second chunk (as if killed): the load still gives the serial result."""
+    folder = _lg_folder(tmp_path, seed=9)
+    parent = os.getpid()
+    seen = []
+    real = chunks.prepare
+
+    def dying(recipe, *job):
+        if os.getpid() != parent:
+            seen.append(1)
+            if len(seen) == 2:
+                os._exit(9)
+        return real(recipe, *job)
+
+    dropped = []
+    real_drop = chunks.Preparer._drop
+    monkeypatch.setattr(chunks.Preparer, "_drop", lambda self, helper: (dropped.append(helper.pid),
+                                                                           real_drop(self, helper)))
+    monkeypatch.setattr(chunks, "prepare", dying)
+    before = _children()
+    broken = data.load("language-generation", folder, workers=2, min_frequent_vocab_times=3)
+    monkeypatch.setattr(chunks, "prepare", real)
+    assert len(dropped) == 1  # the helper did die, and was noticed
+    one = data.load("language-generation", folder, workers=1, min_frequent_vocab_times=3)
+    assert _snapshot(broken, ["train", "dev", "test"]) == _snapshot(one, ["train", "dev", "test"])
+    assert _children() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
+def test_no_fork_while_another_thread_runs(tmp_path: Path, small_chunks, monkeypatch):
+    """A fork copies only the calling thread: with another thread alive the load stays in one process."""
+    import threading
+
+    folder = _lg_folder(tmp_path, seed=4)
+    monkeypatch.setattr(chunks.Helper, "__init__", lambda *a, **k: pytest.fail("forked beside a thread"))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not chunks.can_fork()
+        dl = data.load("language-generation", folder, workers=2, min_frequent_vocab_times=3)
+    finally:
+        stop.set()
+        other.join()
+    assert chunks.can_fork()
+    monkeypatch.undo()
+    one = data.load("language-generation", folder, workers=1, min_frequent_vocab_times=3)
+    assert dl.hash_codes == one.hash_codes
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
+def test_an_error_while_reading_ends_the_helpers(tmp_path: Path, small_chunks):
+    """Bad UTF-8 in the last split, found after helpers have prepared chunks: the error is the serial path's,
+    and no helper is left running."""
+    folder = _lg_folder(tmp_path, seed=2)
+    (folder / "test.txt").write_bytes(b"fine line\n" * 3000 + b"bad \xff byte\n")
+    before = _children()
+    answered = []
+    real_receive = chunks.Helper.receive
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chunks.Helper, "receive", lambda self: answered.append(1) or real_receive(self))
+        with pytest.raises(data.DataError, match=r"test.txt line 3001 is not valid UTF-8"):
+            data.load("language-generation", folder, workers=2, min_frequent_vocab_times=3)
+    assert answered  # the helper had prepared chunks before the error
+    assert _children() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
+def test_the_data_commands_progress_bar_runs_no_thread(tmp_path: Path, small_chunks, monkeypatch):
+    """On a terminal `cotk-repro data hashes` draws a progress bar; Rich's default refresh thread would keep the
+    load in one process (no fork beside a thread), so the bar redraws as it advances instead."""
+    import io
+
+    from rich.console import Console
+    from typer.testing import CliRunner
+
+    from cotk_repro.cli import _load_commands, app, output
+
+    folder = _lg_folder(tmp_path, seed=8)
+    drawn = io.StringIO()
+    monkeypatch.setattr(output, "err_console", Console(file=drawn, force_terminal=True, width=100), raising=False)
+    monkeypatch.setenv("COTK_REPRO_DATA_WORKERS", "2")
+    forked = []
+    real = chunks.Helper.__init__
+    monkeypatch.setattr(chunks.Helper, "__init__", lambda self, *a, **k: (real(self, *a, **k), forked.append(1))[0])
+    _load_commands()
+    res = CliRunner().invoke(app, ["data", "hashes", str(folder), "--min-frequent-vocab-times", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    assert forked and "loading" in drawn.getvalue()  # a helper ran while the bar was drawn
+    one = data.load("language-generation", folder, workers=1, min_frequent_vocab_times=3)
+    assert json.loads(res.stdout)["hash_codes"] == one.hash_codes

@@ -201,6 +201,32 @@ def test_duplicate_name_error_names_both_plugins():
     assert p.registry("tokenizer") is not None  # other kinds unaffected
 
 
+def test_a_built_in_name_stays_the_built_ins(monkeypatch):
+    """A plugin that registers a built-in's name is a clash that plugins/run report, and never replaces the
+    built-in: the lookup gives the built-in whether the plugins are loaded (the manager's answer) or not yet (the
+    built-in modules' own hooks, no plugin loaded)."""
+    import cotk_repro.plugins as plugins_module
+    from cotk_repro.builtins import dataloaders as builtin_loaders, tokenizers as builtin_tokenizers
+    from cotk_repro.data.tokenizers import get_tokenizer, WordPunctTokenizer
+
+    thief = _Plugin(register_tokenizers=lambda register: register("nltk", lambda: "stolen"),
+                    register_dataloaders=lambda register: register("language-generation", lambda *a, **k: "stolen"))
+    p = _manager_with(("thief", thief))
+    assert p.get("tokenizer", "nltk").obj is builtin_tokenizers.nltk
+    assert p.get("dataloader", "language-generation").obj is builtin_loaders.language_generation
+    assert any("'nltk'" in c and "'thief'" in c for c in p.conflicts())
+    with pytest.raises(PluginError, match="registered by two plugins"):
+        p.registry("tokenizer")  # listing the kind still refuses the clash
+    monkeypatch.setattr(plugins_module, "_PLUGINS", p)  # loaded: the manager answers
+    assert plugins_module.get_component("dataloader", "language-generation") is builtin_loaders.language_generation
+    assert type(get_tokenizer("nltk")) is WordPunctTokenizer
+    monkeypatch.setattr(plugins_module, "_PLUGINS", None)  # not loaded: answered without loading them
+    assert plugins_module.get_component("tokenizer", "nltk") is builtin_tokenizers.nltk
+    assert type(get_tokenizer("nltk")) is WordPunctTokenizer
+    assert plugins_module._PLUGINS is None
+    assert plugins_module.builtin_component("tokenizer", "no-such") is None
+
+
 def test_hook_that_raises_marks_plugin_broken():
     def bad(register):
         raise RuntimeError("kaput")

@@ -10,13 +10,14 @@ come from the first-party plugin ``cotk-repro-templates`` (``plugins/``).
 from __future__ import annotations
 
 from ..hookspecs import hookimpl
-from ..scaffold import ProjectTemplate
-from ..core.templating import templates_dir
 
 
 @hookimpl
 def register_templates(register):
     """Register the built-in project templates that `init` scaffolds from."""
+    from ..core.templating import templates_dir
+    from ..scaffold import ProjectTemplate  # imported here: a data load imports this module and needs neither
+
     root = templates_dir() / "project"
     register("minimal", ProjectTemplate(
         name="minimal", description="an entry that evaluates fixed sentences with BLEU and Distinct; start here",

@@ -77,7 +77,7 @@ def register(cli: typer.Typer) -> None:
         total = 0
         if directory.is_dir():
             total = sum(os.path.getsize(p) for p in directory.iterdir() if p.is_file())
-        with output.progress(f"loading {directory}", total=total or None) as advance:
+        with output.progress(f"loading {directory}", total=total or None, thread=False) as advance:
             dl = load(loader, directory, progress=advance, **options)
         summary = dl.summary(reference_split)
         if json_out:

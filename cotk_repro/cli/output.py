@@ -137,10 +137,11 @@ def fmt_hash(h: str | None, n: int = 12) -> str:
 
 
 @contextmanager
-def progress(description: str, total: float | None = None) -> Iterator[Any]:
+def progress(description: str, total: float | None = None, *, thread: bool = True) -> Iterator[Any]:
     """A progress bar on a terminal; silent (but still usable) elsewhere.
 
-    Yields an ``advance(n=1)`` callable.
+    Yields an ``advance(n=1)`` callable. ``thread=False``: no refresh thread, the bar is redrawn when it advances
+    (the data loader forks helper processes only while no other thread runs).
     """
     if not _console("err_console").is_terminal:  # Rich's rule: a tty, or FORCE_COLOR / TTY_COMPATIBLE
         yield lambda n=1: None
@@ -148,6 +149,14 @@ def progress(description: str, total: float | None = None) -> Iterator[Any]:
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                  console=_console("err_console"), transient=True) as bar:
+                  console=_console("err_console"), transient=True, auto_refresh=thread) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)
+        if thread:
+            yield lambda n=1: bar.advance(task, n)
+        else:
+            def advance(n: float = 1) -> None:
+                bar.advance(task, n)
+                bar.refresh()
+
+            bar.refresh()
+            yield advance

@@ -21,6 +21,9 @@ _ENCODER = json.JSONEncoder(
 )
 
 
+_STR_ONLY = {str}
+
+
 def _check(obj: Any, path: str = "$") -> None:
     if isinstance(obj, float):
         if not math.isfinite(obj):
@@ -31,7 +34,7 @@ def _check(obj: Any, path: str = "$") -> None:
                 raise TypeError(f"{path}: key {key!r} is not a string")
             _check(value, f"{path}.{key}")
     elif isinstance(obj, (list, tuple)):
-        if all(type(value) is str for value in obj):  # fast path (token lists in reference hashes); same result
+        if set(map(type, obj)) <= _STR_ONLY:  # fast path (token lists, vocabularies); same result
             return
         for i, value in enumerate(obj):
             _check(value, f"{path}[{i}]")
@@ -141,6 +144,17 @@ def token_list_items(token_lists: Sequence[Sequence[str]]) -> list[bytes]:
             eb = encode_basestring
             out.extend([("[[" + ",".join(map(eb, t)) + "]]").encode("utf-8") for t in part])
     return out
+
+
+def spaced_token_list_items(spaced: bytes) -> list[bytes]:
+    """``canonical_json([tokens])`` of each line of a block in spaced form (ASCII without control characters but
+    ``"\\n"`` between lines, one space between two tokens, none at a line's start or end:
+    :func:`cotk_repro.core.wordpunct.spaced_ascii`), without building the token lists. The caller vouches for the
+    form (a built-in tokenizer's ``tokenize_spaced``); checking it would cost as much as the work."""
+    items = (b'[["' + _escaped(spaced).replace(b" ", b'","').replace(b"\n", b'"]]\n[["') + b'"]]').split(b"\n")
+    if b'[[""]]' in items:  # an empty line: a text without tokens
+        items = [b"[[]]" if item == b'[[""]]' else item for item in items]
+    return items
 
 
 def is_sha256_hex(value: Any) -> bool:

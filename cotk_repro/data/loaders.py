@@ -19,6 +19,7 @@ sample digests (:mod:`.hashing`): shuffling samples never changes any hash.
 
 from __future__ import annotations
 
+from itertools import filterfalse, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -248,7 +249,7 @@ class TextDataLoader:
         return chunks.Recipe(self.tokenizer, self.lowercase, self.max_sent_length)
 
     def _prepare(self, text_list: list[str]) -> list[list[str]]:
-        return chunks.tokenize(self._recipe, text_list)
+        return chunks.tokenize(self._recipe, text_list)[0]
 
     def _load(self) -> None:
         sources = {s: self.find_sources(s) for s in self.splits}
@@ -265,15 +266,23 @@ class TextDataLoader:
         input_bytes = sum(file_size(p) for srcs in sources.values() for p in srcs)
         preparer = chunks.Preparer(self._recipe, chunks.choose_workers(self._workers, self._recipe, input_bytes))
         try:
-            for name, split in self._splits.items():
-                jobs = (job for block in self.read_blocks(name, split.sources, self._progress) for job in block.jobs())
-                preparer.run(jobs, lambda done, split=split: self._merge(split, done, prov, prov_tokens))
-                split.finish()
-                if split.n_samples == 0:
-                    files = " and ".join(str(p) for p in split.sources)
-                    raise DataError(f"{files} holds no samples: the {name} split is empty")
+            finished = False
+            try:
+                preparer.run(self._jobs(), lambda split, done: self._merge(split, done, prov, prov_tokens))
+                finished = True
+            finally:
+                preparer.close(kill=not finished)  # the helpers exit while the rest is computed
+            self._count_and_hash(prov_tokens)
         finally:
-            preparer.close()
+            preparer.wait()
+
+    def _count_and_hash(self, prov_tokens: list[str]) -> None:
+        """Finish the splits, then count tokens into the vocabulary and compute the hash codes."""
+        for name, split in self._splits.items():
+            split.finish()
+            if split.n_samples == 0:
+                files = " and ".join(str(p) for p in split.sources)
+                raise DataError(f"{files} holds no samples: the {name} split is empty")
         self._prov_tokens = prov_tokens
         self._prov_array = np.array(prov_tokens + [""], dtype=object)[:-1] if prov_tokens else np.zeros(0, object)
         n = len(prov_tokens)
@@ -289,19 +298,26 @@ class TextDataLoader:
             raise DataError(f"min_frequent_vocab_times={self.min_frequent_vocab_times} leaves the frequent vocabulary "
                             f"empty: the most frequent training token is seen {most} times")
         lookup = self.vocab._ids
-        self._perm = np.fromiter((lookup.get(t, UNK_ID) for t in prov_tokens), np.int64, count=n)
+        self._perm = np.fromiter(map(lookup.get, prov_tokens, repeat(UNK_ID, n)), np.int64, count=n)
         self.hash_codes: dict[str, str] = hashing.hash_codes(
             {s: sp.raw_hash for s, sp in self._splits.items()},
             {s: sp.data_hash for s, sp in self._splits.items()},
             self.vocab.frequent, self.vocab.rare, self.settings)
 
+    def _jobs(self) -> Iterator[tuple[Split, chunks.Job]]:
+        """Every split's chunks, split after split in file order, each with its split."""
+        for name, split in self._splits.items():
+            for block in self.read_blocks(name, split.sources, self._progress):
+                for job in block.jobs():
+                    yield split, job
+
     @staticmethod
     def _merge(split: Split, done: chunks.Prepared, prov: dict[str, int], prov_tokens: list[str]) -> None:
         """Append a prepared chunk to ``split``: its tokens get provisional ids (new ones in sorted order)."""
-        for t in done.table:
-            if t not in prov:
-                prov[t] = len(prov_tokens)
-                prov_tokens.append(t)
+        new = list(filterfalse(prov.__contains__, done.table))
+        if new:  # new tokens get the next ids, in the chunk's (sorted) order
+            prov.update(zip(new, range(len(prov_tokens), len(prov_tokens) + len(new))))
+            prov_tokens.extend(new)
         remap = np.fromiter(map(prov.__getitem__, done.table), np.int32, count=len(done.table))
         split._id_parts.append(remap[done.ids] if len(done.ids) else np.zeros(0, np.int32))
         split._len_parts.append(done.lengths)

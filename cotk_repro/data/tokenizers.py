@@ -2,7 +2,11 @@
 
 Every tokenizer has ``name``, ``settings`` (a dict that goes into the setting hash),
 ``tokenize(text) -> list[str]``, ``detokenize(tokens) -> str`` and
-``tokenize_many(texts) -> list[list[str]]`` (the same, faster in bulk). A tokenizer
+``tokenize_many(texts) -> list[list[str]]`` (the same, faster in bulk). ``space`` and ``nltk``
+also have ``tokenize_spaced(texts) -> bytes | None``: the tokens of plain ASCII texts as one
+block, a line per text, one space between two tokens (``None`` for other text), from which the
+dataloaders take the tokens and their data digests in bulk (only these two classes: the digests
+trust the form). A tokenizer
 that learns from the training split (``punkt``) also has ``fit(texts)``; the
 dataloaders call it with the training texts before tokenizing anything.
 
@@ -16,15 +20,12 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
+from ..core import wordpunct
+
 #: NLTK's WordPunctTokenizer pattern (``nltk.tokenize.WordPunctTokenizer``).
-WORDPUNCT_PATTERN = r"\w+|[^\w\s]+"
-_wordpunct_findall = re.compile(WORDPUNCT_PATTERN).findall
+WORDPUNCT_PATTERN = wordpunct.PATTERN
+_wordpunct_findall = wordpunct.findall
 _wordpunct_finditer = re.compile(WORDPUNCT_PATTERN).finditer
-# Punctuation runs, to split them from words in bulk (same classes as the pattern above).
-_punct_split = re.compile(r"([^\w\s]+)").split
-# The same for ASCII-only text on bytes: \w = [A-Za-z0-9_]; the ASCII characters for which
-# str.isspace() is true are \t \n \v \f \r \x1c-\x1f and space.
-_punct_split_ascii = re.compile(rb"([^A-Za-z0-9_\t\n\x0b\x0c\r\x1c-\x1f ]+)").split
 _is_word = re.compile(r"\w+").fullmatch
 
 _CLOSING = frozenset(".,!?;:%)]}")
@@ -74,6 +75,12 @@ class SpaceTokenizer(Tokenizer):
     def tokenize_many(self, texts: Sequence[str]) -> list[list[str]]:
         return list(map(str.split, texts))
 
+    def tokenize_spaced(self, texts: Sequence[str]) -> bytes | None:
+        block = "\n".join(texts)
+        if not block.isascii() or block.count("\n") != len(texts) - 1:
+            return None
+        return wordpunct.normalize_spaces(block.encode("ascii"))
+
 
 def wordpunct_tokenize(text: str) -> list[str]:
     """Exactly ``nltk.tokenize.WordPunctTokenizer().tokenize(text)``."""
@@ -81,18 +88,9 @@ def wordpunct_tokenize(text: str) -> list[str]:
 
 
 def wordpunct_tokenize_many(texts: Sequence[str]) -> list[list[str]]:
-    """WordPunct for many texts at once: punctuation runs are split from words over the
-    whole block, then each text is split on whitespace (equal to the regex per text)."""
-    if not texts:
-        return []
-    block = "\n".join(texts)
-    if block.count("\n") != len(texts) - 1:  # a text holds a line break: one at a time
-        return list(map(_wordpunct_findall, texts))
-    if block.isascii():
-        spaced = b" ".join(_punct_split_ascii(block.encode("ascii"))).decode("ascii")
-    else:
-        spaced = " ".join(_punct_split(block))
-    return list(map(str.split, spaced.split("\n")))
+    """WordPunct for many texts at once (:func:`cotk_repro.core.wordpunct.tokenize_many`; equal to the regex per
+    text)."""
+    return wordpunct.tokenize_many(texts)
 
 
 def wordpunct_detokenize(tokens: Sequence[str]) -> str:
@@ -137,6 +135,9 @@ class WordPunctTokenizer(Tokenizer):
 
     def tokenize_many(self, texts: Sequence[str]) -> list[list[str]]:
         return wordpunct_tokenize_many(texts)
+
+    def tokenize_spaced(self, texts: Sequence[str]) -> bytes | None:
+        return wordpunct.tokenize_spaced(texts)
 
     def detokenize(self, tokens: Sequence[str]) -> str:
         return wordpunct_detokenize(tokens)
@@ -255,8 +256,11 @@ def tokenizer_factory(name: str) -> tuple[Any, tuple[str, ...]]:
     """``(factory, args)`` for a tokenizer name: a registered name (``nltk``) gives ``(factory, ())``; a
     parametrized name ``PREFIX:ARG`` (``hf:gpt2``) whose ``PREFIX:`` is registered gives ``(factory, (ARG,))``."""
     from ..errors import PluginError
-    from ..plugins import get_plugins
+    from ..plugins import builtin_component, get_plugins
 
+    builtin = builtin_component("tokenizer", name) if not name.endswith(":") else None
+    if builtin is not None:  # the registry's answer too (no plugin can take a built-in name)
+        return builtin, ()
     registry = get_plugins().registry("tokenizer")
     if name in registry and not name.endswith(":"):
         return registry[name].obj, ()

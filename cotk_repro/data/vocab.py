@@ -25,7 +25,8 @@ PAD_ID, UNK_ID, GO_ID, EOS_ID = 0, 1, 2, 3
 
 def order_by_count(tokens: Sequence[str], counts: Sequence[int]) -> list[str]:
     """Tokens by count descending, then by token."""
-    return [t for _, t in sorted(zip((-int(c) for c in counts), tokens))]
+    negated = (-np.asarray(counts, np.int64)).tolist()
+    return [t for _, t in sorted(zip(negated, tokens))]
 
 
 class Vocab:
@@ -46,7 +47,7 @@ class Vocab:
         self.frequent: list[str] = frequent
         self.rare: list[str] = rare
         self.all_tokens: list[str] = [*SPECIAL_TOKENS, *frequent, *rare]
-        self._ids: dict[str, int] = {t: i for i, t in enumerate(self.all_tokens)}
+        self._ids: dict[str, int] = dict(zip(self.all_tokens, range(len(self.all_tokens))))
 
     @classmethod
     def from_counts(cls, tokens: Sequence[str], train_counts: Sequence[int], all_counts: Sequence[int],
@@ -59,8 +60,8 @@ class Vocab:
         in_r = ~in_f & (all_counts >= max(1, min_rare_vocab_times))
         f_idx = np.flatnonzero(in_f)
         r_idx = np.flatnonzero(in_r)
-        frequent = order_by_count([tokens[i] for i in f_idx], train_counts[f_idx])
-        rare = order_by_count([tokens[i] for i in r_idx], all_counts[r_idx])
+        frequent = order_by_count([tokens[i] for i in f_idx.tolist()], train_counts[f_idx])
+        rare = order_by_count([tokens[i] for i in r_idx.tolist()], all_counts[r_idx])
         return cls(frequent, rare)
 
     # -- sizes ----------------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core import wordpunct
 from .reference_hashes import bleu_tokenize
 
 UNK = "<unk>"
@@ -51,13 +52,6 @@ def tokenize_text(text: str) -> list[str]:
     return out
 
 
-# Bulk WordPunct: a token is a maximal run of \w or of [^\w\s]; splitting the punctuation runs off and then
-# splitting on whitespace gives the same tokens (str.split and re's \s agree on what is whitespace). The
-# ASCII path works on bytes, where \w is [A-Za-z0-9_] and whitespace is \t\n\v\f\r, \x1c-\x1f and space.
-_PUNCT_RUNS = re.compile(r"([^\w\s]+)")
-_PUNCT_RUNS_ASCII = re.compile(rb"([^A-Za-z0-9_\t\n\x0b\x0c\r\x1c-\x1f ]+)")
-
-
 def tokenize_texts(texts: Sequence[str]) -> list[list[str]]:
     """:func:`tokenize_text` of many texts at once (several times faster than one regex call per text)."""
     texts = list(texts)
@@ -74,14 +68,7 @@ def tokenize_texts(texts: Sequence[str]) -> list[list[str]]:
         for i, toks in zip(rest, tokenize_texts([texts[i] for i in rest])):
             out[i] = toks
         return out  # type: ignore[return-value]
-    if block.isascii():
-        spaced = b" ".join(_PUNCT_RUNS_ASCII.split(block.encode("ascii"))).decode("ascii")
-    else:
-        spaced = " ".join(_PUNCT_RUNS.split(block))
-    lines = spaced.split("\n")
-    if len(lines) != len(texts):  # pragma: no cover - defensive: fall back to the regex per text
-        return list(map(tokenize_text, texts))
-    return list(map(str.split, lines))
+    return wordpunct.tokenize_many(texts)
 
 
 def stable_order(values: np.ndarray, bound: int) -> np.ndarray:

@@ -1,0 +1,95 @@
+"""Bulk WordPunct (cotk_repro.core.wordpunct) and the spaced form: every path equals the regex text by text, and the
+canonical JSON built from the spaced form equals canonical_json of the token lists."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cotk_repro.core import canonical, wordpunct
+from cotk_repro.core.canonical import canonical_json
+from cotk_repro.data import chunks, hashing
+from cotk_repro.data.tokenizers import SpaceTokenizer, WordPunctTokenizer
+
+REGEX = re.compile(r"\w+|[^\w\s]+")
+# ASCII-heavy: punctuation runs, quotes and backslashes (escaped in JSON), repeated and edge spaces, DEL, and a few
+# characters that send a block down the other paths (tabs, control characters, line breaks, non-ASCII)
+ALPHABET = list("ab_Z9 .,'\"\\-!?()/\x7f") + ["  ", "...", "--", "\t", "\x01", "\x1f", "\n", "é"]
+
+
+def _texts(rng: random.Random, n: int, odd: float) -> list[str]:
+    alphabet = ALPHABET if rng.random() < odd else ALPHABET[:-5]
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("n", [1, 7, 300, 2000])  # below and above the size where numpy takes over
+def test_every_path_equals_the_regex(n):
+    rng = random.Random(n)
+    spaced_seen = 0
+    for _ in range(40 if n < 2000 else 8):
+        texts = _texts(rng, n, odd=0.3)
+        expected = [REGEX.findall(t) for t in texts]
+        assert wordpunct.tokenize_many(texts) == expected
+        assert WordPunctTokenizer().tokenize_many(texts) == expected
+        spaced = wordpunct.tokenize_spaced(texts)
+        if spaced is None:  # only where a text is not plain ASCII on one line
+            block = "\n".join(texts)
+            assert not block.isascii() or re.search(r"[\x00-\x09\x0b-\x1f]", block) or \
+                block.count("\n") != len(texts) - 1
+            continue
+        spaced_seen += 1
+        # the spaced form: one line a text, one space between tokens, none at either end of a line
+        assert spaced.decode("ascii").split("\n") == [" ".join(e) for e in expected]
+        assert wordpunct.split_spaced(spaced) == expected
+        assert canonical.spaced_token_list_items(spaced) == [canonical_json([e]) for e in expected]
+    assert spaced_seen
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(ALPHABET[:-5]), max_size=12).map("".join), min_size=1, max_size=8),
+       pad=st.integers(0, 600))
+def test_property_spaced_form_and_its_json(texts, pad):
+    texts = texts + ["a, b."] * pad  # pad pushes some examples over the numpy threshold
+    expected = [REGEX.findall(t) for t in texts]
+    spaced = wordpunct.tokenize_spaced(texts)
+    assert spaced is not None
+    assert wordpunct.split_spaced(spaced) == expected
+    assert canonical.spaced_token_list_items(spaced) == [canonical_json([e]) for e in expected]
+    space = SpaceTokenizer().tokenize_spaced(texts)
+    assert wordpunct.split_spaced(space) == [t.split() for t in texts]
+    assert canonical.spaced_token_list_items(space) == [canonical_json([t.split()]) for t in texts]
+
+
+def test_refusals():
+    """Text the spaced form cannot carry goes down the other paths."""
+    assert wordpunct.tokenize_spaced(["a\tb"]) is None
+    assert wordpunct.tokenize_spaced(["café"]) is None
+    assert wordpunct.tokenize_spaced(["two\nlines", "x"]) is None
+    assert SpaceTokenizer().tokenize_spaced(["a\x1fb"]) is None  # str.split splits there, bytes.split does not
+    assert wordpunct.tokenize_spaced(["", "  ", "x"]) == b"\n\nx"
+    assert canonical.spaced_token_list_items(b"\n\nx") == [b"[[]]", b"[[]]", b'[["x"]]']
+
+
+@pytest.mark.parametrize("tokenizer", [WordPunctTokenizer(), SpaceTokenizer()])
+def test_chunk_digests_equal_the_token_list_path(tokenizer):
+    """prepare() with the spaced form gives the same chunk as the generic path (a tokenizer without one), truncation
+    and lowercasing included."""
+
+    class Plain:  # the same tokens, no spaced form
+        name, settings = tokenizer.name, tokenizer.settings
+        tokenize_many = staticmethod(tokenizer.tokenize_many)
+        tokenize = staticmethod(tokenizer.tokenize)
+
+    rng = random.Random(3)
+    for max_len in (None, 5):
+        utts = [t for t in _texts(rng, 3000, odd=0) if t.strip()]
+        fast = chunks.prepare(chunks.Recipe(tokenizer, True, max_len), utts, None, None, True)
+        slow = chunks.prepare(chunks.Recipe(Plain(), True, max_len), utts, None, None, True)
+        assert fast.data_digests == slow.data_digests == hashing.data_digests_one(
+            [(t if max_len is None else t[:max_len]) for t in map(tokenizer.tokenize, (u.strip().lower()
+                                                                                        for u in utts))])
+        assert fast.table == slow.table and (fast.ids == slow.ids).all() and (fast.lengths == slow.lengths).all()
