@@ -264,25 +264,44 @@ class TextDataLoader:
         prov: dict[str, int] = {}
         prov_tokens: list[str] = []
         input_bytes = sum(file_size(p) for srcs in sources.values() for p in srcs)
+        splits = list(self._splits.values())
+        finished_splits = 0
+
+        def finish_before(split: Split | None) -> None:
+            # a split is finished as soon as the next one's chunks arrive: its parts are freed (and their memory
+            # reused) before the next split's are made (COCO x50: 311 MB peak, against 376 MB finishing at the end)
+            nonlocal finished_splits
+            end = len(splits) if split is None else splits.index(split)
+            while finished_splits < end:
+                self._finish(splits[finished_splits])
+                finished_splits += 1
+
+        def merge(split: Split, done: chunks.Prepared) -> None:
+            finish_before(split)
+            self._merge(split, done, prov, prov_tokens)
+
         preparer = chunks.Preparer(self._recipe, chunks.choose_workers(self._workers, self._recipe, input_bytes))
         try:
             finished = False
             try:
-                preparer.run(self._jobs(), lambda split, done: self._merge(split, done, prov, prov_tokens))
+                preparer.run(self._jobs(), merge)
                 finished = True
             finally:
                 preparer.close(kill=not finished)  # the helpers exit while the rest is computed
+            finish_before(None)
             self._count_and_hash(prov_tokens)
         finally:
             preparer.wait()
 
+    @staticmethod
+    def _finish(split: Split) -> None:
+        split.finish()
+        if split.n_samples == 0:
+            files = " and ".join(str(p) for p in split.sources)
+            raise DataError(f"{files} holds no samples: the {split.name} split is empty")
+
     def _count_and_hash(self, prov_tokens: list[str]) -> None:
-        """Finish the splits, then count tokens into the vocabulary and compute the hash codes."""
-        for name, split in self._splits.items():
-            split.finish()
-            if split.n_samples == 0:
-                files = " and ".join(str(p) for p in split.sources)
-                raise DataError(f"{files} holds no samples: the {name} split is empty")
+        """Count tokens into the vocabulary and compute the hash codes (every split finished)."""
         self._prov_tokens = prov_tokens
         self._prov_array = np.array(prov_tokens + [""], dtype=object)[:-1] if prov_tokens else np.zeros(0, object)
         n = len(prov_tokens)
