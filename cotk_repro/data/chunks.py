@@ -49,7 +49,7 @@ CHUNK_SAMPLES = 2048
 PARALLEL_MIN_BYTES = 512 << 10
 #: a pipe to a helper holds a prepared chunk (~0.4 MB for 2,048 COCO sentences) where the system allows
 PIPE_BYTES = 1 << 20
-#: the built-in tokenizers: stateless and picklable (the pool may take them), with a spaced form (trusted)
+#: the built-in tokenizers: stateless (helpers are forked for them automatically), with a spaced form (trusted)
 _SPACED_TOKENIZERS = (SpaceTokenizer, WordPunctTokenizer)
 
 
@@ -207,7 +207,7 @@ class Helper:
         """``(True, result)``, or ``(False, None)`` when the helper died before answering."""
         try:
             return True, pickle.load(self.results)
-        except (EOFError, OSError, pickle.UnpicklingError):
+        except Exception:  # noqa: BLE001 - EOF, or a result cut short by the helper's death: redo the chunk here
             return False, None
 
     def end(self, kill: bool = False) -> None:
@@ -311,7 +311,10 @@ class Preparer:
         if workers > 1 and can_fork():
             inherited: list[int] = []
             for _ in range(workers - 1):
-                helper = Helper(recipe, inherited)
+                try:
+                    helper = Helper(recipe, inherited)
+                except OSError:  # no more processes or pipes to be had: go on with the helpers there are
+                    break
                 inherited.extend(helper.fds)
                 self._helpers.append(helper)
 
