@@ -64,7 +64,7 @@ CHILD = r"""
 import json, resource, sys, time
 
 def cpu_now():
-    # this process and its reaped children (the loader's worker pool): the whole CPU the load cost
+    # this process and its reaped children (the loader's helper process): the whole CPU the load cost
     c = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + c.ru_utime + c.ru_stime
 tool, folder = sys.argv[1], sys.argv[2]

@@ -43,8 +43,9 @@ def load(name: str, path: str | Path, **options: Any) -> Any:
     ``min_frequent_vocab_times`` (10), ``min_rare_vocab_times`` (0: every other token),
     ``lowercase`` (False), ``max_sent_length`` (None), ``splits`` (train, dev, test),
     ``progress`` (a callable receiving the number of bytes read), ``workers`` (processes that
-    tokenize and digest; None: two from 4 MiB of input with a built-in tokenizer
-    and a CPU idle; never in a hash).
+    tokenize and digest, this one included; None: one forked helper from 512 KiB of input with a
+    built-in tokenizer, a CPU idle and no other thread; never in a hash). A built-in loader or
+    tokenizer name loads no plugins.
     """
     from ..plugins import get_component
 
