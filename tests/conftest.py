@@ -130,3 +130,21 @@ def artifacts_dir() -> Path:
     path = Path(os.environ.get("COTK_REPRO_TEST_ARTIFACTS", REPO_ROOT / "test-artifacts"))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+FRESH_PROCESS = "COTK_REPRO_TEST_FRESH_PROCESS"
+
+
+@pytest.fixture
+def in_fresh_process(request) -> bool:
+    """For tests of the data loader's forked helpers, which fork only while no other thread runs (and other tests
+    leave threads behind: servers, clients): in the test session, run this one test again in a fresh interpreter,
+    fail if it fails there, and give False (the caller returns); in that fresh run, give True (the caller goes on)."""
+    if os.environ.get(FRESH_PROCESS) == request.node.nodeid:
+        return True
+    env = {**os.environ, FRESH_PROCESS: request.node.nodeid}
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", request.node.nodeid],
+                         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, f"in a fresh interpreter:\n{res.stdout[-6000:]}\n{res.stderr[-2000:]}"
+    assert " passed" in res.stdout, res.stdout[-2000:]  # ran, not skipped or deselected
+    return False

@@ -50,14 +50,33 @@ def _snapshot(dl, splits) -> dict:
     return out
 
 
+@pytest.fixture()
+def forked(monkeypatch) -> list[int]:
+    """The pids of the helpers forked during the test."""
+    pids: list[int] = []
+    real = chunks.Helper.__init__
+
+    def spy(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        pids.append(self.pid)
+
+    monkeypatch.setattr(chunks.Helper, "__init__", spy)
+    return pids
+
+
 @pytest.mark.parametrize("tokenizer", ["nltk", "space"])
-def test_language_generation_parallel_equals_serial(tmp_path: Path, small_chunks, tokenizer):
+def test_language_generation_parallel_equals_serial(tmp_path: Path, small_chunks, tokenizer, in_fresh_process,
+                                                    forked):
+    if not in_fresh_process:
+        return
     rng = random.Random(7)
     for split, n in (("train", 3000), ("dev", 300), ("test", 800)):
         (tmp_path / f"{split}.txt").write_text("\n".join(_lines(rng, n)) + "\n", encoding="utf-8")
     opts = dict(tokenizer=tokenizer, min_frequent_vocab_times=3, max_sent_length=9, lowercase=True)
     serial = data.load("language-generation", tmp_path, workers=1, **opts)
+    assert not forked
     parallel = data.load("language-generation", tmp_path, workers=2, **opts)
+    assert len(forked) == 1
     splits = ["train", "dev", "test"]
     assert _snapshot(parallel, splits) == _snapshot(serial, splits)
     # and against an independent computation of one split's data hash (one encoder call per token)
@@ -67,7 +86,9 @@ def test_language_generation_parallel_equals_serial(tmp_path: Path, small_chunks
     assert serial._splits["test"].data_hash == hashing.multiset_hash("data", blob)
 
 
-def test_dialog_loaders_parallel_equals_serial(tmp_path: Path, small_chunks):
+def test_dialog_loaders_parallel_equals_serial(tmp_path: Path, small_chunks, in_fresh_process, forked):
+    if not in_fresh_process:
+        return
     rng = random.Random(11)
     single, multi = tmp_path / "single", tmp_path / "multi"
     single.mkdir()
@@ -83,6 +104,7 @@ def test_dialog_loaders_parallel_equals_serial(tmp_path: Path, small_chunks):
         serial = data.load(name, folder, workers=1, min_frequent_vocab_times=2, **extra)
         parallel = data.load(name, folder, workers=2, min_frequent_vocab_times=2, **extra)
         assert _snapshot(parallel, splits) == _snapshot(serial, splits), name
+    assert len(forked) == 2
 
 
 def test_bulk_digests_equal_one_encoder_call_per_string():
@@ -174,20 +196,13 @@ def _children() -> set[int]:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
-def test_three_processes_equal_one_and_leave_no_child(tmp_path: Path, small_chunks):
+def test_three_processes_equal_one_and_leave_no_child(tmp_path: Path, small_chunks, in_fresh_process, forked):
     """Two helpers (each must close the other's pipe ends, or the first would never see its input end)."""
+    if not in_fresh_process:
+        return
     folder = _lg_folder(tmp_path)
     before = _children()
-    forked = []
-    real = chunks.Helper.__init__
-
-    def spy(self, *args, **kwargs):
-        real(self, *args, **kwargs)
-        forked.append(self.pid)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chunks.Helper, "__init__", spy)
-        three = data.load("language-generation", folder, workers=3, min_frequent_vocab_times=3)
+    three = data.load("language-generation", folder, workers=3, min_frequent_vocab_times=3)
     one = data.load("language-generation", folder, workers=1, min_frequent_vocab_times=3)
     assert len(forked) == 2
     assert _snapshot(three, ["train", "dev", "test"]) == _snapshot(one, ["train", "dev", "test"])
@@ -195,8 +210,11 @@ def test_three_processes_equal_one_and_leave_no_child(tmp_path: Path, small_chun
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
-def test_a_helper_that_dies_is_replaced_by_the_loading_process(tmp_path: Path, small_chunks, monkeypatch):
+def test_a_helper_that_dies_is_replaced_by_the_loading_process(tmp_path: Path, small_chunks, monkeypatch,
+                                                               in_fresh_process):
     """The helper exits in the middle of its second chunk (as if killed): the load still gives the serial result."""
+    if not in_fresh_process:
+        return
     folder = _lg_folder(tmp_path, seed=9)
     parent = os.getpid()
     seen = []
@@ -224,8 +242,10 @@ def test_a_helper_that_dies_is_replaced_by_the_loading_process(tmp_path: Path, s
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
-def test_no_fork_while_another_thread_runs(tmp_path: Path, small_chunks, monkeypatch):
+def test_no_fork_while_another_thread_runs(tmp_path: Path, small_chunks, monkeypatch, in_fresh_process):
     """A fork copies only the calling thread: with another thread alive the load stays in one process."""
+    if not in_fresh_process:
+        return
     import threading
 
     folder = _lg_folder(tmp_path, seed=4)
@@ -246,9 +266,11 @@ def test_no_fork_while_another_thread_runs(tmp_path: Path, small_chunks, monkeyp
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
-def test_an_error_while_reading_ends_the_helpers(tmp_path: Path, small_chunks):
+def test_an_error_while_reading_ends_the_helpers(tmp_path: Path, small_chunks, in_fresh_process):
     """Bad UTF-8 in the last split, found after helpers have prepared chunks: the error is the serial path's,
     and no helper is left running."""
+    if not in_fresh_process:
+        return
     folder = _lg_folder(tmp_path, seed=2)
     (folder / "test.txt").write_bytes(b"fine line\n" * 3000 + b"bad \xff byte\n")
     before = _children()
@@ -263,9 +285,12 @@ def test_an_error_while_reading_ends_the_helpers(tmp_path: Path, small_chunks):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
-def test_the_data_commands_progress_bar_runs_no_thread(tmp_path: Path, small_chunks, monkeypatch):
+def test_the_data_commands_progress_bar_runs_no_thread(tmp_path: Path, small_chunks, monkeypatch, in_fresh_process,
+                                                       forked):
     """On a terminal `cotk-repro data hashes` draws a progress bar; Rich's default refresh thread would keep the
     load in one process (no fork beside a thread), so the bar redraws as it advances instead."""
+    if not in_fresh_process:
+        return
     import io
 
     from rich.console import Console
@@ -277,9 +302,6 @@ def test_the_data_commands_progress_bar_runs_no_thread(tmp_path: Path, small_chu
     drawn = io.StringIO()
     monkeypatch.setattr(output, "err_console", Console(file=drawn, force_terminal=True, width=100), raising=False)
     monkeypatch.setenv("COTK_REPRO_DATA_WORKERS", "2")
-    forked = []
-    real = chunks.Helper.__init__
-    monkeypatch.setattr(chunks.Helper, "__init__", lambda self, *a, **k: (real(self, *a, **k), forked.append(1))[0])
     _load_commands()
     res = CliRunner().invoke(app, ["data", "hashes", str(folder), "--min-frequent-vocab-times", "3", "--json"])
     assert res.exit_code == 0, res.output
