@@ -93,13 +93,19 @@ def normalize_spaces(block: bytes) -> bytes | None:
     return _single_spaces(block, np.frombuffer(block, np.uint8))
 
 
-def tokenize_spaced(texts: Sequence[str]) -> bytes | None:
-    """The tokens of ``texts`` as one block in :func:`spaced_ascii`'s form (line ``i``: text ``i``'s tokens), or
-    ``None`` where a text is not ASCII, holds a line break or another control character."""
+def ascii_block(texts: Sequence[str]) -> bytes | None:
+    """``texts`` joined by ``"\\n"`` as ASCII bytes, ``None`` where a text is not ASCII or holds a line break."""
     block = "\n".join(texts)
     if not block.isascii() or block.count("\n") != len(texts) - 1:
         return None
-    return spaced_ascii(block.encode("ascii"))
+    return block.encode("ascii")
+
+
+def tokenize_spaced(texts: Sequence[str]) -> bytes | None:
+    """The tokens of ``texts`` as one block in :func:`spaced_ascii`'s form (line ``i``: text ``i``'s tokens), or
+    ``None`` where a text is not ASCII, holds a line break or another control character."""
+    block = ascii_block(texts)
+    return None if block is None else spaced_ascii(block)
 
 
 def split_spaced(spaced: bytes) -> list[list[str]]:

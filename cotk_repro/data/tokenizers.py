@@ -76,10 +76,8 @@ class SpaceTokenizer(Tokenizer):
         return list(map(str.split, texts))
 
     def tokenize_spaced(self, texts: Sequence[str]) -> bytes | None:
-        block = "\n".join(texts)
-        if not block.isascii() or block.count("\n") != len(texts) - 1:
-            return None
-        return wordpunct.normalize_spaces(block.encode("ascii"))
+        block = wordpunct.ascii_block(texts)
+        return None if block is None else wordpunct.normalize_spaces(block)
 
 
 def wordpunct_tokenize(text: str) -> list[str]:
