@@ -13,6 +13,7 @@ import io
 from pathlib import Path
 
 from .engine import CompareResult
+from .paper import display
 from .report import safe_name
 
 PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
@@ -69,7 +70,7 @@ def chart_png(result: CompareResult, column: str) -> bytes:
             ax.barh(y, c.value, height=bar_h * 0.9, color=PALETTE[j % len(PALETTE)], label=label,
                     hatch="///" if incomparable else None, edgecolor="black" if incomparable else None,
                     linewidth=0.5 if incomparable else 0)
-            note = f"{c.value:.4g}"
+            note = display(c.value)
             if c.hash is None:
                 note += " (no hash)"
             elif c.group != "A":

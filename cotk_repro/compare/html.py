@@ -38,7 +38,8 @@ def render_html(result: CompareResult, charts: dict[str, Path] | None = None) ->
                                for c in result.all_columns()] if transposed else
                       [{"system": s, "cells": [result.cell(s, d, c) for c in result.all_columns()]}
                        for s in result.systems]} for d in result.datasets]
-    metrics = [{"label": m.label, "name": m.name, "version": m.version,
+    metrics = [{"label": m.label if "{key}" not in m.label else ", ".join(result.columns.get(m.label, [])) or m.label,
+                "name": m.name, "version": m.version,
                 "options_text": json.dumps(m.options, sort_keys=True, ensure_ascii=False),
                 "references": m.references, "higher_is_better": m.higher_is_better,
                 "columns": result.columns.get(m.label, [])} for m in cfg.metrics]

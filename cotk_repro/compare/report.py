@@ -14,7 +14,9 @@ Files written to the report folder:
 * ``corpus-<dataset>.csv``: rows systems, columns metric columns;
   ``corpus-<dataset>-hashes.csv``: the same shape, hashes;
 * ``results.csv``: one row per cell with value, hash, signature, group, rank,
-  flag and error; ``results.json``: everything, machine-readable.
+  flag and error; ``results.json``: everything, machine-readable;
+* ``report.tex``: the paper's tables (:mod:`cotk_repro.compare.latex`); with charts on,
+  ``figure-<family>.svg/.pdf/.png`` (:mod:`cotk_repro.compare.figures`).
 """
 
 from __future__ import annotations
@@ -192,12 +194,18 @@ def write_report(result: CompareResult, out: Path | None = None, *, charts: bool
     if charts:
         from .charts import write_charts
 
+        from .figures import write_figures
+
         chart_files = write_charts(result, out)
         files += list(chart_files.values())
+        files += write_figures(result, out)
     if cfg.html if html is None else html:
         from .html import write_html
 
         files.append(write_html(result, out, chart_files))
+    from .latex import write_latex
+
+    files.append(write_latex(result, out))
     data = as_json(result, files + [out / "results.json"])
     atomic_write(out / "results.json", json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     files.append(out / "results.json")

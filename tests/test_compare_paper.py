@@ -1,0 +1,129 @@
+"""`compare` writes what a paper prints: report.tex (compiled with a real pdflatex), grouped SVG/PDF/PNG figures.
+
+Values are checked against the compare result itself (independent of the rendering): the bold cell of each
+row is the best value among the row's comparable cells, recomputed here by hand; the figures' labels carry the
+same rounding as the table. Texygen's reference config (six systems, 22 columns) is the realistic case.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+TEXYGEN = REPO_ROOT / "examples" / "texygen" / "benchmark.toml"
+
+
+@pytest.fixture(scope="module")
+def texygen_report(tmp_path_factory):
+    from cotk_repro.compare import compare
+
+    out = tmp_path_factory.mktemp("texygen-report")
+    result, files = compare(TEXYGEN, out=out, jobs=1)
+    assert not result.failures, result.failures
+    return result, out
+
+
+def _rows(tex: str) -> list[list[str]]:
+    body = tex.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0]
+    return [[c.strip() for c in line.rstrip("\\ ").split("&")] for line in body.strip().splitlines()]
+
+
+def test_report_tex_bolds_the_best_comparable_value_of_each_metric_with_the_figures_rounding(texygen_report):
+    from cotk_repro.compare.paper import display
+
+    result, out = texygen_report
+    tex = (out / "report.tex").read_text(encoding="utf-8")
+    assert r"\usepackage{booktabs}" in tex and r"\toprule" in tex
+    rows = _rows(tex)
+    columns = result.all_columns()
+    assert len(rows) == len(columns) == 22  # transposed: 22 metric columns > 6 systems
+    for row, column in zip(rows, columns):
+        higher = result.metric_of_column(column).higher_is_better
+        assert row[0].startswith(column.replace("_", r"\_"))
+        assert row[0].endswith(r"$\uparrow$" if higher else r"$\downarrow$")
+        values = {s: result.cell(s, "coco", column).value for s in result.systems}
+        best = (max if higher else min)(values.values())
+        for system, cell_text in zip(result.systems, row[1:]):
+            printed = display(values[system])
+            if values[system] == best:
+                assert cell_text == r"\textbf{" + printed + "}", (column, system)
+            else:
+                assert cell_text == printed, (column, system)
+    # every column's readable signature is listed under the table
+    for column in columns:
+        sig = result.cell(result.systems[0], "coco", column).signature
+        assert sig.replace("_", r"\_").replace("|", r"\textbar{}") in tex
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)")
+def test_report_tex_compiles_with_plain_pdflatex(texygen_report, tmp_path):
+    _, out = texygen_report
+    shutil.copy(out / "report.tex", tmp_path / "report.tex")
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "report.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert (tmp_path / "report.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_one_grouped_figure_per_metric_family_in_svg_pdf_png(texygen_report):
+    from cotk_repro.compare.paper import display
+
+    result, out = texygen_report
+    families = sorted(p.stem.removeprefix("figure-") for p in out.glob("figure-*.svg"))
+    assert families == ["bw-bleu", "distinct", "fw-bleu", "fw-bw-bleu", "ngram-entropy", "self-bleu"]
+    for family in families:
+        assert (out / f"figure-{family}.pdf").read_bytes().startswith(b"%PDF")
+        assert (out / f"figure-{family}.png").read_bytes().startswith(b"\x89PNG")
+    svg = (out / "figure-self-bleu.svg").read_text(encoding="utf-8")
+    ET.fromstring(svg)  # well-formed XML
+    # matplotlib writes text as glyph paths with the string in a comment: the labels use the tables' rounding
+    labels = set(re.findall(r"<!-- ([0-9.]+) -->", svg))
+    for column in ("self-bleu-2", "self-bleu-5"):
+        for system in result.systems:
+            assert display(result.cell(system, "coco", column).value) in labels
+
+
+def test_html_metrics_table_shows_expanded_labels_not_templates(texygen_report):
+    _, out = texygen_report
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "{key}" not in html
+    assert "fw-bleu-2, bw-bleu-2, fw-bw-bleu-2" in html
+    assert "1 datasets" not in html and "1 dataset," in html
+
+
+def test_latex_escapes_every_special_and_strange_character():
+    from cotk_repro.compare.latex import escape
+
+    assert escape(r"50%_{x}$#&~^\|<>") == (r"50\%\_\{x\}\$\#\&\textasciitilde{}\textasciicircum{}\textbackslash{}"
+                                          r"\textbar{}\textless{}\textgreater{}")
+    assert escape("a\x1b[2Jb\x00c") == "a[2Jbc"  # control characters print nothing
+    assert escape("café 中") == "café [U+4E2D]"
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)")
+def test_hostile_system_and_title_names_still_compile(tmp_path):
+    from cotk_repro.compare import compare
+
+    evil = r"x\input{/etc/passwd}%$_^"
+    (tmp_path / "data" / "d" / "gold").mkdir(parents=True)
+    (tmp_path / "data" / "d" / "samples").mkdir(parents=True)
+    (tmp_path / "data" / "d" / "gold" / "refs.txt").write_text("a b c\nd e f\n")
+    (tmp_path / "data" / "d" / "samples" / "sys.txt").write_text("a b c\nd e\n")
+    (tmp_path / "bench.toml").write_text(
+        '[report]\ntitle = "T \\\\end{document} 中"\ncharts = false\n[[dataset]]\nname = "d"\npath = "data/d"\n'
+        '[[system]]\nname = "' + evil.replace("\\", "\\\\") + '"\nsamples = "data/d/samples/sys.txt"\n'
+        '[[metric]]\nname = "distinct"\n', encoding="utf-8")
+    result, _ = compare(tmp_path / "bench.toml", out=tmp_path / "r", jobs=1)
+    assert not result.failures, result.failures
+    tex = (tmp_path / "r" / "report.tex").read_text(encoding="utf-8")
+    assert r"\input{" not in tex and r"\textbackslash{}input\{/etc/passwd\}" in tex
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
+                           "report.tex"], cwd=tmp_path / "r", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]
