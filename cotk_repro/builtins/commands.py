@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "cotk_repro.cli.dashboard_cmd",
     "cotk_repro.cli.demo_cmd",
     "cotk_repro.cli.signing_cmd",
+    "cotk_repro.cli.share_cmd",
 )
 
 

@@ -33,6 +33,8 @@ def init(
     force: bool = typer.Option(False, "--force", help="Overwrite files that already exist."),
     list_templates: bool = typer.Option(False, "--list-templates", help="List the templates and exit."),
     json_out: bool = typer.Option(False, "--json", help="With --list-templates: JSON on stdout."),
+    ci: Optional[str] = typer.Option(None, "--ci", metavar="PROVIDER", help="Also write a CI workflow that "
+                                     "reproduces the latest published record on every push: github."),
 ) -> None:
     """Scaffold a project: cotk-repro.toml, an entry script, .gitignore, and `git init` when needed."""
     from ..scaffold import registered_templates, scaffold
@@ -48,7 +50,16 @@ def init(
         return
     if json_out:
         raise CotkError("--json only goes with --list-templates")
+    if ci is not None:
+        from ..ci_workflow import PROVIDERS
+
+        if ci not in PROVIDERS:
+            raise CotkError(f"unknown CI provider {ci!r}; known: {', '.join(PROVIDERS)}")
     written = scaffold(directory, task=task, template=template, force=force)
+    if ci is not None:
+        from ..ci_workflow import write_workflow
+
+        written.append(write_workflow(directory, ci, force=force))
     for path in written:
         output.info(f"wrote {os.path.relpath(path)}")
     output.info("next: git add -A && git commit -m start && cotk-repro run")

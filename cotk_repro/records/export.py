@@ -1,0 +1,98 @@
+"""A record's results for the places results are shared: Hugging Face model-index metadata, plain JSON.
+
+The model-index is built with huggingface_hub's own ``ModelCardData`` and ``EvalResult`` (never hand-written
+YAML): one ``EvalResult`` per metric, its comparability hash as the entry's ``metric_config`` and, in its
+``metric_args``, the hash, the readable signature and the record id, so a reader of the card can tell which
+numbers may be compared. ``update_card`` replaces the metadata of an existing model card (``README.md``) in
+place and keeps its text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import CotkError
+
+#: cotk-repro task names -> Hugging Face task types (the hub's pipeline tags); others map to text-generation
+HF_TASKS = {
+    "language-generation": "text-generation",
+    "language-modeling": "text-generation",
+    "single-turn-dialog": "text-generation",
+    "multi-turn-dialog": "text-generation",
+    "summarization": "summarization",
+    "translation": "translation",
+    "machine-translation": "translation",
+}
+
+
+def results_document(record: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
+    """``--format json``: the record's id, project and results (value, hash, signature) and its SSH signature."""
+    project = record.get("project") or {}
+    return {
+        "schema": "cotk-repro/results-export",
+        "schema_version": 1,
+        "record_id": record.get("id"),
+        "project": {k: project.get(k) for k in ("name", "task", "dataset")},
+        "commit": (record.get("code") or {}).get("commit"),
+        "dirty": bool((record.get("code") or {}).get("dirty")),
+        "results": {name: {"value": r.get("value"), "hash": r.get("hash"), "signature": r.get("signature")}
+                    for name, r in sorted((record.get("results") or {}).items())},
+        "record_signature": signature,
+    }
+
+
+def _eval_results(record: dict[str, Any]) -> list:
+    from huggingface_hub import EvalResult
+
+    project = record.get("project") or {}
+    task = project.get("task") or "language-generation"
+    dataset = project.get("dataset") or "unknown"
+    out = []
+    for name, r in sorted((record.get("results") or {}).items()):
+        args = {"hash": r.get("hash"), "signature": r.get("signature"), "record": record.get("id")}
+        out.append(EvalResult(
+            task_type=HF_TASKS.get(task, "text-generation"), task_name=task,
+            dataset_type=dataset, dataset_name=dataset,
+            metric_type=r.get("metric") or name, metric_name=name, metric_value=r.get("value"),
+            metric_config=r.get("hash") or "unverifiable",
+            metric_args={k: v for k, v in args.items() if v is not None},
+            verified=False,
+        ))
+    if not out:
+        raise CotkError(f"record {record.get('id')} has no results to export")
+    return out
+
+
+def model_card_data(record: dict[str, Any], model_name: str | None = None):
+    """The record as huggingface_hub ``ModelCardData`` with its ``model-index``."""
+    from huggingface_hub import ModelCardData
+
+    project = record.get("project") or {}
+    name = model_name or project.get("name") or (record.get("id") or "model").removeprefix("sha256:")[:12]
+    return ModelCardData(model_name=name, eval_results=_eval_results(record))
+
+
+def model_index_yaml(record: dict[str, Any], model_name: str | None = None) -> str:
+    """The model-index metadata as YAML (``model-index:`` at the top level)."""
+    return model_card_data(record, model_name).to_yaml() + "\n"
+
+
+def update_card(card_path: Path, record: dict[str, Any], model_name: str | None = None) -> None:
+    """Set the model-index of the model card at ``card_path`` (created when missing), keeping its other
+    metadata and its text."""
+    from huggingface_hub import ModelCard
+
+    from ..core.fileio import atomic_write
+
+    if card_path.exists():
+        try:
+            card = ModelCard(card_path.read_text(encoding="utf-8-sig"), ignore_metadata_errors=True)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise CotkError(f"cannot read the model card {card_path}: {exc}") from None
+    else:
+        card = ModelCard("---\n---\n")
+    fresh = model_card_data(record, model_name or card.data.get("model_name"))
+    card.data.model_name = fresh.model_name
+    card.data.eval_results = fresh.eval_results
+    atomic_write(card_path, str(card))
