@@ -34,7 +34,7 @@ def _env():
 
     env = environment(lenient=True).overlay()
     env.filters = {**env.filters, "fmt": fmt_value,  # its own dicts: the project's environments stay as they are
-                   "split_trusted": split_trusted}
+                   "split_trusted": split_trusted, "when": when}
     env.globals = {**env.globals, "board_url": board_url, "record_path": record_path,
                    "entries_table": entries_table}
     return env
@@ -70,6 +70,36 @@ def entries_table(group: dict[str, Any], metric: str):
 def render(name: str, **context: Any) -> str:
     """Render ``templates/dashboard/<name>``."""
     return _env().get_template("dashboard/" + name).render(**context)
+
+
+def human_time(iso: Any) -> str:
+    """An ISO timestamp as people read it, in UTC: "25 Nov 2026, 18:34 UTC" (pages are cached, so never
+    "3 minutes ago", which a cached page would keep saying)."""
+    from datetime import datetime, timezone
+
+    if not isinstance(iso, str) or not iso:
+        return ""
+    try:
+        t = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    t = t.astimezone(timezone.utc)
+    return f"{t.day} {t:%b %Y, %H:%M} UTC"
+
+
+def when(iso: Any):
+    """A ``<time>`` element: the human time, the exact ISO time on hover (both escaped)."""
+    from markupsafe import Markup, escape
+
+    if not isinstance(iso, str) or not iso:
+        return ""
+    return Markup('<time datetime="{0}" title="{0}">{1}</time>').format(escape(iso), escape(human_time(iso)))
+
+
+#: stands for the dashboard's own address in cached pages; each response puts the address in its place
+ORIGIN_MARK = "\u2063cotk-repro-origin\u2063"
 
 
 def fmt_value(v: Any) -> str:
@@ -225,6 +255,8 @@ async def leaderboard_page(request: Request, task: str = Query(""), dataset: str
     dash = request.app.state.dashboard
 
     def compute() -> bytes:
+        if metric is None and not task and not dataset:  # no board named: the tasks and datasets to choose from
+            return render("home.html", catalogue=dash.db.read(lb.catalogue), recent=[]).encode()
         if metric is None:  # every metric side by side, each column linking to its leaderboard
             table = dash.db.read(lambda conn: tb.build(conn, task, dataset, sort=sort, limit=PER_PAGE, page=page,
                                                        record_url=record_path))
@@ -284,7 +316,12 @@ async def record_page(request: Request, record_id: str):
             data = store.get_record(dash.db, record_id)
         except store.NotFound as exc:
             return 404, render("error.html", status=404, message=exc.message).encode()
-        return 200, render("record.html", r=record_view(data)).encode()
+        return 200, render("record.html", r=record_view(data), origin=ORIGIN_MARK).encode()
 
     status, body = await dash.cached_async(("record-page", record_id), compute)
+    # the page is cached once for every address it is served under: this response's own goes in here, escaped
+    # (a Host header is the requester's own; it never reaches the cache)
+    from markupsafe import escape
+
+    body = body.replace(ORIGIN_MARK.encode(), str(escape(dash.base_url(request))).encode())
     return Response(body, status_code=status, media_type="text/html; charset=utf-8")
