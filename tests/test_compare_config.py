@@ -126,7 +126,7 @@ def test_gold_and_samples_line_count_mismatch(root):
 @pytest.mark.parametrize("extra, needle, words", [
     ('[[metric]]\nname = "no-such-metric"\n', "no-such-metric", ["unknown metric 'no-such-metric'", "toy-len"]),
     ('[[metric]]\nname = "toy-len"\n', 'name = "toy-len"', ["label 'toy-len' is used twice"]),
-    ('[[metric]]\nname = "toy-overlap"\noptions = { nope = 1 }\n', "nope", ["rejected its options"]),
+    ('[[metric]]\nname = "toy-overlap"\noptions = { nope = 1 }\n', "nope", ["metric 'toy-overlap' has no option 'nope'"]),
     ('[[metric]]\nname = "toy-overlap"\nreferences = "sometimes"\n', "sometimes", ["must be one of"]),
     ('[[metric]]\nname = "toy-overlap"\nlabel = "a/b"\n', "a/b", ["may hold only"]),
     ('[[system]]\nname = "g"\ngenerator = "nope"\n', '"nope"', ["unknown generator 'nope'", "copy", "upper"]),

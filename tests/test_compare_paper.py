@@ -127,3 +127,23 @@ def test_hostile_system_and_title_names_still_compile(tmp_path):
     proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
                            "report.tex"], cwd=tmp_path / "r", capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+def test_newcomers_rough_edges_get_one_sentence_each(tmp_path, cli):
+    (tmp_path / "data" / "d" / "gold").mkdir(parents=True)
+    (tmp_path / "data" / "d" / "samples").mkdir(parents=True)
+    (tmp_path / "data" / "d" / "gold" / "refs.txt").write_text("a b c\n")
+    (tmp_path / "data" / "d" / "samples" / "s.txt").write_text("a b\n")
+    body = '[[dataset]]\nname = "d"\npath = "data/d"\n[[metric]]\nname = "bleu"\n'
+    (tmp_path / "typo.toml").write_text(body + "options = { ngramm = 2 }\n")
+    res = cli("compare", "typo.toml", "--out", "r", cwd=tmp_path)
+    assert res.returncode == 2 and "metric 'bleu' has no option 'ngramm' (did you mean 'ngram'?)" in res.stderr, res
+    res = cli("compare", "data", cwd=tmp_path)
+    assert res.returncode == 2 and "is a folder" in res.stderr, res
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + body.encode())
+    res = cli("compare", "bom.toml", "--out", "r", cwd=tmp_path)
+    assert res.returncode == 0, res
+    (tmp_path / "h.txt").write_text("a b\n")
+    res = cli("evaluate", "--hyps", "h.txt", "--refs", "data/d/gold/refs.txt", "-m", "distinct", "-m", "bleu",
+              "-o", "bleu.ngram=abc", cwd=tmp_path)
+    assert res.returncode == 2 and "metric 'bleu': ngram must be a whole number" in res.stderr, res

@@ -141,11 +141,17 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
     """Read, validate and resolve a compare config. Raises :class:`ConfigError` naming file and line."""
     path = Path(path)
     display = str(path)
+    if path.is_dir():
+        inside = sorted(p.name for p in path.glob("*.toml"))
+        raise ConfigError(f"{display} is a folder; give the compare config file (TOML) itself"
+                          + (f", e.g. {path / inside[0]}" if inside else ""))
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a leading BOM (Windows editors) is not part of the TOML
     except FileNotFoundError:
         raise ConfigError(f"config file {display} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{display} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
         raise ConfigError(f"cannot read config file {display}: {exc}") from None
     try:
         data = tomllib.loads(text)
@@ -401,6 +407,12 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
         labels[label] = i
         refs = m.get("references")
         options = dict(m.get("options", {}))
+        try:
+            from ..metrics import check_option_names
+
+            check_option_names(name, options)  # a misspelt option: the closest valid one and the full list
+        except CotkError as exc:
+            raise fail(p + ("options",), exc.message) from None
         try:
             # the registered factory itself (not get_metric, which rewords TypeErrors): the same object
             metric = known[name].obj(**options)

@@ -35,6 +35,11 @@ def get_metric(name: str, **options: Any) -> Metric:
         return registry[name].obj(**options)
     except TypeError as exc:
         raise MetricError(f"bad options for metric {name!r}: {exc}") from None
+    except MetricError as exc:
+        if repr(name) in exc.message or exc.message.startswith(f"{name}:"):
+            raise
+        # "ngram must be a whole number" alone does not say which of several -m metrics refused it
+        raise MetricError(f"metric {name!r}: {exc.message}", hint=exc.hint, log=exc.log) from None
 
 
 def check_option_names(name: str, options: dict[str, Any]) -> None:
