@@ -167,3 +167,11 @@ def test_a_long_output_is_neither_copied_nor_kept(tmp_path, monkeypatch):
     except SystemExit:
         pass
     assert not help_cache.replay(["serve", "--db", "-h"])
+
+
+def test_flags_show_no_bool_type_in_help(cli):
+    """Typer 0.29 prints `<bool>` beside on/off flags in its rich help, as if they took a value: not here."""
+    res = cli("run", "--help", env={"COLUMNS": "140"})
+    assert res.returncode == 0, res
+    assert "<bool>" not in res.stdout
+    assert "--allow-dirty" in res.stdout and "<str>" in res.stdout  # options with values keep their type

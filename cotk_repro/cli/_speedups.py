@@ -78,7 +78,25 @@ def install() -> bool:
 
     get_runtime_param._cotk_repro = True  # type: ignore[attr-defined]
     param_cls.get_runtime_param = get_runtime_param
+    _hide_flag_types(typer_core)
     return True
+
+
+def _hide_flag_types(typer_core: Any) -> None:
+    """Typer 0.29's rich help prints ``<bool>`` beside every on/off flag (``--json <bool>``), which reads as if
+    the flag took a value; its plain help does not. A flag's type column is left empty, as Click's is."""
+    option_cls = getattr(typer_core, "TyperOption", None)
+    original = getattr(option_cls, "display_type_rich", None)
+    if original is None or getattr(original, "_cotk_repro", False):
+        return
+
+    def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
+        if getattr(self, "is_flag", False) and not getattr(self, "count", False) and self.metavar is None:
+            return None
+        return original(self, ctx)
+
+    display_type_rich._cotk_repro = True  # type: ignore[attr-defined]
+    option_cls.display_type_rich = display_type_rich
 
 
 class _DeferredMarkdown:
