@@ -295,7 +295,7 @@ def main() -> None:
                                          smoothing_function=SmoothingFunction().method3))
     print(f"ours (text in: tokenize + count + hash) {ours:.12f} {t_ours:.3f} s")
     print(f"sacrebleu 'none' on the same tokens     {sacre:.12f} {t_sacre:.3f} s  (its own smoothing; "
-          f"see notes/bleu-semantics.md 9 on denominators)")
+          f"see docs/bleu-semantics.md 9 on denominators)")
     print(f"NLTK corpus_bleu method3 on same tokens {nl:.12f} {t_nl:.3f} s  |ours-NLTK| = {abs(ours - nl):.1e}")
     print(f"speedup vs sacrebleu {t_sacre / t_ours:.2f}x, vs NLTK {t_nl / t_ours:.2f}x; target: at least as fast "
           f"as sacrebleu -> {'MET' if t_ours <= t_sacre else 'MISSED'}")

@@ -207,3 +207,15 @@ def test_environment_variables_in_paths(root, monkeypatch):
     msg = error_of(root, toml)
     assert msg.startswith(f"{root / 'bench.toml'}:{line_of(toml, 'COMPARE_TEST_UNSET')}: ")
     assert "environment variable COMPARE_TEST_UNSET" in msg and "is not set" in msg
+
+
+def test_key_lines_reads_escaped_quoted_keys_as_tomllib_does():
+    """A quoted key with escapes maps to the key tomllib gives, so a config error about it keeps its line."""
+    import tomllib
+
+    from cotk_repro.core.tomlpos import key_lines
+
+    text = '[a]\n"k\\u00e9" = 1\n"q\\"x" = 2\n\'lit\\\\\' = 3\n'
+    parsed = tomllib.loads(text)["a"]
+    lines = key_lines(text)
+    assert {k: lines[("a", k)] for k in parsed} == {"k\u00e9": 2, 'q"x': 3, "lit\\\\": 4}

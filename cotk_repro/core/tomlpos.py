@@ -35,15 +35,10 @@ def _parse_key(text: str, i: int) -> tuple[list[str], int]:
         c = text[i]
         if c in "\"'":
             j = i + 1
-            buf = []
             while j < n and text[j] != c:
-                if c == '"' and text[j] == "\\" and j + 1 < n:
-                    buf.append(text[j + 1])
-                    j += 2
-                    continue
-                buf.append(text[j])
-                j += 1
-            parts.append("".join(buf))
+                j += 2 if c == '"' and text[j] == "\\" and j + 1 < n else 1
+            raw = text[i + 1:j]
+            parts.append(_basic_key(raw) if c == '"' else raw)
             i = j + 1
         else:
             m = _BARE.match(text, i)
@@ -58,6 +53,20 @@ def _parse_key(text: str, i: int) -> tuple[list[str], int]:
             continue
         break
     return parts, i
+
+
+def _basic_key(raw: str) -> str:
+    """A double-quoted key's text with its escapes read as TOML reads them (``"k\\u00e9"`` is ``ké``)."""
+    if "\\" not in raw:
+        return raw
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        return tomllib.loads(f'k = "{raw}"')["k"]
+    except (tomllib.TOMLDecodeError, KeyError):
+        return raw
 
 
 def _skip_string(text: str, i: int) -> int:

@@ -17,7 +17,7 @@ largest count over the set), so the largest count per n-gram is computed once fo
 the set (for Self-BLEU the two largest, to leave the sentence itself out: by
 position, not by value) and the closest reference length comes from the sorted
 lengths, with NLTK's tie-breaking (the shorter one). See
-``../shared/notes/bleu-semantics.md`` for the measured details.
+``docs/bleu-semantics.md`` for the measured details.
 
 Text is detokenized (when given tokens or ids) and re-tokenized with one fixed
 tokenizer (:func:`cotk_repro.metrics.reference_hashes.bleu_tokenize`, NLTK's WordPunct), so
