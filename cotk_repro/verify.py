@@ -85,11 +85,10 @@ def verify_source(source_text: str, *, allowed_signers_file: str | None = None,
         source = resolve(source_text)
         if source.git_url is None:
             raise SigningError(f"{source_text} names no git repository to read records from")
-        repo = RemoteRepo(source.git_url, source.text, workdir)
+        repo = RemoteRepo(source.git_url, source.text, workdir, user_typed=source.user_typed)
         repo.init()
         rows = []
         for record in repo.fetch_records():
-            record.pop("_path", None)
             row = check_signature(record, ref_signature(repo.git_dir, LOCAL_RECORDS, record), allowed)
             row["short_id"] = short_id(str(record.get("id")))
             rows.append(row)

@@ -48,7 +48,7 @@ def out(cwd: Path | str, *args: str, **kw: Any) -> str:
 
 def rev_parse(cwd: Path | str, rev: str) -> str | None:
     """The commit ``rev`` names, or None when there is none."""
-    proc = git(cwd, "rev-parse", "-q", "--verify", rev + "^{commit}", check=False)
+    proc = git(cwd, "rev-parse", "-q", "--verify", "--end-of-options", rev + "^{commit}", check=False)
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import CotkError
 from . import sshsig
-from .canonical import canonical_json
+from .canonical import canonical_json, record_content
 from .fileio import atomic_write
 
 NS_RECORD = "cotk-repro-record"
@@ -132,8 +132,9 @@ def parse_signature(text: Any) -> SignatureInfo:
 
 # -- what is signed -------------------------------------------------------------------------------------------
 def record_bytes(record: dict[str, Any]) -> bytes:
-    """The canonical bytes a record's id is computed from (the record without ``id``)."""
-    return canonical_json({k: v for k, v in record.items() if k not in ("id", "_path")})
+    """The canonical bytes a record's id is computed from (the record without ``id``, every other key):
+    :func:`.canonical.record_content`, the one definition of both scopes."""
+    return record_content(record)
 
 
 def reproduction_bytes(reproduction: dict[str, Any]) -> bytes:

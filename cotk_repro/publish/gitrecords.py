@@ -144,8 +144,7 @@ def list_records(repo: Path, rev: str) -> list[dict[str, Any]]:
             record = json.loads(body.decode("utf-8"))
         except ValueError:
             continue
-        if isinstance(record, dict):
-            record["_path"] = path.rsplit("/", 1)[0]
+        if isinstance(record, dict):  # as stored: every key is part of its id and signature
             records.append(record)
     records.sort(key=lambda r: (r.get("command") or {}).get("started_at") or "", reverse=True)
     return records

@@ -41,7 +41,7 @@ class PublishContext:
 def _ls_remote(root: Path, remote: str, shown: str) -> dict[str, str]:
     """ref -> sha on the remote (its own credentials: helpers, SSH agent)."""
     try:
-        text = out(root, "ls-remote", remote, what=f"git ls-remote {remote}", timeout=120)
+        text = out(root, "ls-remote", "--", remote, what=f"git ls-remote {remote}", timeout=120)
     except GitError as exc:
         raise PublishError(f"cannot reach the git remote {remote!r} ({shown})", log=exc.log,
                            hint="check the URL and your credentials (git credential helper or SSH key)") from None
@@ -58,12 +58,12 @@ def commit_on_remote(root: Path, remote: str, commit: str, refs: dict[str, str])
     heads = {ref: sha for ref, sha in refs.items() if ref.startswith("refs/heads/") and ref != DEFAULT_REF}
     missing = [sha for sha in set(heads.values()) if rev_parse(root, sha) is None]
     if missing:  # the remote has commits we lack: fetch them (only FETCH_HEAD is written)
-        git(root, "fetch", "-q", "--no-tags", remote, *sorted(missing), check=False, timeout=600)
+        git(root, "fetch", "-q", "--no-tags", "--", remote, *sorted(missing), check=False, timeout=600)
     for ref, sha in sorted(heads.items()):
         if sha == commit:
             return ref
     for ref, sha in sorted(heads.items()):
-        if rev_parse(root, sha) and git(root, "merge-base", "--is-ancestor", commit, sha, check=False).returncode == 0:
+        if rev_parse(root, sha) and git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, sha, check=False).returncode == 0:
             return ref
     return None
 
@@ -81,7 +81,7 @@ class GitTarget:
         ref = ctx.config.get("publish", "records_ref") or DEFAULT_REF
         if not ref.startswith("refs/"):
             ref = "refs/heads/" + ref
-        proc = git(root, "remote", "get-url", remote, check=False)
+        proc = git(root, "remote", "get-url", "--", remote, check=False)
         if proc.returncode != 0:
             raise PublishError(f"this repository has no git remote named {remote!r}",
                                hint=f"add one with `git remote add {remote} URL`, pass --remote NAME, or --no-git")
@@ -108,11 +108,11 @@ class GitTarget:
                 raise PublishError(f"record {short_id(record['id'])} was made on a detached HEAD, so there is no branch to push",
                                    hint=f"push commit {commit[:12]} to a branch yourself: git push {remote} {commit}:refs/heads/BRANCH")
             local = rev_parse(root, f"refs/heads/{branch}")
-            contains = local and git(root, "merge-base", "--is-ancestor", commit, local, check=False).returncode == 0
+            contains = local and git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, local, check=False).returncode == 0
             src = f"refs/heads/{branch}" if contains else commit
             ctx.on_status(f"pushing {branch} to {remote}")
             try:
-                git(root, "push", "-q", remote, f"{src}:refs/heads/{branch}", what=f"git push {remote} {branch}")
+                git(root, "push", "-q", "--", remote, f"{src}:refs/heads/{branch}", what=f"git push {remote} {branch}")
             except GitError as exc:
                 raise PublishError(f"pushing branch {branch} to {remote!r} failed", log=exc.log) from None
             code_status = f"pushed {branch}"
@@ -120,7 +120,7 @@ class GitTarget:
         # the records ref: build on top of the remote's copy (another machine may have published)
         merge_with = []
         if ref in refs:
-            git(root, "fetch", "-q", "--no-tags", remote, f"+{ref}:{TMP_REMOTE_REF}", what="git fetch (records ref)")
+            git(root, "fetch", "-q", "--no-tags", "--", remote, f"+{ref}:{TMP_REMOTE_REF}", what="git fetch (records ref)")
             merge_with = [TMP_REMOTE_REF]
         try:
             files = {f"{record_path(record['id'])}/{name}": data for name, data in record_files(ctx.folder, logs=bool(ctx.config.get("publish", "logs"))).items()}
@@ -131,7 +131,7 @@ class GitTarget:
             else:
                 ctx.on_status(f"pushing {ref} to {remote}")
                 try:
-                    git(root, "push", "-q", remote, f"{ref}:{ref}", what=f"git push {remote} {ref}")
+                    git(root, "push", "-q", "--", remote, f"{ref}:{ref}", what=f"git push {remote} {ref}")
                 except GitError as exc:
                     raise PublishError(f"pushing the records ref {ref} to {remote!r} failed", log=exc.log,
                                        hint="rerun `cotk-repro publish`; the local record is unchanged") from None

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..core.canonical import hash_object
+from ..core.canonical import record_content, sha256_hex
 from ..core.fileio import atomic_write
 from ..errors import RecordError
 
@@ -29,9 +29,9 @@ VERDICTS = ("reproduced", "not reproduced", "could not run")
 
 
 def compute_id(record: dict[str, Any]) -> str:
-    """``sha256:`` + the hex SHA-256 of the canonical JSON of the record without its ``id``."""
-    body = {k: v for k, v in record.items() if k != "id"}
-    return ID_PREFIX + hash_object(body)
+    """``sha256:`` + the hex SHA-256 of :func:`~cotk_repro.core.canonical.record_content` (the record without
+    its ``id``: exactly the bytes its signature signs)."""
+    return ID_PREFIX + sha256_hex(record_content(record))
 
 
 def finalize(record: dict[str, Any]) -> dict[str, Any]:

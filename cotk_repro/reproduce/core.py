@@ -99,7 +99,7 @@ def _fetch(source_text: str, workdir: Path, wanted: str | None, steps: Steps):
 
     with steps.step("clone", f"fetching the records of {source_text}"):
         source = resolve(source_text)
-        repo = RemoteRepo(source.git_url, source.text, workdir)
+        repo = RemoteRepo(source.git_url, source.text, workdir, user_typed=source.user_typed)
         repo.init()
         if source.record is not None:
             record = source.record
@@ -144,7 +144,7 @@ def list_records(source_text: str) -> list[dict[str, Any]]:
         source = resolve(source_text)
         if source.record is not None:
             return summaries([source.record])
-        repo = RemoteRepo(source.git_url, source.text, workdir)
+        repo = RemoteRepo(source.git_url, source.text, workdir, user_typed=source.user_typed)
         repo.init()
         return summaries(_records_at(source, repo))
     finally:

@@ -8,35 +8,49 @@ commit (falling back to the branches when the server refuses a fetch by id).
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..core.config import RECORDS_REF_SUFFIX
 from ..core.git import GitError, git, tail
+from ..core.giturl import transport_args, transport_env
 from ..publish.gitrecords import DEFAULT_REF, list_records
 from ..records import ID_PREFIX, short_id, validate_record
 from . import ReproduceError
 
 LOCAL_RECORDS = "refs/cotk-repro/records"
+#: a ref name a remote advertises that is fetched by name: plain characters only
+_PLAIN_REF = re.compile(r"^refs/[A-Za-z0-9_][A-Za-z0-9_./-]*$")
 
 
 class RemoteRepo:
-    """A bare local git repository fed from a remote URL: lists its refs, fetches records and commits, exports trees."""
-    def __init__(self, url: str, display: str, workdir: Path):
+    """A bare local git repository fed from a remote URL: lists its refs, fetches records and commits, exports trees.
+
+    Every command that talks to the remote runs with only the transports :func:`transport_args` allows
+    (``file`` and ``http`` only when ``user_typed``: the user named the location, not a record) and puts the
+    URL and refs after ``--``; object names are checked hex before they reach git."""
+    def __init__(self, url: str, display: str, workdir: Path, *, user_typed: bool = False):
         self.url, self.display = url, display
         self.git_dir = workdir / "repo.git"
         self.refs: dict[str, str] | None = None
+        self._transport = transport_args(allow_file=user_typed, allow_http=user_typed)
+        self._transport_env = transport_env(allow_file=user_typed, allow_http=user_typed)
 
     def _git(self, *args: str, **kw: Any):
         return git(self.git_dir, *args, **kw)
+
+    def _remote(self, *args: str, **kw: Any):
+        """A git command that talks to the remote: allowed transports only, never a prompt."""
+        return git(self.git_dir, *self._transport, *args, env=self._transport_env, **kw)
 
     def init(self) -> None:
         self.git_dir.mkdir(parents=True, exist_ok=True)
         git(self.git_dir, "init", "-q", "--bare")
 
     def ls_remote(self) -> dict[str, str]:
-        proc = self._git("ls-remote", self.url, check=False, timeout=120)
+        proc = self._remote("ls-remote", "--", self.url, check=False, timeout=120)
         if proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace")
             raise ReproduceError(f"the git repository {self.display} was not found or is not accessible ({self.url})",
@@ -56,7 +70,7 @@ class RemoteRepo:
         refs = self.refs if self.refs is not None else self.ls_remote()
         if DEFAULT_REF in refs:
             return DEFAULT_REF
-        others = sorted(r for r in refs if r.endswith(RECORDS_REF_SUFFIX))
+        others = sorted(r for r in refs if r.endswith(RECORDS_REF_SUFFIX) and _PLAIN_REF.match(r))
         return others[0] if others else None
 
     def records_ref(self) -> str:
@@ -70,7 +84,7 @@ class RemoteRepo:
     def fetch_records(self) -> list[dict[str, Any]]:
         ref = self.records_ref()
         try:
-            self._git("fetch", "-q", "--depth=1", "--no-tags", self.url, f"+{ref}:{LOCAL_RECORDS}",
+            self._remote("fetch", "-q", "--depth=1", "--no-tags", "--", self.url, f"+{ref}:{LOCAL_RECORDS}",
                       what=f"fetching {ref}", timeout=600)
         except GitError as exc:
             raise ReproduceError(f"fetching the records of {self.display} failed", log=exc.log, step="clone") from None
@@ -81,27 +95,31 @@ class RemoteRepo:
         return records
 
     def fetch_commit(self, commit: str, record_id: str) -> None:
+        _check_object_name(commit)
         if self._has(commit):
             return
-        proc = self._git("fetch", "-q", "--depth=1", "--no-tags", self.url, commit, check=False, timeout=600)
+        proc = self._remote("fetch", "-q", "--depth=1", "--no-tags", "--", self.url, commit, check=False, timeout=600)
         if proc.returncode != 0 or not self._has(commit):
             # servers that refuse a fetch by id: fetch the branches and look for it
-            self._git("fetch", "-q", "--no-tags", self.url, "+refs/heads/*:refs/remotes/source/*", check=False,
-                      timeout=1200)
+            self._remote("fetch", "-q", "--no-tags", "--", self.url, "+refs/heads/*:refs/remotes/source/*",
+                         check=False, timeout=1200)
         if not self._has(commit):
             raise ReproduceError(
                 f"commit {commit[:12]} of record {short_id(record_id)} is not on {self.display}", step="clone",
                 hint="its author has to push it, e.g. with `cotk-repro publish --push`")
 
     def _has(self, commit: str) -> bool:
-        return self._git("cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0
+        _check_object_name(commit)
+        return self._git("cat-file", "-e", "--", f"{commit}^{{commit}}", check=False).returncode == 0
 
     def tree_of(self, commit: str) -> str:
-        return self._git("rev-parse", f"{commit}^{{tree}}").stdout.decode().strip()
+        _check_object_name(commit)
+        return self._git("rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}").stdout.decode().strip()
 
     def export(self, commit: str, dest: Path) -> None:
         """The commit's files (no .git) into ``dest``; a symbolic link out of the checkout is refused."""
-        data = self._git("archive", "--format=tar", commit, what="git archive").stdout
+        _check_object_name(commit)
+        data = self._git("archive", "--format=tar", "--", commit, what="git archive").stdout
         dest.mkdir(parents=True, exist_ok=True)
         try:
             with tarfile.open(fileobj=io.BytesIO(data)) as tar:
@@ -115,6 +133,12 @@ class RemoteRepo:
         except tarfile.TarError as exc:
             raise ReproduceError(f"the files of commit {commit[:12]} cannot be checked out safely ({exc})",
                                  step="checkout") from None
+
+
+def _check_object_name(name: str) -> None:
+    """A commit named by a record: hex digits only, so git can never read it as an option or a revision expression."""
+    if not (isinstance(name, str) and 4 <= len(name) <= 64 and all(c in "0123456789abcdef" for c in name)):
+        raise ReproduceError(f"the record's commit {name!r:.80} is not a hex commit id", step="clone")
 
 
 def _check_member(member: tarfile.TarInfo, commit: str) -> None:
@@ -157,7 +181,6 @@ def select_record(records: list[dict[str, Any]], wanted: str | None, display: st
             raise ReproduceError(f"{wanted!r} is ambiguous in {display}: it matches {len(matches)} records",
                                  step="select record")
         chosen = matches[0]
-    chosen = {k: v for k, v in chosen.items() if k != "_path"}
     try:
         return validate_record(chosen, f"record {short_id(str(chosen.get('id')))} of {display}")
     except Exception as exc:  # RecordError: a tampered record

@@ -1,0 +1,294 @@
+"""Whatever a stranger controls is hostile (issue 32): records served by a dashboard, records on a git ref,
+record folders committed to a project, a project's committed config.
+
+Each attack is built the way a stranger would build it (a static HTTP server posing as a dashboard, a
+record with a valid id, a planted record folder) and the test asserts both the refusal and that nothing of
+the attack happened on this host: a canary file under the test's temporary folder was never created, no
+secret left, no command died with an unexpected error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dashboard_support import make_record
+from test_reproduce_support import http_double
+
+
+def cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300, input: str | None = None):
+    return subprocess.run([sys.executable, "-m", "cotk_repro", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout,
+                          input=input, stdin=None if input is not None else subprocess.DEVNULL)
+
+
+def one_sentence_exit_2(proc, *words: str) -> None:
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out
+    assert "unexpected" not in out and "Traceback" not in out, out
+    for w in words:
+        assert w in " ".join(out.split()), out
+
+
+def serve_record(record: dict, signature: str | None = None):
+    """A static HTTP server posing as a dashboard: every GET of a record answers ``record``."""
+    def answer(method, path, headers, body):
+        if "/records/" in path:
+            return 200, {"record": record, "signature": signature, "reproductions": []}
+        return 404, {"detail": "not found"}
+    return http_double(answer)
+
+
+# -- 1. no record field reaches a host process as anything but data --------------------------------------
+
+def _hostile_urls(canary: Path) -> list[str]:
+    c = str(canary)
+    return [
+        f"--upload-pack=id>{c};#://x",
+        f"--upload-pack=touch {c};#://x",
+        f"-oProxyCommand=touch {c}:x",
+        f"git@-oProxyCommand=touch {c}:x",
+        f"ssh://-oProxyCommand=touch%20{c}/x",
+        f"ext::sh -c touch% {c}",
+        "fd::17",
+        "file:///etc",
+        "http://127.0.0.1:9/x.git",
+        "https://example.com/x.git\n--upload-pack=x",
+        "https://example.com/x\x1b[2J.git",
+        f"https://example.com/x.git --upload-pack=touch {c}",
+        "-",
+    ]
+
+
+@pytest.mark.parametrize("index", range(13))
+def test_record_remote_url_from_a_dashboard_is_data_never_an_option(tmp_path, index):
+    canary = tmp_path / "CANARY"
+    url = _hostile_urls(canary)[index]
+    record = make_record({"bleu": (0.25, None)}, remote_url=url)
+    with serve_record(record) as (base, calls):
+        proc = cli("reproduce", f"{base}/records/{record['id']}", "--runtime", "local", "--trust-remote-code",
+                   "--allow-unsigned", cwd=tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    assert not canary.exists(), proc.stderr
+    one_sentence_exit_2(proc, "git URL")
+    assert calls, "the dashboard was asked"
+
+
+def test_the_refusal_is_one_sentence_naming_the_url_escaped(tmp_path):
+    canary = tmp_path / "CANARY"
+    record = make_record({"bleu": (0.25, None)}, remote_url=f"--upload-pack=id>{canary};#://x")
+    with serve_record(record) as (base, _calls):
+        proc = cli("reproduce", f"{base}/records/{record['id']}", "--json", cwd=tmp_path)
+    one_sentence_exit_2(proc, "is not a plain https://, ssh://, git:// or scp-like git URL")
+    verdict = json.loads(proc.stdout)
+    assert verdict["verdict"] == "could not run" and "--upload-pack" in verdict["error"]
+    assert not canary.exists()
+
+
+@pytest.mark.parametrize("url", [
+    "https://github.com/a/b.git", "https://github.com/a/b", "ssh://git@example.com:2222/a/x.git",
+    "git@example.com:a/x.git", "example.com:a/x.git", "git://127.0.0.1:9418/x.git",
+    "https://[2001:db8::1]:8443/a/x.git", "ssh://example.com/~user/x.git",
+])
+def test_plain_git_urls_are_accepted(url):
+    from cotk_repro.core.giturl import check_stranger_url
+
+    assert check_stranger_url(url) == url
+
+
+@pytest.mark.parametrize("url", [
+    "file:///etc/x.git", "http://example.com/x.git", "ext::sh -c id", "fd::3", "--upload-pack=x:y",
+    "-oProxyCommand=x:y", "ssh://-oProxyCommand=x/y", "git@-oProxyCommand=x:y", "host:-x",
+    "https://example.com/-x", "https://example.com/x y.git", "https://exa\u200bmple.com/x.git",
+    "https://example.com/x\u202e.git", "https://example.com/x\x00.git", "https://user:pw@example.com/x.git",
+    "HTTPS://example.com/x.git", "https://example.com/%2d%2dx", "https://example.com", "https://example.com/",
+    "svn+ssh://example.com/x", "host://x", "x" * 3000, "", "local:x.git", "/abs/path.git", "../up.git",
+])
+def test_other_git_urls_are_refused(url):
+    from cotk_repro.core.giturl import UnsafeUrlError, check_stranger_url
+
+    with pytest.raises(UnsafeUrlError) as info:
+        check_stranger_url(url)
+    assert "\n" not in info.value.message and "\x00" not in info.value.message
+
+
+def test_git_may_use_file_and_ext_only_where_the_user_typed_the_location(tmp_path):
+    """The transports are limited in git itself, whatever the URL checks let through."""
+    from cotk_repro.reproduce import ReproduceError
+    from cotk_repro.reproduce.fetch import RemoteRepo
+
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    user = RemoteRepo(bare.as_uri(), "bare", tmp_path / "u", user_typed=True)
+    user.init()
+    assert user.ls_remote() == {}
+    stranger = RemoteRepo(bare.as_uri(), "bare", tmp_path / "s", user_typed=False)
+    stranger.init()
+    with pytest.raises(ReproduceError):
+        stranger.ls_remote()
+    canary = tmp_path / "CANARY"
+    for url in (f"ext::sh -c touch% {canary}", f"--upload-pack=touch {canary};#"):
+        for typed in (True, False):
+            repo = RemoteRepo(url, "x", tmp_path / f"e{typed}", user_typed=typed)
+            repo.init()
+            with pytest.raises(ReproduceError):
+                repo.ls_remote()
+            with pytest.raises(ReproduceError):
+                repo.fetch_commit("0" * 40, "sha256:" + "0" * 64)
+    assert not canary.exists()
+
+
+@pytest.mark.parametrize("commit", ["--output=/tmp/x", "HEAD", "a" * 39 + "^", "-1"])
+def test_a_commit_that_is_not_hex_never_reaches_git(tmp_path, commit):
+    from cotk_repro.reproduce import ReproduceError
+    from cotk_repro.reproduce.fetch import RemoteRepo
+
+    repo = RemoteRepo("https://example.invalid/x.git", "x", tmp_path)
+    repo.init()
+    for call in (lambda: repo.fetch_commit(commit, "sha256:" + "0" * 64), lambda: repo.export(commit, tmp_path / "o"),
+                 lambda: repo.tree_of(commit)):
+        with pytest.raises(ReproduceError, match="not a hex commit id"):
+            call()
+
+
+# -- 2. the signature covers exactly the bytes the id covers ----------------------------------------------
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory):
+    """A real dashboard (SQLite) with alice and bob, each with a token and a registered ed25519 key."""
+    from signing_support import make_key
+
+    from cotk_repro.core.signing import key_from_path
+    from cotk_repro.dashboard.auth import add_user
+    from cotk_repro.dashboard.db import open_database
+    from cotk_repro.dashboard.identity import add_key
+    from cotk_repro.dashboard.server import start_in_thread
+
+    folder = tmp_path_factory.mktemp("dash")
+    db_url = f"sqlite:///{folder / 'dash.sqlite3'}"
+    db = open_database(db_url)
+    users = {}
+    for name in ("alice", "bob"):
+        token, _ = add_user(db, name)
+        path = make_key(folder / name)
+        add_key(db, name, path.with_suffix(".pub").read_text())
+        users[name] = {"token": token, "key": key_from_path(path, "test"), "path": path}
+    db.dispose()
+    url, stop = start_in_thread(db_url, rate_limit=None)
+    yield {"url": url, "users": users, "db": db_url}
+    stop()
+
+
+def _post(dashboard, path, body, user):
+    import requests
+
+    return requests.post(dashboard["url"] + "/api/v1" + path, json=body, timeout=30,
+                         headers={"Authorization": f"Bearer {dashboard['users'][user]['token']}"})
+
+
+def _count_rows(db_url: str, table: str) -> int:
+    import sqlite3
+
+    con = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+    try:
+        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608 - a test's own table name
+    finally:
+        con.close()
+
+
+def test_the_id_and_the_signature_cover_the_same_bytes():
+    from cotk_repro.core.canonical import canonical_json, record_content
+    from cotk_repro.core.signing import record_bytes
+    from cotk_repro.records.store import compute_id
+
+    record = make_record({"bleu": (0.25, None)})
+    for extra in ({}, {"_path": "x-1"}, {"zz": [1, 2]}):
+        r = {**record, **extra}
+        body = canonical_json({k: v for k, v in r.items() if k != "id"})  # the independent reference
+        assert record_bytes(r) == record_content(r) == body
+        import hashlib
+        assert compute_id(r) == "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def test_alices_signature_does_not_cover_a_copy_with_an_extra_key(dashboard):
+    """The `_path` recipe: alice's public record and signature, `_path` added, id recomputed, uploaded by bob."""
+    import requests
+
+    from cotk_repro.core.signing import sign_record
+    from cotk_repro.records import finalize
+
+    record = make_record({"bleu": (0.25, None)}, name="pathproj")
+    signature = sign_record(record, dashboard["users"]["alice"]["key"])
+    first = _post(dashboard, "/records", {"record": record, "signature": signature}, "alice")
+    assert first.status_code == 201, first.text
+    rows = _count_rows(dashboard["db"], "records")
+    for n in range(3):
+        copy = finalize({**json.loads(json.dumps(record)), "_path": f"x-{n}"})
+        assert copy["id"] != record["id"]
+        for user in ("bob", "alice"):
+            res = _post(dashboard, "/records", {"record": copy, "signature": signature}, user)
+            assert res.status_code in (401, 403, 422), res.text
+            assert "_path" in res.text or "signature" in res.text, res.text
+            got = requests.get(dashboard["url"] + f"/api/v1/records/{copy['id']}", timeout=30)
+            assert got.status_code == 404
+    assert _count_rows(dashboard["db"], "records") == rows
+
+
+def test_a_record_with_a_key_the_schema_does_not_define_is_refused_even_signed(dashboard):
+    from cotk_repro.core.signing import sign_record
+    from cotk_repro.records import finalize
+
+    rows = _count_rows(dashboard["db"], "records")
+    for where in ("top", "code", "result", "package"):
+        record = make_record({"bleu": (0.25, None)}, name=f"extra-{where}")
+        if where == "top":
+            record["_path"] = "x"
+        elif where == "code":
+            record["code"]["upload_pack"] = "x"
+        elif where == "result":
+            record["results"]["bleu"]["rank"] = 1
+        else:
+            record["environment"]["packages"][0]["note"] = "x"
+        record = finalize(record)
+        res = _post(dashboard, "/records", {"record": record, "signature": sign_record(record, dashboard["users"]["alice"]["key"])},
+                    "alice")
+        assert res.status_code == 422, res.text
+        assert "does not define" in res.text
+    assert _count_rows(dashboard["db"], "records") == rows
+
+
+# -- 7. reproductions name their record ---------------------------------------------------------------------
+
+def test_a_signed_reproduction_without_its_record_id_is_refused_and_not_counted(dashboard):
+    import requests
+
+    from dashboard_support import make_verdict
+    from cotk_repro.core.signing import sign_record, sign_reproduction
+
+    record = make_record({"bleu": (0.25, None)}, name="repro-id")
+    res = _post(dashboard, "/records", {"record": record, "signature": sign_record(record, dashboard["users"]["alice"]["key"])},
+                "alice")
+    assert res.status_code == 201, res.text
+    before = _count_rows(dashboard["db"], "reproductions")
+    for how in ("missing", "null", "empty", "other"):
+        verdict = make_verdict(record["id"], value=0.25)
+        if how == "missing":
+            del verdict["record_id"]
+        else:
+            verdict["record_id"] = {"null": None, "empty": "", "other": "sha256:" + "1" * 64}[how]
+        body = {"reproduction": verdict, "signature": sign_reproduction(verdict, dashboard["users"]["bob"]["key"])}
+        res = _post(dashboard, f"/records/{record['id']}/reproductions", body, "bob")
+        assert res.status_code == 422, (how, res.text)
+        assert "record_id" in res.text
+    assert _count_rows(dashboard["db"], "reproductions") == before
+    page = requests.get(dashboard["url"] + f"/api/v1/records/{record['id']}", timeout=30).json()
+    assert page["reproductions"] == []
+    # the same reproduction naming its record is accepted: the refusal is about the missing name only
+    verdict = make_verdict(record["id"], value=0.25)
+    body = {"reproduction": verdict, "signature": sign_reproduction(verdict, dashboard["users"]["bob"]["key"])}
+    res = _post(dashboard, f"/records/{record['id']}/reproductions", body, "bob")
+    assert res.status_code == 201, res.text
