@@ -292,3 +292,154 @@ def test_a_signed_reproduction_without_its_record_id_is_refused_and_not_counted(
     body = {"reproduction": verdict, "signature": sign_reproduction(verdict, dashboard["users"]["bob"]["key"])}
     res = _post(dashboard, f"/records/{record['id']}/reproductions", body, "bob")
     assert res.status_code == 201, res.text
+
+
+# -- 4. a project's own files are not the publisher's records ---------------------------------------------
+
+SMALL_ENTRY = "import json\njson.dump({'x': 1.0}, open('result.json', 'w'))\n"
+
+
+def _ref_blobs(bare: Path) -> bytes:
+    """Every blob on the published records ref, concatenated."""
+    ref = "refs/heads/cotk-repro-records"
+    names = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", ref], capture_output=True,
+                           text=True).stdout.split()
+    return b"".join(subprocess.run(["git", "--git-dir", str(bare), "show", f"{ref}:{n}"], capture_output=True).stdout
+                    for n in names)
+
+
+def _plant(root: Path, genuine: dict, secret: Path) -> dict:
+    """What a stranger commits to a project: a record folder, started in 2099, its files links to secrets."""
+    from cotk_repro.records import finalize
+
+    planted = finalize({**json.loads(json.dumps(genuine)), "command": {**genuine["command"],
+                                                                        "started_at": "2099-01-01T00:00:00.000Z"}})
+    folder = root / ".cotk-repro" / "runs" / planted["id"].removeprefix("sha256:")
+    folder.mkdir(parents=True)
+    (folder / "record.json").write_text(json.dumps(planted))
+    (folder / ".written-here").write_text("0" * 64 + "\n")  # the stranger's own mark, under the stranger's key
+    for name in ("requirements.lock", "result.json", "Dockerfile", "record.sig"):
+        (folder / name).symlink_to(secret)
+    subprocess.run(["git", "-C", str(root), "add", "-f", ".cotk-repro/runs"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "template"], check=True)
+    return planted
+
+
+def test_a_record_folder_committed_to_the_project_is_never_published(tmp_path, make_project):
+    from test_reproduce_support import add_bare_remote, record_in
+
+    secret = tmp_path / "netrc"
+    secret.write_text("machine github.com password SECRET-TOKEN-123\n")
+    root = make_project({"main.py": SMALL_ENTRY})
+    bare = add_bare_remote(root, tmp_path / "remotes", "me/proj")
+    genuine = record_in(root)
+    planted = _plant(root, genuine, secret)
+    mine = record_in(root)  # the victim runs as usual (on the new commit)
+    res = cli("publish", "--no-dashboard", "--push", "--json", cwd=root)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["id"] == mine["id"]
+    for args in (("publish", planted["id"], "--no-dashboard", "--push"), ("show", planted["id"][7:19])):
+        res = cli(*args, cwd=root)
+        one_sentence_exit_2(res, "was not written by cotk-repro on this machine")
+    listed = cli("runs", "--json", cwd=root)
+    assert listed.returncode == 0 and planted["id"] not in listed.stdout
+    assert "ignoring 1 record folder" in listed.stderr
+    assert b"SECRET-TOKEN-123" not in _ref_blobs(bare)
+    assert planted["id"].removeprefix("sha256:").encode() not in subprocess.run(
+        ["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "refs/heads/cotk-repro-records"],
+        capture_output=True).stdout
+
+
+def test_a_symbolic_link_in_ones_own_record_folder_is_not_followed(tmp_path, make_project):
+    from test_reproduce_support import add_bare_remote, record_in
+
+    secret = tmp_path / "environ"
+    secret.write_text("GITHUB_TOKEN=SECRET-TOKEN-456\n")
+    root = make_project({"main.py": SMALL_ENTRY})
+    bare = add_bare_remote(root, tmp_path / "remotes", "me/proj")
+    record = record_in(root)
+    folder = root / ".cotk-repro" / "runs" / record["id"].removeprefix("sha256:")
+    (folder / "requirements.lock").unlink()
+    (folder / "requirements.lock").symlink_to(secret)
+    res = cli("publish", "--no-dashboard", "--push", cwd=root)
+    one_sentence_exit_2(res, "requirements.lock of record", "is a symbolic link")
+    assert b"SECRET-TOKEN-456" not in _ref_blobs(bare)
+    # a FIFO is refused too, without hanging
+    (folder / "requirements.lock").unlink()
+    os.mkfifo(folder / "requirements.lock")
+    res = cli("publish", "--no-dashboard", "--push", cwd=root, timeout=60)
+    one_sentence_exit_2(res, "is not a regular file")
+
+
+# -- 5. tokens go only where the user put them ------------------------------------------------------------
+
+def test_login_reads_the_token_from_standard_input(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "COTK_REPRO_CONFIG_DIR": ""}
+    for args in ((), ("--token", "-")):
+        res = cli("login", "--dashboard", "https://dash.example.org", "--no-check", *args, env=env,
+                  input="cotk_from_stdin\n")
+        assert res.returncode == 0, res.stderr
+        assert "cotk_from_stdin" not in res.stdout + res.stderr
+        stored = json.loads((tmp_path / "cfg" / "cotk-repro" / "config.json").read_text())
+        assert stored["dashboards"]["https://dash.example.org"]["token"] == "cotk_from_stdin"
+    res = cli("login", "--dashboard", "https://dash.example.org", "--no-check", env=env, input="")
+    one_sentence_exit_2(res, "no token was given")
+
+
+def _recorder():
+    def answer(method, path, headers, body):
+        return 201, {"id": "x", "url": "http://x/records/1", "created": True}
+    return http_double(answer)
+
+
+def test_an_environment_token_never_goes_to_a_dashboard_only_the_project_names(tmp_path, make_project):
+    from test_reproduce_support import record_in
+
+    with _recorder() as (attacker, stolen):
+        root = make_project({"main.py": SMALL_ENTRY, "cotk-repro.toml": f'[dashboard]\nurl = "{attacker}"\n'})
+        subprocess.run(["git", "-C", str(root), "remote", "add", "origin", "https://example.invalid/a/x.git"],
+                       check=True)
+        record_in(root)
+        env = {"COTK_REPRO_DASHBOARD_TOKEN": "ci-secret-token", "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+               "COTK_REPRO_DASHBOARD_URL": ""}
+        res = cli("publish", "--no-git", cwd=root, env=env)
+        one_sentence_exit_2(res, "is named only by the project's cotk-repro.toml")
+    assert all("ci-secret-token" not in json.dumps(c["headers"]) for c in stolen)
+    # the user chose it (--dashboard, or COTK_REPRO_DASHBOARD_URL): then it goes there
+    with _recorder() as (mine, received):
+        res = cli("publish", "--no-git", "--dashboard", mine, cwd=root, env=env)
+        res2 = cli("publish", "--no-git", cwd=root, env={**env, "COTK_REPRO_DASHBOARD_URL": mine})
+    assert [c["headers"].get("Authorization") for c in received if c["method"] == "POST"] == \
+        ["Bearer ci-secret-token"] * 2, (res.stderr, res2.stderr)
+
+
+def test_github_token_never_goes_to_the_api_a_project_names(tmp_path, make_project):
+    from test_reproduce_support import record_in
+
+    with _recorder() as (attacker, stolen):
+        root = make_project({"main.py": SMALL_ENTRY,
+                             "cotk-repro.toml": f'[publish]\ngithub_api = "{attacker}"\n'})
+        subprocess.run(["git", "-C", str(root), "remote", "add", "origin",
+                        f"https://{attacker.split('://')[1]}/alice/x.git"], check=True)
+        record_in(root)
+        env = {"GITHUB_TOKEN": "ghp_secret", "GITHUB_API_URL": "", "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+        res = cli("publish", "--no-dashboard", cwd=root, env=env, timeout=120)
+        assert "Traceback" not in res.stderr and "unexpected error" not in res.stderr.lower()
+        subprocess.run(["git", "-C", str(root), "remote", "set-url", "origin", "https://github.com/alice/x.git"],
+                       check=True)
+        res = cli("publish", "--no-dashboard", cwd=root, env=env, timeout=120)
+        assert "Traceback" not in res.stderr and "unexpected error" not in res.stderr.lower()
+    assert all("ghp_secret" not in json.dumps(c["headers"]) for c in stolen), stolen
+
+
+def test_github_token_goes_only_over_https(monkeypatch):
+    from cotk_repro.publish import PublishError, github
+
+    with _recorder() as (api, calls):
+        monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+        monkeypatch.setenv("GITHUB_API_URL", "http://example.invalid/api/v3")
+        with pytest.raises(PublishError, match="not an https:// URL"):
+            github.maybe_create("https://example.invalid/alice/x.git")
+        assert github.github_hosts("https://ghe.example.org/api/v3") == {"ghe.example.org"}
+        assert github.parse_remote("https://github.com/alice/x.git", github.github_hosts("https://ghe.example.org/api/v3")) is None
+    assert calls == []

@@ -91,6 +91,9 @@ def runs(
     """List the local records of this project, newest first."""
     store = _store_here()
     records = [r for r in store.all() if all_ or r.get("status") == "ok"]
+    if store.ignored:
+        output.warn(f"ignoring {len(store.ignored)} record folder(s) in {store.runs} that cotk-repro did not write on "
+                    "this machine (they may have come with the repository)")
     if json_out:
         output.print_json([
             {"id": r["id"], "status": r.get("status"), "started_at": r["command"].get("started_at"),

@@ -29,6 +29,8 @@ RECORDS_DIR = "records"
 #: files of a local record folder that travel with it (the ones that exist)
 LOG_FILES = ("stdout.log", "stderr.log")
 RECORD_FILES = ("record.json", "record.sig", "requirements.lock", "Dockerfile", "stdout.log", "stderr.log", "result.json")
+#: a file of a local record folder larger than this is not published
+MAX_FILE_BYTES = 256 * 1024 * 1024
 #: a name and address for commits on the records ref when the user has none configured
 FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "cotk-repro", "GIT_AUTHOR_EMAIL": "cotk-repro@localhost",
                      "GIT_COMMITTER_NAME": "cotk-repro", "GIT_COMMITTER_EMAIL": "cotk-repro@localhost"}
@@ -50,13 +52,22 @@ def tree_entries(cwd: Path | str, rev: str) -> dict[str, tuple[str, str]]:
 def record_files(folder: Path, *, logs: bool = False) -> dict[str, bytes]:
     """The files of a local record folder that go onto the records ref; the run's stdout/stderr logs only
     with ``logs`` (``publish.logs = true``): an entry may print secrets, and warnings carry home paths."""
+    from ..core.safe_read import UnsafeFileError, read_regular
+
+    if folder.is_symlink():
+        raise GitError(f"record folder {folder.name[:12]} is a symbolic link, so nothing of it is published")
     files = {}
     for name in RECORD_FILES:
         if name in LOG_FILES and not logs:
             continue
-        path = folder / name
-        if path.is_file():
-            files[name] = path.read_bytes()
+        try:  # each file itself, inside the folder: never through a symbolic link, never a device or a FIFO
+            files[name] = read_regular(folder / name, MAX_FILE_BYTES, f"{name} of record {folder.name[:12]}")
+        except FileNotFoundError:
+            continue
+        except UnsafeFileError as exc:
+            raise GitError(f"{exc.message}; nothing of record {folder.name[:12]} was published") from None
+        except OSError as exc:
+            raise GitError(f"cannot read {name} of record {folder.name[:12]}: {exc.strerror}") from None
     if "record.json" not in files:
         raise GitError(f"{folder} holds no record.json")
     return files

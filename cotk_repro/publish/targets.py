@@ -7,6 +7,7 @@ A publish target is ``factory() -> target`` with ``name`` and
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -32,6 +33,8 @@ class PublishContext:
     push: bool = False
     dashboard_url: str | None = None
     dashboard_explicit: bool = False
+    #: the user named the dashboard (not only the project's committed config): an environment token may go there
+    dashboard_user_chosen: bool = False
     on_status: Callable[[str], None] = lambda _m: None
     #: the record's armored SSH signature (``record.sig``), None when published unsigned
     signature: str | None = None
@@ -89,6 +92,12 @@ class GitTarget:
         shown = strip_credentials(url, remote) or url
         github = maybe_create(url, configured_api=ctx.config.get("publish", "github_api"),
                               private=bool(ctx.config.get("publish", "github_private")))
+        if os.environ.get("GITHUB_TOKEN"):
+            from .github import api_base, ignored_project_api
+
+            note = ignored_project_api(ctx.config.get("publish", "github_api"), api_base())
+            if note:
+                ctx.on_status(note)
         if github == "created":
             ctx.on_status(f"created the GitHub repository for {shown}")
 
@@ -153,7 +162,12 @@ class DashboardTarget:
         from .dashboard import DashboardClient, DashboardError
 
         url = userconfig.normalize_url(ctx.dashboard_url or "")
-        token = userconfig.dashboard_token(url)
+        token = userconfig.dashboard_token(url, user_chosen=ctx.dashboard_user_chosen)
+        if not token and os.environ.get("COTK_REPRO_DASHBOARD_TOKEN"):
+            raise PublishError(f"the dashboard {url} is named only by the project's cotk-repro.toml, and "
+                               "COTK_REPRO_DASHBOARD_TOKEN is sent only to a dashboard you chose, so nothing was "
+                               "uploaded", hint=f"pass --dashboard {url}, set COTK_REPRO_DASHBOARD_URL, or run "
+                                                f"`cotk-repro login --dashboard {url}`")
         if not token:
             raise PublishError(f"no token for the dashboard {url}",
                                hint=f"run `cotk-repro login --dashboard {url} --token TOKEN`, or pass --no-dashboard")
