@@ -443,3 +443,32 @@ def test_github_token_goes_only_over_https(monkeypatch):
         assert github.github_hosts("https://ghe.example.org/api/v3") == {"ghe.example.org"}
         assert github.parse_remote("https://github.com/alice/x.git", github.github_hosts("https://ghe.example.org/api/v3")) is None
     assert calls == []
+
+
+# -- 6. a project's config is bounded -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, words", [
+    ("a = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    ("a = " + "{b = " * 3000 + "1" + "}" * 3000 + "\n", "nested too deeply"),
+    ('[project]\nname = "' + "x" * (2 * 1024 * 1024) + '"\n', "over the 1,048,576-byte limit"),
+], ids=["arrays", "tables", "big"])
+def test_a_hostile_config_is_one_sentence_exit_2(make_project, text, words):
+    import time
+
+    root = make_project({"main.py": SMALL_ENTRY})
+    (root / "cotk-repro.toml").write_text(text)
+    subprocess.run(["git", "-C", str(root), "add", "cotk-repro.toml"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "config"], check=True)
+    started = time.monotonic()
+    res = cli("run", "-q", cwd=root)
+    assert time.monotonic() - started < 30
+    one_sentence_exit_2(res, words)
+    assert not (root / ".cotk-repro" / "runs").exists() or not any((root / ".cotk-repro" / "runs").iterdir())
+
+
+def test_a_config_with_a_byte_order_mark_is_read(make_project):
+    from cotk_repro.core.config import load_config
+
+    root = make_project({"main.py": SMALL_ENTRY})
+    (root / "cotk-repro.toml").write_bytes("\ufeff[project]\ntask = \"lm\"\n".encode("utf-8"))
+    assert load_config(root).get("project", "task") == "lm"

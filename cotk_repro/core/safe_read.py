@@ -24,16 +24,17 @@ class UnsafeFileError(CotkError):
     """A file that is not read: a symbolic link, not a regular file, or larger than its limit."""
 
 
-def read_regular(path: Path | str, limit: int, what: str | None = None) -> bytes:
-    """The bytes of ``path``, a regular file of at most ``limit`` bytes, read without following a symbolic link.
+def read_regular(path: Path | str, limit: int, what: str | None = None, *, follow_links: bool = False) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes, read without following a symbolic link
+    (``follow_links``: through one, for a file whose name the user's own project may link elsewhere).
 
     Raises :class:`UnsafeFileError` (one sentence naming ``what``) for a link, a non-regular file or a file over
     ``limit``; :class:`FileNotFoundError` when there is nothing there; other :class:`OSError` as they come."""
     what = what or str(path)
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | (0 if follow_links else _NOFOLLOW) | _NONBLOCK)
     except OSError as exc:
-        if exc.errno == errno.ELOOP or os.path.islink(path):
+        if not follow_links and (exc.errno == errno.ELOOP or os.path.islink(path)):
             raise UnsafeFileError(f"{what} is a symbolic link, so it is not read") from None
         raise
     try:
