@@ -472,3 +472,88 @@ def test_a_config_with_a_byte_order_mark_is_read(make_project):
     root = make_project({"main.py": SMALL_ENTRY})
     (root / "cotk-repro.toml").write_bytes("\ufeff[project]\ntask = \"lm\"\n".encode("utf-8"))
     assert load_config(root).get("project", "task") == "lm"
+
+
+# -- 14, 15, 16. records refs and checkouts are read bounded -----------------------------------------------
+
+def _records_ref_with_odd_entries(tmp_path: Path, big: int) -> tuple[Path, dict]:
+    """A bare repository whose records ref holds one good record, a gitlink and a ``big``-byte blob."""
+    bare = tmp_path / "odd.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    g = lambda *a, **kw: subprocess.run(["git", "--git-dir", str(bare), *a], check=True, capture_output=True,  # noqa: E731
+                                         **kw).stdout.decode().strip()
+    good = make_record({"bleu": (0.25, None)}, name="good")
+    good_sha = g("hash-object", "-w", "--stdin", input=json.dumps(good).encode())
+    big_path = tmp_path / "big.json"
+    with open(big_path, "wb") as fh:  # written in pieces: this process stays small
+        fh.write(b"{")
+        for _ in range((big - 2) // (1 << 20)):
+            fh.write(b" " * (1 << 20))
+        fh.write(b" " * ((big - 2) % (1 << 20)) + b"}")
+    big_sha = g("hash-object", "-w", str(big_path))
+    big_path.unlink()
+    empty_tree = g("mktree", input=b"")
+    some_commit = g("commit-tree", empty_tree, "-m", "x")
+    env = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "index")}
+    for mode, sha, name in (("100644", good_sha, good["id"][7:]), ("160000", some_commit, "a" * 64),
+                            ("100644", big_sha, "b" * 64)):
+        subprocess.run(["git", "--git-dir", str(bare), "update-index", "--add", "--cacheinfo",
+                        f"{mode},{sha},records/{name}/record.json"], check=True, env=env)
+    tree = subprocess.run(["git", "--git-dir", str(bare), "write-tree"], check=True, env=env, capture_output=True,
+                          text=True).stdout.strip()
+    g("update-ref", "refs/heads/cotk-repro-records", g("commit-tree", tree, "-m", "records"))
+    return bare, good
+
+
+def _peak_rss_mb(args: list[str]) -> tuple[subprocess.CompletedProcess, float]:
+    """Run the CLI in a child that reports its own peak RSS (so the parent's children do not count)."""
+    # VmHWM of its own memory map (ru_maxrss would carry the forking parent's size over exec)
+    code = ("import runpy, sys; sys.argv = ['cotk-repro', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_module('cotk_repro', run_name='__main__')\n"
+            "finally:\n    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+            "    sys.stderr.write('\\nPEAK %s\\n' % hwm)\n")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    peak = int(proc.stderr.rsplit("PEAK ", 1)[1].split()[0]) / 1024
+    return proc, peak
+
+
+def test_a_gitlink_and_a_huge_blob_on_a_records_ref_leave_the_other_records_usable(tmp_path):
+    bare, good = _records_ref_with_odd_entries(tmp_path, 200 * 1024 * 1024)
+    listed, peak = _peak_rss_mb(["reproduce", str(bare), "--list", "--json", "-"])
+    assert listed.returncode == 0, listed.stderr
+    assert [r["id"] for r in json.loads(listed.stdout)] == [good["id"]]
+    assert "is a commit, not a file" in listed.stderr and "over the 16,777,216-byte limit" in listed.stderr
+    assert "unexpected" not in listed.stderr and "Traceback" not in listed.stderr
+    assert peak < 200, f"peak RSS {peak:.0f} MB reading a ref with a 200 MB blob"
+    verified = cli("verify", str(bare), "--json", "--allow-unsigned")
+    assert verified.returncode in (0, 1), verified.stderr
+    rows = json.loads(verified.stdout)
+    rows = rows.get("records", rows) if isinstance(rows, dict) else rows
+    details = " ".join(str(r.get("detail")) for r in rows)
+    assert "is a commit, not a file" in details and "over the 16,777,216-byte limit" in details, rows
+    assert "unexpected" not in verified.stderr and "Traceback" not in verified.stderr
+
+
+def test_a_checkout_is_streamed_to_disk_and_capped(tmp_path):
+    from cotk_repro.reproduce import ReproduceError
+    from cotk_repro.reproduce.fetch import RemoteRepo
+
+    work = tmp_path / "w"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    (work / "big.bin").write_bytes(os.urandom(3 * 1024 * 1024))
+    (work / ".gitattributes").write_text("v.txt export-subst\n")
+    (work / "v.txt").write_text("$Format:%H%H%H%H%H%H%H%H$\n")
+    subprocess.run(["git", "-C", str(work), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(work), "commit", "-q", "-m", "x"], check=True)
+    commit = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    repo = RemoteRepo(str(work), "w", tmp_path / "r", user_typed=True)
+    repo.init()
+    repo.fetch_commit(commit, "sha256:" + "0" * 64)
+    repo.export(commit, tmp_path / "out")
+    assert (tmp_path / "out" / "big.bin").stat().st_size == 3 * 1024 * 1024
+    assert (tmp_path / "out" / "v.txt").read_text() == "$Format:%H%H%H%H%H%H%H%H$\n"  # export-subst is off
+    with pytest.raises(ReproduceError, match="over the 1,048,576-byte limit for a checkout"):
+        repo.export(commit, tmp_path / "out2", limit=1024 * 1024)
+    assert not list(tmp_path.glob(".out2*.tar"))

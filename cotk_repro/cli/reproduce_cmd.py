@@ -100,7 +100,10 @@ def register(cli: typer.Typer) -> None:
         from .core import render_verdicts
 
         if list_:
-            records = list_records(source)
+            skipped: list = []
+            records = list_records(source, skipped)
+            for _path, why in skipped:
+                output.warn(why)
             if json_out and json_out != "-":
                 _write_json(json_out, records)
             if json_out == "-":

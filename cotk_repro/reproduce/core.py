@@ -134,8 +134,9 @@ def _records_at(source, repo) -> list[dict[str, Any]]:
     return repo.fetch_records()
 
 
-def list_records(source_text: str) -> list[dict[str, Any]]:
-    """Summaries of the records published at SOURCE, newest first."""
+def list_records(source_text: str, skipped: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """Summaries of the records published at SOURCE, newest first; entries of the records ref that could not
+    be read (a gitlink, a huge blob) go to ``skipped`` as ``(path, sentence)``."""
     from .fetch import RemoteRepo, summaries
     from .source import resolve
 
@@ -146,7 +147,10 @@ def list_records(source_text: str) -> list[dict[str, Any]]:
             return summaries([source.record])
         repo = RemoteRepo(source.git_url, source.text, workdir, user_typed=source.user_typed)
         repo.init()
-        return summaries(_records_at(source, repo))
+        found = summaries(_records_at(source, repo))
+        if skipped is not None:
+            skipped.extend(repo.skipped)
+        return found
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

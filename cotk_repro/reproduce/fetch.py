@@ -7,7 +7,6 @@ commit (falling back to the branches when the server refuses a fetch by id).
 
 from __future__ import annotations
 
-import io
 import re
 import tarfile
 from pathlib import Path, PurePosixPath
@@ -21,6 +20,8 @@ from ..records import ID_PREFIX, short_id, validate_record
 from . import ReproduceError
 
 LOCAL_RECORDS = "refs/cotk-repro/records"
+#: a checkout (the commit's files as a tar stream) larger than this is not run
+MAX_CHECKOUT_BYTES = 4 * 1024 * 1024 * 1024
 #: a ref name a remote advertises that is fetched by name: plain characters only
 _PLAIN_REF = re.compile(r"^refs/[A-Za-z0-9_][A-Za-z0-9_./-]*$")
 
@@ -35,6 +36,8 @@ class RemoteRepo:
         self.url, self.display = url, display
         self.git_dir = workdir / "repo.git"
         self.refs: dict[str, str] | None = None
+        #: ``(path, sentence)`` of each records-ref entry the last :meth:`fetch_records` could not read
+        self.skipped: list[tuple[str, str]] = []
         self._transport = transport_args(allow_file=user_typed, allow_http=user_typed)
         self._transport_env = transport_env(allow_file=user_typed, allow_http=user_typed)
 
@@ -88,9 +91,11 @@ class RemoteRepo:
                       what=f"fetching {ref}", timeout=600)
         except GitError as exc:
             raise ReproduceError(f"fetching the records of {self.display} failed", log=exc.log, step="clone") from None
-        records = list_records(self.git_dir, LOCAL_RECORDS)
+        self.skipped = []
+        records = list_records(self.git_dir, LOCAL_RECORDS, self.skipped)
         if not records:
-            raise ReproduceError(f"{self.display} has no cotk-repro records on {ref}", step="clone",
+            why = f" ({self.skipped[0][1]})" if self.skipped else ""
+            raise ReproduceError(f"{self.display} has no readable cotk-repro records on {ref}{why}", step="clone",
                                  hint="its author publishes records with `cotk-repro publish`")
         return records
 
@@ -116,13 +121,22 @@ class RemoteRepo:
         _check_object_name(commit)
         return self._git("rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}").stdout.decode().strip()
 
-    def export(self, commit: str, dest: Path) -> None:
-        """The commit's files (no .git) into ``dest``; a symbolic link out of the checkout is refused."""
+    def export(self, commit: str, dest: Path, *, limit: int | None = None) -> None:
+        """The commit's files (no .git) into ``dest``; a symbolic link out of the checkout is refused.
+
+        ``git archive`` streams into a file beside ``dest``, stopped past ``limit`` bytes (default
+        :data:`MAX_CHECKOUT_BYTES`); ``export-subst`` is switched off (``info/attributes``), so a tree's
+        ``.gitattributes`` cannot make the checkout bigger than the commit."""
         _check_object_name(commit)
-        data = self._git("archive", "--format=tar", "--", commit, what="git archive").stdout
+        limit = MAX_CHECKOUT_BYTES if limit is None else limit
+        info = self.git_dir / "info"
+        info.mkdir(parents=True, exist_ok=True)
+        (info / "attributes").write_text("* -export-subst\n", encoding="utf-8")
+        archive = dest.parent / f".{dest.name}.tar"
         dest.mkdir(parents=True, exist_ok=True)
         try:
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            _archive_to(self.git_dir, commit, archive, limit)
+            with tarfile.open(archive) as tar:
                 members = tar.getmembers()
                 for m in members:
                     _check_member(m, commit)
@@ -133,6 +147,38 @@ class RemoteRepo:
         except tarfile.TarError as exc:
             raise ReproduceError(f"the files of commit {commit[:12]} cannot be checked out safely ({exc})",
                                  step="checkout") from None
+        finally:
+            archive.unlink(missing_ok=True)
+
+
+def _archive_to(git_dir: Path, commit: str, path: Path, limit: int) -> None:
+    """``git archive --format=tar COMMIT`` streamed into ``path``; stopped (and refused) past ``limit`` bytes."""
+    import os
+    import subprocess
+    import tempfile
+
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    with open(path, "wb") as out, tempfile.TemporaryFile() as err:
+        # a fixed command, the commit checked hex and after --: no shell, nothing of a record read as an option
+        proc = subprocess.Popen(["git", "archive", "--format=tar", "--", commit], cwd=git_dir,  # noqa: S603, S607
+                                stdout=subprocess.PIPE, stderr=err, env=env)
+        written = 0
+        try:
+            while chunk := proc.stdout.read(1 << 20):  # type: ignore[union-attr]
+                written += len(chunk)
+                if written > limit:
+                    raise ReproduceError(f"the files of commit {commit[:12]} are over the {limit:,}-byte limit for "
+                                         "a checkout, so the record is not run", step="checkout")
+                out.write(chunk)
+        finally:
+            if proc.poll() is None and written > limit:
+                proc.kill()
+            proc.stdout.close()  # type: ignore[union-attr]
+            proc.wait()
+        if proc.returncode != 0:
+            err.seek(0)
+            raise ReproduceError(f"git archive of commit {commit[:12]} failed", step="checkout",
+                                 log=tail(err.read(64 * 1024).decode("utf-8", "replace")))
 
 
 def _check_object_name(name: str) -> None:
