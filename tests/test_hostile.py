@@ -557,3 +557,76 @@ def test_a_checkout_is_streamed_to_disk_and_capped(tmp_path):
     with pytest.raises(ReproduceError, match="over the 1,048,576-byte limit for a checkout"):
         repo.export(commit, tmp_path / "out2", limit=1024 * 1024)
     assert not list(tmp_path.glob(".out2*.tar"))
+
+
+# -- 17, 18. terminal and CSV escape stranger text -----------------------------------------------------------
+
+ESCAPES = ["\x1b[2J\x1b[H", "\x1b]0;owned\x07", "\x9b31m", "a\u202eb", "x\u200by", "[link=http://evil.invalid]click[/link]",
+           "[bold red]loud[/]", "line\nbreak"]
+
+
+def _bare_with_records(tmp_path: Path, records: list[dict]) -> Path:
+    bare = tmp_path / "recs.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    env = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "recs-index")}
+    for r in records:
+        sha = subprocess.run(["git", "--git-dir", str(bare), "hash-object", "-w", "--stdin"], input=json.dumps(r).encode(),
+                             capture_output=True, check=True).stdout.decode().strip()
+        subprocess.run(["git", "--git-dir", str(bare), "update-index", "--add", "--cacheinfo",
+                        f"100644,{sha},records/{r['id'][7:]}/record.json"], check=True, env=env)
+    tree = subprocess.run(["git", "--git-dir", str(bare), "write-tree"], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    commit = subprocess.run(["git", "--git-dir", str(bare), "commit-tree", tree, "-m", "r"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    subprocess.run(["git", "--git-dir", str(bare), "update-ref", "refs/heads/cotk-repro-records", commit], check=True)
+    return bare
+
+
+def _assert_inert(out: str) -> None:
+    assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out, ascii(out[:400])
+    assert "\u202e" not in out and "\u200b" not in out, ascii(out[:400])
+    assert "[link=http://evil.invalid]click[/link]" in out.replace("\n", "").replace(" ", "") or \
+        "[link=http://evil.invalid]" in out, out[:2000]
+
+
+def test_record_text_never_reaches_the_terminal_raw(tmp_path):
+    from cotk_repro.records import finalize
+
+    record = make_record({e: (0.25, None) for e in ESCAPES}, name="esc")
+    record["command"]["entry"] = "\x1b]0;title\x07main.py"
+    record = finalize(record)
+    bare = _bare_with_records(tmp_path, [record])
+    listed = cli("reproduce", str(bare), "--list", env={"COLUMNS": "400"})
+    assert listed.returncode == 0, listed.stderr
+    _assert_inert(listed.stdout + listed.stderr)
+    other = finalize({**json.loads(json.dumps(record)), "status": "ok", "results": {
+        e: {"value": 0.5, "hash": None, "signature": None, "metric": e, "version": "1"} for e in ESCAPES}})
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(record))
+    b.write_text(json.dumps(other))
+    diffed = cli("diff", str(a), str(b), cwd=tmp_path, env={"COLUMNS": "400"})
+    assert diffed.returncode in (0, 1), diffed.stderr
+    _assert_inert(diffed.stdout + diffed.stderr)
+
+
+def test_safe_escapes_controls_and_keeps_text():
+    from cotk_repro.cli.output import safe
+
+    assert safe("bleu 0.25 — ünïcode 中文") == "bleu 0.25 — ünïcode 中文"
+    assert safe("a\x1b[2Jb") == "a\\x1b[2Jb"
+    assert safe("a\u202eb\u200bc") == "a\\u202eb\\u200bc"
+    assert safe("x\ny") == "x\\ny" and safe("x\ny", keep_newlines=True) == "x\ny"
+
+
+@pytest.mark.parametrize("name, shown", [("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"), ("+1+2", "'+1+2"),
+                                         ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"), ("-0.5", "-0.5"),
+                                         ("plain", "plain"), ("\tTAB", "'\tTAB")])
+def test_csv_cells_that_look_like_formulas_are_neutralised(tmp_path, name, shown):
+    import csv
+
+    from cotk_repro.compare.report import _write_csv
+
+    path = tmp_path / "t.csv"
+    _write_csv(path, ["system", "bleu"], [[name, "0.25"], ["-1.5", "-0.5"]])
+    rows = list(csv.reader(path.open()))
+    assert rows[1][0] == shown and rows[2] == ["-1.5", "-0.5"]

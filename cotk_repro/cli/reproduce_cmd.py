@@ -132,7 +132,7 @@ def register(cli: typer.Typer) -> None:
             diffs = verdict["environment_differences"]
             if diffs:
                 shown = ", ".join(f"{d['what']} {d['a']} -> {d['b']}" for d in diffs[:8])
-                output.console.print(f"environment differs from the record: {shown}"
+                output.console.print(output.safe(f"environment differs from the record: {shown}")
                                      + (f" ... ({len(diffs)} in all)" if len(diffs) > 8 else ""), markup=False)
         else:
             output.console.print("[bold]could not run[/bold]")
