@@ -8,7 +8,8 @@ They *check*; they never *produce*. A document is validated as it is and then us
 as: nothing is dumped from a model, so no default, alias or coercion ever reaches the bytes a record's id
 and signatures are computed over (:mod:`cotk_repro.core.canonical`). Validation is strict (no ``"1"`` for
 ``1``, no ``true`` for a number) and every object admits keys the model does not name (newer writers may
-add some; they are hashed and stored like the rest).
+add some; they are hashed and signed like the rest, :func:`cotk_repro.core.canonical.record_content`). The
+dashboard stores and ranks only what the models define, so it refuses such keys (:func:`undefined_key`).
 
 Importing this module imports pydantic (~0.15 s), so it is imported lazily, only where a document comes
 from outside (``diff``, ``publish``, ``reproduce``, ``verify``, the dashboard); ``run`` writes its own
