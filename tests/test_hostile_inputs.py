@@ -21,7 +21,7 @@ import pytest
 from pydantic import BaseModel
 
 from dashboard_support import make_record
-from test_hostile import _bare_with_records, cli, serve_record
+from test_hostile import _bare_with_records, _post, cli, dashboard, serve_record  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.slow
 
@@ -99,6 +99,7 @@ def payloads(canary: Path) -> dict[str, str]:
         "rtl-zero-width": "bl\u202eeu\u200b\u2066x",
         "escape": "\x1b]0;owned\x07\x1b[2J",
         "markup": "[link=http://evil.invalid]x[/link]",
+        "html": "<script>alert(1)</script>\"'><img src=x onerror=alert(1)>",
     }
 
 
@@ -149,7 +150,7 @@ def test_list_and_verify_a_repository_of_hostile_records(tmp_path, canary, all_r
 
 
 @pytest.mark.parametrize("kind", ["option", "subshell", "semicolon", "newline", "nul", "dotdot", "absolute",
-                                  "rtl-zero-width", "escape", "markup", "short-option", "backticks"])
+                                  "rtl-zero-width", "escape", "markup", "short-option", "backticks", "html"])
 def test_every_command_that_reads_records(tmp_path, canary, kind, make_project):
     from cotk_repro.records import RunStore, finalize
 
@@ -195,3 +196,29 @@ def test_a_ten_megabyte_string_in_every_field_is_refused_or_read_not_a_crash(tmp
     _check(proc, canary, (2,))
     assert "is not a plain https://" in proc.stderr
     assert len(proc.stderr) < 20_000
+
+
+def test_the_dashboard_refuses_or_stores_hostile_records_and_shows_them_escaped(dashboard, canary):
+    import requests
+
+    from cotk_repro.core.signing import sign_record
+
+    key = dashboard["users"]["alice"]["key"]
+    for kind, value in payloads(canary).items():
+        record = make_record({"bleu": (0.25, None)}, name=f"dash-{kind}")
+        for path in record_string_fields():
+            if path[-1] != "*key" and path not in {("code", "commit"), ("status",)}:
+                _set(record, path, value)
+        from cotk_repro.records import finalize
+
+        record = finalize(record)
+        res = _post(dashboard, "/records", {"record": record, "signature": sign_record(record, key)}, "alice")
+        assert res.status_code in (201, 422), (kind, res.status_code, res.text[:300])
+        if res.status_code != 201:
+            continue
+        page = requests.get(dashboard["url"] + f"/records/{record['id']}", timeout=30)
+        assert page.status_code == 200
+        assert "<script>alert(1)" not in page.text and "<img src=x" not in page.text
+        api = requests.get(dashboard["url"] + f"/api/v1/records/{record['id']}", timeout=30)
+        assert api.status_code == 200 and api.json()["record"] == record
+    assert not canary.exists()
