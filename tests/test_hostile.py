@@ -630,3 +630,62 @@ def test_csv_cells_that_look_like_formulas_are_neutralised(tmp_path, name, shown
     _write_csv(path, ["system", "bleu"], [[name, "0.25"], ["-1.5", "-0.5"]])
     rows = list(csv.reader(path.open()))
     assert rows[1][0] == shown and rows[2] == ["-1.5", "-0.5"]
+
+
+# -- a dashboard's answer is read bounded -------------------------------------------------------------------
+
+def _streaming_server(body_mb: int, declare: bool):
+    """A raw HTTP server answering every request with ``body_mb`` MB of JSON white space (Content-Length
+    declared or not: then the body runs until the connection closes)."""
+    import socket
+    import threading
+    from contextlib import contextmanager
+
+    @contextmanager
+    def serve():
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        srv.settimeout(0.2)
+        stop = threading.Event()
+
+        def loop():
+            while not stop.is_set():
+                try:
+                    conn, _ = srv.accept()
+                except OSError:
+                    continue
+                try:
+                    conn.recv(65536)
+                    head = "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n"
+                    if declare:
+                        head += f"Content-Length: {body_mb * 1024 * 1024}\r\n"
+                    conn.sendall((head + "\r\n").encode())
+                    block = b" " * (1024 * 1024)
+                    for _ in range(body_mb):
+                        conn.sendall(block)
+                except OSError:
+                    pass
+                finally:
+                    conn.close()
+
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+        finally:
+            stop.set()
+            thread.join(5)
+            srv.close()
+    return serve()
+
+
+@pytest.mark.parametrize("declare", [True, False])
+def test_a_dashboard_answer_past_the_cap_is_refused_unread(tmp_path, declare):
+    rid = "sha256:" + "a" * 64
+    with _streaming_server(200, declare) as base:
+        proc, peak = _peak_rss_mb(["reproduce", f"{base}/records/{rid}"])
+        diffed, _ = _peak_rss_mb(["diff", f"{base}/records/{rid}", f"{base}/records/{rid}"])
+    one_sentence_exit_2(proc, "answered more than 67,108,864 bytes")
+    one_sentence_exit_2(diffed, "answered more than 67,108,864 bytes")
+    assert peak < 200, f"peak RSS {peak:.0f} MB for a 200 MB answer"
