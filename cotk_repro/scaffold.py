@@ -121,7 +121,7 @@ def scaffold(directory: Path, *, task: str | None = None, template: str = "minim
         import subprocess
 
         try:
-            subprocess.run(["git", "init", "-q", str(directory)], check=True, capture_output=True)
+            subprocess.run(["git", "init", "-q", "--", str(directory)], check=True, capture_output=True)  # noqa: S603, S607 - git from PATH; the directory the user typed, after --
         except (OSError, subprocess.CalledProcessError) as exc:
             raise CotkError(f"git init failed in {directory}: {exc}") from None
     return written
@@ -133,7 +133,7 @@ def _inside_git(directory: Path) -> bool:
     import subprocess
 
     try:
-        r = subprocess.run(["git", "-C", str(directory), "rev-parse", "--is-inside-work-tree"],
+        r = subprocess.run(["git", "-C", str(directory), "rev-parse", "--is-inside-work-tree"],  # noqa: S603, S607 - git from PATH; the directory the user typed, as -C's value
                            capture_output=True, text=True)
     except OSError:
         raise CotkError("git is not installed; cotk-repro needs git to record code") from None

@@ -9,6 +9,7 @@ must also be one of those listed, and the signer is named by its principal there
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -17,7 +18,7 @@ from typing import Any
 
 from .errors import RecordError
 from .records import short_id, validate_record
-from .core.signing import NS_RECORD, SIG_FILE, PublicKey, SigningError, read_allowed_signers, record_bytes, verify_bytes
+from .core.signing import MAX_SIGNATURE, NS_RECORD, SIG_FILE, PublicKey, SigningError, read_allowed_signers, record_bytes, verify_bytes
 
 VALID, UNSIGNED, INVALID, UNKNOWN_SIGNER = "valid", "unsigned", "invalid", "unknown signer"
 
@@ -26,7 +27,7 @@ def allowed_signers(path: str | Path | None, cwd: Path | None = None) -> list[tu
     """The ``(principal, key)`` pairs of ``path``, else of git's ``gpg.ssh.allowedSignersFile``; None without either."""
     if path is None:
         try:
-            proc = subprocess.run(["git", "config", "--get", "gpg.ssh.allowedSignersFile"], cwd=cwd,
+            proc = subprocess.run(["git", "config", "--get", "gpg.ssh.allowedSignersFile"], cwd=cwd,  # noqa: S607 - git from PATH; fixed arguments
                                   capture_output=True, timeout=30, check=False)
             configured = proc.stdout.decode("utf-8", "replace").strip()
         except (OSError, subprocess.TimeoutExpired):
@@ -69,7 +70,10 @@ def ref_signature(git_dir: Path, rev: str, record: dict[str, Any]) -> str | None
     """The ``record.sig`` text beside a record on ``rev`` of a (bare) repository, or None."""
     from .publish.gitrecords import read_file, record_path
 
-    data = read_file(git_dir, rev, f"{record_path(str(record.get('id')))}/{SIG_FILE}")
+    rid = record.get("id")
+    if not (isinstance(rid, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", rid)):
+        return None
+    data = read_file(git_dir, rev, f"{record_path(rid)}/{SIG_FILE}", limit=MAX_SIGNATURE)
     return data.decode("ascii", "replace") if data else None
 
 
@@ -85,14 +89,16 @@ def verify_source(source_text: str, *, allowed_signers_file: str | None = None,
         source = resolve(source_text)
         if source.git_url is None:
             raise SigningError(f"{source_text} names no git repository to read records from")
-        repo = RemoteRepo(source.git_url, source.text, workdir)
+        repo = RemoteRepo(source.git_url, source.text, workdir, user_typed=source.user_typed)
         repo.init()
         rows = []
         for record in repo.fetch_records():
-            record.pop("_path", None)
             row = check_signature(record, ref_signature(repo.git_dir, LOCAL_RECORDS, record), allowed)
             row["short_id"] = short_id(str(record.get("id")))
             rows.append(row)
+        for path, why in repo.skipped:  # a gitlink, a huge blob, not JSON: a verdict for that entry alone
+            rows.append({"id": None, "status": INVALID, "signer": None, "fingerprint": None, "detail": why,
+                         "short_id": path.split("/")[1][:12]})
         return rows
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

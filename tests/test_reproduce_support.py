@@ -275,6 +275,10 @@ def edited_project(base: Path, name: str, files: dict, edit=None, links=None, us
         new = runs / record["id"].removeprefix("sha256:")
         shutil.move(str(folder), str(new))
         write_json_atomic(new / "record.json", record)
+        # the attacker's own installation marks its edited record as its own, as `run` would
+        from cotk_repro.records.provenance import mark
+
+        mark(new, (new / "record.json").read_bytes())
     res = publish(root, record["id"], "--push")
     assert res.returncode == 0, res
     return {"root": root, "bare": bare, "record": record}

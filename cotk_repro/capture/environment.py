@@ -109,7 +109,7 @@ def accelerators() -> list[dict[str, str]]:
     if not exe:
         return []
     try:
-        out = subprocess.run(
+        out = subprocess.run(  # noqa: S603 - nvidia-smi found by shutil.which, fixed arguments
             [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
             capture_output=True, text=True, timeout=10, check=True,
         ).stdout

@@ -38,20 +38,20 @@ def render_tables(result: Any) -> None:
             for s in result.systems:
                 t.add_column(Text(s), overflow="fold", justify="right")
             for c in columns:
-                t.add_row(Text(c), *[Text(_cell_text(result.cell(s, d, c))) for s in result.systems])
+                t.add_row(Text(output.safe(c)), *[Text(output.safe(_cell_text(result.cell(s, d, c)))) for s in result.systems])
         else:
             t.add_column("system", overflow="fold")
             for c in columns:
                 t.add_column(Text(c), overflow="fold", justify="right")
             for s in result.systems:
-                t.add_row(Text(s), *[Text(_cell_text(result.cell(s, d, c))) for c in columns])
+                t.add_row(Text(output.safe(s)), *[Text(output.safe(_cell_text(result.cell(s, d, c)))) for c in columns])
         output.console.print(t)
     flagged = [c for c in result.cells if c.flag and c.error is None]
     if flagged:
         output.console.print(Text("[B], [C]...: hash differs from the column's main group A: not ranked together; "
                                   "#n: rank within its group"))
         for c in flagged:
-            output.console.print(Text(f"  {c.system} / {c.dataset} / {c.column}: {c.flag}"))
+            output.console.print(Text(output.safe(f"  {c.system} / {c.dataset} / {c.column}: {c.flag}")))
 
 
 # Rich markup (Typer renders help with it): "\[" shows a literal "[", written out here as rich.markup.escape

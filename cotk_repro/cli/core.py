@@ -102,6 +102,9 @@ def runs(
     """List the local records of this project, newest first."""
     store = _store_here()
     records = [r for r in store.all() if all_ or r.get("status") == "ok"]
+    if store.ignored:
+        output.warn(f"ignoring {len(store.ignored)} record folder(s) in {store.runs} that cotk-repro did not write on "
+                    "this machine (they may have come with the repository)")
     if json_out:
         output.print_json([
             {"id": r["id"], "status": r.get("status"), "started_at": r["command"].get("started_at"),
@@ -144,7 +147,7 @@ def show(
         f"docker    Dockerfile sha256 {env.get('dockerfile_sha256', '')[:16]}",
     ]
     for line in lines:
-        output.console.print(line, markup=False, soft_wrap=True)
+        output.console.print(output.safe(line), markup=False, soft_wrap=True)
     if r.get("results"):
         output.console.print(output.table("results", ["metric", "value", "hash", "signature"], _results_rows(r["results"])))
     if r.get("data"):
@@ -154,12 +157,14 @@ def show(
 def render_verdicts(rows, verdict: str, title: str = "verdict",
                     labels: tuple[str, str] = ("published", "rerun")) -> None:
     """Print a table of per-metric reproduce verdicts (values, |diff|, hash match) and the overall verdict."""
+    from rich.markup import escape
+
     styles = {"reproduced": "green", "differs": "red", "not comparable": "yellow", "missing": "red",
               "unverifiable": "cyan", "extra": "dim"}
     t = output.table(title, ["metric", "verdict", *labels, "|diff|", "hash"], [])
     for r in rows:
         same_hash = "same" if r.a_hash and r.a_hash == r.b_hash else ("different" if r.a_hash and r.b_hash else "-")
-        t.add_row(r.metric, f"[{styles.get(r.verdict, '')}]{r.verdict}[/]", output.fmt_value(r.a_value),
+        t.add_row(output.cell(r.metric), f"[{styles.get(r.verdict, '')}]{escape(r.verdict)}[/]", output.fmt_value(r.a_value),
                   output.fmt_value(r.b_value), output.fmt_value(r.abs_diff), same_hash)
     output.console.print(t)
     output.console.print(f"[bold]{verdict}[/bold]")

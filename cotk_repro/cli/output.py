@@ -46,9 +46,32 @@ def _console(name: str) -> Console:
     return made
 
 
+_UNSAFE = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+
+
+def safe(text: Any, *, keep_newlines: bool = False) -> str:
+    """``text`` with every control, format or separator character written as an escape (``\\x1b``,
+    ``\\u202e``), so that text from a record, a repository or a server never drives the terminal (screen
+    clears, window titles, hidden or reversed text). ``keep_newlines``: line feeds (and tabs) stay."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    import unicodedata
+
+    out = []
+    for ch in text:
+        if keep_newlines and ch in "\n\t":
+            out.append(ch)
+        elif ch == " " or unicodedata.category(ch) not in _UNSAFE:
+            out.append(ch)
+        else:
+            out.append(ascii(ch)[1:-1])
+    return "".join(out)
+
+
 def _to_stderr(text: str) -> None:
-    """One message on stderr as it is (what Rich prints with markup, highlighting and wrapping off)."""
-    sys.stderr.write(text + "\n")
+    """One message on stderr (markup, highlighting and wrapping off; control characters escaped)."""
+    sys.stderr.write(safe(text, keep_newlines=True) + "\n")
     sys.stderr.flush()
 
 
@@ -108,15 +131,30 @@ def prepare_tables() -> None:
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
-    """Build a rich Table with the given title, columns and rows (None shown as empty)."""
+    """Build a rich Table with the given title, columns and rows (None shown as empty).
+
+    Cells are plain text: Rich markup in them is shown, not interpreted, and control characters are escaped
+    (:func:`safe`); a cell that already is a Rich renderable (styled by the caller) is kept."""
+    from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=title, show_lines=False)
+    t = Table(title=escape(safe(title)) if title is not None else None, show_lines=False)
     for c in columns:
         t.add_column(c, overflow="fold")
     for r in rows:
-        t.add_row(*["" if v is None else str(v) for v in r])
+        t.add_row(*[cell(v) for v in r])
     return t
+
+
+def cell(value: Any) -> Any:
+    """A table cell: a string as plain :class:`rich.text.Text` (no markup, control characters escaped)."""
+    from rich.text import Text
+
+    if value is None:
+        return Text("")
+    if hasattr(value, "__rich_console__") or hasattr(value, "__rich__"):
+        return value
+    return Text(safe(value))
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:

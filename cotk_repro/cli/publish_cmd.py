@@ -63,7 +63,9 @@ def register(cli: typer.Typer) -> None:
     @cli.command()
     def login(
         dashboard: str = typer.Option(..., "--dashboard", help="Dashboard URL, e.g. https://dash.example.org."),
-        token: str = typer.Option(..., "--token", help="Your token (from `cotk-repro dashboard add-user` on the server)."),
+        token: Optional[str] = typer.Option(None, "--token", help="Your token (from `cotk-repro dashboard add-user` on "
+                                            "the server). Left out or `-`: read from standard input (a hidden prompt "
+                                            "on a terminal); a value here shows in `ps` and in your shell history."),
         check: bool = typer.Option(True, "--check/--no-check", help="Check with the dashboard that it answers and "
                                    "accepts the token before saving (default); --no-check saves without asking it."),
     ) -> None:
@@ -76,6 +78,26 @@ def register(cli: typer.Typer) -> None:
         from ..publish.dashboard import DashboardClient
 
         url = userconfig.normalize_url(dashboard)
+        if token is None or token == "-":
+            token = _read_token(url)
         who = DashboardClient(url, token, retries=1).whoami() if check else None  # DashboardError: exit 2
         written = userconfig.set_dashboard_token(url, token)
         output.info(f"saved the token{f' of {who}' if who else ''} for {url} in {written}")
+
+
+def _read_token(url: str) -> str:
+    """The token from a hidden prompt on a terminal, else the first line of standard input."""
+    import sys
+
+    from ..errors import CotkError
+
+    if sys.stdin is not None and sys.stdin.isatty():
+        import getpass
+
+        token = getpass.getpass(f"token for {url}: ")
+    else:
+        token = (sys.stdin.readline() if sys.stdin is not None else "").strip()
+    if not token:
+        raise CotkError("no token was given (type it at the prompt, or pipe it: `cotk-repro login --dashboard URL "
+                        "< token-file`)")
+    return token

@@ -100,7 +100,10 @@ def register(cli: typer.Typer) -> None:
         from .core import render_verdicts
 
         if list_:
-            records = list_records(source)
+            skipped: list = []
+            records = list_records(source, skipped)
+            for _path, why in skipped:
+                output.warn(why)
             if json_out and json_out != "-":
                 _write_json(json_out, records)
             if json_out == "-":
@@ -129,7 +132,7 @@ def register(cli: typer.Typer) -> None:
             diffs = verdict["environment_differences"]
             if diffs:
                 shown = ", ".join(f"{d['what']} {d['a']} -> {d['b']}" for d in diffs[:8])
-                output.console.print(f"environment differs from the record: {shown}"
+                output.console.print(output.safe(f"environment differs from the record: {shown}")
                                      + (f" ... ({len(diffs)} in all)" if len(diffs) > 8 else ""), markup=False)
         else:
             output.console.print("[bold]could not run[/bold]")

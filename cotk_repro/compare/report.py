@@ -115,11 +115,26 @@ def tables(result: CompareResult) -> dict[str, Any]:
     return out
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A cell a spreadsheet shows as text, never runs: a string that starts like a formula (``=``, ``+``, ``-``,
+    ``@``, tab, carriage return) and is not a number gets a leading ``'`` (OWASP's CSV-injection advice)."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    try:
+        float(value)
+        return value  # -0.5, +1e3: a number, as written
+    except ValueError:
+        return "'" + value
+
+
 def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
+    writer.writerow([csv_cell(h) for h in header])
+    writer.writerows([csv_cell(c) for c in row] for row in rows)
     atomic_write(path, buf.getvalue())
 
 

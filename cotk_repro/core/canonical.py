@@ -60,6 +60,13 @@ def hash_object(obj: Any) -> str:
     return sha256_hex(canonical_json(obj))
 
 
+def record_content(record: dict[str, Any]) -> bytes:
+    """The bytes a record's id is the SHA-256 of *and* its signature signs: the canonical JSON of every
+    key of the record but ``id``. The one definition of both scopes (``compute_id``, ``record_bytes``):
+    no key of a stored record is outside what its signature covers."""
+    return canonical_json({k: v for k, v in record.items() if k != "id"})
+
+
 class StreamHasher:
     """Hash a sequence of canonical JSON items without holding them all in memory.
 

@@ -62,13 +62,21 @@ class ProjectConfig:
 
 
 def _read_toml(path: Path) -> tuple[bytes, dict[str, Any]]:
+    """The file's bytes and its TOML, bounded: a regular file of at most :data:`MAX_CONFIG_BYTES`, nested at most
+    as deep as the parser manages (a project's config may be a stranger's). A UTF-8 byte order mark is skipped."""
+    from .safe_read import UnsafeFileError, read_regular
+
     try:
-        raw = path.read_bytes()
-        return raw, tomllib.loads(raw.decode("utf-8"))
+        raw = read_regular(path, MAX_CONFIG_BYTES, str(path), follow_links=True)
+        return raw, tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))
+    except UnsafeFileError as exc:
+        raise ConfigError(exc.message) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: invalid TOML: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: its tables or arrays are nested too deeply") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
@@ -104,6 +112,10 @@ def _check(raw: bytes, data: dict[str, Any], where: str, prefix: tuple) -> None:
             pass  # a cache that cannot be written only costs the check next time
 
 
+#: a project config (cotk-repro.toml, pyproject.toml) larger than this is refused unread
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def load_config(root: Path) -> ProjectConfig:
     """Load and validate the project config found at ``root`` (defaults when none)."""
     root = Path(root)
@@ -125,5 +137,8 @@ def load_config(root: Path) -> ProjectConfig:
         where = str(source.name if source.parent == root else source)
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: [tool.cotk-repro] must be a table")
-        _check(raw, data, where, prefix)
+        try:
+            _check(raw, data, where, prefix)
+        except RecursionError:
+            raise ConfigError(f"{where}: its tables or arrays are nested too deeply") from None
     return ProjectConfig(root=root, source=source, data=data)

@@ -27,7 +27,7 @@ def git(cwd: Path | str, *args: str, env: dict[str, str] | None = None, input: b
     if env:
         full_env.update(env)
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,
+        proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,  # noqa: S603, S607 - git from PATH like the user's own shell; arguments are a list (no shell), URLs and refs after -- (see callers)
                               timeout=timeout)
     except FileNotFoundError:
         raise GitError("git is not installed; cotk-repro needs git to record, publish and reproduce code") from None
@@ -48,7 +48,7 @@ def out(cwd: Path | str, *args: str, **kw: Any) -> str:
 
 def rev_parse(cwd: Path | str, rev: str) -> str | None:
     """The commit ``rev`` names, or None when there is none."""
-    proc = git(cwd, "rev-parse", "-q", "--verify", rev + "^{commit}", check=False)
+    proc = git(cwd, "rev-parse", "-q", "--verify", "--end-of-options", rev + "^{commit}", check=False)
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import CotkError
 from . import sshsig
-from .canonical import canonical_json
+from .canonical import canonical_json, record_content
 from .fileio import atomic_write
 
 NS_RECORD = "cotk-repro-record"
@@ -132,8 +132,9 @@ def parse_signature(text: Any) -> SignatureInfo:
 
 # -- what is signed -------------------------------------------------------------------------------------------
 def record_bytes(record: dict[str, Any]) -> bytes:
-    """The canonical bytes a record's id is computed from (the record without ``id``)."""
-    return canonical_json({k: v for k, v in record.items() if k not in ("id", "_path")})
+    """The canonical bytes a record's id is computed from (the record without ``id``, every other key):
+    :func:`.canonical.record_content`, the one definition of both scopes."""
+    return record_content(record)
 
 
 def reproduction_bytes(reproduction: dict[str, Any]) -> bytes:
@@ -151,7 +152,7 @@ def _ssh_keygen() -> str:
 
 def _git_signing_key(cwd: Path | None) -> str | None:
     try:
-        proc = subprocess.run(["git", "config", "--get", "user.signingkey"], cwd=cwd, capture_output=True,
+        proc = subprocess.run(["git", "config", "--get", "user.signingkey"], cwd=cwd, capture_output=True,  # noqa: S607 - git from PATH; fixed arguments
                               timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -176,7 +177,7 @@ def key_from_path(path: Path, source: str) -> SigningKey:
     if pub_path.is_file():
         text = pub_path.read_text(encoding="utf-8", errors="replace")
     else:
-        proc = subprocess.run([_ssh_keygen(), "-y", "-P", "", "-f", str(path)], capture_output=True,
+        proc = subprocess.run([_ssh_keygen(), "-y", "-P", "", "-f", str(path)], capture_output=True,  # noqa: S603 - ssh-keygen found by shutil.which; the key path is the user's own
                               timeout=TIMEOUT, check=False, stdin=subprocess.DEVNULL)
         if proc.returncode != 0:
             raise SigningError(f"the signing key {path} ({source}) has no {pub_path.name} beside it and its public "
@@ -212,7 +213,7 @@ def find_signing_key(cwd: Path | None = None, *, workdir: Path | None = None) ->
 # -- signing and verifying ---------------------------------------------------------------------------------------
 def _run(args: list[str], data: bytes, what: str) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run([_ssh_keygen(), *args], input=data, capture_output=True, timeout=TIMEOUT, check=False)
+        return subprocess.run([_ssh_keygen(), *args], input=data, capture_output=True, timeout=TIMEOUT, check=False)  # noqa: S603 - ssh-keygen found by shutil.which; fixed flags, data on stdin
     except subprocess.TimeoutExpired:
         raise SigningError(f"ssh-keygen took longer than {TIMEOUT} s to {what}") from None
 
@@ -351,7 +352,7 @@ def make_key(path: Path, comment: str) -> Path | None:
     if shutil.which("ssh-keygen") is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([_ssh_keygen(), "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+    proc = subprocess.run([_ssh_keygen(), "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],  # noqa: S603 - ssh-keygen found by shutil.which; the user's own key path and comment
                           capture_output=True, timeout=TIMEOUT, check=False, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         raise SigningError(f"ssh-keygen could not make a key at {path}",

@@ -142,13 +142,20 @@ def default_dashboard() -> str | None:
     return load().get("default_dashboard") or None
 
 
-def dashboard_token(url: str) -> str | None:
-    """The stored token for ``url`` (``COTK_REPRO_DASHBOARD_TOKEN`` wins, for CI)."""
+def dashboard_token(url: str, *, user_chosen: bool = True) -> str | None:
+    """The token for ``url``: ``COTK_REPRO_DASHBOARD_TOKEN`` (for CI) when the user chose ``url`` (``user_chosen``:
+    not only a project's committed config named it), else the token stored for exactly that URL by `login`."""
     env = os.environ.get("COTK_REPRO_DASHBOARD_TOKEN")
-    if env:
+    if env and user_chosen:
         return env
     entry = load().get("dashboards", {}).get(normalize_url(url))
     return entry.get("token") if isinstance(entry, dict) else None
+
+
+def knows_dashboard(url: str) -> bool:
+    """Whether the user config holds ``url`` (normalized): the user logged in to it."""
+    data = load()
+    return url in (data.get("dashboards") or {}) or data.get("default_dashboard") == url
 
 
 def git_base() -> str | None:

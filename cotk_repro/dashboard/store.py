@@ -95,8 +95,13 @@ def _name(value: Any, what: str, *, default: str = "") -> str:
 
 def validate_upload(record: Any) -> dict[str, Any]:
     """Check an uploaded record; returns the columns to store. Raises :class:`Invalid`."""
+    from ..records.model import undefined_key
+
     try:
         validate_record(record, where="the record")  # its shape (records.model.Record) and its id
+        extra = undefined_key(record)
+        if extra is not None:  # the signature covers it, but nothing here would show or rank it: not stored
+            raise Invalid(f"the record has a key the record schema does not define: {extra[:80]!r}")
         results = record["results"]
         for name in results:
             _name(name, f"metric name {name[:40]!r}")

@@ -11,6 +11,7 @@ message says how to retry.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,15 +20,35 @@ from ..core.config import load_config
 from ..plugins import get_component
 from ..records import RunStore, short_id, validate_record
 from ..core.signing import sign_for_publish
+from ..errors import CotkError
 from . import PublishError
 from .targets import PublishContext
 
 
 def resolve_dashboard(explicit: str | None, config) -> str | None:
-    """Return the dashboard URL to publish to: the explicit one, else the project's, else the logged-in default."""
+    """Return the dashboard URL to publish to: the explicit one, else ``COTK_REPRO_DASHBOARD_URL``, else the
+    project's, else the logged-in default."""
     from ..core import userconfig
 
-    return explicit or config.get("dashboard", "url") or userconfig.default_dashboard()
+    return (explicit or os.environ.get("COTK_REPRO_DASHBOARD_URL") or config.get("dashboard", "url")
+            or userconfig.default_dashboard())
+
+
+def chosen_by_user(explicit: str | None, url: str | None) -> bool:
+    """Whether the user (not the project's committed config) named ``url``: ``--dashboard``,
+    ``COTK_REPRO_DASHBOARD_URL`` or `cotk-repro login`. Only then may an environment token be sent there."""
+    from ..core import userconfig
+
+    if not url:
+        return False
+    if explicit:
+        return True
+    try:
+        norm = userconfig.normalize_url(url)
+        env = os.environ.get("COTK_REPRO_DASHBOARD_URL")
+        return (bool(env) and userconfig.normalize_url(env) == norm) or userconfig.knows_dashboard(norm)
+    except CotkError:
+        return False
 
 
 def _check_reproducible_from_dashboard(record: dict[str, Any], rid: str) -> None:
@@ -83,6 +104,7 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
     ctx = PublishContext(root=root, record=record, folder=folder, config=config, remote=remote,
                          push=bool(config.get("publish", "push") if push is None else push),
                          dashboard_url=resolve_dashboard(dashboard, config), dashboard_explicit=bool(dashboard),
+                         dashboard_user_chosen=chosen_by_user(dashboard, resolve_dashboard(dashboard, config)),
                          on_status=on_status or (lambda _m: None), signature=signature)
     chosen = choose_targets(targets, config, use_git=use_git, use_dashboard=use_dashboard)
     steps: list[dict[str, Any]] = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from ..core.httpread import AnswerTooLarge, read_bounded
 from ..errors import CotkError
 
 RETRY_STATUS = (429, 502, 503, 504)
@@ -88,7 +89,11 @@ class DashboardClient:
         url = self.url + path
         headers = self._headers(auth)
         try:
-            return self._sessions[idempotent].request(method, url, json=json, headers=headers, timeout=self.timeout)
+            resp = self._sessions[idempotent].request(method, url, json=json, headers=headers, timeout=self.timeout,
+                                                      stream=True)
+            return read_bounded(resp, f"the dashboard at {self.url}")
+        except AnswerTooLarge as exc:
+            raise DashboardError(exc.message) from None
         except requests.ConnectionError as exc:
             last = "no answer within {:.0f} s".format(self.timeout[0]) if isinstance(exc, requests.ConnectTimeout) \
                 else _reason(exc)
@@ -105,7 +110,7 @@ class DashboardClient:
         if code in (200, 201):
             try:
                 return resp.json()
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise DashboardError(f"the dashboard at {self.url} did not answer JSON to {what}") from None
         if code == 403:
             raise DashboardError(f"the dashboard at {self.url} refused {what} (403): {_detail(resp)}", status=code,

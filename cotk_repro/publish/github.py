@@ -1,10 +1,12 @@
 """Create a missing GitHub repository through the REST API (only when ``GITHUB_TOKEN`` is set).
 
-The API base is ``GITHUB_API_URL`` (what GitHub Actions sets), else the project's
-``publish.github_api`` key, else ``https://api.github.com``; for GitHub Enterprise
-it is ``https://HOST/api/v3`` and remotes on ``HOST`` are recognised. The token is
-sent in the ``Authorization`` header of the API calls only; it is never written to
-``.git/config`` or anywhere else.
+The API base is ``GITHUB_API_URL`` (what GitHub Actions sets), else ``github_api`` in
+the *user* config, else ``https://api.github.com``; a project's committed
+``publish.github_api`` is shown in a warning, never used (a pull request that edits it
+must not collect the token). For GitHub Enterprise it is ``https://HOST/api/v3`` and
+remotes on ``HOST`` (only) are recognised. The token goes only over https (plain http
+only to the loopback address), in the ``Authorization`` header of the API calls only;
+it is never written to ``.git/config`` or anywhere else.
 """
 
 from __future__ import annotations
@@ -19,19 +21,47 @@ DEFAULT_API = "https://api.github.com"
 _SCP = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>[^/].*)$")
 
 
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
 def api_base(configured: str | None = None) -> str:
-    """Return the GitHub API base URL: GITHUB_API_URL, else the configured one, else api.github.com."""
-    return (os.environ.get("GITHUB_API_URL") or configured or DEFAULT_API).rstrip("/")
+    """Return the GitHub API base URL the token may go to: ``GITHUB_API_URL`` (the environment: yours, or what
+    GitHub Actions sets), else ``github_api`` in your user config, else api.github.com.
+
+    ``configured`` (a project's committed ``publish.github_api``) is *not* used: a project's files never choose
+    where your token goes (see :func:`ignored_project_api`)."""
+    from ..core import userconfig
+
+    user = userconfig.load().get("github_api")
+    return (os.environ.get("GITHUB_API_URL") or (user if isinstance(user, str) and user else None)
+            or DEFAULT_API).rstrip("/")
+
+
+def ignored_project_api(configured: str | None, base: str) -> str | None:
+    """A warning when the project's committed config names another GitHub API than the one the token goes to."""
+    if configured and configured.rstrip("/") != base:
+        return (f"the project's publish.github_api {configured!r} is not used: GITHUB_TOKEN goes only to an API "
+                f"you chose (GITHUB_API_URL or github_api in your user config), here {base}")
+    return None
+
+
+def check_api_base(base: str) -> None:
+    """The token travels only over https (plain http only to this machine's loopback, for tests)."""
+    parts = urlsplit(base)
+    if parts.scheme == "https" and parts.hostname:
+        return
+    if parts.scheme == "http" and parts.hostname in _LOOPBACK:
+        return
+    raise PublishError(f"the GitHub API {base!r} is not an https:// URL, so GITHUB_TOKEN is not sent to it")
 
 
 def github_hosts(base: str) -> set[str]:
-    """Return the git host names that belong to the GitHub instance at API base `base`."""
-    hosts = {"github.com"}
+    """Return the git host names that belong to the GitHub instance at API base `base` (github.com only for
+    api.github.com: a token for another instance never goes there because of a github.com remote, nor back)."""
     netloc = urlsplit(base).netloc
-    if netloc and netloc != "api.github.com":
-        hosts.add(netloc)
-        hosts.add(netloc.split(":")[0])
-    return hosts
+    if not netloc or netloc == "api.github.com":
+        return {"github.com"}
+    return {netloc, netloc.split(":")[0]}
 
 
 def parse_remote(url: str, hosts: set[str]) -> tuple[str, str] | None:
@@ -98,6 +128,7 @@ def maybe_create(remote_url: str, *, configured_api: str | None = None, private:
     parsed = parse_remote(remote_url, github_hosts(base))
     if parsed is None:
         return None
+    check_api_base(base)
     return ensure_repo(*parsed, token, base, private=private)
 
 

@@ -29,6 +29,12 @@ RECORDS_DIR = "records"
 #: files of a local record folder that travel with it (the ones that exist)
 LOG_FILES = ("stdout.log", "stderr.log")
 RECORD_FILES = ("record.json", "record.sig", "requirements.lock", "Dockerfile", "stdout.log", "stderr.log", "result.json")
+#: a record.json on a records ref larger than this is not read
+MAX_REF_RECORD_BYTES = 16 * 1024 * 1024
+#: all the record.json of one records ref together larger than this: the rest is not read
+MAX_REF_RECORDS_TOTAL = 512 * 1024 * 1024
+#: a file of a local record folder larger than this is not published
+MAX_FILE_BYTES = 256 * 1024 * 1024
 #: a name and address for commits on the records ref when the user has none configured
 FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "cotk-repro", "GIT_AUTHOR_EMAIL": "cotk-repro@localhost",
                      "GIT_COMMITTER_NAME": "cotk-repro", "GIT_COMMITTER_EMAIL": "cotk-repro@localhost"}
@@ -50,13 +56,22 @@ def tree_entries(cwd: Path | str, rev: str) -> dict[str, tuple[str, str]]:
 def record_files(folder: Path, *, logs: bool = False) -> dict[str, bytes]:
     """The files of a local record folder that go onto the records ref; the run's stdout/stderr logs only
     with ``logs`` (``publish.logs = true``): an entry may print secrets, and warnings carry home paths."""
+    from ..core.safe_read import UnsafeFileError, read_regular
+
+    if folder.is_symlink():
+        raise GitError(f"record folder {folder.name[:12]} is a symbolic link, so nothing of it is published")
     files = {}
     for name in RECORD_FILES:
         if name in LOG_FILES and not logs:
             continue
-        path = folder / name
-        if path.is_file():
-            files[name] = path.read_bytes()
+        try:  # each file itself, inside the folder: never through a symbolic link, never a device or a FIFO
+            files[name] = read_regular(folder / name, MAX_FILE_BYTES, f"{name} of record {folder.name[:12]}")
+        except FileNotFoundError:
+            continue
+        except UnsafeFileError as exc:
+            raise GitError(f"{exc.message}; nothing of record {folder.name[:12]} was published") from None
+        except OSError as exc:
+            raise GitError(f"cannot read {name} of record {folder.name[:12]}: {exc.strerror}") from None
     if "record.json" not in files:
         raise GitError(f"{folder} holds no record.json")
     return files
@@ -124,34 +139,83 @@ def add_to_ref(repo: Path, ref: str, files: dict[str, bytes], *, message: str,
     return RefUpdate(ref, commit, True)
 
 
-def list_records(repo: Path, rev: str) -> list[dict[str, Any]]:
-    """Every record on ``rev`` (parsed record.json), newest first."""
-    entries = tree_entries(repo, rev)
-    wanted = sorted((p, sha) for p, (_m, sha) in entries.items()
-                    if p.startswith(RECORDS_DIR + "/") and p.endswith("/record.json") and p.count("/") == 2)
-    if not wanted:
+def tree_listing(repo: Path | str, rev: str) -> dict[str, tuple[str, str, int | None]]:
+    """path -> (object type, sha, size in bytes; None for a gitlink) of every entry of ``rev``'s tree, sizes from
+    ``git ls-tree -l``: known before any object is read."""
+    text = git(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", "--end-of-options", rev).stdout.decode("utf-8", "replace")
+    entries: dict[str, tuple[str, str, int | None]] = {}
+    for item in text.split("\0"):
+        meta, tab, path = item.partition("\t")
+        parts = meta.split()
+        if not tab or len(parts) != 4:
+            continue
+        _mode, kind, sha, size = parts
+        entries[path] = (kind, sha, int(size) if size.isdigit() else None)
+    return entries
+
+
+def list_records(repo: Path, rev: str, skipped: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """Every record on ``rev`` (parsed record.json), newest first.
+
+    Each ``records/<hex>/record.json`` is read only when it is a blob of at most :data:`MAX_REF_RECORD_BYTES`
+    (its size known before reading); any other entry (a gitlink, a huge blob, bytes that are not a JSON object)
+    is left out with a sentence in ``skipped`` as ``(path, reason)``, and the others stay usable."""
+    skipped = skipped if skipped is not None else []
+    entries = tree_listing(repo, rev)
+    wanted = []
+    for path, (kind, sha, size) in sorted(entries.items()):
+        if not (path.startswith(RECORDS_DIR + "/") and path.endswith("/record.json") and path.count("/") == 2):
+            continue
+        if kind != "blob":
+            skipped.append((path, f"{path} is a {kind}, not a file, so it is not read"))
+        elif size is None or size > MAX_REF_RECORD_BYTES:
+            skipped.append((path, f"{path} is {size:,} bytes, over the {MAX_REF_RECORD_BYTES:,}-byte limit for a "
+                                  "record, so it is not read"))
+        else:
+            wanted.append((path, sha, size))
+    total, bounded = 0, []
+    for path, sha, size in wanted:
+        total += size
+        if total > MAX_REF_RECORDS_TOTAL:
+            skipped.append((path, f"{path} is past the {MAX_REF_RECORDS_TOTAL:,}-byte limit for all records of a "
+                                  "ref, so it is not read"))
+        else:
+            bounded.append((path, sha, size))
+    if not bounded:
         return []
-    batch = "".join(f"{sha}\n" for _p, sha in wanted).encode()
-    raw = git(repo, "cat-file", "--batch", input=batch).stdout
+    # one batch: every blob's size is known and bounded, so is the whole answer
+    raw = git(repo, "cat-file", "--batch", input="".join(f"{sha}\n" for _p, sha, _s in bounded).encode()).stdout
     records: list[dict[str, Any]] = []
     pos = 0
-    for path, _sha in wanted:
-        header_end = raw.index(b"\n", pos)
-        size = int(raw[pos:header_end].split()[2])
+    for path, sha, size in bounded:
+        header_end = raw.find(b"\n", pos)
+        header = raw[pos:header_end].split() if header_end >= 0 else []
+        if len(header) != 3 or header[1] != b"blob" or header[2] != str(size).encode():
+            skipped.append((path, f"{path} cannot be read from the records ref"))
+            pos = header_end + 1 if header_end >= 0 else len(raw)
+            continue
         body = raw[header_end + 1: header_end + 1 + size]
         pos = header_end + 1 + size + 1
         try:
             record = json.loads(body.decode("utf-8"))
-        except ValueError:
+        except (ValueError, RecursionError):
+            skipped.append((path, f"{path} is not JSON"))
             continue
-        if isinstance(record, dict):
-            record["_path"] = path.rsplit("/", 1)[0]
+        if isinstance(record, dict):  # as stored: every key is part of its id and signature
             records.append(record)
-    records.sort(key=lambda r: (r.get("command") or {}).get("started_at") or "", reverse=True)
+        else:
+            skipped.append((path, f"{path} is not a JSON object"))
+    records.sort(key=lambda r: str((r.get("command") or {}).get("started_at") or "")
+                 if isinstance(r.get("command"), dict) else "", reverse=True)
     return records
 
 
-def read_file(repo: Path, rev: str, path: str) -> bytes | None:
-    """Return the bytes of `path` at revision `rev` of the repository, or None if it is not there."""
-    proc = git(repo, "cat-file", "blob", f"{rev}:{path}", check=False)
+def read_file(repo: Path, rev: str, path: str, limit: int = 1024 * 1024) -> bytes | None:
+    """Return the bytes of `path` at revision `rev` of the repository, or None if it is not there, is not a file
+    or is larger than ``limit`` (its type and size checked with ``git cat-file --batch-check`` first)."""
+    check = git(repo, "cat-file", "--batch-check", input=f"{rev}:{path}\n".encode("utf-8"), check=False)
+    parts = check.stdout.decode("utf-8", "replace").split()
+    if check.returncode != 0 or len(parts) != 3 or parts[1] != "blob" or not parts[2].isdigit() or int(parts[2]) > limit:
+        return None
+    proc = git(repo, "cat-file", "blob", parts[0], check=False)
     return proc.stdout if proc.returncode == 0 else None

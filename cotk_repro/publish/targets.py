@@ -7,6 +7,7 @@ A publish target is ``factory() -> target`` with ``name`` and
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -32,6 +33,8 @@ class PublishContext:
     push: bool = False
     dashboard_url: str | None = None
     dashboard_explicit: bool = False
+    #: the user named the dashboard (not only the project's committed config): an environment token may go there
+    dashboard_user_chosen: bool = False
     on_status: Callable[[str], None] = lambda _m: None
     #: the record's armored SSH signature (``record.sig``), None when published unsigned
     signature: str | None = None
@@ -41,7 +44,7 @@ class PublishContext:
 def _ls_remote(root: Path, remote: str, shown: str) -> dict[str, str]:
     """ref -> sha on the remote (its own credentials: helpers, SSH agent)."""
     try:
-        text = out(root, "ls-remote", remote, what=f"git ls-remote {remote}", timeout=120)
+        text = out(root, "ls-remote", "--", remote, what=f"git ls-remote {remote}", timeout=120)
     except GitError as exc:
         raise PublishError(f"cannot reach the git remote {remote!r} ({shown})", log=exc.log,
                            hint="check the URL and your credentials (git credential helper or SSH key)") from None
@@ -58,12 +61,12 @@ def commit_on_remote(root: Path, remote: str, commit: str, refs: dict[str, str])
     heads = {ref: sha for ref, sha in refs.items() if ref.startswith("refs/heads/") and ref != DEFAULT_REF}
     missing = [sha for sha in set(heads.values()) if rev_parse(root, sha) is None]
     if missing:  # the remote has commits we lack: fetch them (only FETCH_HEAD is written)
-        git(root, "fetch", "-q", "--no-tags", remote, *sorted(missing), check=False, timeout=600)
+        git(root, "fetch", "-q", "--no-tags", "--", remote, *sorted(missing), check=False, timeout=600)
     for ref, sha in sorted(heads.items()):
         if sha == commit:
             return ref
     for ref, sha in sorted(heads.items()):
-        if rev_parse(root, sha) and git(root, "merge-base", "--is-ancestor", commit, sha, check=False).returncode == 0:
+        if rev_parse(root, sha) and git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, sha, check=False).returncode == 0:
             return ref
     return None
 
@@ -81,7 +84,7 @@ class GitTarget:
         ref = ctx.config.get("publish", "records_ref") or DEFAULT_REF
         if not ref.startswith("refs/"):
             ref = "refs/heads/" + ref
-        proc = git(root, "remote", "get-url", remote, check=False)
+        proc = git(root, "remote", "get-url", "--", remote, check=False)
         if proc.returncode != 0:
             raise PublishError(f"this repository has no git remote named {remote!r}",
                                hint=f"add one with `git remote add {remote} URL`, pass --remote NAME, or --no-git")
@@ -89,6 +92,12 @@ class GitTarget:
         shown = strip_credentials(url, remote) or url
         github = maybe_create(url, configured_api=ctx.config.get("publish", "github_api"),
                               private=bool(ctx.config.get("publish", "github_private")))
+        if os.environ.get("GITHUB_TOKEN"):
+            from .github import api_base, ignored_project_api
+
+            note = ignored_project_api(ctx.config.get("publish", "github_api"), api_base())
+            if note:
+                ctx.on_status(note)
         if github == "created":
             ctx.on_status(f"created the GitHub repository for {shown}")
 
@@ -108,11 +117,11 @@ class GitTarget:
                 raise PublishError(f"record {short_id(record['id'])} was made on a detached HEAD, so there is no branch to push",
                                    hint=f"push commit {commit[:12]} to a branch yourself: git push {remote} {commit}:refs/heads/BRANCH")
             local = rev_parse(root, f"refs/heads/{branch}")
-            contains = local and git(root, "merge-base", "--is-ancestor", commit, local, check=False).returncode == 0
+            contains = local and git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, local, check=False).returncode == 0
             src = f"refs/heads/{branch}" if contains else commit
             ctx.on_status(f"pushing {branch} to {remote}")
             try:
-                git(root, "push", "-q", remote, f"{src}:refs/heads/{branch}", what=f"git push {remote} {branch}")
+                git(root, "push", "-q", "--", remote, f"{src}:refs/heads/{branch}", what=f"git push {remote} {branch}")
             except GitError as exc:
                 raise PublishError(f"pushing branch {branch} to {remote!r} failed", log=exc.log) from None
             code_status = f"pushed {branch}"
@@ -120,7 +129,7 @@ class GitTarget:
         # the records ref: build on top of the remote's copy (another machine may have published)
         merge_with = []
         if ref in refs:
-            git(root, "fetch", "-q", "--no-tags", remote, f"+{ref}:{TMP_REMOTE_REF}", what="git fetch (records ref)")
+            git(root, "fetch", "-q", "--no-tags", "--", remote, f"+{ref}:{TMP_REMOTE_REF}", what="git fetch (records ref)")
             merge_with = [TMP_REMOTE_REF]
         try:
             files = {f"{record_path(record['id'])}/{name}": data for name, data in record_files(ctx.folder, logs=bool(ctx.config.get("publish", "logs"))).items()}
@@ -131,7 +140,7 @@ class GitTarget:
             else:
                 ctx.on_status(f"pushing {ref} to {remote}")
                 try:
-                    git(root, "push", "-q", remote, f"{ref}:{ref}", what=f"git push {remote} {ref}")
+                    git(root, "push", "-q", "--", remote, f"{ref}:{ref}", what=f"git push {remote} {ref}")
                 except GitError as exc:
                     raise PublishError(f"pushing the records ref {ref} to {remote!r} failed", log=exc.log,
                                        hint="rerun `cotk-repro publish`; the local record is unchanged") from None
@@ -153,7 +162,12 @@ class DashboardTarget:
         from .dashboard import DashboardClient, DashboardError
 
         url = userconfig.normalize_url(ctx.dashboard_url or "")
-        token = userconfig.dashboard_token(url)
+        token = userconfig.dashboard_token(url, user_chosen=ctx.dashboard_user_chosen)
+        if not token and os.environ.get("COTK_REPRO_DASHBOARD_TOKEN"):
+            raise PublishError(f"the dashboard {url} is named only by the project's cotk-repro.toml, and "
+                               "COTK_REPRO_DASHBOARD_TOKEN is sent only to a dashboard you chose, so nothing was "
+                               "uploaded", hint=f"pass --dashboard {url}, set COTK_REPRO_DASHBOARD_URL, or run "
+                                                f"`cotk-repro login --dashboard {url}`")
         if not token:
             raise PublishError(f"no token for the dashboard {url}",
                                hint=f"run `cotk-repro login --dashboard {url} --token TOKEN`, or pass --no-dashboard")

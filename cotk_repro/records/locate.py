@@ -26,8 +26,13 @@ def fetch_json(url: str, timeout: float = 30.0) -> Any:
     """The JSON at ``url`` (a dashboard record page is read through its API URL); RecordError otherwise."""
     import requests
 
+    from ..core.httpread import AnswerTooLarge, read_bounded
+
     try:
-        resp = requests.get(api_url_for(url), timeout=timeout, headers={"Accept": "application/json"})
+        resp = read_bounded(requests.get(api_url_for(url), timeout=timeout, headers={"Accept": "application/json"},
+                                         stream=True), url)
+    except AnswerTooLarge as exc:
+        raise RecordError(exc.message) from None
     except requests.RequestException as exc:
         raise RecordError(f"cannot fetch {url}: {type(exc).__name__}") from None
     if resp.status_code == 404:
@@ -36,7 +41,7 @@ def fetch_json(url: str, timeout: float = 30.0) -> Any:
         raise RecordError(f"{url} answered {resp.status_code}")
     try:
         return resp.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         raise RecordError(f"{url} did not answer JSON") from None
 
 

@@ -8,7 +8,8 @@ They *check*; they never *produce*. A document is validated as it is and then us
 as: nothing is dumped from a model, so no default, alias or coercion ever reaches the bytes a record's id
 and signatures are computed over (:mod:`cotk_repro.core.canonical`). Validation is strict (no ``"1"`` for
 ``1``, no ``true`` for a number) and every object admits keys the model does not name (newer writers may
-add some; they are hashed and stored like the rest).
+add some; they are hashed and signed like the rest, :func:`cotk_repro.core.canonical.record_content`). The
+dashboard stores and ranks only what the models define, so it refuses such keys (:func:`undefined_key`).
 
 Importing this module imports pydantic (~0.15 s), so it is imported lazily, only where a document comes
 from outside (``diff``, ``publish``, ``reproduce``, ``verify``, the dashboard); ``run`` writes its own
@@ -17,7 +18,7 @@ records without it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Dict, List, Literal, Optional
+from typing import Annotated, Any, Dict, List, Literal, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
@@ -155,7 +156,7 @@ class Reproduction(_Object):
 
     schema_name: Literal[REPRODUCTION_SCHEMA] = Field(alias="schema")  # type: ignore[valid-type]
     schema_version: Optional[StrictInt] = None
-    record_id: Text = None
+    record_id: StrictStr = Field(max_length=80, description="the record it reproduces (required; signed with the rest)")
     verdict: Literal[VERDICTS]  # type: ignore[valid-type]
     runtime: Text = None
     metrics: Optional[List[MetricRow]] = None
@@ -230,6 +231,56 @@ def check_record(record: Any, where: str = "record") -> dict[str, Any]:
     return record
 
 
+def undefined_key(document: Any, model: type[BaseModel] | None = None) -> str | None:
+    """The dotted path of the first key of ``document`` that ``model`` (default :class:`Record`) does not
+    define, or None. Free-form maps (``environment.platform``, ``results``' metric names) define every key.
+
+    Readers admit such keys (a newer writer's, hashed and signed like the rest); the dashboard stores and
+    ranks only what its schema defines, so it refuses them (422)."""
+    hit = _undefined(model or Record, document, ())
+    return None if hit is None else ".".join(str(p) for p in hit)
+
+
+def _undefined(model: type[BaseModel], data: Any, path: tuple) -> tuple | None:
+    if not isinstance(data, dict):
+        return None
+    names = {f.alias or n: f for n, f in model.model_fields.items()}
+    for key in data:
+        if key not in names:
+            return (*path, key)
+    for key, f in names.items():
+        if key in data:
+            hit = _walk(f.annotation, data[key], (*path, key))
+            if hit is not None:
+                return hit
+    return None
+
+
+def _walk(tp: Any, value: Any, path: tuple) -> tuple | None:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return _undefined(tp, value, path)
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        return _walk(args[0], value, path)
+    if origin is Union:
+        for arg in args:
+            if isinstance(arg, type) and issubclass(arg, BaseModel) and isinstance(value, dict) or \
+                    get_origin(arg) in (list, dict) and isinstance(value, get_origin(arg)):
+                return _walk(arg, value, path)
+        return None
+    if origin is list and isinstance(value, list) and args:
+        for i, item in enumerate(value):
+            hit = _walk(args[0], item, (*path, i))
+            if hit is not None:
+                return hit
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        for key, item in value.items():
+            hit = _walk(args[1], item, (*path, key))
+            if hit is not None:
+                return hit
+    return None
+
+
 def check_reproduction(verdict: Any, record_id: str | None = None, where: str = "the reproduction") -> dict[str, Any]:
     """Validate a reproduction verdict against :class:`Reproduction` (and, given ``record_id``, that it names
     that record); returns it unchanged. Raises :class:`RecordError`."""
@@ -239,12 +290,14 @@ def check_reproduction(verdict: Any, record_id: str | None = None, where: str = 
         raise RecordError(f"{where}'s schema must be {REPRODUCTION_SCHEMA!r}")
     if verdict.get("verdict") not in VERDICTS:
         raise RecordError(f"{where}'s verdict must be one of {', '.join(VERDICTS)}")
+    if not isinstance(verdict.get("record_id"), str) or not verdict["record_id"].strip():
+        raise RecordError(f"{where} must name the record it reproduces in its record_id (signed with the rest)")
     try:
         Reproduction.model_validate(verdict)
     except ValidationError as exc:
         raise RecordError(_sentence(exc, where)) from None
-    rid = verdict.get("record_id")
-    if record_id is not None and rid is not None and _normal_id(rid) != record_id:
+    rid = verdict["record_id"]
+    if record_id is not None and _normal_id(rid) != record_id:
         raise RecordError(f"{where}'s record_id is not the record it is attached to")
     try:
         canonical_json(verdict)  # finite numbers, string keys, encodable text

@@ -15,9 +15,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..core.canonical import hash_object
+from ..core.canonical import record_content, sha256_hex
 from ..core.fileio import atomic_write
 from ..errors import RecordError
+from .provenance import mark, written_here
 
 RECORD_SCHEMA = "cotk-repro/record"
 RECORD_SCHEMA_VERSION = 1
@@ -28,10 +29,19 @@ REPRODUCTION_SCHEMA = "cotk-repro/reproduction"
 VERDICTS = ("reproduced", "not reproduced", "could not run")
 
 
+#: a local record.json larger than this is not read
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+
+
+def _not_ours(folder: Path) -> str:
+    return (f"record {folder.name[:12]} in {folder.parent} was not written by cotk-repro on this machine (it may have "
+            "come with the repository), so it is not shown or published; make your own with `cotk-repro run`")
+
+
 def compute_id(record: dict[str, Any]) -> str:
-    """``sha256:`` + the hex SHA-256 of the canonical JSON of the record without its ``id``."""
-    body = {k: v for k, v in record.items() if k != "id"}
-    return ID_PREFIX + hash_object(body)
+    """``sha256:`` + the hex SHA-256 of :func:`~cotk_repro.core.canonical.record_content` (the record without
+    its ``id``: exactly the bytes its signature signs)."""
+    return ID_PREFIX + sha256_hex(record_content(record))
 
 
 def finalize(record: dict[str, Any]) -> dict[str, Any]:
@@ -59,12 +69,19 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 class RunStore:
-    """The local records of one project: ``<root>/.cotk-repro/runs/``."""
+    """The local records of one project: ``<root>/.cotk-repro/runs/``.
 
-    def __init__(self, root: Path):
+    ``trusted_only`` (the default): only folders this installation wrote are read (:mod:`.provenance`); a
+    folder committed to the project or put there by anyone else is skipped (:attr:`ignored`). ``reproduce``
+    of a checkout reads the others too, as the stranger's records they are (validated, never signed)."""
+
+    def __init__(self, root: Path, *, trusted_only: bool = True):
         self.root = Path(root)
         self.state = self.root / STATE_DIR
         self.runs = self.state / "runs"
+        self.trusted_only = trusted_only
+        #: candidate folders the last :meth:`folders` skipped as not written here
+        self.ignored: list[Path] = []
 
     # -- writing ---------------------------------------------------------------
     def new_workdir(self) -> Path:
@@ -78,9 +95,10 @@ class RunStore:
             raise RecordError(f"cannot write to {self.state}: {exc.strerror}") from None
 
     def commit(self, workdir: Path, record: dict[str, Any]) -> Path:
-        """Write the record into ``workdir`` and move the folder into place atomically."""
+        """Write the record into ``workdir`` (marked as written here) and move the folder into place atomically."""
         finalize(record)
         write_json_atomic(workdir / "record.json", record)
+        mark(workdir, (workdir / "record.json").read_bytes())
         final = self.runs / record["id"].removeprefix(ID_PREFIX)
         if final.exists():  # identical content already stored: immutable, keep the first
             shutil.rmtree(workdir, ignore_errors=True)
@@ -95,6 +113,7 @@ class RunStore:
         for name, data in (files or {}).items():
             (work / name).write_bytes(data)
         write_json_atomic(work / "record.json", record)
+        mark(work, (work / "record.json").read_bytes())
         final = self.runs / record["id"].removeprefix(ID_PREFIX)
         if final.exists():
             shutil.rmtree(work, ignore_errors=True)
@@ -103,21 +122,67 @@ class RunStore:
         return final
 
     # -- reading ---------------------------------------------------------------
-    def folders(self) -> Iterator[Path]:
-        if self.runs.is_dir():
+    def _candidates(self) -> Iterator[Path]:
+        """Record folders: real folders (not symbolic links) holding a ``record.json``."""
+        if self.runs.is_dir() and not self.runs.is_symlink():
             for d in self.runs.iterdir():
-                if (d / "record.json").is_file():
+                if not d.is_symlink() and d.is_dir() and (d / "record.json").exists():
                     yield d
 
-    def load_folder(self, folder: Path) -> dict[str, Any]:
+    def folders(self) -> Iterator[Path]:
+        """The record folders this store trusts: with ``trusted_only``, only those this installation wrote
+        (:mod:`.provenance`); the others are listed in :attr:`ignored`."""
+        self.ignored = []
+        for d in self._candidates():
+            if not self.trusted_only:
+                yield d
+                continue
+            try:
+                raw = self._read_json_bytes(d)
+            except RecordError:
+                self.ignored.append(d)
+                continue
+            if written_here(d, raw):
+                yield d
+            else:
+                self.ignored.append(d)
+
+    def _read_json_bytes(self, folder: Path) -> bytes:
+        from ..core.safe_read import UnsafeFileError, read_regular
+
         try:
-            return json.loads((folder / "record.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RecordError(f"cannot read record {folder.name}: {exc}") from None
+            return read_regular(folder / "record.json", MAX_RECORD_BYTES, f"record {folder.name[:12]}'s record.json")
+        except UnsafeFileError as exc:
+            raise RecordError(exc.message) from None
+        except OSError as exc:
+            raise RecordError(f"cannot read record {folder.name[:12]}: {exc.strerror}") from None
+
+    def load_folder(self, folder: Path) -> dict[str, Any]:
+        """The record of ``folder``: its ``record.json`` read as a regular file (never through a symbolic link),
+        and, with ``trusted_only``, only when this installation wrote it."""
+        if folder.is_symlink():
+            raise RecordError(f"record folder {folder.name[:12]} is a symbolic link, so it is not read")
+        raw = self._read_json_bytes(folder)
+        if self.trusted_only and not written_here(folder, raw):
+            raise RecordError(_not_ours(folder))
+        try:
+            return json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise RecordError(f"cannot read record {folder.name[:12]}: {exc}") from None
 
     def all(self) -> list[dict[str, Any]]:
-        """All local records, newest first."""
-        records = [self.load_folder(f) for f in self.folders()]
+        """All local records (that this store trusts), newest first."""
+        records = []
+        self.ignored = []
+        for folder in self._candidates():
+            raw = self._read_json_bytes(folder)
+            if self.trusted_only and not written_here(folder, raw):
+                self.ignored.append(folder)
+                continue
+            try:
+                records.append(json.loads(raw.decode("utf-8")))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise RecordError(f"cannot read record {folder.name[:12]}: {exc}") from None
         records.sort(key=lambda r: r.get("command", {}).get("started_at", ""), reverse=True)
         return records
 
@@ -134,6 +199,9 @@ class RunStore:
             raise RecordError(f"{ref!r} is not a record id, an id prefix or 'latest'")
         matches = [f for f in self.folders() if f.name.startswith(hexpart)]
         if not matches:
+            planted = [f for f in self.ignored if f.name.startswith(hexpart)]
+            if planted:
+                raise RecordError(_not_ours(planted[0]))
             raise RecordError(f"no local record matches {ref!r}")
         if len(matches) > 1:
             names = ", ".join(sorted(m.name[:12] for m in matches)[:5])

@@ -99,7 +99,7 @@ def _fetch(source_text: str, workdir: Path, wanted: str | None, steps: Steps):
 
     with steps.step("clone", f"fetching the records of {source_text}"):
         source = resolve(source_text)
-        repo = RemoteRepo(source.git_url, source.text, workdir)
+        repo = RemoteRepo(source.git_url, source.text, workdir, user_typed=source.user_typed)
         repo.init()
         if source.record is not None:
             record = source.record
@@ -123,7 +123,7 @@ def _records_at(source, repo) -> list[dict[str, Any]]:
         from ..records import RunStore, validate_record
 
         local = []
-        for record in RunStore(Path(source.git_url)).all():
+        for record in RunStore(Path(source.git_url), trusted_only=False).all():  # a stranger's, validated
             try:
                 local.append(validate_record(record))
             except CotkError:
@@ -134,8 +134,9 @@ def _records_at(source, repo) -> list[dict[str, Any]]:
     return repo.fetch_records()
 
 
-def list_records(source_text: str) -> list[dict[str, Any]]:
-    """Summaries of the records published at SOURCE, newest first."""
+def list_records(source_text: str, skipped: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
+    """Summaries of the records published at SOURCE, newest first; entries of the records ref that could not
+    be read (a gitlink, a huge blob) go to ``skipped`` as ``(path, sentence)``."""
     from .fetch import RemoteRepo, summaries
     from .source import resolve
 
@@ -144,9 +145,12 @@ def list_records(source_text: str) -> list[dict[str, Any]]:
         source = resolve(source_text)
         if source.record is not None:
             return summaries([source.record])
-        repo = RemoteRepo(source.git_url, source.text, workdir)
+        repo = RemoteRepo(source.git_url, source.text, workdir, user_typed=source.user_typed)
         repo.init()
-        return summaries(_records_at(source, repo))
+        found = summaries(_records_at(source, repo))
+        if skipped is not None:
+            skipped.extend(repo.skipped)
+        return found
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -7,36 +7,53 @@ commit (falling back to the branches when the server refuses a fetch by id).
 
 from __future__ import annotations
 
-import io
+import re
 import tarfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..core.config import RECORDS_REF_SUFFIX
 from ..core.git import GitError, git, tail
+from ..core.giturl import transport_args, transport_env
 from ..publish.gitrecords import DEFAULT_REF, list_records
 from ..records import ID_PREFIX, short_id, validate_record
 from . import ReproduceError
 
 LOCAL_RECORDS = "refs/cotk-repro/records"
+#: a checkout (the commit's files as a tar stream) larger than this is not run
+MAX_CHECKOUT_BYTES = 4 * 1024 * 1024 * 1024
+#: a ref name a remote advertises that is fetched by name: plain characters only
+_PLAIN_REF = re.compile(r"^refs/[A-Za-z0-9_][A-Za-z0-9_./-]*$")
 
 
 class RemoteRepo:
-    """A bare local git repository fed from a remote URL: lists its refs, fetches records and commits, exports trees."""
-    def __init__(self, url: str, display: str, workdir: Path):
+    """A bare local git repository fed from a remote URL: lists its refs, fetches records and commits, exports trees.
+
+    Every command that talks to the remote runs with only the transports :func:`transport_args` allows
+    (``file`` and ``http`` only when ``user_typed``: the user named the location, not a record) and puts the
+    URL and refs after ``--``; object names are checked hex before they reach git."""
+    def __init__(self, url: str, display: str, workdir: Path, *, user_typed: bool = False):
         self.url, self.display = url, display
         self.git_dir = workdir / "repo.git"
         self.refs: dict[str, str] | None = None
+        #: ``(path, sentence)`` of each records-ref entry the last :meth:`fetch_records` could not read
+        self.skipped: list[tuple[str, str]] = []
+        self._transport = transport_args(allow_file=user_typed, allow_http=user_typed)
+        self._transport_env = transport_env(allow_file=user_typed, allow_http=user_typed)
 
     def _git(self, *args: str, **kw: Any):
         return git(self.git_dir, *args, **kw)
+
+    def _remote(self, *args: str, **kw: Any):
+        """A git command that talks to the remote: allowed transports only, never a prompt."""
+        return git(self.git_dir, *self._transport, *args, env=self._transport_env, **kw)
 
     def init(self) -> None:
         self.git_dir.mkdir(parents=True, exist_ok=True)
         git(self.git_dir, "init", "-q", "--bare")
 
     def ls_remote(self) -> dict[str, str]:
-        proc = self._git("ls-remote", self.url, check=False, timeout=120)
+        proc = self._remote("ls-remote", "--", self.url, check=False, timeout=120)
         if proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace")
             raise ReproduceError(f"the git repository {self.display} was not found or is not accessible ({self.url})",
@@ -56,7 +73,7 @@ class RemoteRepo:
         refs = self.refs if self.refs is not None else self.ls_remote()
         if DEFAULT_REF in refs:
             return DEFAULT_REF
-        others = sorted(r for r in refs if r.endswith(RECORDS_REF_SUFFIX))
+        others = sorted(r for r in refs if r.endswith(RECORDS_REF_SUFFIX) and _PLAIN_REF.match(r))
         return others[0] if others else None
 
     def records_ref(self) -> str:
@@ -70,41 +87,56 @@ class RemoteRepo:
     def fetch_records(self) -> list[dict[str, Any]]:
         ref = self.records_ref()
         try:
-            self._git("fetch", "-q", "--depth=1", "--no-tags", self.url, f"+{ref}:{LOCAL_RECORDS}",
+            self._remote("fetch", "-q", "--depth=1", "--no-tags", "--", self.url, f"+{ref}:{LOCAL_RECORDS}",
                       what=f"fetching {ref}", timeout=600)
         except GitError as exc:
             raise ReproduceError(f"fetching the records of {self.display} failed", log=exc.log, step="clone") from None
-        records = list_records(self.git_dir, LOCAL_RECORDS)
+        self.skipped = []
+        records = list_records(self.git_dir, LOCAL_RECORDS, self.skipped)
         if not records:
-            raise ReproduceError(f"{self.display} has no cotk-repro records on {ref}", step="clone",
+            why = f" ({self.skipped[0][1]})" if self.skipped else ""
+            raise ReproduceError(f"{self.display} has no readable cotk-repro records on {ref}{why}", step="clone",
                                  hint="its author publishes records with `cotk-repro publish`")
         return records
 
     def fetch_commit(self, commit: str, record_id: str) -> None:
+        _check_object_name(commit)
         if self._has(commit):
             return
-        proc = self._git("fetch", "-q", "--depth=1", "--no-tags", self.url, commit, check=False, timeout=600)
+        proc = self._remote("fetch", "-q", "--depth=1", "--no-tags", "--", self.url, commit, check=False, timeout=600)
         if proc.returncode != 0 or not self._has(commit):
             # servers that refuse a fetch by id: fetch the branches and look for it
-            self._git("fetch", "-q", "--no-tags", self.url, "+refs/heads/*:refs/remotes/source/*", check=False,
-                      timeout=1200)
+            self._remote("fetch", "-q", "--no-tags", "--", self.url, "+refs/heads/*:refs/remotes/source/*",
+                         check=False, timeout=1200)
         if not self._has(commit):
             raise ReproduceError(
                 f"commit {commit[:12]} of record {short_id(record_id)} is not on {self.display}", step="clone",
                 hint="its author has to push it, e.g. with `cotk-repro publish --push`")
 
     def _has(self, commit: str) -> bool:
-        return self._git("cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0
+        _check_object_name(commit)
+        return self._git("cat-file", "-e", "--", f"{commit}^{{commit}}", check=False).returncode == 0
 
     def tree_of(self, commit: str) -> str:
-        return self._git("rev-parse", f"{commit}^{{tree}}").stdout.decode().strip()
+        _check_object_name(commit)
+        return self._git("rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}").stdout.decode().strip()
 
-    def export(self, commit: str, dest: Path) -> None:
-        """The commit's files (no .git) into ``dest``; a symbolic link out of the checkout is refused."""
-        data = self._git("archive", "--format=tar", commit, what="git archive").stdout
+    def export(self, commit: str, dest: Path, *, limit: int | None = None) -> None:
+        """The commit's files (no .git) into ``dest``; a symbolic link out of the checkout is refused.
+
+        ``git archive`` streams into a file beside ``dest``, stopped past ``limit`` bytes (default
+        :data:`MAX_CHECKOUT_BYTES`); ``export-subst`` is switched off (``info/attributes``), so a tree's
+        ``.gitattributes`` cannot make the checkout bigger than the commit."""
+        _check_object_name(commit)
+        limit = MAX_CHECKOUT_BYTES if limit is None else limit
+        info = self.git_dir / "info"
+        info.mkdir(parents=True, exist_ok=True)
+        (info / "attributes").write_text("* -export-subst\n", encoding="utf-8")
+        archive = dest.parent / f".{dest.name}.tar"
         dest.mkdir(parents=True, exist_ok=True)
         try:
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            _archive_to(self.git_dir, commit, archive, limit)
+            with tarfile.open(archive) as tar:
                 members = tar.getmembers()
                 for m in members:
                     _check_member(m, commit)
@@ -115,6 +147,44 @@ class RemoteRepo:
         except tarfile.TarError as exc:
             raise ReproduceError(f"the files of commit {commit[:12]} cannot be checked out safely ({exc})",
                                  step="checkout") from None
+        finally:
+            archive.unlink(missing_ok=True)
+
+
+def _archive_to(git_dir: Path, commit: str, path: Path, limit: int) -> None:
+    """``git archive --format=tar COMMIT`` streamed into ``path``; stopped (and refused) past ``limit`` bytes."""
+    import os
+    import subprocess
+    import tempfile
+
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    with open(path, "wb") as out, tempfile.TemporaryFile() as err:
+        # a fixed command, the commit checked hex and after --: no shell, nothing of a record read as an option
+        proc = subprocess.Popen(["git", "archive", "--format=tar", "--", commit], cwd=git_dir,  # noqa: S603, S607
+                                stdout=subprocess.PIPE, stderr=err, env=env)
+        written = 0
+        try:
+            while chunk := proc.stdout.read(1 << 20):  # type: ignore[union-attr]
+                written += len(chunk)
+                if written > limit:
+                    raise ReproduceError(f"the files of commit {commit[:12]} are over the {limit:,}-byte limit for "
+                                         "a checkout, so the record is not run", step="checkout")
+                out.write(chunk)
+        finally:
+            if proc.poll() is None and written > limit:
+                proc.kill()
+            proc.stdout.close()  # type: ignore[union-attr]
+            proc.wait()
+        if proc.returncode != 0:
+            err.seek(0)
+            raise ReproduceError(f"git archive of commit {commit[:12]} failed", step="checkout",
+                                 log=tail(err.read(64 * 1024).decode("utf-8", "replace")))
+
+
+def _check_object_name(name: str) -> None:
+    """A commit named by a record: hex digits only, so git can never read it as an option or a revision expression."""
+    if not (isinstance(name, str) and 4 <= len(name) <= 64 and all(c in "0123456789abcdef" for c in name)):
+        raise ReproduceError(f"the record's commit {name!r:.80} is not a hex commit id", step="clone")
 
 
 def _check_member(member: tarfile.TarInfo, commit: str) -> None:
@@ -157,7 +227,6 @@ def select_record(records: list[dict[str, Any]], wanted: str | None, display: st
             raise ReproduceError(f"{wanted!r} is ambiguous in {display}: it matches {len(matches)} records",
                                  step="select record")
         chosen = matches[0]
-    chosen = {k: v for k, v in chosen.items() if k != "_path"}
     try:
         return validate_record(chosen, f"record {short_id(str(chosen.get('id')))} of {display}")
     except Exception as exc:  # RecordError: a tampered record

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+from ..core.giturl import UnsafeUrlError, check_stranger_url, shown
 from . import ReproduceError
 
 DEFAULT_GIT_BASE = "https://github.com/"
@@ -37,6 +38,11 @@ class Source:
     dashboard_url: str | None = None
     #: the records are the checkout's own unpublished ones (``.cotk-repro/runs``), not a records ref
     local_records: bool = False
+
+    @property
+    def user_typed(self) -> bool:
+        """Whether the user named the git location (then ``file``/``http`` transports are allowed), not a record."""
+        return self.kind != "dashboard"
 
     @property
     def display(self) -> str:
@@ -105,8 +111,12 @@ def _from_dashboard(text: str, base: str, record_id: str) -> Source:
                                   "and publish the new record")
     from ..capture.git import LOCAL_PREFIX
 
-    if url.startswith(LOCAL_PREFIX) or url.startswith("~") or "://" not in url and not re.match(r"^[^/@:]+@[^/:]+:", url):
-        raise ReproduceError(f"record {record_id[:19]} names only a remote on its author's machine ({url}), so its "
-                             "code cannot be fetched from here",
+    if isinstance(url, str) and (url.startswith(LOCAL_PREFIX) or url.startswith("~") or url.startswith("/")):
+        raise ReproduceError(f"record {record_id[:19]} names only a remote on its author's machine ({shown(url)}), "
+                             "so its code cannot be fetched from here",
                              hint="reproduce from the git repository itself: cotk-repro reproduce GIT_URL")
+    try:
+        check_stranger_url(url, f"record {record_id[:19]}'s git URL")
+    except UnsafeUrlError as exc:
+        raise ReproduceError(exc.message, step="fetch record") from None
     return Source("dashboard", text, url, record=record, record_id=record["id"], dashboard_url=base)
