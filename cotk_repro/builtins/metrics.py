@@ -29,6 +29,7 @@ BUILTIN_METRICS = {
     "cider": "cider:CiderMetric",
     "chrf": "chrf:ChrfMetric",
     "ter": "ter:TerMetric",
+    "gleu": "gleu:GleuMetric",
 }
 
 
