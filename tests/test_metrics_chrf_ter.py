@@ -170,3 +170,26 @@ def test_compare_ranks_chrf_up_and_ter_down(tmp_path):
     assert abs(result.cell("bad", "d", "ter").value - TER().corpus_score(bad, streams).score / 100) <= 1e-9
     assert ranked_systems(result, "chrf")[0][0] == "good"
     assert ranked_systems(result, "ter")[0][0] == "good"  # the lower TER ranks first
+
+
+def test_corpus_statistics_equal_sacrebleus_also_with_dense_keys_and_empty_texts(fixtures_dir):
+    """The numpy statistics (cotk_repro.metrics.chrf_stats) against sacrebleu's own per-sentence ones, with the
+    key re-ranking forced at every order (what a large alphabet triggers) and with empty texts."""
+    import numpy as np
+
+    from cotk_repro.metrics import chrf_stats
+
+    hyps, refs = _texygen(fixtures_dir, 60)
+    hyps, refs = hyps + HYPS + ["", "x"], refs + REFS + [["", "y"], [""]]
+    for settings in CHRF_SETTINGS:
+        m = CHRF(**settings)
+        expected = [m._extract_corpus_statistics([h], [[r]])[0] for h, rs in zip(hyps, refs) for r in rs]
+        assert chrf_stats.chrf_statistics(m, hyps, refs).tolist() == expected
+        real = chrf_stats.order_statistics
+        try:
+            chrf_stats.order_statistics = lambda *a, **k: real(*a, **{**k, "key_limit": 1})
+            assert chrf_stats.chrf_statistics(m, hyps, refs).tolist() == expected
+        finally:
+            chrf_stats.order_statistics = real
+    assert np.asarray(chrf_stats.chrf_statistics(CHRF(), [""], [[""]])).sum() == 0
+    assert get_metric("chrf").compute([""], [[""]])["chrf"] == CHRF().corpus_score([""], [[""]]).score / 100

@@ -1,7 +1,8 @@
 """chrF and chrF++ (Popović 2015, 2017), sacrebleu's ``CHRF`` itself, with a comparability hash.
 
 The value is sacrebleu's corpus chrF on its 0-100 scale **divided by 100** (so it lies in [0, 1] like BLEU
-here): character n-gram orders 1..``char_order`` and word n-gram orders 1..``word_order`` (``word_order=2``
+here), from the same integer statistics as sacrebleu's, counted for the whole corpus at once with numpy
+(:mod:`cotk_repro.metrics.chrf_stats`) and turned into F-scores by sacrebleu's own ``_compute_f_score``: character n-gram orders 1..``char_order`` and word n-gram orders 1..``word_order`` (``word_order=2``
 is chrF++), F-beta of the averaged n-gram precision and recall. Corpus statistics are sums over sentences of
 each sentence's statistics against its best-matching reference (sacrebleu's multi-reference rule). With
 ``per_sentence`` the sentence-level values (sacrebleu's ``sentence_score``, divided by 100) come beside it.
@@ -114,15 +115,37 @@ class ChrfMetric(Metric):
         m = self.sacrebleu_metric()
         return [m.sentence_score(h, rs).score / 100.0 for h, rs in zip(hyps, refs)]
 
+    def best_statistics(self, hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> list[list[int]]:
+        """Per hypothesis, sacrebleu's match statistics against its best reference (the first with the highest
+        sentence F-score, sacrebleu's rule), computed for the whole corpus at once
+        (:mod:`cotk_repro.metrics.chrf_stats`)."""
+        from .chrf_stats import chrf_statistics
+
+        m = self.sacrebleu_metric()
+        stats = chrf_statistics(m, hyps, refs).tolist()
+        if all(len(rs) == 1 for rs in refs):
+            return stats
+        best, at = [], 0
+        for rs in refs:
+            chosen, top = [], -1.0
+            for row in stats[at:at + len(rs)]:
+                f = m._compute_f_score(row)
+                if f > top:
+                    chosen, top = row, f
+            best.append(chosen)
+            at += len(rs)
+        return best
+
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
                 ) -> dict[str, Any]:
-        hyps, refs, streams = text_inputs(self.name, hypotheses, references)
+        hyps, refs, _ = text_inputs(self.name, hypotheses, references)
         m = self.sacrebleu_metric()
-        value = m.corpus_score(hyps, streams).score / 100.0
+        best = self.best_statistics(hyps, refs)
+        value = m._compute_f_score([sum(col) for col in zip(*best)]) / 100.0
         settings = {**self.settings, "scale": "0-1", "version": self.version}
         hashed = ([[r.lower() if self.lowercase else r] for r in rs] for rs in refs)
         sig = signature(self.name, {**self.settings_fields(), "refs": refs_label(refs)}, self.version)
         out = result_entry(self.name, value, reference_set_hash(self.name, settings, hashed), sig)
         if self.per_sentence:
-            out[f"{self.name} per-sentence"] = [m.sentence_score(h, rs).score / 100.0 for h, rs in zip(hyps, refs)]
+            out[f"{self.name} per-sentence"] = [m._compute_f_score(row) / 100.0 for row in best]
         return out
