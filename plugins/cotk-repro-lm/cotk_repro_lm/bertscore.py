@@ -210,6 +210,26 @@ class BertScoreMetric(Metric):
             return list(self.tokenizer.encode("", add_special_tokens=True))
         return list(sent_encode(self.tokenizer, text))
 
+    def encode_many(self, texts: Sequence[str]) -> list[list[int]]:
+        """:meth:`encode` of each text; one batched tokenizer call where that gives the same ids (every
+        tokenizer but the GPT-2 / RoBERTa ones, which ``sent_encode`` calls with ``add_prefix_space``)."""
+        from bert_score.utils import GPT2Tokenizer, RobertaTokenizer
+
+        if isinstance(self.tokenizer, (GPT2Tokenizer, RobertaTokenizer)):
+            return [self.encode(t) for t in texts]
+        stripped = [t.strip() for t in texts]
+        todo = [i for i, t in enumerate(stripped) if t]
+        out: list[list[int]] = [[] for _ in texts]
+        if todo:
+            ids = self.tokenizer([stripped[i] for i in todo], add_special_tokens=True,
+                                 max_length=self.tokenizer.model_max_length, truncation=True)["input_ids"]
+            for i, row in zip(todo, ids):
+                out[i] = list(row)
+        for i, t in enumerate(stripped):
+            if not t:
+                out[i] = self.encode("")
+        return out
+
     def _embed(self, ids_list: Sequence[Sequence[int]]) -> list[Any]:
         """Unit-normalized last-layer embeddings of each id list, batched by exact length (no padding)."""
         import torch
@@ -247,13 +267,13 @@ class BertScoreMetric(Metric):
         hyps = [str(h) for h in hypotheses]
         refs = [[str(r) for r in rs] for rs in references]
         texts = list(dict.fromkeys(hyps + [r for rs in refs for r in rs]))
-        encoded = [self.encode(t) for t in texts]
+        encoded = self.encode_many(texts)
         pos = {t: i for i, t in enumerate(texts)}
         if self.idf_mode == "none":
             special = {self.tokenizer.sep_token_id, self.tokenizer.cls_token_id}
             weights = [torch.tensor([0.0 if i in special else 1.0 for i in ids]) for ids in encoded]
         else:
-            corpus = ([self.encode(t) for t in self.idf_corpus] if self.idf_mode == "corpus"
+            corpus = (self.encode_many(self.idf_corpus) if self.idf_mode == "corpus"
                       else [encoded[pos[r]] for rs in refs for r in rs])
             idf = idf_weights(corpus)
             weights = [torch.tensor([idf[i] for i in ids], dtype=torch.float32) for ids in encoded]

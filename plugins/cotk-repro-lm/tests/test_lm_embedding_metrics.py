@@ -48,6 +48,14 @@ def test_bertscore_equals_bert_score(tiny_bert, num_layers, idf):
         assert max(abs(a - b) for a, b in zip(ours[f"{key} per-sentence"], ref.tolist())) <= 1e-6
 
 
+def test_bertscore_batched_encoding_equals_sent_encode(tiny_bert):
+    m = get_metric("bertscore", model=str(tiny_bert), num_layers=1)
+    texts = LINES[:300] + ["", "   ", " padded text  ", "x " * 400]  # empty, blank, stripped, truncated
+    expected = [list(bert_score.utils.sent_encode(m.tokenizer, t)) if t.strip() else m.encode(t) for t in texts]
+    assert m.encode_many(texts) == expected
+    assert len(expected[-1]) == m.tokenizer.model_max_length
+
+
 def test_bertscore_value_and_hash_do_not_depend_on_batch_size(tiny_bert):
     results = [get_metric("bertscore", model=str(tiny_bert), num_layers=2, batch_size=b, per_sentence=True)
                .compute(HYPS, REFS) for b in (1, 3, 64)]
