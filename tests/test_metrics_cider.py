@@ -82,6 +82,30 @@ def test_edge_cases_equal_pycocoevalcap():
     assert max(abs(a - b) for a, b in zip(got, each)) <= 1e-9
 
 
+@pytest.mark.parametrize("hyps, refs", [
+    (["a b c d", "x y"], [["a b c"], ["x y z"]]),  # no reference has a 4-gram
+    (["a b", "c"], [["a b"], ["c"]]),  # none has a trigram
+    (["a", "b c"], [["a"], ["b"]]),  # none has a bigram
+    (["a b c d e", "x"], [["a b c d e"], ["x"], ]),  # one has every order, the other none
+])
+def test_references_without_ngrams_of_some_order_equal_pycocoevalcap(hyps, refs):
+    """np.bincount of empty weights is int64: an order no reference has used to crash the in-place division."""
+    expected, each = _pycoco(hyps, refs)
+    assert abs(get_metric("cider").compute(hyps, refs)["cider"] - expected) <= 1e-9
+    got = cider_scores([h.split() for h in hyps], [[r.split() for r in rs] for rs in refs])
+    assert max(abs(a - b) for a, b in zip(got, each)) <= 1e-9
+
+
+def test_evaluate_command_when_no_reference_has_a_4gram(cli, tmp_path):
+    (tmp_path / "h.txt").write_text("a b c d\nx y\n")
+    (tmp_path / "r.txt").write_text("a b c\nx y z\n")
+    r = cli("evaluate", "--hyps", str(tmp_path / "h.txt"), "--refs", str(tmp_path / "r.txt"), "-m", "cider", "--json")
+    assert r.returncode == 0, r
+    expected, _ = _pycoco(["a b c d", "x y"], [["a b c"], ["x y z"]])
+    assert abs(expected - 4.824071717646683) <= 1e-12
+    assert abs(json.loads(r.stdout)["cider"] - expected) <= 1e-9
+
+
 def test_streaming_forward_equals_compute():
     hyps, refs = _corpus(300)
     m = get_metric("cider")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -82,7 +83,10 @@ def test_types_hashes_and_signature():
 
 
 @pytest.mark.parametrize("options, hyps, refs, message", [
-    ({"types": ["rougeLsum"]}, ["a"], [["a"]], "ROUGE types"),
+    ({"types": ["rougeW"]}, ["a"], [["a"]], "ROUGE types"),
+    ({"types": ["rougeLSum"]}, ["a"], [["a"]], "ROUGE types"),
+    ({"sentence_separator": " "}, ["a"], [["a"]], "sentence_separator"),
+    ({"sentence_separator": 3}, ["a"], [["a"]], "sentence_separator"),
     ({"alpha": 1.5}, ["a"], [["a"]], "alpha"),
     ({}, ["a", "b"], [["a"]], "2 hypotheses but 1 reference"),
     ({}, ["a"], None, "needs references"),
@@ -92,3 +96,65 @@ def test_types_hashes_and_signature():
 def test_errors(options, hyps, refs, message):
     with pytest.raises(MetricError, match=message):
         get_metric("rouge", **options).compute(hyps, refs)
+
+
+# rouge-score's own rougeLsum cases (rouge_score/rouge_scorer_test.py, Apache-2.0, Google): testRougeLsum and
+# testRougeLSumSentenceSplitting, values transcribed
+@pytest.mark.parametrize("target, prediction, stemmer, p, r, f", [
+    ("w1 w2 w3 w4 w5", "w1 w2 w6 w7 w8\nw1 w3 w8 w9 w5", False, 0.4, 0.8, 0.5333),
+    ("w1 w2 w3 w4 w5", "", False, 0.0, 0.0, 0.0),
+    ("", "w1", False, 0.0, 0.0, 0.0),
+    ("w1 w2 w3 w4 w5", "/", False, 0.0, 0.0, 0.0),
+    ("First sentence.\nSecond Sentence.", "Second sentence.\nFirst Sentence.", True, 1.0, 1.0, 1.0),
+    ("First sentence. Second Sentence.", "Second sentence. First Sentence.", True, 0.5, 0.5, 0.5),
+])
+def test_rouge_lsum_on_rouge_scores_own_cases(target, prediction, stemmer, p, r, f):
+    ours = get_metric("rouge", types=["rougeLsum"], stemmer=stemmer).compute([prediction], [[target]])
+    assert ours["rouge-lsum"] == pytest.approx(f, abs=1e-4)
+    ref = rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=stemmer).score(target, prediction)["rougeLsum"]
+    assert (ref.precision, ref.recall) == pytest.approx((p, r), abs=1e-4)
+    assert ours["rouge-lsum"] == ref.fmeasure
+
+
+@pytest.mark.parametrize("stemmer", [False, True])
+def test_rouge_lsum_equals_rouge_score_on_multi_sentence_texts(fixtures_dir, stemmer):
+    hyps, refs = _texygen(fixtures_dir, 240)
+    rng = random.Random(3)
+    join = lambda lines: "\n".join(lines)  # noqa: E731
+    hyps = [join(hyps[i:i + rng.randint(1, 3)]) for i in range(0, 120)]
+    refs = [[join([r for rs in refs[i:i + rng.randint(1, 4)] for r in rs[:1]]), refs[i][1]] for i in range(0, 120)]
+    scorer = rouge_scorer.RougeScorer(["rougeLsum", "rougeL"], use_stemmer=stemmer)
+    ours = get_metric("rouge", types=["rougeLsum", "rougeL"], stemmer=stemmer).compute(hyps, refs)
+    for rtype, key in (("rougeLsum", "rouge-lsum"), ("rougeL", "rouge-l")):
+        expected = sum(scorer.score_multi(rs, h)[rtype].fmeasure for h, rs in zip(hyps, refs)) / len(hyps)
+        assert ours[key] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    assert ours["rouge-lsum"] != ours["rouge-l"]
+
+
+def test_sentence_separator_for_one_line_texts(cli, tmp_path):
+    hyps = ["the cat sat <n> on the mat today", "a dog <n> ran home"]
+    refs = [["the cat was on the mat <n> it sat"], ["a dog ran <n> home it went"]]
+    sep = get_metric("rouge", types=["rougeLsum", "rouge1"], sentence_separator="<n>").compute(hyps, refs)
+    scorer = rouge_scorer.RougeScorer(["rougeLsum", "rouge1"])
+    nl = lambda t: t.replace("<n>", "\n")  # noqa: E731
+    for rtype, key in (("rougeLsum", "rouge-lsum"), ("rouge1", "rouge-1")):
+        expected = sum(scorer.score(nl(rs[0]), nl(h))[rtype].fmeasure for h, rs in zip(hyps, refs)) / 2
+        assert sep[key] == pytest.approx(expected, rel=1e-12)
+    assert "sep:<n>" in sep["rouge-lsum signature"] and "split:newline" in sep["rouge-lsum signature"]
+    plain = get_metric("rouge", types=["rougeLsum"]).compute(hyps, refs)
+    assert plain["rouge-lsum"] != sep["rouge-lsum"]  # without the option "<n>" is a word "n" in one sentence
+    assert plain["rouge-lsum hashvalue"] != sep["rouge-lsum hashvalue"]
+    # sentence boundaries are in the hash: the same tokens split otherwise score otherwise
+    a = get_metric("rouge", types=["rougeLsum"]).compute(["x y"], [["a b\nc d"]])["rouge-lsum hashvalue"]
+    b = get_metric("rouge", types=["rougeLsum"]).compute(["x y"], [["a b c\nd"]])["rouge-lsum hashvalue"]
+    assert a != b
+    # the default types keep their hashes (no separator given)
+    assert "sentence_separator" not in get_metric("rouge").settings
+    (tmp_path / "h.txt").write_text("\n".join(hyps) + "\n")
+    (tmp_path / "r.txt").write_text("\n".join(rs[0] for rs in refs) + "\n")
+    r = cli("evaluate", "--hyps", str(tmp_path / "h.txt"), "--refs", str(tmp_path / "r.txt"), "-m", "rouge",
+            "-o", 'rouge.types=["rougeLsum","rouge1"]', "-o", "rouge.sentence_separator=<n>", "--json")
+    assert r.returncode == 0, r
+    out = json.loads(r.stdout)
+    assert out["rouge-lsum"] == pytest.approx(sep["rouge-lsum"], rel=1e-12)
+    assert out["rouge-lsum hashvalue"] == sep["rouge-lsum hashvalue"]

@@ -27,6 +27,9 @@ BUILTIN_METRICS = {
     "embedding-precision-recall": "precision_recall:EmbSimilarityPrecisionRecallMetric",
     "accuracy": "accuracy:AccuracyMetric",
     "cider": "cider:CiderMetric",
+    "chrf": "chrf:ChrfMetric",
+    "ter": "ter:TerMetric",
+    "gleu": "gleu:GleuMetric",
 }
 
 

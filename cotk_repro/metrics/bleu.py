@@ -43,9 +43,10 @@ from .base import Metric, MetricError, check_references, result_entry, signature
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
                      run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_text, tokenize_texts)
 
-SMOOTHINGS = ("method0", "method1", "method2", "method3")
-_SMOOTH_ALIASES = {"none": "method0", "m0": "method0", "m1": "method1", "m2": "method2", "m3": "method3",
-                   "0": "method0", "1": "method1", "2": "method2", "3": "method3"}
+SMOOTHINGS = ("method0", "method1", "method2", "method3", "method4", "method5", "method6", "method7")
+_SMOOTH_ALIASES = {"none": "method0", **{f"m{i}": f"method{i}" for i in range(8)}, **{str(i): f"method{i}" for i in range(8)}}
+#: the smoothings only corpus ``bleu`` takes (they read the corpus' last sample: cotk_repro.metrics.bleu_smoothing)
+CORPUS_ONLY_SMOOTHINGS = ("method4", "method5", "method6", "method7")
 EPSILON = 0.1  # NLTK SmoothingFunction's epsilon (method1)
 #: how Self-BLEU and Fw/Bw-BLEU pick ``sample`` sentences: "subset" (fair default: a seeded random subset of
 #: every set) or "cotk" (CoTK 0.1.0: Self-BLEU shuffles with the seed and keeps the first ``sample``;
@@ -480,8 +481,15 @@ class _BleuFamily(Metric):
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True,
-                 _extra: Mapping[str, Any] | None = None):
+                 auto_reweigh: bool = False, _extra: Mapping[str, Any] | None = None):
         n, w = _weights(ngram, weights)
+        if not isinstance(auto_reweigh, bool):
+            raise MetricError(f"auto_reweigh must be true or false, not {auto_reweigh!r}")
+        if auto_reweigh and type(self).name != "bleu":
+            raise MetricError(f"auto_reweigh is an option of corpus bleu only, not of {type(self).name}")
+        #: NLTK's corpus_bleu(auto_reweigh=True): uniform weights over the corpus' hypothesis length when it is
+        #: below 4 and the weights are the default (0.25,) * 4
+        self.auto_reweigh = auto_reweigh
         #: False: token lists (and id lists, through the dataloader) are scored as given, every token atomic
         #: (CoTK's rule); strings are still split with WordPunct. True (default): everything is re-tokenized.
         self.retokenize = bool(retokenize)
@@ -490,6 +498,9 @@ class _BleuFamily(Metric):
         self.weights = w
         self.custom_weights = weights is not None and w != [1.0 / n] * n
         self.smoothing = _smoothing_name(smoothing if smoothing is not None else self.default_smoothing)
+        if self.smoothing in CORPUS_ONLY_SMOOTHINGS and type(self).name != "bleu":
+            raise MetricError(f"smoothing {self.smoothing} is NLTK's corpus_bleu smoothing over the last sample; "
+                              f"{type(self).name} takes method0-method3")
         self.tokenizer = _resolve_tokenizer(tokenizer)
         self.dataloader = dataloader
         settings = {"ngram": n, "weights": w, "smoothing": self.smoothing, "tokenizer": self.token_rule}
@@ -553,7 +564,8 @@ class _BleuFamily(Metric):
 class BleuMetric(_BleuFamily):
     """Corpus BLEU-n (NLTK ``corpus_bleu``, smoothing ``method3`` by default), multi-reference.
 
-    Options: ``ngram`` (4), ``weights`` (uniform 1/n), ``smoothing`` (``method0``-``method3``),
+    Options: ``ngram`` (4), ``weights`` (uniform 1/n), ``smoothing`` (``method0``-``method7``; 4-7 as NLTK's
+    ``corpus_bleu`` computes them, from the corpus' last sample), ``auto_reweigh`` (false; NLTK's),
     ``tokenizer`` (to detokenize token-list inputs), ``dataloader`` (to turn id lists into text).
     Hash: :func:`cotk_repro.metrics.reference_hashes.bleu_reference_hash` over the reference strings, so the default
     on a dataloader's split equals ``dl.reference_hashes(split)["bleu"]``.
@@ -576,11 +588,22 @@ class BleuMetric(_BleuFamily):
         flat_text, flat_tok = self._texts_and_tokens(list(chain.from_iterable(refs)), "reference")
         ref_text, ref_tok = _regroup(flat_text, refs), _regroup(flat_tok, refs)
         nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
-        value = bleu_from_counts(nums, dens, hyp_len, ref_len, self.weights, self.smoothing)
+        weights = self.weights
+        if self.auto_reweigh and hyp_len < 4 and weights == [0.25] * 4 and nums[0] != 0:
+            weights = [1 / hyp_len] * hyp_len
+        if self.smoothing in CORPUS_ONLY_SMOOTHINGS:
+            from .bleu_smoothing import corpus_value
+
+            value = corpus_value(nums, dens, hyp_len, ref_len, weights, self.smoothing, ref_tok[-1], hyp_tok[-1])
+        else:
+            value = bleu_from_counts(nums, dens, hyp_len, ref_len, weights, self.smoothing)
         h = self._digest(ref_text, ref_tok).hash(self.name, self.ngram, self.weights, self.smoothing,
-                                                 self._hash_extra() or None)
+                                                 self._hash_extra({"auto_reweigh": True} if self.auto_reweigh
+                                                                  else None) or None)
         counts = sorted(set(map(len, ref_text)))
         fields = self._sig_fields()
+        if self.auto_reweigh:
+            fields["reweigh"] = "yes"
         fields["refs"] = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         return result_entry(self.name, value, h, signature(self.name, fields, self.version))
 
@@ -593,7 +616,12 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], 
     hyps = tokenize_texts(hypotheses)
     refs = _regroup(tokenize_texts([r for rs in references for r in rs]), references)
     nums, dens, hyp_len, ref_len = corpus_counts(hyps, refs, n)
-    return bleu_from_counts(nums, dens, hyp_len, ref_len, w, _smoothing_name(smoothing))
+    smoothing = _smoothing_name(smoothing)
+    if smoothing in CORPUS_ONLY_SMOOTHINGS:
+        from .bleu_smoothing import corpus_value
+
+        return corpus_value(nums, dens, hyp_len, ref_len, w, smoothing, refs[-1], hyps[-1])
+    return bleu_from_counts(nums, dens, hyp_len, ref_len, w, smoothing)
 
 
 def _sampling(sample: Any, seed: Any) -> tuple[int | None, int]:

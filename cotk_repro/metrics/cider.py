@@ -69,7 +69,7 @@ def cider_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence
         df = np.bincount(pairs // H, minlength=index.n_codes[n]).astype(np.float64)
         weight = log_n - np.log(np.maximum(1.0, df))
         vec = cnt * weight[code]
-        norm = np.sqrt(np.bincount(sent, weights=vec * vec, minlength=H + R))
+        norm = np.sqrt(np.bincount(sent, weights=vec * vec, minlength=H + R).astype(np.float64, copy=False))
         # clipped dot products: each reference n-gram meets the same n-gram of its own hypothesis
         h_key = code[~is_ref] * H + sent[~is_ref]  # sorted (code-major, then sentence)
         h_vec = vec[~is_ref]
@@ -81,7 +81,8 @@ def cider_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence
             dot = np.where(matched, np.minimum(h_vec[pos], r_vec) * r_vec, 0.0)
         else:
             dot = np.zeros(len(r_key))
-        val = np.bincount(sent[is_ref] - H, weights=dot, minlength=R)
+        # float even when no reference has an n-gram of this order (numpy's bincount of empty weights is int64)
+        val = np.bincount(sent[is_ref] - H, weights=dot, minlength=R).astype(np.float64, copy=False)
         nh, nr = norm[owner], norm[H:]
         both = (nh != 0) & (nr != 0)
         val[both] /= nh[both] * nr[both]

@@ -217,6 +217,8 @@ def describe_metrics() -> list[dict[str, Any]]:
         d.pop("name")
         item.update(d)
         item["version"] = str(getattr(cls, "version", "")) or None
+        if getattr(cls, "scale", None):  # what the value's numbers mean, where a peer reports another scale
+            item["scale"] = str(cls.scale)
         item["result_keys"] = _result_keys(cls, name)
         item["key_facts"] = {k: facts_of(cls, k, v).as_dict() for k, v in (getattr(cls, "key_facts", None) or {}).items()}
         item["options"] = metric_options(cls)

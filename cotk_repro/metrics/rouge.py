@@ -9,8 +9,14 @@ longer than 3 characters), n-gram overlap (ROUGE-N) or longest common subsequenc
 
 With several references the best F counts (``RougeScorer.score_multi``); the corpus
 value is the mean over samples. Keys ``rouge-1``, ``rouge-2``, ``rouge-l`` (``types``
-picks others: ``rouge1``..``rouge9``, ``rougeL``). Hashes cover the references as
+picks others: ``rouge1``..``rouge9``, ``rougeL``, ``rougeLsum``). Hashes cover the references as
 ROUGE tokenizes them, the type, alpha, stemming and the metric version.
+
+``rougeLsum`` (key ``rouge-lsum``) is rouge-score's summary-level LCS (Lin 2004, section 3.2): each text is
+split into sentences at newlines (empty ones dropped), every reference sentence's union LCS with the
+hypothesis sentences counts its tokens at most as often as both sides have them. For files with one text
+per line, ``sentence_separator`` (e.g. ``<n>``) names the string that separates sentences inside a line;
+it is turned into a newline before tokenizing, for every type.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from ._text import as_text, check_float, check_hypotheses
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _VALID = re.compile(r"^[a-z0-9]+$")
-_TYPE = re.compile(r"^rouge([1-9]|L)$")
+_TYPE = re.compile(r"^rouge([1-9]|L|Lsum)$")
 
 
 def rouge_tokenize(text: str, stemmer: Any = None) -> list[str]:
@@ -49,6 +55,59 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     return prev[-1]
 
 
+def _lcs_table(ref: Sequence[str], can: Sequence[str]) -> list[list[int]]:
+    rows, cols = len(ref), len(can)
+    table = [[0] * (cols + 1) for _ in range(rows + 1)]
+    for i in range(1, rows + 1):
+        row, up, r = table[i], table[i - 1], ref[i - 1]
+        for j in range(1, cols + 1):
+            row[j] = up[j - 1] + 1 if r == can[j - 1] else (up[j] if up[j] > row[j - 1] else row[j - 1])
+    return table
+
+
+def lcs_indices(ref: Sequence[str], can: Sequence[str]) -> list[int]:
+    """Indices into ``ref`` of one longest common subsequence: rouge-score's ``lcs_ind`` (same tie-breaking)."""
+    t = _lcs_table(ref, can)
+    i, j = len(ref), len(can)
+    out: list[int] = []
+    while i > 0 and j > 0:
+        if ref[i - 1] == can[j - 1]:
+            out.append(i - 1)
+            i -= 1
+            j -= 1
+        elif t[i][j - 1] > t[i - 1][j]:
+            j -= 1
+        else:
+            i -= 1
+    out.reverse()
+    return out
+
+
+def summary_lcs(ref_sents: Sequence[Sequence[str]], hyp_sents: Sequence[Sequence[str]]) -> tuple[float, float]:
+    """(precision, recall) of summary-level LCS (rouge-score's ``_summary_level_lcs``) of sentence token lists."""
+    if not ref_sents or not hyp_sents:
+        return 0.0, 0.0
+    m = sum(map(len, ref_sents))
+    n = sum(map(len, hyp_sents))
+    if not n or not m:
+        return 0.0, 0.0
+    cnt_r: Counter = Counter()
+    cnt_c: Counter = Counter()
+    for sent in ref_sents:
+        cnt_r.update(sent)
+    for sent in hyp_sents:
+        cnt_c.update(sent)
+    hits = 0
+    for r in ref_sents:
+        union = sorted(set().union(*(lcs_indices(r, c) for c in hyp_sents)))
+        for t in (r[i] for i in union):  # each token counted at most as often as both sides have it
+            if cnt_c[t] > 0 and cnt_r[t] > 0:
+                hits += 1
+                cnt_c[t] -= 1
+                cnt_r[t] -= 1
+    return hits / n, hits / m
+
+
 def f_measure(p: float, r: float, alpha: float) -> float:
     """Combine precision and recall into ROUGE's F-measure weighted by `alpha` (0.5: F1)."""
     if alpha == 0.5:  # rouge-score's own arithmetic, bit for bit
@@ -61,8 +120,11 @@ def _ngram_counts(tokens: Sequence[str], n: int) -> Counter:
     return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
 
 
-def score_pair(rtype: str, ref: Sequence[str], hyp: Sequence[str]) -> tuple[float, float]:
-    """(precision, recall) of one hypothesis against one reference (token lists)."""
+def score_pair(rtype: str, ref: Sequence[Any], hyp: Sequence[Any]) -> tuple[float, float]:
+    """(precision, recall) of one hypothesis against one reference (token lists; for ``rougeLsum`` lists of
+    sentence token lists)."""
+    if rtype == "rougeLsum":
+        return summary_lcs(ref, hyp)
     if rtype == "rougeL":
         if not ref or not hyp:
             return 0.0, 0.0
@@ -75,20 +137,26 @@ def score_pair(rtype: str, ref: Sequence[str], hyp: Sequence[str]) -> tuple[floa
 
 
 class RougeMetric(Metric):
-    """``rouge``. Options: ``types`` (default ``["rouge1", "rouge2", "rougeL"]``), ``alpha`` (0.5: F1;
-    the weight of precision, in [0, 1]), ``stemmer`` (False)."""
+    """``rouge``. Options: ``types`` (default ``["rouge1", "rouge2", "rougeL"]``; also ``rouge3``..``rouge9``
+    and ``rougeLsum``), ``alpha`` (0.5: F1; the weight of precision, in [0, 1]), ``stemmer`` (False),
+    ``sentence_separator`` (none: sentences are split at newlines only; e.g. ``<n>`` for one-line texts)."""
 
     name = "rouge"
     version = "1"
     level = "sentence"
     cost = 1.5
-    result_keys = r"rouge-([1-9]|l)"
+    result_keys = r"rouge-([1-9]|l|lsum)"
 
     def __init__(self, types: Sequence[str] = ("rouge1", "rouge2", "rougeL"), alpha: float = 0.5,
-                 stemmer: bool = False) -> None:
+                 stemmer: bool = False, sentence_separator: str | None = None) -> None:
         types = [types] if isinstance(types, str) else list(types)
         if not types or any(not isinstance(t, str) or not _TYPE.match(t) for t in types):
-            raise MetricError(f"ROUGE types must be rouge1..rouge9 or rougeL, not {types!r}")
+            raise MetricError(f"ROUGE types must be rouge1..rouge9, rougeL or rougeLsum, not {types!r}")
+        if sentence_separator is not None and (not isinstance(sentence_separator, str) or not sentence_separator
+                                               or sentence_separator.isspace()):
+            raise MetricError(f"sentence_separator must be a non-blank string such as '<n>', not "
+                              f"{sentence_separator!r}")
+        self.sentence_separator = sentence_separator
         self.types = list(dict.fromkeys(types))
         self.alpha = check_float(alpha, "alpha", 0.0, 1.0)
         self.use_stemmer = bool(stemmer)
@@ -97,11 +165,20 @@ class RougeMetric(Metric):
             from nltk.stem import porter
 
             self._stemmer = porter.PorterStemmer()
-        super().__init__(types=self.types, alpha=self.alpha, stemmer=self.use_stemmer)
+        extra = {} if sentence_separator is None else {"sentence_separator": sentence_separator}
+        super().__init__(types=self.types, alpha=self.alpha, stemmer=self.use_stemmer, **extra)
 
     @staticmethod
     def key(rtype: str) -> str:
-        return "rouge-l" if rtype == "rougeL" else f"rouge-{rtype[5:]}"
+        return {"rougeL": "rouge-l", "rougeLsum": "rouge-lsum"}.get(rtype, f"rouge-{rtype[5:]}")
+
+    def _text(self, item: Any, index: int) -> str:
+        text = as_text(item, index=index)
+        return text.replace(self.sentence_separator, "\n") if self.sentence_separator else text
+
+    def _sentences(self, text: str) -> list[list[str]]:
+        """rouge-score's ``rougeLsum`` sentences: split at newlines, empty ones dropped, each tokenized."""
+        return [rouge_tokenize(s, self._stemmer) for s in text.split("\n") if s]
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
                 ) -> dict[str, Any]:
@@ -112,13 +189,22 @@ class RougeMetric(Metric):
         for i, r in enumerate(refs):
             if not r:
                 raise MetricError(f"sample {i} has no reference")
-        tok = lambda t, i=0: rouge_tokenize(as_text(t, index=i), self._stemmer)  # noqa: E731
-        hyp_toks = [tok(h, i) for i, h in enumerate(hyps)]
-        ref_toks = [[tok(r, i) for r in rs] for i, rs in enumerate(refs)]
+        hyp_texts = [self._text(h, i) for i, h in enumerate(hyps)]
+        ref_texts = [[self._text(r, i) for r in rs] for i, rs in enumerate(refs)]
+        hyp_toks = [rouge_tokenize(h, self._stemmer) for h in hyp_texts]
+        ref_toks = [[rouge_tokenize(r, self._stemmer) for r in rs] for rs in ref_texts]
         out: dict[str, Any] = {}
         for rtype in self.types:
+            if rtype == "rougeLsum":
+                hyp_in: list[Any] = [self._sentences(h) for h in hyp_texts]
+                ref_in: list[Any] = [[self._sentences(r) for r in rs] for rs in ref_texts]
+                # sentence boundaries change the score: a newline token (never a ROUGE token) marks them
+                hashed = [[[t for k, sent in enumerate(r) for t in ([] if k == 0 else ["\n"]) + sent]
+                           for r in rs] for rs in ref_in]
+            else:
+                hyp_in, ref_in, hashed = hyp_toks, ref_toks, ref_toks
             total = 0.0
-            for h, rs in zip(hyp_toks, ref_toks):
+            for h, rs in zip(hyp_in, ref_in):
                 best = None
                 for r in rs:  # the first reference with the largest F, as numpy.argmax in score_multi
                     f = f_measure(*score_pair(rtype, r, h), self.alpha)
@@ -127,9 +213,15 @@ class RougeMetric(Metric):
                 total += best
             settings = {"type": rtype, "alpha": self.alpha, "stemmer": self.use_stemmer,
                         "tokenizer": "rouge-score", "version": self.version}
-            sig = signature(self.key(rtype), {"alpha": self.alpha, "stem": "yes" if self.use_stemmer else "no",
-                                              "tok": "rouge-score", "refs": max(len(r) for r in refs)},
-                            self.version)
+            fields: dict[str, Any] = {"alpha": self.alpha, "stem": "yes" if self.use_stemmer else "no",
+                                      "tok": "rouge-score"}
+            if rtype == "rougeLsum":
+                fields["split"] = "newline"
+            if self.sentence_separator is not None:
+                settings["sentence_separator"] = self.sentence_separator
+                fields["sep"] = self.sentence_separator
+            fields["refs"] = max(len(r) for r in refs)
+            sig = signature(self.key(rtype), fields, self.version)
             out.update(result_entry(self.key(rtype), total / len(hyps),
-                                    reference_set_hash(self.key(rtype), settings, ref_toks), sig))
+                                    reference_set_hash(self.key(rtype), settings, hashed), sig))
         return out

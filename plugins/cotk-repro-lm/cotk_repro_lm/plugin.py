@@ -16,24 +16,27 @@ def hf_tokenizer(name_or_path, **options):
     return hf_factory(name_or_path, **options)
 
 
-def _lazy_metric(cls_name: str):
-    def build(**options):
-        from . import metrics
+def _lazy_metric(target: str):
+    """A factory for ``"Class"`` (in :mod:`cotk_repro_lm.metrics`) or ``"module:Class"`` of this package."""
+    import importlib
 
-        return getattr(metrics, cls_name)(**options)
+    module, _, cls_name = target.rpartition(":")
+    module = module or "metrics"
 
     def metric_class():
-        from . import metrics
+        return getattr(importlib.import_module(f"cotk_repro_lm.{module}"), cls_name)
 
-        return getattr(metrics, cls_name)
+    def build(**options):
+        return metric_class()(**options)
 
     build.metric_class = metric_class
     build.__name__ = f"build_{cls_name}"
-    build.__doc__ = f"Build cotk_repro_lm.metrics.{cls_name}."
+    build.__doc__ = f"Build cotk_repro_lm.{module}.{cls_name}."
     return build
 
 
-METRICS = {"coherence": "CoherenceMetric", "fluency": "FluencyMetric", "group-entropy": "GroupEntropyMetric"}
+METRICS = {"coherence": "CoherenceMetric", "fluency": "FluencyMetric", "group-entropy": "GroupEntropyMetric",
+           "bertscore": "bertscore:BertScoreMetric", "mauve": "mauve_metric:MauveMetric"}
 
 
 @hookimpl

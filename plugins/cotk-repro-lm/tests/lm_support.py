@@ -124,3 +124,27 @@ def wordpiece_json(tmp_path_factory) -> Path:
 def tiny_gpt2(tmp_path_factory, bpe_json) -> Path:
     """A tiny GPT-2 folder (seeded random weights, the BPE)."""
     return make_gpt2(tmp_path_factory.mktemp("models") / "gpt2", seed=0, tokenizer_json=bpe_json)
+
+
+def make_bert(out: Path, seed: int = 0, tokenizer_json: Path | None = None, layers: int = 3) -> Path:
+    """A tiny BERT encoder (``layers`` layers, 2 heads, 32 dims) with seeded random weights and a
+    fixture-trained WordPiece, for BERTScore."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    if tokenizer_json is None:
+        tokenizer_json = train_wordpiece(out.parent / f"{out.name}-wordpiece")
+    tok = BertTokenizerFast(tokenizer_file=str(tokenizer_json), unk_token="[UNK]", cls_token="[CLS]",
+                            sep_token="[SEP]", pad_token="[PAD]", mask_token="[UNK]", model_max_length=128)
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=128)
+    BertModel(cfg).save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory, wordpiece_json) -> Path:
+    """A tiny BERT folder (seeded random weights, the WordPiece)."""
+    return make_bert(tmp_path_factory.mktemp("models") / "bert", seed=0, tokenizer_json=wordpiece_json)

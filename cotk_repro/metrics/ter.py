@@ -1,0 +1,85 @@
+"""TER, the translation edit rate (Snover et al. 2006), sacrebleu's ``TER`` itself, with a comparability hash.
+
+The value is sacrebleu's corpus TER on its 0-100 scale **divided by 100**: the total number of edits
+(insertions, deletions, substitutions and block shifts, tercom's rules) over the total average reference
+length; 0 is a perfect match and the value has no upper bound (a long hypothesis against a short reference
+exceeds 1). Lower is better. With several references, each sentence counts its edits against the closest
+reference and the mean length of its references (sacrebleu's rule). ``per_sentence`` adds sacrebleu's
+``sentence_score`` values, divided by 100.
+
+The signature names every setting as sacrebleu's does (``ter|case:lc|tok:tercom|norm:no|punct:yes|asian:no|
+refs:1|v:1``); the hash covers the reference texts, every setting and the version.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from .base import Metric, result_entry, signature
+from .chrf import check_bool, refs_label, text_inputs
+from .reference_hashes import reference_set_hash
+
+TER_VERSION = "1"
+
+
+class TerMetric(Metric):
+    """``ter``: translation edit rate (sacrebleu ``TER``), sacrebleu's scale divided by 100: [0, inf), lower
+    is better.
+
+    Options: ``normalized`` (false: tercom's normalization of punctuation and numbers), ``no_punct`` (false:
+    remove punctuation first), ``asian_support`` (false: split CJK characters for ``normalized``),
+    ``case_sensitive`` (false: lowercase everything, as tercom does), ``per_sentence`` (false).
+    """
+
+    name = "ter"
+    version = TER_VERSION
+    higher_is_better = False
+    value_range = (0.0, math.inf)
+    #: the value's scale (``cotk-repro metrics --json`` shows it)
+    scale = "sacrebleu's TER (0-100, unbounded) divided by 100: edits per reference word"
+    level = "corpus"
+    cost = 5.0
+    result_keys = "ter"
+
+    def __init__(self, normalized: bool = False, no_punct: bool = False, asian_support: bool = False,
+                 case_sensitive: bool = False, per_sentence: bool = False) -> None:
+        self.normalized = check_bool(normalized, "normalized")
+        self.no_punct = check_bool(no_punct, "no_punct")
+        self.asian_support = check_bool(asian_support, "asian_support")
+        self.case_sensitive = check_bool(case_sensitive, "case_sensitive")
+        self.per_sentence = check_bool(per_sentence, "per_sentence")
+        super().__init__(normalized=self.normalized, no_punct=self.no_punct, asian_support=self.asian_support,
+                         case_sensitive=self.case_sensitive)
+
+    def sacrebleu_metric(self) -> Any:
+        """sacrebleu's ``TER`` with these settings."""
+        from sacrebleu.metrics import TER
+
+        return TER(normalized=self.normalized, no_punct=self.no_punct, asian_support=self.asian_support,
+                   case_sensitive=self.case_sensitive)
+
+    def settings_fields(self) -> dict[str, Any]:
+        """The readable signature's fields, in sacrebleu's terms."""
+        return {"case": "mixed" if self.case_sensitive else "lc", "tok": "tercom",
+                "norm": "yes" if self.normalized else "no", "punct": "no" if self.no_punct else "yes",
+                "asian": "yes" if self.asian_support else "no"}
+
+    def sentence_scores(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]]) -> list[float]:
+        """sacrebleu's ``sentence_score`` of each hypothesis against its references, divided by 100."""
+        hyps, refs, _ = text_inputs(self.name, hypotheses, references)
+        m = self.sacrebleu_metric()
+        return [m.sentence_score(h, rs).score / 100.0 for h, rs in zip(hyps, refs)]
+
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
+                ) -> dict[str, Any]:
+        hyps, refs, streams = text_inputs(self.name, hypotheses, references)
+        m = self.sacrebleu_metric()
+        value = m.corpus_score(hyps, streams).score / 100.0
+        settings = {**self.settings, "tokenizer": "tercom", "scale": "0-inf", "version": self.version}
+        hashed = ([[r if self.case_sensitive else r.lower()] for r in rs] for rs in refs)
+        sig = signature(self.name, {**self.settings_fields(), "refs": refs_label(refs)}, self.version)
+        out = result_entry(self.name, value, reference_set_hash(self.name, settings, hashed), sig)
+        if self.per_sentence:
+            out[f"{self.name} per-sentence"] = [m.sentence_score(h, rs).score / 100.0 for h, rs in zip(hyps, refs)]
+        return out
