@@ -308,3 +308,26 @@ def test_migration_a_squatted_key_signs_nothing_until_alice_proves_it_then_moves
             stop()
     finally:
         gen.close()
+
+
+def test_login_register_key_signs_the_challenge_through_ssh_agent(server, people, db_url, tmp_path):
+    """The signing key is a passphrase-protected key held by a real ssh-agent (COTK_REPRO_SIGNING_KEY names
+    its .pub): `login --register-key` saves the token and proves possession in one go."""
+    from signing_support import agent_add, ssh_agent
+
+    db = open_database(db_url)
+    try:
+        token = add_user(db, "agnes")[0]
+    finally:
+        db.dispose()
+    key = make_key(tmp_path / "agnes", passphrase="s3cret")
+    home = tmp_path / "agnes-home"
+    with ssh_agent(tmp_path) as agent:
+        agent_add(key, "s3cret", agent, tmp_path)
+        env = {**key_env(key.with_suffix(".pub"), home), **agent, "XDG_CONFIG_HOME": str(home / ".config"),
+               "COTK_REPRO_DASHBOARD_TOKEN": ""}
+        res = run_cli("login", "--dashboard", server, "--token", token, "--register-key", env=env, timeout=120)
+    assert res.returncode == 0, res
+    fp = fingerprint_of(key.with_suffix(".pub"))
+    assert f"registered the key {fp} for agnes" in res.stderr
+    assert registered(db_url)[fp] == "agnes"

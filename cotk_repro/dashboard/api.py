@@ -40,6 +40,8 @@ class Created(BaseModel):
     signed: bool
     mirror: bool
     key: Optional[str]
+    #: result keys no metric loaded on the dashboard reports: kept in the record, not ranked
+    unranked: list[str] = []
 
 
 class ReproductionCreated(BaseModel):

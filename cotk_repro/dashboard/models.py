@@ -96,6 +96,20 @@ class KeyAudit(Base):
     detail: Mapped[str] = mapped_column(Text, nullable=False, default="")
 
 
+class Name(Base):
+    """A name a dashboard holds (metric, task, dataset, project), once per key (:func:`.names.keys`): a name
+    sharing a key with a stored one of its kind is another spelling of it, and refused."""
+
+    __tablename__ = "names"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    key: Mapped[str] = mapped_column(String(64), nullable=False)
+    name: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+
+    __table_args__ = (UniqueConstraint("kind", "key", name="uq_names_kind_key"),)
+
+
 class Record(Base):
     """A record; ``user_id`` is its owner: the signer (or, unsigned, the uploader)."""
 
