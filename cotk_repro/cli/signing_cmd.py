@@ -14,8 +14,7 @@ from . import output
 
 def register(cli: typer.Typer) -> None:
     """Add the `keys` and `verify` commands (record signing) to `cli`."""
-    keys_group = typer.Typer(help="The SSH key that signs records and reproductions, and registering it on a "
-                             "dashboard.", invoke_without_command=True)
+    keys_group = typer.Typer(invoke_without_command=True)  # help: the callback's docstring
 
     @keys_group.callback()
     def keys(ctx: typer.Context,

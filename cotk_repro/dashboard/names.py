@@ -31,7 +31,7 @@ class NameError_(CotkError):
 @lru_cache(maxsize=1)
 def _prototypes() -> dict[str, str]:
     """Character -> the representative of its class of confusables (characters without look-alikes absent)."""
-    from confusable_homoglyphs import confusables
+    from confusable_homoglyphs import confusables  # type: ignore[import-untyped]
 
     parent: dict[str, str] = {}
 
