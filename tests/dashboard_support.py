@@ -122,3 +122,34 @@ def signed_dashboard(tmp_path, user: str = "alice"):
         yield url, token, key_env(key, tmp_path / f"{user}-home")
     finally:
         stop()
+
+
+def challenge_for(server: str, token: str) -> dict[str, Any]:
+    """A key registration challenge from the dashboard at ``server`` for the holder of ``token``."""
+    import requests
+
+    r = requests.post(server + "/api/v1/keys/challenge", json={}, headers={"Authorization": f"Bearer {token}"},
+                      timeout=10)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def prove_key(server: str, token: str, key_path, *, text: str | None = None, nonce: str | None = None,
+              public_key: str | None = None):
+    """``POST /api/v1/keys`` registering the key at ``key_path`` (private key; ``.pub`` beside it) with a
+    signature by it (ssh-keygen -Y sign) over a fresh challenge, or over ``text`` with ``nonce`` when given;
+    ``public_key`` replaces the key line sent (an attacker naming someone else's key)."""
+    import requests
+
+    from cotk_repro.core.keyproof import NS_KEY_REGISTRATION
+    from cotk_repro.core.signing import key_from_path, sign_bytes
+
+    if text is None:
+        issued = challenge_for(server, token)
+        text, nonce = issued["challenge"], issued["nonce"]
+    key = key_from_path(key_path, "test")
+    sig = sign_bytes(text.encode(), NS_KEY_REGISTRATION, key)
+    body = {"public_key": public_key or key_path.with_suffix(".pub").read_text(), "challenge": nonce,
+            "signature": sig}
+    return requests.post(server + "/api/v1/keys", json=body, headers={"Authorization": f"Bearer {token}"},
+                         timeout=10)

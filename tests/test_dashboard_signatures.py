@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from conftest import run_cli
-from dashboard_support import db_url_for, fake_hash, make_record
+from dashboard_support import db_url_for, fake_hash, make_record, prove_key
 from signing_support import fingerprint_of, make_key
 
 from cotk_repro import __version__
@@ -343,11 +343,11 @@ def test_users_add_their_own_keys_and_they_are_listed_with_fingerprints(server, 
     bob = users["bob"]
     path = make_key(tmp_path / "bob2", comment="bob@laptop")
     pub = path.with_suffix(".pub").read_text()
-    r = requests.post(server + API + "/keys", json={"public_key": pub}, headers=auth(bob), timeout=10)
+    r = prove_key(server, bob["token"], path)
     assert r.status_code == 201, r.text
     fp = fingerprint_of(path.with_suffix(".pub"))
     assert r.json()["fingerprint"] == fp
-    again = requests.post(server + API + "/keys", json={"public_key": pub}, headers=auth(users["alice"]), timeout=10)
+    again = prove_key(server, users["alice"]["token"], path)  # alice holds it too (a shared key): not moved
     assert again.status_code == 422 and "registered already" in again.json()["detail"]
     assert requests.post(server + API + "/keys", json={"public_key": pub}, timeout=10).status_code == 401
     listed = requests.get(server + API + "/users/bob/keys", timeout=10).json()

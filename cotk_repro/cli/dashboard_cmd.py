@@ -77,11 +77,16 @@ def register(cli: typer.Typer) -> None:
         name: str = typer.Argument(..., help="User name (letters, digits, '.', '_', '-')."),
         db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
         ssh_key: List[Path] = typer.Option([], "--ssh-key", metavar="FILE.pub", help="Register this SSH public key "
-                                           "for the user (repeatable): records and reproductions it signs are theirs."),
+                                           "for the user on your word as the administrator (repeatable; no proof "
+                                           "of possession is asked: vouch only for keys you got from the user "
+                                           "themself): records and reproductions it signs are theirs. Users "
+                                           "register their own keys with `cotk-repro keys add`, which proves "
+                                           "they hold them."),
     ) -> None:
         """Create a user (or give an existing one another token) and print the token once.
 
-        Only a hash of the token is stored: keep it, it cannot be shown again.
+        Only a hash of the token is stored: keep it, it cannot be shown again. --ssh-key is the
+        administrator's vouching path: the key counts for the user without a proof of possession.
         """
         from ..dashboard.auth import add_user as do_add
         from ..dashboard.db import open_database
@@ -100,7 +105,11 @@ def register(cli: typer.Typer) -> None:
         ssh_key: List[Path] = typer.Argument(..., metavar="FILE.pub", help="SSH public key file(s)."),
         db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     ) -> None:
-        """Register SSH public keys for a user (users can also add their own: POST /api/v1/keys)."""
+        """Register SSH public keys for a user on your word as the administrator (no proof of possession asked).
+
+        Users register their own keys with `cotk-repro keys add` (a signed challenge proves they hold them).
+        A key stored unproven before proofs were asked signs nothing; this vouches for it again.
+        """
         from ..dashboard.db import open_database
 
         keys = [_read_pub(p) for p in ssh_key]

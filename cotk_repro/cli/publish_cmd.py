@@ -68,6 +68,8 @@ def register(cli: typer.Typer) -> None:
                                             "on a terminal); a value here shows in `ps` and in your shell history."),
         check: bool = typer.Option(True, "--check/--no-check", help="Check with the dashboard that it answers and "
                                    "accepts the token before saving (default); --no-check saves without asking it."),
+        register_key: bool = typer.Option(False, "--register-key", help="Also register your signing key on the "
+                                          "dashboard, proving you hold it (the same as `cotk-repro keys add`)."),
     ) -> None:
         """Store dashboard credentials in your user config (file mode 0600, never in a repository).
 
@@ -83,6 +85,11 @@ def register(cli: typer.Typer) -> None:
         who = DashboardClient(url, token, retries=1).whoami() if check else None  # DashboardError: exit 2
         written = userconfig.set_dashboard_token(url, token)
         output.info(f"saved the token{f' of {who}' if who else ''} for {url} in {written}")
+        if register_key:
+            from ..publish.dashboard import register_signing_key
+
+            out = register_signing_key(url, Path.cwd())
+            output.info(f"registered the key {out['fingerprint']} for {out['user']} on {url}")
 
 
 def _read_token(url: str) -> str:

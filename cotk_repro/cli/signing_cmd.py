@@ -14,14 +14,19 @@ from . import output
 
 def register(cli: typer.Typer) -> None:
     """Add the `keys` and `verify` commands (record signing) to `cli`."""
-    @cli.command()
-    def keys(json_out: bool = typer.Option(False, "--json", help="Print the key as JSON on stdout.")) -> None:
+    keys_group = typer.Typer(invoke_without_command=True)  # help: the callback's docstring
+
+    @keys_group.callback()
+    def keys(ctx: typer.Context,
+             json_out: bool = typer.Option(False, "--json", help="Print the key as JSON on stdout.")) -> None:
         """Show the SSH key that signs records and reproductions.
 
         The key is git's `user.signingkey` (a key file, or `key::ssh-ed25519 ...` to sign through ssh-agent),
-        else ~/.ssh/id_ed25519; COTK_REPRO_SIGNING_KEY overrides both. Register its public half on a
-        dashboard with `cotk-repro dashboard add-user NAME --ssh-key FILE.pub`.
+        else ~/.ssh/id_ed25519; COTK_REPRO_SIGNING_KEY overrides both. Register it on a dashboard with
+        `cotk-repro keys add` (it proves you hold the key).
         """
+        if ctx.invoked_subcommand is not None:
+            return
         from ..core.signing import find_signing_key
 
         key = find_signing_key(Path.cwd())
@@ -40,6 +45,31 @@ def register(cli: typer.Typer) -> None:
         output.console.print(f"{info['fingerprint']} ({info['type']}) from {info['source']}"
                              + (" via ssh-agent" if key.agent else ""), markup=False)
         output.console.print(key.public.line + (f" {key.public.comment}" if key.public.comment else ""), markup=False)
+
+    @keys_group.command("add")
+    def keys_add(
+        dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard URL (default: the one "
+                                                "`cotk-repro login` saved last)."),
+        json_out: bool = typer.Option(False, "--json", help="Print the registered key as JSON on stdout."),
+    ) -> None:
+        """Register your signing key on a dashboard, proving you hold it.
+
+        Asks the dashboard for a one-time challenge naming you and it, checks both, signs the challenge with the
+        key (ssh-keygen -Y sign, or ssh-agent for a key:: / .pub signing key) and sends the signature: a key
+        counts only for whoever can sign with it. A key someone else registered without such a proof moves to
+        you, with the records and reproductions it signed. Exit status 2 when the dashboard refuses.
+        """
+        from ..publish.dashboard import register_signing_key
+
+        out = register_signing_key(dashboard, Path.cwd())
+        if json_out:
+            output.print_json(out)
+            return
+        output.info(f"registered the key {out['fingerprint']} for {out['user']} on {out['dashboard']}"
+                    + (f"; it was registered to {out['moved_from']} without proof: what it signed is yours now"
+                       if out.get("moved_from") else ""))
+
+    cli.add_typer(keys_group, name="keys")
 
     @cli.command()
     def verify(

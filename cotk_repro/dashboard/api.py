@@ -40,6 +40,8 @@ class Created(BaseModel):
     signed: bool
     mirror: bool
     key: Optional[str]
+    #: result keys no metric loaded on the dashboard reports: kept in the record, not ranked
+    unranked: list[str] = []
 
 
 class ReproductionCreated(BaseModel):
@@ -343,18 +345,22 @@ def list_records(request: Request,
 async def get_record(request: Request, record_id: str):
     """The record exactly as uploaded, with its reproductions. ``sha256:<hex>`` or the bare hex."""
     dash = _dash(request)
-    base = dash.base_url(request)
+    rid = store.normalize_id(record_id)
+    if rid is None:  # nothing cached for what is not an id
+        return JSONResponse({"detail": f"{record_id[:100]!r} is not a record id"}, status_code=404)
 
     def compute() -> tuple[int, bytes]:
         try:
-            data = store.get_record(dash.db, record_id)
+            data = store.get_record(dash.db, rid)
         except store.NotFound as exc:
             return 404, json.dumps({"detail": exc.message}).encode()
-        rid = data["record"]["id"]
-        out = {**data, "reproduced_by": store.reproduced_by(data["reproductions"]), "url": record_url(base, rid)}
+        out = {**data, "reproduced_by": store.reproduced_by(data["reproductions"])}
         return 200, json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
 
-    status, body = await dash.cached_async(("record-api", base, record_id), compute)
+    # keyed on the normalised id alone (any spelling of one id, any Host header: one entry); the URL is added
+    status, body = await dash.cached_async(("record-api", rid), compute)
+    if status == 200:  # body is a JSON object: its closing brace makes room for the url
+        body = b"".join((body[:-1], b',"url":', json.dumps(record_url(dash.base_url(request), rid)).encode(), b"}"))
     return Response(body, status_code=status, media_type="application/json")
 
 

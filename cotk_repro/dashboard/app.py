@@ -5,9 +5,11 @@ Safety, in one pure-ASGI middleware (cheap on every request):
 * request bodies are capped (``max_body`` bytes; 413 beyond, whether or not a
   Content-Length was sent);
 * ``POST`` to the API must be ``application/json`` (415 otherwise);
-* writes are rate limited per token (or per client address without one), a token
-  bucket of ``rate_limit`` = ``"N/S"`` requests per S seconds (429 + Retry-After);
-  reads too when ``read_rate_limit`` is set;
+* writes are rate limited per authenticated user (a valid bearer token, whatever the
+  scheme's case) or per client address otherwise (no token, or one that is not valid:
+  junk ``Authorization`` values share the client's anonymous bucket), a token bucket of
+  ``rate_limit`` = ``"N/S"`` requests per S seconds (429 + Retry-After); reads too when
+  ``read_rate_limit`` is set;
 * every response carries a strict Content-Security-Policy (no scripts at all),
   ``X-Content-Type-Options: nosniff`` and ``X-Frame-Options: DENY``.
 
@@ -30,6 +32,8 @@ log = logging.getLogger("cotk_repro.dashboard")
 
 DEFAULT_MAX_BODY = 5 * 1024 * 1024
 DEFAULT_RATE_LIMIT = "3000/60"
+#: the most bytes the page and API cache keeps (pages, leaderboards, records as served)
+DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 SECURITY_HEADERS = [
     (b"content-security-policy",
@@ -86,6 +90,45 @@ class RateLimiter:
         return wait
 
 
+def bearer_token(scope) -> str | None:
+    """The token of an ``Authorization: Bearer TOKEN`` header (scheme in any case), else None."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").strip().partition(" ")
+            token = token.strip()
+            return token if scheme.lower() == "bearer" and token and len(token) <= 512 else None
+    return None
+
+
+class TokenCache:
+    """Which user a bearer token belongs to, remembered ``ttl`` seconds (valid and invalid alike), at most
+    ``size`` tokens (by their SHA-256): what keys the rate limits, so one read per token a minute, not per
+    request. The route itself still checks the token against the database on every write."""
+
+    def __init__(self, ttl: float = 60.0, size: int = 10000):
+        self.ttl = ttl
+        self.size = size
+        self._known: OrderedDict[str, tuple[int | None, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    async def user_of(self, token: str, resolve: Callable[[str], int | None]) -> int | None:
+        from starlette.concurrency import run_in_threadpool
+
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+        now = time.monotonic()
+        with self._lock:
+            hit = self._known.get(digest)
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        user = await run_in_threadpool(resolve, token)
+        with self._lock:
+            self._known[digest] = (user, now + self.ttl)
+            self._known.move_to_end(digest)
+            while len(self._known) > self.size:
+                self._known.popitem(last=False)
+        return user
+
+
 async def _send_json(send, status: int, detail: str, extra_headers: list[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
@@ -97,19 +140,29 @@ async def _send_json(send, status: int, detail: str, extra_headers: list[tuple[b
 class GuardMiddleware:
     """ASGI middleware: security headers, rate limits, body size and JSON content-type checks before the app."""
 
-    def __init__(self, app, *, max_body: int, write_limiter: RateLimiter | None, read_limiter: RateLimiter | None):
+    def __init__(self, app, *, max_body: int, write_limiter: RateLimiter | None, read_limiter: RateLimiter | None,
+                 resolve: Callable[[str], int | None] | None = None):
         self.app = app
         self.max_body = max_body
         self.write_limiter = write_limiter
         self.read_limiter = read_limiter
+        #: token -> user id (None: not a valid token), blocking (a database read); cached in ``tokens``
+        self.resolve = resolve
+        self.tokens = TokenCache()
 
-    @staticmethod
-    def _client_key(scope) -> str:
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                return "tok:" + hashlib.sha256(value).hexdigest()[:24]
+    async def _client_key(self, scope) -> str:
+        """``user:ID`` for a request bearing a valid token, else ``ip:ADDRESS`` (rate limits key on identity,
+        never on the raw header: any junk value, or the same token under ``bearer``/``BEARER``, would
+        otherwise each get a bucket of their own)."""
         client = scope.get("client")
-        return "ip:" + (client[0] if client else "?")
+        anonymous = "ip:" + (client[0] if client else "?")
+        if self.resolve is None:
+            return anonymous
+        token = bearer_token(scope)
+        if token is None:
+            return anonymous
+        user = await self.tokens.user_of(token, self.resolve)
+        return anonymous if user is None else f"user:{user}"
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -129,7 +182,7 @@ class GuardMiddleware:
         method = scope["method"]
         limiter = self.write_limiter if method in WRITE_METHODS else self.read_limiter
         if limiter is not None:
-            wait = limiter.take(self._client_key(scope))
+            wait = limiter.take(await self._client_key(scope))
             if wait > 0:
                 return await _send_json(send, 429, "too many requests; slow down",
                                         [(b"retry-after", str(max(1, int(wait + 0.999))).encode())])
@@ -175,6 +228,18 @@ class GuardMiddleware:
         return await self.app(scope, replay, send_with_headers)
 
 
+def weight(value: Any) -> int:
+    """About how many bytes a cached value holds: its text and bytes, and a word per container slot and
+    number (what bounds the cache; the exact interpreter overhead does not matter)."""
+    if isinstance(value, (bytes, bytearray, str)):
+        return len(value) + 64
+    if isinstance(value, dict):
+        return 64 + sum(weight(k) + weight(v) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return 64 + sum(weight(v) for v in value)
+    return 32
+
+
 class Dashboard:
     """What the routes share: the database, settings and the generation-keyed cache.
 
@@ -186,15 +251,18 @@ class Dashboard:
     """
 
     def __init__(self, db: Database, *, max_body: int, public_url: str | None = None, cache_size: int = 512,
-                 generation_ttl: float = 0.1, allow_unsigned: bool = False):
+                 cache_bytes: int = DEFAULT_CACHE_BYTES, generation_ttl: float = 0.1, allow_unsigned: bool = False):
         self.db = db
         #: accept records and reproductions without a signature (shown as unsigned); off by default
         self.allow_unsigned = allow_unsigned
         self.max_body = max_body
         self.public_url = public_url.rstrip("/") if public_url else None
         self.generation_ttl = generation_ttl
-        self._cache: OrderedDict[Any, tuple[int, Any]] = OrderedDict()
+        self._cache: OrderedDict[Any, tuple[int, Any, int]] = OrderedDict()  # key -> (generation, value, bytes)
         self._cache_size = cache_size
+        #: the most bytes the cached values may weigh together (:func:`weight`); a larger value is not kept
+        self.cache_bytes = cache_bytes
+        self.cached_bytes = 0
         self._lock = threading.Lock()
         self._gen = -1
         self._gen_at = float("-inf")
@@ -255,11 +323,21 @@ class Dashboard:
         return False, None
 
     def _store(self, key: Any, gen: int, value: Any) -> None:
+        size = weight(value) + weight(key)
         with self._lock:
-            self._cache[key] = (gen, value)
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            old = self._cache.pop(key, None)
+            if old is not None:
+                self.cached_bytes -= old[2]
+            if size > self.cache_bytes:
+                return
+            self._cache[key] = (gen, value, size)
+            self.cached_bytes += size
+            while len(self._cache) > self._cache_size or self.cached_bytes > self.cache_bytes:
+                self.cached_bytes -= self._cache.popitem(last=False)[1][2]
+
+    def cache_entries(self) -> int:
+        """How many values the cache holds."""
+        return len(self._cache)
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()`` unless a value computed at the current database generation is cached (blocking)."""
@@ -329,6 +407,7 @@ def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
 
     from .. import __version__
     from . import api, keys_api, pages
+    from .auth import authenticate
 
     if db is None:
         db = open_database(db_url, migrate=migrate)
@@ -353,7 +432,11 @@ def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
     api.add_upload_schemas(app)
     app.include_router(keys_api.router)
     app.include_router(pages.router)
+    def user_of_token(token: str) -> int | None:
+        principal = authenticate(db, token)
+        return principal.user_id if principal else None
+
     app.add_middleware(GuardMiddleware, max_body=max_body,
                        write_limiter=RateLimiter(write_rate) if write_rate else None,
-                       read_limiter=RateLimiter(read_rate) if read_rate else None)
+                       read_limiter=RateLimiter(read_rate) if read_rate else None, resolve=user_of_token)
     return app

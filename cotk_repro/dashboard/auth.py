@@ -15,7 +15,7 @@ from ..errors import CotkError
 from .db import Database
 from .models import Token, User
 
-USER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+USER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # matched in full (``$`` would let "alice\n" in)
 TOKEN_PREFIX = "cotk_"
 
 
@@ -43,10 +43,23 @@ def hash_token(token: str) -> str:
 
 def check_user_name(name: str) -> str:
     """``name`` when it is a valid user name; else raises :class:`AuthError`."""
-    if not isinstance(name, str) or not USER_RE.match(name):
+    if not isinstance(name, str) or not USER_RE.fullmatch(name):
         raise AuthError(f"{name!r} is not a valid user name (letters, digits, '.', '_', '-'; at most 64; "
                         "starting with a letter or digit)")
     return name
+
+
+def _check_distinct(name: str, existing: list[str]) -> None:
+    """Refuse a new user name that differs only by case from an existing one or looks like it (confusables)."""
+    from .names import NameError_, check_against, keys
+
+    mine = keys(name)
+    for other in existing:
+        if keys(other) & mine:
+            try:
+                check_against(name, "user name", other)
+            except NameError_ as exc:
+                raise AuthError(exc.message) from None
 
 
 def add_user(db: Database, name: str) -> tuple[str, bool]:
@@ -61,6 +74,7 @@ def add_user(db: Database, name: str) -> tuple[str, bool]:
         row = conn.execute(select(User.id).where(User.name == name)).first()
         created = row is None
         if created:
+            _check_distinct(name, conn.execute(select(User.name)).scalars().all())
             user_id = conn.execute(insert(User).values(name=name, created_at=now_iso())).inserted_primary_key[0]
         else:
             user_id = row[0]

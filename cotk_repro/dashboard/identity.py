@@ -1,8 +1,10 @@
 """Dashboard identity = the SSH key: users' registered keys, and who signed an upload.
 
-A user has one or more SSH public keys (``cotk-repro dashboard add-user NAME --ssh-key FILE.pub``, or
-``POST /api/v1/keys`` with their token). An upload's signature is checked in-process
-(:mod:`cotk_repro.core.sshsig`) against the registered key it names (see :mod:`cotk_repro.core.signing`); the key's owner is the signer.
+A user has one or more SSH public keys: vouched for by the administrator (``cotk-repro dashboard add-user NAME
+--ssh-key FILE.pub``, :func:`add_key`) or proven by their holder (``cotk-repro keys add``: a signature over a
+challenge, :mod:`.key_proofs`). A key registered before proofs were asked, without either, is *unproven*
+and signs nothing. An upload's signature is checked in-process (:mod:`cotk_repro.core.sshsig`) against the
+registered key it names (see :mod:`cotk_repro.core.signing`); the key's owner is the signer.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from ..errors import CotkError
 from ..core.signing import PublicKey, SigningError, parse_public_key, parse_signature, verify_bytes
 from .auth import AuthError, Principal, check_user_name, now_iso  # noqa: F401 - AuthError re-exported
 from .db import Database
-from .models import SshKey, User
+from .models import KeyAudit, SshKey, User
+
+#: how a key registration was made (``ssh_keys.proof``); None: unproven
+PROOF_POSSESSION = "possession"
+PROOF_OPERATOR = "operator"
 
 # checked when a key is added, not when stored keys are listed (a dashboard may hold keys added before):
 # what a .pub line never holds and a database text column cannot store, control characters and lone surrogates
@@ -42,33 +48,35 @@ class Signer:
 
 
 def add_key(db: Database, name: str, public_key: str) -> dict:
-    """Register ``public_key`` (one ``.pub`` line) for user ``name``; returns the key's listing.
+    """Register ``public_key`` (one ``.pub`` line) for user ``name`` on the administrator's word (the
+    operator's path: ``dashboard add-user --ssh-key``, ``dashboard add-key``); returns the key's listing.
 
-    Raises :class:`AuthError` for an unknown user, an unreadable or unknown key type, or a key
-    registered already (to this user or another).
+    A key registered to ``name`` unproven (before proofs were asked) becomes vouched for. Raises
+    :class:`AuthError` for an unknown user, an unreadable or unknown key type, or a key registered
+    already (to this user or another).
     """
     check_user_name(name)
-    if isinstance(public_key, str) and _UNSTORABLE.search(public_key.strip()):
-        raise AuthError("the SSH public key line holds a control character or a lone surrogate; "
-                        "give one line of a .pub file")
-    try:
-        key = parse_public_key(public_key)
-    except SigningError as exc:
-        raise AuthError(exc.message) from None
+    key = read_key(public_key)
 
     def tx(conn):
         user_id = conn.execute(select(User.id).where(User.name == name)).scalar()
         if user_id is None:
             raise AuthError(f"there is no user {name!r} on this dashboard")
-        owner = conn.execute(select(User.name).join(SshKey, SshKey.user_id == User.id)
-                             .where(SshKey.fingerprint == key.fingerprint)).scalar()
-        if owner is not None:
+        row = conn.execute(select(SshKey.id, SshKey.user_id, SshKey.proof, SshKey.created_at, SshKey.revoked_at)
+                           .where(SshKey.fingerprint == key.fingerprint)).first()
+        at = now_iso()
+        if row is not None:
+            if row[1] == user_id and row[2] is None and row[4] is None:
+                conn.execute(update(SshKey).where(SshKey.id == row[0]).values(proof=PROOF_OPERATOR, proven_at=at))
+                db.bump(conn)
+                return _listing(key, row[3], None, PROOF_OPERATOR)
             raise AuthError(f"the key {key.fingerprint} is registered already"
-                            + (" to this user" if owner == name else " to another user"))
+                            + (" to this user" if row[1] == user_id else " to another user"))
         conn.execute(insert(SshKey).values(user_id=user_id, fingerprint=key.fingerprint, key_type=key.key_type,
-                                           public_key=key.line, comment=key.comment[:200], created_at=now_iso()))
+                                           public_key=key.line, comment=key.comment[:200], created_at=at,
+                                           proof=PROOF_OPERATOR, proven_at=at))
         db.bump(conn)
-        return _listing(key, now_iso(), None)
+        return _listing(key, at, None, PROOF_OPERATOR)
 
     try:
         return db.write(tx)
@@ -76,9 +84,22 @@ def add_key(db: Database, name: str, public_key: str) -> dict:
         raise AuthError(f"the key {key.fingerprint} is registered already") from None
 
 
-def _listing(key: PublicKey, created: str, revoked: str | None) -> dict:
+def read_key(public_key: object) -> PublicKey:
+    """The key in one ``.pub`` line, checked for what a database cannot store; raises :class:`AuthError`."""
+    if isinstance(public_key, str) and _UNSTORABLE.search(public_key.strip()):
+        raise AuthError("the SSH public key line holds a control character or a lone surrogate; "
+                        "give one line of a .pub file")
+    try:
+        return parse_public_key(public_key)  # type: ignore[arg-type]
+    except (SigningError, AttributeError, TypeError) as exc:
+        raise AuthError(exc.message if isinstance(exc, SigningError) else
+                        "the SSH public key must be one line of a .pub file") from None
+
+
+def _listing(key: PublicKey, created: str, revoked: str | None, proof: str | None, moved_to: str | None = None
+             ) -> dict:
     return {"fingerprint": key.fingerprint, "type": key.key_type, "public_key": key.line, "comment": key.comment,
-            "created_at": created, "revoked_at": revoked}
+            "created_at": created, "revoked_at": revoked, "proof": proof, "moved_to": moved_to}
 
 
 def revoke_key(db: Database, name: str, fingerprint: str) -> None:
@@ -98,12 +119,24 @@ def revoke_key(db: Database, name: str, fingerprint: str) -> None:
 
 
 def list_keys(db: Database, name: str) -> list[dict]:
-    """The keys of ``name`` (revoked ones too, with ``revoked_at``), oldest first."""
+    """The keys of ``name`` (revoked ones too, with ``revoked_at``), oldest first, each with how it was
+    registered (``proof``: possession, operator, or None: unproven); then the keys moved away from
+    ``name`` to a user who proved holding them, as revoked, with ``moved_to``."""
     def q(conn):
-        rows = conn.execute(select(SshKey.public_key, SshKey.comment, SshKey.created_at, SshKey.revoked_at)
+        rows = conn.execute(select(SshKey.public_key, SshKey.comment, SshKey.created_at, SshKey.revoked_at,
+                                   SshKey.proof)
                             .join(User, User.id == SshKey.user_id).where(User.name == name)
                             .order_by(SshKey.id)).all()
-        return [_listing(parse_public_key(f"{pk} {c}".strip()), at, rev) for pk, c, at, rev in rows]
+        out = [_listing(parse_public_key(f"{pk} {c}".strip()), at, rev, proof) for pk, c, at, rev, proof in rows]
+        gone = conn.execute(select(SshKey.public_key, SshKey.comment, KeyAudit.at, KeyAudit.to_user_id)
+                            .join(SshKey, SshKey.fingerprint == KeyAudit.fingerprint)
+                            .join(User, User.id == KeyAudit.from_user_id)
+                            .where(User.name == name).order_by(KeyAudit.id)).all()
+        names = dict(conn.execute(select(User.id, User.name).where(User.id.in_({g[3] for g in gone}))).all()) \
+            if gone else {}
+        out += [_listing(parse_public_key(f"{pk} {c}".strip()), at, at, None, names.get(to))
+                for pk, c, at, to in gone]
+        return out
 
     return db.read(q)
 
@@ -123,9 +156,13 @@ def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> S
     row = db.read(lambda conn: conn.execute(_KEY_OWNER, {"fp": fp}).first())
     if row is None:
         raise Forbidden(f"the signature is by key {fp}, which is not registered on this dashboard; "
-                        "add it with `cotk-repro dashboard add-user NAME --ssh-key FILE.pub` or POST /api/v1/keys")
+                        "register it with `cotk-repro keys add` (or an administrator's "
+                        "`cotk-repro dashboard add-user NAME --ssh-key FILE.pub`)")
     if row[3] is not None:
         raise Forbidden(f"the signature is by key {fp} of {row[1]}, which was revoked on {row[3]}")
+    if row[4] is None:
+        raise Forbidden(f"the signature is by key {fp}, registered to {row[1]} without proof that they hold it: it "
+                        "signs nothing until its holder proves possession with `cotk-repro keys add`")
     try:
         verify_bytes(data, signature, namespace, [(row[1], parse_public_key(row[2]))])
     except SigningError as exc:
@@ -134,7 +171,7 @@ def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> S
 
 
 # built once: every signed upload looks its key up
-_KEY_OWNER = (select(User.id, User.name, SshKey.public_key, SshKey.revoked_at)
+_KEY_OWNER = (select(User.id, User.name, SshKey.public_key, SshKey.revoked_at, SshKey.proof)
               .join(User, User.id == SshKey.user_id).where(SshKey.fingerprint == bindparam("fp")))
 
 

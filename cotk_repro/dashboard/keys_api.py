@@ -1,4 +1,5 @@
-"""``/api/v1/keys`` and ``/api/v1/users/{name}/keys``: a user's SSH keys, added and revoked with their token."""
+"""``/api/v1/keys`` and ``/api/v1/users/{name}/keys``: a user's SSH keys, added (with proof of possession,
+:mod:`.key_proofs`) and revoked with their token."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from fastapi.responses import Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
 
-from . import identity
+from . import identity, key_proofs
 from .api import ERRORS, Problem, _dash, require_user
 from .auth import Principal
 from .refusals import refusals
@@ -18,9 +19,24 @@ router = APIRouter(prefix="/api/v1", tags=["keys"])
 
 
 class KeyIn(BaseModel):
-    """The body of ``POST /keys``: one line of an SSH ``.pub`` file."""
+    """The body of ``POST /keys``: one line of an SSH ``.pub`` file, the nonce of a challenge from
+    ``POST /keys/challenge`` and the key's SSHSIG signature (namespace ``cotk-repro-key-registration``) over
+    that challenge's text."""
 
     public_key: str
+    challenge: Optional[str] = None
+    signature: Optional[str] = None
+
+
+class ChallengeOut(BaseModel):
+    """A key registration challenge: the exact text to sign, its nonce, namespace, expiry, user and dashboard."""
+
+    challenge: str
+    nonce: str
+    namespace: str
+    expires_at: str
+    user: str
+    dashboard: str
 
 
 class KeyOut(BaseModel):
@@ -32,14 +48,35 @@ class KeyOut(BaseModel):
     comment: str
     created_at: str
     revoked_at: Optional[str]
+    proof: Optional[str] = None
+    moved_to: Optional[str] = None
 
 
-@router.post("/keys", status_code=201, response_model=KeyOut, responses=ERRORS)
+class KeyAdded(KeyOut):
+    """A key just registered by proof of possession; ``moved_from``: the user an unproven registration of it
+    was taken from (their records and reproductions it signed are yours now)."""
+
+    moved_from: Optional[str] = None
+
+
+@router.post("/keys/challenge", status_code=201, response_model=ChallengeOut, responses=ERRORS)
+async def key_challenge(request: Request, user: Principal = Depends(require_user)):
+    """A fresh, single-use challenge naming you and this dashboard, valid for minutes: sign its text with the
+    key you register (``ssh-keygen -Y sign -n cotk-repro-key-registration``) and send it to ``POST /keys``."""
+    dash = _dash(request)
+    out = await run_in_threadpool(key_proofs.issue_challenge, dash.db, user, dash.base_url(request))
+    return out
+
+
+@router.post("/keys", status_code=201, response_model=KeyAdded, responses=ERRORS)
 async def add_key(request: Request, body: KeyIn, user: Principal = Depends(require_user)):
-    """Register an SSH public key (one line of a ``.pub`` file) for yourself; uploads it signs are yours."""
+    """Register an SSH public key for yourself, with proof that you hold it (a signature by it over a challenge
+    from ``POST /keys/challenge``); uploads it signs are yours. A key someone else registered without proof
+    moves to you, with what it signed."""
     dash = _dash(request)
     with refusals():
-        out = await run_in_threadpool(identity.add_key, dash.db, user.name, body.public_key)
+        out = await run_in_threadpool(key_proofs.register_with_proof, dash.db, user, body.public_key,
+                                      body.challenge, body.signature, dash.base_url(request))
     dash.wrote()
     return out
 

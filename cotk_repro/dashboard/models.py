@@ -57,6 +57,57 @@ class SshKey(Base):
     comment: Mapped[str] = mapped_column(String(200), nullable=False, default="")
     created_at: Mapped[str] = mapped_column(String(40), nullable=False)
     revoked_at: Mapped[Optional[str]] = mapped_column(String(40), nullable=True)
+    #: how the registration was made: "possession" (the holder signed a challenge), "operator" (the
+    #: administrator vouched, ``dashboard add-user --ssh-key``), None (unproven: added through the API
+    #: before proofs were asked; signs nothing until its holder proves possession)
+    proof: Mapped[Optional[str]] = mapped_column(String(16), nullable=True)
+    proven_at: Mapped[Optional[str]] = mapped_column(String(40), nullable=True)
+
+
+class KeyChallenge(Base):
+    """A single-use challenge issued to a user for registering a key (proof of possession)."""
+
+    __tablename__ = "key_challenges"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)
+    nonce: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    origin: Mapped[str] = mapped_column(String(300), nullable=False)
+    created_at: Mapped[str] = mapped_column(String(40), nullable=False)
+    expires_at: Mapped[str] = mapped_column(String(40), nullable=False)
+    #: epoch seconds of the expiry (compared; ``expires_at`` is what the challenge text says)
+    expires_epoch: Mapped[int] = mapped_column(Integer, nullable=False)
+    used_at: Mapped[Optional[str]] = mapped_column(String(40), nullable=True)
+
+
+class KeyAudit(Base):
+    """One change of a key's holder: a proven holder took over a key registered to someone else unproven."""
+
+    __tablename__ = "key_audit"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[str] = mapped_column(String(40), nullable=False)
+    fingerprint: Mapped[str] = mapped_column(String(80), nullable=False, index=True)
+    action: Mapped[str] = mapped_column(String(32), nullable=False)
+    from_user_id: Mapped[Optional[int]] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    to_user_id: Mapped[Optional[int]] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    records: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    reproductions: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    detail: Mapped[str] = mapped_column(Text, nullable=False, default="")
+
+
+class Name(Base):
+    """A name a dashboard holds (metric, task, dataset, project), once per key (:func:`.names.keys`): a name
+    sharing a key with a stored one of its kind is another spelling of it, and refused."""
+
+    __tablename__ = "names"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    key: Mapped[str] = mapped_column(String(64), nullable=False)
+    name: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
+
+    __table_args__ = (UniqueConstraint("kind", "key", name="uq_names_kind_key"),)
 
 
 class Record(Base):

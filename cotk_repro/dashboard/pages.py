@@ -310,15 +310,19 @@ def user_page(request: Request, name: str):
 async def record_page(request: Request, record_id: str):
     """A record's page: its results, signature and reproductions; 404 when there is no such record."""
     dash = request.app.state.dashboard
+    rid = store.normalize_id(record_id)
+    if rid is None:  # nothing cached for what is not an id
+        return _error(404, f"{record_id[:100]!r} is not a record id")
 
     def compute() -> tuple[int, bytes]:
         try:
-            data = store.get_record(dash.db, record_id)
+            data = store.get_record(dash.db, rid)
         except store.NotFound as exc:
             return 404, render("error.html", status=404, message=exc.message).encode()
         return 200, render("record.html", r=record_view(data), origin=ORIGIN_MARK).encode()
 
-    status, body = await dash.cached_async(("record-page", record_id), compute)
+    # keyed on the normalised id: random-case spellings of one id share one entry
+    status, body = await dash.cached_async(("record-page", rid), compute)
     # the page is cached once for every address it is served under: this response's own goes in here, escaped
     # (a Host header is the requester's own; it never reaches the cache)
     from markupsafe import escape

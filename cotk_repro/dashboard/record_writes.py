@@ -5,6 +5,13 @@ already stored, one multi-row insert of the new records (ids returned), one of t
 upsert per leaderboard group touched (counts summed, in one order so concurrent writers never
 deadlock). Only the rare cases run per upload: an unsigned record taken over by its signer, and
 mirrors (another user uploading a record signed by its owner).
+
+Names are identifiers (:mod:`.names`): a new record whose task, dataset, project or metric name shares a
+key with another name of its kind the dashboard holds is not written; its result is the
+:class:`.names.NameError_` saying so. The check runs here, inside the writers' transaction (one writer at
+a time: on PostgreSQL under the batch lock, on SQLite under the write lock), so two look-alikes uploaded
+at once cannot both pass; the names a process has seen are remembered (a name once stored stays), so a
+batch of known names costs no query, a batch with new ones one lookup and one insert.
 """
 
 from __future__ import annotations
@@ -14,10 +21,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from sqlalchemy import bindparam, insert, select, update
+import threading
+import weakref
+
+from sqlalchemy import bindparam, insert, select, tuple_, update
 
 from .auth import now_iso
-from .models import BoardGroup, Mirror, Record, Result
+from .models import BoardGroup, Mirror, Name, Record, Result
+from .names import NameError_, check_against, digests
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,8 @@ class PendingRecord:
     uploader_id: int
     signature: str | None
     fingerprint: str | None
+    #: the record's names, ``(kind, name, what, register)``, checked against the names the dashboard holds
+    names: tuple[tuple[str, str, str, bool], ...] = ()
 
     @property
     def mirror(self) -> bool:
@@ -59,14 +72,62 @@ def _count_stmt(dialect: str):
                                       set_={"n": BoardGroup.n + stmt.excluded.n})
 
 
-def write_records(conn, items: Sequence[PendingRecord]) -> list[bool]:
-    """Store the uploads ``items`` in the open transaction; one ``created`` flag per item (False: already there)."""
+#: per database engine: (kind, key digest) -> the name stored under it (names are never removed)
+_KNOWN: weakref.WeakKeyDictionary[object, dict[tuple[str, str], str]] = weakref.WeakKeyDictionary()
+_KNOWN_LOCK = threading.Lock()
+_KNOWN_MAX = 200_000
+
+
+def _check_names(conn, new: dict[str, PendingRecord]) -> dict[str, NameError_]:
+    """Check the names of the records ``new`` against the stored ones (and each other, in order); register
+    the first spelling of each new name. Returns the refused records' errors by record id."""
+    with _KNOWN_LOCK:
+        known = _KNOWN.setdefault(conn.engine, {})
+    wanted = {(kind, h) for item in new.values() for kind, name, _w, _r in item.names for h in digests(name)}
+    missing = [k for k in wanted if k not in known]
+    stored: dict[tuple[str, str], str] = {}
+    if missing:
+        for i in range(0, len(missing), 500):
+            chunk = missing[i:i + 500]
+            stored.update(((k, h), n) for k, h, n in conn.execute(
+                select(Name.kind, Name.key, Name.name).where(tuple_(Name.kind, Name.key).in_(chunk))))
+    held = {**stored}
+    refused: dict[str, NameError_] = {}
+    rows: list[dict[str, str]] = []
+    for rid, item in new.items():
+        added: dict[tuple[str, str], str] = {}
+        try:
+            for kind, name, what, register in item.names:
+                for h in digests(name):
+                    check_against(name, what, known.get((kind, h)) or held.get((kind, h)) or added.get((kind, h)))
+                    if register and (kind, h) not in known and (kind, h) not in held:
+                        added[(kind, h)] = name
+        except NameError_ as exc:
+            refused[rid] = exc
+            continue
+        held.update(added)
+        rows += [{"kind": k, "key": h, "name": n} for (k, h), n in added.items()]
+    if rows:
+        conn.execute(insert(Name), rows)
+    with _KNOWN_LOCK:  # remembered once committed would be exact; a rolled-back batch is retried item by item
+        if len(known) + len(held) > _KNOWN_MAX:
+            known.clear()
+        known.update(stored)
+    return refused
+
+
+def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError_]:
+    """Store the uploads ``items`` in the open transaction; one ``created`` flag per item (False: already there),
+    or the :class:`.names.NameError_` that kept a new record out."""
     found = {rid: (pk, sig) for pk, rid, sig in conn.execute(_FIND, {"rids": sorted({i.record_id for i in items})})}
     new: dict[str, PendingRecord] = {}
     for item in items:
         if item.record_id not in found and item.record_id not in new:
             new[item.record_id] = item
-    created_flags = [False] * len(items)
+    created_flags: list[bool | NameError_] = [False] * len(items)
+    refused = _check_names(conn, new) if new else {}
+    for rid in refused:
+        del new[rid]
     if new:
         at = now_iso()
         rows = conn.execute(_INSERT_RECORDS, [
@@ -85,6 +146,9 @@ def write_records(conn, items: Sequence[PendingRecord]) -> list[bool]:
         for rid, pk in pks.items():
             found[rid] = (pk, new[rid].signature)
     for n, item in enumerate(items):
+        if item.record_id in refused:
+            created_flags[n] = refused[item.record_id]
+            continue
         pk, stored_sig = found[item.record_id]
         if new.get(item.record_id) is item:
             created_flags[n] = True

@@ -10,6 +10,7 @@ from fastapi import HTTPException
 from . import store
 from .auth import AuthError
 from .identity import BadSignature, Forbidden
+from .key_proofs import ProofRefused
 
 
 @contextmanager
@@ -19,7 +20,7 @@ def refusals() -> Iterator[None]:
         yield
     except store.NotFound as exc:
         raise HTTPException(404, exc.message) from None
-    except (store.Unsigned, Forbidden) as exc:
+    except (store.Unsigned, Forbidden, ProofRefused) as exc:
         raise HTTPException(403, exc.message) from None
     except (store.Invalid, BadSignature, AuthError) as exc:
         raise HTTPException(422, exc.message) from None

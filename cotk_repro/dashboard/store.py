@@ -3,7 +3,9 @@
 Uploads are validated through the models of :mod:`cotk_repro.records.model` (the
 record's shape, every metric a finite number with a 64-hex hash or none, the id
 recomputed from the content; the reproduction verdict's shape) and the metric's
-declared range (:mod:`.verdicts`). Records are immutable: the same record twice is one row (a
+declared range (:mod:`.verdicts`); names are identifiers (:mod:`.names`: NFKC, no control or format
+characters, checked against the names the dashboard holds when written), and values of metrics no
+loaded metric declares are kept in the record but never ranked. Records are immutable: the same record twice is one row (a
 unique constraint; a concurrent duplicate's ``IntegrityError`` is the "already there" answer).
 Validated uploads are written many per transaction (:mod:`.record_writes`, :mod:`.batching`).
 
@@ -32,8 +34,9 @@ from .auth import Principal, now_iso
 from .db import Database
 from .identity import Signer, check_uploader, signer_of
 from .models import NAME_MAX, Mirror, Record, Reproduction, Result, User
+from .names import NameError_, check_form
 from .record_writes import PendingRecord, write_records
-from .verdicts import VerdictError, check_values, server_verdict
+from .verdicts import VerdictError, _facts, check_values, server_verdict
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -90,7 +93,27 @@ def _name(value: Any, what: str, *, default: str = "") -> str:
         raise Invalid(f"the record's {what} is longer than {NAME_MAX} characters")
     if "\x00" in value:
         raise Invalid(f"the record's {what} contains a NUL character")
-    return value
+    try:
+        return check_form(value, f"record's {what}")
+    except NameError_ as exc:
+        raise Invalid(exc.message) from None
+
+
+def known_metric(name: str) -> bool:
+    """Whether a metric this dashboard has loaded (built in or from a plugin) reports the result key ``name``."""
+    return _facts(name) is not None
+
+
+def record_names(cols: dict[str, Any]) -> tuple[tuple[str, str, str, bool], ...]:
+    """The names a record brings, ``(kind, name, what, register)``: its task, dataset, project and metric
+    names, checked against the names the dashboard holds when it is written (:mod:`.record_writes`);
+    metrics no loaded plugin declares are checked, never registered."""
+    out = [("task", cols["task"], "record's project task", True),
+           ("dataset", cols["dataset"], "record's project dataset", True),
+           ("project", cols["project_name"], "record's project name", True)]
+    out += [("metric", m, "record's metric name", True) for m in cols["results"]]
+    out += [("metric", m, "record's metric name", False) for m in cols["unranked"]]
+    return tuple(out)
 
 
 def validate_upload(record: Any) -> dict[str, Any]:
@@ -104,8 +127,11 @@ def validate_upload(record: Any) -> dict[str, Any]:
             raise Invalid(f"the record has a key the record schema does not define: {extra[:80]!r}")
         results = record["results"]
         for name in results:
-            _name(name, f"metric name {name[:40]!r}")
-        columns = {k: (float(v["value"]), v["hash"].lower() if v.get("hash") else None) for k, v in results.items()}
+            _name(name, "metric name")
+        # values of metrics no loaded metric declares are not taken: kept in the (signed) record, never ranked
+        unranked = sorted(k for k in results if not known_metric(k))
+        columns = {k: (float(v["value"]), v["hash"].lower() if v.get("hash") else None) for k, v in results.items()
+                   if k not in unranked}
         check_values(columns, "the record")
         project = record["project"]
         return {
@@ -115,6 +141,7 @@ def validate_upload(record: Any) -> dict[str, Any]:
             "project_name": _name(project.get("name"), "project name"),
             "status": record["status"],
             "results": columns,
+            "unranked": unranked,
         }
     except Invalid:
         raise
@@ -148,10 +175,14 @@ def store_record(db: Database, body: Any, principal: Principal, *, allow_unsigne
         record_id=rid, task=cols["task"], dataset=cols["dataset"], project_name=cols["project_name"],
         status=cols["status"], body=dumps(record), owner_id=owner_id, uploader_id=principal.user_id,
         results=tuple((name, value, h) for name, (value, h) in cols["results"].items()),
-        signature=signature, fingerprint=fp)
-    info = {"id": rid, "owner": owner_name, "signed": signer is not None, "mirror": mirror, "key": fp}
+        signature=signature, fingerprint=fp, names=record_names(cols))
+    info = {"id": rid, "owner": owner_name, "signed": signer is not None, "mirror": mirror, "key": fp,
+            "unranked": cols["unranked"]}
     try:
-        return db.group_commit(write_records).submit(pending), info
+        created = db.group_commit(write_records).submit(pending)
+        if isinstance(created, NameError_):  # a name another spelling of one the dashboard holds: not written
+            raise Invalid(created.message)
+        return created, info
     except IntegrityError:
         # a concurrent upload of the same record (through another worker process) won the race: no-op
         found = db.read(lambda c: c.execute(select(Record.id).where(Record.record_id == rid)).first())

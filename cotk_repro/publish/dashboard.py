@@ -145,6 +145,32 @@ class DashboardClient:
         body = self._check(resp, "the record upload")
         return {"id": body.get("id", record.get("id")), "url": body.get("url"), "created": resp.status_code == 201}
 
+    def register_key(self, key: Any) -> dict[str, Any]:
+        """Register the signing key ``key`` (:class:`cotk_repro.core.signing.SigningKey`) for the token's user
+        with proof of possession: ask for a challenge, check it names this dashboard and that user, sign it
+        with the key (ssh-keygen or ssh-agent), send the signature. Returns the key's listing."""
+        from urllib.parse import urlsplit
+
+        from ..core.keyproof import NS_KEY_REGISTRATION, ChallengeError, check_challenge
+        from ..core.signing import sign_bytes
+
+        user = self.whoami()
+        issued = self._check(self.request("POST", "/api/v1/keys/challenge", json={}, auth=True, idempotent=False),
+                             "the key registration challenge")
+        parts = urlsplit(self.url)
+        try:
+            challenge = check_challenge(issued.get("challenge") if isinstance(issued, dict) else None,
+                                        dashboard=f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/"),
+                                        user=user)
+        except ChallengeError as exc:
+            raise DashboardError(exc.message, hint="if the dashboard runs behind a proxy, its operator sets "
+                                 "`dashboard serve --public-url` to the URL you use") from None
+        signature = sign_bytes(challenge.text().encode("utf-8"), NS_KEY_REGISTRATION, key)
+        body = {"public_key": key.public.line, "challenge": challenge.nonce, "signature": signature}
+        out = self._check(self.request("POST", "/api/v1/keys", json=body, auth=True, idempotent=False),
+                          "the key registration")
+        return {**out, "user": user} if isinstance(out, dict) else out
+
     def get_record(self, record_id: str) -> dict[str, Any]:
         return self._check(self.request("GET", f"/api/v1/records/{quote(record_id, safe=':')}"), "record")
 
@@ -154,6 +180,25 @@ class DashboardClient:
         resp = self.request("POST", f"/api/v1/records/{quote(record_id, safe=':')}/reproductions", json=body,
                             auth=True, idempotent=False)
         return self._check(resp, "the reproduction for this record")
+
+
+def register_signing_key(dashboard: str | None, cwd: Any = None) -> dict[str, Any]:
+    """Register this machine's signing key (:func:`cotk_repro.core.signing.find_signing_key`) on ``dashboard``
+    (default: the one `login` saved) with proof of possession, using the stored token; returns the key's
+    listing with ``user`` and ``dashboard``. Raises :class:`DashboardError` / :class:`CotkError` with one sentence."""
+    from ..core import userconfig
+    from ..core.signing import find_signing_key
+
+    url = userconfig.normalize_url(dashboard) if dashboard else userconfig.default_dashboard()
+    if not url:
+        raise DashboardError("no dashboard given and none saved", hint="pass --dashboard URL or run "
+                             "`cotk-repro login --dashboard URL --token TOKEN` first")
+    key = find_signing_key(cwd)
+    if key is None:
+        raise DashboardError("there is no SSH key to register", hint="`cotk-repro keys` says where it looks; "
+                             "make one with `ssh-keygen -t ed25519`")
+    client = DashboardClient(url, userconfig.dashboard_token(url), retries=1)
+    return {**client.register_key(key), "dashboard": url}
 
 
 def _reason(exc: Exception) -> str:
