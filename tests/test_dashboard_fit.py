@@ -21,8 +21,8 @@ from dashboard_support import fake_hash, make_record
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-METRICS = ["bleu", "self-bleu", "distinct-1", "distinct-2", "ngram-entropy-1", "ngram-entropy-2", "meteor",
-           "rouge-l", "fw-bw-bleu-4"]
+METRICS = ["bleu", "self-bleu", "distinct-1", "distinct-2", "ngram-entropy-1", "ngram-entropy-2", "meteor", "chrf",
+           "ter"]
 
 
 @pytest.fixture(scope="module")
