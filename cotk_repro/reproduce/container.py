@@ -27,53 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ..core.tail import TAIL, Tail
 from . import ReproduceError
 from .engine import NOBODY, engine_step, remove_quietly
 from .gc import GRACE, labels as gc_labels
 from .limits import docker_size, size_bytes
 
-#: bytes kept of each of stdout and stderr (the last ones)
-TAIL = 4 * 1024 * 1024
 #: Docker's own log of a confined container: never more than this on the host's disk
 LOG_CONFIG = {"type": "json-file", "config": {"max-size": "1m", "max-file": "2"}}
 #: the largest result file read back (a result is metric values and a data section, not a data set)
 RESULT_CAP = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
-
-
-class Tail:
-    """The last ``cap`` bytes of a stream, and how many bytes it had in all."""
-
-    def __init__(self, cap: int = TAIL):
-        self.cap = cap
-        self.total = 0
-        self._buf = bytearray()
-
-    def write(self, data: bytes) -> None:
-        if not data:
-            return
-        self.total += len(data)
-        if len(data) >= self.cap:
-            self._buf[:] = data[-self.cap:]
-            return
-        self._buf += data
-        if len(self._buf) > 2 * self.cap:
-            del self._buf[:-self.cap]
-
-    def value(self) -> bytes:
-        return bytes(self._buf[-self.cap:])
-
-    @property
-    def dropped(self) -> int:
-        return max(0, self.total - self.cap)
-
-    def text(self) -> str:
-        head = (f"[... {self.dropped} earlier bytes not kept: only the last {self.cap} are]\n"
-                if self.dropped else "")
-        return head + self.value().decode("utf-8", "replace")
-
-    def last_lines(self, n: int = 20) -> str | None:
-        return "\n".join(self.value().decode("utf-8", "replace").strip().splitlines()[-n:]) or None
 
 
 def confinement(memory: str, cpus: float, disk: str) -> dict[str, Any]:
@@ -280,7 +244,7 @@ class Confined:
                 return None
             size = int(stat.get("size") or 0)
             if size > cap:
-                raise _too_big(what, size, cap)
+                raise too_big(what, size, cap)
             if stat.get("linkTarget") or (int(stat.get("mode") or 0) & 0o20000000000):  # link or directory
                 return None
             with self._archive(path) as tar:
@@ -288,11 +252,11 @@ class Confined:
                     if not member.isfile():
                         return None
                     if member.size > cap:
-                        raise _too_big(what, member.size, cap)
+                        raise too_big(what, member.size, cap)
                     fh = tar.extractfile(member)
                     data = fh.read(cap + 1) if fh else b""
                     if len(data) > cap:
-                        raise _too_big(what, len(data), cap)
+                        raise too_big(what, len(data), cap)
                     return data
         return None
 
@@ -312,7 +276,7 @@ class Confined:
                         continue
                     total += member.size
                     if total > cap:
-                        raise _too_big(what, total, cap)
+                        raise too_big(what, total, cap)
                     fh = tar.extractfile(member)
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     with dest.open("wb") as out:
@@ -362,7 +326,7 @@ class _Archive:
             self.response.close()
 
 
-def _too_big(what: str, size: int, cap: int) -> ReproduceError:
+def too_big(what: str, size: int, cap: int) -> ReproduceError:
     return ReproduceError(f"{what} is {docker_size(size) if size % 1024 == 0 else f'{size} bytes'}, more than the "
                           f"{docker_size(cap)} the reproducer reads back, so it was not read", step="run")
 

@@ -33,7 +33,7 @@ OWNER = "cotk-repro.owner"
 MARK = ".cotk-repro-owner"
 WORKDIR_PREFIX = "cotk-repro-reproduce-"
 #: added to a time limit for the deadline a container keeps by itself (the reproducer's own limit comes first)
-GRACE = 60.0
+GRACE = 30.0
 
 
 def _start_time(pid: int) -> str | None:
