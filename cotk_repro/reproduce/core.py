@@ -90,7 +90,7 @@ def empty_verdict(runtime: str) -> dict[str, Any]:
     return {"schema": REPRODUCTION_SCHEMA, "schema_version": 1, "record_id": None, "verdict": "could not run",
             "runtime": runtime, "metrics": [], "environment_differences": [],
             "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
-            "error": None, "record_signature": None, "cotk_repro_version": __version__}
+            "error": None, "record_signature": None, "cotk_repro_version": __version__, "limits": None}
 
 
 def _as_sigint(signum, frame):  # SIGTERM, SIGHUP -> the same clean-up path as Ctrl-C

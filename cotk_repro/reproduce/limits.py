@@ -24,8 +24,8 @@ DEFAULTS: dict[str, Any] = {"timeout": 3600.0, "memory": "4g", "cpus": 2.0, "dis
 FLAGS = {"timeout": "--timeout", "memory": "--memory", "cpus": "--cpus", "disk": "--disk"}
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([bkmgt]?)i?b?", re.I)
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
-#: the smallest memory Docker accepts for a container (6 MiB); a disk below 1 MiB holds no checkout
-_FLOOR = {"memory": 6 * 1024 ** 2, "disk": 1024 ** 2}
+#: a disk below 1 MiB holds no checkout (a memory below Docker's 6 MiB is the engine's to refuse, naming it)
+_FLOOR = {"memory": 1, "disk": 1024 ** 2}
 
 
 def size_bytes(text: Any) -> int | None:
