@@ -43,6 +43,12 @@ class Tail:
                 if self.dropped else "")
         return head + self.value().decode("utf-8", "replace")
 
+    def dump(self, fh) -> None:
+        """Write the tail to the binary file ``fh``, after a line saying how much came before it."""
+        if self.dropped:
+            fh.write(f"[... {self.dropped} earlier bytes not kept: only the last {self.cap} are]\n".encode())
+        fh.write(self.value())
+
     def last_lines(self, n: int = 20) -> str | None:
         return "\n".join(self.value().decode("utf-8", "replace").strip().splitlines()[-n:]) or None
 
@@ -68,7 +74,4 @@ class TailFile:
         if not self.closed:
             self.closed = True
             with self.path.open("wb") as fh:
-                if self.tail.dropped:
-                    fh.write(f"[... {self.tail.dropped} earlier bytes not kept: only the last {self.tail.cap} "
-                             "are]\n".encode())
-                fh.write(self.tail.value())
+                self.tail.dump(fh)

@@ -187,7 +187,7 @@ class Confined:
         result = ExecResult(rc=rc, stdout=out, stderr=err, seconds=seconds, timed_out=timed_out)
         if sinks is not None:
             for sink, tail_ in zip(sinks, (out, err)):
-                sink.write(tail_.value())
+                tail_.dump(sink)
         if rc not in (None, 0):
             result.oom = rc == 137 and self._oom_since(t0)
             text = err.value()[-65536:]

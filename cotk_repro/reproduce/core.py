@@ -97,7 +97,8 @@ def _as_sigint(signum, frame):  # SIGTERM, SIGHUP -> the same clean-up path as C
     raise KeyboardInterrupt
 
 
-#: the signals that end a reproduce the way Ctrl-C does: the container and the work folder are removed
+#: the signals that end a reproduce the way Ctrl-C (SIGINT, Python's KeyboardInterrupt) does: the container,
+#: its volume and the work folder are removed
 CLEANUP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
@@ -106,12 +107,12 @@ def _install_handlers() -> dict[int, Any]:
         return {}
     old = {}
     for sig in CLEANUP_SIGNALS:
+        if sig != signal.SIGTERM and signal.getsignal(sig) is signal.SIG_IGN:
+            continue  # `nohup cotk-repro reproduce ...`: the user asked to outlive the terminal
         try:
             old[sig] = signal.signal(sig, _as_sigint)
         except (ValueError, OSError):  # pragma: no cover - not settable here
             continue
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background: Ctrl-C still cleans up
-        old[signal.SIGINT] = signal.signal(signal.SIGINT, _as_sigint)
     return old
 
 

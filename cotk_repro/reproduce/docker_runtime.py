@@ -11,10 +11,13 @@
 * the image is tagged ``cotk-repro-reproduce:<key>``, the key being a hash of the lock,
   the rendered Dockerfile, the base image and what gets copied in (the code tree, local
   wheels): a second reproduce of the same thing skips the wheelhouse and the build;
-* the container runs with no network, as the image's non-root user (never root),
-  all capabilities dropped, no-new-privileges, a pids limit and the CPU, memory and
-  wall-time limits; the result file is copied out; the container is removed in every
-  case (also on Ctrl-C / SIGTERM);
+* the entry runs in a :class:`.container.Confined` container: no network, the image's
+  non-root user (never root), all capabilities dropped, no-new-privileges, a pids limit,
+  the reproducer's CPU, memory, disk and wall-time limits (:mod:`.limits`), a read-only
+  root filesystem with the checkout copied into a size-capped tmpfs home, output kept to
+  a tail, a deadline the container keeps by itself; the result file is copied out with a
+  size cap; the container and its volume are removed in every case (also on Ctrl-C,
+  SIGTERM, SIGHUP; after SIGKILL, by the next run or ``cotk-repro gc``, :mod:`.gc`);
 * with no base image given, ``python:X.Y-slim`` is used, pulled when missing; when it
   cannot be pulled (no registry), a local ``cotk-repro-base`` image is used instead, and
   the verdict says so.
