@@ -327,6 +327,7 @@ class _Archive:
 
 
 def too_big(what: str, size: int, cap: int) -> ReproduceError:
+    """The one sentence for stranger bytes over their read cap (nothing of them was read)."""
     return ReproduceError(f"{what} is {docker_size(size) if size % 1024 == 0 else f'{size} bytes'}, more than the "
                           f"{docker_size(cap)} the reproducer reads back, so it was not read", step="run")
 
