@@ -33,8 +33,8 @@ from .engine import NOBODY, engine_step, remove_quietly
 from .gc import GRACE, labels as gc_labels
 from .limits import docker_size, size_bytes
 
-#: Docker's own log of a confined container: never more than this on the host's disk
-LOG_CONFIG = {"type": "json-file", "config": {"max-size": "1m", "max-file": "2"}}
+#: Docker's own log of a confined container (json-file): never more than this on the host's disk
+LOG_OPTIONS: dict[str, str] = {"max-size": "1m", "max-file": "2"}
 #: the largest result file read back (a result is metric values and a data section, not a data set)
 RESULT_CAP = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
@@ -48,7 +48,7 @@ def confinement(memory: str, cpus: float, disk: str) -> dict[str, Any]:
             "nano_cpus": int(float(cpus) * 1e9), "pids_limit": 512, "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"], "read_only": True,
             "tmpfs": {"/tmp": f"size={size_bytes(disk)},mode=1777,exec,nosuid,nodev"},
-            "log_config": LogConfig(type=LOG_CONFIG["type"], config=dict(LOG_CONFIG["config"]))}
+            "log_config": LogConfig(type="json-file", config=dict(LOG_OPTIONS))}
 
 
 @dataclass

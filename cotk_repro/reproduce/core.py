@@ -123,6 +123,7 @@ def choose_base_image(opts: "ReproduceOptions", user: dict[str, Any], project_im
     ``reproduce.base_image``, else ``COTK_REPRO_BASE_IMAGE``; None: the runtime's default for the recorded Python."""
     allowed = opts.allow_project_image if opts.allow_project_image is not None else bool(
         user.get("allow_project_image"))
+    chosen: str | None
     if opts.base_image:
         chosen = opts.base_image
     elif project_image and allowed:

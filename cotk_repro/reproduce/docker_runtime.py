@@ -265,8 +265,14 @@ class DockerRuntime:
         try:
             box.start("run")
             uid, gid = box.ids()
-            box.put(HOME, lambda tar: _add_tree(tar, job.code, WORK_ROOT.removeprefix(HOME + "/"), uid, gid),
-                    job.workdir, "run")
+            try:
+                box.put(HOME, lambda tar: _add_tree(tar, job.code, WORK_ROOT.removeprefix(HOME + "/"), uid, gid),
+                        job.workdir, "run")
+            except ReproduceError as exc:
+                if "no space left" not in exc.message.lower():
+                    raise
+                raise ReproduceError(f"the checkout does not fit in the container's disk limit ({job.disk})",
+                                     step="run", hint="raise it with --disk, e.g. --disk 4g") from None
             with (job.logs / "stdout.log").open("wb") as out, (job.logs / "stderr.log").open("wb") as err:
                 res = box.exec(entry, workdir=workdir, step="run", sinks=(out, err))
             err_tail = res.stderr.last_lines(20)
