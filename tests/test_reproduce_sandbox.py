@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git, no_docker_reason, run_cli
-from test_reproduce_support import add_bare_remote, publish, record_in, small_venv_python
+from test_reproduce_support import add_bare_remote, record_in, small_venv_python
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -79,8 +79,14 @@ def engine():
     client.close()
 
 
-def _project(base: Path, name: str, toml: str | None, modes: dict[str, list[str]]) -> dict:
+def _project(base: Path, name: str, toml: str | None, modes: dict[str, list[str]], signed: bool = False) -> dict:
+    """A published project; ``signed``: its records signed by a fresh SSH key (made by ssh-keygen)."""
     py = small_venv_python()
+    env = None
+    if signed:
+        from signing_support import key_env, make_key
+
+        env = key_env(make_key(base / f"keys-{name}"), base / f"home-{name}")
     root = base / "work" / name
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
@@ -95,9 +101,9 @@ def _project(base: Path, name: str, toml: str | None, modes: dict[str, list[str]
     bare = add_bare_remote(root, base / "remotes", f"mallory/{name}")
     records = {mode: record_in(root, py, None, "--", *args) for mode, args in modes.items()}
     for i, record in enumerate(records.values()):
-        res = publish(root, record["id"], *(["--push"] if i == 0 else []))
+        res = run_cli("publish", "--no-dashboard", record["id"], *(["--push"] if i == 0 else []), cwd=root, env=env)
         assert res.returncode == 0, res
-    return {"bare": bare, "records": records}
+    return {"bare": bare, "records": records, "signed": signed}
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +116,7 @@ def projects(engine, tmp_path_factory):
         # issue 26's project: a stranger's config choosing its own sandbox
         "greedy": _project(base, "greedy", '[reproduce]\ntimeout = 999999999.0\nmemory = "20g"\ncpus = 2.0\n'
                                            'base_image = "registry.invalid/miner:latest"\n',
-                           {"sleep": ["sleep", "6"]}),
+                           {"sleep": ["sleep", "6"]}, signed=True),
         "modest": _project(base, "modest", '[reproduce]\ntimeout = 4.0\nmemory = "256m"\ncpus = 0.5\n',
                            {"sleep": ["sleep", "60"]}),
     }
@@ -118,8 +124,9 @@ def projects(engine, tmp_path_factory):
 
 def _args(projects, which, mode, engine, *extra):
     record = projects[which]["records"][mode]["id"]
-    return ["reproduce", str(projects[which]["bare"]), "--record", record, "--runtime", "docker",
-            "--allow-unsigned", "--base-image", engine["image"], *extra]
+    trust = [] if projects[which].get("signed") else ["--allow-unsigned"]
+    return ["reproduce", str(projects[which]["bare"]), "--record", record, "--runtime", "docker", *trust,
+            "--base-image", engine["image"], *extra]
 
 
 def _note(engine, text: str) -> None:
@@ -198,7 +205,7 @@ def test_a_project_asking_for_more_stops_before_anything_is_built_naming_the_fla
     assert "memory 20g" in text and "--memory 20g" in text and "--timeout 999999999" in text
     assert "image build" not in text.split("steps:")[-1] and "Traceback" not in res.stderr
     verdict = json.loads(out.read_text())
-    assert verdict["verdict"] == "could not run"
+    assert verdict["verdict"] == "could not run" and verdict["record_signature"]["status"] == "valid"
     assert verdict["limits"]["memory"] == {"value": "4g", "from": "default"}
     assert verdict["limits"]["timeout"] == {"value": 3600.0, "from": "default"}
 
