@@ -117,8 +117,8 @@ def projects(engine, tmp_path_factory):
         "greedy": _project(base, "greedy", '[reproduce]\ntimeout = 999999999.0\nmemory = "20g"\ncpus = 2.0\n'
                                            'base_image = "registry.invalid/miner:latest"\n',
                            {"sleep": ["sleep", "6"]}, signed=True),
-        "modest": _project(base, "modest", '[reproduce]\ntimeout = 4.0\nmemory = "256m"\ncpus = 0.5\n',
-                           {"sleep": ["sleep", "60"]}),
+        "modest": _project(base, "modest", '[reproduce]\ntimeout = 90.0\nmemory = "256m"\ncpus = 0.5\n',
+                           {"sleep": ["sleep", "600"]}),
     }
 
 
@@ -257,10 +257,10 @@ def test_a_project_asking_for_less_gets_less(projects, engine, tmp_path):
     assert host["Memory"] == 256 * MiB and host["NanoCpus"] == 5 * 10 ** 8
     t0 = time.monotonic()
     rc = finish(proc, log, engine)
-    assert rc == 2 and "ran past the time limit of 4 s and was killed" in " ".join(log.read_text().split())
-    assert time.monotonic() - t0 < 30
+    assert rc == 2 and "ran past the time limit of 90 s and was killed" in " ".join(log.read_text().split())
+    assert time.monotonic() - t0 < 120
     limits = json.loads((tmp_path / "v.json").read_text())["limits"]
-    assert limits["timeout"] == {"value": 4.0, "from": "project", "project_asked": 4.0}
+    assert limits["timeout"] == {"value": 90.0, "from": "project", "project_asked": 90.0}
     assert limits["memory"] == {"value": "256m", "from": "project", "project_asked": "256m"}
 
 
@@ -291,6 +291,7 @@ def test_a_400mb_sparse_result_file_is_refused_by_its_size_in_bounded_memory(pro
     assert res.returncode == 2, stderr
     text = " ".join(stderr.split())
     assert "the rerun's result file result.json is 400m, more than the 64m the reproducer reads back" in text
+    print(f"400 MB sparse result: reproducer peak RSS {rss / MiB:.0f} MiB")
     assert rss < 300 * MiB, rss
 
 
@@ -298,6 +299,7 @@ def test_gigabytes_on_stdout_keep_the_reproducer_small_and_the_verdict_clear(pro
     res, rss, stderr = measured(projects, "plain", "bomb", engine, tmp_path, "--keep")
     assert res.returncode == 0, stderr  # 1200 MiB on stdout, 120 MiB on stderr, then a good result
     assert "reproduced" in res.stdout
+    print(f"1200 MiB stdout + 120 MiB stderr: reproducer peak RSS {rss / MiB:.0f} MiB")
     assert rss < 300 * MiB, rss
     kept = re.search(r"work folder kept: (\S+)", " ".join(stderr.split()))
     logs = Path(kept.group(1)) / "logs"
