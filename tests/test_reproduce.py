@@ -18,7 +18,7 @@ from conftest import git, run_cli
 from test_reproduce_support import (REPRO_MODES, build_published_project, expected_values, git_daemon)
 
 VERDICT_KEYS = {"schema", "schema_version", "record_id", "verdict", "runtime", "metrics", "environment_differences",
-                "rerun", "error", "record_signature", "cotk_repro_version"}
+                "rerun", "error", "record_signature", "cotk_repro_version", "limits"}
 ROW_KEYS = {"metric", "verdict", "a_value", "b_value", "a_hash", "b_hash", "abs_diff", "rtol", "atol"}
 
 

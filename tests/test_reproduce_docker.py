@@ -311,7 +311,7 @@ def test_second_reproduce_uses_the_cached_image(pub, base_image):
     assert "building the Docker image" not in second.stderr
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_client, tmp_path, signum):
     from cotk_repro.reproduce.docker_runtime import LABEL
 
@@ -322,7 +322,7 @@ def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_clien
         proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "reproduce", str(pub["bare"]), "--record", record,
                                  "--runtime", "docker", "--base-image", base_image["image"], "--timeout", "300",
                                  "--allow-unsigned"],
-                                stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ),
+                                stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(tmp_path)},
                                 # Ctrl-C works in it even when this runs as a background job (SIGINT ignored)
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
@@ -347,6 +347,7 @@ def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_clien
     assert rc not in (0, 1, 2), (rc, log.read_text())  # interrupted: no verdict (130, as after Ctrl-C)
     assert "reproduced" not in log.read_text()
     assert our_leftovers(docker_client, base_image) == []
+    assert not list(tmp_path.glob("cotk-repro-reproduce-*"))  # the work folder went too
 
 
 def test_default_base_image_that_cannot_be_pulled_falls_back_to_a_local_cotk_repro_base(pub, base_image,

@@ -67,14 +67,26 @@ def register(cli: typer.Typer) -> None:
                                               "runtimes must be chosen here: the project's reproduce.runtime may only "
                                               "pick one that isolates the code."),
         base_image: Optional[str] = typer.Option(None, "--base-image", help="Docker base image (default: reproduce.base_image "
-                                                 "of the project, else COTK_REPRO_BASE_IMAGE, else the recorded python:X.Y-slim)."),
+                                                 "of your user config, else COTK_REPRO_BASE_IMAGE, else the recorded "
+                                                 "python:X.Y-slim). The project's reproduce.base_image is used only with "
+                                                 "--allow-project-image."),
+        allow_project_image: Optional[bool] = typer.Option(None, "--allow-project-image/--no-project-image",
+                                                           help="Use the base image the reproduced project's config names "
+                                                           "(it may be pulled from a registry; default: "
+                                                           "reproduce.allow_project_image of your user config, else no)."),
         rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance (default: the project's config, else 1e-6)."),
         atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance (default: the project's config, else 1e-12)."),
         timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-time limit in seconds of each step that runs "
                                                 "the record's code: every sandbox wheel build, the image build, and the "
-                                                "run (default: config, else 3600)."),
-        memory: Optional[str] = typer.Option(None, "--memory", help="Memory limit of the container, e.g. 4g (docker; default: config, else 4g)."),
-        cpus: Optional[float] = typer.Option(None, "--cpus", help="CPU limit of the container (docker; default: config, else 2)."),
+                                                "run (default: reproduce.timeout of your user config, else 3600). The "
+                                                "project's config may only lower it."),
+        memory: Optional[str] = typer.Option(None, "--memory", help="Memory limit of the container, e.g. 4g (docker; "
+                                             "default: your user config, else 4g; the project may only lower it)."),
+        cpus: Optional[float] = typer.Option(None, "--cpus", help="CPU limit of the container (docker; default: your "
+                                             "user config, else 2; the project may only lower it)."),
+        disk: Optional[str] = typer.Option(None, "--disk", help="Writable space of the container, e.g. 1g: its work "
+                                           "folder (home) and /tmp are each a tmpfs of this size, the rest is read-only "
+                                           "(docker; default: your user config, else 1g; the project may only lower it)."),
         trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Let --runtime venv or local run the "
                                                "record's code on this host (and build its packages here) without asking. "
                                                "Without it they ask on a terminal, and refuse (exit 2) without one. "
@@ -112,7 +124,8 @@ def register(cli: typer.Typer) -> None:
                 _render_list(records)
             return
         opts = ReproduceOptions(record=record, runtime=runtime, base_image=base_image, rtol=rtol, atol=atol,
-                                timeout=timeout, memory=memory, cpus=cpus, keep=keep, submit=submit,
+                                timeout=timeout, memory=memory, cpus=cpus, disk=disk,
+                                allow_project_image=allow_project_image, keep=keep, submit=submit,
                                 dashboard=dashboard, allow_unsigned=allow_unsigned, trust_remote_code=trust_remote_code,
                                 confirm=_confirm if _on_terminal() else None)
         outcome = do_reproduce(source, opts, on_status=output.info, progress=lambda d: output.progress(d))
@@ -147,3 +160,45 @@ def register(cli: typer.Typer) -> None:
             output.info(f"steps: {steps}")
         if outcome.exit_code:
             raise typer.Exit(outcome.exit_code)
+
+    register_gc(cli)
+
+
+def register_gc(cli: typer.Typer) -> None:
+    """Add the `gc` command: remove what reproductions left behind past their deadline."""
+    @cli.command("gc")
+    def gc(
+        dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
+        json_out: bool = typer.Option(False, "--json", help="Print what was removed as JSON."),
+    ) -> None:
+        """Remove containers, scratch volumes and work folders of reproductions that are past their deadline
+        or whose reproducer is gone (killed, closed terminal). Reproduce does this at every start too.
+
+        Exit status: 0 done (also when nothing was left), 2 when something could not be removed.
+        """
+        from ..reproduce.engine import connect
+        from ..reproduce.gc import collect
+        from ..reproduce import ReproduceError
+
+        client = None
+        notes: list[str] = []
+        try:
+            client = connect(timeout=30)
+        except ReproduceError as exc:
+            notes.append(f"Docker left alone: {exc.message}")
+        report = collect(client, dry_run=dry_run)
+        if json_out:
+            output.print_json({**report.as_dict(), "dry_run": dry_run, "notes": notes})
+        else:
+            for n in notes:
+                output.warn(n)
+            verb = "would remove" if dry_run else "removed"
+            output.info(f"{verb} {report.describe()}")
+            for kind, names in (("container", report.containers), ("volume", report.volumes),
+                                ("work folder", report.workdirs)):
+                for name in names:
+                    output.console.print(f"{kind} {name}", markup=False, highlight=False)
+            for e in report.errors:
+                output.error(e)
+        if report.errors:
+            raise typer.Exit(EXIT_ERROR)

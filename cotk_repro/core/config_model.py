@@ -50,6 +50,7 @@ class ReproduceTable(StrictTable):
     timeout: Optional[StrictFloat] = None
     memory: Optional[StrictStr] = None
     cpus: Optional[StrictFloat] = None
+    disk: Optional[StrictStr] = None
     network: Optional[StrictBool] = None
     tolerances: Optional[Dict[str, Tolerance]] = None
 

@@ -18,7 +18,13 @@ Layout::
 
     {"dashboards": {"https://dash.example": {"token": "..."}},
      "default_dashboard": "https://dash.example",
-     "git_base": "https://github.com/"}
+     "git_base": "https://github.com/",
+     "reproduce": {"timeout": 7200, "memory": "8g", "cpus": 4, "disk": "2g",
+                   "base_image": "python:3.11-slim", "allow_project_image": false}}
+
+The ``reproduce`` object holds the *reproducer's* limits and base image (:func:`reproduce_settings`):
+``cotk-repro reproduce`` (and the fleet worker) use them when no flag is given; a reproduced
+project's own ``[reproduce]`` table may only lower them (docs/reproduce.md, "Limits").
 
 Caches (the wheelhouse, built wheels, venvs) live under :func:`cache_dir`:
 ``$COTK_REPRO_CACHE``, else ``$XDG_CACHE_HOME/cotk-repro``, else
@@ -162,3 +168,28 @@ def git_base() -> str | None:
     """The configured base for ``user/repo`` sources, if any."""
     value = load().get("git_base")
     return value if isinstance(value, str) and value else None
+
+
+#: the keys of the user config's ``reproduce`` object and the types each takes
+REPRODUCE_KEYS: dict[str, tuple[type, ...]] = {"timeout": (int, float), "memory": (str,), "cpus": (int, float),
+                                               "disk": (str,), "base_image": (str,), "allow_project_image": (bool,)}
+
+
+def reproduce_settings() -> dict[str, Any]:
+    """The reproducer's own ``reproduce`` settings (limits, base image); a ConfigError naming a key that is
+    unknown or of the wrong type."""
+    value = load().get("reproduce")
+    if value is None:
+        return {}
+    path = config_path()
+    if not isinstance(value, dict):
+        raise ConfigError(f"the user config {path}: 'reproduce' must be an object of settings")
+    for key, item in value.items():
+        types = REPRODUCE_KEYS.get(key)
+        if types is None:
+            raise ConfigError(f"the user config {path}: unknown key 'reproduce.{key}' (known: "
+                              f"{', '.join(REPRODUCE_KEYS)})")
+        if item is not None and (not isinstance(item, types) or (isinstance(item, bool) and bool not in types)):
+            raise ConfigError(f"the user config {path}: 'reproduce.{key}' must be "
+                              f"{' or '.join(t.__name__ for t in types)}, not {type(item).__name__}")
+    return dict(value)

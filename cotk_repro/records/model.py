@@ -164,6 +164,8 @@ class Reproduction(_Object):
     rerun: Optional[Rerun] = None
     tolerances: Optional[Dict[str, Dict[str, Any]]] = Field(None, description="{metric: {rtol, atol}} it used")
     error: Text = None
+    limits: Optional[Dict[str, Dict[str, Any]]] = Field(
+        None, description="{timeout|memory|cpus|disk: {value, from, project_asked?}}: the limits it ran under")
 
 
 class SignedRecord(BaseModel):

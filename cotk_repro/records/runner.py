@@ -66,8 +66,10 @@ class EntryProcess:
     """
 
     def __init__(self, cmd: list[str], cwd: Path, stdout_log: Path, stderr_log: Path, *, echo: bool | str = True,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, log_cap: int | None = None):
         self.cmd, self.cwd, self.echo = cmd, cwd, echo
+        #: keep only the last ``log_cap`` bytes of each stream in its log (somebody else's entry: reproduce)
+        self.log_cap = log_cap
         self.stdout_log, self.stderr_log = stdout_log, stderr_log
         if env is None:
             env = dict(os.environ)
@@ -78,8 +80,14 @@ class EntryProcess:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> "EntryProcess":
-        out_fh = self.stdout_log.open("wb")
-        err_fh = self.stderr_log.open("wb")
+        if self.log_cap is not None:
+            from ..core.tail import TailFile
+
+            out_fh: IO[bytes] = TailFile(self.stdout_log, self.log_cap)  # type: ignore[assignment]
+            err_fh: IO[bytes] = TailFile(self.stderr_log, self.log_cap)  # type: ignore[assignment]
+        else:
+            out_fh = self.stdout_log.open("wb")
+            err_fh = self.stderr_log.open("wb")
         self._fhs = [out_fh, err_fh]
         try:
             # The entry gets its own process group, so a terminal's Ctrl-C reaches cotk-repro only

@@ -37,9 +37,13 @@ class ReproduceOptions:
     base_image: str | None = None
     rtol: float | None = None
     atol: float | None = None
+    #: the reproducer's limits (flags); None: the user config's ``reproduce`` table, else the default
     timeout: float | None = None
     memory: str | None = None
     cpus: float | None = None
+    disk: str | None = None
+    #: use the base image the reproduced project's config names (else only the reproducer's choice)
+    allow_project_image: bool | None = None
     keep: bool = False
     submit: bool = False
     dashboard: str | None = None
@@ -86,11 +90,53 @@ def empty_verdict(runtime: str) -> dict[str, Any]:
     return {"schema": REPRODUCTION_SCHEMA, "schema_version": 1, "record_id": None, "verdict": "could not run",
             "runtime": runtime, "metrics": [], "environment_differences": [],
             "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
-            "error": None, "record_signature": None, "cotk_repro_version": __version__}
+            "error": None, "record_signature": None, "cotk_repro_version": __version__, "limits": None}
 
 
-def _as_sigint(signum, frame):  # SIGTERM -> the same clean-up path as Ctrl-C
+def _as_sigint(signum, frame):  # SIGTERM, SIGHUP -> the same clean-up path as Ctrl-C
     raise KeyboardInterrupt
+
+
+#: the signals that end a reproduce the way Ctrl-C (SIGINT, Python's KeyboardInterrupt) does: the container,
+#: its volume and the work folder are removed
+CLEANUP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+def _install_handlers() -> dict[int, Any]:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    old = {}
+    for sig in CLEANUP_SIGNALS:
+        if sig != signal.SIGTERM and signal.getsignal(sig) is signal.SIG_IGN:
+            continue  # `nohup cotk-repro reproduce ...`: the user asked to outlive the terminal
+        try:
+            old[sig] = signal.signal(sig, _as_sigint)
+        except (ValueError, OSError):  # pragma: no cover - not settable here
+            continue
+    return old
+
+
+def choose_base_image(opts: "ReproduceOptions", user: dict[str, Any], project_image: str | None,
+                      outcome: "Outcome") -> str | None:
+    """The base image: ``--base-image``, else the project's (only when the reproducer allows it: the flag
+    ``--allow-project-image`` or ``reproduce.allow_project_image`` in the user config), else the user config's
+    ``reproduce.base_image``, else ``COTK_REPRO_BASE_IMAGE``; None: the runtime's default for the recorded Python."""
+    allowed = opts.allow_project_image if opts.allow_project_image is not None else bool(
+        user.get("allow_project_image"))
+    chosen: str | None
+    if opts.base_image:
+        chosen = opts.base_image
+    elif project_image and allowed:
+        outcome.warnings.append(f"the base image {project_image[:120]} named by the project's config "
+                                "(reproduce.base_image) is used, as you allowed (--allow-project-image)")
+        return project_image
+    else:
+        chosen = user.get("base_image") or os.environ.get("COTK_REPRO_BASE_IMAGE") or None
+    if project_image and project_image != chosen:
+        why = "--base-image wins over it" if allowed else "--allow-project-image uses it"
+        outcome.notices.append(f"the project's config names the base image {project_image[:120]}; it is not used "
+                               f"({why})")
+    return chosen
 
 
 def _fetch(source_text: str, workdir: Path, wanted: str | None, steps: Steps):
@@ -170,12 +216,19 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
     outcome = Outcome(verdict=verdict, exit_code=EXIT_ERROR, steps=steps.items)
     workdir = Path(tempfile.mkdtemp(prefix="cotk-repro-reproduce-"))
     outcome.workdir = workdir
-    old_handler = None
-    if threading.current_thread() is threading.main_thread():
-        old_handler = signal.signal(signal.SIGTERM, _as_sigint)
+    old_handlers = _install_handlers()
     source = None
     config = None
     try:
+        from ..core import userconfig
+        from .gc import mark_workdir
+        from .limits import apply_project, reproducer_limits
+
+        mark_workdir(workdir)
+        user = userconfig.reproduce_settings()
+        limits = reproducer_limits({"timeout": opts.timeout, "memory": opts.memory, "cpus": opts.cpus,
+                                    "disk": opts.disk}, user, str(userconfig.config_path()))
+        verdict["limits"] = limits.as_dict()
         runtime = get_plugins().get("runtime", runtime_name).obj()
         if getattr(runtime, "on_host", False):
             outcome.notices.append(f"runtime {runtime_name}: the entry runs in {runtime.description}")
@@ -184,6 +237,7 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
         if hasattr(runtime, "connect"):  # no engine: say so before cloning anything
             with steps.step("docker", "connecting to the Docker engine"):
                 runtime.connect()
+        _collect_expired(runtime, outcome)
         source, repo, record = _fetch(source_text, workdir, opts.record, steps)
         outcome.record = record
         verdict["record_id"] = record["id"]
@@ -207,12 +261,13 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
         if getattr(runtime, "on_host", False) and not opts.trust_remote_code:
             ask(opts.confirm, Consent(runtime_name, source.display, record["code"]["commit"], host_user(),
                                       runtime.description))
-        config_base = config.data.get("reproduce", {}).get("base_image") or None
+        project = config.data.get("reproduce", {}) or {}
+        limits = apply_project(limits, project)
+        verdict["limits"] = limits.as_dict()
+        config_base = project.get("base_image") or None
         job = Job(record=record, workdir=workdir, code=code, tree=tree,
-                  base_image=opts.base_image or config_base or os.environ.get("COTK_REPRO_BASE_IMAGE") or None,
-                  timeout=float(opts.timeout if opts.timeout is not None else config.get("reproduce", "timeout")),
-                  memory=str(opts.memory or config.get("reproduce", "memory")),
-                  cpus=float(opts.cpus if opts.cpus is not None else config.get("reproduce", "cpus")),
+                  base_image=choose_base_image(opts, user, config_base, outcome),
+                  timeout=limits.timeout, memory=limits.memory, cpus=limits.cpus, disk=limits.disk,
                   steps=steps, packages=packages, trust_host_build=opts.trust_remote_code,
                   config_base_image=config_base, on_status=on_status, warnings=outcome.warnings)
         env_info = runtime.prepare(job)
@@ -241,14 +296,31 @@ def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
         if not opts.keep:
             _keep_logs(workdir, exc, outcome)
     finally:
-        if old_handler is not None:
-            signal.signal(signal.SIGTERM, old_handler)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
         if not opts.keep:
             shutil.rmtree(workdir, ignore_errors=True)
             outcome.workdir = None
+        else:
+            from .gc import unmark_workdir
+
+            unmark_workdir(workdir)  # kept on purpose: `gc` leaves it alone
     if opts.submit and verdict["record_id"]:
         outcome.submission = submit(verdict, opts, config, outcome)
     return outcome
+
+
+def _collect_expired(runtime, outcome: Outcome) -> None:
+    """Remove what earlier reproductions left past their deadline (their reproducer died): containers,
+    their scratch volumes, work folders. Best effort: a failure here never stops this reproduction."""
+    from .gc import collect
+
+    try:
+        report = collect(getattr(runtime, "client", None))
+    except Exception:  # noqa: BLE001 - clean-up of others' leftovers must not fail this run
+        return
+    if report.removed:
+        outcome.notices.append(f"removed {report.describe()} left by earlier reproductions past their deadline")
 
 
 def untrusted(runtime_name: str) -> ReproduceError:

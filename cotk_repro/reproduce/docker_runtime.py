@@ -11,10 +11,13 @@
 * the image is tagged ``cotk-repro-reproduce:<key>``, the key being a hash of the lock,
   the rendered Dockerfile, the base image and what gets copied in (the code tree, local
   wheels): a second reproduce of the same thing skips the wheelhouse and the build;
-* the container runs with no network, as the image's non-root user (never root),
-  all capabilities dropped, no-new-privileges, a pids limit and the CPU, memory and
-  wall-time limits; the result file is copied out; the container is removed in every
-  case (also on Ctrl-C / SIGTERM);
+* the entry runs in a :class:`.container.Confined` container: no network, the image's
+  non-root user (never root), all capabilities dropped, no-new-privileges, a pids limit,
+  the reproducer's CPU, memory, disk and wall-time limits (:mod:`.limits`), a read-only
+  root filesystem with the checkout copied into a size-capped tmpfs home, output kept to
+  a tail, a deadline the container keeps by itself; the result file is copied out with a
+  size cap; the container and its volume are removed in every case (also on Ctrl-C,
+  SIGTERM, SIGHUP; after SIGKILL, by the next run or ``cotk-repro gc``, :mod:`.gc`);
 * with no base image given, ``python:X.Y-slim`` is used, pulled when missing; when it
   cannot be pulled (no registry), a local ``cotk-repro-base`` image is used instead, and
   the verdict says so.
@@ -23,19 +26,17 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
-import tarfile
 import threading
 import time
-import uuid
 from typing import Any
 
 from ..capture.dockerfile import default_base_image, render_dockerfile
 from ..core.userconfig import cache_dir
 from . import ReproduceError
-from .engine import LABEL, NOBODY, connect, engine_step, limits, remove_quietly
+from .container import RESULT_CAP, Confined
+from .engine import LABEL, NOBODY, connect, engine_step, remove_quietly
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, now_iso, parse_result
 
 IMAGE_REPO = "cotk-repro-reproduce"
@@ -44,6 +45,14 @@ LOCAL_BASE_REPO = "cotk-repro-base"
 _LAYER_LINE = re.compile(r"^ ---> ([0-9a-f]{12,64})\s*$")
 _IMAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]{0,250}")
 _RUNNING_LINE = re.compile(r"^ ---> Running in ([0-9a-f]{12,64})\s*$")
+#: the entry's home (a size-capped tmpfs volume in the run) and the checkout in it (templates/Dockerfile.j2)
+HOME = "/home/runner"
+WORK_ROOT = HOME + "/work"
+#: the most of the environment probe's output that is read
+ENV_CAP = 16 * 1024 * 1024
+_NO_ENV: dict[str, Any] = {"python": {"version": None}, "packages": []}
+#: the build's output lines kept (the last ones)
+BUILD_LINES = 5000
 
 
 class DockerRuntime:
@@ -97,6 +106,8 @@ class DockerRuntime:
                     client.images.get(job.base_image)
                 except ImageNotFound:
                     job.on_status(f"the base image {job.base_image} is not on this machine; pulling it")
+                    job.warnings.append(f"the base image {job.base_image} was not on this machine and was pulled "
+                                        "from its registry")
                     try:
                         client.images.pull(job.base_image)
                     except DockerException as exc:
@@ -146,7 +157,7 @@ class DockerRuntime:
             from .sandbox import SandboxBuilder
 
             sandbox = SandboxBuilder(client, base, timeout=job.timeout, memory=job.memory, cpus=job.cpus,
-                                     python_mm=job.python_mm)
+                                     python_mm=job.python_mm, disk=job.disk)
             wheelhouse = job.wheelhouse(sandbox)
             with job.steps.step("image build", f"building the Docker image {tag}"):
                 image = self._build(job, wheelhouse, dockerfile, base, tag, key)
@@ -156,7 +167,7 @@ class DockerRuntime:
         if env_cache.is_file():
             env = json.loads(env_cache.read_text())
         else:
-            env = self._image_env(tag)
+            env = self._image_env(job, tag)
             env_cache.parent.mkdir(parents=True, exist_ok=True)
             env_cache.write_text(json.dumps(env))
         self.env_info = env
@@ -215,84 +226,92 @@ class DockerRuntime:
         except (APIError, ImageNotFound):  # shared with other images (build cache), or already gone
             pass
 
-    def _image_env(self, tag: str) -> dict[str, Any]:
-        name = f"cotk-repro-env-{uuid.uuid4().hex[:16]}"
-        try:  # not containers.run(remove=True): an interrupt there would leave the container behind
-            with engine_step("environment probe"):
-                container = self.client.containers.create(tag, entrypoint=["python", "-c", ENV_SNIPPET], name=name,
-                                                          network_mode="none", labels={LABEL: "env"})
-                container.start()
-                container.wait(timeout=120)
-                raw = container.logs(stdout=True, stderr=False)
-        finally:
-            remove_quietly(self.client, name)
+    def _image_env(self, job: Job, tag: str) -> dict[str, Any]:
+        """The image's Python and packages, asked of the image itself: confined like the run (a wheel may
+        ship a ``.pth`` file, which Python runs at start-up)."""
+        box = Confined(self.client, tag, kind="env", timeout=min(job.timeout, 300.0), memory=job.memory,
+                       cpus=job.cpus, disk=job.disk, user=self._run_user())
         try:
-            return json.loads(raw.decode("utf-8"))
+            box.start("environment probe")
+            res = box.exec(["python", "-c", ENV_SNIPPET], step="environment probe", tail=ENV_CAP)
+        finally:
+            box.remove()
+        try:
+            return json.loads(res.stdout.value().decode("utf-8")) if res.rc == 0 else _NO_ENV
         except ValueError:
-            return {"python": {"version": None}, "packages": []}
+            return _NO_ENV
+
+    def _run_user(self) -> str:
+        """The image's user, or ``nobody`` when it names none or root: never run somebody else's code as root."""
+        user = (self.image.attrs.get("Config") or {}).get("User") or ""
+        if user in ("", "root", "0", "0:0") or user.startswith(("root:", "0:")):
+            return NOBODY
+        return user
 
     # -- the run -------------------------------------------------------------------
     def run(self, job: Job) -> Rerun:
-        import requests
-        from docker.errors import APIError, NotFound
-
-        client = self.client
         config = self.image.attrs.get("Config") or {}
-        user = config.get("User") or ""
-        kwargs: dict[str, Any] = {}
-        if user in ("", "root", "0", "0:0") or user.startswith(("root:", "0:")):
-            kwargs["user"] = NOBODY  # never run somebody else's code as root
-        workdir = config.get("WorkingDir") or "/"
+        workdir = config.get("WorkingDir") or ""
+        if workdir != WORK_ROOT and not workdir.startswith(WORK_ROOT + "/"):
+            raise ReproduceError(f"the image's working directory {workdir!r} is not under {WORK_ROOT}",
+                                 step="run")
+        entry = list(config.get("Entrypoint") or []) + list(config.get("Cmd") or [])
         result_path = workdir.rstrip("/") + "/" + job.result_rel
-        container = None
-        name = f"cotk-repro-run-{uuid.uuid4().hex[:16]}"  # found by name if interrupted inside create()
+        what = f"the rerun's result file {job.result_rel}"
+        box = Confined(self.client, self.tag, kind="run", timeout=job.timeout, memory=job.memory, cpus=job.cpus,
+                       disk=job.disk, home=HOME, user=self._run_user(),
+                       extra_labels={"cotk-repro.record": job.record["id"]})
         started_at = now_iso()
-        t0 = time.time()
-        timed_out = False
         try:
-            with engine_step("run"):
-                container = client.containers.create(
-                    self.tag, name=name, detach=True,
-                    labels={LABEL: "run", "cotk-repro.record": job.record["id"]}, **limits(job.memory, job.cpus),
-                    **kwargs)
-                container.start()
-                try:
-                    status = container.wait(timeout=job.timeout)
-                    rc = int(status.get("StatusCode", -1))
-                except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                    timed_out = True
-                    try:
-                        container.kill()
-                    except APIError:
-                        pass
-                    rc = -9
-                duration = round(time.time() - t0, 3)
-                out = container.logs(stdout=True, stderr=False)
-                err = container.logs(stdout=False, stderr=True)
-                (job.logs / "stdout.log").write_bytes(out)
-                (job.logs / "stderr.log").write_bytes(err)
-                err_tail = "\n".join(err.decode("utf-8", "replace").strip().splitlines()[-20:]) or None
-                if timed_out:
-                    raise ReproduceError(f"the entry ran past the time limit of {job.timeout:g} s and was killed",
-                                         log=err_tail, step="run", hint="raise it with --timeout SECONDS")
-                container.reload()
-                if container.attrs.get("State", {}).get("OOMKilled"):
-                    raise ReproduceError(f"the entry ran out of memory (limit {job.memory}) and was killed",
-                                         log=err_tail, step="run", hint="raise it with --memory, e.g. --memory 8g")
-                if rc != 0:
-                    raise ReproduceError(f"the entry {job.command.get('entry')} {describe_exit(rc)} in the rerun",
-                                         log=err_tail, step="run")
-                try:
-                    bits, _stat = container.get_archive(result_path)
-                    raw = _single_file(bits)
-                except NotFound:
-                    raw = None
+            box.start("run")
+            uid, gid = box.ids()
+            try:
+                box.put(HOME, lambda tar: _add_tree(tar, job.code, WORK_ROOT.removeprefix(HOME + "/"), uid, gid),
+                        job.workdir, "run")
+            except ReproduceError as exc:
+                if "no space left" not in exc.message.lower():
+                    raise
+                raise ReproduceError(f"the checkout does not fit in the container's disk limit ({job.disk})",
+                                     step="run", hint="raise it with --disk, e.g. --disk 4g") from None
+            with (job.logs / "stdout.log").open("wb") as out, (job.logs / "stderr.log").open("wb") as err:
+                res = box.exec(entry, workdir=workdir, step="run", sinks=(out, err))
+            err_tail = res.stderr.last_lines(20)
+            if res.timed_out:
+                raise ReproduceError(f"the entry ran past the time limit of {job.timeout:g} s and was killed",
+                                     log=err_tail, step="run", hint="raise it with --timeout SECONDS")
+            if res.oom:
+                raise ReproduceError(f"the entry ran out of memory (limit {job.memory}) and was killed",
+                                     log=err_tail, step="run", hint="raise it with --memory, e.g. --memory 8g")
+            if res.rc != 0 and res.disk_full:
+                raise ReproduceError(f"the entry ran out of disk space (limit {job.disk} for its work folder and "
+                                     f"for /tmp) and failed", log=err_tail, step="run",
+                                     hint="raise it with --disk, e.g. --disk 4g")
+            if res.rc != 0 and res.read_only:
+                raise ReproduceError("the entry tried to write outside its work folder and /tmp (the container's "
+                                     "root filesystem is read-only) and failed", log=err_tail, step="run")
+            if res.rc != 0:
+                raise ReproduceError(f"the entry {job.command.get('entry')} {describe_exit(res.rc or -1)} in the "
+                                     "rerun", log=err_tail, step="run")
+            box.freeze()  # what the entry left running in the background stops before its result is read
+            raw = box.read_file(result_path, RESULT_CAP, what)
         finally:
-            remove_quietly(client, container or name)
+            box.remove()
         parsed = parse_result(raw, job, f"the rerun's {job.result_rel}")
         return Rerun(results=parsed["results"], data=parsed["data"],
                      python=(self.env_info.get("python") or {}).get("version"),
-                     packages=self.env_info.get("packages", []), started_at=started_at, duration_s=duration)
+                     packages=self.env_info.get("packages", []), started_at=started_at, duration_s=res.seconds)
+
+
+def _add_tree(tar, folder, arcname: str, uid: int, gid: int) -> None:
+    """``folder`` into ``tar`` as ``arcname``, owned by the user the entry runs as (it writes there)."""
+    def owned(info):
+        if not (info.isfile() or info.isdir() or info.issym()):
+            return None
+        info.uid, info.gid = uid, gid
+        info.uname = info.gname = ""
+        return info
+
+    tar.add(str(folder), arcname=arcname, filter=owned)
 
 
 class _Build(threading.Thread):
@@ -321,7 +340,11 @@ class _Build(threading.Thread):
                         self.layers.append(_LAYER_LINE.match(line).group(1))
                     if _RUNNING_LINE.match(line):
                         self.containers.append(_RUNNING_LINE.match(line).group(1))
-                    self.lines.append(line)
+                    self.lines.append(line[:4000])
+                    if len(self.lines) > 2 * BUILD_LINES:  # the build's output is kept to a tail
+                        drop = len(self.lines) - BUILD_LINES
+                        del self.lines[:drop]
+                        self.step_start = max(0, self.step_start - drop)
                 if "error" in chunk:
                     self.error = chunk.get("errorDetail", {}).get("message") or chunk["error"]
                     self.lines.append(self.error)
@@ -343,16 +366,6 @@ def _engine_message(exc: Exception) -> str:
     if isinstance(detail, bytes):
         detail = detail.decode("utf-8", "replace")
     return str(detail)[:300]
-
-
-def _single_file(chunks) -> bytes | None:
-    buf = io.BytesIO(b"".join(chunks))
-    with tarfile.open(fileobj=buf) as tar:
-        for member in tar:
-            if member.isfile():
-                fh = tar.extractfile(member)
-                return fh.read() if fh else None
-    return None
 
 
 def leftover_containers(client=None) -> list[Any]:

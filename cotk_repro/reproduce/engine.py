@@ -1,8 +1,9 @@
-"""The Docker engine as the reproducer uses it: one connection, one error mapping, one set of limits.
+"""The Docker engine as the reproducer uses it: one connection, one error mapping, one way to remove.
 
 Every call to the engine runs under :func:`engine_step`, so that whatever the engine
 answers (an API error, a refused start, a dropped connection) becomes a ``could not
-run`` verdict naming the step and the engine's own message, never an "unexpected" error.
+run`` verdict naming the step and the engine's own message, never an "unexpected" error. The confinement
+of the containers that run somebody else's code is :mod:`.container`'s.
 """
 
 from __future__ import annotations
@@ -57,13 +58,6 @@ def engine_step(step: str) -> Iterator[None]:
     except requests.exceptions.RequestException as exc:
         raise ReproduceError(f"the Docker engine failed at {step}: {type(exc).__name__}: {str(exc)[:200]}",
                              step=step) from None
-
-
-def limits(memory: str, cpus: float) -> dict[str, Any]:
-    """The confinement of every container that runs somebody else's code (build or run)."""
-    return {"network_mode": "none", "mem_limit": memory, "memswap_limit": memory,
-            "nano_cpus": int(float(cpus) * 1e9), "pids_limit": 512, "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"]}
 
 
 def remove_quietly(client, name_or_container) -> None:

@@ -81,12 +81,14 @@ class Job:
     workdir: Path
     code: Path
     tree: str
-    #: the base image asked for (--base-image, the project's reproduce.base_image, COTK_REPRO_BASE_IMAGE)
+    #: the base image the reproducer chose (:func:`.core.choose_base_image`); None: the runtime's default
     base_image: str | None
     timeout: float
     memory: str
     cpus: float
     steps: Steps
+    #: the size of each writable place of the container (its home with the work folder, and /tmp)
+    disk: str = "1g"
     #: the record's packages, validated (:func:`.lock.validate_lock`)
     packages: list[Package] = field(default_factory=list)
     #: the user passed --trust-remote-code: a host runtime may build packages on this host

@@ -3,24 +3,22 @@
 sdist-only packages and the record's local / editable packages have build backends,
 which are code of whoever wrote the record. They run here: in a container of the same
 base image as the reproduction, without network, as ``nobody``, with CPU, memory,
-process and time limits. The host only downloads the build requirements as *binary*
+process, disk and time limits (:mod:`.container`). The host only downloads the build requirements as *binary*
 wheels (``pip download --only-binary=:all:``, which runs nothing) and copies the
 source in; the finished wheel is copied out and checked to be the package asked for.
 """
 
 from __future__ import annotations
 
-import io
 import re
 import tarfile
-import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import ReproduceError
-from .engine import LABEL, NOBODY, engine_step, limits, remove_quietly
+from .container import Confined
+from .engine import NOBODY
 from .lock import Package
 
 #: what pip assumes for a project without [build-system] (PEP 518)
@@ -80,25 +78,24 @@ def _owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return info
 
 
-def _context(source: Path, deps: list[Path]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for d in ("build", "build/out", "build/deps", "build/src"):
-            info = tarfile.TarInfo(d)
-            info.type, info.mode, info.uid, info.gid = tarfile.DIRTYPE, 0o755, _OWNER, _OWNER
-            tar.addfile(info)
-        for w in deps:
-            tar.add(str(w), arcname=f"build/deps/{w.name}", filter=_owned)
-        if source.is_dir():
-            tar.add(str(source), arcname="build/src/project", filter=_owned)
-        else:
-            tar.add(str(source), arcname=f"build/src/{source.name}", filter=_owned)
-    return buf.getvalue()
+def _context(tar: tarfile.TarFile, source: Path, deps: list[Path]) -> None:
+    """The build's input under /build (the container's size-capped scratch volume): deps/, src/, out/."""
+    for d in ("out", "deps", "src"):
+        info = tarfile.TarInfo(d)
+        info.type, info.mode, info.uid, info.gid = tarfile.DIRTYPE, 0o755, _OWNER, _OWNER
+        tar.addfile(info)
+    for w in deps:
+        tar.add(str(w), arcname=f"deps/{w.name}", filter=_owned)
+    if source.is_dir():
+        tar.add(str(source), arcname="src/project", filter=_owned)
+    else:
+        tar.add(str(source), arcname=f"src/{source.name}", filter=_owned)
 
 
 @dataclass
 class SandboxBuilder:
-    """Builds wheels in containers of ``image`` with the reproduction's limits."""
+    """Builds wheels in containers of ``image`` with the reproduction's limits (:mod:`.container`: read-only
+    root, /build and /tmp size-capped tmpfs, output kept to a tail, the wheel streamed out with a cap)."""
 
     client: Any
     image: str
@@ -106,69 +103,65 @@ class SandboxBuilder:
     memory: str
     cpus: float
     python_mm: str
+    disk: str = "1g"
 
     def build(self, pkg: Package, source: Path, deps: list[Path], dest: Path, log: Path) -> Path:
         """Build ``pkg`` from ``source`` (a folder or an sdist) into ``dest``; returns the wheel."""
-        import requests
+        from .limits import size_bytes
 
         target = "/build/src/project" if source.is_dir() else f"/build/src/{source.name}"
         script = ("python3 -m venv /tmp/b && /tmp/b/bin/python -m pip wheel --use-pep517 --no-deps --no-index "
                   f"--find-links /build/deps --wheel-dir /build/out {target}")
-        name = f"cotk-repro-build-{uuid.uuid4().hex[:16]}"
         step = f"sandbox build of {pkg.name}"
-        container = None
+        box = Confined(self.client, self.image, kind="build", timeout=self.timeout, memory=self.memory,
+                       cpus=self.cpus, disk=self.disk, home="/build", user=NOBODY)
         try:
-            with engine_step(step):
-                container = self.client.containers.create(
-                    self.image, entrypoint=["/bin/sh", "-c"], command=[script], name=name, user=NOBODY,
-                    working_dir="/build", environment={"HOME": "/tmp", "PIP_NO_INPUT": "1", "PIP_NO_CACHE_DIR": "1",
-                                                       "PIP_CONFIG_FILE": "/dev/null",
-                                                       "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-                    labels={LABEL: "build"}, **limits(self.memory, self.cpus))
-                container.put_archive("/", _context(source, deps))
-                container.start()
-                t0 = time.monotonic()
-                try:
-                    rc = int(container.wait(timeout=self.timeout).get("StatusCode", -1))
-                except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
-                    rc = None
-                    container.kill()
-                text = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
-                with log.open("a", encoding="utf-8") as fh:
-                    fh.write(f"$ (sandbox {self.image}) {script}\n{text}\n")
-                tail = "\n".join(text.strip().splitlines()[-25:]) or None
-                if rc is None:
-                    raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox ran past the time limit of "
-                                         f"{self.timeout:g} s ({time.monotonic() - t0:.0f} s) and was stopped",
-                                         log=tail, step=step, hint="raise it with --timeout SECONDS")
-                if rc != 0:
-                    raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox failed (exit {rc}; full "
-                                         f"log: {log})", log=tail, step=step)
-                bits, _stat = container.get_archive("/build/out")
-                wheel = _take_wheel(b"".join(bits), pkg, dest)
+            box.start(step)
+            box.put("/build", lambda tar: _context(tar, source, deps), log.parent, step)
+            res = box.exec(["/bin/sh", "-c", script], workdir="/build", step=step, tail=256 * 1024,
+                           environment={"HOME": "/tmp", "PIP_NO_INPUT": "1", "PIP_NO_CACHE_DIR": "1",
+                                        "PIP_CONFIG_FILE": "/dev/null", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+            text = res.stdout.text() + res.stderr.text()
+            with log.open("a", encoding="utf-8") as fh:
+                fh.write(f"$ (sandbox {self.image}) {script}\n{text}\n")
+            tail = "\n".join(text.strip().splitlines()[-25:]) or None
+            if res.timed_out:
+                raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox ran past the time limit of "
+                                     f"{self.timeout:g} s ({res.seconds:.0f} s) and was stopped",
+                                     log=tail, step=step, hint="raise it with --timeout SECONDS")
+            if res.disk_full:
+                raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox ran out of disk space (limit "
+                                     f"{self.disk} for /build and for /tmp)", log=tail, step=step,
+                                     hint="raise it with --disk, e.g. --disk 4g")
+            if res.oom:
+                raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox ran out of memory (limit "
+                                     f"{self.memory})", log=tail, step=step, hint="raise it with --memory")
+            if res.rc != 0:
+                raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox failed (exit {res.rc}; full "
+                                     f"log: {log})", log=tail, step=step)
+            box.freeze()
+            found = box.copy_files("/build/out", lambda m: _wheel_destination(m, pkg, dest),
+                                   size_bytes(self.disk) or 0, f"the wheel of {pkg.pin}", step)
         finally:
-            remove_quietly(self.client, container or name)
-        return wheel
+            box.remove()
+        if not found:
+            raise ReproduceError(f"the sandbox build of {pkg.pin} produced no wheel", step=step)
+        return found[0]
 
 
-def _take_wheel(archive: bytes, pkg: Package, dest: Path) -> Path:
+def _wheel_destination(member: tarfile.TarInfo, pkg: Package, dest: Path) -> Path | None:
+    """Where a file of the build's output goes: the wheel of ``pkg`` into ``dest``; anything else nowhere
+    (a wheel of another package or version is refused)."""
     from packaging.utils import InvalidWheelFilename, canonicalize_version, parse_wheel_filename
 
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        for m in tar:
-            base = m.name.rsplit("/", 1)[-1]
-            if not (m.isfile() and base.endswith(".whl") and re.fullmatch(r"[\w.+!-]+", base)):
-                continue
-            try:
-                name, version, _build, _tags = parse_wheel_filename(base)
-            except InvalidWheelFilename:
-                continue
-            if name != pkg.name or canonicalize_version(version) != canonicalize_version(pkg.version):
-                raise ReproduceError(f"the sandbox build of {pkg.pin} produced {base}, a wheel of another package "
-                                     "or version", step=f"sandbox build of {pkg.name}")
-            dest.mkdir(parents=True, exist_ok=True)
-            fh = tar.extractfile(m)
-            out = dest / base
-            out.write_bytes(fh.read() if fh else b"")
-            return out
-    raise ReproduceError(f"the sandbox build of {pkg.pin} produced no wheel", step=f"sandbox build of {pkg.name}")
+    base = member.name.rsplit("/", 1)[-1]
+    if not (base.endswith(".whl") and re.fullmatch(r"[\w.+!-]+", base)):
+        return None
+    try:
+        name, version, _build, _tags = parse_wheel_filename(base)
+    except InvalidWheelFilename:
+        return None
+    if name != pkg.name or canonicalize_version(version) != canonicalize_version(pkg.version):
+        raise ReproduceError(f"the sandbox build of {pkg.pin} produced {base}, a wheel of another package "
+                             "or version", step=f"sandbox build of {pkg.name}")
+    return dest / base

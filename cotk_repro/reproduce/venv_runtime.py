@@ -27,8 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.tail import TAIL
 from ..core.userconfig import cache_dir
 from . import ReproduceError
+from .container import RESULT_CAP, too_big
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, log_tail, now_iso, parse_result
 
 MARKER = ".cotk-repro-complete"
@@ -73,7 +75,7 @@ def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str,
     started_at = now_iso()
     t0 = time.time()
     proc = EntryProcess(cmd, job.run_dir, job.logs / "stdout.log", job.logs / "stderr.log", echo=False,
-                        env=_entry_env(bin_dir)).start()
+                        env=_entry_env(bin_dir), log_cap=TAIL).start()
     rc, interrupted = proc.wait(timeout=job.timeout)
     duration = round(time.time() - t0, 3)
     if interrupted:
@@ -85,11 +87,33 @@ def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str,
     if rc != 0:
         raise ReproduceError(f"the entry {entry} {describe_exit(rc)} in the rerun", log=err_tail, step="run")
     inside_checkout(job.code, result, "the result file")  # the entry may have made it a link out of the checkout
-    raw = result.read_bytes() if result.is_file() else None
+    raw = read_capped(result, RESULT_CAP, f"the rerun's result file {job.result_rel}")
     parsed = parse_result(raw, job, f"the rerun's {job.result_rel}")
     return Rerun(results=parsed["results"], data=parsed["data"],
                  python=(env_info.get("python") or {}).get("version"), packages=env_info.get("packages", []),
                  started_at=started_at, duration_s=duration)
+
+
+def read_capped(path: Path, cap: int, what: str) -> bytes | None:
+    """The bytes of the regular file ``path`` (None when there is none); one over ``cap`` bytes is refused by
+    its size before it is read, and never more than ``cap`` bytes are read (it may grow meanwhile)."""
+    import stat as stat_
+
+    try:  # non-blocking open: the entry may have left a FIFO there
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat_.S_ISREG(st.st_mode):
+                return None
+            if st.st_size > cap:
+                raise too_big(what, st.st_size, cap)
+            data = fh.read(cap + 1)
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    except OSError as exc:
+        raise ReproduceError(f"cannot read {what}: {exc.strerror}", step="run") from None
+    if len(data) > cap:
+        raise too_big(what, len(data), cap)
+    return data
 
 
 def find_uv() -> str | None:
