@@ -37,9 +37,19 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"cotk-repro {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors (also COTK_REPRO_DEBUG=1)."),
+    version: bool = typer.Option(False, "--version", help="Print cotk-repro's version and exit.", is_eager=True,
+                                 callback=_print_version),
 ) -> None:
     output.set_debug(debug)
 

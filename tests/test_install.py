@@ -1,0 +1,180 @@
+"""The product as users install it (issue 24): `--version`, the demo's clean-up and its pinned environment,
+a wheel of the installed cotk-repro for reproductions, exit codes under a closed pipe, missing dependencies.
+
+The wheel of each distribution installed alone into a bare venv is exercised by scripts/ci-dists.sh (run by
+.ci/run); these tests cover the pieces that make it pass, with real subprocesses, real pip and real signals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import base64
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cotk_repro", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120, **kw)
+
+
+# -- --version ---------------------------------------------------------------------------------------------
+
+def test_version_prints_the_package_version_and_exits_0():
+    import cotk_repro
+
+    res = _cli("--version")
+    assert res.returncode == 0, res
+    assert res.stdout == f"cotk-repro {cotk_repro.__version__}\n"
+    # the same through the Typer app (an embedding caller, `--debug --version`)
+    res = subprocess.run([sys.executable, "-c", "from cotk_repro.cli import main; main(['--debug', '--version'])"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res
+    assert res.stdout.strip() == f"cotk-repro {cotk_repro.__version__}"
+    # the version is the one the wheel is built with (hatch reads __version__)
+    assert f'__version__ = "{cotk_repro.__version__}"' in (ROOT / "cotk_repro" / "__init__.py").read_text()
+
+
+# -- the demo: clean-up on failure and SIGTERM --------------------------------------------------------------
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_failed_demo_removes_its_temporary_folder_or_names_it(tmp_path, monkeypatch, keep):
+    import cotk_repro.demo as demo
+    from cotk_repro.errors import CotkError
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    made = []
+
+    def failing_loop(folder, **_kw):
+        (folder / "dashboard.db").write_bytes(b"x")
+        made.append(folder)
+        raise CotkError("the sample run failed")
+
+    monkeypatch.setattr(demo, "_loop", failing_loop)
+    said: list[str] = []
+    with pytest.raises(CotkError):
+        demo.run_demo(keep=keep, on_status=said.append)
+    (folder,) = made
+    assert folder.parent == tmp_path.resolve()
+    assert folder.exists() is keep
+    assert said == ([f"the demo folder is kept in {folder}"] if keep else [f"removed the demo folder {folder}"])
+
+
+def test_a_given_demo_folder_is_named_not_removed_on_failure(tmp_path, monkeypatch):
+    import cotk_repro.demo as demo
+
+    monkeypatch.setattr(demo, "_loop", lambda folder, **_kw: (_ for _ in ()).throw(RuntimeError("boom")))
+    said: list[str] = []
+    with pytest.raises(RuntimeError):
+        demo.run_demo(tmp_path / "mine", on_status=said.append)
+    assert said == [f"the demo folder is kept in {(tmp_path / 'mine').resolve()}"]
+
+
+SIGTERM_DEMO = r"""
+import sys, time
+import cotk_repro.demo as demo
+from cotk_repro.cli.demo_cmd import _sigterm_as_exit
+
+def slow_loop(folder, **_kw):
+    (folder / "keys").mkdir()
+    print("started", flush=True)
+    time.sleep(60)
+
+demo._loop = slow_loop
+with _sigterm_as_exit():
+    demo.run_demo(on_status=lambda m: print(m, flush=True))
+"""
+
+
+def test_sigterm_during_the_demo_removes_its_folder_and_exits_143(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_DEMO], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert proc.stdout.readline().strip() == "started"
+    (folder,) = list(tmp_path.iterdir())
+    assert (folder / "keys").is_dir()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (out, err)
+    assert f"removed the demo folder {folder}" in out
+    assert "terminated (SIGTERM)" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- [run] requires: a record pins what the project needs ---------------------------------------------------
+
+def test_requirement_closure_follows_the_installed_metadata():
+    import importlib.metadata as md
+
+    from cotk_repro.capture.environment import installed_distributions, requirement_closure
+
+    packages = installed_distributions()
+    closure = {p["name"] for p in requirement_closure(["cotk-repro"], packages)}
+    assert "cotk-repro" in closure
+    # every requirement cotk-repro's own metadata declares (without extras/markers that are false) is in it
+    from packaging.requirements import Requirement
+
+    for line in md.requires("cotk-repro"):
+        req = Requirement(line)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            assert req.name.lower().replace("_", "-") in closure, req
+    assert "click" in closure  # typer's requirement: transitive
+    installed = {p["name"] for p in packages}
+    for outsider in ("torch", "pytest", "hypothesis"):  # installed here, needed by no part of cotk-repro
+        if outsider in installed:
+            assert outsider not in closure
+
+
+def test_requirement_closure_refuses_a_name_that_is_not_installed():
+    from cotk_repro.capture.environment import installed_distributions, requirement_closure
+    from cotk_repro.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"\[run\] requires names no-such-dist-xyz, which is not installed"):
+        requirement_closure(["no-such-dist-xyz"], installed_distributions())
+
+
+def test_the_demo_project_pins_only_cotk_repro_and_its_requirements():
+    text = (ROOT / "templates" / "project" / "demo" / "cotk-repro.toml.j2").read_text()
+    assert 'requires = ["cotk-repro"]' in text
+
+
+# -- a wheel of the installed cotk-repro (a record made by a wheel install reproduces) -----------------------
+
+def test_repack_gives_the_installed_files_with_the_hashes_the_installer_recorded(tmp_path):
+    """Repacking an installed distribution (typer, installed by pip) yields exactly the files its RECORD lists,
+    with the same hashes; pip installs the repacked wheel and it imports."""
+    import importlib.metadata as md
+
+    from cotk_repro.reproduce.selfwheel import repack
+
+    dist = md.distribution("typer")
+    wheel = repack(dist, tmp_path / "out")
+    assert wheel.name.startswith(f"typer-{dist.version}-") and wheel.suffix == ".whl"
+    recorded = {}
+    for line in dist.read_text("RECORD").splitlines():
+        path, digest, _size = line.rsplit(",", 2)
+        if digest and not path.startswith("..") and "__pycache__" not in path \
+                and path.split("/")[-1] not in ("INSTALLER", "REQUESTED", "direct_url.json"):
+            recorded[path] = digest
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        for path, digest in recorded.items():
+            data = zf.read(path)
+            assert "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode() == digest
+    assert set(recorded) <= names
+    assert not any(n.endswith(("INSTALLER", "direct_url.json")) for n in names)
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target),
+                    str(wheel)], check=True, capture_output=True, timeout=300)
+    res = subprocess.run([sys.executable, "-c", "import typer, sys; print(typer.__file__)"], capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(target)}, timeout=60)
+    assert res.stdout.startswith(str(target)), res
