@@ -176,6 +176,61 @@ def test_two_plugins_one_metric_name(plugin_venv, tmp_path, make_project):
     assert not (root / ".cotk-repro").exists() and not (root / "result.json").exists()
 
 
+def test_the_example_plugins_metric_and_tokenizer_work_through_evaluate(plugin_venv, tmp_path):
+    hyps = tmp_path / "hyps.txt"
+    hyps.write_text("A b c\na B\n", encoding="utf-8")
+    res = run_cli("evaluate", "-m", "toy-metric", "--hyps", str(hyps), "--json", python=plugin_venv)
+    assert res.returncode == 0, res
+    out = json.loads(res.stdout)
+    values = out.get("results", out)
+    assert values["toy-metric"] == 2.5  # (3 + 2) / 2 tokens
+    assert len(values["toy-metric hashvalue"]) == 64
+    # its tokenizer lower-cases: "A"/"a" and "b"/"B" are one token each -> 3 distinct unigrams of 5
+    res = run_cli("evaluate", "-m", "distinct", "-t", "toy-tokenizer", "--hyps", str(hyps), "--json",
+                  python=plugin_venv)
+    assert res.returncode == 0, res
+    out = json.loads(res.stdout)
+    assert out.get("results", out)["distinct-1"] == 3 / 5
+    res = run_cli("metrics", "--json", python=plugin_venv)
+    facts = {m["name"]: m for m in json.loads(res.stdout)}["toy-metric"]
+    assert facts["needs_references"] is False and facts["higher_is_better"] is True
+
+
+def test_a_component_that_does_not_honour_its_contract_is_refused_naming_the_plugin(plugin_venv, tmp_path):
+    body = """
+        from cotk_repro.hookspecs import hookimpl
+
+        class NoCompute:
+            name = "lazy-metric"
+            version = "1"
+
+        @hookimpl
+        def register_metrics(register):
+            register("lazy-metric", NoCompute)
+
+        @hookimpl
+        def register_tokenizers(register):
+            register("split-tokenizer", str.split)
+    """
+    env = extra_distribution(tmp_path, "careless-plugin", "careless_plugin", body)
+    res, data = plugins_json(plugin_venv, env=env)
+    assert res.returncode == 0, res
+    careless = {p["name"]: p for p in data["plugins"]}["careless-plugin"]
+    assert careless["registers"] == {}
+    assert len(careless["refused"]) == 2 and all("careless-plugin" in r for r in careless["refused"])
+    hyps = tmp_path / "hyps.txt"
+    hyps.write_text("a b\n", encoding="utf-8")
+    for args, what in ((["-m", "lazy-metric"], "metric 'lazy-metric'"),
+                       (["-m", "distinct", "-t", "split-tokenizer"], "tokenizer 'split-tokenizer'")):
+        res = run_cli("evaluate", *args, "--hyps", str(hyps), python=plugin_venv, env=env)
+        assert res.returncode == 2, res
+        lines = [line for line in res.stderr.splitlines() if line.startswith("Error: ")]
+        assert len(lines) == 1 and "Traceback" not in res.stderr and "unexpected" not in res.stderr, res.stderr
+        assert "plugin 'careless-plugin'" in lines[0] and what in lines[0] and "does not honour" in lines[0]
+    res = run_cli("metrics", "--json", python=plugin_venv, env=env)
+    assert "lazy-metric" not in {m["name"] for m in json.loads(res.stdout)}
+
+
 # -- in-process: the manager's bookkeeping ---------------------------------------------------------
 
 class _Plugin:
@@ -342,3 +397,40 @@ def test_an_entry_point_loads_its_module_attribute(tmp_path, monkeypatch):
     assert EntryPoint("d", "1", "n", "ep_pkg.mod [extra]").load().Hooks.impl == 42
     with pytest.raises(ValueError, match="malformed entry point"):
         EntryPoint("d", "1", "n", "not a value!").load()
+
+
+def test_the_contract_is_judged_at_registration_without_calling_the_component():
+    from cotk_repro.metrics import Metric
+    from cotk_repro.plugins import Plugins, contract_problem
+
+    plugins = Plugins(load_entry_points=False)
+    for kind in ("metric", "tokenizer"):  # every built-in honours it
+        for name, comp in plugins.registry(kind).items():
+            assert contract_problem(kind, name, comp.obj) is None, (kind, name)
+    assert "cannot be called with no arguments" in contract_problem("tokenizer", "t", str.split)
+    assert "not a class or a factory" in contract_problem("metric", "m", 3)
+
+    class Inherits(Metric):
+        name = "inherits"
+
+    class Computes(Metric):
+        def compute(self, hypotheses, references=None):
+            return {}
+
+    class Plain:
+        def forward(self, batch):
+            pass
+
+        def close(self):
+            return {}
+
+    assert "overrides neither" in contract_problem("metric", "inherits", Inherits)
+    assert contract_problem("metric", "computes", Computes) is None
+    assert contract_problem("metric", "plain", Plain) is None
+    assert "neither forward()/close() nor compute()" in contract_problem("metric", "obj", object)
+
+    def parametrized(arg, **options):
+        return arg
+
+    assert contract_problem("tokenizer", "pre:", parametrized) is None
+    assert "no arguments" in contract_problem("tokenizer", "pre", parametrized)
