@@ -64,22 +64,26 @@ def _site_dirs() -> list[str]:
     return [d for d in dirs if os.path.isdir(d)]
 
 
-@pytest.fixture(scope="module")
-def plugin_venv(tmp_path_factory) -> str:
-    """A fresh venv that sees this interpreter's packages (cotk-repro and its deps) plus the example plugin.
+def parent_env_venv(venv: Path) -> str:
+    """A fresh venv at ``venv`` that sees this interpreter's packages (cotk-repro and its deps); its python.
 
     Not ``--system-site-packages``: inside an activated venv that would expose the *base* interpreter's
     packages, not the venv's. A ``.pth`` file adds the running interpreter's own site dirs instead (with
     ``site.addsitedir``, so their editable-install ``.pth`` files work too), inside a venv or outside one.
     """
-    base = tmp_path_factory.mktemp("plugin-venv")
-    venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                              check=True, capture_output=True, text=True).stdout.strip()
     lines = [f"import site; site.addsitedir({d!r})" for d in _site_dirs()]
     Path(purelib, "_cotk_repro_parent_env.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return python
+
+
+@pytest.fixture(scope="module")
+def plugin_venv(tmp_path_factory) -> str:
+    """A fresh venv that sees this interpreter's packages (cotk-repro and its deps) plus the example plugin."""
+    python = parent_env_venv(tmp_path_factory.mktemp("plugin-venv") / "venv")
     pip_install(python, EXAMPLE)
     return python
 
