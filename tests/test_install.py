@@ -178,3 +178,48 @@ def test_repack_gives_the_installed_files_with_the_hashes_the_installer_recorded
     res = subprocess.run([sys.executable, "-c", "import typer, sys; print(typer.__file__)"], capture_output=True,
                          text=True, env={**os.environ, "PYTHONPATH": str(target)}, timeout=60)
     assert res.stdout.startswith(str(target)), res
+
+
+# -- GPT-2 templates without the hub ----------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("template", ["lm-gpt2-finetune", "dialog-gpt2-finetune"])
+def test_a_gpt2_template_without_the_hub_stops_at_once_with_the_command_that_fixes_it(tmp_path, template):
+    pytest.importorskip("transformers")
+    pytest.importorskip("cotk_repro_templates")
+    res = _cli("init", "proj", "--template", template, cwd=tmp_path)
+    assert res.returncode == 0, res
+    project = tmp_path / "proj"
+    env = {**os.environ, "HF_HOME": str(tmp_path / "empty-hf-home"), "HF_HUB_OFFLINE": "1"}
+    check = "import model; model.reachable_or_stop(__import__('sys').argv[1]); print('usable')"
+    t = time.perf_counter()
+    res = subprocess.run([sys.executable, "-c", check, "gpt2"], cwd=project, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 1, res
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "GPT-2 'gpt2' is neither a local folder nor in the Hugging Face cache" in res.stderr
+    command = res.stderr.split("make a tiny one here with `", 1)[1].split("`", 1)[0]
+    assert command.startswith("python -m cotk_repro_templates.tiny_gpt2 tiny-gpt2 data/")
+    # the command it names works here, offline, and its folder is then usable
+    made = subprocess.run([sys.executable, *command.split()[1:]], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert made.returncode == 0, made
+    res = subprocess.run([sys.executable, "-c", check, "tiny-gpt2"], cwd=project, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0 and res.stdout.strip() == "usable", res
+    assert time.perf_counter() - t < 280
+
+
+# -- torch install lines ----------------------------------------------------------------------------------
+
+def test_every_torch_install_line_gives_the_pinned_cpu_build():
+    pinned = next(line.split("==", 1)[1].strip() for line in (ROOT / "requirements" / "torch.txt").read_text().splitlines()
+                  if line.startswith("torch=="))
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.glob("plugins/*/README.md"))]
+    lines = [(p.relative_to(ROOT), line) for p in docs for line in p.read_text(encoding="utf-8").splitlines()
+             if "pip install" in line and "torch" in line.split("#", 1)[0].replace("torch.txt", "")]
+    assert lines, "no torch install line found"
+    for where, line in lines:
+        command = line.split("#", 1)[0]
+        assert f"torch=={pinned} " in command + " ", (where, line)
+        assert "--index-url https://download.pytorch.org/whl/cpu" in command, (where, line)
