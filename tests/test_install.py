@@ -223,3 +223,25 @@ def test_every_torch_install_line_gives_the_pinned_cpu_build():
         command = line.split("#", 1)[0]
         assert f"torch=={pinned} " in command + " ", (where, line)
         assert "--index-url https://download.pytorch.org/whl/cpu" in command, (where, line)
+
+
+# -- a closed pipe is not "not reproduced" ----------------------------------------------------------------
+
+@pytest.mark.parametrize("what", ["show", "show-json", "data-hashes", "data-hashes-json"])
+def test_show_and_data_hashes_exit_0_when_the_reader_goes_away(what, make_project, tmp_path):
+    from conftest import run_cli
+
+    if what == "show":
+        root = make_project({"main.py": 'import json\njson.dump({"toy": 1.0}, open("result.json", "w"))\n'})
+        assert run_cli("run", cwd=root).returncode == 0
+        args = ["show", "latest"] + (["--json"] if what.endswith("json") else [])
+    else:
+        root = tmp_path
+        args = ["data", "hashes", str(ROOT / "tests" / "fixtures" / "cotk-small" / "mscoco")]
+        args += ["--json"] if what.endswith("json") else []
+    script = (f"set -o pipefail; '{sys.executable}' -m cotk_repro {' '.join(args)} | true; "
+              "echo \"status=${PIPESTATUS[0]}\"")
+    res = subprocess.run(["bash", "-c", script], cwd=root, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "COLUMNS": "60"})
+    assert res.stdout.strip() == "status=0", res
+    assert "Traceback" not in res.stderr and "Error" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr

@@ -117,7 +117,15 @@ def run(args: list[str], *, one_command: bool = False) -> None:
     except SystemExit as exc:
         if exc.code == 130:  # Typer turns Ctrl-C into a silent exit 130: say what happened
             output.error("interrupted (Ctrl-C)")
+        try:  # what is still buffered meets a reader that went away: that is not a failure
+            sys.stdout.flush()
+        except BrokenPipeError:
+            output.closed_pipe()
+        except (OSError, ValueError):
+            pass
         raise
+    except BrokenPipeError:  # a plain write to a closed stdout (`cotk-repro show ID | head`)
+        output.closed_pipe()
     except CotkError as exc:
         if output.debug_enabled():
             traceback.print_exc()
