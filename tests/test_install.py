@@ -245,3 +245,43 @@ def test_show_and_data_hashes_exit_0_when_the_reader_goes_away(what, make_projec
                          env={**os.environ, "COLUMNS": "60"})
     assert res.stdout.strip() == "status=0", res
     assert "Traceback" not in res.stderr and "Error" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr
+
+
+# -- a missing dependency at run time ---------------------------------------------------------------------
+
+def _without(module: str, tmp_path: Path) -> dict[str, str]:
+    """An environment in which importing ``module`` fails as if it were not installed."""
+    shadow = tmp_path / f"without-{module}"
+    shadow.mkdir()
+    (shadow / f"{module}.py").write_text(
+        f"raise ModuleNotFoundError(\"No module named '{module}'\", name={module!r})\n", encoding="utf-8")
+    return {"PYTHONPATH": os.pathsep.join([str(shadow), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_a_missing_dependency_is_one_sentence_naming_what_to_install(tmp_path):
+    res = _cli("dashboard", "users", "--json", "--db", "sqlite:///" + str(tmp_path / "d.sqlite3"),
+               env=_without("sqlalchemy", tmp_path))
+    assert res.returncode == 2, res
+    assert res.stderr.strip().splitlines() == [
+        "Error: cotk-repro needs the Python package SQLAlchemy, which is not installed (removed?): "
+        "pip install 'SQLAlchemy' (or reinstall cotk-repro)"], res.stderr
+    assert "unexpected" not in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_missing_extra_names_the_extra():
+    from cotk_repro.core.missing import missing_dependency
+
+    assert missing_dependency(ModuleNotFoundError("No module named 'psycopg'", name="psycopg")) == (
+        "cotk-repro[postgres] needs the Python package psycopg, which is not installed: "
+        "pip install 'cotk-repro[postgres]'")
+    assert missing_dependency(ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")).endswith(
+        "pip install 'cotk-repro[compare]'")
+
+
+def test_missing_torch_names_the_cpu_line():
+    from cotk_repro.core.missing import missing_dependency
+
+    sentence = missing_dependency(ModuleNotFoundError("No module named 'torch'", name="torch"))
+    assert sentence.endswith("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
+    assert "2.13.0" in (ROOT / "requirements" / "torch.txt").read_text()
+    assert missing_dependency(ModuleNotFoundError("No module named 'cotk_repro.x'", name="cotk_repro.x")) is None

@@ -134,6 +134,18 @@ def run(args: list[str], *, one_command: bool = False) -> None:
     except KeyboardInterrupt:
         output.error("interrupted (Ctrl-C)")
         sys.exit(130)
+    except ModuleNotFoundError as exc:  # a dependency removed or never installed: name what to install
+        from ..core.missing import missing_dependency
+
+        sentence = missing_dependency(exc)
+        if output.debug_enabled() or sentence is None:
+            traceback.print_exc()
+        if sentence is None:
+            output.error(f"unexpected ModuleNotFoundError: {exc}", hint="cotk-repro's own files are incomplete; "
+                         "reinstall it")
+        else:
+            output.error(sentence)
+        sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - last resort: one sentence, not a traceback
         if output.debug_enabled():
             traceback.print_exc()
