@@ -104,6 +104,8 @@ for d in "${dists[@]}"; do
       ;;
     cotk-repro-templates)
       cli "$v" init lm-tiny --template lm-gru
+      git -C "$SMOKE/lm-tiny" add -A
+      git -C "$SMOKE/lm-tiny" -c user.name=ci -c user.email=ci@cotk-repro.invalid commit -qm start
       (cd "$SMOKE/lm-tiny" && env -u PYTHONPATH HOME="$SMOKE/home" PATH="$v/bin:$PATH" cotk-repro run)
       ;;
     cotk-repro-lm)

@@ -285,3 +285,30 @@ def test_missing_torch_names_the_cpu_line():
     assert sentence.endswith("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
     assert "2.13.0" in (ROOT / "requirements" / "torch.txt").read_text()
     assert missing_dependency(ModuleNotFoundError("No module named 'cotk_repro.x'", name="cotk_repro.x")) is None
+
+
+# -- CI installs what users install ------------------------------------------------------------------------
+
+def test_ci_runs_the_distribution_checks_after_the_test_command():
+    run = (ROOT / ".ci" / "run").read_text()
+    assert run.index("bash scripts/test.sh") < run.index("bash scripts/ci-dists.sh")
+    script = ROOT / "scripts" / "ci-dists.sh"
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+    text = script.read_text()
+    for needed in ("python -m deptry", "-m build", "twine check --strict", "venv", "+cpu", "--version",
+                   "demo --no-serve --runtime venv --trust-remote-code", "--template lm-gru", "-m fluency",
+                   "benchmark.toml", "-m toy-metric", "-t toy-tokenizer"):
+        assert needed.replace("python -m", "-m") in text, needed
+    # deptry knows every distribution's own package and nothing is ignored without a reason beside it
+    import tomllib
+
+    for pyproject in [ROOT / "pyproject.toml", *sorted(ROOT.glob("plugins/cotk-repro-*/pyproject.toml"))]:
+        cfg = tomllib.loads(pyproject.read_text()).get("tool", {}).get("deptry")
+        if cfg is None:
+            continue  # a distribution another change fills (deptry's defaults apply)
+        assert cfg["known_first_party"] == [pyproject.parent.name.replace("-", "_") if pyproject.parent != ROOT
+                                            else "cotk_repro"]
+        lines = pyproject.read_text().split("[tool.deptry.per_rule_ignores]", 1)[-1].split("\n[", 1)[0]
+        for line in lines.splitlines():
+            if line.strip().startswith('"'):
+                assert "#" in line, f"{pyproject}: an ignored dependency without its reason: {line}"
