@@ -243,6 +243,11 @@ class _Plugin:
             setattr(self, name, hookspecs.hookimpl(fn))
 
 
+def _metric_factory(**options):
+    """A placeholder metric factory: takes its options as keywords, as the registration contract asks."""
+    return None
+
+
 def _manager_with(*plugins: tuple[str, object]) -> Plugins:
     p = Plugins(load_entry_points=False)
     for name, plugin in plugins:
@@ -290,7 +295,7 @@ def test_hook_that_raises_marks_plugin_broken():
     def bad(register):
         raise RuntimeError("kaput")
 
-    good = _Plugin(register_metrics=lambda register: register("fine", 1))
+    good = _Plugin(register_metrics=lambda register: register("fine", _metric_factory))
     p = _manager_with(("bad", _Plugin(register_metrics=bad)), ("good", good))
     assert p.get("metric", "fine").plugin == "good"
     assert p.infos["bad"].broken and "kaput" in p.infos["bad"].error
@@ -298,7 +303,7 @@ def test_hook_that_raises_marks_plugin_broken():
 
 
 def test_unknown_component_lists_registered_names():
-    p = _manager_with(("x", _Plugin(register_metrics=lambda register: register("alpha", 1))))
+    p = _manager_with(("x", _Plugin(register_metrics=lambda register: register("alpha", _metric_factory))))
     with pytest.raises(PluginError, match=r"unknown metric 'beta'; registered: .*alpha"):
         p.get("metric", "beta")
 
