@@ -67,8 +67,8 @@ core_wheel() {
 bare_venv() {  # bare_venv NAME REQUIREMENT... : a fresh venv with only these (and what they declare)
   local name=$1; shift
   local v="$WORK/venv-$name"
-  "$PY" -m venv "$v"
-  "$v/bin/python" -m pip install -q -c "$WORK/torch-cpu.txt" "${pip_extra[@]}" "$@" \
+  "$PY" -m venv "$v" >&2
+  "$v/bin/python" -m pip install -q -c "$WORK/torch-cpu.txt" "${pip_extra[@]}" "$@" >&2 \
     || fail "installing $* into a bare venv failed"
   local cuda
   cuda=$("$v/bin/python" -m pip list --format=freeze 2>/dev/null | grep -iE '^nvidia-|^torch==' | grep -v '+cpu$' || true)
