@@ -84,9 +84,29 @@ def choose_runtime(requested: str | None, base_image: str | None) -> str:
 
 
 def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_image: str | None = None,
-             host: str = "127.0.0.1", port: int = 0,
+             host: str = "127.0.0.1", port: int = 0, keep: bool = False,
              on_status: Callable[[str], None] = lambda _m: None) -> DemoResult:
-    """Run the loop; the dashboard keeps serving until ``result.stop()`` is called."""
+    """Run the loop; the dashboard keeps serving until ``result.stop()`` is called.
+
+    When the loop fails or is interrupted, a temporary folder it made is removed (unless ``keep``) and
+    ``on_status`` says so; a folder it was given, or one kept, is named.
+    """
+
+    created = folder is None
+    folder = Path(folder or tempfile.mkdtemp(prefix="cotk-repro-demo-")).resolve()
+    try:
+        return _loop(folder, runtime=runtime, base_image=base_image, host=host, port=port, on_status=on_status)
+    except BaseException:  # a failure, Ctrl-C or SIGTERM (the command turns it into SystemExit): never a silent leftover
+        if created and not keep:
+            cleanup(folder)
+            on_status(f"removed the demo folder {folder}")
+        else:
+            on_status(f"the demo folder is kept in {folder}")
+        raise
+
+
+def _loop(folder: Path, *, runtime: str | None, base_image: str | None, host: str, port: int,
+          on_status: Callable[[str], None]) -> DemoResult:
     from .core import userconfig
     from .dashboard.auth import add_user
     from .dashboard.db import open_database
@@ -100,7 +120,6 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
 
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
-    folder = Path(folder or tempfile.mkdtemp(prefix="cotk-repro-demo-")).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     project = folder / PROJECT
     bare = folder / "git" / OWNER / f"{PROJECT}.git"

@@ -54,6 +54,8 @@ class PluginInfo:
     module: str
     error: str | None = None
     registers: dict[str, list[str]] = field(default_factory=dict)
+    #: one sentence per component refused at registration (it does not honour its kind's contract)
+    refused: list[str] = field(default_factory=list)
 
     @property
     def broken(self) -> bool:
@@ -68,6 +70,7 @@ class PluginInfo:
             "status": "broken" if self.broken else "ok",
             "error": self.error,
             "registers": self.registers,
+            "refused": self.refused,
         }
 
 
@@ -79,6 +82,46 @@ class Component:
     obj: Any
     plugin: str
     plugin_version: str
+
+
+def contract_problem(kind: str, name: str, component: Any) -> str | None:
+    """Why ``component`` cannot be the ``kind`` ``name`` (None when it can), judged without calling it.
+
+    Metrics and tokenizers are registered as classes or factories: called with options as keywords (and, for a
+    parametrized name ``PREFIX:``, one argument), a metric class has ``compute()`` or ``forward()``/``close()``, a
+    tokenizer class has ``tokenize()``. A factory's product is checked when it is built.
+    """
+    if kind not in ("metric", "tokenizer"):
+        return None
+    if not callable(component):
+        return f"it is a {type(component).__name__}, not a class or a factory"
+    import inspect
+
+    args: tuple[Any, ...] = (name,) if name.endswith(":") else ()
+    try:
+        sig = inspect.signature(component)
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to tell
+        sig = None
+    if sig is not None:
+        try:
+            sig.bind(*args)
+        except TypeError:
+            return (f"it cannot be called with {'one argument' if args else 'no arguments'} "
+                    f"(a factory takes its options as keywords; {sig} here)")
+    if not isinstance(component, type):
+        return None
+    if kind == "tokenizer":
+        return None if callable(getattr(component, "tokenize", None)) else "its class has no tokenize()"
+    base = next((k for k in component.__mro__ if k.__module__ == "cotk_repro.metrics.base" and k.__name__ == "Metric"),
+                None)
+    if base is not None:  # the base class has all three; one of compute or close must be the subclass's own
+        if component.compute is base.compute and component.close is base.close:
+            return "it overrides neither compute() nor forward()/close() of cotk_repro.metrics.Metric"
+        return None
+    streams = callable(getattr(component, "forward", None)) and callable(getattr(component, "close", None))
+    if not (streams or callable(getattr(component, "compute", None))):
+        return "its class has neither forward()/close() nor compute()"
+    return None
 
 
 def builtins_only() -> bool:
@@ -95,6 +138,7 @@ class Plugins:
         self.infos: dict[str, PluginInfo] = {}
         self._registries: dict[str, dict[str, Component]] = {}
         self._conflicts: dict[str, list[str]] = {}
+        self._refused: dict[str, dict[str, str]] = {}
         for module_name in BUILTIN_PLUGINS:
             module = importlib.import_module(module_name)
             self._add(module, module_name, __version__, builtin=True, module_name=module_name)
@@ -155,6 +199,8 @@ class Plugins:
     def _build(self, kind: str) -> None:
         registry: dict[str, Component] = {}
         conflicts: list[str] = []
+        refused: dict[str, str] = {}
+        refused_by: dict[str, str] = {}
 
         def make_register(plugin_name: str):
             info = self.infos[plugin_name]
@@ -162,11 +208,18 @@ class Plugins:
             def register(name: str, component: Any) -> None:
                 if not isinstance(name, str) or not name:
                     raise PluginError(f"plugin {plugin_name!r} registered a {kind} without a name")
-                if name in registry:
-                    other = registry[name].plugin
+                if name in registry or name in refused_by:  # a clash whether or not the first honours the contract
+                    other = registry[name].plugin if name in registry else refused_by[name]
                     conflicts.append(
                         f"{kind} {name!r} is registered by two plugins: {other!r} and {plugin_name!r}"
                     )
+                    return
+                problem = contract_problem(kind, name, component)
+                if problem is not None:  # never listed, never used: one sentence naming the plugin instead
+                    refused[name] = (f"plugin {plugin_name!r} registers the {kind} {name!r}, which does not honour "
+                                     f"the {kind} contract: {problem}")
+                    refused_by[name] = plugin_name
+                    info.refused.append(refused[name])
                     return
                 registry[name] = Component(kind, name, component, plugin_name, info.version)
                 info.registers.setdefault(kind, []).append(name)
@@ -176,6 +229,12 @@ class Plugins:
         self._call_each(KINDS[kind], register=make_register)
         self._registries[kind] = registry
         self._conflicts[kind] = conflicts
+        self._refused[kind] = refused
+
+    def refusal(self, kind: str, name: str) -> str | None:
+        """The sentence that refused ``kind`` ``name`` at registration, or None."""
+        self.registry(kind, strict=False)
+        return self._refused[kind].get(name)
 
     def registry(self, kind: str, *, strict: bool = True) -> dict[str, Component]:
         """All components of ``kind`` by name. Raises on name clashes when ``strict``."""
@@ -193,6 +252,9 @@ class Plugins:
             return found
         registry = self.registry(kind)
         if name not in registry:
+            refused = self.refusal(kind, name)
+            if refused is not None:
+                raise PluginError(refused)
             known = ", ".join(sorted(registry)) or "none"
             raise PluginError(f"unknown {kind.replace('_', ' ')} {name!r}; registered: {known}")
         return registry[name]

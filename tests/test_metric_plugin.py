@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, run_cli
-from test_plugins import make_distribution, pip_install
+from test_plugins import make_distribution, parent_env_venv, pip_install
 
 SYSTEMS = {  # repeat rate by hand: the share of lines equal (lowercased) to an earlier line
     "varied": (["a man rides a horse", "a dog runs", "two cats sleep", "a bird sings"], 0 / 4),
@@ -35,9 +35,7 @@ def documented_plugin() -> str:
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> str:
     base = tmp_path_factory.mktemp("metric-plugin")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(base / "venv")],
-                   check=True)
-    python = str(base / "venv" / "bin" / "python")
+    python = parent_env_venv(base / "venv")  # sees this interpreter's packages, inside a venv too
     pip_install(python, make_distribution(base, "repeat-rate", "0.1.0", "repeat_rate", documented_plugin()))
     return python
 

@@ -64,22 +64,26 @@ def _site_dirs() -> list[str]:
     return [d for d in dirs if os.path.isdir(d)]
 
 
-@pytest.fixture(scope="module")
-def plugin_venv(tmp_path_factory) -> str:
-    """A fresh venv that sees this interpreter's packages (cotk-repro and its deps) plus the example plugin.
+def parent_env_venv(venv: Path) -> str:
+    """A fresh venv at ``venv`` that sees this interpreter's packages (cotk-repro and its deps); its python.
 
     Not ``--system-site-packages``: inside an activated venv that would expose the *base* interpreter's
     packages, not the venv's. A ``.pth`` file adds the running interpreter's own site dirs instead (with
     ``site.addsitedir``, so their editable-install ``.pth`` files work too), inside a venv or outside one.
     """
-    base = tmp_path_factory.mktemp("plugin-venv")
-    venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                              check=True, capture_output=True, text=True).stdout.strip()
     lines = [f"import site; site.addsitedir({d!r})" for d in _site_dirs()]
     Path(purelib, "_cotk_repro_parent_env.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return python
+
+
+@pytest.fixture(scope="module")
+def plugin_venv(tmp_path_factory) -> str:
+    """A fresh venv that sees this interpreter's packages (cotk-repro and its deps) plus the example plugin."""
+    python = parent_env_venv(tmp_path_factory.mktemp("plugin-venv") / "venv")
     pip_install(python, EXAMPLE)
     return python
 
@@ -176,12 +180,72 @@ def test_two_plugins_one_metric_name(plugin_venv, tmp_path, make_project):
     assert not (root / ".cotk-repro").exists() and not (root / "result.json").exists()
 
 
+def test_the_example_plugins_metric_and_tokenizer_work_through_evaluate(plugin_venv, tmp_path):
+    hyps = tmp_path / "hyps.txt"
+    hyps.write_text("A b c\na B\n", encoding="utf-8")
+    res = run_cli("evaluate", "-m", "toy-metric", "--hyps", str(hyps), "--json", python=plugin_venv)
+    assert res.returncode == 0, res
+    out = json.loads(res.stdout)
+    values = out.get("results", out)
+    assert values["toy-metric"] == 2.5  # (3 + 2) / 2 tokens
+    assert len(values["toy-metric hashvalue"]) == 64
+    # its tokenizer lower-cases: "A"/"a" and "b"/"B" are one token each -> 3 distinct unigrams of 5
+    res = run_cli("evaluate", "-m", "distinct", "-t", "toy-tokenizer", "--hyps", str(hyps), "--json",
+                  python=plugin_venv)
+    assert res.returncode == 0, res
+    out = json.loads(res.stdout)
+    assert out.get("results", out)["distinct-1"] == 3 / 5
+    res = run_cli("metrics", "--json", python=plugin_venv)
+    facts = {m["name"]: m for m in json.loads(res.stdout)}["toy-metric"]
+    assert facts["needs_references"] is False and facts["higher_is_better"] is True
+
+
+def test_a_component_that_does_not_honour_its_contract_is_refused_naming_the_plugin(plugin_venv, tmp_path):
+    body = """
+        from cotk_repro.hookspecs import hookimpl
+
+        class NoCompute:
+            name = "lazy-metric"
+            version = "1"
+
+        @hookimpl
+        def register_metrics(register):
+            register("lazy-metric", NoCompute)
+
+        @hookimpl
+        def register_tokenizers(register):
+            register("split-tokenizer", str.split)
+    """
+    env = extra_distribution(tmp_path, "careless-plugin", "careless_plugin", body)
+    res, data = plugins_json(plugin_venv, env=env)
+    assert res.returncode == 0, res
+    careless = {p["name"]: p for p in data["plugins"]}["careless-plugin"]
+    assert careless["registers"] == {}
+    assert len(careless["refused"]) == 2 and all("careless-plugin" in r for r in careless["refused"])
+    hyps = tmp_path / "hyps.txt"
+    hyps.write_text("a b\n", encoding="utf-8")
+    for args, what in ((["-m", "lazy-metric"], "metric 'lazy-metric'"),
+                       (["-m", "distinct", "-t", "split-tokenizer"], "tokenizer 'split-tokenizer'")):
+        res = run_cli("evaluate", *args, "--hyps", str(hyps), python=plugin_venv, env=env)
+        assert res.returncode == 2, res
+        lines = [line for line in res.stderr.splitlines() if line.startswith("Error: ")]
+        assert len(lines) == 1 and "Traceback" not in res.stderr and "unexpected" not in res.stderr, res.stderr
+        assert "plugin 'careless-plugin'" in lines[0] and what in lines[0] and "does not honour" in lines[0]
+    res = run_cli("metrics", "--json", python=plugin_venv, env=env)
+    assert "lazy-metric" not in {m["name"] for m in json.loads(res.stdout)}
+
+
 # -- in-process: the manager's bookkeeping ---------------------------------------------------------
 
 class _Plugin:
     def __init__(self, **hooks):
         for name, fn in hooks.items():
             setattr(self, name, hookspecs.hookimpl(fn))
+
+
+def _metric_factory(**options):
+    """A placeholder metric factory: takes its options as keywords, as the registration contract asks."""
+    return None
 
 
 def _manager_with(*plugins: tuple[str, object]) -> Plugins:
@@ -231,7 +295,7 @@ def test_hook_that_raises_marks_plugin_broken():
     def bad(register):
         raise RuntimeError("kaput")
 
-    good = _Plugin(register_metrics=lambda register: register("fine", 1))
+    good = _Plugin(register_metrics=lambda register: register("fine", _metric_factory))
     p = _manager_with(("bad", _Plugin(register_metrics=bad)), ("good", good))
     assert p.get("metric", "fine").plugin == "good"
     assert p.infos["bad"].broken and "kaput" in p.infos["bad"].error
@@ -239,7 +303,7 @@ def test_hook_that_raises_marks_plugin_broken():
 
 
 def test_unknown_component_lists_registered_names():
-    p = _manager_with(("x", _Plugin(register_metrics=lambda register: register("alpha", 1))))
+    p = _manager_with(("x", _Plugin(register_metrics=lambda register: register("alpha", _metric_factory))))
     with pytest.raises(PluginError, match=r"unknown metric 'beta'; registered: .*alpha"):
         p.get("metric", "beta")
 
@@ -342,3 +406,40 @@ def test_an_entry_point_loads_its_module_attribute(tmp_path, monkeypatch):
     assert EntryPoint("d", "1", "n", "ep_pkg.mod [extra]").load().Hooks.impl == 42
     with pytest.raises(ValueError, match="malformed entry point"):
         EntryPoint("d", "1", "n", "not a value!").load()
+
+
+def test_the_contract_is_judged_at_registration_without_calling_the_component():
+    from cotk_repro.metrics import Metric
+    from cotk_repro.plugins import Plugins, contract_problem
+
+    plugins = Plugins(load_entry_points=False)
+    for kind in ("metric", "tokenizer"):  # every built-in honours it
+        for name, comp in plugins.registry(kind).items():
+            assert contract_problem(kind, name, comp.obj) is None, (kind, name)
+    assert "cannot be called with no arguments" in contract_problem("tokenizer", "t", str.split)
+    assert "not a class or a factory" in contract_problem("metric", "m", 3)
+
+    class Inherits(Metric):
+        name = "inherits"
+
+    class Computes(Metric):
+        def compute(self, hypotheses, references=None):
+            return {}
+
+    class Plain:
+        def forward(self, batch):
+            pass
+
+        def close(self):
+            return {}
+
+    assert "overrides neither" in contract_problem("metric", "inherits", Inherits)
+    assert contract_problem("metric", "computes", Computes) is None
+    assert contract_problem("metric", "plain", Plain) is None
+    assert "neither forward()/close() nor compute()" in contract_problem("metric", "obj", object)
+
+    def parametrized(arg, **options):
+        return arg
+
+    assert contract_problem("tokenizer", "pre:", parametrized) is None
+    assert "no arguments" in contract_problem("tokenizer", "pre", parametrized)

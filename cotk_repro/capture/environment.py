@@ -91,6 +91,43 @@ def installed_distributions(path: list[str] | None = None) -> list[dict[str, Any
     return [seen[k] for k in sorted(seen)]
 
 
+def requirement_closure(names: list[str], packages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries of ``packages`` (:func:`installed_distributions`) that ``names`` need: those distributions and,
+    transitively, the requirements their installed metadata declares (markers evaluated for this interpreter,
+    extras left out). A name that is not installed is refused in one sentence.
+    """
+    import importlib.metadata as md
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from ..errors import ConfigError
+
+    by_name = {p["name"]: p for p in packages}
+    todo, seen = [normalize_name(n) for n in names], set()
+    for n in todo:
+        if n not in by_name:
+            raise ConfigError(f"[run] requires names {n}, which is not installed here",
+                              hint=f"install it (pip install {n}) or remove it from [run] requires")
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in by_name:
+            continue  # a requirement that is not installed: its distribution never needed it here
+        seen.add(name)
+        try:
+            requires = md.requires(name) or []
+        except md.PackageNotFoundError:
+            requires = []
+        for line in requires:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            todo.append(normalize_name(req.name))
+    return [p for p in packages if p["name"] in seen]
+
+
 def lock_text(packages: list[dict[str, Any]]) -> str:
     """A pip requirements lock: ``name==version`` lines; non-index installs as comments."""
     lines = ["# cotk-repro lock: the distributions installed when the run was recorded"]

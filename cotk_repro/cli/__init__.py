@@ -44,6 +44,11 @@ def launch() -> None:
     command line runs (help it prints is remembered), building only the command it names.
     """
     args = sys.argv[1:]
+    if args == ["--version"]:  # nothing to import for it: the version is a constant of the package
+        from .. import __version__
+
+        sys.stdout.write(f"cotk-repro {__version__}\n")
+        return
     if asks_for_help(args):
         from . import help_cache
 

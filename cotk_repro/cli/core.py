@@ -228,7 +228,8 @@ def plugins_cmd(json_out: bool = typer.Option(False, "--json", help="Machine-rea
     else:
         rows = [[i.name, i.version, "built-in" if i.builtin else "entry point",
                  "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(i.registers.items())),
-                 "BROKEN: " + i.error if i.error else "ok"] for i in infos]
+                 "BROKEN: " + i.error if i.error else "REFUSED: " + "; ".join(i.refused) if i.refused else "ok"]
+                for i in infos]
         output.console.print(output.table("plugins", ["plugin", "version", "source", "registers", "status"], rows))
     if conflicts:
         raise PluginError(conflicts[0] + (f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""))

@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
 from . import output
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM as an exit (status 143) that runs the demo's clean-up, not a kill that leaves its folder behind."""
+    def _terminated(signum: int, _frame: object) -> None:
+        output.error("terminated (SIGTERM)")
+        raise SystemExit(128 + signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def register(cli: typer.Typer) -> None:
@@ -29,6 +49,9 @@ def register(cli: typer.Typer) -> None:
         serve: bool = typer.Option(True, "--serve/--no-serve", help="Keep the dashboard serving until Ctrl-C (default), "
                                    "or exit when the loop is done."),
         json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout (implies --no-serve)."),
+        trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Accepted as `reproduce` takes it; the "
+                                               "demo reproduces the sample project it wrote itself, which it trusts "
+                                               "for the venv runtime either way."),
     ) -> None:
         """The whole loop on one machine: scaffold a sample project, run it, publish it to a local bare git
         remote and an embedded dashboard, reproduce it from the remote, print the verdict and the dashboard URL.
@@ -37,7 +60,9 @@ def register(cli: typer.Typer) -> None:
         from .core import render_verdicts
 
         image = base_image or os.environ.get("COTK_REPRO_BASE_IMAGE") or "cotk-repro-base:bookworm"
-        result = run_demo(folder, runtime=runtime, base_image=image, host=host, port=port, on_status=output.info)
+        with _sigterm_as_exit():
+            result = run_demo(folder, runtime=runtime, base_image=image, host=host, port=port, keep=keep,
+                              on_status=output.info)
         kept = keep or folder is not None
         outcome = result.reproduction
         verdict = outcome.verdict

@@ -120,9 +120,9 @@ def replay(args: list[str]) -> bool:
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
-    except BrokenPipeError:  # `cotk-repro --help | head -1`: stop quietly, as a render does
+    except BrokenPipeError:  # `cotk-repro --help | head -1`: stop quietly (exit 0), as a render does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(1) from None
+        raise SystemExit(0) from None
     return True
 
 

@@ -42,6 +42,8 @@ def _console(name: str) -> Console:
 
     stream = sys.stdout if name == "console" else sys.stderr
     made = Console(stderr=name == "err_console", highlight=False, width=piped_width(stream))
+    if name == "console":
+        made.on_broken_pipe = closed_pipe  # Rich's own exits 1, which here means "not reproduced"
     globals()[name] = made
     return made
 
@@ -67,6 +69,19 @@ def safe(text: Any, *, keep_newlines: bool = False) -> str:
         else:
             out.append(ascii(ch)[1:-1])
     return "".join(out)
+
+
+def closed_pipe() -> None:
+    """The reader of stdout went away (``cotk-repro show ID | head``): it had what it wanted, so exit 0 quietly.
+
+    Later writes (and the interpreter's last flush) go to /dev/null instead of raising again.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(0)
 
 
 def _to_stderr(text: str) -> None:
@@ -99,8 +114,11 @@ def debug_enabled() -> bool:
 
 def print_json(data: Any) -> None:
     """Write `data` to stdout as indented UTF-8 JSON (unknown types as str)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # before Click sees it: it would exit 1, "not reproduced"
+        closed_pipe()
 
 
 def error(message: str, hint: str | None = None, log: str | None = None) -> None:

@@ -37,9 +37,19 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"cotk-repro {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors (also COTK_REPRO_DEBUG=1)."),
+    version: bool = typer.Option(False, "--version", help="Print cotk-repro's version and exit.", is_eager=True,
+                                 callback=_print_version),
 ) -> None:
     output.set_debug(debug)
 
@@ -107,7 +117,15 @@ def run(args: list[str], *, one_command: bool = False) -> None:
     except SystemExit as exc:
         if exc.code == 130:  # Typer turns Ctrl-C into a silent exit 130: say what happened
             output.error("interrupted (Ctrl-C)")
+        try:  # what is still buffered meets a reader that went away: that is not a failure
+            sys.stdout.flush()
+        except BrokenPipeError:
+            output.closed_pipe()
+        except (OSError, ValueError):
+            pass
         raise
+    except BrokenPipeError:  # a plain write to a closed stdout (`cotk-repro show ID | head`)
+        output.closed_pipe()
     except CotkError as exc:
         if output.debug_enabled():
             traceback.print_exc()
@@ -116,6 +134,18 @@ def run(args: list[str], *, one_command: bool = False) -> None:
     except KeyboardInterrupt:
         output.error("interrupted (Ctrl-C)")
         sys.exit(130)
+    except ModuleNotFoundError as exc:  # a dependency removed or never installed: name what to install
+        from ..core.missing import missing_dependency
+
+        sentence = missing_dependency(exc)
+        if output.debug_enabled() or sentence is None:
+            traceback.print_exc()
+        if sentence is None:
+            output.error(f"unexpected ModuleNotFoundError: {exc}", hint="cotk-repro's own files are incomplete; "
+                         "reinstall it")
+        else:
+            output.error(sentence)
+        sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - last resort: one sentence, not a traceback
         if output.debug_enabled():
             traceback.print_exc()

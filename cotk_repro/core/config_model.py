@@ -31,6 +31,7 @@ class RunTable(StrictTable):
     args: Optional[List[StrictStr]] = None
     result: Optional[StrictStr] = None
     python: Optional[StrictStr] = None
+    requires: Optional[List[StrictStr]] = None
 
 
 class Tolerance(StrictTable):

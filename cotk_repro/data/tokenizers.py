@@ -267,6 +267,9 @@ def tokenizer_factory(name: str) -> tuple[Any, tuple[str, ...]]:
         if not arg:
             raise PluginError(f"tokenizer {name!r} needs an argument after {prefix + sep!r}, e.g. {prefix}:NAME")
         return registry[prefix + sep].obj, (arg,)
+    refused = get_plugins().refusal("tokenizer", name)
+    if refused is not None:
+        raise PluginError(refused)
     known = ", ".join(sorted(k + "ARG" if k.endswith(":") else k for k in registry)) or "none"
     raise PluginError(f"unknown tokenizer {name!r}; registered: {known}")
 

@@ -29,6 +29,9 @@ def get_metric(name: str, **options: Any) -> Metric:
 
     registry = get_plugins().registry("metric")
     if name not in registry:
+        refused = get_plugins().refusal("metric", name)
+        if refused is not None:
+            raise MetricError(refused)
         raise MetricError(f"unknown metric {name!r}; registered metrics: {', '.join(sorted(registry)) or 'none'}")
     check_option_names(name, options)
     try:

@@ -58,7 +58,10 @@ def resolve_tokenizer(tokenizer: Any = None) -> TextTokenizer:
             from ..data.tokenizers import get_tokenizer
             tok = get_tokenizer(tokenizer)
         except Exception as exc:  # unknown name, or the data package is unavailable
-            raise MetricError(f"unknown tokenizer {tokenizer!r} ({exc})") from None
+            from ..plugins import get_plugins
+
+            refused = get_plugins().refusal("tokenizer", tokenizer)  # a plugin's, refused: its own sentence
+            raise MetricError(refused or f"unknown tokenizer {tokenizer!r} ({exc})") from None
         tokenizer = tok
     if not callable(getattr(tokenizer, "tokenize", None)):
         raise MetricError(f"tokenizer {tokenizer!r} has no tokenize(text) method")

@@ -84,6 +84,9 @@ def resolve_tokenizer(tokenizer: Any) -> Any:
             return get_tokenizer(tokenizer)
         except CotkError as exc:
             raise MetricError(exc.message) from None
+    refused = get_plugins().refusal("tokenizer", tokenizer)
+    if refused is not None:
+        raise MetricError(refused)
     known = sorted(k + "ARG" if k.endswith(":") else k for k in registry)
     raise MetricError(f"unknown tokenizer {tokenizer!r}; known tokenizers: {', '.join(known) or 'none'}")
 

@@ -155,7 +155,10 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
     known = metric_names()
     for name in metrics:
         if name not in known:
-            raise MetricError(f"unknown metric {name!r}; registered metrics: {', '.join(known) or 'none'}")
+            from ..plugins import get_plugins
+
+            refused = get_plugins().refusal("metric", name)  # a plugin's, refused at registration: its sentence
+            raise MetricError(refused or f"unknown metric {name!r}; registered metrics: {', '.join(known) or 'none'}")
     if hyps_path is None and groups_path is None:
         raise MetricError("give the hypotheses: --hyps FILE (or --groups FILE for metrics that score groups)")
     if tokenizer is not None:

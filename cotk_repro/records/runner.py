@@ -21,7 +21,7 @@ from typing import IO, Any, Callable
 
 from .. import __version__
 from ..capture.dockerfile import render_dockerfile
-from ..capture.environment import capture_environment, lock_text
+from ..capture.environment import capture_environment, lock_text, requirement_closure
 from ..capture.git import GitState, capture_git
 from ..core.config import CONFIG_FILE, ProjectConfig, load_config
 from ..core.results import read_result_file
@@ -173,6 +173,9 @@ def _now_iso() -> str:
 def _capture_environment(config: ProjectConfig, entry_rel: str, args: list[str], rel_cwd: str,
                          workdir: Path) -> dict[str, Any]:
     env_info = capture_environment(get_plugins().loaded())
+    requires = config.get("run", "requires")
+    if requires:  # the project names what it needs: pin that, not every distribution of this environment
+        env_info["packages"] = requirement_closure(list(requires), env_info["packages"])
     dockerfile, dockerfile_sha = render_dockerfile(
         python_major_minor=env_info["python"]["major_minor"], entry=entry_rel, args=args, cwd=rel_cwd,
         base_image=config.get("reproduce", "base_image"))

@@ -13,7 +13,8 @@ What needs building runs somebody else's build code, so it is built by a *builde
 * an editable / local / VCS / URL install: built from the checkout when a project
   there has that name (its folder inside the checkout), from this cotk-repro's own
   source when it is cotk-repro or one of its first-party plugins (``plugins/<dist>/``)
-  of the same version (our code, built here), else
+  of the same version (our code, built here), from this cotk-repro's installed files
+  when it was installed from a wheel (:mod:`.selfwheel`), else
   taken from the index as a binary wheel when that version was released.
 
 The docker runtime's builder is :class:`.sandbox.SandboxBuilder` (a container without
@@ -196,6 +197,12 @@ def self_fingerprint() -> str:
     if root is not None:
         h.update(_tree_digest(root, ("cotk_repro", "templates")).encode())
         h.update((root / "pyproject.toml").read_bytes())
+    else:
+        from .selfwheel import fingerprint, installed_self
+
+        dist = installed_self()
+        if dist is not None:  # installed from a wheel: the installed files are its content
+            h.update(fingerprint(dist).encode())
     return h.hexdigest()[:16]
 
 
@@ -331,6 +338,18 @@ def ensure_local_wheels(local: list[Package], code: Path, tree: str, builders: B
                 cached = _host_wheel(self_source(), dest, builders.log, p)
             wheels.append(cached)
             continue
+        if p.name == "cotk-repro" and p.version == __version__:
+            from .selfwheel import installed_self, repack
+
+            dist = installed_self()
+            if dist is not None:  # this cotk-repro, installed from a wheel: its installed files packed again
+                dest = cache_dir() / "local-wheels" / f"cotk-repro-{p.version}-{self_fingerprint()}"
+                cached = _cached_wheel(dest)
+                if cached is None:
+                    builders.on_status(f"packing the installed cotk-repro {p.version} ({p.install} install) as a wheel")
+                    cached = repack(dist, dest)
+                wheels.append(cached)
+                continue
         plugin = first_party_plugin(p.name, p.version)
         if plugin is not None:  # ours too: built here, like cotk-repro
             dest = cache_dir() / "local-wheels" / f"{p.name}-{p.version}-{_tree_digest(plugin, ('.',))[:16]}"

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# CI: every distribution as users install it (issue 24). For the core and each plugins/*/ distribution:
+#   1. deptry: every import (lazy ones too) declared by the distribution that makes it; a missing, unused or
+#      transitive-only dependency fails (each pyproject.toml's [tool.deptry] says what is known good, and why)
+#   2. python -m build (wheel and sdist) and twine check
+#   3. the built wheel alone in a fresh, bare virtual environment, resolving only its declared dependencies
+#      (no test lock, no editable install; the core's wheel stands in for `cotk-repro`, which a plugin requires),
+#      then that distribution's smoke path there, as a user runs it
+# torch comes only as the CPU build: a constraint `torch==<requirements/torch.txt's version>+cpu`; where the
+# configured index has no such wheel, set TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu. pip's cache is
+# reused. Each stage prints its time.
+#   bash scripts/ci-dists.sh [DIST...]      (default: cotk-repro and every plugins/*/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PY=${PYTHON:-python3}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/cotk-repro-dists.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+unset PYTHONPATH  # the bare venvs see their own site-packages only
+export COTK_REPRO_BUILTINS_ONLY=  # a user's plugins load
+SECONDS=0
+
+stage() { printf '\n== %s (%ds)\n' "$*" "$SECONDS"; }
+fail() { echo "ci-dists: $*" >&2; exit 1; }
+
+torch_version=$(sed -n 's/^torch==\([^ #]*\).*/\1/p' requirements/torch.txt)
+[ -n "$torch_version" ] || fail "requirements/torch.txt pins no torch==VERSION"
+echo "torch==${torch_version%+cpu}+cpu" >"$WORK/torch-cpu.txt"
+pip_extra=()
+[ -z "${TORCH_INDEX_URL:-}" ] || pip_extra=(--extra-index-url "$TORCH_INDEX_URL")
+
+dists=("$@")
+if [ ${#dists[@]} -eq 0 ]; then
+  dists=(cotk-repro)
+  for p in plugins/*/; do [ -f "$p/pyproject.toml" ] && dists+=("$(basename "$p")"); done
+fi
+folder() { if [ "$1" = cotk-repro ]; then echo "$ROOT"; else echo "$ROOT/plugins/$1"; fi; }
+module() { echo "${1//-/_}"; }
+
+# -- 1. deptry -----------------------------------------------------------------------------------------------
+stage "deptry"
+"$PY" -m deptry --version >/dev/null 2>&1 || fail "deptry is not installed (it is in the test extra: bash scripts/setup.sh)"
+bad=()
+for d in "${dists[@]}"; do
+  echo "-- deptry $d"
+  (cd "$(folder "$d")" && "$PY" -m deptry "$(module "$d")" --no-ansi) || bad+=("$d")
+done
+[ ${#bad[@]} -eq 0 ] || fail "deptry found undeclared or unused dependencies in: ${bad[*]}"
+
+# -- 2. build + twine check ----------------------------------------------------------------------------------
+stage "build and twine check"
+for d in "${dists[@]}"; do
+  out="$WORK/dist/$d"
+  "$PY" -m build --outdir "$out" "$(folder "$d")" >"$WORK/build-$d.log" 2>&1 \
+    || { tail -30 "$WORK/build-$d.log" >&2; fail "python -m build failed for $d"; }
+  ls "$out"/*.whl "$out"/*.tar.gz >/dev/null || fail "$d: build made no wheel or no sdist"
+  "$PY" -m twine check --strict "$out"/* || fail "twine check failed for $d"
+done
+core_wheel() {
+  [ -d "$WORK/dist/cotk-repro" ] || { "$PY" -m build --wheel --outdir "$WORK/dist/cotk-repro" "$ROOT" \
+      >"$WORK/build-cotk-repro.log" 2>&1 || fail "python -m build failed for cotk-repro"; }
+  ls "$WORK"/dist/cotk-repro/cotk_repro-*.whl
+}
+
+# -- 3. each wheel alone in a bare venv, and its smoke path --------------------------------------------------
+bare_venv() {  # bare_venv NAME REQUIREMENT... : a fresh venv with only these (and what they declare)
+  local name=$1; shift
+  local v="$WORK/venv-$name"
+  "$PY" -m venv "$v" >&2
+  "$v/bin/python" -m pip install -q -c "$WORK/torch-cpu.txt" "${pip_extra[@]}" "$@" >&2 \
+    || fail "installing $* into a bare venv failed"
+  local cuda
+  cuda=$("$v/bin/python" -m pip list --format=freeze 2>/dev/null | grep -iE '^nvidia-|^torch==' | grep -v '+cpu$' || true)
+  if [ -n "$cuda" ]; then
+    echo "$cuda" >&2
+    fail "$name: a CUDA torch or an nvidia package came in; only the CPU build may"
+  fi
+  echo "$v"
+}
+cli() { local v=$1; shift; (cd "$SMOKE" && env -u PYTHONPATH HOME="$SMOKE/home" PATH="$v/bin:$PATH" cotk-repro "$@"); }
+
+for d in "${dists[@]}"; do
+  stage "$d: its wheel alone in a bare venv"
+  SMOKE="$WORK/smoke-$d"
+  mkdir -p "$SMOKE/home"
+  wheel=$(ls "$WORK"/dist/"$d"/*.whl)
+  case "$d" in
+    cotk-repro) v=$(bare_venv "$d" "$wheel") ;;
+    cotk-repro-templates) v=$(bare_venv "$d" "$(core_wheel)" "$wheel[torch]") ;;
+    *) v=$(bare_venv "$d" "$(core_wheel)" "$wheel") ;;
+  esac
+  echo "-- $("$v/bin/python" -m pip list --format=freeze | wc -l) distributions installed"
+  cli "$v" --version
+  case "$d" in
+    cotk-repro)
+      cli "$v" demo --no-serve --runtime venv --trust-remote-code
+      image=${COTK_REPRO_BASE_IMAGE:-cotk-repro-base:bookworm}
+      if docker image inspect "$image" >/dev/null 2>&1; then
+        cli "$v" demo --no-serve --runtime docker --base-image "$image"
+      else
+        echo "-- no Docker engine or no base image $image: the docker demo is left out"
+      fi
+      ;;
+    cotk-repro-templates)
+      cli "$v" init lm-tiny --template lm-gru
+      git -C "$SMOKE/lm-tiny" add -A
+      git -C "$SMOKE/lm-tiny" -c user.name=ci -c user.email=ci@cotk-repro.invalid commit -qm start
+      (cd "$SMOKE/lm-tiny" && env -u PYTHONPATH HOME="$SMOKE/home" PATH="$v/bin:$PATH" cotk-repro run)
+      ;;
+    cotk-repro-lm)
+      "$v/bin/python" "$ROOT/scripts/ci_tiny_gpt2.py" "$SMOKE/tiny-gpt2" "$ROOT"/tests/fixtures/cotk-small/mscoco/*.txt
+      printf 'a man rides a horse on the beach .\ntwo dogs play in the snow .\n' >"$SMOKE/hyp.txt"
+      cli "$v" evaluate -m fluency -o "fluency.model=$SMOKE/tiny-gpt2" --hyps "$SMOKE/hyp.txt" --json
+      ;;
+    cotk-repro-summarizers)
+      cp -r "$ROOT/examples/summarization" "$SMOKE/summarization"
+      cli "$v" compare summarization/benchmark.toml --out "$SMOKE/report"
+      ;;
+    cotk-repro-example)
+      printf 'a b c\n' >"$SMOKE/hyp.txt"
+      cli "$v" evaluate -m toy-metric --hyps "$SMOKE/hyp.txt" --json
+      cli "$v" evaluate -m distinct -t toy-tokenizer --hyps "$SMOKE/hyp.txt" --json
+      ;;
+    *)
+      echo "-- $d: no smoke path of its own; its plugin must load"
+      ;;
+  esac
+  # every distribution's plugins load (none BROKEN) where users install them
+  cli "$v" plugins --json >"$SMOKE/plugins.json"
+  "$v/bin/python" - "$SMOKE/plugins.json" <<'EOF' || fail "$d: a plugin is BROKEN in its bare venv"
+import json, sys
+broken = [p for p in json.load(open(sys.argv[1]))["plugins"] if str(p.get("status", "")).upper() == "BROKEN"]
+for p in broken:
+    print(f"BROKEN {p['name']}: {p.get('error')}", file=sys.stderr)
+sys.exit(1 if broken else 0)
+EOF
+  rm -rf "$v"  # disk: one bare venv at a time
+done
+stage "every distribution passed"
