@@ -33,4 +33,4 @@ def template(name: str) -> ProjectTemplate:
     return ProjectTemplate(
         name=name, description=description, task="language-generation", folders=(FILES,),
         dataset="synthetic: the oracle-lstm loader (no files); real: data/{train,test}.txt (COCO sample shipped)",
-        metrics=METRICS, dependencies=DEPENDENCIES, context={"model": model, "description": description})
+        metrics=METRICS, dependencies=DEPENDENCIES, context={"model": model, "description": description, "metrics": METRICS})
