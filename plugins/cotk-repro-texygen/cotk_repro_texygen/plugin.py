@@ -45,6 +45,18 @@ def register_metrics(register):
         register(name, _lazy_metric(cls_name))
 
 
+def texygen_generator(**settings):
+    """``texygen``: a Texygen model trained with a preset, sampling one sentence per input."""
+    from .generate import TexygenGenerator
+
+    return TexygenGenerator(**settings)
+
+
+@hookimpl
+def register_generators(register):
+    register("texygen", texygen_generator)
+
+
 @hookimpl
 def register_templates(register):
     from .templates import TEMPLATES, template

@@ -121,3 +121,54 @@ def test_templates_are_listed_and_a_generated_project_runs(tmp_path):
                    capture_output=True, env=env)
     results = json.loads((proj / "result.json").read_text())["results"]
     assert {"nll-oracle", "nll-oracle@epoch-1", "nll-oracle@epoch-2", "embsim", "nll-test"} <= set(results)
+
+
+def test_compare_drives_the_texygen_generator(tmp_path):
+    from cotk_repro_texygen.data import OracleData
+    from cotk_repro_texygen.protocol import TINY as T
+
+    d = OracleData(seed=0, vocab_size=T["vocab_size"], seq_len=T["seq_len"], emb_dim=T["oracle_emb_dim"],
+                   hidden_dim=T["oracle_hidden_dim"], n_train=T["n_train"], n_test=T["n_test"])
+    (tmp_path / "data" / "gold").mkdir(parents=True)
+    (tmp_path / "data" / "gold" / "refs.txt").write_text("\n".join(d.sentences("test")) + "\n")
+    (tmp_path / "data" / "inputs.txt").write_text("".join(f"x{i}\n" for i in range(60)))
+    (tmp_path / "b.toml").write_text("""
+[report]
+jobs = 1
+charts = false
+html = false
+
+[[dataset]]
+name = "oracle"
+path = "data"
+
+[[system]]
+name = "MLE"
+generator = "texygen"
+settings = { model = "mle", preset = "tiny" }
+
+[[system]]
+name = "GSGAN"
+generator = "texygen"
+settings = { model = "gsgan", preset = "tiny", adv_epochs = 1 }
+
+[[metric]]
+name = "nll-oracle"
+options = { seed = 0, vocab_size = 40, seq_len = 8, emb_dim = 16, hidden_dim = 16 }
+
+[[metric]]
+name = "embsim"
+""")
+    subprocess.run([sys.executable, "-m", "cotk_repro", "compare", "b.toml", "--out", "out"], cwd=tmp_path, check=True,
+                   capture_output=True)
+    cells = json.loads((tmp_path / "out" / "results.json").read_text())["cells"]
+    got = {(c["system"], c["metric"]): c for c in cells}
+    assert got[("MLE", "nll-oracle")]["hash"] == got[("GSGAN", "nll-oracle")]["hash"]
+    # the same model, trained in-process with the same preset, samples the same sentences: the same NLL-oracle
+    from cotk_repro_texygen.generate import TexygenGenerator
+    from cotk_repro_texygen.metrics import NllOracle
+
+    mle = TexygenGenerator(model="mle", preset="tiny").generate([f"x{i}" for i in range(60)])
+    value = NllOracle(seed=0, vocab_size=40, seq_len=8, emb_dim=16, hidden_dim=16).compute(mle)["nll-oracle"]
+    assert got[("MLE", "nll-oracle")]["value"] == pytest.approx(value, rel=1e-12)
+    assert got[("MLE", "nll-oracle")]["value"] < got[("GSGAN", "nll-oracle")]["value"]
