@@ -7,8 +7,9 @@ the sizes, the oracle's weights and the generated splits.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -46,7 +47,7 @@ class OracleData:
     def __init__(self, path: str | Path | None = None, *, seed: int = 0, vocab_size: int = 5000, seq_len: int = 20,
                  emb_dim: int = 32, hidden_dim: int = 32, n_train: int = 10000, n_test: int = 10000, **options: Any):
         if options:
-            raise OracleError(f"the oracle-lstm loader has no option {sorted(options)[0]!r}; it takes seed, "
+            raise OracleError(f"the oracle-lstm loader has no option {min(options)!r}; it takes seed, "
                               "vocab_size, seq_len, emb_dim, hidden_dim, n_train, n_test")
         check_sizes(vocab_size, seq_len, emb_dim, hidden_dim)
         for what, n in (("n_train", n_train), ("n_test", n_test)):

@@ -14,10 +14,10 @@ The result file carries each final value under its name and each curve point as 
 from __future__ import annotations
 
 import importlib
-
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -190,7 +190,7 @@ class Run:
         res = self.evaluate()
         point = {"epoch": self.epoch}
         for key, value in res.items():
-            if key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX):
+            if key.endswith((HASH_SUFFIX, SIGNATURE_SUFFIX)):
                 base, _, suffix = key.rpartition(" ")
                 self.entries[f"{base}@epoch-{self.epoch} {suffix}"] = value
             else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+
 import torch
 
 from cotk_repro.data import hashing

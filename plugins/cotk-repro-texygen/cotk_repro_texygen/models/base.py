@@ -3,7 +3,8 @@ the policy-gradient adversarial epoch of the SeqGAN family. A model file overrid
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 

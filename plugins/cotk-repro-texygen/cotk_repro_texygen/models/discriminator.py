@@ -6,8 +6,8 @@ sentences (B, T, V), so the relaxed generators (TextGAN, GSGAN) stay differentia
 from __future__ import annotations
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 
 class Discriminator(nn.Module):

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 START = 0
 

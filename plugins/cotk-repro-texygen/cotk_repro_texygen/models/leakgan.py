@@ -11,8 +11,8 @@ features of a prefix are the discriminator's features of it padded with the star
 from __future__ import annotations
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from .base import PolicyGradientGAN
 from .generator import START, Generator, draw

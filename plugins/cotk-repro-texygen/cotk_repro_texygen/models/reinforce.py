@@ -9,7 +9,7 @@ probability, MaliGAN's normalised ratio, RankGAN's rank score) and, LeakGAN, its
 from __future__ import annotations
 
 import copy
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
