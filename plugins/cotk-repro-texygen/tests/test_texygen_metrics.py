@@ -206,3 +206,12 @@ def test_the_plugin_registers_its_names():
     facts = {m["name"]: m for m in json.loads(out)}
     assert facts["nll-oracle"]["higher_is_better"] is False and facts["nll-test"]["higher_is_better"] is False
     assert facts["embsim"]["higher_is_better"] is True
+
+
+def test_loading_the_plugin_imports_neither_torch_nor_gensim():
+    code = ("import sys\nfrom cotk_repro.plugins import get_plugins\np = get_plugins()\n"
+            "for kind in ('template', 'metric', 'dataloader', 'generator'):\n    p.registry(kind)\n"
+            "assert 'texygen-gsgan' in p.registry('template')\n"
+            "print('torch' in sys.modules, 'gensim' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
