@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -173,3 +174,16 @@ name = "embsim"
     value = NllOracle(seed=0, vocab_size=40, seq_len=8, emb_dim=16, hidden_dim=16).compute(mle)["nll-oracle"]
     assert got[("MLE", "nll-oracle")]["value"] == pytest.approx(value, rel=1e-12)
     assert got[("MLE", "nll-oracle")]["value"] < got[("GSGAN", "nll-oracle")]["value"]
+
+
+def test_the_synthetic_example_config_loads_and_names_the_seven_models():
+    from cotk_repro_texygen.generate import TexygenGenerator
+
+    from cotk_repro.compare.config import load_config
+
+    repo = Path(__file__).resolve().parents[3]
+    config = load_config(repo / "examples" / "texygen-synthetic" / "benchmark.toml")
+    assert sorted(s.settings["model"] for s in config.systems) == sorted(MODELS)
+    for system in config.systems:
+        TexygenGenerator(**system.settings)  # every setting is known and valid
+    assert {m.name for m in config.metrics} == {"nll-oracle", "embsim", "self-bleu"}
