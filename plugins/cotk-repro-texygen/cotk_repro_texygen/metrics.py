@@ -1,0 +1,271 @@
+"""Texygen's metrics: ``nll-oracle``, ``nll-test`` and ``embsim`` (docs/texygen.md).
+
+* ``nll-oracle``: the mean per-token negative log-likelihood of the hypotheses (a model's samples, written
+  as token ids) under the oracle LSTM. Lower is better. Its hash covers the oracle (seed, sizes, weight
+  digest), the number and length of the samples and the metric's version.
+* ``nll-test``: the evaluated model's mean per-token NLL of held-out sentences (the hypotheses are the test
+  sentences). Lower is better. Its hash covers the test sentences, the model's sizes and vocabulary; the
+  model's own weight digest is in the signature (a hash over it would put every model in a group of its own).
+* ``embsim``: Texygen's EmbSim, ``log10`` of the mean over words of the cosine between the word's rows of two
+  word-similarity matrices (each ``E_n E_n^T`` of a row-normalised embedding table). Higher is better, at most
+  0. The tables come from two saved files (Texygen's code: the oracle's and the generator's embeddings,
+  ``tables=files``) or from gensim Word2Vec trained on the hypotheses and on the references
+  (``tables=word2vec``, the default; its settings and gensim's version are in the hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from cotk_repro.metrics import Metric, MetricError, result_entry, signature
+
+from .data import from_text
+from .digest import array_digest, canonical, hash_settings, state_digest
+from .models.generator import Generator
+from .oracle import OracleError, build_oracle, load_model_file, oracle_info
+
+VERSION = "1"
+
+
+# -- the computations (the templates and benchmarks call these on tensors) ---------------------------------
+@torch.no_grad()
+def mean_nll(model: Generator, tokens: torch.Tensor, batch_size: int = 500) -> float:
+    """Mean per-token NLL of ``tokens`` (n, T) under ``model``, summed in float64 over batches."""
+    total, count = 0.0, 0
+    for i in range(0, len(tokens), batch_size):
+        x = tokens[i:i + batch_size]
+        logits = model.logits(x)
+        total += float(torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), x.reshape(-1), reduction="sum").double())
+        count += x.numel()
+    if count == 0:
+        raise MetricError("NLL needs at least one sentence")
+    return total / count
+
+
+def embsim(reference: np.ndarray, table: np.ndarray, rows: int | None = None) -> float:
+    """EmbSim of two embedding tables with the same rows (words): log10 of the mean row cosine of their
+    word-similarity matrices; ``rows``: only the first ``rows`` words' rows are compared (Texygen's
+    ``valid_examples``), against every word."""
+    a, b = np.asarray(reference, dtype=np.float64), np.asarray(table, dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[0] != b.shape[0]:
+        raise MetricError(f"EmbSim needs two tables with one row per word alike, got shapes {a.shape} and {b.shape}")
+    if a.shape[0] < 2:
+        raise MetricError("EmbSim needs at least two words in the tables")
+    k = a.shape[0] if rows is None else int(rows)
+    if not 1 <= k <= a.shape[0]:
+        raise MetricError(f"EmbSim rows must be between 1 and {a.shape[0]}, got {rows!r}")
+
+    def sim(e):
+        norm = np.linalg.norm(e, axis=1, keepdims=True)
+        if np.any(norm == 0):
+            raise MetricError("EmbSim cannot normalise a table with an all-zero row")
+        en = e / norm
+        return en[:k] @ en.T
+
+    sa, sb = sim(a), sim(b)
+    cos = np.einsum("ij,ij->i", sa, sb) / (np.linalg.norm(sa, axis=1) * np.linalg.norm(sb, axis=1))
+    mean = float(cos.mean())
+    if not mean > 0:
+        raise MetricError(f"EmbSim is undefined here: the mean cosine is {mean:.4g}, not positive")
+    return float(np.log10(mean))
+
+
+def word2vec_table(sentences: Sequence[Sequence[str]], settings: dict[str, Any]):
+    """A gensim Word2Vec model trained on ``sentences`` with ``settings`` (one worker: deterministic)."""
+    try:
+        from gensim.models import Word2Vec
+    except ImportError:
+        raise MetricError("embsim with tables=word2vec needs gensim (pip install gensim)") from None
+    return Word2Vec(sentences=[list(s) for s in sentences], vector_size=settings["vector_size"],
+                    window=settings["window"], min_count=settings["min_count"], sg=settings["sg"],
+                    epochs=settings["epochs"], seed=settings["seed"], workers=1)
+
+
+def _load_table(path: str) -> np.ndarray:
+    p = Path(path)
+    if not p.is_file():
+        raise MetricError(f"no embedding table at {p}")
+    if p.suffix == ".npy":
+        try:
+            return np.load(p, allow_pickle=False)
+        except ValueError as exc:
+            raise MetricError(f"{p} is not a numpy table ({exc})") from None
+    try:
+        model, _ = load_model_file(p, "generator or oracle")
+    except OracleError as exc:
+        raise MetricError(exc.message) from None
+    return model.emb.weight.detach().numpy()
+
+
+def _oracle_from(settings: dict[str, Any]) -> tuple[Generator, dict[str, Any]]:
+    try:
+        if settings.get("oracle"):
+            model, blob = load_model_file(settings["oracle"], "oracle")
+            return model, oracle_info(model, blob.get("seed"))
+        oracle = build_oracle(settings["seed"], settings["vocab_size"], settings["emb_dim"], settings["hidden_dim"],
+                              settings["seq_len"])
+        return oracle, oracle_info(oracle, settings["seed"])
+    except OracleError as exc:
+        raise MetricError(exc.message) from None
+
+
+def _tokens(hyps: Sequence[str], model: Generator, vocab: list[str] | None = None) -> torch.Tensor:
+    cfg = model.config
+    if vocab is not None:  # a real-data model: words -> ids, padded with its end token
+        index = {w: i for i, w in enumerate(vocab)}
+        lines = []
+        for i, h in enumerate(hyps):
+            words = h.split()
+            if len(words) > cfg.seq_len:
+                raise MetricError(f"sentence {i + 1} has {len(words)} words, more than the model's {cfg.seq_len}")
+            missing = [w for w in words if w not in index]
+            if missing:
+                raise MetricError(f"sentence {i + 1} has a word outside the model's vocabulary: {missing[0]!r}")
+            ids = [index[w] for w in words] + [len(vocab) - 1] * (cfg.seq_len - len(words))
+            lines.append(" ".join(map(str, ids)))
+        hyps = lines
+    try:
+        return from_text(list(hyps), cfg.vocab_size, cfg.seq_len)
+    except OracleError as exc:
+        raise MetricError(exc.message) from None
+
+
+class NllOracle(Metric):
+    """``nll-oracle``: mean per-token NLL of the hypotheses (token ids) under the oracle LSTM (lower is better)."""
+
+    name = "nll-oracle"
+    version = VERSION
+    higher_is_better = False
+    value_range = (0.0, float("inf"))
+    needs_references = False
+    level = "corpus"
+    cost = 0.5
+
+    def __init__(self, seed: int = 0, vocab_size: int = 5000, emb_dim: int = 32, hidden_dim: int = 32,
+                 seq_len: int = 20, oracle: str | None = None, batch_size: int = 500):
+        super().__init__(seed=seed, vocab_size=vocab_size, emb_dim=emb_dim, hidden_dim=hidden_dim, seq_len=seq_len,
+                         oracle=oracle)
+        self.batch_size = batch_size
+
+    def compute(self, hypotheses, references=None):
+        oracle, info = _oracle_from(self.settings)
+        tokens = _tokens(hypotheses, oracle)
+        value = mean_nll(oracle, tokens, self.batch_size)
+        return nll_oracle_entry(value, info, len(tokens))
+
+
+def nll_oracle_entry(value: float, info: dict[str, Any], n: int) -> dict[str, Any]:
+    """The ``nll-oracle`` result entry for a value computed under the oracle ``info`` over ``n`` samples."""
+    fields = {"metric": "nll-oracle", "version": VERSION, "oracle": info, "samples": n}
+    sig = signature("nll-oracle", {"oracle": info["weights"][:16], "seed": info["seed"], "V": info["vocab_size"],
+                                   "T": info["seq_len"], "n": n}, VERSION)
+    return result_entry("nll-oracle", value, hash_settings("nll-oracle", fields), sig)
+
+
+class NllTest(Metric):
+    """``nll-test``: the model's mean per-token NLL of the test sentences given as hypotheses (lower is better)."""
+
+    name = "nll-test"
+    version = VERSION
+    higher_is_better = False
+    value_range = (0.0, float("inf"))
+    needs_references = False
+    level = "corpus"
+    cost = 0.5
+
+    def __init__(self, model: str | None = None, batch_size: int = 500):
+        super().__init__(model=model)
+        self.batch_size = batch_size
+
+    def compute(self, hypotheses, references=None):
+        if not self.settings.get("model"):
+            raise MetricError("nll-test needs the model: -o nll-test.model=PATH (a generator file of a texygen "
+                              "template)")
+        try:
+            model, blob = load_model_file(self.settings["model"], "generator")
+        except OracleError as exc:
+            raise MetricError(exc.message) from None
+        tokens = _tokens(hypotheses, model, blob.get("vocab"))
+        return nll_test_entry(mean_nll(model, tokens, self.batch_size), model, tokens, blob.get("vocab"))
+
+
+def nll_test_entry(value: float, model: Generator, tokens: torch.Tensor, vocab: list[str] | None) -> dict[str, Any]:
+    """The ``nll-test`` result entry: hash over the test tokens, the model's sizes and vocabulary."""
+    fields = {"metric": "nll-test", "version": VERSION, "test": array_digest(tokens.numpy()),
+              "model": model.config.as_dict(),
+              "vocab": hashlib.sha256(canonical(vocab)).hexdigest() if vocab is not None else None}
+    sig = signature("nll-test", {"test": fields["test"][:16], "n": len(tokens),
+                                 "model": state_digest(model.state_dict())[:16]}, VERSION)
+    return result_entry("nll-test", value, hash_settings("nll-test", fields), sig)
+
+
+W2V_DEFAULTS = {"vector_size": 32, "window": 5, "min_count": 1, "sg": 0, "epochs": 5, "seed": 0}
+
+
+class EmbSim(Metric):
+    """``embsim``: Texygen's embedding similarity of two embedding tables (higher is better, at most 0)."""
+
+    name = "embsim"
+    version = VERSION
+    higher_is_better = True
+    value_range = (float("-inf"), 0.0)
+    needs_references = True
+    paired_references = False
+    level = "corpus"
+    cost = 2.0
+
+    def __init__(self, tables: str = "word2vec", table: str | None = None, reference_table: str | None = None,
+                 rows: int | None = None, vector_size: int = 32, window: int = 5, min_count: int = 1, sg: int = 0,
+                 epochs: int = 5, seed: int = 0):
+        if tables not in ("word2vec", "files"):
+            raise MetricError(f"embsim tables must be 'word2vec' or 'files', got {tables!r}")
+        w2v = {"vector_size": vector_size, "window": window, "min_count": min_count, "sg": sg, "epochs": epochs,
+               "seed": seed}
+        super().__init__(tables=tables, table=table, reference_table=reference_table, rows=rows, **w2v)
+        self.tables, self.rows, self.w2v = tables, rows, w2v
+
+    def compute(self, hypotheses, references=None):
+        if self.tables == "files":
+            if not self.settings["table"] or not self.settings["reference_table"]:
+                raise MetricError("embsim with tables=files needs -o embsim.table=PATH and -o embsim.reference_table=PATH")
+            ref, gen = _load_table(self.settings["reference_table"]), _load_table(self.settings["table"])
+            value = embsim(ref, gen, self.rows)
+            return embsim_entry(value, ref, gen, self.rows)
+        refs = [r for group in (references or []) for r in ([group] if isinstance(group, str) else group)]
+        if not hypotheses or not refs:
+            raise MetricError("embsim with tables=word2vec needs hypotheses and reference sentences")
+        import gensim
+
+        gen_model = word2vec_table([h.split() for h in hypotheses], self.w2v)
+        ref_model = word2vec_table([r.split() for r in refs], self.w2v)
+        words = sorted(set(gen_model.wv.index_to_key) & set(ref_model.wv.index_to_key))
+        if len(words) < 2:
+            raise MetricError("embsim with tables=word2vec needs at least two words common to both corpora")
+        ref = np.stack([ref_model.wv[w] for w in words])
+        gen = np.stack([gen_model.wv[w] for w in words])
+        value = embsim(ref, gen, self.rows)
+        fields = {"metric": "embsim", "version": VERSION, "tables": "word2vec", "word2vec": self.w2v,
+                  "gensim": gensim.__version__, "rows": self.rows, "hypotheses": len(hypotheses),
+                  "references": hashlib.sha256(canonical(sorted(refs))).hexdigest()}
+        sig = signature("embsim", {"tables": "word2vec", "dim": self.w2v["vector_size"], "win": self.w2v["window"],
+                                   "ep": self.w2v["epochs"], "seed": self.w2v["seed"], "words": len(words),
+                                   "gensim": gensim.__version__}, VERSION)
+        return result_entry("embsim", value, hash_settings("embsim", fields), sig)
+
+
+def embsim_entry(value: float, reference: np.ndarray, table: np.ndarray, rows: int | None) -> dict[str, Any]:
+    """The ``embsim`` entry for two given tables: hash over the reference table, the shapes and ``rows``."""
+    ref_digest = hashlib.sha256(np.ascontiguousarray(reference, dtype="<f4").tobytes()).hexdigest()
+    gen_digest = hashlib.sha256(np.ascontiguousarray(table, dtype="<f4").tobytes()).hexdigest()
+    fields = {"metric": "embsim", "version": VERSION, "tables": "files", "reference": ref_digest,
+              "shape": list(np.shape(table)), "rows": rows}
+    sig = signature("embsim", {"tables": "files", "ref": ref_digest[:16], "table": gen_digest[:16],
+                               "rows": rows}, VERSION)
+    return result_entry("embsim", value, hash_settings("embsim", fields), sig)
