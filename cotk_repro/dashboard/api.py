@@ -21,6 +21,7 @@ from . import leaderboard as lb
 from . import store
 from . import table as tb
 from .auth import Principal, authenticate
+from .queue import annotate_board
 from .refusals import refusals
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
@@ -86,6 +87,7 @@ class LeaderboardEntry(BaseModel):
     reproductions: int
     reproduced_by: int
     unverifiable: bool
+    verified_by: Optional[str] = None
 
 
 class LeaderboardGroup(BaseModel):
@@ -181,6 +183,17 @@ class RecordPage(BaseModel):
     pages: int
 
 
+class QueueCounts(BaseModel):
+    """The reproduction queue: jobs per state and the age of the oldest waiting one (``enabled`` false: no queue)."""
+
+    enabled: bool
+    pending: int
+    running: int
+    done: int
+    failed: int
+    oldest_pending_age_s: Optional[float]
+
+
 class ReproductionOut(BaseModel):
     """A stored reproduction of a record: who sent it, its verdict, and if it is the author's, superseded, signed."""
 
@@ -207,6 +220,8 @@ class RecordOut(BaseModel):
     reproductions: list[ReproductionOut]
     reproduced_by: int
     url: str
+    queue: Optional[dict[str, Any]] = None
+    verified_by: Optional[str] = None
 
 
 @lru_cache(maxsize=1)
@@ -352,6 +367,8 @@ async def get_record(request: Request, record_id: str):
             return 404, json.dumps({"detail": exc.message}).encode()
         rid = data["record"]["id"]
         out = {**data, "reproduced_by": store.reproduced_by(data["reproductions"]), "url": record_url(base, rid)}
+        if data.get("queue") is not None:
+            out["verified_by"] = data["queue"]["verified_by"]
         return 200, json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
 
     status, body = await dash.cached_async(("record-api", base, record_id), compute)
@@ -374,6 +391,18 @@ async def add_reproduction(request: Request, record_id: str, user: Principal = D
                         status_code=201)
 
 
+@router.get("/queue", response_model=QueueCounts)
+async def queue(request: Request):
+    """The reproduction queue (``serve --reproduce-queue``): jobs pending, running, done and failed, and how long
+    the oldest pending one has waited. Without a queue: ``enabled: false`` and zeros."""
+    dash = _dash(request)
+    if not dash.db.reproduce_queue:
+        return {"enabled": False, "pending": 0, "running": 0, "done": 0, "failed": 0, "oldest_pending_age_s": None}
+    from .queue import counts
+
+    return {"enabled": True, **await run_in_threadpool(counts, dash.db)}
+
+
 @router.get("/leaderboard", response_model=Leaderboard)
 async def leaderboard(request: Request,
                 task: str = Query(..., max_length=QSTR),
@@ -394,6 +423,7 @@ async def leaderboard(request: Request,
         data = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=per_page, page=page,
                                                   record_url=lambda rid: record_url(base, rid),
                                                   reproduced_only=reproduced))
+        annotate_board(dash.db, data)  # "verified by <pool>" where the reproduction queue runs
         return json.dumps(data, separators=(",", ":")).encode()
 
     body = await dash.cached_async(("leaderboard-api", base, task, dataset, metric, page, per_page, reproduced),

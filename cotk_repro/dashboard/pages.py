@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse, Response
 from . import leaderboard as lb
 from . import store
 from . import table as tb
+from .queue import annotate_board
 
 router = APIRouter(include_in_schema=False)
 QSTR = 200
@@ -186,6 +187,7 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
         "results": results,
         "reproductions": repros,
         "reproduced_by": store.reproduced_by(data["reproductions"]),
+        "queue": data.get("queue"),
     }
 
 
@@ -234,6 +236,7 @@ async def leaderboard_page(request: Request, task: str = Query(""), dataset: str
             return render("metrics.html", task=task, dataset=dataset, table=table, nav=nav).encode()
         board = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=PER_PAGE, page=page,
                                                    record_url=record_path, reproduced_only=reproduced))
+        annotate_board(dash.db, board)  # "verified by <pool>" where the reproduction queue runs
         more = any(g["total"] > page * PER_PAGE for g in board["groups"])
         here = board_url(task, dataset, metric) + ("&reproduced=1" if reproduced else "")
         nav = {"prev": (here + f"&page={page - 1}") if page > 1 else None,

@@ -93,12 +93,13 @@ def _as_sigint(signum, frame):  # SIGTERM -> the same clean-up path as Ctrl-C
     raise KeyboardInterrupt
 
 
-def _fetch(source_text: str, workdir: Path, wanted: str | None, steps: Steps):
+def _fetch(source_text, workdir: Path, wanted: str | None, steps: Steps):
     from .fetch import RemoteRepo, select_record
-    from .source import resolve
+    from .source import Source, resolve
 
-    with steps.step("clone", f"fetching the records of {source_text}"):
-        source = resolve(source_text)
+    shown = source_text.text if isinstance(source_text, Source) else source_text
+    with steps.step("clone", f"fetching the records of {shown}"):
+        source = source_text if isinstance(source_text, Source) else resolve(source_text)
         repo = RemoteRepo(source.git_url, source.text, workdir)
         repo.init()
         if source.record is not None:
@@ -151,10 +152,12 @@ def list_records(source_text: str) -> list[dict[str, Any]]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
+def reproduce(source_text, opts: ReproduceOptions | None = None, *,
               on_status: Callable[[str], None] | None = None,
               progress: Callable[[str], Any] | None = None) -> Outcome:
-    """Fetch a published record's code, rerun it in a runtime and compare the results with the record."""
+    """Fetch a published record's code, rerun it in a runtime and compare the results with the record.
+
+    ``source_text``: what the user typed as SOURCE, or a resolved :class:`.source.Source` (a record in hand)."""
     from ..core.config import load_config
     from ..plugins import get_plugins
 

@@ -1,0 +1,307 @@
+"""``dashboard worker``: a pool process that drains the reproduction queue (:mod:`.queue`).
+
+Each job reproduces one record from its git remote with the Docker runtime (every sandbox rule of
+``cotk-repro reproduce``: the same :func:`cotk_repro.reproduce.core.reproduce`), signs the verdict with
+the pool's key (namespace ``cotk-repro-reproduction``, :func:`cotk_repro.core.signing.sign_reproduction`,
+as ``reproduce --submit`` does) and attaches it through :func:`.store.add_reproduction`, the code behind
+``POST /api/v1/records/{id}/reproductions`` (the server's verdict, the signer check). The pool is one
+dashboard user (the owner of ``--key``): however many workers run, it counts once.
+
+Faults:
+
+* **Exactly one pool reproduction per record.** The reproduction and the job's mapping row
+  (``reproduction_pk``) are written in one transaction, the row locked first; a job that finds its
+  record already verified (a worker killed after attaching, before finishing the job) attaches nothing.
+* **A worker killed mid-job** (``kill -9``, a lost machine) stops sending heartbeats; every worker
+  sweeps for jobs of workers silent for ``stalled_after`` seconds and puts them back on the queue
+  (procrastinate's stalled-job retry), where another worker takes them.
+* **A job that cannot run** is retried, at most ``max_attempts`` runs in all, then marked failed with its
+  one-sentence reason (kept beside the job; the record page shows it). A record that can never run
+  (not marked ok, refused by the server's verdict checks) fails at once.
+* **SIGTERM / SIGINT**: procrastinate stops fetching, waits for the running jobs, and after
+  ``graceful_timeout`` seconds abandons them (they are retried as stalled jobs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from sqlalchemy import select, text
+
+from ..errors import CotkError
+from .auth import Principal
+from .queue import QUEUE, TABLE, TASK, conninfo, ensure_schema
+
+log = logging.getLogger("cotk_repro.dashboard.worker")
+
+#: a record -> its reproduction verdict document (``could not run`` with ``error`` when it could not)
+Reproducer = Callable[[dict[str, Any]], dict[str, Any]]
+
+DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_STALLED_AFTER = 30.0
+REASON_MAX = 300
+
+
+class WorkerError(CotkError):
+    """The worker cannot start (no Docker runtime, an unregistered key, SQLite)."""
+
+
+class Retryable(Exception):
+    """This attempt could not run; the job is retried while attempts remain."""
+
+
+class Permanent(Exception):
+    """This job can never succeed; it fails at once."""
+
+
+def one_sentence(message: str | None, limit: int = REASON_MAX) -> str:
+    """The first line of ``message``, cut to ``limit`` characters."""
+    line = (message or "").strip().splitlines()[0] if (message or "").strip() else "no reason given"
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def failure_reason(verdict: dict[str, Any]) -> str:
+    """``could not run: ...`` / ``timed out: ...`` from a verdict that could not run."""
+    error = one_sentence(verdict.get("error"))
+    kind = "timed out" if "time limit" in error or "timed out" in error else "could not run"
+    return f"{kind}: {error}"
+
+
+@dataclass(frozen=True)
+class PoolIdentity:
+    """The pool's signing key and the dashboard user that owns it."""
+
+    key: Any  # core.signing.SigningKey
+    principal: Principal
+    fingerprint: str
+
+
+def pool_identity(db, key_path: str | Path) -> PoolIdentity:
+    """The user whose registered, unrevoked SSH key is ``key_path``; :class:`WorkerError` otherwise."""
+    from ..core.signing import SigningError, key_from_path
+    from .models import SshKey, User
+
+    try:
+        key = key_from_path(Path(key_path), "--key")
+    except SigningError as exc:
+        raise WorkerError(exc.message) from None
+    fp = key.public.fingerprint
+    row = db.read(lambda c: c.execute(select(User.id, User.name).join(SshKey, SshKey.user_id == User.id)
+                                      .where(SshKey.fingerprint == fp, SshKey.revoked_at.is_(None))).first())
+    if row is None:
+        raise WorkerError(f"the key {fp} ({key_path}) is not registered on this dashboard (or is revoked): register "
+                          f"the pool's user with `cotk-repro dashboard add-user NAME --ssh-key {key_path}.pub`")
+    return PoolIdentity(key=key, principal=Principal(user_id=row[0], name=row[1]), fingerprint=fp)
+
+
+def docker_reproducer(base_image: str | None = None, *, timeout: float | None = None, memory: str | None = None,
+                      cpus: float | None = None) -> Reproducer:
+    """Reproduce a record with the Docker runtime from the git remote it names (never a host runtime)."""
+    from ..reproduce.core import ReproduceOptions, reproduce
+    from ..reproduce.source import source_for_record
+
+    def run(record: dict[str, Any]) -> dict[str, Any]:
+        try:
+            source = source_for_record(record)
+        except CotkError as exc:
+            raise Permanent(one_sentence(exc.message)) from None
+        opts = ReproduceOptions(runtime="docker", base_image=base_image, timeout=timeout, memory=memory, cpus=cpus,
+                                submit=False, allow_unsigned=False, trust_remote_code=False)
+        return reproduce(source, opts).verdict
+
+    return run
+
+
+def check_docker() -> None:
+    """The Docker engine answers (the worker runs nothing on its host); :class:`WorkerError` otherwise."""
+    from ..reproduce import ReproduceError
+    from ..reproduce.engine import connect
+
+    try:
+        connect(timeout=30).ping()
+    except ReproduceError as exc:
+        raise WorkerError(f"the worker needs the Docker engine: {exc.message}") from None
+
+
+class Pool:
+    """What one job does: read the record, reproduce it, sign, attach; the job's reason kept beside it."""
+
+    def __init__(self, db, identity: PoolIdentity, reproducer: Reproducer, *,
+                 max_attempts: int = DEFAULT_MAX_ATTEMPTS):
+        self.db = db
+        self.identity = identity
+        self.reproducer = reproducer
+        self.max_attempts = max_attempts
+
+    def _note(self, record_id: str, **values: Any) -> None:
+        sets = ", ".join(f"{k} = :{k}" for k in values)
+
+        def tx(conn):
+            conn.execute(text(f"UPDATE {TABLE} SET {sets}, updated_at = now() WHERE record_id = :rid"),
+                         {**values, "rid": record_id})
+            self.db.bump(conn)  # the record page shows the job's state
+
+        self.db.write(tx)
+
+    def run_job(self, record_id: str, attempt: int) -> str:
+        """Reproduce ``record_id``; the verdict attached ("already verified" when it was before). Raises
+        :class:`Retryable` or :class:`Permanent` with the one-sentence reason."""
+        from . import store
+        from ..core.signing import sign_reproduction
+
+        row = self.db.read(lambda c: c.execute(text(
+            f"SELECT m.reproduction_pk, r.body, r.status FROM {TABLE} m JOIN records r ON r.record_id = m.record_id "
+            "WHERE m.record_id = :rid"), {"rid": record_id}).first())
+        if row is None:
+            raise Permanent(f"there is no record {record_id} on this dashboard")
+        if row[0] is not None:
+            return "already verified"
+        self._note(record_id, attempts=attempt, reason=None)
+        record = json.loads(row[1])
+        if row[2] != "ok":
+            return self._fail(record_id, Permanent, f"could not run: the record is marked {row[2]}; there is no "
+                                                    "successful result to reproduce")
+        try:
+            verdict = self.reproducer(record)
+        except Permanent as exc:
+            return self._fail(record_id, Permanent, f"could not run: {exc}")
+        except CotkError as exc:
+            return self._fail(record_id, Retryable, f"could not run: {one_sentence(exc.message)}")
+        if verdict.get("verdict") == "could not run":
+            return self._fail(record_id, Retryable, failure_reason(verdict))
+        try:
+            signature = sign_reproduction(verdict, self.identity.key)
+        except CotkError as exc:
+            return self._fail(record_id, Retryable, f"could not sign: {one_sentence(exc.message)}")
+        pool_user = self.identity.principal.name
+        already: list[bool] = []
+
+        def attach(conn, reproduction_pk: int, computed: str) -> None:
+            held = conn.execute(text(f"SELECT reproduction_pk FROM {TABLE} WHERE record_id = :rid FOR UPDATE"),
+                                {"rid": record_id}).scalar()
+            if held is not None:  # another run of this job attached first (a worker killed after attaching)
+                already.append(True)
+                raise _AlreadyVerified
+            reason = None if computed == "reproduced" else f"{computed}: the pool's rerun differs from the record"
+            conn.execute(text(f"UPDATE {TABLE} SET reproduction_pk = :pk, pool_user = :u, reason = :reason, "
+                              "updated_at = now() WHERE record_id = :rid"),
+                         {"pk": reproduction_pk, "u": pool_user, "reason": reason, "rid": record_id})
+
+        try:
+            added = store.add_reproduction(self.db, record_id, self.identity.principal,
+                                           {"reproduction": verdict, "signature": signature}, in_tx=attach)
+        except _AlreadyVerified:
+            return "already verified"
+        except CotkError as exc:  # the server's checks refused it (Invalid, Forbidden, BadSignature): never retried
+            return self._fail(record_id, Permanent, f"refused by the dashboard: {one_sentence(exc.message)}")
+        return added["verdict"]
+
+    def _fail(self, record_id: str, kind: type[Exception], reason: str) -> str:
+        self._note(record_id, reason=one_sentence(reason))
+        raise kind(reason)
+
+
+class _AlreadyVerified(Exception):
+    pass
+
+
+def make_app(db, pool: Pool | None, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS, retry_wait: float = 5.0,
+             pool_size: int = 4):
+    """The procrastinate app over the dashboard's database, with the reproduction task (``pool`` runs it)."""
+    import procrastinate
+    from procrastinate import RetryStrategy
+
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(db), min_size=1,
+                                                                     max_size=pool_size))
+
+    @app.task(name=TASK, queue=QUEUE, pass_context=True,
+              retry=RetryStrategy(max_attempts=max(0, max_attempts - 1), wait=int(retry_wait),
+                                  retry_exceptions={Retryable}))
+    def reproduce_record(context, record_id: str) -> str:
+        if pool is None:
+            raise Retryable("no pool in this process")
+        attempt = (context.job.attempts or 0) + 1
+        started = time.monotonic()
+        outcome = pool.run_job(record_id, attempt)
+        log.info("record %s: %s (attempt %d, %.1f s)", record_id, outcome, attempt, time.monotonic() - started)
+        return outcome
+
+    return app
+
+
+async def _retry_stalled(app, stalled_after: float, every: float) -> None:
+    """Put the jobs of workers silent for ``stalled_after`` s back on the queue, every ``every`` s."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            jobs = await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=stalled_after)
+            for job in jobs:
+                try:
+                    await app.job_manager.retry_job(job)
+                    log.warning("job %s (record %s) of a silent worker: back on the queue", job.id,
+                                job.task_kwargs.get("record_id"))
+                except Exception:  # another worker's sweep moved it first
+                    continue
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the database restarting: the next sweep tries again
+            log.warning("stalled-job sweep failed: %s", exc)
+
+
+async def run_async(app, *, concurrency: int = 1, stalled_after: float = DEFAULT_STALLED_AFTER,
+                    graceful_timeout: float | None = None, name: str | None = None) -> None:
+    """Run a worker until SIGTERM / SIGINT: ``concurrency`` jobs at once, heartbeats every
+    ``stalled_after / 4`` s, and the stalled-job sweep."""
+    heartbeat = max(0.5, stalled_after / 4)
+    async with app.open_async():
+        sweep = asyncio.create_task(_retry_stalled(app, stalled_after, heartbeat))
+        try:
+            await app.run_worker_async(queues=[QUEUE], concurrency=concurrency, name=name,
+                                       update_heartbeat_interval=heartbeat, stalled_worker_timeout=stalled_after,
+                                       shutdown_graceful_timeout=graceful_timeout, install_signal_handlers=True,
+                                       fetch_job_polling_interval=2.0)
+        finally:
+            sweep.cancel()
+            try:
+                await sweep
+            except asyncio.CancelledError:
+                pass
+
+
+def run_worker(db_url: str, key_path: str | Path, *, concurrency: int = 1, reproducer: Reproducer | None = None,
+               base_image: str | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+               stalled_after: float = DEFAULT_STALLED_AFTER, graceful_timeout: float | None = None,
+               retry_wait: float = 5.0, on_ready: Callable[[str], None] | None = None) -> None:
+    """Serve reproduction jobs from the dashboard database at ``db_url`` until stopped (blocking).
+
+    ``reproducer`` defaults to :func:`docker_reproducer` with ``base_image`` (else ``$COTK_REPRO_BASE_IMAGE``);
+    tests pass a stand-in to exercise the queue alone.
+    """
+    from .db import open_database
+    from .queue import require_postgresql
+
+    db = open_database(db_url, migrate=False)
+    require_postgresql(db)
+    db.upgrade()
+    ensure_schema(db)
+    identity = pool_identity(db, key_path)
+    if reproducer is None:
+        check_docker()
+        reproducer = docker_reproducer(base_image or os.environ.get("COTK_REPRO_BASE_IMAGE") or None)
+    pool = Pool(db, identity, reproducer, max_attempts=max_attempts)
+    app = make_app(db, pool, max_attempts=max_attempts, retry_wait=retry_wait, pool_size=max(2, concurrency + 2))
+    if on_ready:
+        on_ready(f"worker for {db.safe_url()} as {identity.principal.name} ({identity.fingerprint}), "
+                 f"{concurrency} at once")
+    try:
+        asyncio.run(run_async(app, concurrency=concurrency, stalled_after=stalled_after,
+                              graceful_timeout=graceful_timeout, name=f"cotk-repro-{os.uname().nodename}-{os.getpid()}"))
+    finally:
+        db.dispose()
