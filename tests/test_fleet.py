@@ -289,6 +289,18 @@ def test_a_job_that_cannot_run_is_retried_a_bounded_number_of_times_then_failed_
     assert stop(w) == 0
 
 
+def test_one_attempt_means_no_retry(fleet):
+    """procrastinate reads a retry limit of 0 as "no limit": --max-attempts 1 must still mean one run."""
+    rec = fleet.record("cannot-run")
+    fleet.upload(rec)
+    w = fleet.worker(max_attempts=1)
+    wait_for(lambda: fleet.state(rec["id"])["state"] == "failed", 60, what=f"the job to fail\n{_log(fleet)}")
+    time.sleep(1.5)
+    assert [r for _, r in fleet.starts()] == [rec["id"]]
+    assert fleet.state(rec["id"])["attempts"] == 1
+    assert stop(w) == 0
+
+
 def test_sigterm_stops_a_worker_after_its_running_job(fleet):
     rec, later = fleet.record("sleep-3"), fleet.record("later")
     fleet.upload(rec)

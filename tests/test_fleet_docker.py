@@ -60,7 +60,8 @@ def test_a_worker_reproduces_an_uploaded_record_in_docker_and_signs_it(tmp_path,
         log = tmp_path / "worker.log"
         with open(log, "wb") as out:
             worker = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "worker", "--db", url, "--key",
-                                       str(pool_key), "--base-image", docker_base_image, "--max-attempts", "1"],
+                                       str(pool_key), "--base-image", docker_base_image, "--max-attempts", "1",
+                                       "--timeout", "600"],
                                       stdout=out, stderr=subprocess.STDOUT, env={**os.environ}, start_new_session=True)
         try:
             state = lambda rid: db.read(lambda c: queue.record_state(c, rid))  # noqa: E731

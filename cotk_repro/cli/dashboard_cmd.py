@@ -87,6 +87,9 @@ def register(cli: typer.Typer) -> None:
         base_image: Optional[str] = typer.Option(None, "--base-image", help="Docker base image (default: "
                                                  "COTK_REPRO_BASE_IMAGE, else the project's or the recorded "
                                                  "python:X.Y-slim)."),
+        timeout: Optional[float] = typer.Option(None, "--timeout", min=1.0, help="Wall-time limit in seconds of each "
+                                                "step that runs a record's code, as `reproduce --timeout` (default: "
+                                                "the project's config, else 3600)."),
         max_attempts: int = typer.Option(3, "--max-attempts", min=1, max=20, help="Runs of a job that could not "
                                          "run before it is marked failed."),
         stalled_after: float = typer.Option(30.0, "--stalled-after", min=2.0, help="Seconds without a heartbeat "
@@ -99,9 +102,13 @@ def register(cli: typer.Typer) -> None:
 
         Runs until SIGTERM or Ctrl-C (the running jobs finish first). Docker only: never a host runtime.
         """
+        import logging
+
         from ..dashboard.worker import run_worker
 
-        run_worker(db, key, concurrency=concurrency, base_image=base_image, max_attempts=max_attempts,
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        logging.getLogger("cotk_repro.dashboard.worker").setLevel(logging.INFO)  # one line per job
+        run_worker(db, key, concurrency=concurrency, base_image=base_image, timeout=timeout, max_attempts=max_attempts,
                    stalled_after=stalled_after, graceful_timeout=graceful_timeout,
                    on_ready=lambda line: output.info(line))
 

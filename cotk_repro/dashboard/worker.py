@@ -220,12 +220,21 @@ def make_app(db, pool: Pool | None, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     import procrastinate
     from procrastinate import RetryStrategy
 
+    # The queue's own transitions (fetch, finish, heartbeat) commit without waiting for the WAL flush: a
+    # server crash may lose the last few ms of them, which only reruns a job (a lost "started": it is taken
+    # again; a lost "finished": retried as stalled), and a rerun attaches nothing twice (see Pool.run_job).
+    # The attach transaction itself, on the dashboard's engine, stays durable.
+    options = " ".join(filter(None, [db.url.query.get("options") if isinstance(db.url.query.get("options"), str)
+                                     else None, "-c synchronous_commit=off"]))
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(db), min_size=1,
-                                                                     max_size=pool_size))
+                                                                     max_size=pool_size,
+                                                                     kwargs={"options": options}))
 
-    @app.task(name=TASK, queue=QUEUE, pass_context=True,
-              retry=RetryStrategy(max_attempts=max(0, max_attempts - 1), wait=int(retry_wait),
-                                  retry_exceptions={Retryable}))
+    # procrastinate's max_attempts counts the retries, and 0 there means "no limit": one run is no retry at all
+    retry = RetryStrategy(max_attempts=max_attempts - 1, wait=int(retry_wait), retry_exceptions={Retryable}) \
+        if max_attempts > 1 else False
+
+    @app.task(name=TASK, queue=QUEUE, pass_context=True, retry=retry)
     def reproduce_record(context, record_id: str) -> str:
         if pool is None:
             raise Retryable("no pool in this process")
@@ -278,7 +287,7 @@ async def run_async(app, *, concurrency: int = 1, stalled_after: float = DEFAULT
 
 
 def run_worker(db_url: str, key_path: str | Path, *, concurrency: int = 1, reproducer: Reproducer | None = None,
-               base_image: str | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+               base_image: str | None = None, timeout: float | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
                stalled_after: float = DEFAULT_STALLED_AFTER, graceful_timeout: float | None = None,
                retry_wait: float = 5.0, on_ready: Callable[[str], None] | None = None) -> None:
     """Serve reproduction jobs from the dashboard database at ``db_url`` until stopped (blocking).
@@ -289,6 +298,8 @@ def run_worker(db_url: str, key_path: str | Path, *, concurrency: int = 1, repro
     from .db import open_database
     from .queue import require_postgresql
 
+    if max_attempts < 1:
+        raise WorkerError(f"--max-attempts must be at least 1, not {max_attempts}")
     db = open_database(db_url, migrate=False)
     require_postgresql(db)
     db.upgrade()
@@ -296,7 +307,7 @@ def run_worker(db_url: str, key_path: str | Path, *, concurrency: int = 1, repro
     identity = pool_identity(db, key_path)
     if reproducer is None:
         check_docker()
-        reproducer = docker_reproducer(base_image or os.environ.get("COTK_REPRO_BASE_IMAGE") or None)
+        reproducer = docker_reproducer(base_image or os.environ.get("COTK_REPRO_BASE_IMAGE") or None, timeout=timeout)
     pool = Pool(db, identity, reproducer, max_attempts=max_attempts)
     app = make_app(db, pool, max_attempts=max_attempts, retry_wait=retry_wait, pool_size=max(2, concurrency + 2))
     if on_ready:
