@@ -10,8 +10,9 @@ tables), so a fleet needs no second service. How "exactly one job per record" ho
 * **One row per record.** ``cotk_repro_reproduce_jobs`` maps a record id (its primary key) to its job:
   a second job for a record is a unique violation, whatever code path tried it. A duplicate upload
   creates no record, so it enqueues nothing.
-* The job carries the record id as its procrastinate ``lock`` (never two workers on one record at once)
-  and ``queueing_lock`` (never two waiting jobs for one record).
+* The job carries the record id as its procrastinate ``queueing_lock`` (never two waiting jobs for one
+  record). No procrastinate ``lock``: with one job per record it would add nothing but a subquery to every
+  fetch; a record is attached at most once by the pool whatever runs it (:mod:`.worker`).
 
 The schema (procrastinate's own, plus the mapping table) is applied by :func:`ensure_schema` when
 ``dashboard serve --reproduce-queue`` or ``dashboard worker`` starts, under an advisory lock, and only
@@ -52,7 +53,7 @@ CREATE INDEX IF NOT EXISTS {TABLE}_job_idx ON {TABLE} (job_id);
 
 _DEFER = text(f"""
 SELECT unnest(procrastinate_defer_jobs_v1(ARRAY(
-    SELECT ROW(:queue, :task, 0, rid, rid, jsonb_build_object('record_id', rid),
+    SELECT ROW(:queue, :task, 0, NULL, rid, jsonb_build_object('record_id', rid),
                NULL::timestamptz)::procrastinate_job_to_defer_v1
       FROM unnest(CAST(:rids AS text[])) AS rid)))
 """)
