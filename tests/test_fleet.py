@@ -42,9 +42,9 @@ class Fleet:
         self.db = open_database(url)
         if queue_on:
             queue.start(self.db)
-        self.keys, self.users = {}, {}
+        self.keys, self.users, self.tokens = {}, {}, {}
         for name in ("alice", "bob", "verifier"):
-            add_user(self.db, name)
+            self.tokens[name] = add_user(self.db, name)[0]
             self.keys[name] = make_key(tmp / f"{name}-keys")
             add_key(self.db, name, self.keys[name].with_suffix(".pub").read_text())
             uid = self.db.read(lambda c, n=name: c.execute(text("SELECT id FROM users WHERE name = :n"), {"n": n}).scalar())
@@ -150,6 +150,39 @@ def test_every_record_gets_one_job_and_a_duplicate_or_mirror_none(fleet):
     with pytest.raises(Exception):
         fleet.db.write(lambda conn: queue.enqueue(conn, [rec3["id"]]))
     assert fleet.jobs_of(rec3["id"]) == 1
+
+
+def test_serve_with_the_queue_enqueues_every_http_upload(fleet):
+    """`dashboard serve --reproduce-queue` with 2 server processes (the settings travel by environment)."""
+    proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "serve", "--db", fleet.url,
+                             "--reproduce-queue", "--port", "0", "--workers", "2", "--no-access-log"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://"), proc.stderr.read() if proc.poll() is not None else url
+
+        def post(record):
+            req = urllib.request.Request(url + "/api/v1/records", data=json.dumps(fleet.signed(record)).encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {fleet.tokens['alice']}"})
+            return urllib.request.urlopen(req, timeout=30).status
+
+        wait_for(lambda: _answers(url + "/api/v1/health"), 60, what="the server")
+        recs = [fleet.record(f"http-{i}") for i in range(6)]
+        assert [post(r) for r in recs] == [201] * 6
+        assert [post(r) for r in recs[:3]] == [200] * 3  # duplicates: no new job
+        assert [fleet.jobs_of(r["id"]) for r in recs] == [1] * 6
+        counts = json.loads(urllib.request.urlopen(url + "/api/v1/queue", timeout=30).read())
+        assert counts["enabled"] is True and counts["pending"] == 6 and counts["oldest_pending_age_s"] >= 0
+    finally:
+        stop(proc, signal.SIGTERM)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return urllib.request.urlopen(url, timeout=5).status == 200
+    except OSError:
+        return False
 
 
 CRASH = r"""
