@@ -345,3 +345,39 @@ def test_sigterm_stops_a_worker_after_its_running_job(fleet):
     assert fleet.state(rec["id"])["state"] == "done"
     assert len(fleet.pool_reproductions(rec["id"])) == 1
     assert fleet.state(later["id"])["state"] == "pending"
+
+
+# -- attacker: a stranger writes the record, and so the git remote a worker fetches -------------------------------
+@pytest.mark.parametrize("remote", [
+    "ext::sh -c touch% {canary}://x",          # git's ext transport runs a command
+    "file://{tmp}/private",                     # the worker's own disk
+    "-oProxyCommand=touch {canary}@host:x",     # an option to git
+    "ssh://-oProxyCommand=touch%20{canary}/x",  # an option to ssh
+    "https://host/a\n",                         # a line break
+    "local:proj",                               # a path on the author's machine
+])
+def test_a_record_naming_a_hostile_git_remote_fails_at_once_and_runs_nothing(fleet, tmp_path, remote):
+    from dashboard_support import make_record
+
+    from cotk_repro.dashboard.worker import Permanent, Pool, docker_reproducer, pool_identity
+
+    canary = tmp_path / "canary"
+    (tmp_path / "private").mkdir()
+    rec = make_record({"bleu": (0.25, fake_hash("refs"))}, name="hostile",
+                      remote_url=remote.format(canary=canary, tmp=tmp_path))
+    fleet.upload(rec)
+    pool = Pool(fleet.db, pool_identity(fleet.db, fleet.keys["verifier"]), docker_reproducer())
+    with pytest.raises(Permanent):
+        pool.run_job(rec["id"], 1)
+    assert not canary.exists()
+    reason = fleet.state(rec["id"])["reason"]
+    assert reason.startswith("could not run: the record's git remote ") and "\n" not in reason
+    assert fleet.pool_reproductions(rec["id"]) == []
+
+
+def test_plain_git_remotes_are_accepted():
+    from cotk_repro.dashboard.worker import check_remote
+
+    for url in ("https://github.com/a/b.git", "git://127.0.0.1:9418/alice/proj.git", "ssh://git@github.com/a/b",
+                "git@github.com:a/b.git", "https://gitlab.example.org:8443/group/sub/p"):
+        assert check_remote(url) == url

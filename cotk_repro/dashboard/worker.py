@@ -28,6 +28,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,26 @@ def pool_identity(db, key_path: str | Path) -> PoolIdentity:
     return PoolIdentity(key=key, principal=Principal(user_id=row[0], name=row[1]), fingerprint=fp)
 
 
+#: the git transports a worker fetches a stranger's record over (set as GIT_ALLOW_PROTOCOL for the process)
+ALLOWED_PROTOCOLS = "https:ssh:git"
+_PLAIN_URL = re.compile(r"^(?:(?:https|ssh|git)://[A-Za-z0-9._~@:\[\]-]+/|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:)"
+                        r"[A-Za-z0-9._~/%+@:=-]*$")
+
+
+def check_remote(url: Any) -> str:
+    """The record's git remote when it is a plain ``https://``, ``ssh://``, ``git://`` or scp-like
+    (``user@host:path``) URL; :class:`Permanent` otherwise. A stranger writes this URL and the worker hands
+    it to git: no ``file://`` (the worker's own disk), no ``ext::`` (a command), no leading ``-`` (an option),
+    no spaces or control characters."""
+    if not isinstance(url, str) or not _PLAIN_URL.fullmatch(url):
+        shown = url[:120] if isinstance(url, str) else type(url).__name__
+        raise Permanent(f"the record's git remote {shown!r} is not a plain https://, ssh://, git:// or scp-like URL")
+    host = url.split("://", 1)[1].split("/", 1)[0] if "://" in url else url.split("@", 1)[1].split(":", 1)[0]
+    if host.split("@")[-1].startswith("-"):
+        raise Permanent(f"the record's git remote {url[:120]!r} names a host that starts with '-'")
+    return url
+
+
 def docker_reproducer(base_image: str | None = None, *, timeout: float | None = None, memory: str | None = None,
                       cpus: float | None = None) -> Reproducer:
     """Reproduce a record with the Docker runtime from the git remote it names (never a host runtime)."""
@@ -108,6 +129,7 @@ def docker_reproducer(base_image: str | None = None, *, timeout: float | None = 
     from ..reproduce.source import source_for_record
 
     def run(record: dict[str, Any]) -> dict[str, Any]:
+        check_remote((record.get("code") or {}).get("remote_url") if isinstance(record.get("code"), dict) else None)
         try:
             source = source_for_record(record)
         except CotkError as exc:
@@ -306,6 +328,7 @@ def run_worker(db_url: str, key_path: str | Path, *, concurrency: int = 1, repro
     ensure_schema(db)
     identity = pool_identity(db, key_path)
     if reproducer is None:
+        os.environ["GIT_ALLOW_PROTOCOL"] = ALLOWED_PROTOCOLS  # git itself refuses any other transport (submodules too)
         check_docker()
         reproducer = docker_reproducer(base_image or os.environ.get("COTK_REPRO_BASE_IMAGE") or None, timeout=timeout)
     pool = Pool(db, identity, reproducer, max_attempts=max_attempts)
