@@ -115,6 +115,14 @@ def test_serve_with_the_queue_is_refused_on_sqlite_in_one_sentence(tmp_path):
     assert res.returncode == 2 and "the reproduction queue needs PostgreSQL: " in res.stderr, res
 
 
+def test_worker_refuses_a_key_that_cannot_sign(fleet, tmp_path):
+    locked = make_key(tmp_path / "locked", passphrase="secret")
+    add_key(fleet.db, "verifier", locked.with_suffix(".pub").read_text())
+    res = run_cli("dashboard", "worker", "--db", fleet.url, "--key", str(locked), timeout=60,
+                  env={"SSH_AUTH_SOCK": ""})
+    assert res.returncode == 2 and "the pool's key cannot sign" in res.stderr, res
+
+
 def test_worker_refuses_a_key_nobody_registered(fleet, tmp_path):
     stranger = make_key(tmp_path / "stranger")
     res = run_cli("dashboard", "worker", "--db", fleet.url, "--key", str(stranger), timeout=60)

@@ -398,9 +398,14 @@ async def queue(request: Request):
     dash = _dash(request)
     if not dash.db.reproduce_queue:
         return {"enabled": False, "pending": 0, "running": 0, "done": 0, "failed": 0, "oldest_pending_age_s": None}
+    import time
+
     from .queue import counts
 
-    return {"enabled": True, **await run_in_threadpool(counts, dash.db)}
+    cached = getattr(dash, "queue_counts", None)  # one count per second at most, however many readers
+    if cached is None or time.monotonic() - cached[0] > 1.0:
+        cached = dash.queue_counts = (time.monotonic(), await run_in_threadpool(counts, dash.db))
+    return {"enabled": True, **cached[1]}
 
 
 @router.get("/leaderboard", response_model=Leaderboard)

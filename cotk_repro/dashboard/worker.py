@@ -99,6 +99,12 @@ def pool_identity(db, key_path: str | Path) -> PoolIdentity:
     if row is None:
         raise WorkerError(f"the key {fp} ({key_path}) is not registered on this dashboard (or is revoked): register "
                           f"the pool's user with `cotk-repro dashboard add-user NAME --ssh-key {key_path}.pub`")
+    from ..core.signing import NS_REPRODUCTION, sign_bytes
+
+    try:  # a key that cannot sign (a passphrase, no agent) is said now, not after every job's reproduction
+        sign_bytes(b"cotk-repro worker start", NS_REPRODUCTION, key)
+    except SigningError as exc:
+        raise WorkerError(f"the pool's key cannot sign: {exc.message}") from None
     return PoolIdentity(key=key, principal=Principal(user_id=row[0], name=row[1]), fingerprint=fp)
 
 
@@ -147,7 +153,7 @@ def check_docker() -> None:
     from ..reproduce.engine import connect
 
     try:
-        connect(timeout=30).ping()
+        connect(timeout=30)
     except ReproduceError as exc:
         raise WorkerError(f"the worker needs the Docker engine: {exc.message}") from None
 
