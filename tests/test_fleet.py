@@ -28,6 +28,8 @@ from signing_support import make_key
 
 from cotk_repro.core.signing import key_from_path, sign_record
 from cotk_repro.dashboard import queue, store
+
+pytest.importorskip("procrastinate", reason="the fleet's queue needs procrastinate (pip install 'cotk-repro[postgres]')")
 from cotk_repro.dashboard.auth import Principal, add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.identity import add_key

@@ -32,6 +32,7 @@ from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.identity import add_key
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytest.importorskip("procrastinate", reason="the fleet's queue needs procrastinate (pip install 'cotk-repro[postgres]')")
 
 
 def test_a_worker_reproduces_an_uploaded_record_in_docker_and_signs_it(tmp_path, docker_base_image):
