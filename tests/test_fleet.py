@@ -294,6 +294,9 @@ def test_two_workers_verify_every_record_once_and_the_dashboard_shows_it(fleet):
         verified = {e["id"]: e.get("verified_by") for g in board["groups"] for e in g["entries"]}
         assert verified[recs[0]["id"]] == "verifier" and verified[differs["id"]] is None
         assert "verified by verifier" in get("/leaderboard?task=lm&dataset=coco&metric=bleu")
+        table = json.loads(get("/api/v1/table?task=lm&dataset=coco"))
+        assert {r["id"]: r.get("verified_by") for r in table["rows"]}[recs[0]["id"]] == "verifier"
+        assert "verified by verifier" in get("/leaderboard?task=lm&dataset=coco")
     finally:
         stop_server()
     for w in (w1, w2):

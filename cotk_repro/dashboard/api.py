@@ -21,7 +21,7 @@ from . import leaderboard as lb
 from . import store
 from . import table as tb
 from .auth import Principal, authenticate
-from .queue import annotate_board
+from .queue import annotate_board, annotate_entries
 from .refusals import refusals
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
@@ -144,6 +144,7 @@ class TableRow(BaseModel):
     submitted_at: str
     reproduced_by: int
     cells: dict[str, Optional[TableCell]]
+    verified_by: Optional[str] = None
 
 
 class Table(BaseModel):
@@ -453,6 +454,7 @@ async def table(request: Request,
     def compute() -> bytes:
         data = dash.db.read(lambda conn: tb.build(conn, task, dataset, sort=sort, limit=per_page, page=page,
                                                   record_url=lambda rid: record_url(base, rid)))
+        annotate_entries(dash.db, data["rows"])  # "verified by <pool>" where the reproduction queue runs
         return json.dumps(data, separators=(",", ":")).encode()
 
     body = await dash.cached_async(("table-api", base, task, dataset, sort, page, per_page), compute, stale_ok=True)

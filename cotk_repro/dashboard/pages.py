@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse, Response
 from . import leaderboard as lb
 from . import store
 from . import table as tb
-from .queue import annotate_board
+from .queue import annotate_board, annotate_entries
 
 router = APIRouter(include_in_schema=False)
 QSTR = 200
@@ -230,6 +230,7 @@ async def leaderboard_page(request: Request, task: str = Query(""), dataset: str
         if metric is None:  # every metric side by side, each column linking to its leaderboard
             table = dash.db.read(lambda conn: tb.build(conn, task, dataset, sort=sort, limit=PER_PAGE, page=page,
                                                        record_url=record_path))
+            annotate_entries(dash.db, table["rows"])  # "verified by <pool>" where the reproduction queue runs
             here = board_url(task, dataset) + (f"&sort={quote(sort, safe='')}" if sort else "")
             nav = {"prev": (here + f"&page={page - 1}") if page > 1 else None,
                    "next": (here + f"&page={page + 1}") if table["total"] > page * PER_PAGE else None}
