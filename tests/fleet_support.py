@@ -129,3 +129,44 @@ def _main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _main(sys.argv[1:])
+
+
+@contextmanager
+def private_postgresql():
+    """A PostgreSQL server of this test's own (initdb in a new folder under the temp dir, as the ``postgres``
+    user when run as root), so that it can be restarted under load; yields ``(url, restart)``."""
+    import glob
+    import shutil
+    import socket
+    import tempfile
+
+    import pytest
+
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not bins:
+        pytest.skip("no PostgreSQL server binaries (initdb) on this machine")
+    pgbin = Path(bins[-1]).parent
+    folder = Path(tempfile.mkdtemp(prefix="cotk-fleet-pg-"))  # pytest's folders are the root user's alone
+    runas: list[str] = []
+    if os.getuid() == 0:
+        subprocess.run(["chown", "-R", "postgres", str(folder)], check=True)
+        runas = ["runuser", "-u", "postgres", "--"]
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    data = folder / "data"
+    subprocess.run([*runas, str(pgbin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"],
+                   check=True, capture_output=True)
+    ctl = [*runas, str(pgbin / "pg_ctl"), "-D", str(data), "-l", str(folder / "server.log"), "-w",
+           "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1"]
+    subprocess.run([*ctl, "start"], check=True, capture_output=True)
+
+    def restart() -> None:
+        subprocess.run([*ctl, "-m", "fast", "restart"], check=True, capture_output=True)
+
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", restart
+    finally:
+        subprocess.run([*ctl, "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)

@@ -23,7 +23,7 @@ from sqlalchemy import text
 
 from conftest import run_cli
 from dashboard_support import fake_hash, make_record
-from fleet_support import own_database, start_worker, stop, wait_for
+from fleet_support import own_database, private_postgresql, start_worker, stop, wait_for
 from signing_support import make_key
 
 from cotk_repro.core.signing import key_from_path, sign_record
@@ -319,6 +319,30 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_record_gets_one_pool_reprod
     assert state["attempts"] == 2 and state["verified_by"] == "verifier"
     assert len(fleet.pool_reproductions(rec["id"])) == 1
     assert stop(second) == 0
+
+
+def test_postgresql_restarted_under_load_loses_no_job_and_duplicates_no_reproduction(tmp_path):
+    """A server of the test's own (the shared one is not ours to restart), restarted while two workers drain."""
+    with private_postgresql() as (url, restart):
+        f = Fleet(url, tmp_path)
+        f.procs = []
+        try:
+            recs = [f.record("sleep-0.3", value=0.1 + i / 100) for i in range(24)]
+            for r in recs:
+                f.upload(r)
+            f.worker(stalled_after=4), f.worker(stalled_after=4)
+            wait_for(lambda: queue.counts(f.db)["done"] >= 4, 60, what=f"a few jobs done\n{_log(f)}")
+            restart()  # every connection dropped, jobs running
+            c = wait_for(lambda: (x := queue.counts(f.db))["done"] + x["failed"] == len(recs) and x, 180,
+                         what=f"every job finished after the restart\n{_log(f)}")
+            assert c["done"] == len(recs), _log(f)
+            for r in recs:
+                assert len(f.pool_reproductions(r["id"])) == 1, r["id"]
+            assert all(p.poll() is None for p in f.procs), "the workers survived the restart\n" + _log(f)
+        finally:
+            for proc in f.procs:
+                stop(proc, signal.SIGKILL, timeout=10)
+            f.db.dispose()
 
 
 def test_a_job_that_cannot_run_is_retried_a_bounded_number_of_times_then_failed_with_its_reason(fleet):

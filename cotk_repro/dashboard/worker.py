@@ -158,15 +158,40 @@ def check_docker() -> None:
         raise WorkerError(f"the worker needs the Docker engine: {exc.message}") from None
 
 
+#: how long a job waits for the database to come back (a restart, a fail-over) before giving up the attempt
+DB_PATIENCE = 120.0
+
+
+def with_database(fn: Callable[[], Any], what: str, patience: float = DB_PATIENCE) -> Any:
+    """``fn()``, again while the database is unreachable (connection refused or dropped, the server restarting),
+    for up to ``patience`` seconds; then :class:`Retryable`. Every ``fn`` here is safe to repeat: reads, the
+    progress note, and the attach (a repeat after a commit whose answer was lost finds the record attached)."""
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    deadline = time.monotonic() + patience
+    wait = 0.25
+    while True:
+        try:
+            return fn()
+        except (OperationalError, InterfaceError) as exc:
+            if time.monotonic() + wait > deadline:
+                raise Retryable(f"could not run: the dashboard database did not answer while {what} "
+                                f"({one_sentence(str(exc.orig or exc), 160)})") from None
+            log.warning("the database did not answer while %s; trying again in %.1f s", what, wait)
+            time.sleep(wait)
+            wait = min(5.0, wait * 2)
+
+
 class Pool:
     """What one job does: read the record, reproduce it, sign, attach; the job's reason kept beside it."""
 
     def __init__(self, db, identity: PoolIdentity, reproducer: Reproducer, *,
-                 max_attempts: int = DEFAULT_MAX_ATTEMPTS):
+                 max_attempts: int = DEFAULT_MAX_ATTEMPTS, db_patience: float = DB_PATIENCE):
         self.db = db
         self.identity = identity
         self.reproducer = reproducer
         self.max_attempts = max_attempts
+        self.db_patience = db_patience
 
     def _note(self, record_id: str, **values: Any) -> None:
         sets = ", ".join(f"{k} = :{k}" for k in values)
@@ -178,7 +203,7 @@ class Pool:
                          {**values, "rid": record_id})
             self.db.bump(conn)  # the record page shows the job's state
 
-        self.db.write(tx)
+        with_database(lambda: self.db.write(tx), "noting the job's progress", self.db_patience)
 
     def run_job(self, record_id: str, attempt: int) -> str:
         """Reproduce ``record_id``; the verdict attached ("already verified" when it was before). Raises
@@ -186,9 +211,9 @@ class Pool:
         from . import store
         from ..core.signing import sign_reproduction
 
-        row = self.db.read(lambda c: c.execute(text(
+        row = with_database(lambda: self.db.read(lambda c: c.execute(text(
             f"SELECT m.reproduction_pk, r.body, r.status FROM {TABLE} m JOIN records r ON r.record_id = m.record_id "
-            "WHERE m.record_id = :rid"), {"rid": record_id}).first())
+            "WHERE m.record_id = :rid"), {"rid": record_id}).first()), "reading the record", self.db_patience)
         if row is None:
             raise Permanent(f"there is no record {record_id} on this dashboard")
         if row[0] is not None:
@@ -225,8 +250,9 @@ class Pool:
                          {"pk": reproduction_pk, "u": pool_user, "reason": reason, "rid": record_id})
 
         try:
-            added = store.add_reproduction(self.db, record_id, self.identity.principal,
-                                           {"reproduction": verdict, "signature": signature}, in_tx=attach)
+            added = with_database(lambda: store.add_reproduction(
+                self.db, record_id, self.identity.principal, {"reproduction": verdict, "signature": signature},
+                in_tx=attach), "attaching the reproduction", self.db_patience)
         except _AlreadyVerified:
             return "already verified"
         except CotkError as exc:  # the server's checks refused it (Invalid, Forbidden, BadSignature): never retried
