@@ -418,3 +418,22 @@ def test_plain_git_remotes_are_accepted():
     for url in ("https://github.com/a/b.git", "git://127.0.0.1:9418/alice/proj.git", "ssh://git@github.com/a/b",
                 "git@github.com:a/b.git", "https://gitlab.example.org:8443/group/sub/p"):
         assert check_remote(url) == url
+
+
+def test_the_stalled_job_sweep_takes_only_jobs_of_silent_workers(fleet):
+    rec = fleet.record("sweep")
+    fleet.upload(rec)
+
+    def run(sql, **p):
+        return fleet.db.write(lambda c: c.execute(text(sql), p).all() if "RETURNING" in sql or "SELECT" in sql
+                              else c.execute(text(sql), p))
+
+    wid = run("INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now()) RETURNING id")[0][0]
+    run("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w", w=wid)
+    assert queue.retry_stalled(fleet.db, 5) == []  # a live worker's job stays its own
+    run("UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 minute' WHERE id = :w", w=wid)
+    job = fleet.db.read(lambda c: queue.record_state(c, rec["id"]))["job"]
+    assert queue.retry_stalled(fleet.db, 5) == [job]
+    assert fleet.state(rec["id"])["state"] == "pending"
+    assert queue.retry_stalled(fleet.db, 5) == []  # once
+    assert fleet.sql("SELECT attempts FROM procrastinate_jobs WHERE id = :j", j=job) == [(1,)]

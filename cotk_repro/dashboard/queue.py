@@ -32,6 +32,7 @@ QUEUE = "cotk-repro-reproduce"
 TASK = "cotk_repro.reproduce_record"
 TABLE = "cotk_repro_reproduce_jobs"
 _SCHEMA_LOCK = 7268210002  # pg_advisory_xact_lock key (the migrations use ...001)
+_SWEEP_LOCK = 7268210003  # one stalled-job sweep at a time, across every worker
 
 #: procrastinate's job status -> what the dashboard calls it
 STATES = {"todo": "pending", "doing": "running", "succeeded": "done", "failed": "failed",
@@ -134,6 +135,32 @@ def enqueue_missing(db) -> int:
         rids = conn.execute(text(f"SELECT r.record_id FROM records r WHERE NOT EXISTS "
                                  f"(SELECT 1 FROM {TABLE} m WHERE m.record_id = r.record_id)")).scalars().all()
         return len(enqueue(conn, rids))
+
+    return db.write(tx)
+
+
+_STALLED = text("""
+SELECT job.id FROM procrastinate_jobs job
+  LEFT JOIN procrastinate_workers w ON w.id = job.worker_id
+ WHERE job.status = 'doing' AND job.queue_name = :q
+   AND (job.worker_id IS NULL OR w.id IS NULL OR w.last_heartbeat < now() - make_interval(secs => :s))
+   FOR UPDATE OF job SKIP LOCKED
+""")
+
+
+def retry_stalled(db, seconds: float) -> list[int]:
+    """Put back on the queue the running jobs of workers silent for ``seconds`` (killed, lost); their ids.
+
+    One transaction under an advisory lock: the jobs are found and retried (procrastinate's
+    ``procrastinate_retry_job_v2``) together, so two workers sweeping at once never put back a job that
+    a live worker took in between."""
+    def tx(conn):
+        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": _SWEEP_LOCK}).scalar():
+            return []  # another worker is sweeping
+        ids = list(conn.execute(_STALLED, {"q": QUEUE, "s": float(seconds)}).scalars())
+        for job_id in ids:
+            conn.execute(text("SELECT procrastinate_retry_job_v2(:id, now(), NULL, NULL, NULL)"), {"id": job_id})
+        return ids
 
     return db.write(tx)
 

@@ -301,32 +301,29 @@ def make_app(db, pool: Pool | None, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     return app
 
 
-async def _retry_stalled(app, stalled_after: float, every: float) -> None:
-    """Put the jobs of workers silent for ``stalled_after`` s back on the queue, every ``every`` s."""
+async def _retry_stalled(db, stalled_after: float, every: float) -> None:
+    """Every ``every`` s, put the jobs of workers silent for ``stalled_after`` s back on the queue
+    (:func:`.queue.retry_stalled`)."""
+    from .queue import retry_stalled
+
     while True:
         await asyncio.sleep(every)
         try:
-            jobs = await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=stalled_after)
-            for job in jobs:
-                try:
-                    await app.job_manager.retry_job(job)
-                    log.warning("job %s (record %s) of a silent worker: back on the queue", job.id,
-                                job.task_kwargs.get("record_id"))
-                except Exception:  # another worker's sweep moved it first
-                    continue
+            for job_id in await asyncio.to_thread(retry_stalled, db, stalled_after):
+                log.warning("job %s of a silent worker: back on the queue", job_id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the database restarting: the next sweep tries again
-            log.warning("stalled-job sweep failed: %s", exc)
+            log.warning("stalled-job sweep failed: %s", one_sentence(str(exc), 200))
 
 
-async def run_async(app, *, concurrency: int = 1, stalled_after: float = DEFAULT_STALLED_AFTER,
+async def run_async(app, db, *, concurrency: int = 1, stalled_after: float = DEFAULT_STALLED_AFTER,
                     graceful_timeout: float | None = None, name: str | None = None) -> None:
     """Run a worker until SIGTERM / SIGINT: ``concurrency`` jobs at once, heartbeats every
     ``stalled_after / 4`` s, and the stalled-job sweep."""
     heartbeat = max(0.5, stalled_after / 4)
     async with app.open_async():
-        sweep = asyncio.create_task(_retry_stalled(app, stalled_after, heartbeat))
+        sweep = asyncio.create_task(_retry_stalled(db, stalled_after, heartbeat))
         try:
             await app.run_worker_async(queues=[QUEUE], concurrency=concurrency, name=name,
                                        update_heartbeat_interval=heartbeat, stalled_worker_timeout=stalled_after,
@@ -369,7 +366,7 @@ def run_worker(db_url: str, key_path: str | Path, *, concurrency: int = 1, repro
         on_ready(f"worker for {db.safe_url()} as {identity.principal.name} ({identity.fingerprint}), "
                  f"{concurrency} at once")
     try:
-        asyncio.run(run_async(app, concurrency=concurrency, stalled_after=stalled_after,
+        asyncio.run(run_async(app, db, concurrency=concurrency, stalled_after=stalled_after,
                               graceful_timeout=graceful_timeout, name=f"cotk-repro-{os.uname().nodename}-{os.getpid()}"))
     finally:
         db.dispose()
