@@ -14,7 +14,11 @@ Faults:
   record already verified (a worker killed after attaching, before finishing the job) attaches nothing.
 * **A worker killed mid-job** (``kill -9``, a lost machine) stops sending heartbeats; every worker
   sweeps for jobs of workers silent for ``stalled_after`` seconds and puts them back on the queue
-  (procrastinate's stalled-job retry), where another worker takes them.
+  (:func:`.queue.retry_stalled`: procrastinate's retry, one sweep at a time), where another worker takes them.
+* **The database restarting**: procrastinate's pool reconnects; a job's own database work waits for the
+  database (:func:`with_database`), so a finished reproduction is not thrown away.
+* **A stranger's git remote**: only plain https / ssh / git / scp-like URLs (:func:`check_remote`), and git
+  itself limited to those transports.
 * **A job that cannot run** is retried, at most ``max_attempts`` runs in all, then marked failed with its
   one-sentence reason (kept beside the job; the record page shows it). A record that can never run
   (not marked ok, refused by the server's verdict checks) fails at once.
