@@ -162,10 +162,14 @@ def free_port() -> int:
     return port
 
 
+#: more `dashboard serve` options for every server started (--reproduce-queue: the fleet's queue on, issue 28)
+SERVE_EXTRA: list[str] = []
+
+
 def start_server(db_url: str, workers: int) -> tuple[subprocess.Popen, str]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "serve", "--db", db_url, "--port",
-                             str(port), "--workers", str(workers), "--no-access-log"],
+                             str(port), "--workers", str(workers), "--no-access-log", *SERVE_EXTRA],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
     url = proc.stdout.readline().strip()
     import requests
@@ -459,7 +463,11 @@ def main() -> None:
                          "(the leaderboard while --write-rate uploads/s come in)")
     ap.add_argument("--python-load", action="store_true", help="use the Python load generator even if wrk exists")
     ap.add_argument("--json", action="store_true", help="print all rows as JSON at the end")
+    ap.add_argument("--reproduce-queue", action="store_true", help="serve with the reproduction queue on "
+                    "(PostgreSQL: every upload also enqueues its job, docs/fleet.md)")
     args = ap.parse_args()
+    if args.reproduce_queue:
+        SERVE_EXTRA.append("--reproduce-queue")
     args.parts = set(args.parts.split(","))
     rows = []
     tmp = Path(tempfile.mkdtemp(prefix="cotk-dash-bench-"))

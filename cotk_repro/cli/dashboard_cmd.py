@@ -1,4 +1,4 @@
-"""``cotk-repro dashboard ...``: serve, add-user, revoke-token, users, migrate.
+"""``cotk-repro dashboard ...``: serve, worker, add-user, revoke-token, users, migrate.
 
 Parsing and rendering only; the work is in :mod:`cotk_repro.dashboard`.
 """
@@ -59,6 +59,9 @@ def register(cli: typer.Typer) -> None:
         access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request."),
         allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Accept records and reproductions without "
                                             "an SSH signature (shown as unsigned; default: refused with 403)."),
+        reproduce_queue: bool = typer.Option(False, "--reproduce-queue", help="Give every record accepted a "
+                                             "reproduction job, drained by `cotk-repro dashboard worker` processes "
+                                             "(PostgreSQL only; docs/fleet.md)."),
     ) -> None:
         """Run the dashboard (creates or upgrades its database first) and print its URL."""
         from ..dashboard.server import serve as do_serve
@@ -70,7 +73,44 @@ def register(cli: typer.Typer) -> None:
 
         do_serve(db, host=host, port=port, workers=workers, max_body=max_body, rate_limit=rate_limit,
                  read_rate_limit=read_rate_limit, public_url=public_url, access_log=access_log, on_ready=ready,
-                 allow_unsigned=allow_unsigned)
+                 allow_unsigned=allow_unsigned, reproduce_queue=reproduce_queue)
+
+    @group.command()
+    def worker(
+        db: str = typer.Option(..., "--db", help="The dashboard's PostgreSQL URL, postgresql+psycopg://USER@HOST/DB "
+                                                 "(the queue lives there)."),
+        key: Path = typer.Option(..., "--key", metavar="PRIVATE_KEY", help="The pool's SSH private key (its .pub "
+                                 "beside it), registered for the pool's user: `dashboard add-user NAME --ssh-key "
+                                 "KEY.pub`. Every reproduction is signed with it."),
+        concurrency: int = typer.Option(1, "--concurrency", min=1, max=64, help="Reproductions run at once by this "
+                                        "worker."),
+        base_image: Optional[str] = typer.Option(None, "--base-image", help="Docker base image (default: "
+                                                 "COTK_REPRO_BASE_IMAGE, else the project's or the recorded "
+                                                 "python:X.Y-slim)."),
+        timeout: Optional[float] = typer.Option(None, "--timeout", min=1.0, help="Wall-time limit in seconds of each "
+                                                "step that runs a record's code, as `reproduce --timeout` (default: "
+                                                "the project's config, else 3600)."),
+        max_attempts: int = typer.Option(3, "--max-attempts", min=1, max=20, help="Runs of a job that could not "
+                                         "run before it is marked failed."),
+        stalled_after: float = typer.Option(30.0, "--stalled-after", min=2.0, help="Seconds without a heartbeat "
+                                            "after which a worker's jobs go back on the queue."),
+        graceful_timeout: Optional[float] = typer.Option(None, "--graceful-timeout", min=0.0, help="On SIGTERM, "
+                                                         "seconds to let running jobs finish before abandoning them "
+                                                         "(default: wait for them)."),
+    ) -> None:
+        """Drain the reproduction queue: reproduce each record with the Docker runtime, sign, attach.
+
+        Runs until SIGTERM or Ctrl-C (the running jobs finish first). Docker only: never a host runtime.
+        """
+        import logging
+
+        from ..dashboard.worker import run_worker
+
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        logging.getLogger("cotk_repro.dashboard.worker").setLevel(logging.INFO)  # one line per job
+        run_worker(db, key, concurrency=concurrency, base_image=base_image, timeout=timeout, max_attempts=max_attempts,
+                   stalled_after=stalled_after, graceful_timeout=graceful_timeout,
+                   on_ready=lambda line: output.info(line))
 
     @group.command("add-user")
     def add_user(

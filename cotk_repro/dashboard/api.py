@@ -21,6 +21,7 @@ from . import leaderboard as lb
 from . import store
 from . import table as tb
 from .auth import Principal, authenticate
+from .queue import annotate_board, annotate_entries
 from .refusals import refusals
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
@@ -88,6 +89,7 @@ class LeaderboardEntry(BaseModel):
     reproductions: int
     reproduced_by: int
     unverifiable: bool
+    verified_by: Optional[str] = None
 
 
 class LeaderboardGroup(BaseModel):
@@ -144,6 +146,7 @@ class TableRow(BaseModel):
     submitted_at: str
     reproduced_by: int
     cells: dict[str, Optional[TableCell]]
+    verified_by: Optional[str] = None
 
 
 class Table(BaseModel):
@@ -183,6 +186,17 @@ class RecordPage(BaseModel):
     pages: int
 
 
+class QueueCounts(BaseModel):
+    """The reproduction queue: jobs per state and the age of the oldest waiting one (``enabled`` false: no queue)."""
+
+    enabled: bool
+    pending: int
+    running: int
+    done: int
+    failed: int
+    oldest_pending_age_s: Optional[float]
+
+
 class ReproductionOut(BaseModel):
     """A stored reproduction of a record: who sent it, its verdict, and if it is the author's, superseded, signed."""
 
@@ -209,6 +223,8 @@ class RecordOut(BaseModel):
     reproductions: list[ReproductionOut]
     reproduced_by: int
     url: str
+    queue: Optional[dict[str, Any]] = None
+    verified_by: Optional[str] = None
 
 
 @lru_cache(maxsize=1)
@@ -355,6 +371,8 @@ async def get_record(request: Request, record_id: str):
         except store.NotFound as exc:
             return 404, json.dumps({"detail": exc.message}).encode()
         out = {**data, "reproduced_by": store.reproduced_by(data["reproductions"])}
+        if data.get("queue") is not None:
+            out["verified_by"] = data["queue"]["verified_by"]
         return 200, json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
 
     # keyed on the normalised id alone (any spelling of one id, any Host header: one entry); the URL is added
@@ -380,6 +398,23 @@ async def add_reproduction(request: Request, record_id: str, user: Principal = D
                         status_code=201)
 
 
+@router.get("/queue", response_model=QueueCounts)
+async def queue(request: Request):
+    """The reproduction queue (``serve --reproduce-queue``): jobs pending, running, done and failed, and how long
+    the oldest pending one has waited. Without a queue: ``enabled: false`` and zeros."""
+    dash = _dash(request)
+    if not dash.db.reproduce_queue:
+        return {"enabled": False, "pending": 0, "running": 0, "done": 0, "failed": 0, "oldest_pending_age_s": None}
+    import time
+
+    from .queue import counts
+
+    cached = getattr(dash, "queue_counts", None)  # one count per second at most, however many readers
+    if cached is None or time.monotonic() - cached[0] > 1.0:
+        cached = dash.queue_counts = (time.monotonic(), await run_in_threadpool(counts, dash.db))
+    return {"enabled": True, **cached[1]}
+
+
 @router.get("/leaderboard", response_model=Leaderboard)
 async def leaderboard(request: Request,
                 task: str = Query(..., max_length=QSTR),
@@ -400,6 +435,7 @@ async def leaderboard(request: Request,
         data = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=per_page, page=page,
                                                   record_url=lambda rid: record_url(base, rid),
                                                   reproduced_only=reproduced))
+        annotate_board(dash.db, data)  # "verified by <pool>" where the reproduction queue runs
         return json.dumps(data, separators=(",", ":")).encode()
 
     body = await dash.cached_async(("leaderboard-api", base, task, dataset, metric, page, per_page, reproduced),
@@ -424,6 +460,7 @@ async def table(request: Request,
     def compute() -> bytes:
         data = dash.db.read(lambda conn: tb.build(conn, task, dataset, sort=sort, limit=per_page, page=page,
                                                   record_url=lambda rid: record_url(base, rid)))
+        annotate_entries(dash.db, data["rows"])  # "verified by <pool>" where the reproduction queue runs
         return json.dumps(data, separators=(",", ":")).encode()
 
     body = await dash.cached_async(("table-api", base, task, dataset, sort, page, per_page), compute, stale_ok=True)

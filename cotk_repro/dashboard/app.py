@@ -396,11 +396,12 @@ def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
                rate_limit: str | tuple[float, float] | None = DEFAULT_RATE_LIMIT,
                read_rate_limit: str | tuple[float, float] | None = None,
                public_url: str | None = None, migrate: bool = True, db: Database | None = None,
-               allow_unsigned: bool = False):
+               allow_unsigned: bool = False, reproduce_queue: bool = False):
     """The FastAPI app for the dashboard at ``db_url`` (default: SQLite in the user data dir).
 
     ``migrate``: run ``alembic upgrade head`` first (idempotent). ``allow_unsigned``: accept uploads
     without an SSH signature (off by default: every upload must be signed by a registered key).
+    ``reproduce_queue``: every record accepted gets a reproduction job (PostgreSQL only, :mod:`.queue`).
     """
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
@@ -413,6 +414,10 @@ def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
         db = open_database(db_url, migrate=migrate)
     elif migrate:
         db.upgrade()
+    if reproduce_queue:
+        from .queue import start
+
+        start(db, backfill=migrate)
     write_rate = parse_rate(rate_limit)
     read_rate = parse_rate(read_rate_limit)
 

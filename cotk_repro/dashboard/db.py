@@ -61,6 +61,8 @@ class Database:
             raise DashboardDBError(f"{url!r} is not a database URL (e.g. sqlite:////path/db.sqlite3 or "
                                    "postgresql+psycopg://user@host/db)") from None
         self.url = parsed
+        #: records written here get a reproduction job (:mod:`.queue`; set by ``serve --reproduce-queue``)
+        self.reproduce_queue = False
         self._queues: dict[Any, Any] = {}
         self._queue_lock = threading.Lock()
         self.dialect = parsed.get_backend_name()

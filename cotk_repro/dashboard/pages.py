@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse, Response
 from . import leaderboard as lb
 from . import store
 from . import table as tb
+from .queue import annotate_board, annotate_entries
 
 router = APIRouter(include_in_schema=False)
 QSTR = 200
@@ -216,6 +217,7 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
         "results": results,
         "reproductions": repros,
         "reproduced_by": store.reproduced_by(data["reproductions"]),
+        "queue": data.get("queue"),
     }
 
 
@@ -260,12 +262,14 @@ async def leaderboard_page(request: Request, task: str = Query(""), dataset: str
         if metric is None:  # every metric side by side, each column linking to its leaderboard
             table = dash.db.read(lambda conn: tb.build(conn, task, dataset, sort=sort, limit=PER_PAGE, page=page,
                                                        record_url=record_path))
+            annotate_entries(dash.db, table["rows"])  # "verified by <pool>" where the reproduction queue runs
             here = board_url(task, dataset) + (f"&sort={quote(sort, safe='')}" if sort else "")
             nav = {"prev": (here + f"&page={page - 1}") if page > 1 else None,
                    "next": (here + f"&page={page + 1}") if table["total"] > page * PER_PAGE else None}
             return render("metrics.html", task=task, dataset=dataset, table=table, nav=nav).encode()
         board = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=PER_PAGE, page=page,
                                                    record_url=record_path, reproduced_only=reproduced))
+        annotate_board(dash.db, board)  # "verified by <pool>" where the reproduction queue runs
         more = any(g["total"] > page * PER_PAGE for g in board["groups"])
         here = board_url(task, dataset, metric) + ("&reproduced=1" if reproduced else "")
         nav = {"prev": (here + f"&page={page - 1}") if page > 1 else None,

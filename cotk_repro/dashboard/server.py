@@ -61,6 +61,7 @@ def app_from_env():
                       read_rate_limit=os.environ.get(ENV_PREFIX + "READ_RATE_LIMIT") or None,
                       public_url=os.environ.get(ENV_PREFIX + "PUBLIC_URL") or None,
                       allow_unsigned=os.environ.get(ENV_PREFIX + "ALLOW_UNSIGNED") == "1",
+                      reproduce_queue=os.environ.get(ENV_PREFIX + "REPRODUCE_QUEUE") == "1",
                       migrate=False)
     _freeze_heap()
     return app
@@ -77,7 +78,8 @@ def _freeze_heap() -> None:
 def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
           max_body: int = DEFAULT_MAX_BODY, rate_limit: str | None = DEFAULT_RATE_LIMIT,
           read_rate_limit: str | None = None, public_url: str | None = None, access_log: bool = True,
-          log_level: str = "info", on_ready: Callable[[str], None] | None = None, allow_unsigned: bool = False) -> None:
+          log_level: str = "info", on_ready: Callable[[str], None] | None = None, allow_unsigned: bool = False,
+          reproduce_queue: bool = False) -> None:
     """Migrate the database, bind, report the URL through ``on_ready``, and serve until interrupted."""
     import uvicorn
 
@@ -89,7 +91,16 @@ def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 800
         parse_rate(rate_limit), parse_rate(read_rate_limit)
     except ValueError as exc:
         raise ServeError(str(exc)) from None
-    db = open_database(url_db)  # alembic upgrade head, once, before any worker starts
+    db = open_database(url_db, migrate=False)
+    if reproduce_queue:  # refused on SQLite before anything is written
+        from .queue import require_postgresql
+
+        require_postgresql(db)
+    db.upgrade()  # alembic upgrade head, once, before any worker starts
+    if reproduce_queue:
+        from .queue import start
+
+        start(db)  # procrastinate's schema where missing; a job for every record without one
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
     if on_ready:
@@ -98,7 +109,8 @@ def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 800
                   proxy_headers=True, timeout_keep_alive=5)
     if workers <= 1:
         app = create_app(db=db, migrate=False, max_body=max_body, rate_limit=rate_limit,
-                         read_rate_limit=read_rate_limit, public_url=public_url, allow_unsigned=allow_unsigned)
+                         read_rate_limit=read_rate_limit, public_url=public_url, allow_unsigned=allow_unsigned,
+                         reproduce_queue=reproduce_queue)
         server = uvicorn.Server(uvicorn.Config(app, **common))
         _freeze_heap()
         server.run(sockets=[sock])
@@ -112,6 +124,7 @@ def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 800
     os.environ[ENV_PREFIX + "READ_RATE_LIMIT"] = read_rate_limit or ""
     os.environ[ENV_PREFIX + "PUBLIC_URL"] = public_url or ""
     os.environ[ENV_PREFIX + "ALLOW_UNSIGNED"] = "1" if allow_unsigned else ""
+    os.environ[ENV_PREFIX + "REPRODUCE_QUEUE"] = "1" if reproduce_queue else ""
     config = uvicorn.Config("cotk_repro.dashboard.server:app_from_env", factory=True, workers=workers, **common)
     import inspect
 

@@ -179,7 +179,11 @@ def store_record(db: Database, body: Any, principal: Principal, *, allow_unsigne
     info = {"id": rid, "owner": owner_name, "signed": signer is not None, "mirror": mirror, "key": fp,
             "unranked": cols["unranked"]}
     try:
-        created = db.group_commit(write_records).submit(pending)
+        if db.reproduce_queue:  # the record and its reproduction job in one transaction (see .queue)
+            from .queue import write_records_and_enqueue as writer
+        else:
+            writer = write_records
+        created = db.group_commit(writer).submit(pending)
         if isinstance(created, NameError_):  # a name another spelling of one the dashboard holds: not written
             raise Invalid(created.message)
         return created, info
@@ -204,8 +208,12 @@ def validate_reproduction(verdict: Any, record_id: str) -> str:
 
 
 def add_reproduction(db: Database, record_ref: str, principal: Principal, body: Any, *,
-                     allow_unsigned: bool = False) -> dict[str, Any]:
-    """Attach a reproduction; returns ``{"id", "verdict", "claimed", "by_author"}`` (the verdict is the server's)."""
+                     allow_unsigned: bool = False, in_tx: Callable[[Any, int, str], None] | None = None
+                     ) -> dict[str, Any]:
+    """Attach a reproduction; returns ``{"id", "verdict", "claimed", "by_author"}`` (the verdict is the server's).
+
+    ``in_tx(conn, reproduction_pk, verdict)`` runs in the same transaction after the insert (the reproduction
+    queue records its pool reproduction there; raising in it stores nothing)."""
     rid = normalize_id(record_ref)
     if rid is None:
         raise NotFound(f"{record_ref!r} is not a record id")
@@ -238,6 +246,8 @@ def add_reproduction(db: Database, record_ref: str, principal: Principal, body: 
             Reproduction.record_pk == pk, Reproduction.verdict == "reproduced", Reproduction.by_author.is_(False),
             Reproduction.superseded.is_(False))).scalar() or 0
         conn.execute(update(Record).where(Record.id == pk).values(reproduced_by=n))
+        if in_tx is not None:
+            in_tx(conn, new.inserted_primary_key[0], computed)
         db.bump(conn)
         return new.inserted_primary_key[0]
 
@@ -262,7 +272,12 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
                               .where(Reproduction.record_pk == row[0]).order_by(Reproduction.id)).all()
         mirrors = conn.execute(select(User.name).join(Mirror, Mirror.user_id == User.id)
                                .where(Mirror.record_pk == row[0]).order_by(Mirror.id)).scalars().all()
-        return {
+        extra = {}
+        if db.reproduce_queue:  # the record's reproduction job and the pool's verdict (see .queue)
+            from .queue import record_state
+
+            extra["queue"] = record_state(conn, rid)
+        return {**extra,
             "record": json.loads(row[1]),
             "user": row[3],
             "submitted_at": row[2],

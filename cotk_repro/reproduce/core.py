@@ -139,12 +139,13 @@ def choose_base_image(opts: "ReproduceOptions", user: dict[str, Any], project_im
     return chosen
 
 
-def _fetch(source_text: str, workdir: Path, wanted: str | None, steps: Steps):
+def _fetch(source_text, workdir: Path, wanted: str | None, steps: Steps):
     from .fetch import RemoteRepo, select_record
-    from .source import resolve
+    from .source import Source, resolve
 
-    with steps.step("clone", f"fetching the records of {source_text}"):
-        source = resolve(source_text)
+    shown = source_text.text if isinstance(source_text, Source) else source_text
+    with steps.step("clone", f"fetching the records of {shown}"):
+        source = source_text if isinstance(source_text, Source) else resolve(source_text)
         repo = RemoteRepo(source.git_url, source.text, workdir, user_typed=source.user_typed)
         repo.init()
         if source.record is not None:
@@ -201,10 +202,12 @@ def list_records(source_text: str, skipped: list[tuple[str, str]] | None = None)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def reproduce(source_text: str, opts: ReproduceOptions | None = None, *,
+def reproduce(source_text, opts: ReproduceOptions | None = None, *,
               on_status: Callable[[str], None] | None = None,
               progress: Callable[[str], Any] | None = None) -> Outcome:
-    """Fetch a published record's code, rerun it in a runtime and compare the results with the record."""
+    """Fetch a published record's code, rerun it in a runtime and compare the results with the record.
+
+    ``source_text``: what the user typed as SOURCE, or a resolved :class:`.source.Source` (a record in hand)."""
     from ..core.config import load_config
     from ..plugins import get_plugins
 

@@ -104,6 +104,14 @@ def _from_dashboard(text: str, base: str, record_id: str) -> Source:
         record = validate_record(record, f"the dashboard's record {record_id[:19]}")
     except Exception as exc:  # RecordError: tampered or not a record
         raise ReproduceError(str(exc), step="fetch record") from None
+    return source_for_record(record, text, base)
+
+
+def source_for_record(record: dict[str, Any], text: str | None = None, dashboard_url: str | None = None) -> Source:
+    """Where to reproduce a record already in hand (from a dashboard, or a dashboard's own worker pool): the
+    record itself and the git remote it names; refused when it names none reachable from here."""
+    record_id = record["id"]
+    text = text or record_id
     url = (record.get("code") or {}).get("remote_url")
     if not url:
         raise ReproduceError(f"record {record_id[:19]} names no git remote, so its code cannot be fetched",
@@ -119,4 +127,4 @@ def _from_dashboard(text: str, base: str, record_id: str) -> Source:
         check_stranger_url(url, f"record {record_id[:19]}'s git URL")
     except UnsafeUrlError as exc:
         raise ReproduceError(exc.message, step="fetch record") from None
-    return Source("dashboard", text, url, record=record, record_id=record["id"], dashboard_url=base)
+    return Source("dashboard", text, url, record=record, record_id=record["id"], dashboard_url=dashboard_url)

@@ -1,0 +1,224 @@
+"""The reproduction queue: one procrastinate job per record, enqueued in the record's own write transaction.
+
+The queue lives in the dashboard's PostgreSQL database (procrastinate's schema beside the dashboard's
+tables), so a fleet needs no second service. How "exactly one job per record" holds:
+
+* **Same transaction.** :func:`write_records_and_enqueue` runs in the upload's group-commit transaction:
+  the records it creates and their jobs commit together or not at all. A process that dies between the
+  record write and the enqueue leaves neither (PostgreSQL rolls the open transaction back), and the
+  client's retry stores both.
+* **One row per record.** ``cotk_repro_reproduce_jobs`` maps a record id (its primary key) to its job:
+  a second job for a record is a unique violation, whatever code path tried it. A duplicate upload
+  creates no record, so it enqueues nothing.
+* The job carries the record id as its procrastinate ``queueing_lock`` (never two waiting jobs for one
+  record). No procrastinate ``lock``: with one job per record it would add nothing but a subquery to every
+  fetch; a record is attached at most once by the pool whatever runs it (:mod:`.worker`).
+
+The schema (procrastinate's own, plus the mapping table) is applied by :func:`ensure_schema` when
+``dashboard serve --reproduce-queue`` or ``dashboard worker`` starts, under an advisory lock, and only
+where it is missing. Turning the queue on for a database that already holds records enqueues one
+job for each record without one (:func:`enqueue_missing`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from sqlalchemy import text
+
+from ..errors import CotkError
+
+QUEUE = "cotk-repro-reproduce"
+TASK = "cotk_repro.reproduce_record"
+TABLE = "cotk_repro_reproduce_jobs"
+_SCHEMA_LOCK = 7268210002  # pg_advisory_xact_lock key (the migrations use ...001)
+_SWEEP_LOCK = 7268210003  # one stalled-job sweep at a time, across every worker
+
+#: procrastinate's job status -> what the dashboard calls it
+STATES = {"todo": "pending", "doing": "running", "succeeded": "done", "failed": "failed",
+          "cancelled": "failed", "aborting": "running", "aborted": "failed"}
+
+_MAPPING_DDL = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (
+    record_id varchar(80) PRIMARY KEY,
+    job_id bigint NOT NULL,
+    enqueued_at timestamptz NOT NULL DEFAULT now(),
+    attempts integer NOT NULL DEFAULT 0,
+    reason text,
+    pool_user varchar(64),
+    reproduction_pk integer,
+    updated_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS {TABLE}_job_idx ON {TABLE} (job_id);
+"""
+
+_DEFER = text(f"""
+SELECT unnest(procrastinate_defer_jobs_v1(ARRAY(
+    SELECT ROW(:queue, :task, 0, NULL, rid, jsonb_build_object('record_id', rid),
+               NULL::timestamptz)::procrastinate_job_to_defer_v1
+      FROM unnest(CAST(:rids AS text[])) AS rid)))
+""")
+_MAP = text(f"""
+INSERT INTO {TABLE} (record_id, job_id)
+SELECT args->>'record_id', id FROM procrastinate_jobs WHERE id = ANY(CAST(:ids AS bigint[]))
+""")
+
+
+class QueueError(CotkError):
+    """The reproduction queue cannot be used here (SQLite, no procrastinate, no schema)."""
+
+
+def require_postgresql(db) -> None:
+    """Refuse, in one sentence, a database the queue cannot live in."""
+    if db.dialect != "postgresql":
+        raise QueueError(f"the reproduction queue needs PostgreSQL: {db.safe_url()} is {db.dialect}; serve with "
+                         "--db postgresql+psycopg://USER@HOST/DB, or reproduce by hand with "
+                         "`cotk-repro reproduce URL --submit`")
+    try:
+        import procrastinate  # noqa: F401
+    except ModuleNotFoundError:
+        raise QueueError("the reproduction queue needs procrastinate: pip install 'cotk-repro[postgres]'") from None
+
+
+def conninfo(db) -> str:
+    """The libpq connection string of the dashboard's database (for procrastinate's psycopg pool)."""
+    return db.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def ensure_schema(db) -> bool:
+    """Apply procrastinate's schema and the mapping table where missing (one process at a time); True if
+    procrastinate's schema was applied now."""
+    require_postgresql(db)
+    from procrastinate.schema import SchemaManager
+
+    applied = False
+    with db.write_engine.begin() as conn:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
+        if conn.execute(text("SELECT to_regclass('procrastinate_jobs')")).scalar() is None:
+            conn.exec_driver_sql(SchemaManager.get_schema().replace("%", "%%"))
+            applied = True
+        conn.exec_driver_sql(_MAPPING_DDL)
+    return applied
+
+
+def start(db, *, backfill: bool = True) -> int:
+    """Turn the queue on for ``db``: refuse SQLite, apply the schema where missing, mark ``db`` so that its
+    record writes enqueue, and (``backfill``) give every record stored before a job; how many got one."""
+    ensure_schema(db)
+    db.reproduce_queue = True
+    return enqueue_missing(db) if backfill else 0
+
+
+def enqueue(conn, record_ids: Sequence[str]) -> list[int]:
+    """Defer one reproduction job per record id, in the open transaction ``conn``; the job ids."""
+    rids = sorted(set(record_ids))
+    if not rids:
+        return []
+    ids = list(conn.execute(_DEFER, {"queue": QUEUE, "task": TASK, "rids": rids}).scalars())
+    conn.execute(_MAP, {"ids": ids})
+    return ids
+
+
+def write_records_and_enqueue(conn, items) -> list:
+    """:func:`.record_writes.write_records` and, in the same transaction, a job for each record it created."""
+    from .record_writes import write_records
+
+    created = write_records(conn, items)
+    enqueue(conn, [item.record_id for item, new in zip(items, created) if new is True])  # not a refused name
+    return created
+
+
+def enqueue_missing(db) -> int:
+    """A job for every stored record that has none (the queue turned on after records arrived); how many."""
+    def tx(conn):
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
+        rids = conn.execute(text(f"SELECT r.record_id FROM records r WHERE NOT EXISTS "
+                                 f"(SELECT 1 FROM {TABLE} m WHERE m.record_id = r.record_id)")).scalars().all()
+        return len(enqueue(conn, rids))
+
+    return db.write(tx)
+
+
+_STALLED = text("""
+SELECT job.id FROM procrastinate_jobs job
+  LEFT JOIN procrastinate_workers w ON w.id = job.worker_id
+ WHERE job.status = 'doing' AND job.queue_name = :q
+   AND (job.worker_id IS NULL OR w.id IS NULL OR w.last_heartbeat < now() - make_interval(secs => :s))
+   FOR UPDATE OF job SKIP LOCKED
+""")
+
+
+def retry_stalled(db, seconds: float) -> list[int]:
+    """Put back on the queue the running jobs of workers silent for ``seconds`` (killed, lost); their ids.
+
+    One transaction under an advisory lock: the jobs are found and retried (procrastinate's
+    ``procrastinate_retry_job_v2``) together, so two workers sweeping at once never put back a job that
+    a live worker took in between."""
+    def tx(conn):
+        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": _SWEEP_LOCK}).scalar():
+            return []  # another worker is sweeping
+        ids = list(conn.execute(_STALLED, {"q": QUEUE, "s": float(seconds)}).scalars())
+        for job_id in ids:
+            conn.execute(text("SELECT procrastinate_retry_job_v2(:id, now(), NULL, NULL, NULL)"), {"id": job_id})
+        return ids
+
+    return db.write(tx)
+
+
+def counts(db) -> dict[str, Any]:
+    """``{"pending", "running", "done", "failed", "oldest_pending_age_s"}`` of the reproduction queue."""
+    out: dict[str, Any] = {"pending": 0, "running": 0, "done": 0, "failed": 0}
+
+    def q(conn):
+        rows = conn.execute(text("SELECT status::text, count(*) FROM procrastinate_jobs WHERE queue_name = :q "
+                                 "GROUP BY status"), {"q": QUEUE}).all()
+        oldest = conn.execute(text(f"SELECT extract(epoch FROM now() - min(m.enqueued_at)) FROM {TABLE} m "
+                                   "JOIN procrastinate_jobs j ON j.id = m.job_id WHERE j.status = 'todo'")).scalar()
+        return rows, oldest
+
+    rows, oldest = db.read(q)
+    for status, n in rows:
+        out[STATES.get(status, "failed")] += int(n)
+    out["oldest_pending_age_s"] = round(float(oldest), 3) if oldest is not None else None
+    return out
+
+
+def record_state(conn, record_id: str) -> dict[str, Any] | None:
+    """The record's job: ``{"state", "attempts", "reason", "verified_by"}``; None when it has none."""
+    row = conn.execute(text(f"SELECT j.status::text, m.attempts, m.reason, m.pool_user, m.reproduction_pk, j.id, "
+                            f"r.verdict FROM {TABLE} m JOIN procrastinate_jobs j ON j.id = m.job_id "
+                            "LEFT JOIN reproductions r ON r.id = m.reproduction_pk "
+                            "WHERE m.record_id = :rid"), {"rid": record_id}).first()
+    if row is None:
+        return None
+    status, attempts, reason, pool, repro, job_id, verdict = row
+    return {"job": job_id, "state": STATES.get(status, "failed"), "attempts": attempts, "reason": reason,
+            "pool": pool, "reproduction": repro, "verdict": verdict,
+            "verified_by": pool if verdict == "reproduced" else None}
+
+
+def pool_verdicts(conn, record_ids: Iterable[str]) -> dict[str, str]:
+    """``{record_id: pool user}`` for the records the pool has verified (a pool reproduction attached)."""
+    rids = sorted(set(record_ids))
+    if not rids:
+        return {}
+    rows = conn.execute(text(f"SELECT m.record_id, m.pool_user FROM {TABLE} m "
+                             "JOIN reproductions r ON r.id = m.reproduction_pk "
+                             "WHERE m.record_id = ANY(CAST(:rids AS text[])) AND r.verdict = 'reproduced'"),
+                        {"rids": rids}).all()
+    return {rid: user for rid, user in rows}
+
+
+def annotate_entries(db, entries: list[dict[str, Any]]) -> None:
+    """Add ``verified_by`` (the pool's user name, or None) to leaderboard / table entries, in place."""
+    if not getattr(db, "reproduce_queue", False) or not entries:
+        return
+    found = db.read(lambda conn: pool_verdicts(conn, [e["id"] for e in entries]))
+    for e in entries:
+        e["verified_by"] = found.get(e["id"])
+
+
+def annotate_board(db, board: dict[str, Any]) -> dict[str, Any]:
+    """:func:`annotate_entries` over every group of a leaderboard (see :mod:`.leaderboard`)."""
+    annotate_entries(db, [e for g in board.get("groups", []) for e in g.get("entries", [])])
+    return board
