@@ -18,12 +18,21 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   command -v chromium >/dev/null || need+=(chromium)
   command -v debootstrap >/dev/null || need+=(debootstrap)
   command -v ip >/dev/null || need+=(iproute2)
-  [ -d /usr/share/wordnet ] || need+=(wordnet-base)  # WordNet for the LM plugin's synonyms
+  [ -d /usr/share/wordnet ] || need+=(wordnet-base)  # WordNet 3.0 for METEOR and the LM plugin's synonyms
+  [ -f /usr/share/wordnet/index.sense ] || need+=(wordnet-sense-index)  # its sense index (NLTK's reader wants it)
+  lean=()  # installed without Debian's recommended packages (TeX's recommends are hundreds of MB of fonts and docs)
+  command -v pdflatex >/dev/null || lean+=(texlive-latex-recommended)  # compare's report.tex is compiled in the tests
   if [ ${#need[@]} -gt 0 ]; then
     echo "apt-get install ${need[*]}"
     apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >/tmp/cotk-repro-apt.log 2>&1 \
       || { tail -30 /tmp/cotk-repro-apt.log >&2; exit 2; }
+  fi
+  if [ ${#lean[@]} -gt 0 ]; then
+    echo "apt-get install --no-install-recommends ${lean[*]}"
+    [ ${#need[@]} -gt 0 ] || apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${lean[@]}" \
+      >/tmp/cotk-repro-apt.log 2>&1 || { tail -30 /tmp/cotk-repro-apt.log >&2; exit 2; }
   fi
 fi
 
