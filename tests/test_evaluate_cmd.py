@@ -35,7 +35,7 @@ def test_json_output_matches_nltk_and_library(cli, files):
                            smoothing_function=SmoothingFunction().method3)
     assert out["bleu"] == pytest.approx(expected, abs=1e-12)
     assert out["bleu hashvalue"] == bleu_reference_hash([[x] for x in REFS])
-    assert out["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct|refs:1|v:1"
+    assert out["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct-u18|refs:1|v:1"
     assert out["self-bleu"] == get_metric("self-bleu").compute(HYPS)["self-bleu"]
     assert set(out) == {"bleu", "bleu hashvalue", "bleu signature", "self-bleu", "self-bleu hashvalue",
                         "self-bleu signature"}

@@ -1,7 +1,8 @@
 """The BLEU family against NLTK (the independent reference), on the shared Texygen data and hand-made cases.
 
-NLTK is called on WordPunct tokens (BLEU's fixed tokenizer); for ``<unk>`` cases each ``<unk>`` is given to
-NLTK as a token that occurs nowhere else, which is what "an n-gram containing <unk> never matches" means.
+NLTK is called on the tokens of NLTK's own ``WordPunctTokenizer`` (never the project's tokenizer, which is what is
+tested); for ``<unk>`` cases each ``<unk>`` is given to NLTK as a token that occurs nowhere else, which is what
+"an n-gram containing <unk> never matches" means.
 """
 
 from __future__ import annotations
@@ -10,29 +11,33 @@ import itertools
 import math
 import random
 import re
+import unicodedata
 import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from nltk.tokenize import WordPunctTokenizer as NltkWordPunct
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
 
 from cotk_repro.metrics import MetricError, evaluate, get_metric
 from cotk_repro.metrics.bleu import self_bleu_scores, set_bleu_scores
 from cotk_repro.metrics.ngrams import tokenize_texts
-from cotk_repro.metrics.reference_hashes import bleu_reference_hash, bleu_tokenize
+from cotk_repro.metrics.reference_hashes import bleu_reference_hash
 
 SMOOTH = SmoothingFunction()
+#: NLTK's own tokenizer: the independent reference side
+nltk_wordpunct = NltkWordPunct().tokenize
 _counter = itertools.count()
 
 
 def nltk_tokens(text: str) -> list[str]:
     """WordPunct tokens; each <unk> becomes a fresh token that matches nothing."""
     parts = re.split(r"<unk>", text)
-    out = bleu_tokenize(parts[0])
+    out = nltk_wordpunct(parts[0])
     for part in parts[1:]:
         out.append(f"\x00unk{next(_counter)}")
-        out.extend(bleu_tokenize(part))
+        out.extend(nltk_wordpunct(part))
     return out
 
 
@@ -71,7 +76,7 @@ def test_corpus_bleu_equals_nltk_on_texygen(fixtures_dir, model):
     expected = nltk_corpus(hyps, [[r] for r in refs])
     assert res["bleu"] == pytest.approx(expected, rel=0, abs=1e-12)
     assert res["bleu hashvalue"] == bleu_reference_hash([[r] for r in refs])
-    assert res["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct|refs:1|v:1"
+    assert res["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct-u18|refs:1|v:1"
 
 
 def test_corpus_bleu_multi_reference_equals_nltk(fixtures_dir):
@@ -89,7 +94,7 @@ def test_bleu_custom_weights_equal_nltk():
     hyps = ["the cat sat on the mat .", "a dog runs in the park"]
     refs = [["the cat is on the mat ."], ["a dog runs through the park", "dogs run in parks"]]
     res = get_metric("bleu", ngram=3, weights=[0.5, 0.3, 0.2]).compute(hyps, refs)
-    expected = corpus_bleu([[bleu_tokenize(r) for r in rs] for rs in refs], [bleu_tokenize(h) for h in hyps],
+    expected = corpus_bleu([[nltk_wordpunct(r) for r in rs] for rs in refs], [nltk_wordpunct(h) for h in hyps],
                            weights=[0.5, 0.3, 0.2], smoothing_function=SMOOTH.method3)
     assert res["bleu"] == pytest.approx(expected, rel=0, abs=1e-12)
     assert "|w:0.5,0.3,0.2|" in res["bleu signature"]
@@ -241,7 +246,7 @@ def test_self_bleu_equals_nltk_per_sentence(fixtures_dir, model):
     assert got == expected  # per sentence: bit for bit
     res = get_metric("self-bleu").compute(sents)
     assert res["self-bleu"] == pytest.approx(sum(expected) / len(expected), rel=0, abs=1e-12)
-    assert res["self-bleu signature"] == "self-bleu|n:4|smooth:m1|tok:wordpunct|size:200|v:1"
+    assert res["self-bleu signature"] == "self-bleu|n:4|smooth:m1|tok:wordpunct-u18|size:200|v:1"
 
 
 def test_self_bleu_edge_cases_equal_nltk():
@@ -376,7 +381,7 @@ def test_property_bulk_tokenizer_equals_wordpunct(texts):
     # every special token is kept whole (<unk>, <pad>, <go>, <eos>), the rest is WordPunct
     specials = ("<unk>", "<pad>", "<go>", "<eos>")
     expected = [[t for t in re.split(r"(<unk>|<pad>|<go>|<eos>)", x) if t] for x in texts]
-    expected = [[tok for part in parts for tok in ([part] if part in specials else bleu_tokenize(part))]
+    expected = [[tok for part in parts for tok in ([part] if part in specials else nltk_wordpunct(part))]
                 for parts in expected]
     assert tokenize_texts(texts) == expected
 
@@ -473,3 +478,46 @@ def test_bulk_tokenizers_equal_nltk_wordpunct_on_fixture_text(fixtures_dir):
     assert len(lines) > 10000
     assert tokenize_texts(lines) == expected
     assert WordPunctTokenizer().tokenize_many(lines) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Scripts where the interpreter's ``re`` and NLTK's ``regex`` split differently (issue 33): BLEU, Self-BLEU and
+# distinct equal NLTK computed independently (NLTK's tokenizer, corpus_bleu / sentence_bleu, n-grams counted here)
+
+_WORDS = {
+    "thai": "ภาษาไทย สวัสดี ครับ ผม ชอบ กิน ข้าว ที่ บ้าน เมือง ใหญ่ น้ำ ไม่ ได้ จริงๆ".split(),
+    "hindi": "नमस्ते दुनिया यह एक किताब है मैं घर जाता हूँ पानी ठंडा और गरम क्या".split(),
+    "nfd": [unicodedata.normalize("NFD", w) for w in
+            "café résumé naïve ἀλήθεια ψυχή Việt Nam tiếng người được không élève".split()],
+    "emoji": "👍🏽 👨‍👩‍👧 ❤️ 🇫🇷 ok! 😀😀 go 🎉, fine 🙏🏿 yes".split(),
+    "scripts": "H₂O CO₂ x² m³ ½ ①② a₁ E=mc² ⁴⁵ note¹ r₀ ok".split(),
+    "control": ["a\x1cb", "c\x1d", "\x1ed", "e\x1f.f", "x\x00y", "word", "a\x07b", "tab\tx", "z\x1c\x1c"],
+}
+
+
+def _corpus(kind: str, n: int, seed: int) -> list[str]:
+    rng = random.Random(f"{kind}-{seed}")
+    words = _WORDS[kind]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) for _ in range(n)]
+
+
+def _nltk_distinct(sents: list[str], n: int) -> float:
+    grams = [tuple(t[i:i + n]) for t in map(nltk_wordpunct, sents) for i in range(len(t) - n + 1)]
+    return len(set(grams)) / len(grams)
+
+
+@pytest.mark.parametrize("kind", sorted(_WORDS))
+def test_bleu_self_bleu_distinct_equal_nltk_on_every_script(kind):
+    hyps, refs = _corpus(kind, 40, 1), _corpus(kind, 40, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected_bleu = corpus_bleu([[nltk_wordpunct(r)] for r in refs], [nltk_wordpunct(h) for h in hyps],
+                                    smoothing_function=SMOOTH.method3)
+        toks = [nltk_wordpunct(h) for h in hyps]
+        expected_self = math.fsum(sentence_bleu(toks[:i] + toks[i + 1:], toks[i], smoothing_function=SMOOTH.method1)
+                                  for i in range(len(toks))) / len(toks)
+    res = evaluate(["bleu", "self-bleu", ("distinct", {"ngram": [1, 2]})], hyps, [[r] for r in refs])
+    assert res["bleu"] == pytest.approx(expected_bleu, abs=1e-12)
+    assert res["self-bleu"] == pytest.approx(expected_self, abs=1e-12)
+    assert res["distinct-1"] == _nltk_distinct(hyps, 1)
+    assert res["distinct-2"] == _nltk_distinct(hyps, 2)

@@ -30,7 +30,7 @@ class MetricError(CotkError):
 
 
 def signature(name: str, fields: Mapping[str, Any], version: str) -> str:
-    """A readable signature in sacrebleu's spirit: ``bleu|n:4|smooth:m3|tok:wordpunct|refs:1|v:1``."""
+    """A readable signature in sacrebleu's spirit: ``bleu|n:4|smooth:m3|tok:wordpunct-u18|refs:1|v:1``."""
     parts = [name] + [f"{k}:{_fmt(v)}" for k, v in fields.items()] + [f"v:{version}"]
     return "|".join(parts)
 
