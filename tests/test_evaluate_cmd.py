@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from nltk.tokenize import WordPunctTokenizer
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
 
-from cotk_repro.metrics import get_metric
-from cotk_repro.metrics.reference_hashes import bleu_reference_hash, bleu_tokenize
+from cotk_repro.metrics import evaluate, get_metric
+from cotk_repro.metrics.reference_hashes import bleu_reference_hash
+
+bleu_tokenize = WordPunctTokenizer().tokenize  # NLTK's own: the independent side
 
 HYPS = ["a cat sat on the mat .", "the dog barked at the mailman", "birds fly south in winter", ""]
 REFS = ["a cat is sitting on the mat .", "the dog barked at the postman", "birds fly north in spring", "empty"]
@@ -187,3 +190,40 @@ def test_invalid_utf8_names_line_column_and_byte(cli, tmp_path):
     res = cli("evaluate", "--hyps", str(hyps), "-m", "self-bleu")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "line 3, column 5, byte offset 27 (0xff)" in res.stderr, res
+
+
+ZH_HYPS = ["我们今天去公园玩。", "他说你好！天气很好。", "学生们在学习中文", "老师给我一本书。"]
+ZH_REFS = ["我们明天去公园玩。", "他说：你好！天气不错。", "学生在学习中文", "老师给了我一本书。"]
+
+
+@pytest.mark.parametrize("tokenizer", ["zh", "char", "13a", "intl", "space", "nltk", "ja-mecab"])
+def test_bleu_family_tokenizer_option_equals_the_api(cli, tmp_path, tokenizer):
+    """``-o bleu.tokenizer=NAME`` (and self-bleu's, fw-bw-bleu's) through the CLI gives the Python API's values,
+    hashes and signatures for the same lines."""
+    hyps, refs = write(tmp_path / "h.txt", ZH_HYPS), write(tmp_path / "r.txt", ZH_REFS)
+    names = ["bleu", "self-bleu", "fw-bw-bleu"]
+    args = [a for n in names for a in ("-m", n, "-o", f"{n}.tokenizer={tokenizer}")]
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), *args, "--json")
+    assert r.returncode == 0, r
+    api = evaluate([(n, {"tokenizer": tokenizer}) for n in names], hypotheses=ZH_HYPS,
+                   references=[[x] for x in ZH_REFS])
+    assert json.loads(r.stdout) == api
+    if tokenizer not in ("nltk", "space"):
+        assert f"tok:{tokenizer}" in api["bleu signature"] and "sacrebleu" in api["bleu signature"]
+
+
+@pytest.mark.parametrize("option,message", [
+    ("bleu.tokenizer=zz", "unknown tokenizer 'zz' for the BLEU family"),
+    ("bleu.normalize=nfd", "unknown normalize 'nfd'"),
+])
+def test_bad_tokenizer_options_exit_2_with_one_sentence(cli, tmp_path, option, message):
+    hyps, refs = write(tmp_path / "h.txt", ZH_HYPS), write(tmp_path / "r.txt", ZH_REFS)
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "-m", "bleu", "-o", option, "--json")
+    assert r.returncode == 2 and message in r.stderr and "unexpected" not in r.stderr.lower()
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_tokenizer_for_a_metric_that_does_not_tokenize_exits_2(cli, tmp_path):
+    hyps, refs = write(tmp_path / "h.txt", ZH_HYPS), write(tmp_path / "r.txt", ZH_REFS)
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "-m", "accuracy", "-o", "accuracy.tokenizer=zh")
+    assert r.returncode == 2 and "has no option 'tokenizer'" in r.stderr

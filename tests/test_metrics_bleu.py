@@ -521,3 +521,108 @@ def test_bleu_self_bleu_distinct_equal_nltk_on_every_script(kind):
     assert res["self-bleu"] == pytest.approx(expected_self, abs=1e-12)
     assert res["distinct-1"] == _nltk_distinct(hyps, 1)
     assert res["distinct-2"] == _nltk_distinct(hyps, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# sacrebleu's tokenizers through the BLEU family (-o bleu.tokenizer=NAME): sacrebleu is the reference
+
+_SACRE_WORDS = {
+    "chinese": "我们 今天 去 公园 玩 ， 天气 很 好 。 他 说 你好 ！ 中文 测试 句子 学生 老师 书".split(),
+    "japanese": "日本語 の テキスト です 。 今日 は 天気 が いい 私 学生 東京 に 行き ます ね".split(),
+    "thai": _WORDS["thai"],
+    "hindi": _WORDS["hindi"] + ["।", ","],
+    "korean": "한국어 텍스트 입니다 . 오늘 날씨 가 좋아요 학생 서울 에 갑니다 나는 책을 읽었다".split(),
+    "english": "the cat sat on a mat . it was n't happy , but the dog ran away ! yes $5 U.S.A. don't".split(),
+}
+_SACRE_TOKENIZERS = {"chinese": ("zh", "char"), "japanese": ("ja-mecab", "char"), "korean": ("ko-mecab", "13a"),
+                     "thai": ("13a", "intl", "char"), "hindi": ("13a", "intl", "char"),
+                     "english": ("13a", "intl", "char", "zh")}
+
+
+def _sacre_corpus(kind, n, seed):
+    rng = random.Random(f"{kind}-{seed}")
+    joiner = "" if kind in ("chinese", "japanese") else " "
+    return [joiner.join(rng.choice(_SACRE_WORDS[kind]) for _ in range(rng.randint(5, 14))) + (" ." if i % 3 else "")
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("kind,tokenizer", [(k, t) for k, ts in _SACRE_TOKENIZERS.items() for t in ts])
+def test_bleu_with_sacrebleu_tokenizers_equals_sacrebleu(kind, tokenizer):
+    """With smoothing method3 (sacrebleu's ``exp``) and the same tokenizer, BLEU equals
+    ``sacrebleu.corpus_bleu(...).score / 100`` to 1e-12, one and two references."""
+    import sacrebleu
+
+    hyps, refs, refs2 = _sacre_corpus(kind, 60, 1), _sacre_corpus(kind, 60, 2), _sacre_corpus(kind, 60, 3)
+    for ref_sets in ([refs], [refs, refs2]):
+        expected = sacrebleu.corpus_bleu(hyps, ref_sets, tokenize=tokenizer)
+        assert all(expected.totals), "every order has n-grams (see the zero-total test below)"
+        got = evaluate([("bleu", {"tokenizer": tokenizer})], hyps, [list(rs) for rs in zip(*ref_sets)])
+        assert abs(got["bleu"] - expected.score / 100) <= 1e-12
+        sig = sacrebleu.metrics.bleu.BLEU(tokenize=tokenizer).tokenizer.signature()
+        assert got["bleu signature"].startswith(f"bleu|n:4|smooth:m3|tok:{sig}-sacrebleu{sacrebleu.__version__}|")
+
+
+def test_sacrebleu_differs_only_where_an_order_has_no_ngrams():
+    """The one difference, stated in docs/metrics.md: where the hypotheses have no n-gram of some order at all,
+    sacrebleu stops there and scores 0; NLTK (and so cotk-repro) counts max(1, 0) n-grams and smooths."""
+    import sacrebleu
+
+    hyps, refs = ["我们今天去公园玩。", "他说你好！"], ["我们明天去公园玩。", "他说：你好！"]
+    expected = sacrebleu.corpus_bleu(hyps, [refs], tokenize="intl")
+    assert expected.totals[2] == 0 and expected.score == 0.0
+    got = evaluate([("bleu", {"tokenizer": "intl"})], hyps, [[r] for r in refs])["bleu"]
+    toks = [r.split() for r in map(lambda t: sacrebleu.metrics.bleu.BLEU(tokenize="intl").tokenizer(t), hyps)]
+    rtoks = [[r.split()] for r in map(lambda t: sacrebleu.metrics.bleu.BLEU(tokenize="intl").tokenizer(t), refs)]
+    assert got == pytest.approx(corpus_bleu(rtoks, toks, smoothing_function=SMOOTH.method3), abs=1e-15) and got > 0
+
+
+@pytest.mark.parametrize("tokenizer", ["zh", "char", "13a"])
+def test_self_bleu_and_fw_bw_bleu_with_a_sacrebleu_tokenizer_equal_nltk_on_its_tokens(tokenizer):
+    from sacrebleu.metrics.bleu import BLEU
+
+    tok = BLEU(tokenize=tokenizer).tokenizer
+    sents, refs = _sacre_corpus("chinese", 30, 4), _sacre_corpus("chinese", 25, 5)
+    toks = [tok(s.rstrip()).split() for s in sents]
+    rtoks = [tok(s.rstrip()).split() for s in refs]
+    expected = [nltk_sentence(toks[:i] + toks[i + 1:], toks[i]) for i in range(len(toks))]
+    got = evaluate([("self-bleu", {"tokenizer": tokenizer})], sents)
+    assert got["self-bleu"] == pytest.approx(math.fsum(expected) / len(expected), abs=1e-12)
+    fw = [nltk_sentence(rtoks, t) for t in toks]
+    got = evaluate([("fw-bw-bleu", {"tokenizer": tokenizer})], sents, refs)
+    assert got["fw-bleu"] == pytest.approx(math.fsum(fw) / len(fw), abs=1e-12)
+    assert f"tok:{tokenizer}-sacrebleu" in got["fw-bw-bleu signature"]
+
+
+def test_tokenizer_and_normalization_are_in_the_hash_and_signature():
+    hyps, refs = _sacre_corpus("chinese", 20, 1), [[r] for r in _sacre_corpus("chinese", 20, 2)]
+    results = {t: evaluate([("bleu", {"tokenizer": t})], hyps, refs) for t in ("nltk", "zh", "char", "space")}
+    assert len({r["bleu hashvalue"] for r in results.values()}) == 4
+    assert results["nltk"] == evaluate(["bleu"], hyps, refs)  # nltk is the default
+    sub, sub_refs = _corpus("scripts", 20, 1), [[r] for r in _corpus("scripts", 20, 2)]  # H₂O, x², ½
+    nfkc = evaluate([("bleu", {"normalize": "nfkc"})], sub, sub_refs)
+    plain = evaluate(["bleu"], [unicodedata.normalize("NFKC", h) for h in sub],
+                     [[unicodedata.normalize("NFKC", r[0])] for r in sub_refs])
+    assert nfkc["bleu"] == plain["bleu"] != evaluate(["bleu"], sub, sub_refs)["bleu"]
+    assert nfkc["bleu hashvalue"] != plain["bleu hashvalue"]
+    assert "|norm:nfkc|" in nfkc["bleu signature"]
+    nfc = evaluate([("bleu", {"normalize": "nfc"})], sub, sub_refs)
+    assert nfc["bleu hashvalue"] != evaluate(["bleu"], sub, sub_refs)["bleu hashvalue"]
+    with pytest.raises(MetricError, match="unknown normalize 'nfd'"):
+        get_metric("bleu", normalize="nfd")
+
+
+def test_shared_tokenizer_of_evaluate_leaves_the_bleu_family_alone():
+    hyps, refs = _sacre_corpus("chinese", 10, 1), [[r] for r in _sacre_corpus("chinese", 10, 2)]
+    assert evaluate(["bleu"], hyps, refs, tokenizer="zh")["bleu"] == evaluate(["bleu"], hyps, refs)["bleu"]
+    assert evaluate(["distinct"], hyps, tokenizer="zh")["distinct-1 signature"].startswith("distinct|n:1|tok:zh-")
+
+
+def test_bad_tokenizer_names_and_missing_mecab_are_one_sentence(monkeypatch):
+    with pytest.raises(MetricError, match=r"^unknown tokenizer 'zz' for the BLEU family; choose nltk"):
+        get_metric("bleu", tokenizer="zz")
+    import sacrebleu.tokenizers.tokenizer_ja_mecab as ja
+
+    monkeypatch.setattr(ja, "MeCab", None)
+    with pytest.raises(MetricError, match=r"tokenizer 'ja-mecab' needs sacrebleu's optional dependencies.*"
+                                          r"pip install 'sacrebleu\[ja\]'$"):
+        get_metric("self-bleu", tokenizer="ja-mecab")

@@ -69,7 +69,8 @@ def resolve_tokenizer(tokenizer: Any = None) -> TextTokenizer:
     if callable(settings):
         settings = settings()
     detok = getattr(tokenizer, "detokenize", None)
-    return TextTokenizer(str(getattr(tokenizer, "name", type(tokenizer).__name__)), tokenizer.tokenize,
+    name = getattr(tokenizer, "signature", None) or getattr(tokenizer, "name", type(tokenizer).__name__)
+    return TextTokenizer(str(name), tokenizer.tokenize,
                          dict(settings), detok if callable(detok) else None)
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from ..core.canonical import StreamHasher, frame_bytes, token_list_items
 from ..core.gcpause import without_gc
 from .reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
+from .bleu_tokenizers import get_bleu_tokenizer, normalization, normalizer
 from .base import Metric, MetricError, check_references, result_entry, signature
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
                      run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_text, tokenize_texts)
@@ -358,7 +359,7 @@ class ReferenceDigest:
     def hash(self, metric: str, ngram: int, weights: Sequence[float], smoothing: str,
              extra: Mapping[str, Any] | None = None) -> str:
         settings = {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
-                    "tokenizer": BLEU_TOKENIZER, "version": BLEU_VERSION, **(extra or {})}
+                    "tokenizer": BLEU_TOKENIZER, "normalize": "none", "version": BLEU_VERSION, **(extra or {})}
         h = StreamHasher("cotk-repro/reference-set/v1")
         h.update({"metric": metric, "settings": settings})
         h.update(self._count)
@@ -368,14 +369,6 @@ class ReferenceDigest:
 
 # ---------------------------------------------------------------------------------------------
 # Inputs
-
-
-def _resolve_tokenizer(tokenizer: Any) -> Any:
-    if tokenizer is None or not isinstance(tokenizer, str):
-        return tokenizer
-    from .base import resolve_tokenizer
-
-    return resolve_tokenizer(tokenizer)
 
 
 def _is_ids(item: Any) -> bool:
@@ -477,22 +470,30 @@ def _sample_mode(value: Any) -> str:
 class _BleuFamily(Metric):
     version = BLEU_VERSION
     default_smoothing = "method3"
+    takes_shared_tokenizer = False  # the tokenizer is BLEU's own option (bleu_tokenizers.py), never evaluate()'s
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
-                 tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True,
+                 tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True, normalize: str = "none",
                  _extra: Mapping[str, Any] | None = None):
         n, w = _weights(ngram, weights)
+        #: the BLEU tokenizer (bleu_tokenizers.py): WordPunct by default, sacrebleu's 13a/intl/zh/char/ja-mecab/
+        #: ko-mecab, space or a registered one; it also detokenizes token-list inputs
+        self.bleu_tokenizer = get_bleu_tokenizer(tokenizer)
+        #: Unicode normalisation of the text before tokenizing (none, nfc, nfkc), in the hash
+        self.normalize = normalization(normalize)
+        self._normalizer = normalizer(self.normalize)
         #: False: token lists (and id lists, through the dataloader) are scored as given, every token atomic
-        #: (CoTK's rule); strings are still split with WordPunct. True (default): everything is re-tokenized.
+        #: (CoTK's rule); strings are still split with the tokenizer. True (default): everything is re-tokenized.
         self.retokenize = bool(retokenize)
-        self.token_rule = BLEU_TOKENIZER if self.retokenize else GIVEN_TOKENS
+        self.token_rule = self.bleu_tokenizer.name if self.retokenize else GIVEN_TOKENS
         self.ngram = n
         self.weights = w
         self.custom_weights = weights is not None and w != [1.0 / n] * n
         self.smoothing = _smoothing_name(smoothing if smoothing is not None else self.default_smoothing)
-        self.tokenizer = _resolve_tokenizer(tokenizer)
+        self.tokenizer = None if tokenizer is None else self.bleu_tokenizer  # detokenizes token lists
         self.dataloader = dataloader
-        settings = {"ngram": n, "weights": w, "smoothing": self.smoothing, "tokenizer": self.token_rule}
+        settings = {"ngram": n, "weights": w, "smoothing": self.smoothing, "tokenizer": self.token_rule,
+                    "normalize": self.normalize}
         settings.update(_extra or {})
         super().__init__(**settings)
 
@@ -511,13 +512,16 @@ class _BleuFamily(Metric):
 
     def _texts_and_tokens(self, items: Sequence[Any], what: str) -> tuple[list[str], list[list[str]]]:
         """The texts (for hashes) and BLEU tokens of ``items``, by the ``retokenize`` rule."""
+        norm = self._normalizer
         if self.retokenize:
             texts = list(items) if _all_str(items) else [self._text(x, what) for x in items]
-            return texts, tokenize_texts(texts)
+            if norm is not None:
+                texts = list(map(norm, texts))
+            return texts, self.bleu_tokenizer.tokenize_many(texts)
         tokens = []
         for x in items:
             if isinstance(x, str):
-                tokens.append(tokenize_text(x))
+                tokens.append(self.bleu_tokenizer.tokenize(norm(x) if norm is not None else x))
             elif _is_ids(x):
                 if self.dataloader is None:
                     raise MetricError(f"a {what} is a list of ids; pass dataloader= so that ids can be turned "
@@ -533,12 +537,16 @@ class _BleuFamily(Metric):
 
     def _digest(self, ref_text: Sequence[Sequence[str]], ref_tok: Sequence[Sequence[Sequence[str]]]
                 ) -> "ReferenceDigest":
-        return ReferenceDigest(ref_text, ref_tok, given=not self.retokenize)
+        # tokens of another tokenizer than WordPunct are hashed as they were scored
+        return ReferenceDigest(ref_text, ref_tok, given=not self.retokenize or not self.bleu_tokenizer.default)
 
     def _hash_extra(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         out = dict(extra or {})
         if not self.retokenize:
             out["tokenizer"] = GIVEN_TOKENS
+        elif not self.bleu_tokenizer.default:
+            out["tokenizer"] = self.bleu_tokenizer.spec
+        out["normalize"] = self.normalize
         return out
 
     def _sig_fields(self) -> dict[str, Any]:
@@ -547,6 +555,8 @@ class _BleuFamily(Metric):
             fields["w"] = [round(x, 6) for x in self.weights]
         fields["smooth"] = "m" + self.smoothing[-1]
         fields["tok"] = self.token_rule
+        if self.normalize != "none":
+            fields["norm"] = self.normalize
         return fields
 
 
@@ -623,10 +633,10 @@ class SelfBleuMetric(_BleuFamily):
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
-                 sample_mode: str = "subset", retokenize: bool = True):
+                 sample_mode: str = "subset", retokenize: bool = True, normalize: str = "none"):
         self.sample, self.seed = _sampling(sample, seed)
         self.sample_mode = _sample_mode(sample_mode)
-        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize,
+        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize, normalize=normalize,
                          _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode})
 
     @without_gc
@@ -678,10 +688,10 @@ class FwBwBleuMetric(_BleuFamily):
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
-                 sample_mode: str = "subset", retokenize: bool = True):
+                 sample_mode: str = "subset", retokenize: bool = True, normalize: str = "none"):
         self.sample, self.seed = _sampling(sample, seed)
         self.sample_mode = _sample_mode(sample_mode)
-        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize,
+        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize, normalize=normalize,
                          _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode})
 
     def forward(self, batch: Mapping[str, Any]) -> None:

@@ -149,7 +149,7 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
     ``per_sentence``, ``batch_size``, ``progress``: given as options of those names to the metrics that take
     them (model-based metrics: per-sentence lists, batch size, a progress bar on stderr).
     """
-    from . import accepts_option, metric_names
+    from . import accepts_option, metric_names, takes_shared_tokenizer
 
     options = options or {}
     known = metric_names()
@@ -172,7 +172,7 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
     built: list[Metric] = []
     for name in metrics:
         opts = dict(options.get(name, {}))
-        if tokenizer is not None and "tokenizer" not in opts and accepts_option(name, "tokenizer"):
+        if tokenizer is not None and "tokenizer" not in opts and takes_shared_tokenizer(name):
             opts["tokenizer"] = tokenizer
         for key, value in (("per_sentence", per_sentence or None), ("batch_size", batch_size),
                            ("progress", progress or None)):

@@ -59,7 +59,7 @@ def bleu_reference_hash(references: Iterable[Sequence[str]], *, metric: str = "b
     if weights is None:
         weights = [1.0 / ngram] * ngram
     settings = {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
-                "tokenizer": BLEU_TOKENIZER, "version": version, **(extra or {})}
+                "tokenizer": BLEU_TOKENIZER, "normalize": "none", "version": version, **(extra or {})}
     return reference_set_hash(metric, settings, ([bleu_tokenize(r) for r in refs] for refs in references))
 
 
