@@ -60,7 +60,13 @@ def bleu_reference_hash(references: Iterable[Sequence[str]], *, metric: str = "b
         weights = [1.0 / ngram] * ngram
     settings = {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
                 "tokenizer": BLEU_TOKENIZER, "normalize": "none", "version": version, **(extra or {})}
-    return reference_set_hash(metric, settings, ([bleu_tokenize(r) for r in refs] for refs in references))
+    groups = [list(refs) for refs in references]
+    flat = wordpunct.tokenize_many([r for refs in groups for r in refs])  # in bulk: bleu_tokenize of each
+    tokens, start = [], 0
+    for refs in groups:
+        tokens.append(flat[start:start + len(refs)])
+        start += len(refs)
+    return reference_set_hash(metric, settings, tokens)
 
 
 def perplexity_reference_hash(references: Iterable[Sequence[str]], all_vocab: Iterable[str], *,
