@@ -626,3 +626,22 @@ def test_bad_tokenizer_names_and_missing_mecab_are_one_sentence(monkeypatch):
     with pytest.raises(MetricError, match=r"tokenizer 'ja-mecab' needs sacrebleu's optional dependencies.*"
                                           r"pip install 'sacrebleu\[ja\]'$"):
         get_metric("self-bleu", tokenizer="ja-mecab")
+
+
+def test_compare_config_takes_the_bleu_tokenizer_option(tmp_path):
+    """``options = { tokenizer = "zh" }`` in a compare config: the cell equals the API's value and hash."""
+    from cotk_repro.compare import evaluate_config, load_config
+
+    hyps, refs = _sacre_corpus("chinese", 12, 1), _sacre_corpus("chinese", 12, 2)
+    (tmp_path / "data" / "zh" / "gold").mkdir(parents=True)
+    (tmp_path / "data" / "zh" / "samples").mkdir(parents=True)
+    (tmp_path / "data" / "zh" / "gold" / "refs.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    (tmp_path / "data" / "zh" / "samples" / "sys.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    (tmp_path / "bench.toml").write_text('[report]\nout = "reports"\n\n[[dataset]]\nname = "zh"\npath = "data/zh"\n\n'
+                                         '[[metric]]\nname = "bleu"\noptions = { tokenizer = "zh" }\n',
+                                         encoding="utf-8")
+    result = evaluate_config(load_config(tmp_path / "bench.toml"), jobs=1)
+    assert not result.failures, result.failures
+    (cell,) = [c for c in result.cells if c.column == "bleu"]
+    api = evaluate([("bleu", {"tokenizer": "zh"})], hyps, [[r] for r in refs])
+    assert cell.value == api["bleu"] and cell.hash == api["bleu hashvalue"]
