@@ -46,11 +46,13 @@ def nul_position(text: str, first_line: int = 1) -> tuple[int, int] | None:
 
 
 def nul_message(where: str, line: int, column: int) -> str:
+    """The one sentence refusing a NUL at ``line``, ``column`` of ``where`` (a file's description)."""
     return (f"{where} line {line} holds a NUL character at column {column}; NUL is never text (binary data, or a "
             f"file in another encoding such as UTF-16): remove it or convert the file to UTF-8")
 
 
 def cr_only_message(where: str) -> str:
+    """The one sentence refusing ``where`` (a file's description) for its CR-only line ends."""
     return (f"{where} ends its lines with a carriage return (CR) only, not \\n or \\r\\n: convert its line ends "
             f"(e.g. tr '\\r' '\\n') so that each line is one text")
 
