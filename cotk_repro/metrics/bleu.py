@@ -42,7 +42,7 @@ from .reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash,
 from .bleu_tokenizers import get_bleu_tokenizer, normalization, normalizer
 from .base import Metric, MetricError, check_references, result_entry, signature
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
-                     run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_text, tokenize_texts)
+                     run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_texts)
 
 SMOOTHINGS = ("method0", "method1", "method2", "method3")
 _SMOOTH_ALIASES = {"none": "method0", "m0": "method0", "m1": "method1", "m2": "method2", "m3": "method3",

@@ -20,7 +20,7 @@ import unicodedata
 from typing import Any, Callable, Sequence
 
 from .base import MetricError
-from .ngrams import _ATOMIC_SPLIT, has_special, tokenize_text, tokenize_texts
+from .ngrams import _ATOMIC_SPLIT, has_special, tokenize_texts
 from .reference_hashes import BLEU_TOKENIZER
 
 #: Unicode normalisation before tokenizing: ``none`` (NLTK's and sacrebleu's default), ``nfc`` or ``nfkc``
@@ -130,4 +130,4 @@ def normalizer(form: str) -> Callable[[str], str] | None:
     return lambda text: unicodedata.normalize(upper, text)
 
 
-__all__ = ["BleuTokenizer", "NORMALIZATIONS", "get_bleu_tokenizer", "normalization", "normalizer", "tokenize_text"]
+__all__ = ["NORMALIZATIONS", "BleuTokenizer", "get_bleu_tokenizer", "normalization", "normalizer"]
