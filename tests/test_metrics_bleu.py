@@ -645,3 +645,22 @@ def test_compare_config_takes_the_bleu_tokenizer_option(tmp_path):
     (cell,) = [c for c in result.cells if c.column == "bleu"]
     api = evaluate([("bleu", {"tokenizer": "zh"})], hyps, [[r] for r in refs])
     assert cell.value == api["bleu"] and cell.hash == api["bleu hashvalue"]
+
+
+@pytest.mark.parametrize("kind,tokenizer", [(k, t) for k, ts in _SACRE_TOKENIZERS.items() for t in ts])
+def test_sacrebleu_denominators_equal_sacrebleu_with_short_hypotheses(kind, tokenizer):
+    """``denominators="sacrebleu"``: the n-grams there are (NLTK counts max(1, n-grams) per hypothesis, which
+    differs where a hypothesis is shorter than n), and an order without any n-gram scores 0: equal to
+    ``sacrebleu.corpus_bleu`` on every corpus, one-word hypotheses included."""
+    import sacrebleu
+
+    rng = random.Random(f"short-{kind}")
+    hyps = [h if rng.random() < 0.6 else h[: rng.randint(0, 3)] for h in _sacre_corpus(kind, 60, 1)]
+    refs = _sacre_corpus(kind, 60, 2)
+    for hs in (hyps, [h[:2] for h in hyps]):  # the second: (almost) no 4-grams at all
+        expected = sacrebleu.corpus_bleu(hs, [refs], tokenize=tokenizer).score / 100
+        got = evaluate([("bleu", {"tokenizer": tokenizer, "denominators": "sacrebleu"})], hs, [[r] for r in refs])
+        assert abs(got["bleu"] - expected) <= 1e-12
+        assert "|den:sacrebleu|" in got["bleu signature"]
+    default = evaluate([("bleu", {"tokenizer": tokenizer})], hyps, [[r] for r in refs])
+    assert default["bleu hashvalue"] != got["bleu hashvalue"]

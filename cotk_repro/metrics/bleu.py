@@ -52,6 +52,8 @@ EPSILON = 0.1  # NLTK SmoothingFunction's epsilon (method1)
 #: every set) or "cotk" (CoTK 0.1.0: Self-BLEU shuffles with the seed and keeps the first ``sample``;
 #: Fw/Bw-BLEU keeps the first ``sample`` generated sentences and the first ``sample`` references)
 SAMPLE_MODES = ("subset", "cotk")
+#: ``bleu``'s n-gram totals: NLTK's (max(1, n-grams) per hypothesis) or sacrebleu's (the n-grams there are)
+DENOMINATORS = ("nltk", "sacrebleu")
 #: the tokenizer name in hashes and signatures when token lists are scored as given (``retokenize=False``)
 GIVEN_TOKENS = "given"
 
@@ -573,6 +575,18 @@ class BleuMetric(_BleuFamily):
     level = "corpus"
     cost = 1.0
 
+    def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
+                 tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True, normalize: str = "none",
+                 denominators: str = "nltk"):
+        #: "nltk" (default): each hypothesis counts max(1, its n-grams) of each order (NLTK's corpus_bleu);
+        #: "sacrebleu": the n-grams it has, and an order without any n-gram scores 0 (sacrebleu's corpus_bleu)
+        self.denominators = str(denominators).strip().lower()
+        if self.denominators not in DENOMINATORS:
+            raise MetricError(f"unknown denominators {denominators!r}; choose nltk (max(1, n-grams) per "
+                              f"hypothesis, NLTK's corpus_bleu) or sacrebleu (the n-grams there are)")
+        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize, normalize=normalize,
+                         _extra={"denominators": self.denominators} if self.denominators != "nltk" else None)
+
     @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps = list(hypotheses)
@@ -586,11 +600,21 @@ class BleuMetric(_BleuFamily):
         flat_text, flat_tok = self._texts_and_tokens(list(chain.from_iterable(refs)), "reference")
         ref_text, ref_tok = _regroup(flat_text, refs), _regroup(flat_tok, refs)
         nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
-        value = bleu_from_counts(nums, dens, hyp_len, ref_len, self.weights, self.smoothing)
+        extra = None
+        if self.denominators == "sacrebleu":
+            lengths = np.fromiter(map(len, hyp_tok), np.int64, count=len(hyp_tok))
+            dens = [int(np.maximum(0, lengths - n + 1).sum()) for n in range(1, self.ngram + 1)]
+            extra = {"denominators": self.denominators}
+        if min(dens) == 0:  # sacrebleu's rule: an order without any n-gram ends the product at precision 0
+            value = 0.0
+        else:
+            value = bleu_from_counts(nums, dens, hyp_len, ref_len, self.weights, self.smoothing)
         h = self._digest(ref_text, ref_tok).hash(self.name, self.ngram, self.weights, self.smoothing,
-                                                 self._hash_extra() or None)
+                                                 self._hash_extra(extra) or None)
         counts = sorted(set(map(len, ref_text)))
         fields = self._sig_fields()
+        if self.denominators != "nltk":
+            fields["den"] = self.denominators
         fields["refs"] = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         return result_entry(self.name, value, h, signature(self.name, fields, self.version))
 
