@@ -7,6 +7,7 @@ import random
 import re
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,7 @@ from cotk_repro.core.canonical import canonical_json
 from cotk_repro.data import chunks, hashing
 from cotk_repro.data.tokenizers import SpaceTokenizer, WordPunctTokenizer
 
-REGEX = re.compile(r"\w+|[^\w\s]+")
+REGEX = regex.compile(r"\w+|[^\w\s]+")  # NLTK compiles WordPunct with regex
 # ASCII-heavy: punctuation runs, quotes and backslashes (escaped in JSON), repeated and edge spaces, DEL, and a few
 # characters that send a block down the other paths (tabs, control characters, line breaks, non-ASCII)
 ALPHABET = list("ab_Z9 .,'\"\\-!?()/\x7f") + ["  ", "...", "--", "\t", "\x01", "\x1f", "\n", "é"]
@@ -93,3 +94,84 @@ def test_chunk_digests_equal_the_token_list_path(tokenizer):
             [(t if max_len is None else t[:max_len]) for t in map(tokenizer.tokenize, (u.strip().lower()
                                                                                         for u in utts))])
         assert fast.table == slow.table and (fast.ids == slow.ids).all() and (fast.lengths == slow.lengths).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# NLTK's WordPunctTokenizer itself (the pinned NLTK compiles the pattern with ``regex``): every code point
+
+CONTEXTS = ("a{}b", "{}", "{}word", "word{}", "!{}!")
+
+
+def _nltk_tokens(text: str) -> list[str]:
+    from nltk.tokenize import WordPunctTokenizer as NltkWordPunct
+
+    return NltkWordPunct().tokenize(text)
+
+
+def _all_contexts(lo: int, hi: int) -> list[str]:
+    return [ctx.format(chr(cp)) for cp in range(lo, hi) for ctx in CONTEXTS]
+
+
+@pytest.mark.parametrize("start", range(0, 0x110000, 0x44000))
+def test_every_code_point_equals_nltk_in_every_context(start):
+    """Every code point (surrogates and unassigned ones included) in ``a<cp>b``, ``<cp>``, ``<cp>word``,
+    ``word<cp>`` and ``!<cp>!``: the bulk path and the per-text path give NLTK's own tokens. Batched: the texts
+    joined by spaces (a token never spans a space) go through NLTK, the bulk path and the per-text path at once."""
+    for lo in range(start, start + 0x44000, 0x11000):
+        texts = _all_contexts(lo, lo + 0x11000)
+        joined = " ".join(texts)
+        expected = _nltk_tokens(joined)
+        if wordpunct.tokenize_many([joined, "x"])[0] != expected or wordpunct.findall(joined) != expected:
+            for cp in range(lo, lo + 0x11000):  # name the first code point that differs
+                for ctx in CONTEXTS:
+                    text = ctx.format(chr(cp))
+                    assert wordpunct.tokenize_many([text, "x"])[0] == _nltk_tokens(text), hex(cp)
+                    assert wordpunct.findall(text) == _nltk_tokens(text), hex(cp)
+            pytest.fail("the joined texts differ from NLTK's tokens")
+
+
+def test_many_texts_of_sampled_code_points_every_tokenizer():
+    """The multi-text paths (the data tokenizer, BLEU's bulk tokenizer, text by text) on the first 1,024 code points
+    and 20,000 sampled ones, one text per code point and context."""
+    from cotk_repro.metrics.ngrams import tokenize_texts
+    from cotk_repro.metrics.reference_hashes import bleu_tokenize
+
+    cps = list(range(1024)) + random.Random(33).sample(range(1024, 0x110000), 20000)
+    texts = [ctx.format(chr(cp)) for cp in cps for ctx in CONTEXTS]
+    expected = [_nltk_tokens(t) for t in texts]
+    assert wordpunct.tokenize_many(texts) == expected
+    assert WordPunctTokenizer().tokenize_many(texts) == expected
+    assert [bleu_tokenize(t) for t in texts] == expected
+    plain = [i for i, t in enumerate(texts) if "<" not in t]  # BLEU keeps <unk>-style tokens whole
+    assert tokenize_texts([texts[i] for i in plain]) == [expected[i] for i in plain]
+
+
+@pytest.mark.parametrize("texts", [
+    ["a\x1cb", "c.\x1d!d", "x\x1f"],  # ASCII with NLTK's punctuation-not-space separators: the bytes path
+    ["é\x1cb", "\x1e", "ok"],  # non-ASCII with them: per text through regex
+    ["H₂O ²³ ½", "नमस्ते दुनिया", "e\u0301te\u0301", "👍🏽!", "ภาษาไทย"],
+    ["a\x1cb\n", "two"],  # a line break inside a text
+] + [[chr(c) + "a" + chr(c) for c in range(0, 128)]])
+def test_control_characters_and_scripts_every_path(texts):
+    expected = [_nltk_tokens(t) for t in texts]
+    assert wordpunct.tokenize_many(texts) == expected
+    assert [wordpunct.findall(t) for t in texts] == expected
+    assert WordPunctTokenizer().tokenize_many(texts) == expected
+    assert wordpunct.tokenize_many(texts * 800) == expected * 800  # numpy's size
+
+
+def test_known_differences_from_re():
+    """The cases the issue measured: ``re`` (the interpreter's data) splits these differently from NLTK."""
+    assert wordpunct.findall("H₂O") == ["H", "₂", "O"]
+    assert wordpunct.findall("नमस्ते") == ["नमस्ते"]  # combining vowel signs are word characters
+    assert wordpunct.findall("a\x1cb") == ["a", "\x1c", "b"]
+    assert re.findall(r"\w+|[^\w\s]+", "नमस्ते") != ["नमस्ते"]
+
+
+def test_tokenizer_id_names_engine_and_unicode_version():
+    version = wordpunct.unicode_version()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
+    major, minor = version.split(".")[:2]
+    assert wordpunct.tokenizer_id() == "wordpunct-u" + major + ("" if minor == "0" else "." + minor)
+    assert WordPunctTokenizer().settings["unicode"] == version
+    assert WordPunctTokenizer().settings["engine"] == "regex"

@@ -148,7 +148,7 @@ def test_post_without_response(tmp_path):
 
 
 def test_cli_error_is_one_sentence_without_traceback(tmp_path, cli):
-    folder = lm_folder(tmp_path / "d", **{"test.txt": b"\xff\xfe bad\n"})
+    folder = lm_folder(tmp_path / "d", **{"test.txt": b"\xff\xfd bad\n"})  # not UTF-8 (FF FE: UTF-16, named so)
     res = cli("data", "hashes", str(folder))
     assert res.returncode == 2, res
     assert "Traceback" not in res.stderr
@@ -235,3 +235,14 @@ def test_dialog_folder_without_loader_names_the_loader(tmp_path, cli, files, loa
     res = cli("data", "hashes", str(folder), "--splits", "train", "--loader", loader, "--min-frequent-vocab-times", "1",
               "--reference-split", "train")
     assert res.returncode == 0, res
+
+
+def test_utf16_nul_and_cr_only_files_are_one_sentence(tmp_path, cli):
+    """The one reading of every input (docs/inputs.md) in the loaders: UTF-16 named, NUL with line and column,
+    CR-only line ends refused."""
+    cases = [("a b\nc d\n".encode("utf-16"), "is UTF-16 text"), (b"a b\nc\x00d\n", "line 2 holds a NUL character"),
+             (b"a b\rc d\r", "carriage return (CR) only")]
+    for i, (content, message) in enumerate(cases):
+        folder = lm_folder(tmp_path / f"d{i}", **{"test.txt": content})
+        res = cli("data", "hashes", str(folder))
+        assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr, res

@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from nltk.tokenize import WordPunctTokenizer
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
 
-from cotk_repro.metrics import get_metric
-from cotk_repro.metrics.reference_hashes import bleu_reference_hash, bleu_tokenize
+from cotk_repro.metrics import evaluate, get_metric
+from cotk_repro.metrics.reference_hashes import bleu_reference_hash
+
+bleu_tokenize = WordPunctTokenizer().tokenize  # NLTK's own: the independent side
 
 HYPS = ["a cat sat on the mat .", "the dog barked at the mailman", "birds fly south in winter", ""]
 REFS = ["a cat is sitting on the mat .", "the dog barked at the postman", "birds fly north in spring", "empty"]
@@ -35,7 +38,7 @@ def test_json_output_matches_nltk_and_library(cli, files):
                            smoothing_function=SmoothingFunction().method3)
     assert out["bleu"] == pytest.approx(expected, abs=1e-12)
     assert out["bleu hashvalue"] == bleu_reference_hash([[x] for x in REFS])
-    assert out["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct|refs:1|v:1"
+    assert out["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct-u18|refs:1|v:1"
     assert out["self-bleu"] == get_metric("self-bleu").compute(HYPS)["self-bleu"]
     assert set(out) == {"bleu", "bleu hashvalue", "bleu signature", "self-bleu", "self-bleu hashvalue",
                         "self-bleu signature"}
@@ -160,7 +163,9 @@ def test_only_newline_splits_lines(cli, tmp_path, inner):
     res = cli("evaluate", "--hyps", str(h), "--refs", str(r), "-m", "bleu", "-m", "distinct", "--json")
     assert res.returncode == 0, res
     out = json.loads(res.stdout)
-    expected = {**get_metric("bleu").compute(hyps, [[x] for x in refs]), **get_metric("distinct").compute(hyps)}
+    # references given are references seen, by every metric, as in the API (issue 33): distinct's hash covers them
+    expected = {**get_metric("bleu").compute(hyps, [[x] for x in refs]),
+                **get_metric("distinct").compute(hyps, [[x] for x in refs])}
     assert out == expected
     res = cli("evaluate", "--hyps", str(h), "-m", "self-bleu", "--json")
     assert res.returncode == 0 and "size:3" in json.loads(res.stdout)["self-bleu signature"], res
@@ -187,3 +192,120 @@ def test_invalid_utf8_names_line_column_and_byte(cli, tmp_path):
     res = cli("evaluate", "--hyps", str(hyps), "-m", "self-bleu")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "line 3, column 5, byte offset 27 (0xff)" in res.stderr, res
+
+
+ZH_HYPS = ["我们今天去公园玩。", "他说你好！天气很好。", "学生们在学习中文", "老师给我一本书。"]
+ZH_REFS = ["我们明天去公园玩。", "他说：你好！天气不错。", "学生在学习中文", "老师给了我一本书。"]
+
+
+@pytest.mark.parametrize("tokenizer", ["zh", "char", "13a", "intl", "space", "nltk", "ja-mecab"])
+def test_bleu_family_tokenizer_option_equals_the_api(cli, tmp_path, tokenizer):
+    """``-o bleu.tokenizer=NAME`` (and self-bleu's, fw-bw-bleu's) through the CLI gives the Python API's values,
+    hashes and signatures for the same lines."""
+    hyps, refs = write(tmp_path / "h.txt", ZH_HYPS), write(tmp_path / "r.txt", ZH_REFS)
+    names = ["bleu", "self-bleu", "fw-bw-bleu"]
+    args = [a for n in names for a in ("-m", n, "-o", f"{n}.tokenizer={tokenizer}")]
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), *args, "--json")
+    assert r.returncode == 0, r
+    api = evaluate([(n, {"tokenizer": tokenizer}) for n in names], hypotheses=ZH_HYPS,
+                   references=[[x] for x in ZH_REFS])
+    assert json.loads(r.stdout) == api
+    if tokenizer not in ("nltk", "space"):
+        assert f"tok:{tokenizer}" in api["bleu signature"] and "sacrebleu" in api["bleu signature"]
+
+
+@pytest.mark.parametrize("option,message", [
+    ("bleu.tokenizer=zz", "unknown tokenizer 'zz' for the BLEU family"),
+    ("bleu.normalize=nfd", "unknown normalize 'nfd'"),
+])
+def test_bad_tokenizer_options_exit_2_with_one_sentence(cli, tmp_path, option, message):
+    hyps, refs = write(tmp_path / "h.txt", ZH_HYPS), write(tmp_path / "r.txt", ZH_REFS)
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "-m", "bleu", "-o", option, "--json")
+    assert r.returncode == 2 and message in r.stderr and "unexpected" not in r.stderr.lower()
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_tokenizer_for_a_metric_that_does_not_tokenize_exits_2(cli, tmp_path):
+    hyps, refs = write(tmp_path / "h.txt", ZH_HYPS), write(tmp_path / "r.txt", ZH_REFS)
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "-m", "accuracy", "-o", "accuracy.tokenizer=zh")
+    assert r.returncode == 2 and "has no option 'tokenizer'" in r.stderr
+
+
+# -- one reading of every input (issue 33, docs/inputs.md) ---------------------------------------------------------
+
+BOM_HYPS = ["the cat sat on the mat .", "a dog barked at the postman", "birds fly south in winter",
+            "it rains", "the end of the story"]
+BOM_REFS = ["a cat sat on the mat .", "the dog barked at the mailman", "birds fly north in spring",
+            "it rained", "the end"]
+
+
+def test_every_metric_gives_the_api_values_and_hashes_for_a_file_with_a_bom(cli, tmp_path):
+    """A file with a leading BOM through ``evaluate`` and its lines (BOM kept by a plain read) through the API:
+    the same values and hashes for every metric that scores plain text; the ones that cannot (a model, queries,
+    groups) refuse in both."""
+    from cotk_repro.metrics import MetricError, metric_names
+    from cotk_repro.metrics.facts import metric_class
+
+    h, r = tmp_path / "h.txt", tmp_path / "r.txt"
+    h.write_bytes(("\ufeff" + "\n".join(BOM_HYPS) + "\n").encode("utf-8"))
+    r.write_bytes(("\ufeff" + "\n".join(BOM_REFS) + "\n").encode("utf-8"))
+    hyps = h.read_text(encoding="utf-8").splitlines()
+    refs = r.read_text(encoding="utf-8").splitlines()
+    assert hyps[0].startswith("\ufeff")
+    checked = []
+    for name in metric_names():
+        cls = metric_class(name)
+        if getattr(cls, "needs_queries", False) or name in ("perplexity", "accuracy") or \
+                any(k in name for k in ("coherence", "fluency", "group", "bertscore", "mauve", "nll", "embsim")):
+            continue
+        try:
+            api = evaluate([name], hypotheses=hyps, references=[[x] for x in refs])
+        except MetricError:
+            continue
+        res = cli("evaluate", "--hyps", str(h), "--refs", str(r), "-m", name, "--json")
+        assert res.returncode == 0, (name, res)
+        assert json.loads(res.stdout) == api, name
+        checked.append(name)
+    assert {"bleu", "self-bleu", "fw-bw-bleu", "distinct", "meteor", "rouge", "nist"} <= set(checked), checked
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"a b\rc d\re f\r", "ends its lines with a carriage return (CR) only"),
+    (b"a b\nc\x00d\n", "line 2 holds a NUL character at column 2"),
+    ("a b\nc d\n".encode("utf-16"), "is UTF-16 text"),
+    ("a b\nc d\n".encode("utf-16-le"), "looks like UTF-16 text"),
+])
+@pytest.mark.parametrize("metric", ["distinct", "bleu", "self-bleu", "meteor"])
+def test_refused_inputs_are_one_sentence_for_every_metric(cli, tmp_path, content, message, metric):
+    h = tmp_path / "h.txt"
+    h.write_bytes(content)
+    r = write(tmp_path / "r.txt", ["a b", "c d", "e f"])
+    res = cli("evaluate", "--hyps", str(h), "--refs", str(r), "-m", metric, "--json")
+    assert res.returncode == 2 and message in res.stderr, res
+    assert res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_the_same_rules_in_the_dataloaders_and_compare(tmp_path):
+    from cotk_repro.compare.textfmt import iter_lines
+    from cotk_repro.data.reading import iter_line_blocks
+    from cotk_repro.errors import CotkError
+
+    cases = {b"a b\rc d\r": "carriage return (CR) only", b"a\x00b\n": "NUL character at column 2",
+             "ab\n".encode("utf-16"): "UTF-16"}
+    for i, (content, message) in enumerate(cases.items()):
+        path = tmp_path / f"{i}.txt"
+        path.write_bytes(content)
+        for read in (lambda p: list(iter_line_blocks(p)), lambda p: list(iter_lines(p))):
+            with pytest.raises(CotkError, match=message.replace("(", r"\(").replace(")", r"\)")):
+                read(path)
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbfa \xef\xbb\xbfb\nc\rd\n")  # a leading BOM dropped; inside, BOM and CR are text
+    assert list(iter_lines(bom)) == ["a \ufeffb", "c\rd"]
+    assert list(iter_line_blocks(bom)) == [(1, ["a \ufeffb", "c\rd"])]
+
+
+def test_distinct_hash_is_the_same_through_evaluate_and_the_api(cli, files):
+    hyps, refs = files
+    res = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "-m", "distinct", "--json")
+    assert res.returncode == 0, res
+    assert json.loads(res.stdout) == evaluate(["distinct"], hypotheses=HYPS, references=[[x] for x in REFS])

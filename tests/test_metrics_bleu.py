@@ -1,7 +1,8 @@
 """The BLEU family against NLTK (the independent reference), on the shared Texygen data and hand-made cases.
 
-NLTK is called on WordPunct tokens (BLEU's fixed tokenizer); for ``<unk>`` cases each ``<unk>`` is given to
-NLTK as a token that occurs nowhere else, which is what "an n-gram containing <unk> never matches" means.
+NLTK is called on the tokens of NLTK's own ``WordPunctTokenizer`` (never the project's tokenizer, which is what is
+tested); for ``<unk>`` cases each ``<unk>`` is given to NLTK as a token that occurs nowhere else, which is what
+"an n-gram containing <unk> never matches" means.
 """
 
 from __future__ import annotations
@@ -10,29 +11,33 @@ import itertools
 import math
 import random
 import re
+import unicodedata
 import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from nltk.tokenize import WordPunctTokenizer as NltkWordPunct
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
 
 from cotk_repro.metrics import MetricError, evaluate, get_metric
 from cotk_repro.metrics.bleu import self_bleu_scores, set_bleu_scores
 from cotk_repro.metrics.ngrams import tokenize_texts
-from cotk_repro.metrics.reference_hashes import bleu_reference_hash, bleu_tokenize
+from cotk_repro.metrics.reference_hashes import bleu_reference_hash
 
 SMOOTH = SmoothingFunction()
+#: NLTK's own tokenizer: the independent reference side
+nltk_wordpunct = NltkWordPunct().tokenize
 _counter = itertools.count()
 
 
 def nltk_tokens(text: str) -> list[str]:
     """WordPunct tokens; each <unk> becomes a fresh token that matches nothing."""
     parts = re.split(r"<unk>", text)
-    out = bleu_tokenize(parts[0])
+    out = nltk_wordpunct(parts[0])
     for part in parts[1:]:
         out.append(f"\x00unk{next(_counter)}")
-        out.extend(bleu_tokenize(part))
+        out.extend(nltk_wordpunct(part))
     return out
 
 
@@ -71,7 +76,7 @@ def test_corpus_bleu_equals_nltk_on_texygen(fixtures_dir, model):
     expected = nltk_corpus(hyps, [[r] for r in refs])
     assert res["bleu"] == pytest.approx(expected, rel=0, abs=1e-12)
     assert res["bleu hashvalue"] == bleu_reference_hash([[r] for r in refs])
-    assert res["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct|refs:1|v:1"
+    assert res["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct-u18|refs:1|v:1"
 
 
 def test_corpus_bleu_multi_reference_equals_nltk(fixtures_dir):
@@ -89,7 +94,7 @@ def test_bleu_custom_weights_equal_nltk():
     hyps = ["the cat sat on the mat .", "a dog runs in the park"]
     refs = [["the cat is on the mat ."], ["a dog runs through the park", "dogs run in parks"]]
     res = get_metric("bleu", ngram=3, weights=[0.5, 0.3, 0.2]).compute(hyps, refs)
-    expected = corpus_bleu([[bleu_tokenize(r) for r in rs] for rs in refs], [bleu_tokenize(h) for h in hyps],
+    expected = corpus_bleu([[nltk_wordpunct(r) for r in rs] for rs in refs], [nltk_wordpunct(h) for h in hyps],
                            weights=[0.5, 0.3, 0.2], smoothing_function=SMOOTH.method3)
     assert res["bleu"] == pytest.approx(expected, rel=0, abs=1e-12)
     assert "|w:0.5,0.3,0.2|" in res["bleu signature"]
@@ -241,7 +246,7 @@ def test_self_bleu_equals_nltk_per_sentence(fixtures_dir, model):
     assert got == expected  # per sentence: bit for bit
     res = get_metric("self-bleu").compute(sents)
     assert res["self-bleu"] == pytest.approx(sum(expected) / len(expected), rel=0, abs=1e-12)
-    assert res["self-bleu signature"] == "self-bleu|n:4|smooth:m1|tok:wordpunct|size:200|v:1"
+    assert res["self-bleu signature"] == "self-bleu|n:4|smooth:m1|tok:wordpunct-u18|size:200|v:1"
 
 
 def test_self_bleu_edge_cases_equal_nltk():
@@ -376,7 +381,7 @@ def test_property_bulk_tokenizer_equals_wordpunct(texts):
     # every special token is kept whole (<unk>, <pad>, <go>, <eos>), the rest is WordPunct
     specials = ("<unk>", "<pad>", "<go>", "<eos>")
     expected = [[t for t in re.split(r"(<unk>|<pad>|<go>|<eos>)", x) if t] for x in texts]
-    expected = [[tok for part in parts for tok in ([part] if part in specials else bleu_tokenize(part))]
+    expected = [[tok for part in parts for tok in ([part] if part in specials else nltk_wordpunct(part))]
                 for parts in expected]
     assert tokenize_texts(texts) == expected
 
@@ -473,3 +478,189 @@ def test_bulk_tokenizers_equal_nltk_wordpunct_on_fixture_text(fixtures_dir):
     assert len(lines) > 10000
     assert tokenize_texts(lines) == expected
     assert WordPunctTokenizer().tokenize_many(lines) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Scripts where the interpreter's ``re`` and NLTK's ``regex`` split differently (issue 33): BLEU, Self-BLEU and
+# distinct equal NLTK computed independently (NLTK's tokenizer, corpus_bleu / sentence_bleu, n-grams counted here)
+
+_WORDS = {
+    "thai": "ภาษาไทย สวัสดี ครับ ผม ชอบ กิน ข้าว ที่ บ้าน เมือง ใหญ่ น้ำ ไม่ ได้ จริงๆ".split(),
+    "hindi": "नमस्ते दुनिया यह एक किताब है मैं घर जाता हूँ पानी ठंडा और गरम क्या".split(),
+    "nfd": [unicodedata.normalize("NFD", w) for w in
+            "café résumé naïve ἀλήθεια ψυχή Việt Nam tiếng người được không élève".split()],
+    "emoji": "👍🏽 👨‍👩‍👧 ❤️ 🇫🇷 ok! 😀😀 go 🎉, fine 🙏🏿 yes".split(),
+    "scripts": "H₂O CO₂ x² m³ ½ ①② a₁ E=mc² ⁴⁵ note¹ r₀ ok".split(),
+    "control": ["a\x1cb", "c\x1d", "\x1ed", "e\x1f.f", "x\x00y", "word", "a\x07b", "tab\tx", "z\x1c\x1c"],
+}
+
+
+def _corpus(kind: str, n: int, seed: int) -> list[str]:
+    rng = random.Random(f"{kind}-{seed}")
+    words = _WORDS[kind]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) for _ in range(n)]
+
+
+def _nltk_distinct(sents: list[str], n: int) -> float:
+    grams = [tuple(t[i:i + n]) for t in map(nltk_wordpunct, sents) for i in range(len(t) - n + 1)]
+    return len(set(grams)) / len(grams)
+
+
+@pytest.mark.parametrize("kind", sorted(_WORDS))
+def test_bleu_self_bleu_distinct_equal_nltk_on_every_script(kind):
+    hyps, refs = _corpus(kind, 40, 1), _corpus(kind, 40, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected_bleu = corpus_bleu([[nltk_wordpunct(r)] for r in refs], [nltk_wordpunct(h) for h in hyps],
+                                    smoothing_function=SMOOTH.method3)
+        toks = [nltk_wordpunct(h) for h in hyps]
+        expected_self = math.fsum(sentence_bleu(toks[:i] + toks[i + 1:], toks[i], smoothing_function=SMOOTH.method1)
+                                  for i in range(len(toks))) / len(toks)
+    res = evaluate(["bleu", "self-bleu", ("distinct", {"ngram": [1, 2]})], hyps, [[r] for r in refs])
+    assert res["bleu"] == pytest.approx(expected_bleu, abs=1e-12)
+    assert res["self-bleu"] == pytest.approx(expected_self, abs=1e-12)
+    assert res["distinct-1"] == _nltk_distinct(hyps, 1)
+    assert res["distinct-2"] == _nltk_distinct(hyps, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# sacrebleu's tokenizers through the BLEU family (-o bleu.tokenizer=NAME): sacrebleu is the reference
+
+_SACRE_WORDS = {
+    "chinese": "我们 今天 去 公园 玩 ， 天气 很 好 。 他 说 你好 ！ 中文 测试 句子 学生 老师 书".split(),
+    "japanese": "日本語 の テキスト です 。 今日 は 天気 が いい 私 学生 東京 に 行き ます ね".split(),
+    "thai": _WORDS["thai"],
+    "hindi": _WORDS["hindi"] + ["।", ","],
+    "korean": "한국어 텍스트 입니다 . 오늘 날씨 가 좋아요 학생 서울 에 갑니다 나는 책을 읽었다".split(),
+    "english": "the cat sat on a mat . it was n't happy , but the dog ran away ! yes $5 U.S.A. don't".split(),
+}
+_SACRE_TOKENIZERS = {"chinese": ("zh", "char"), "japanese": ("ja-mecab", "char"), "korean": ("ko-mecab", "13a"),
+                     "thai": ("13a", "intl", "char"), "hindi": ("13a", "intl", "char"),
+                     "english": ("13a", "intl", "char", "zh")}
+
+
+def _sacre_corpus(kind, n, seed):
+    rng = random.Random(f"{kind}-{seed}")
+    joiner = "" if kind in ("chinese", "japanese") else " "
+    return [joiner.join(rng.choice(_SACRE_WORDS[kind]) for _ in range(rng.randint(5, 14))) + (" ." if i % 3 else "")
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("kind,tokenizer", [(k, t) for k, ts in _SACRE_TOKENIZERS.items() for t in ts])
+def test_bleu_with_sacrebleu_tokenizers_equals_sacrebleu(kind, tokenizer):
+    """With smoothing method3 (sacrebleu's ``exp``) and the same tokenizer, BLEU equals
+    ``sacrebleu.corpus_bleu(...).score / 100`` to 1e-12, one and two references."""
+    import sacrebleu
+
+    hyps, refs, refs2 = _sacre_corpus(kind, 60, 1), _sacre_corpus(kind, 60, 2), _sacre_corpus(kind, 60, 3)
+    for ref_sets in ([refs], [refs, refs2]):
+        expected = sacrebleu.corpus_bleu(hyps, ref_sets, tokenize=tokenizer)
+        assert all(expected.totals), "every order has n-grams (see the zero-total test below)"
+        got = evaluate([("bleu", {"tokenizer": tokenizer})], hyps, [list(rs) for rs in zip(*ref_sets)])
+        assert abs(got["bleu"] - expected.score / 100) <= 1e-12
+        sig = sacrebleu.metrics.bleu.BLEU(tokenize=tokenizer).tokenizer.signature()
+        assert got["bleu signature"].startswith(f"bleu|n:4|smooth:m3|tok:{sig}-sacrebleu{sacrebleu.__version__}|")
+
+
+def test_sacrebleu_differs_only_where_an_order_has_no_ngrams():
+    """The one difference, stated in docs/metrics.md: where the hypotheses have no n-gram of some order at all,
+    sacrebleu stops there and scores 0; NLTK (and so cotk-repro) counts max(1, 0) n-grams and smooths."""
+    import sacrebleu
+
+    hyps, refs = ["我们今天去公园玩。", "他说你好！"], ["我们明天去公园玩。", "他说：你好！"]
+    expected = sacrebleu.corpus_bleu(hyps, [refs], tokenize="intl")
+    assert expected.totals[2] == 0 and expected.score == 0.0
+    got = evaluate([("bleu", {"tokenizer": "intl"})], hyps, [[r] for r in refs])["bleu"]
+    toks = [r.split() for r in map(lambda t: sacrebleu.metrics.bleu.BLEU(tokenize="intl").tokenizer(t), hyps)]
+    rtoks = [[r.split()] for r in map(lambda t: sacrebleu.metrics.bleu.BLEU(tokenize="intl").tokenizer(t), refs)]
+    assert got == pytest.approx(corpus_bleu(rtoks, toks, smoothing_function=SMOOTH.method3), abs=1e-15) and got > 0
+
+
+@pytest.mark.parametrize("tokenizer", ["zh", "char", "13a"])
+def test_self_bleu_and_fw_bw_bleu_with_a_sacrebleu_tokenizer_equal_nltk_on_its_tokens(tokenizer):
+    from sacrebleu.metrics.bleu import BLEU
+
+    tok = BLEU(tokenize=tokenizer).tokenizer
+    sents, refs = _sacre_corpus("chinese", 30, 4), _sacre_corpus("chinese", 25, 5)
+    toks = [tok(s.rstrip()).split() for s in sents]
+    rtoks = [tok(s.rstrip()).split() for s in refs]
+    expected = [nltk_sentence(toks[:i] + toks[i + 1:], toks[i]) for i in range(len(toks))]
+    got = evaluate([("self-bleu", {"tokenizer": tokenizer})], sents)
+    assert got["self-bleu"] == pytest.approx(math.fsum(expected) / len(expected), abs=1e-12)
+    fw = [nltk_sentence(rtoks, t) for t in toks]
+    got = evaluate([("fw-bw-bleu", {"tokenizer": tokenizer})], sents, refs)
+    assert got["fw-bleu"] == pytest.approx(math.fsum(fw) / len(fw), abs=1e-12)
+    assert f"tok:{tokenizer}-sacrebleu" in got["fw-bw-bleu signature"]
+
+
+def test_tokenizer_and_normalization_are_in_the_hash_and_signature():
+    hyps, refs = _sacre_corpus("chinese", 20, 1), [[r] for r in _sacre_corpus("chinese", 20, 2)]
+    results = {t: evaluate([("bleu", {"tokenizer": t})], hyps, refs) for t in ("nltk", "zh", "char", "space")}
+    assert len({r["bleu hashvalue"] for r in results.values()}) == 4
+    assert results["nltk"] == evaluate(["bleu"], hyps, refs)  # nltk is the default
+    sub, sub_refs = _corpus("scripts", 20, 1), [[r] for r in _corpus("scripts", 20, 2)]  # H₂O, x², ½
+    nfkc = evaluate([("bleu", {"normalize": "nfkc"})], sub, sub_refs)
+    plain = evaluate(["bleu"], [unicodedata.normalize("NFKC", h) for h in sub],
+                     [[unicodedata.normalize("NFKC", r[0])] for r in sub_refs])
+    assert nfkc["bleu"] == plain["bleu"] != evaluate(["bleu"], sub, sub_refs)["bleu"]
+    assert nfkc["bleu hashvalue"] != plain["bleu hashvalue"]
+    assert "|norm:nfkc|" in nfkc["bleu signature"]
+    nfc = evaluate([("bleu", {"normalize": "nfc"})], sub, sub_refs)
+    assert nfc["bleu hashvalue"] != evaluate(["bleu"], sub, sub_refs)["bleu hashvalue"]
+    with pytest.raises(MetricError, match="unknown normalize 'nfd'"):
+        get_metric("bleu", normalize="nfd")
+
+
+def test_shared_tokenizer_of_evaluate_leaves_the_bleu_family_alone():
+    hyps, refs = _sacre_corpus("chinese", 10, 1), [[r] for r in _sacre_corpus("chinese", 10, 2)]
+    assert evaluate(["bleu"], hyps, refs, tokenizer="zh")["bleu"] == evaluate(["bleu"], hyps, refs)["bleu"]
+    assert evaluate(["distinct"], hyps, tokenizer="zh")["distinct-1 signature"].startswith("distinct|n:1|tok:zh-")
+
+
+def test_bad_tokenizer_names_and_missing_mecab_are_one_sentence(monkeypatch):
+    with pytest.raises(MetricError, match=r"^unknown tokenizer 'zz' for the BLEU family; choose nltk"):
+        get_metric("bleu", tokenizer="zz")
+    import sacrebleu.tokenizers.tokenizer_ja_mecab as ja
+
+    monkeypatch.setattr(ja, "MeCab", None)
+    with pytest.raises(MetricError, match=r"tokenizer 'ja-mecab' needs sacrebleu's optional dependencies.*"
+                                          r"pip install 'sacrebleu\[ja\]'$"):
+        get_metric("self-bleu", tokenizer="ja-mecab")
+
+
+def test_compare_config_takes_the_bleu_tokenizer_option(tmp_path):
+    """``options = { tokenizer = "zh" }`` in a compare config: the cell equals the API's value and hash."""
+    from cotk_repro.compare import evaluate_config, load_config
+
+    hyps, refs = _sacre_corpus("chinese", 12, 1), _sacre_corpus("chinese", 12, 2)
+    (tmp_path / "data" / "zh" / "gold").mkdir(parents=True)
+    (tmp_path / "data" / "zh" / "samples").mkdir(parents=True)
+    (tmp_path / "data" / "zh" / "gold" / "refs.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    (tmp_path / "data" / "zh" / "samples" / "sys.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    (tmp_path / "bench.toml").write_text('[report]\nout = "reports"\n\n[[dataset]]\nname = "zh"\npath = "data/zh"\n\n'
+                                         '[[metric]]\nname = "bleu"\noptions = { tokenizer = "zh" }\n',
+                                         encoding="utf-8")
+    result = evaluate_config(load_config(tmp_path / "bench.toml"), jobs=1)
+    assert not result.failures, result.failures
+    (cell,) = [c for c in result.cells if c.column == "bleu"]
+    api = evaluate([("bleu", {"tokenizer": "zh"})], hyps, [[r] for r in refs])
+    assert cell.value == api["bleu"] and cell.hash == api["bleu hashvalue"]
+
+
+@pytest.mark.parametrize("kind,tokenizer", [(k, t) for k, ts in _SACRE_TOKENIZERS.items() for t in ts])
+def test_sacrebleu_denominators_equal_sacrebleu_with_short_hypotheses(kind, tokenizer):
+    """``denominators="sacrebleu"``: the n-grams there are (NLTK counts max(1, n-grams) per hypothesis, which
+    differs where a hypothesis is shorter than n), and an order without any n-gram scores 0: equal to
+    ``sacrebleu.corpus_bleu`` on every corpus, one-word hypotheses included."""
+    import sacrebleu
+
+    rng = random.Random(f"short-{kind}")
+    hyps = [h if rng.random() < 0.6 else h[: rng.randint(0, 3)] for h in _sacre_corpus(kind, 60, 1)]
+    refs = _sacre_corpus(kind, 60, 2)
+    for hs in (hyps, [h[:2] for h in hyps]):  # the second: (almost) no 4-grams at all
+        expected = sacrebleu.corpus_bleu(hs, [refs], tokenize=tokenizer).score / 100
+        got = evaluate([("bleu", {"tokenizer": tokenizer, "denominators": "sacrebleu"})], hs, [[r] for r in refs])
+        assert abs(got["bleu"] - expected) <= 1e-12
+        assert "|den:sacrebleu|" in got["bleu signature"]
+    default = evaluate([("bleu", {"tokenizer": tokenizer})], hyps, [[r] for r in refs])
+    assert default["bleu hashvalue"] != got["bleu hashvalue"]

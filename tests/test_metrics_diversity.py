@@ -16,7 +16,7 @@ def test_distinct_hand_computed():
     assert res["distinct-1"] == 6 / 8
     # bigrams: (the cat)(cat sat)(the cat)(cat ran)(ran .) -> 5 total, 4 distinct
     assert res["distinct-2"] == 4 / 5
-    assert res["distinct-2 signature"] == "distinct|n:2|tok:wordpunct|hyps:3|refs:none|v:1"
+    assert res["distinct-2 signature"] == "distinct|n:2|tok:wordpunct-u18|hyps:3|refs:none|v:1"
     assert len(res["distinct-1 hashvalue"]) == 64
 
 
@@ -56,7 +56,7 @@ def test_ngram_entropy_hand_computed_one_group():
     h2 = math.log(3)
     assert res["ngram-entropy-1"] == pytest.approx(h1, rel=1e-12)
     assert res["ngram-entropy-2"] == pytest.approx(h2, rel=1e-12)
-    assert res["ngram-entropy-1 signature"] == "ngram-entropy|n:1|group:all|log:e|tok:wordpunct|hyps:2|refs:none|v:1"
+    assert res["ngram-entropy-1 signature"] == "ngram-entropy|n:1|group:all|log:e|tok:wordpunct-u18|hyps:2|refs:none|v:1"
 
 
 def test_ngram_entropy_groups_averaged_and_log_base():

@@ -75,7 +75,7 @@ def test_fw_rv_ppl_default_and_hashes():
     m = get_metric("fw-rv-ppl")
     res = m.compute(gen, [[r] for r in real])
     assert res["fw-ppl"] > 1 and res["rv-ppl"] > 1
-    assert res["fw-ppl signature"] == "fw-ppl|n:5|lm:kn-interp|d:0.75|cutoff:1|tok:wordpunct|refs:3|hyps:3|v:1"
+    assert res["fw-ppl signature"] == "fw-ppl|n:5|lm:kn-interp|d:0.75|cutoff:1|tok:wordpunct-u18|refs:3|hyps:3|v:1"
     assert res["fw-ppl hashvalue"] != res["rv-ppl hashvalue"]
     # the generated text is what is scored: not in the hash; the real text and the LM settings are
     other = get_metric("fw-rv-ppl").compute(gen[:2], [[r] for r in real])

@@ -1,11 +1,12 @@
 """METEOR against NLTK's meteor_score.
 
-The WordNet data is not installed here (and cannot be downloaded), so the metric runs its
-exact and stem modules only and says so in its settings, signature and hash. NLTK's
-``meteor_score`` always runs its WordNet stage; to compare the same modules it is given a
-WordNet stand-in whose ``synsets`` returns nothing -- which is exactly "no synonym module".
-NLTK's synonym stage also always matches a word to itself, but after the stem stage no
-equal words are left unmatched, so with no synsets that stage adds no match.
+With ``wordnet=False`` the metric runs its exact and stem modules only and says so in its settings, signature and
+hash. NLTK's ``meteor_score`` always runs its WordNet stage; to compare the same modules it is given a WordNet
+stand-in whose ``synsets`` returns nothing -- which is exactly "no synonym module". NLTK's synonym stage also
+always matches a word to itself, but after the stem stage no equal words are left unmatched, so with no synsets
+that stage adds no match. With WordNet (Debian's ``wordnet-base``, found by :mod:`cotk_repro.data.wordnet`) the
+value equals NLTK's ``meteor_score`` given the same WordNet reader; those tests are skipped where WordNet is not
+installed (the test machines install it: scripts/setup.sh).
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from nltk.translate.meteor_score import meteor_score
 
 from cotk_repro.metrics import MetricError, get_metric
 from cotk_repro.metrics.meteor import wordnet_available
-from cotk_repro.metrics.reference_hashes import bleu_tokenize
+from nltk.tokenize import WordPunctTokenizer
+
+from cotk_repro.data import wordnet as wordnet_loader
+
+bleu_tokenize = WordPunctTokenizer().tokenize  # NLTK's own tokenizer: the independent side
+needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 is not installed")
 
 
 class NoSynonyms:
@@ -65,20 +71,94 @@ def test_edge_cases_equal_nltk(hyp, ref):
 
 
 def test_modules_in_settings_signature_and_hash():
-    m = get_metric("meteor")  # "auto": synonyms only when WordNet is installed
+    m = get_metric("meteor", wordnet=False)
     res = m.compute(["a cat"], [["a cat sat"]])
-    if wordnet_available():  # pragma: no cover - not installed on the reference machines
-        assert m.modules == ["exact", "stem", "wordnet"]
-    else:
-        assert m.modules == ["exact", "stem"] and m.settings["wordnet_version"] is None
-        assert "mod:exact+stem|" in res["meteor signature"]
-        with pytest.raises(MetricError, match="WordNet data is not installed"):
-            get_metric("meteor", wordnet=True)
+    assert m.modules == ["exact", "stem"] and m.settings["wordnet_version"] is None
+    assert "mod:exact+stem|" in res["meteor signature"]
     assert m.settings["modules"] == m.modules
     hashes = {res["meteor hashvalue"],
-              get_metric("meteor", alpha=0.8).compute(["a cat"], [["a cat sat"]])["meteor hashvalue"],
-              get_metric("meteor").compute(["a cat"], [["a dog sat"]])["meteor hashvalue"]}
+              get_metric("meteor", wordnet=False, alpha=0.8).compute(["a cat"], [["a cat sat"]])["meteor hashvalue"],
+              get_metric("meteor", wordnet=False).compute(["a cat"], [["a dog sat"]])["meteor hashvalue"]}
     assert len(hashes) == 3
+
+
+@needs_wordnet
+def test_with_wordnet_equals_nltk_with_the_same_wordnet(fixtures_dir):
+    d = fixtures_dir / "texygen"
+    refs = d.joinpath("coco_test.txt").read_text().splitlines()[:200]
+    hyps = d.joinpath("instances", "rank.txt").read_text().splitlines()[:200]
+    multi = [[r, refs[(i * 7) % len(refs)]] for i, r in enumerate(refs)]
+    wn = wordnet_loader.load_wordnet()
+    m = get_metric("meteor")  # WordNet is the default
+    res = m.compute(hyps, multi)
+    assert m.modules == ["exact", "stem", "wordnet"] and m.wordnet_version == "3.0"
+    assert res["meteor"] == pytest.approx(_nltk(hyps, multi, wordnet=wn), rel=1e-12)
+    assert "mod:exact+stem+wordnet|" in res["meteor signature"]
+    assert res["meteor hashvalue"] != get_metric("meteor", wordnet=False).compute(hyps, multi)["meteor hashvalue"]
+    assert res["meteor"] != get_metric("meteor", wordnet=False).compute(hyps, multi)["meteor"]  # synonyms count
+    assert get_metric("meteor", wordnet="auto").compute(hyps, multi) == res
+
+
+@pytest.fixture
+def no_wordnet(tmp_path, monkeypatch):
+    """A machine without WordNet: nothing in NLTK's data path, no Debian folder, no COTK_REPRO_WORDNET."""
+    import nltk.data
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path / "nltk_data")])
+    monkeypatch.setattr(wordnet_loader, "DEFAULT_ROOTS", (str(tmp_path / "usr-share-wordnet"),))
+    monkeypatch.delenv("COTK_REPRO_WORDNET", raising=False)
+    wordnet_loader.load_wordnet.cache_clear()
+    yield tmp_path
+    wordnet_loader.load_wordnet.cache_clear()
+
+
+def test_missing_wordnet_is_one_sentence_saying_what_to_install(no_wordnet):
+    with pytest.raises(MetricError) as err:
+        get_metric("meteor")
+    message = str(err.value)
+    assert "apt-get install wordnet-base wordnet-sense-index" in message and "nltk.downloader wordnet" in message
+    assert "meteor.wordnet=false" in message and "\n" not in message
+    fallback = get_metric("meteor", wordnet="auto")  # explicit: synonyms where installed, recorded
+    assert fallback.modules == ["exact", "stem"]
+    assert "mod:exact+stem|" in fallback.compute(["a cat"], [["a cat"]])["meteor signature"]
+
+
+@needs_wordnet
+@pytest.mark.parametrize("how", ["copy", "symlink"])
+def test_debian_files_where_nltk_looks(no_wordnet, how):
+    """Debian's files (no lexnames, perhaps no index.sense) put into NLTK's data path, copied or linked: found,
+    read without an error, the same synonyms as Debian's own folder."""
+    import os
+    import shutil
+
+    import nltk.data
+
+    target = no_wordnet / "nltk_data" / "corpora" / "wordnet"
+    target.parent.mkdir(parents=True)
+    if how == "copy":
+        shutil.copytree("/usr/share/wordnet", target)
+        (target / "index.sense").unlink(missing_ok=True)
+    else:
+        os.symlink("/usr/share/wordnet", target)
+    assert str(no_wordnet / "nltk_data") in nltk.data.path
+    m = get_metric("meteor")
+    assert m.modules == ["exact", "stem", "wordnet"]
+    assert wordnet_loader.find_root() == target
+    value = m.compute(["the dog sat on the mat"], [["the hound sits on a rug"]])["meteor"]
+    wordnet_loader.load_wordnet.cache_clear()
+    debian = wordnet_loader.load_wordnet("/usr/share/wordnet")
+    assert value == pytest.approx(_nltk(["the dog sat on the mat"], [["the hound sits on a rug"]], wordnet=debian),
+                                  rel=1e-12)
+
+
+def test_unreadable_wordnet_is_one_sentence(no_wordnet):
+    broken = no_wordnet / "broken"
+    broken.mkdir()
+    for name in wordnet_loader.NEEDED:
+        (broken / name).write_text("not wordnet\n", encoding="utf-8")
+    with pytest.raises(MetricError, match="cannot be read") as err:
+        get_metric("meteor", wordnet=str(broken))
+    assert "unexpected" not in str(err.value).lower()
 
 
 @pytest.mark.parametrize("options, hyps, refs, message", [

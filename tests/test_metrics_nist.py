@@ -44,7 +44,7 @@ def test_no_ngram_of_an_order_counts_zero():
 
 def test_hash_and_signature():
     res = get_metric("nist").compute(["a b"], [["a b c"]])
-    assert res["nist signature"] == "nist|n:5|tok:wordpunct|refs:1|v:1"
+    assert res["nist signature"] == "nist|n:5|tok:wordpunct-u18|refs:1|v:1"
     assert res["nist hashvalue"] != get_metric("nist", ngram=4).compute(["a b"], [["a b c"]])["nist hashvalue"]
     assert res["nist hashvalue"] != get_metric("nist").compute(["a b"], [["a b d"]])["nist hashvalue"]
     assert res["nist hashvalue"] == get_metric("nist").compute(["x"], [["a  b c"]])["nist hashvalue"]

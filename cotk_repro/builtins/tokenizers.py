@@ -1,4 +1,5 @@
-"""Built-in tokenizers: ``space``, ``nltk`` (NLTK's WordPunct, as CoTK) and ``punkt``.
+"""Built-in tokenizers: ``space``, ``nltk`` (NLTK's WordPunct, as CoTK), ``punkt`` and sacrebleu's ``13a``, ``intl``,
+``zh``, ``char``, ``ja-mecab`` and ``ko-mecab`` (through sacrebleu).
 
 Factories import :mod:`cotk_repro.data.tokenizers` when called, so that loading the
 plugins stays cheap.
@@ -28,9 +29,26 @@ def punkt(**options):
     return punkt_factory(**options)
 
 
+def _sacrebleu(name):
+    def build(**options):
+        from ..data.sacrebleu_tokenizers import factory
+
+        return factory(name)(**options)
+
+    build.__name__ = build.__qualname__ = "sacrebleu_" + name.replace("-", "_")
+    build.__doc__ = f"Build sacrebleu's {name!r} tokenizer (takes no options)."
+    return build
+
+
+#: sacrebleu's BLEU tokenizers, by sacrebleu's names (cotk_repro.data.sacrebleu_tokenizers.NAMES)
+SACREBLEU_NAMES = ("13a", "intl", "zh", "char", "ja-mecab", "ko-mecab")
+
+
 @hookimpl
 def register_tokenizers(register):
-    """Register the built-in `space`, `nltk` and `punkt` tokenizers."""
+    """Register the built-in `space`, `nltk` and `punkt` tokenizers and sacrebleu's BLEU tokenizers."""
     register("space", space)
     register("nltk", nltk)
     register("punkt", punkt)
+    for name in SACREBLEU_NAMES:
+        register(name, _sacrebleu(name))

@@ -37,8 +37,9 @@ def register(cli: typer.Typer) -> None:
                                                    "(numbers, lists, null), else as a string."),
         tokenizer: Optional[str] = typer.Option(None, "--tokenizer", "-t", metavar="NAME", help="Tokenizer for the "
                                                 "metrics that split text with one (e.g. distinct): a registered "
-                                                "name such as nltk or space. BLEU-family metrics always re-tokenize "
-                                                "with their own fixed tokenizer (wordpunct)."),
+                                                "name such as nltk or space. The BLEU family keeps its own "
+                                                "(WordPunct, or -o bleu.tokenizer=NAME: 13a, intl, zh, char, "
+                                                "ja-mecab, ko-mecab, space, ...)."),
         queries: Optional[Path] = typer.Option(None, "--queries", metavar="FILE", help="The query (context) each "
                                                "hypothesis answers, one per line, for metrics that read it (e.g. "
                                                "coherence from the cotk-repro-lm plugin)."),

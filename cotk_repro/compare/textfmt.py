@@ -117,18 +117,27 @@ def iter_lines(path: Path) -> Iterator[str]:
 
     A final line without a newline counts; a trailing newline does not add an empty line.
     """
+    from ..core.textinput import cr_only_message, encoding_problem, nul_message
+
     try:
         fh = open(path, "rb")
     except OSError as exc:
         raise TextFileError(f"cannot read {path}: {exc.strerror}") from None
     with fh:
+        problem = encoding_problem(fh.peek(4096)[:4096] if hasattr(fh, "peek") else b"")
+        if problem:
+            raise TextFileError(f"{path} {problem}")
         for lineno, raw in enumerate(fh, 1):
+            if lineno == 1 and not raw.endswith(b"\n") and b"\r" in raw:
+                raise TextFileError(cr_only_message(str(path)))
             if raw.endswith(b"\n"):
                 raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise TextFileError(f"{path}: line {lineno} is not UTF-8 text ({exc.reason})") from None
+            if "\x00" in text:
+                raise TextFileError(nul_message(str(path), lineno, text.index("\x00") + 1))
             yield text[1:] if lineno == 1 and text.startswith("\ufeff") else text
 
 

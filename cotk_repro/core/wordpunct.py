@@ -1,29 +1,109 @@
 """NLTK's WordPunct tokenization (``\\w+|[^\\w\\s]+``) of many texts at once: the one bulk implementation, used by
 the ``nltk`` tokenizer of the dataloaders and by BLEU's fixed tokenizer.
 
+Equal to NLTK's ``WordPunctTokenizer`` on every code point (tested over all of them): NLTK (3.10.3 and later)
+compiles the pattern with the third-party ``regex`` module, whose ``\\w`` includes combining marks (Mn/Mc/Me), join
+controls and Other_Alphabetic symbols and excludes No (superscripts, fractions), whose ``\\s`` excludes
+``\\x1c``-``\\x1f``, and which carries its own Unicode data. So does this module: non-ASCII text goes through
+``regex`` with NLTK's pattern and flags, and the tokens do not depend on the Python version (``re`` would use the
+interpreter's Unicode data). :data:`ENGINE` and :func:`unicode_version` name what the tokens depend on; they go
+into the signatures and hashes (:func:`tokenizer_id`).
+
 A token is a maximal run of word characters or of characters that are neither word nor space. Splitting the
-punctuation runs off and then splitting on whitespace gives the regex's tokens (``str.split`` and ``re``'s ``\\s``
-agree on what is whitespace). Three paths, every one equal to the regex text by text (tested):
+punctuation runs off and then splitting on whitespace gives the regex's tokens (``str.split`` and ``regex``'s
+``\\s`` agree on every code point but ``\\x1c``-``\\x1f``, which ``str.split`` splits on and NLTK keeps as
+punctuation: text holding them takes the per-text path). Three paths, every one equal to NLTK text by text:
 
 * :func:`spaced_ascii`, ASCII without control characters other than ``"\\n"``: a space is inserted wherever a
   word byte touches a punctuation byte, found with numpy over the byte classes (several times faster than a
   regular expression, which stops at each of the block's bytes); the result, the *spaced form*, also gives the
   canonical JSON of the token lists in bulk (:func:`cotk_repro.core.canonical.spaced_token_list_items`);
 * other ASCII: the punctuation runs are split off by a bytes regex (``\\w`` is ``[A-Za-z0-9_]``, whitespace is
-  ``\\t\\n\\v\\f\\r``, ``\\x1c``-``\\x1f`` and space);
-* anything else: the same with a str regex.
+  ``\\t\\n\\v\\f\\r`` and space; ``\\x1c``-``\\x1f`` are punctuation, as in NLTK) and the bytes split on
+  whitespace (``bytes.split`` does not split on ``\\x1c``-``\\x1f``);
+* anything else: the same with a ``regex`` str pattern.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Sequence
 
 PATTERN = r"\w+|[^\w\s]+"
-findall = re.compile(PATTERN).findall
+#: NLTK's flags (``RegexpTokenizer``'s default, given to ``regex``); they do not change this pattern's matches
+FLAGS = re.UNICODE | re.MULTILINE | re.DOTALL
+#: the engine NLTK's tokens depend on, named in signatures and hashes
+ENGINE = "regex"
+_ascii_findall = re.compile(PATTERN).findall  # equal to NLTK on ASCII without \x1c-\x1f (re calls them spaces)
+_SEPARATORS = "\x1c\x1d\x1e\x1f"  # whitespace for re and str.split, punctuation for regex (and NLTK)
 
-_PUNCT_RUNS = re.compile(r"([^\w\s]+)")
-_PUNCT_RUNS_ASCII = re.compile(rb"([^A-Za-z0-9_\t\n\x0b\x0c\r\x1c-\x1f ]+)")
+
+def _has_separator(text: str) -> bool:
+    return "\x1c" in text or "\x1d" in text or "\x1e" in text or "\x1f" in text
+
+_PUNCT_RUNS_ASCII = re.compile(rb"([^A-Za-z0-9_\t\n\x0b\x0c\r ]+)")
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(pattern: str) -> Any:
+    """``pattern`` compiled with ``regex`` and NLTK's flags, imported on first use (ASCII text never needs it)."""
+    import regex
+
+    return regex.compile(pattern, FLAGS)
+
+
+def _regex_findall(text: str) -> list[str]:
+    return compiled(PATTERN).findall(text)
+
+
+def findall(text: str) -> list[str]:
+    """Exactly ``nltk.tokenize.WordPunctTokenizer().tokenize(text)``: ``re`` on ASCII text without
+    ``\\x1c``-``\\x1f`` (the same matches there, quicker), ``regex`` with NLTK's pattern and flags otherwise."""
+    if text.isascii() and not _has_separator(text):
+        return _ascii_findall(text)
+    return _regex_findall(text)
+
+
+@functools.lru_cache(maxsize=None)
+def unicode_version() -> str:
+    """The Unicode version of the installed ``regex`` module's character data (``"18.0.0"``), from its own
+    description ("This module supports Unicode 18.0.0"); ``"regex-<version>"`` where the description does not say
+    (the module's version then names the data)."""
+    import glob
+    import importlib.util
+    import os
+
+    text, version = "", "unknown"
+    spec = importlib.util.find_spec("regex")  # located, not imported: ASCII data loading never imports it
+    folder = os.path.dirname(os.path.dirname(spec.origin)) if spec and spec.origin else ""
+    for meta in sorted(glob.glob(os.path.join(glob.escape(folder), "regex-*.dist-info", "METADATA")))[-1:]:
+        version = os.path.basename(os.path.dirname(meta))[len("regex-"):-len(".dist-info")]
+        try:  # the file beside the module: a fraction of importlib.metadata's search of the path
+            with open(meta, encoding="utf-8") as f:
+                text = f.read(65536)
+        except OSError:
+            pass
+    found = re.search(r"supports Unicode (\d+(?:\.\d+)*)", text)
+    if found:
+        return found.group(1)
+    if version == "unknown":  # no metadata beside it (a vendored copy): the module's own version names the data
+        import regex
+
+        version = regex.__version__
+    return f"regex-{version}"
+
+
+def tokenizer_id() -> str:
+    """The name of these tokens in signatures and hashes: ``wordpunct-u18`` (engine ``regex``, Unicode 18.0), the
+    Unicode version shortened by its trailing ``.0`` parts."""
+    version = unicode_version()
+    if version.startswith("regex-"):
+        return f"wordpunct-{version}"
+    parts = version.split(".")
+    while len(parts) > 1 and parts[-1] == "0":
+        parts.pop()
+    return "wordpunct-u" + ".".join(parts)
 _CONTROL_BUT_NL = bytes(range(32)).replace(b"\n", b"")
 _SPACE, _LINE_END, _WORD, _PUNCT, _CONTROL = range(5)
 
@@ -114,7 +194,7 @@ def split_spaced(spaced: bytes) -> list[list[str]]:
 
 
 def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
-    """``[re.findall(PATTERN, t) for t in texts]``, in bulk."""
+    """``[findall(t) for t in texts]`` (NLTK's WordPunct tokens), in bulk."""
     if not texts:
         return []
     block = "\n".join(texts)
@@ -125,7 +205,10 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
         spaced = spaced_ascii(raw)
         if spaced is not None:
             return split_spaced(spaced)
-        block = b" ".join(_PUNCT_RUNS_ASCII.split(raw)).decode("ascii")
-    else:
-        block = " ".join(_PUNCT_RUNS.split(block))
-    return list(map(str.split, block.split("\n")))
+        # bytes.split splits on \t\n\v\f\r and space only: \x1c-\x1f stay inside the punctuation runs
+        return [[t.decode("ascii") for t in line.split()]
+                for line in b" ".join(_PUNCT_RUNS_ASCII.split(raw)).split(b"\n")]
+    if _has_separator(block):  # str.split would split on \x1c-\x1f
+        return list(map(compiled(PATTERN).findall, texts))
+    spaced = compiled(r"[^\w\s]+").sub(r" \g<0> ", block)  # quicker than split + join in the regex module
+    return list(map(str.split, spaced.split("\n")))

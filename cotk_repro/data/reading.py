@@ -1,8 +1,10 @@
 """Streaming readers: text files in blocks of lines, JSONL records; errors name file and line.
 
 Files are read in binary blocks (a few MiB), cut at the last line break, decoded
-strictly as UTF-8 (a leading BOM is dropped), so memory does not grow with the
-file and a bad byte is reported with its line and column.
+strictly as UTF-8, so memory does not grow with the file and a bad byte is reported
+with its line and column. The rules are the one reading of every input
+(:mod:`cotk_repro.core.textinput`, docs/inputs.md): a leading BOM is dropped, UTF-16 is
+refused by name, NUL with its line and column, CR-only line ends with a sentence.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ..core.textinput import cr_only_message, encoding_problem, nul_message, nul_position
 from .errors import DataError
 
 BLOCK_BYTES = 1 << 22  # 4 MiB
@@ -22,12 +25,16 @@ Progress = Callable[[int], None]
 
 def _decode(part: bytes, path: Path, first_line: int) -> str:
     try:
-        return part.decode("utf-8")
+        text = part.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = first_line + part.count(b"\n", 0, exc.start)
         col = exc.start - (part.rfind(b"\n", 0, exc.start) + 1) + 1
         bad = part[exc.start:exc.start + 1].hex()
         raise DataError(f"{path} line {line} is not valid UTF-8 (byte 0x{bad} at column {col})") from None
+    if b"\x00" in part:
+        line, col = nul_position(text, first_line) or (first_line, 1)
+        raise DataError(nul_message(str(path), line, col))
+    return text
 
 
 def iter_line_blocks(path: Path, progress: Progress | None = None,
@@ -49,6 +56,9 @@ def iter_line_blocks(path: Path, progress: Progress | None = None,
                 progress(len(block))
             if first:
                 first = False
+                problem = encoding_problem(block)
+                if problem:
+                    raise DataError(f"{path} {problem}")
                 if block.startswith(BOM):
                     block = block[len(BOM):]
             if not block:
@@ -66,6 +76,8 @@ def iter_line_blocks(path: Path, progress: Progress | None = None,
             yield line_no, lines
             line_no += len(lines)
     if rest:
+        if line_no == 1 and b"\r" in rest:  # no \n in the whole file, and CRs: CR-only line ends
+            raise DataError(cr_only_message(str(path)))
         text = _decode(rest, path, line_no)
         yield line_no, [text[:-1] if text.endswith("\r") else text]
 

@@ -22,11 +22,30 @@ from typing import Any, Iterable, Sequence
 
 from ..core import wordpunct
 
-#: NLTK's WordPunctTokenizer pattern (``nltk.tokenize.WordPunctTokenizer``).
+#: NLTK's WordPunctTokenizer pattern (``nltk.tokenize.WordPunctTokenizer``), compiled with ``regex`` as NLTK does.
 WORDPUNCT_PATTERN = wordpunct.PATTERN
 _wordpunct_findall = wordpunct.findall
-_wordpunct_finditer = re.compile(WORDPUNCT_PATTERN).finditer
-_is_word = re.compile(r"\w+").fullmatch
+
+
+def _wordpunct_finditer(text: str) -> Any:
+    return wordpunct.compiled(WORDPUNCT_PATTERN).finditer(text)
+
+
+def _is_word(text: str) -> Any:
+    """A match where ``text`` is all word characters (NLTK's ``regex`` ``\\w``), else None."""
+    return _ascii_word(text) if text.isascii() else wordpunct.compiled(r"\w+").fullmatch(text)
+
+
+def _is_space(char: str) -> Any:
+    return wordpunct.compiled(r"\s").fullmatch(char)
+
+
+_ascii_word = re.compile(r"\w+").fullmatch  # the same as regex's on ASCII
+
+
+def _wordpunct_settings() -> dict[str, Any]:
+    """What WordPunct's tokens depend on, for the setting hashes: the pattern, the engine and its Unicode data."""
+    return {"pattern": WORDPUNCT_PATTERN, "engine": wordpunct.ENGINE, "unicode": wordpunct.unicode_version()}
 
 _CLOSING = frozenset(".,!?;:%)]}")
 _OPENING = frozenset("([{$#")
@@ -120,13 +139,14 @@ def wordpunct_detokenize(tokens: Sequence[str]) -> str:
 
 
 class WordPunctTokenizer(Tokenizer):
-    """NLTK's ``WordPunctTokenizer`` (``\\w+|[^\\w\\s]+``), as CoTK's ``nltk`` tokenizer. No NLTK data needed."""
+    """NLTK's ``WordPunctTokenizer`` (``\\w+|[^\\w\\s]+`` through ``regex``, as NLTK compiles it), as CoTK's ``nltk``
+    tokenizer, equal to NLTK on every code point. No NLTK data needed."""
 
     name = "nltk"
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {"name": self.name, "method": "wordpunct", "pattern": WORDPUNCT_PATTERN, "version": self.version}
+        return {"name": self.name, "method": "wordpunct", **_wordpunct_settings(), "version": self.version}
 
     def tokenize(self, text: str) -> list[str]:
         return _wordpunct_findall(text)
@@ -161,7 +181,7 @@ class PunktTokenizer(Tokenizer):
     @property
     def settings(self) -> dict[str, Any]:
         return {"name": self.name, "sentences": "punkt", "trained_on": "train split, sorted",
-                "words": "wordpunct", "pattern": WORDPUNCT_PATTERN, "abbreviations": "attached",
+                "words": "wordpunct", **_wordpunct_settings(), "abbreviations": "attached",
                 "version": self.version}
 
     @property
@@ -220,7 +240,7 @@ class PunktTokenizer(Tokenizer):
 
 def _same_class(a: str, b: str) -> bool:
     """Whether two adjacent characters belong to one WordPunct token."""
-    if a.isspace() or b.isspace():
+    if _is_space(a) or _is_space(b):
         return False
     return (_is_word(a) is not None) == (_is_word(b) is not None)
 

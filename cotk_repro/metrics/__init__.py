@@ -13,7 +13,8 @@ from .base import (Metric, MetricError, check_references, resolve_tokenizer, res
                    signature)
 
 __all__ = ["Metric", "MetricError", "get_metric", "evaluate", "metric_names", "check_references",
-           "result_entry", "signature", "resolve_tokenizer", "accepts_option", "score", "score_batches"]
+           "result_entry", "signature", "resolve_tokenizer", "accepts_option", "takes_shared_tokenizer", "score",
+           "score_batches"]
 
 
 def metric_names() -> list[str]:
@@ -59,9 +60,10 @@ def check_option_names(name: str, options: dict[str, Any]) -> None:
         params = inspect.signature(cls).parameters.values()
     except (TypeError, ValueError):
         return
-    if any(p.kind is p.VAR_KEYWORD for p in params):
+    takes_none = getattr(cls, "__init__", None) is Metric.__init__  # the base's **settings: no option of its own
+    if not takes_none and any(p.kind is p.VAR_KEYWORD for p in params):
         return  # takes anything: the metric itself judges
-    valid = [o["name"] for o in metric_options(cls)]
+    valid = [] if takes_none else [o["name"] for o in metric_options(cls)]
     unknown = [k for k in options if k not in valid and not k.startswith("_")]
     if not unknown:
         return
@@ -83,6 +85,19 @@ def accepts_option(name: str, option: str) -> bool:
     return _accepts(class_of_factory(factory) or factory, option)
 
 
+def takes_shared_tokenizer(name: str) -> bool:
+    """Whether the shared ``tokenizer`` of :func:`evaluate` (and ``cotk-repro evaluate --tokenizer``) goes to the
+    metric ``name``: to every metric with a ``tokenizer`` option but the BLEU family, whose tokenizer (WordPunct
+    unless its own ``tokenizer`` option names another) is part of what its value means."""
+    from ..plugins import get_plugins
+    from .facts import class_of_factory
+
+    if not accepts_option(name, "tokenizer"):
+        return False
+    factory = get_plugins().registry("metric")[name].obj
+    return getattr(class_of_factory(factory) or factory, "takes_shared_tokenizer", True)
+
+
 def _spec(spec: str | tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     return (spec, {}) if isinstance(spec, str) else (spec[0], dict(spec[1]))
 
@@ -93,8 +108,9 @@ def evaluate(metrics: Iterable[str | tuple[str, dict[str, Any]]], hypotheses: Se
 
     ``metrics``: names or ``(name, options)`` pairs. ``tokenizer`` (a registered name or a tokenizer object)
     is given as the ``tokenizer`` option to every metric that takes one and was not given one: the tokenizer
-    of token-list inputs, or the one a metric such as ``distinct`` splits text with. (BLEU-family metrics
-    always re-tokenize text with their own fixed tokenizer.)
+    of token-list inputs, or the one a metric such as ``distinct`` splits text with. The BLEU family is left out
+    (:func:`takes_shared_tokenizer`): it tokenizes with WordPunct unless its own option says otherwise,
+    ``evaluate([("bleu", {"tokenizer": "zh"})], ...)``.
     """
     specs = [_spec(s) for s in metrics]
     for name, _ in specs:
@@ -103,7 +119,7 @@ def evaluate(metrics: Iterable[str | tuple[str, dict[str, Any]]], hypotheses: Se
     merged: dict[str, Any] = {}
     hyps = list(hypotheses)
     for name, options in specs:
-        if tokenizer is not None and "tokenizer" not in options and accepts_option(name, "tokenizer"):
+        if tokenizer is not None and "tokenizer" not in options and takes_shared_tokenizer(name):
             options["tokenizer"] = tokenizer
         merged.update(score(get_metric(name, **options), hyps, references))
     return merged

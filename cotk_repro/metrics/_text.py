@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from ..core import wordpunct
 from .reference_hashes import BLEU_TOKENIZER, bleu_tokenize
 from .base import MetricError
 
@@ -45,10 +46,12 @@ def as_text(item: Any, detokenize: Callable[[Sequence[str]], str] = " ".join, in
 
 
 def resolve_tokenizer(tokenizer: Any = None) -> TextTokenizer:
-    """``None``/``"wordpunct"``/``"nltk"``: BLEU's fixed tokenizer; another name: a registered
+    """``None``/``"wordpunct"``/``"nltk"``: BLEU's fixed tokenizer (named ``wordpunct-u18``: NLTK's WordPunct through
+    ``regex`` with its Unicode data); another name: a registered
     tokenizer (``space``, ``punkt`` ...); or a Tokenizer object with ``name``/``tokenize``/``settings``."""
-    if tokenizer is None or tokenizer in (BLEU_TOKENIZER, "nltk"):
-        return TextTokenizer(BLEU_TOKENIZER, bleu_tokenize)
+    if tokenizer is None or tokenizer in (BLEU_TOKENIZER, "wordpunct", "nltk"):
+        return TextTokenizer(BLEU_TOKENIZER, bleu_tokenize,
+                             {"engine": wordpunct.ENGINE, "unicode": wordpunct.unicode_version()})
     if isinstance(tokenizer, TextTokenizer):
         return tokenizer
     if isinstance(tokenizer, str):
@@ -69,7 +72,8 @@ def resolve_tokenizer(tokenizer: Any = None) -> TextTokenizer:
     if callable(settings):
         settings = settings()
     detok = getattr(tokenizer, "detokenize", None)
-    return TextTokenizer(str(getattr(tokenizer, "name", type(tokenizer).__name__)), tokenizer.tokenize,
+    name = getattr(tokenizer, "signature", None) or getattr(tokenizer, "name", type(tokenizer).__name__)
+    return TextTokenizer(str(name), tokenizer.tokenize,
                          dict(settings), detok if callable(detok) else None)
 
 

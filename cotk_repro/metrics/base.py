@@ -30,7 +30,7 @@ class MetricError(CotkError):
 
 
 def signature(name: str, fields: Mapping[str, Any], version: str) -> str:
-    """A readable signature in sacrebleu's spirit: ``bleu|n:4|smooth:m3|tok:wordpunct|refs:1|v:1``."""
+    """A readable signature in sacrebleu's spirit: ``bleu|n:4|smooth:m3|tok:wordpunct-u18|refs:1|v:1``."""
     parts = [name] + [f"{k}:{_fmt(v)}" for k, v in fields.items()] + [f"v:{version}"]
     return "|".join(parts)
 
@@ -171,7 +171,12 @@ def _checked(metric: Any, result: Any) -> dict[str, Any]:
 
 
 def score(metric: Any, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
-    """Run ``metric`` on whole lists: its ``compute`` when it has one, else one ``forward`` and ``close``."""
+    """Run ``metric`` on whole lists: its ``compute`` when it has one, else one ``forward`` and ``close``. A U+FEFF
+    at the start of the first hypothesis and the first reference is a byte-order mark and is dropped, as when a
+    file is read (:func:`cotk_repro.core.textinput.drop_leading_bom`)."""
+    from ..core.textinput import drop_leading_bom
+
+    hypotheses, references = drop_leading_bom(hypotheses, references)
     if callable(getattr(metric, "compute", None)):
         return _checked(metric, metric.compute(list(hypotheses), references))
     return score_batches(metric, [{"hyps": list(hypotheses), **({} if references is None else

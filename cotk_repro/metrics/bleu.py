@@ -39,9 +39,10 @@ import numpy as np
 from ..core.canonical import StreamHasher, frame_bytes, token_list_items
 from ..core.gcpause import without_gc
 from .reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
+from .bleu_tokenizers import get_bleu_tokenizer, normalization, normalizer
 from .base import Metric, MetricError, check_references, result_entry, signature
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
-                     run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_text, tokenize_texts)
+                     run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_texts)
 
 SMOOTHINGS = ("method0", "method1", "method2", "method3", "method4", "method5", "method6", "method7")
 _SMOOTH_ALIASES = {"none": "method0", **{f"m{i}": f"method{i}" for i in range(8)}, **{str(i): f"method{i}" for i in range(8)}}
@@ -52,6 +53,8 @@ EPSILON = 0.1  # NLTK SmoothingFunction's epsilon (method1)
 #: every set) or "cotk" (CoTK 0.1.0: Self-BLEU shuffles with the seed and keeps the first ``sample``;
 #: Fw/Bw-BLEU keeps the first ``sample`` generated sentences and the first ``sample`` references)
 SAMPLE_MODES = ("subset", "cotk")
+#: ``bleu``'s n-gram totals: NLTK's (max(1, n-grams) per hypothesis) or sacrebleu's (the n-grams there are)
+DENOMINATORS = ("nltk", "sacrebleu")
 #: the tokenizer name in hashes and signatures when token lists are scored as given (``retokenize=False``)
 GIVEN_TOKENS = "given"
 
@@ -359,7 +362,7 @@ class ReferenceDigest:
     def hash(self, metric: str, ngram: int, weights: Sequence[float], smoothing: str,
              extra: Mapping[str, Any] | None = None) -> str:
         settings = {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
-                    "tokenizer": BLEU_TOKENIZER, "version": BLEU_VERSION, **(extra or {})}
+                    "tokenizer": BLEU_TOKENIZER, "normalize": "none", "version": BLEU_VERSION, **(extra or {})}
         h = StreamHasher("cotk-repro/reference-set/v1")
         h.update({"metric": metric, "settings": settings})
         h.update(self._count)
@@ -369,14 +372,6 @@ class ReferenceDigest:
 
 # ---------------------------------------------------------------------------------------------
 # Inputs
-
-
-def _resolve_tokenizer(tokenizer: Any) -> Any:
-    if tokenizer is None or not isinstance(tokenizer, str):
-        return tokenizer
-    from .base import resolve_tokenizer
-
-    return resolve_tokenizer(tokenizer)
 
 
 def _is_ids(item: Any) -> bool:
@@ -478,9 +473,10 @@ def _sample_mode(value: Any) -> str:
 class _BleuFamily(Metric):
     version = BLEU_VERSION
     default_smoothing = "method3"
+    takes_shared_tokenizer = False  # the tokenizer is BLEU's own option (bleu_tokenizers.py), never evaluate()'s
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
-                 tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True,
+                 tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True, normalize: str = "none",
                  auto_reweigh: bool = False, _extra: Mapping[str, Any] | None = None):
         n, w = _weights(ngram, weights)
         if not isinstance(auto_reweigh, bool):
@@ -490,10 +486,16 @@ class _BleuFamily(Metric):
         #: NLTK's corpus_bleu(auto_reweigh=True): uniform weights over the corpus' hypothesis length when it is
         #: below 4 and the weights are the default (0.25,) * 4
         self.auto_reweigh = auto_reweigh
+        #: the BLEU tokenizer (bleu_tokenizers.py): WordPunct by default, sacrebleu's 13a/intl/zh/char/ja-mecab/
+        #: ko-mecab, space or a registered one; it also detokenizes token-list inputs
+        self.bleu_tokenizer = get_bleu_tokenizer(tokenizer)
+        #: Unicode normalisation of the text before tokenizing (none, nfc, nfkc), in the hash
+        self.normalize = normalization(normalize)
+        self._normalizer = normalizer(self.normalize)
         #: False: token lists (and id lists, through the dataloader) are scored as given, every token atomic
-        #: (CoTK's rule); strings are still split with WordPunct. True (default): everything is re-tokenized.
+        #: (CoTK's rule); strings are still split with the tokenizer. True (default): everything is re-tokenized.
         self.retokenize = bool(retokenize)
-        self.token_rule = BLEU_TOKENIZER if self.retokenize else GIVEN_TOKENS
+        self.token_rule = self.bleu_tokenizer.name if self.retokenize else GIVEN_TOKENS
         self.ngram = n
         self.weights = w
         self.custom_weights = weights is not None and w != [1.0 / n] * n
@@ -501,9 +503,10 @@ class _BleuFamily(Metric):
         if self.smoothing in CORPUS_ONLY_SMOOTHINGS and type(self).name != "bleu":
             raise MetricError(f"smoothing {self.smoothing} is NLTK's corpus_bleu smoothing over the last sample; "
                               f"{type(self).name} takes method0-method3")
-        self.tokenizer = _resolve_tokenizer(tokenizer)
+        self.tokenizer = None if tokenizer is None else self.bleu_tokenizer  # detokenizes token lists
         self.dataloader = dataloader
-        settings = {"ngram": n, "weights": w, "smoothing": self.smoothing, "tokenizer": self.token_rule}
+        settings = {"ngram": n, "weights": w, "smoothing": self.smoothing, "tokenizer": self.token_rule,
+                    "normalize": self.normalize}
         settings.update(_extra or {})
         super().__init__(**settings)
 
@@ -522,13 +525,16 @@ class _BleuFamily(Metric):
 
     def _texts_and_tokens(self, items: Sequence[Any], what: str) -> tuple[list[str], list[list[str]]]:
         """The texts (for hashes) and BLEU tokens of ``items``, by the ``retokenize`` rule."""
+        norm = self._normalizer
         if self.retokenize:
             texts = list(items) if _all_str(items) else [self._text(x, what) for x in items]
-            return texts, tokenize_texts(texts)
+            if norm is not None:
+                texts = list(map(norm, texts))
+            return texts, self.bleu_tokenizer.tokenize_many(texts)
         tokens = []
         for x in items:
             if isinstance(x, str):
-                tokens.append(tokenize_text(x))
+                tokens.append(self.bleu_tokenizer.tokenize(norm(x) if norm is not None else x))
             elif _is_ids(x):
                 if self.dataloader is None:
                     raise MetricError(f"a {what} is a list of ids; pass dataloader= so that ids can be turned "
@@ -544,12 +550,16 @@ class _BleuFamily(Metric):
 
     def _digest(self, ref_text: Sequence[Sequence[str]], ref_tok: Sequence[Sequence[Sequence[str]]]
                 ) -> "ReferenceDigest":
-        return ReferenceDigest(ref_text, ref_tok, given=not self.retokenize)
+        # tokens of another tokenizer than WordPunct are hashed as they were scored
+        return ReferenceDigest(ref_text, ref_tok, given=not self.retokenize or not self.bleu_tokenizer.default)
 
     def _hash_extra(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         out = dict(extra or {})
         if not self.retokenize:
             out["tokenizer"] = GIVEN_TOKENS
+        elif not self.bleu_tokenizer.default:
+            out["tokenizer"] = self.bleu_tokenizer.spec
+        out["normalize"] = self.normalize
         return out
 
     def _sig_fields(self) -> dict[str, Any]:
@@ -558,6 +568,8 @@ class _BleuFamily(Metric):
             fields["w"] = [round(x, 6) for x in self.weights]
         fields["smooth"] = "m" + self.smoothing[-1]
         fields["tok"] = self.token_rule
+        if self.normalize != "none":
+            fields["norm"] = self.normalize
         return fields
 
 
@@ -575,6 +587,19 @@ class BleuMetric(_BleuFamily):
     level = "corpus"
     cost = 1.0
 
+    def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
+                 tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True, normalize: str = "none",
+                 denominators: str = "nltk", auto_reweigh: bool = False):
+        #: "nltk" (default): each hypothesis counts max(1, its n-grams) of each order (NLTK's corpus_bleu);
+        #: "sacrebleu": the n-grams it has, and an order without any n-gram scores 0 (sacrebleu's corpus_bleu)
+        self.denominators = str(denominators).strip().lower()
+        if self.denominators not in DENOMINATORS:
+            raise MetricError(f"unknown denominators {denominators!r}; choose nltk (max(1, n-grams) per "
+                              f"hypothesis, NLTK's corpus_bleu) or sacrebleu (the n-grams there are)")
+        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize, normalize=normalize,
+                         auto_reweigh=auto_reweigh,
+                         _extra={"denominators": self.denominators} if self.denominators != "nltk" else None)
+
     @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps = list(hypotheses)
@@ -591,19 +616,27 @@ class BleuMetric(_BleuFamily):
         weights = self.weights
         if self.auto_reweigh and hyp_len < 4 and weights == [0.25] * 4 and nums[0] != 0:
             weights = [1 / hyp_len] * hyp_len
+        extra: dict[str, Any] = {"auto_reweigh": True} if self.auto_reweigh else {}
+        if self.denominators == "sacrebleu":
+            lengths = np.fromiter(map(len, hyp_tok), np.int64, count=len(hyp_tok))
+            dens = [int(np.maximum(0, lengths - n + 1).sum()) for n in range(1, self.ngram + 1)]
+            extra["denominators"] = self.denominators
         if self.smoothing in CORPUS_ONLY_SMOOTHINGS:
             from .bleu_smoothing import corpus_value
 
             value = corpus_value(nums, dens, hyp_len, ref_len, weights, self.smoothing, ref_tok[-1], hyp_tok[-1])
+        elif min(dens) == 0:  # sacrebleu's rule: an order without any n-gram ends the product at precision 0
+            value = 0.0
         else:
             value = bleu_from_counts(nums, dens, hyp_len, ref_len, weights, self.smoothing)
         h = self._digest(ref_text, ref_tok).hash(self.name, self.ngram, self.weights, self.smoothing,
-                                                 self._hash_extra({"auto_reweigh": True} if self.auto_reweigh
-                                                                  else None) or None)
+                                                 self._hash_extra(extra or None) or None)
         counts = sorted(set(map(len, ref_text)))
         fields = self._sig_fields()
         if self.auto_reweigh:
             fields["reweigh"] = "yes"
+        if self.denominators != "nltk":
+            fields["den"] = self.denominators
         fields["refs"] = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         return result_entry(self.name, value, h, signature(self.name, fields, self.version))
 
@@ -651,10 +684,10 @@ class SelfBleuMetric(_BleuFamily):
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
-                 sample_mode: str = "subset", retokenize: bool = True):
+                 sample_mode: str = "subset", retokenize: bool = True, normalize: str = "none"):
         self.sample, self.seed = _sampling(sample, seed)
         self.sample_mode = _sample_mode(sample_mode)
-        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize,
+        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize, normalize=normalize,
                          _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode})
 
     @without_gc
@@ -706,10 +739,10 @@ class FwBwBleuMetric(_BleuFamily):
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
-                 sample_mode: str = "subset", retokenize: bool = True):
+                 sample_mode: str = "subset", retokenize: bool = True, normalize: str = "none"):
         self.sample, self.seed = _sampling(sample, seed)
         self.sample_mode = _sample_mode(sample_mode)
-        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize,
+        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize, normalize=normalize,
                          _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode})
 
     def forward(self, batch: Mapping[str, Any]) -> None:

@@ -1,6 +1,8 @@
 """Evaluating text files: the library behind ``cotk-repro evaluate``.
 
-* Hypotheses: a text file, one sentence per line (UTF-8). Lines end at ``\n`` (or ``\r\n``) only, as
+* Hypotheses: a text file, one sentence per line, read by the one set of rules of
+  :mod:`cotk_repro.core.textinput` (docs/inputs.md): UTF-8 (UTF-16 refused by name), a leading BOM dropped, NUL
+  refused with its line and column, CR-only line ends refused. Lines end at ``\n`` (or ``\r\n``) only, as
   sacrebleu and NLTK users expect: U+2028, U+0085, form feeds or a lone CR inside a line are content. A single
   final newline ends the last line; any further blank line is content (an empty hypothesis).
 * References: a text file, one reference per line, or JSONL with one object per line,
@@ -13,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..core.textinput import BOM, check_text, encoding_problem
 from . import get_metric
 from .base import Metric, MetricError, resolve_tokenizer, score
 from .facts import facts_of
@@ -25,6 +28,9 @@ def _read_lines(path: Path, what: str) -> list[str]:
     if not path.is_file():
         raise MetricError(f"{what} file {path} is not a file")
     raw = path.read_bytes()
+    problem = encoding_problem(raw)
+    if problem:
+        raise MetricError(f"{what} file {path} {problem}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -32,8 +38,11 @@ def _read_lines(path: Path, what: str) -> list[str]:
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         raise MetricError(f"{what} file {path} is not UTF-8 text: line {line}, column {col}, byte offset "
                           f"{exc.start} (0x{raw[exc.start:exc.start + 1].hex()})") from None
-    if text.startswith("\ufeff"):
+    if text.startswith(BOM):
         text = text[1:]
+    refusal = check_text(text, f"{what} file {path}")
+    if refusal:
+        raise MetricError(refusal)
     lines = split_lines(text)
     if not lines or not any(line.strip() for line in lines):
         raise MetricError(f"{what} file {path} is empty")
@@ -149,7 +158,7 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
     ``per_sentence``, ``batch_size``, ``progress``: given as options of those names to the metrics that take
     them (model-based metrics: per-sentence lists, batch size, a progress bar on stderr).
     """
-    from . import accepts_option, metric_names
+    from . import accepts_option, metric_names, takes_shared_tokenizer
 
     options = options or {}
     known = metric_names()
@@ -175,7 +184,7 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
     built: list[Metric] = []
     for name in metrics:
         opts = dict(options.get(name, {}))
-        if tokenizer is not None and "tokenizer" not in opts and accepts_option(name, "tokenizer"):
+        if tokenizer is not None and "tokenizer" not in opts and takes_shared_tokenizer(name):
             opts["tokenizer"] = tokenizer
         for key, value in (("per_sentence", per_sentence or None), ("batch_size", batch_size),
                            ("progress", progress or None)):
@@ -213,7 +222,7 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
         elif queries is not None and _takes(getattr(metric, "compute", None), "queries"):
             merged.update(metric.compute(hyps, refs if f.needs_references else None, queries=queries))
         else:
-            merged.update(score(metric, hyps, refs if f.needs_references else None))
+            merged.update(score(metric, hyps, refs))  # as the API: references given are references seen
         if on_metric is not None:
             on_metric(name)
     return merged

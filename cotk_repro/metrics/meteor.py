@@ -12,10 +12,14 @@ corpus value: the mean over hypotheses.
 Which modules ran is part of the settings, the signature (``mod:exact+stem`` or
 ``mod:exact+stem+wordnet``) and the hash (with the WordNet version), because synonyms
 change the score: a score computed without WordNet never looks comparable to one with it.
+WordNet comes from the one loader (:mod:`cotk_repro.data.wordnet`: NLTK's data path, then Debian's
+``/usr/share/wordnet``) and is required by default: a machine without it gets one sentence saying what to
+install (or ``wordnet=False``, recorded as ``mod:exact+stem``), never a silently different score.
 """
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from itertools import chain
 from typing import Any, Sequence
@@ -28,19 +32,11 @@ Enum = list[tuple[int, str]]
 
 
 def wordnet_available() -> bool:
-    """Whether NLTK's WordNet corpus is installed (no download is ever attempted)."""
-    try:
-        import nltk
+    """Whether WordNet 3.0 is found (:mod:`cotk_repro.data.wordnet`: NLTK's data path or Debian's
+    ``/usr/share/wordnet``); no download is ever attempted."""
+    from ..data.wordnet import wordnet_available as found
 
-        for name in ("corpora/wordnet", "corpora/wordnet.zip"):
-            try:
-                nltk.data.find(name)
-                return True
-            except LookupError:
-                continue
-    except ImportError:  # pragma: no cover - nltk is a dependency
-        pass
-    return False
+    return found()
 
 
 def _match(hyp: Enum, ref: Enum) -> tuple[list[tuple[int, int]], Enum, Enum]:
@@ -94,33 +90,40 @@ def count_chunks(matches: Sequence[tuple[int, int]]) -> int:
 
 
 class MeteorMetric(Metric):
-    """``meteor``. Options: ``alpha`` (0.9), ``beta`` (3.0), ``gamma`` (0.5), ``wordnet`` (``"auto"``: synonyms
-    when the WordNet data is installed; True: require it; False: never), ``tokenizer`` (BLEU's WordPunct)."""
+    """``meteor``. Options: ``alpha`` (0.9), ``beta`` (3.0), ``gamma`` (0.5), ``wordnet`` (True, the default:
+    WordNet synonyms, refused with one sentence where WordNet is not installed; False: never, ``mod:exact+stem``;
+    ``"auto"``: synonyms where installed, the signature saying which; a folder: WordNet's files there),
+    ``tokenizer`` (BLEU's WordPunct)."""
 
     name = "meteor"
     version = "1"
     level = "sentence"
     cost = 2.5
 
-    def __init__(self, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, wordnet: Any = "auto",
+    def __init__(self, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, wordnet: Any = True,
                  tokenizer: Any = None) -> None:
+        from ..data.wordnet import WordNetMissing, load_wordnet, wordnet_version
+
         self.alpha = check_float(alpha, "alpha", 0.0, 1.0)
         self.beta = check_float(beta, "beta", 0.0, 1e6)
         self.gamma = check_float(gamma, "gamma", 0.0, 1.0)
-        if wordnet not in ("auto", True, False):
-            raise MetricError(f"wordnet must be 'auto', True or False, not {wordnet!r}")
-        have = wordnet_available()
-        if wordnet is True and not have:
-            raise MetricError("meteor was asked for WordNet synonyms but the WordNet data is not installed "
-                              "(python -m nltk.downloader wordnet)")
-        self.use_wordnet = have and wordnet is not False
+        if isinstance(wordnet, str) and wordnet.strip().lower() in ("true", "false", "yes", "no"):
+            wordnet = wordnet.strip().lower() in ("true", "yes")
+        if not (wordnet in ("auto", True, False) or (isinstance(wordnet, str) and os.path.isdir(wordnet))):
+            raise MetricError(f"wordnet must be true, false, 'auto' or a folder of WordNet files, not {wordnet!r}")
         self._wordnet = None
         self.wordnet_version = None
-        if self.use_wordnet:
-            from nltk.corpus import wordnet as wn
-
-            self._wordnet = wn
-            self.wordnet_version = str(wn.get_version())
+        if wordnet is not False:
+            try:
+                self._wordnet = load_wordnet(None if wordnet in ("auto", True) else str(wordnet))
+            except WordNetMissing as exc:
+                if wordnet != "auto":
+                    raise MetricError(f"meteor uses WordNet synonyms by default, but {exc.message[0].lower()}"
+                                      f"{exc.message[1:]}; or score without synonyms: -o meteor.wordnet=false "
+                                      f"(signature mod:exact+stem)") from None
+        if self._wordnet is not None:
+            self.wordnet_version = wordnet_version(self._wordnet)
+        self.use_wordnet = self._wordnet is not None
         from nltk.stem.porter import PorterStemmer
 
         self._stemmer = PorterStemmer()

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .reference_hashes import reference_set_hash
+from .reference_hashes import BLEU_TOKENIZER, reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from .bleu import _is_ids, _weights, bleu_from_counts
 from .ngrams import UNK, tokenize_text
@@ -191,7 +191,7 @@ class BleuPrecisionRecallMetric(_PrecisionRecall):
         return pair_bleu(hyp, ref, self.ngram, self.weights)
 
     def _hash_settings(self) -> dict[str, Any]:
-        return {"ngram": self.ngram, "smoothing": "method1", "tokenizer": "wordpunct-or-given"}
+        return {"ngram": self.ngram, "smoothing": "method1", "tokenizer": BLEU_TOKENIZER + "-or-given"}
 
     def _sig_fields(self) -> dict[str, Any]:
         return {"n": self.ngram, "smooth": "m1"}
@@ -225,7 +225,7 @@ class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
         return embedding_similarity(hyp, ref, self.vectors, self.mode)
 
     def _hash_settings(self) -> dict[str, Any]:
-        return {"mode": self.mode, "vectors": self.digest, "tokenizer": "wordpunct-or-given"}
+        return {"mode": self.mode, "vectors": self.digest, "tokenizer": BLEU_TOKENIZER + "-or-given"}
 
     def _sig_fields(self) -> dict[str, Any]:
         return {"mode": self.mode, "vectors": self.digest[:12], "dim": len(next(iter(self.vectors.values()), []))}

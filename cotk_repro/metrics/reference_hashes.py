@@ -6,7 +6,8 @@ the *same* hash for the same references, so both call these functions.
 * Order never matters: samples are hashed as a sorted multiset; within a sample,
   the order of several references does not matter either.
 * BLEU-family hashes cover the references **re-tokenized by BLEU's own fixed
-  tokenizer** (:func:`bleu_tokenize`, NLTK's WordPunct regex) plus every setting
+  tokenizer** (:func:`bleu_tokenize`, NLTK's WordPunct: :mod:`cotk_repro.core.wordpunct`, named with its engine
+  and Unicode version, ``wordpunct-u18``) plus every setting
   that changes the score, so they do not depend on the model's tokenizer or
   vocabulary.
 * The perplexity hash covers the references as tokenized by the dataloader and
@@ -16,16 +17,15 @@ the *same* hash for the same references, so both call these functions.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..core import wordpunct
 from ..core.canonical import StreamHasher
 
-BLEU_TOKENIZER = "wordpunct"
+#: BLEU's fixed tokenizer in signatures and hashes: WordPunct with its engine's Unicode version (``wordpunct-u18``)
+BLEU_TOKENIZER = wordpunct.tokenizer_id()
 BLEU_VERSION = "1"
 PERPLEXITY_VERSION = "1"
-
-_WORDPUNCT = re.compile(r"\w+|[^\w\s]+")
 # canonical_json's encoder without its per-value walk: for lists of token lists the bytes are the same (the
 # walk only refuses NaN, infinities and non-JSON types, which this encoder refuses too), at a fraction of the
 # cost on large reference sets. Tested against canonical_json in tests/test_metrics_cider.py.
@@ -33,8 +33,8 @@ _ITEMS = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", "
 
 
 def bleu_tokenize(text: str) -> list[str]:
-    """BLEU's fixed tokenizer: NLTK's ``WordPunctTokenizer`` (``\\w+|[^\\w\\s]+``)."""
-    return _WORDPUNCT.findall(text)
+    """BLEU's fixed tokenizer: exactly NLTK's ``WordPunctTokenizer`` (``\\w+|[^\\w\\s]+`` through ``regex``)."""
+    return wordpunct.findall(text)
 
 
 def reference_set_hash(metric: str, settings: Mapping[str, Any],
@@ -59,8 +59,14 @@ def bleu_reference_hash(references: Iterable[Sequence[str]], *, metric: str = "b
     if weights is None:
         weights = [1.0 / ngram] * ngram
     settings = {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
-                "tokenizer": BLEU_TOKENIZER, "version": version, **(extra or {})}
-    return reference_set_hash(metric, settings, ([bleu_tokenize(r) for r in refs] for refs in references))
+                "tokenizer": BLEU_TOKENIZER, "normalize": "none", "version": version, **(extra or {})}
+    groups = [list(refs) for refs in references]
+    flat = wordpunct.tokenize_many([r for refs in groups for r in refs])  # in bulk: bleu_tokenize of each
+    tokens, start = [], 0
+    for refs in groups:
+        tokens.append(flat[start:start + len(refs)])
+        start += len(refs)
+    return reference_set_hash(metric, settings, tokens)
 
 
 def perplexity_reference_hash(references: Iterable[Sequence[str]], all_vocab: Iterable[str], *,

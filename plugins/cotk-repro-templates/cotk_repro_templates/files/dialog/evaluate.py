@@ -12,8 +12,9 @@ from cotk_repro.metrics import get_metric
 
 
 def evaluate(dl, perplexity_batches, generated: list[str], posts: list[str], scoring_model: str | None = None,
-             split: str = "test", **perplexity_options) -> list[dict]:
-    """Every metric's ``close()``/``compute()`` output, for ``save_result``."""
+             split: str = "test", bleu_tokenizer: str = "nltk", **perplexity_options) -> list[dict]:
+    """Every metric's ``close()``/``compute()`` output, for ``save_result``. ``bleu_tokenizer``: BLEU's tokenizer
+    (``nltk``: WordPunct; ``zh``, ``char``, ``13a``, ``intl``, ``ja-mecab``, ``ko-mecab``: sacrebleu's)."""
     perplexity = get_metric("perplexity", dataloader=dl, reference_allvocabs_key="resp_allvocabs",
                             reference_len_key="resp_length", **perplexity_options)
     for batch in perplexity_batches:
@@ -21,7 +22,7 @@ def evaluate(dl, perplexity_batches, generated: list[str], posts: list[str], sco
     references = dl.raw_sentences(split)
     results = [
         perplexity.close(),
-        get_metric("bleu").compute(generated, [[r] for r in references]),
+        get_metric("bleu", tokenizer=bleu_tokenizer).compute(generated, [[r] for r in references]),
         get_metric("distinct", ngram=(1, 2)).compute(generated),
     ]
     if scoring_model:

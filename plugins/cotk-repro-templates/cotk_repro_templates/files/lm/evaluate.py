@@ -12,17 +12,19 @@ from __future__ import annotations
 from cotk_repro.metrics import get_metric
 
 
-def evaluate(dl, perplexity_batches, generated: list[str], split: str = "test", **perplexity_options) -> list[dict]:
-    """Every metric's ``close()``/``compute()`` output, for ``save_result``."""
+def evaluate(dl, perplexity_batches, generated: list[str], split: str = "test", bleu_tokenizer: str = "nltk",
+             **perplexity_options) -> list[dict]:
+    """Every metric's ``close()``/``compute()`` output, for ``save_result``. ``bleu_tokenizer``: the BLEU family's
+    tokenizer (``nltk``: WordPunct; ``zh``, ``char``, ``13a``, ``intl``, ``ja-mecab``, ``ko-mecab``: sacrebleu's)."""
     perplexity = get_metric("perplexity", dataloader=dl, **perplexity_options)
     for batch in perplexity_batches:
         perplexity.forward(batch)
     references = dl.raw_sentences(split)
     return [
         perplexity.close(),
-        get_metric("bleu").compute(generated, [references] * len(generated)),
-        get_metric("self-bleu").compute(generated),
-        get_metric("fw-bw-bleu").compute(generated, references),
+        get_metric("bleu", tokenizer=bleu_tokenizer).compute(generated, [references] * len(generated)),
+        get_metric("self-bleu", tokenizer=bleu_tokenizer).compute(generated),
+        get_metric("fw-bw-bleu", tokenizer=bleu_tokenizer).compute(generated, references),
         get_metric("fw-rv-ppl").compute(generated, [references]),
         get_metric("distinct", ngram=2).compute(generated),
     ]
