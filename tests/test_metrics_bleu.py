@@ -618,7 +618,7 @@ def test_shared_tokenizer_of_evaluate_leaves_the_bleu_family_alone():
 
 
 def test_bad_tokenizer_names_and_missing_mecab_are_one_sentence(monkeypatch):
-    with pytest.raises(MetricError, match=r"^unknown tokenizer 'zz' for the BLEU family; choose nltk"):
+    with pytest.raises(MetricError, match=r"^metric 'bleu': unknown tokenizer 'zz' for the BLEU family; choose nltk"):
         get_metric("bleu", tokenizer="zz")
     import sacrebleu.tokenizers.tokenizer_ja_mecab as ja
 
