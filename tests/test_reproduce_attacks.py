@@ -345,7 +345,16 @@ def test_image_build_past_the_time_limit_is_stopped_and_leaves_nothing(tmp_path,
 
     from docker.errors import NotFound
 
-    project = attacker_project(tmp_path, "slowbuild", canary)  # a tree of its own: no cached image
+    project = attacker_project(tmp_path, "slowbuild", canary)
+    # The image depends only on the recorded packages (the code is put into the container at run time), and
+    # every record here has this machine's: drop the built ones so that this build installs them all anew.
+    client = docker_image["client"]
+    for image in client.images.list(name="cotk-repro-reproduce"):
+        for tag in image.tags:
+            try:
+                client.images.remove(tag, force=True)
+            except Exception:  # noqa: BLE001 - removed meanwhile
+                pass
     tmpdir = tmp_path / "t"
     tmpdir.mkdir()
     t0 = time.monotonic()
@@ -355,7 +364,6 @@ def test_image_build_past_the_time_limit_is_stopped_and_leaves_nothing(tmp_path,
     could_not_run(proc, "building the Docker image ran past the time limit of 10 s and was stopped")
     assert elapsed < 300, elapsed
     log = next(tmpdir.glob("cotk-repro-reproduce-*/logs/build.log")).read_text()
-    client = docker_image["client"]
     for cid in re.findall(r"^ ---> Running in ([0-9a-f]{12,64})\s*$", log, re.M):
         with pytest.raises(NotFound):
             client.containers.get(cid)
