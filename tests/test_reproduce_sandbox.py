@@ -112,7 +112,7 @@ def projects(engine, tmp_path_factory):
     return {
         "plain": _project(base, "plain", None, {
             "sleep": ["sleep", "3600"], "fill": ["fill"], "root": ["root"], "sparse": ["sparse"],
-            "bomb": ["bomb", "1200"], "ok": ["ok"]}),
+            "bomb": ["bomb", "1200"], "flood": ["bomb", "2400"], "ok": ["ok"]}),
         # issue 26's project: a stranger's config choosing its own sandbox
         "greedy": _project(base, "greedy", '[reproduce]\ntimeout = 999999999.0\nmemory = "20g"\ncpus = 2.0\n'
                                            'base_image = "registry.invalid/miner:latest"\n',
@@ -292,6 +292,15 @@ def test_a_400mb_sparse_result_file_is_refused_by_its_size_in_bounded_memory(pro
     text = " ".join(stderr.split())
     assert "the rerun's result file result.json is 400m, more than the 64m the reproducer reads back" in text
     print(f"400 MB sparse result: reproducer peak RSS {rss / MiB:.0f} MiB")
+    assert rss < 300 * MiB, rss
+
+
+def test_an_entry_printing_past_the_output_cap_is_stopped_with_one_sentence(projects, engine, tmp_path):
+    """Issue 28: printing without end (2400 MiB + 240 MiB here, past the 2 GiB cap) ends the run with its reason
+    instead of holding a worker for the whole time limit; the reproducer stays small."""
+    res, rss, stderr = measured(projects, "plain", "flood", engine, tmp_path)
+    assert res.returncode == 2, stderr
+    assert "the entry printed more than 2 GiB to stdout and stderr and was stopped" in " ".join(stderr.split())
     assert rss < 300 * MiB, rss
 
 

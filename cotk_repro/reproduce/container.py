@@ -37,6 +37,9 @@ from .limits import docker_size, size_bytes
 LOG_OPTIONS: dict[str, str] = {"max-size": "1m", "max-file": "2"}
 #: the largest result file read back (a result is metric values and a data section, not a data set)
 RESULT_CAP = 64 * 1024 * 1024
+#: an entry that prints more than this to stdout and stderr together is stopped: its run fails with that reason
+#: (only the last few MiB are kept anyway; printing without end must not hold a worker for its whole time limit)
+OUTPUT_CAP = 2 * 1024 ** 3
 _CHUNK = 1024 * 1024
 
 
@@ -60,6 +63,8 @@ class ExecResult:
     stderr: Tail
     seconds: float
     timed_out: bool = False
+    #: stdout and stderr together passed ``max_output`` bytes: the process was stopped (rc None)
+    output_exceeded: bool = False
     oom: bool = False
     disk_full: bool = False
     read_only: bool = False
@@ -152,9 +157,12 @@ class Confined:
     # -- run ---------------------------------------------------------------------------------------
     def exec(self, cmd: list[str], *, user: str | None = None, workdir: str | None = None,
              environment: dict[str, str] | None = None, timeout: float | None = None, step: str = "run",
-             tail: int = TAIL, sinks: tuple[Any, Any] | None = None) -> ExecResult:
+             tail: int = TAIL, sinks: tuple[Any, Any] | None = None,
+             max_output: int | None = None) -> ExecResult:
         """Run ``cmd`` in the container with a time limit; stdout/stderr streamed, the last ``tail`` bytes kept
-        (and, given ``sinks``, two binary files, also written as a tail of ``tail`` bytes at the end)."""
+        (and, given ``sinks``, two binary files, also written as a tail of ``tail`` bytes at the end).
+        ``max_output``: the process is stopped once stdout and stderr together pass this many bytes
+        (``output_exceeded``): an entry printing without end must not hold a worker for its whole time limit."""
         api = self.client.api
         limit = self.timeout if timeout is None else timeout
         out, err = Tail(tail), Tail(tail)
@@ -165,26 +173,31 @@ class Confined:
             stream = api.exec_start(ex["Id"], stream=True, demux=True)
         reader = threading.Thread(target=_drain, args=(stream, out, err), daemon=True)
         reader.start()
+        exceeded = False
         while reader.is_alive() and time.monotonic() - t0 <= limit:
             reader.join(0.25)
+            if max_output is not None and out.total + err.total > max_output:
+                exceeded = True
+                break
         info: dict[str, Any] = {"Running": True}
         with engine_step(step):
-            while time.monotonic() - t0 <= limit:  # the output is closed; the process may still be ending
+            while not exceeded and time.monotonic() - t0 <= limit:  # output closed; the process may be ending
                 info = api.exec_inspect(ex["Id"])
                 if not info.get("Running"):
                     break
                 time.sleep(0.1)
-        timed_out = bool(info.get("Running"))
+        timed_out = bool(info.get("Running")) and not exceeded
         seconds = round(time.monotonic() - t0, 3)
         rc: int | None
-        if timed_out:
+        if timed_out or exceeded:
             self.kill()
             reader.join(10)
             rc = None
         else:
             rc = info.get("ExitCode")
             rc = int(rc) if rc is not None else -1
-        result = ExecResult(rc=rc, stdout=out, stderr=err, seconds=seconds, timed_out=timed_out)
+        result = ExecResult(rc=rc, stdout=out, stderr=err, seconds=seconds, timed_out=timed_out,
+                            output_exceeded=exceeded)
         if sinks is not None:
             for sink, tail_ in zip(sinks, (out, err)):
                 tail_.dump(sink)

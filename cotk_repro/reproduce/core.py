@@ -232,6 +232,10 @@ def reproduce(source_text, opts: ReproduceOptions | None = None, *,
         limits = reproducer_limits({"timeout": opts.timeout, "memory": opts.memory, "cpus": opts.cpus,
                                     "disk": opts.disk}, user, str(userconfig.config_path()))
         verdict["limits"] = limits.as_dict()
+        from .source import Source, resolve
+
+        if not isinstance(source_text, Source):  # a SOURCE that names nothing is said before anything else
+            source_text = resolve(source_text)
         runtime = get_plugins().get("runtime", runtime_name).obj()
         if getattr(runtime, "on_host", False):
             outcome.notices.append(f"runtime {runtime_name}: the entry runs in {runtime.description}")

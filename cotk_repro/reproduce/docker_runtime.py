@@ -35,7 +35,8 @@ from typing import Any
 from ..capture.dockerfile import default_base_image, render_dockerfile
 from ..core.userconfig import cache_dir
 from . import ReproduceError
-from .container import RESULT_CAP, Confined
+from .container import OUTPUT_CAP, RESULT_CAP, Confined
+
 from .engine import LABEL, NOBODY, connect, engine_step, remove_quietly
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, now_iso, parse_result
 
@@ -274,8 +275,11 @@ class DockerRuntime:
                 raise ReproduceError(f"the checkout does not fit in the container's disk limit ({job.disk})",
                                      step="run", hint="raise it with --disk, e.g. --disk 4g") from None
             with (job.logs / "stdout.log").open("wb") as out, (job.logs / "stderr.log").open("wb") as err:
-                res = box.exec(entry, workdir=workdir, step="run", sinks=(out, err))
+                res = box.exec(entry, workdir=workdir, step="run", sinks=(out, err), max_output=OUTPUT_CAP)
             err_tail = res.stderr.last_lines(20)
+            if res.output_exceeded:
+                raise ReproduceError(f"the entry printed more than {OUTPUT_CAP / 1024 ** 3:g} GiB to stdout and stderr "
+                                     "and was stopped", log=err_tail, step="run")
             if res.timed_out:
                 raise ReproduceError(f"the entry ran past the time limit of {job.timeout:g} s and was killed",
                                      log=err_tail, step="run", hint="raise it with --timeout SECONDS")

@@ -55,9 +55,10 @@ class RemoteRepo:
     def ls_remote(self) -> dict[str, str]:
         proc = self._remote("ls-remote", "--", self.url, check=False, timeout=120)
         if proc.returncode != 0:
-            err = proc.stderr.decode("utf-8", "replace")
+            # git's own words ("fatal: unable to access ...") add nothing to the sentence, and a stranger's server
+            # chooses them: not shown
             raise ReproduceError(f"the git repository {self.display} was not found or is not accessible ({self.url})",
-                                 log=tail(err, 8), step="clone",
+                                 step="clone",
                                  hint="check the name; for a self-hosted forge or a folder of bare repositories "
                                       "set COTK_REPRO_GIT_BASE")
         refs = {}

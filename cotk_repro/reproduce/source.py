@@ -85,7 +85,10 @@ def resolve(text: str) -> Source:
         return Source("path", text, str(path.resolve()))
     if _USER_REPO.match(text):
         return Source("user/repo", text, join_base(git_base(), text))
-    raise ReproduceError(f"{text!r} is not user/repo, a git URL, an existing folder or a dashboard record URL")
+    if text.startswith(("/", "./", "../", "~")) or "\\" in text:
+        raise ReproduceError(f"{shown(text)} was not found: there is no such folder (SOURCE is user/repo, a git URL, "
+                             "an existing folder or a dashboard record URL)")
+    raise ReproduceError(f"{shown(text)!r} is not user/repo, a git URL, an existing folder or a dashboard record URL")
 
 
 def _from_dashboard(text: str, base: str, record_id: str) -> Source:
