@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..core import wordpunct
-from .reference_hashes import BLEU_TOKENIZER, bleu_tokenize
+from ..text.reference_hashes import BLEU_TOKENIZER, bleu_tokenize
 from .base import MetricError
 
 

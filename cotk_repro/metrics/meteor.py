@@ -24,7 +24,7 @@ from collections import defaultdict
 from itertools import chain
 from typing import Any, Sequence
 
-from .reference_hashes import reference_set_hash
+from ..text.reference_hashes import reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from ._text import check_float, check_hypotheses, resolve_tokenizer
 

@@ -18,7 +18,7 @@ import math
 from collections import Counter
 from typing import Any, Sequence
 
-from .reference_hashes import reference_set_hash
+from ..text.reference_hashes import reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from ._text import check_hypotheses, ngrams, resolve_tokenizer
 

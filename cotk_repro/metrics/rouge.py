@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from typing import Any, Sequence
 
-from .reference_hashes import reference_set_hash
+from ..text.reference_hashes import reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from ._text import as_text, check_float, check_hypotheses
 
