@@ -1,8 +1,9 @@
 """Comparability groups and ranks of compare's cells: each column's cells grouped by metric hash, ranked within
-their group (competition ranking), cells outside the main group flagged."""
+their group (competition ranking, :func:`cotk_repro.core.ranking.rank`), cells outside the main group flagged."""
 
 from __future__ import annotations
 
+from ..core.ranking import rank
 from .engine import Cell, CompareResult
 
 
@@ -35,12 +36,8 @@ def analyze_column(cells: list[Cell], higher_is_better: bool) -> None:
             if h != main:
                 c.flag = (f"not comparable with group A: hash {h[:12]} differs from {main[:12]}; "
                           f"ranked only within group {letter}")
-        ranked = sorted(members, key=lambda c: -c.value if higher_is_better else c.value)
-        prev, rank = None, 0
-        for pos, c in enumerate(ranked, 1):
-            if c.value != prev:
-                rank, prev = pos, c.value
-            c.rank = rank
+        for c, r in zip(members, rank([c.value for c in members], higher_is_better=higher_is_better)):
+            c.rank = r
 
 
 def _letter(i: int) -> str:
