@@ -4,7 +4,7 @@ Hashed metrics and dataloaders, immutable run records, publish and one-command
 reproduce. See the README and docs/spec.md for the contract.
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["__version__", "save_result"]
 

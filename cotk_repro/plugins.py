@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 import pluggy
 
-from . import __version__, hookspecs
+from . import hookspecs
+from ._version import __version__
 from .core import entrypoints
 from .errors import PluginError
 

@@ -134,7 +134,7 @@ def test_many_texts_of_sampled_code_points_every_tokenizer():
     """The multi-text paths (the data tokenizer, BLEU's bulk tokenizer, text by text) on the first 1,024 code points
     and 20,000 sampled ones, one text per code point and context."""
     from cotk_repro.metrics.ngrams import tokenize_texts
-    from cotk_repro.metrics.reference_hashes import bleu_tokenize
+    from cotk_repro.text.reference_hashes import bleu_tokenize
 
     cps = list(range(1024)) + random.Random(33).sample(range(1024, 0x110000), 20000)
     texts = [ctx.format(chr(cp)) for cp in cps for ctx in CONTEXTS]

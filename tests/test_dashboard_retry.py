@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cotk_repro.publish.dashboard import DashboardClient, DashboardError
+from cotk_repro.remote.dashboard import DashboardClient, DashboardError
 from test_reproduce_support import free_port, http_double
 
 

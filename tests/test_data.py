@@ -13,7 +13,7 @@ import pytest
 from nltk.tokenize import WordPunctTokenizer
 
 from cotk_repro import data
-from cotk_repro.metrics.reference_hashes import bleu_reference_hash, perplexity_reference_hash
+from cotk_repro.text.reference_hashes import bleu_reference_hash, perplexity_reference_hash
 
 # A small corpus: punctuation attached to words (so `space` and `nltk` tokenize differently),
 # tokens seen 1, 2, 3 and more times in train, some tokens only in dev/test.

@@ -20,7 +20,7 @@ import pytest
 from nltk.tokenize import WordPunctTokenizer
 
 from cotk_repro import data
-from cotk_repro.metrics.reference_hashes import bleu_reference_hash, perplexity_reference_hash
+from cotk_repro.text.reference_hashes import bleu_reference_hash, perplexity_reference_hash
 
 from conftest import FIXTURES
 

@@ -10,7 +10,7 @@ from nltk.tokenize import WordPunctTokenizer
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
 
 from cotk_repro.metrics import evaluate, get_metric
-from cotk_repro.metrics.reference_hashes import bleu_reference_hash
+from cotk_repro.text.reference_hashes import bleu_reference_hash
 
 bleu_tokenize = WordPunctTokenizer().tokenize  # NLTK's own: the independent side
 

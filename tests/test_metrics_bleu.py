@@ -23,7 +23,7 @@ from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_b
 from cotk_repro.metrics import MetricError, evaluate, get_metric
 from cotk_repro.metrics.bleu import self_bleu_scores, set_bleu_scores
 from cotk_repro.metrics.ngrams import tokenize_texts
-from cotk_repro.metrics.reference_hashes import bleu_reference_hash
+from cotk_repro.text.reference_hashes import bleu_reference_hash
 
 SMOOTH = SmoothingFunction()
 #: NLTK's own tokenizer: the independent reference side

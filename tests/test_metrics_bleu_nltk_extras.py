@@ -10,7 +10,7 @@ from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_b
 from nltk.translate.gleu_score import corpus_gleu, sentence_gleu
 
 from cotk_repro.metrics import MetricError, get_metric
-from cotk_repro.metrics.reference_hashes import bleu_tokenize
+from cotk_repro.text.reference_hashes import bleu_tokenize
 
 SF = SmoothingFunction()
 

@@ -180,7 +180,7 @@ def test_evaluate_command_with_jsonl_references(cli, tmp_path):
 def test_reference_set_hash_items_equal_canonical_json():
     """reference_set_hash encodes token lists without canonical_json's walk; the bytes must not change."""
     from cotk_repro.core.canonical import StreamHasher, canonical_json
-    from cotk_repro.metrics.reference_hashes import reference_set_hash
+    from cotk_repro.text.reference_hashes import reference_set_hash
 
     refs = [[["a", "b"], ["é", "\"q\"", "\\"]], [["x"]], [[], ["😀", "<unk>"]]]
     h = StreamHasher("cotk-repro/reference-set/v1")

@@ -12,7 +12,7 @@ from nltk.lm.preprocessing import padded_everygram_pipeline
 
 from cotk_repro.metrics import MetricError, get_metric
 from cotk_repro.metrics.kn_lm import KneserNeyLM
-from cotk_repro.metrics.reference_hashes import bleu_tokenize
+from cotk_repro.text.reference_hashes import bleu_tokenize
 
 WORDS = "a b c d e f g".split()
 

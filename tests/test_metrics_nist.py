@@ -8,7 +8,7 @@ import pytest
 from nltk.translate.nist_score import corpus_nist
 
 from cotk_repro.metrics import MetricError, get_metric
-from cotk_repro.metrics.reference_hashes import bleu_tokenize
+from cotk_repro.text.reference_hashes import bleu_tokenize
 
 
 def _nltk(hyps, refs, n=5):

@@ -10,7 +10,7 @@ import pytest
 
 from cotk_repro.metrics import MetricError, get_metric
 from cotk_repro.metrics.base import HASH_SUFFIX, SIGNATURE_SUFFIX
-from cotk_repro.metrics.reference_hashes import perplexity_reference_hash
+from cotk_repro.text.reference_hashes import perplexity_reference_hash
 
 SPECIALS = ["<pad>", "<unk>", "<go>", "<eos>"]
 

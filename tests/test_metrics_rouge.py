@@ -158,3 +158,15 @@ def test_sentence_separator_for_one_line_texts(cli, tmp_path):
     out = json.loads(r.stdout)
     assert out["rouge-lsum"] == pytest.approx(sep["rouge-lsum"], rel=1e-12)
     assert out["rouge-lsum hashvalue"] == sep["rouge-lsum hashvalue"]
+
+
+@pytest.mark.parametrize("name,options", [("meteor", {"wordnet": False}), ("nist", {}), ("rouge", {})])
+@pytest.mark.parametrize("hypotheses,references,message", [
+    ([], [], "{name} needs at least one hypothesis"),
+    ("a b", [["a b"]], "hypotheses is a single string"),
+    (["a b", "c"], [["a b"], []], "sample 1 has no reference"),
+])
+def test_meteor_nist_and_rouge_check_their_samples_alike(name, options, hypotheses, references, message):
+    """One preamble (metrics/_text.py check_samples) for the three: the same sentence for the same bad input."""
+    with pytest.raises(MetricError, match="^" + message.format(name=name)):
+        get_metric(name, **options).compute(hypotheses, references)

@@ -161,7 +161,7 @@ def test_dashboard_client_retries_with_backoff(tmp_path):
     The real dashboard server is exercised in test_publish_dashboard.py; this double only
     injects the transient failures a real server does not produce on demand.
     """
-    from cotk_repro.publish.dashboard import DashboardClient
+    from cotk_repro.remote.dashboard import DashboardClient
 
     state = {"n": 0}
 

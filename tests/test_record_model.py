@@ -160,7 +160,7 @@ def test_the_api_upload_schema_is_the_model(tmp_path):
 def test_verify_refuses_a_forged_id_under_a_valid_signature(tmp_path):
     """The signature covers the record without its id: verify checks the id (and shape) through the model too."""
     from cotk_repro.core.signing import key_from_path, sign_record
-    from cotk_repro.verify import INVALID, VALID, check_signature
+    from cotk_repro.remote.signatures import INVALID, VALID, check_signature
     from signing_support import make_key
 
     key = key_from_path(make_key(tmp_path / "k"), "test")

@@ -186,7 +186,7 @@ def forget_images(info: dict, proc) -> None:
 def _strip_signature(project: dict, tmp_path: Path) -> dict:
     """The attacker edits the signed record, recomputes its id and puts it on the records ref without a
     signature (the old one no longer covers it), removing the original's signature too."""
-    from cotk_repro.publish.gitrecords import add_to_ref
+    from cotk_repro.remote.gitrecords import add_to_ref
     from cotk_repro.records import finalize
 
     bare, hexid = project["bare"], project["record"]["id"].removeprefix("sha256:")

@@ -124,7 +124,7 @@ def test_verify_finds_a_tampered_record_on_the_ref(project, tmp_path):
     forged = finalize(forged)
     hexid = record["id"].removeprefix("sha256:")
     sig = on_ref(bare, record, "record.sig")
-    from cotk_repro.publish.gitrecords import add_to_ref
+    from cotk_repro.remote.gitrecords import add_to_ref
 
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--bare", str(bare), str(clone)], check=True)
@@ -219,7 +219,7 @@ def test_passphrase_key_without_agent_fails_with_a_sentence(project, tmp_path):
 
 def _forge_on_ref(bare: Path, tmp_path: Path, record: dict) -> None:
     """Rewrite the record's value on the remote's records ref, keeping its id and signature (a tampered record)."""
-    from cotk_repro.publish.gitrecords import add_to_ref
+    from cotk_repro.remote.gitrecords import add_to_ref
 
     hexid = record["id"].removeprefix("sha256:")
     clone = tmp_path / "forger"

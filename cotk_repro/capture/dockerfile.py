@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .. import __version__
+from .._version import __version__
 from ..core.canonical import sha256_hex
 from ..core.templating import render_remembered
 

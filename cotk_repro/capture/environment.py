@@ -13,7 +13,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .. import __version__
+from .._version import __version__
 from ..core.entrypoints import metadata_folders, name_and_version, normalize_name, read_metadata, read_text
 
 if TYPE_CHECKING:

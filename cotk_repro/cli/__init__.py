@@ -9,6 +9,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .argv import asks_for_help
+
+__all__ = ["asks_for_help", "launch", "main"]
+
 
 def __getattr__(name: str) -> Any:  # ``from cotk_repro.cli import app`` loads the Typer app on first use
     if name == "app":
@@ -31,12 +35,6 @@ def main(argv: list[str] | None = None) -> None:
     run(list(sys.argv[1:] if argv is None else argv))
 
 
-def asks_for_help(args: list[str]) -> bool:
-    """Return whether the command line ``args`` prints help: none given, or -h/--help before any ``--``."""
-    own = args[:args.index("--")] if "--" in args else args
-    return not args or "--help" in own or "-h" in own
-
-
 def launch() -> None:
     """The ``cotk-repro`` console script and ``python -m cotk_repro``: one command line per process.
 
@@ -45,7 +43,7 @@ def launch() -> None:
     """
     args = sys.argv[1:]
     if args == ["--version"]:  # nothing to import for it: the version is a constant of the package
-        from .. import __version__
+        from .._version import __version__
 
         sys.stdout.write(f"cotk-repro {__version__}\n")
         return

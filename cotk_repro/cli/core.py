@@ -9,7 +9,8 @@ from typing import Any, List, Optional
 import typer
 
 from ..errors import EXIT_NEGATIVE, CotkError
-from . import app, output
+from . import output
+from .typerapp import app
 
 
 def _store_here():

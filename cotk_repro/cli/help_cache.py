@@ -26,7 +26,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .. import __version__
+from .._version import __version__
 
 FORMAT = 1
 _ENV_NAMES = ("COLUMNS", "LINES", "TERMINAL_WIDTH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8",

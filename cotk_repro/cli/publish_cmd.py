@@ -77,7 +77,7 @@ def register(cli: typer.Typer) -> None:
         saves nothing.
         """
         from ..core import userconfig
-        from ..publish.dashboard import DashboardClient
+        from ..remote.dashboard import DashboardClient
 
         url = userconfig.normalize_url(dashboard)
         if token is None or token == "-":
@@ -86,7 +86,7 @@ def register(cli: typer.Typer) -> None:
         written = userconfig.set_dashboard_token(url, token)
         output.info(f"saved the token{f' of {who}' if who else ''} for {url} in {written}")
         if register_key:
-            from ..publish.dashboard import register_signing_key
+            from ..remote.dashboard import register_signing_key
 
             out = register_signing_key(url, Path.cwd())
             output.info(f"registered the key {out['fingerprint']} for {out['user']} on {url}")

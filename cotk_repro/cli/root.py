@@ -19,40 +19,12 @@ def _interrupted_at_start() -> None:
 try:  # Ctrl-C while the imports run (the first half second): one sentence and 130, not a traceback
     import traceback
 
-    import typer
-
     from ..errors import CotkError
-    from . import asks_for_help, output
+    from . import output
+    from .argv import asks_for_help
+    from .typerapp import app
 except KeyboardInterrupt:
     _interrupted_at_start()
-
-app = typer.Typer(
-    name="cotk-repro",
-    help="Fast development and fair evaluation of text generation: hashed metrics, "
-    "immutable run records, publish and one-command reproduce.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        from .. import __version__
-
-        typer.echo(f"cotk-repro {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors (also COTK_REPRO_DEBUG=1)."),
-    version: bool = typer.Option(False, "--version", help="Print cotk-repro's version and exit.", is_eager=True,
-                                 callback=_print_version),
-) -> None:
-    output.set_debug(debug)
-
 
 _loaded = False
 

@@ -59,7 +59,7 @@ def register(cli: typer.Typer) -> None:
         counts only for whoever can sign with it. A key someone else registered without such a proof moves to
         you, with the records and reproductions it signed. Exit status 2 when the dashboard refuses.
         """
-        from ..publish.dashboard import register_signing_key
+        from ..remote.dashboard import register_signing_key
 
         out = register_signing_key(dashboard, Path.cwd())
         if json_out:

@@ -17,7 +17,8 @@ from typing import Callable
 
 from .config import CompareConfig, load_config
 from .engine import Cell, CompareResult, Failure, evaluate_config
-from .report import analyze, as_json, write_report
+from .groups import analyze
+from .report import as_json, write_report
 
 __all__ = ["Cell", "CompareConfig", "CompareResult", "Failure", "analyze", "as_json", "compare",
            "evaluate_config", "load_config", "write_report"]

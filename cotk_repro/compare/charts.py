@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .engine import CompareResult
 from .paper import display
-from .report import safe_name
+from .naming import safe_name
 
 PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
            "#CCB974", "#64B5CD"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from .charts import PALETTE
 from .engine import CompareResult
 from .paper import Family, display, families
-from .report import safe_name
+from .naming import safe_name
 
 FORMATS = ("svg", "pdf", "png")
 

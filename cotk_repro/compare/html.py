@@ -10,11 +10,12 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 from ..core.fileio import atomic_write
 from ..core.templating import render
 from .engine import CompareResult
-from .report import column_has_conflict, safe_name
+from .groups import column_has_conflict
+from .naming import safe_name
 
 def render_html(result: CompareResult, charts: dict[str, Path] | None = None) -> str:
     """Render the compare result as a self-contained HTML report (charts inlined as base64 PNG)."""

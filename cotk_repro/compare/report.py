@@ -25,76 +25,20 @@ import csv
 import io
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from ..core.fileio import atomic_write
 from .engine import Cell, CompareResult
+from .groups import analyze, column_has_conflict
+from .naming import safe_name
 
 UNVERIFIABLE = "unverifiable"
-
-
-def safe_name(name: str) -> str:
-    """Replace every character not safe in a file name with `_`."""
-    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
 
 
 def fmt_number(v: float | None) -> str:
     """Values in CSVs: shortest round-trip form (exact), empty for missing."""
     return "" if v is None else repr(float(v))
-
-
-def analyze(result: CompareResult) -> None:
-    """Assign each cell its comparability group, rank within the group and flag."""
-    for column in result.all_columns():
-        metric = result.metric_of_column(column)
-        for dataset in result.datasets:
-            cells = [c for c in (result.cell(s, dataset, column) for s in result.systems) if c is not None]
-            analyze_column(cells, metric.higher_is_better)
-
-
-def analyze_column(cells: list[Cell], higher_is_better: bool) -> None:
-    """Group a column's cells by metric hash and rank each group, flagging cells outside the main group."""
-    ok = [c for c in cells if c.error is None and c.value is not None]
-    groups: dict[str, list[Cell]] = {}
-    for c in ok:
-        c.group = c.rank = c.flag = None
-        if c.hash is None:
-            c.flag = "unverifiable: the metric gave no hash, so this value is not ranked"
-            continue
-        groups.setdefault(c.hash, []).append(c)
-    order = sorted(groups, key=lambda h: (-len(groups[h]), ok.index(groups[h][0])))
-    main = order[0] if order else None
-    for i, h in enumerate(order):
-        letter = _letter(i)
-        members = groups[h]
-        for c in members:
-            c.group = letter
-            if h != main:
-                c.flag = (f"not comparable with group A: hash {h[:12]} differs from {main[:12]}; "
-                          f"ranked only within group {letter}")
-        ranked = sorted(members, key=lambda c: -c.value if higher_is_better else c.value)
-        prev, rank = None, 0
-        for pos, c in enumerate(ranked, 1):
-            if c.value != prev:
-                rank, prev = pos, c.value
-            c.rank = rank
-
-
-def _letter(i: int) -> str:
-    s = ""
-    i += 1
-    while i:
-        i, r = divmod(i - 1, 26)
-        s = chr(65 + r) + s
-    return s
-
-
-def column_has_conflict(result: CompareResult, column: str, dataset: str) -> bool:
-    """Return whether the systems' cells of `column` on `dataset` fall into more than one hash group."""
-    groups = {c.group for c in (result.cell(s, dataset, column) for s in result.systems) if c and c.group}
-    return len(groups) > 1
 
 
 def _hash_text(c: Cell | None) -> str:

@@ -20,9 +20,6 @@ from ..errors import ConfigError
 
 CONFIG_FILE = "cotk-repro.toml"
 
-#: what a records ref's name ends in: how `reproduce` finds a custom one on somebody's remote
-RECORDS_REF_SUFFIX = "cotk-repro-records"
-
 DEFAULTS: dict[str, dict[str, Any]] = {
     "project": {"name": "", "task": "", "dataset": ""},
     "run": {"entry": "main.py", "args": [], "result": "result.json"},
@@ -85,12 +82,12 @@ def _validated_marker(raw: bytes, where: str) -> Path | None:
     """Where the fact "these bytes passed" is remembered: keyed by them, the file's name and the rules' source."""
     import hashlib
 
-    from .. import __version__
+    from .._version import __version__
     from .userconfig import cache_dir
 
     here = Path(__file__).parent
-    try:  # the rules: the models, the strict table they build on (tomlmodel) and this module (RECORDS_REF_SUFFIX)
-        rules = b"".join((here / name).read_bytes() for name in ("config_model.py", "tomlmodel.py", "config.py"))
+    try:  # the rules: the models, the table they build on (tomlmodel), this module, git.py (RECORDS_REF_SUFFIX)
+        rules = b"".join((here / name).read_bytes() for name in ("config_model.py", "tomlmodel.py", "config.py", "git.py"))
     except OSError:
         return None
     digest = hashlib.sha256(b"\0".join([__version__.encode(), where.encode(), rules, raw])).hexdigest()

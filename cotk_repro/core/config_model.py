@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 from pydantic import StrictBool, StrictFloat, StrictStr, ValidationError, field_validator
 
 from ..errors import ConfigError
-from .config import RECORDS_REF_SUFFIX
+from .git import RECORDS_REF_SUFFIX
 from .tomlmodel import TYPE_WORDS, StrictTable, known_keys
 from .tomlpos import key_lines, line_of
 

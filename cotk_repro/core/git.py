@@ -9,6 +9,9 @@ from typing import Any
 
 from ..errors import CotkError
 
+#: what a records ref's name ends in: how `reproduce` finds a custom one on somebody's remote
+RECORDS_REF_SUFFIX = "cotk-repro-records"
+
 
 class GitError(CotkError):
     """A git command failed."""

@@ -60,7 +60,7 @@ def render_remembered(template_name: str, /, **context: str) -> str:
     import hashlib
     import json
 
-    from .. import __version__
+    from .._version import __version__
     from .fileio import atomic_write
     from .userconfig import cache_dir
 

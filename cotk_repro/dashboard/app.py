@@ -406,7 +406,7 @@ def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
 
-    from .. import __version__
+    from .._version import __version__
     from . import api, keys_api, pages
     from .auth import authenticate
 

@@ -5,7 +5,8 @@ Only results with the same hash are ranked against each other (docs/spec.md sect
 * one group per hash, the largest group first (ties: the hash, for a stable order);
 * best first within a group, in the direction the metric that reports the key declares
   (``higher_is_better``, see docs/metrics.md "The metric contract"; a key no registered metric
-  reports ranks higher-is-better); equal values keep upload order;
+  reports ranks higher-is-better); equal values keep upload order and share their rank (competition
+  ranking, :func:`cotk_repro.core.ranking.rank`: the next rank skips, as SQL ``rank()`` and the table);
 * results without a hash (*unverifiable*) form their own group, ``"hash": null``, last;
 * each entry names its signer (the record's owner) and whether it is signed, and counts its
   independent reproductions (``reproduced_by``: distinct users other than the author whose latest
@@ -20,7 +21,9 @@ from typing import Any
 from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.engine import Connection
 
+from ..core.ranking import page_ranks
 from .models import BoardGroup, Record, Reproduction, Result, User
+
 
 def lower_is_better(metric: str) -> bool:
     """Whether the metric that reports the result key ``metric`` declares lower values better."""
@@ -68,15 +71,28 @@ _REPRODUCED_GROUP_SIZES = (
     .group_by(Result.hash))
 
 
-@lru_cache(maxsize=None)
-def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
-    """One page of one group: its (value, record) from the index alone, then the records it names."""
+def _group_query(columns, unverifiable: bool, reproduced_only: bool):
     cond = [Result.task == bindparam("task"), Result.dataset == bindparam("dataset"),
             Result.metric == bindparam("metric"),
             Result.hash.is_(None) if unverifiable else Result.hash == bindparam("hash")]
-    page_q = select(Result.value.label("value"), Result.record_pk.label("record_pk")).where(and_(*cond))
+    q = select(*columns).where(and_(*cond))
     if reproduced_only:
-        page_q = page_q.join(Record, Record.id == Result.record_pk).where(Record.reproduced_by > 0)
+        q = q.join(Record, Record.id == Result.record_pk).where(Record.reproduced_by > 0)
+    return q
+
+
+@lru_cache(maxsize=None)
+def _better_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
+    """How many results of one group are strictly better than ``value``: the rank of a page's first entry - 1."""
+    q = _group_query([func.count()], unverifiable, reproduced_only)
+    return q.where(Result.value < bindparam("value") if lower else Result.value > bindparam("value"))
+
+
+@lru_cache(maxsize=None)
+def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
+    """One page of one group: its (value, record) from the index alone, then the records it names."""
+    page_q = _group_query([Result.value.label("value"), Result.record_pk.label("record_pk")], unverifiable,
+                          reproduced_only)
     page_q = (page_q.order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
               .limit(bindparam("limit")).offset(bindparam("offset")).subquery())
     return (select(page_q.c.value, Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name,
@@ -95,16 +111,21 @@ def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int 
     offset = (page - 1) * limit
     pages = []
     for h, total in sizes[:max_groups]:
+        params = {"task": task, "dataset": dataset, "metric": metric, "hash": h}
         rows = conn.execute(_page_stmt(lower, h is None, reproduced_only),
-                            {"task": task, "dataset": dataset, "metric": metric, "hash": h, "limit": limit,
-                             "offset": offset}).all()
-        pages.append((h, total, rows))
-    counts = reproduction_counts(conn, [r[1] for _h, _t, rows in pages for r in rows])  # one query for all groups
+                            {**params, "limit": limit, "offset": offset}).all()
+        first = 1  # the page may start inside a tie: its first rank counts the strictly better results
+        if rows and offset:
+            first += conn.execute(_better_stmt(lower, h is None, reproduced_only),
+                                  {**params, "value": rows[0][0]}).scalar_one()
+        ranks = page_ranks([r[0] for r in rows], offset=offset, first_rank=first, higher_is_better=not lower)
+        pages.append((h, total, rows, ranks))
+    counts = reproduction_counts(conn, [r[1] for _h, _t, rows, _r in pages for r in rows])  # one query, all groups
     groups = []
-    for h, total, rows in pages:
+    for h, total, rows, ranks in pages:
         entries = []
-        for i, (value, pk, rid, project, submitted, user, key, by) in enumerate(rows):
-            entries.append({"rank": offset + i + 1, "id": rid, "url": record_url(rid), "value": value,
+        for rank, (value, pk, rid, project, submitted, user, key, by) in zip(ranks, rows):
+            entries.append({"rank": rank, "id": rid, "url": record_url(rid), "value": value,
                             "user": user, "signer": user if key else None, "signed": key is not None, "key": key,
                             "project": project, "submitted_at": submitted,
                             "reproductions": counts.get(pk, 0), "reproduced_by": by, "unverifiable": h is None})

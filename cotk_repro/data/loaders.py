@@ -383,9 +383,9 @@ class TextDataLoader:
 
     def reference_hashes(self, split: str = "test") -> dict[str, str]:
         """``{"perplexity": hex, "bleu": hex}`` of the references of ``split``, exactly as the
-        perplexity and BLEU metrics compute them (:mod:`cotk_repro.metrics.reference_hashes`)."""
+        perplexity and BLEU metrics compute them (:mod:`cotk_repro.text.reference_hashes`)."""
         if split not in self._reference_hashes:
-            from ..metrics.reference_hashes import bleu_reference_hash, perplexity_reference_hash
+            from ..text.reference_hashes import bleu_reference_hash, perplexity_reference_hash
 
             sents = self.sentences(split)
             detok = self.convert_tokens_to_sentence

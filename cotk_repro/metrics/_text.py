@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..core import wordpunct
-from .reference_hashes import BLEU_TOKENIZER, bleu_tokenize
-from .base import MetricError
+from ..text.reference_hashes import BLEU_TOKENIZER, bleu_tokenize
+from .base import MetricError, check_references
 
 
 class TextTokenizer:
@@ -108,3 +108,17 @@ def check_hypotheses(hypotheses: Any) -> list[Any]:
     if isinstance(hypotheses, str):
         raise MetricError("hypotheses is a single string; give a list of strings")
     return list(hypotheses)
+
+
+def check_samples(metric: str, hypotheses: Any, references: Any) -> tuple[list[Any], list[Any]]:
+    """The hypotheses and references of a corpus metric, checked: at least one hypothesis, each sample with a
+    reference (:func:`check_hypotheses`, :func:`~cotk_repro.metrics.base.check_references`); ``metric`` names
+    the metric in the sentence."""
+    hyps = check_hypotheses(hypotheses)
+    refs = check_references(hyps, references)
+    if not hyps:
+        raise MetricError(f"{metric} needs at least one hypothesis")
+    for i, r in enumerate(refs):
+        if not r:
+            raise MetricError(f"sample {i} has no reference")
+    return hyps, refs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .reference_hashes import reference_set_hash
+from ..text.reference_hashes import reference_set_hash
 from .base import Metric, MetricError, result_entry, signature
 
 

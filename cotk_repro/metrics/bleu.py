@@ -20,7 +20,7 @@ lengths, with NLTK's tie-breaking (the shorter one). See
 ``docs/bleu-semantics.md`` for the measured details.
 
 Text is detokenized (when given tokens or ids) and re-tokenized with one fixed
-tokenizer (:func:`cotk_repro.metrics.reference_hashes.bleu_tokenize`, NLTK's WordPunct), so
+tokenizer (:func:`cotk_repro.text.reference_hashes.bleu_tokenize`, NLTK's WordPunct), so
 values and hashes never depend on the model's tokenizer; ``<unk>`` is one token and
 an n-gram containing it never matches.
 """
@@ -38,9 +38,10 @@ import numpy as np
 
 from ..core.canonical import StreamHasher, frame_bytes, token_list_items
 from ..core.gcpause import without_gc
-from .reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
+from ..text.reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
 from .bleu_tokenizers import get_bleu_tokenizer, normalization, normalizer
 from .base import Metric, MetricError, check_references, result_entry, signature
+from .bleu_smoothing import brevity_penalty
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
                      run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_texts)
 
@@ -82,15 +83,6 @@ def smoothed_precisions(nums: Sequence[int], dens: Sequence[int], smoothing: str
     if smoothing == "method2":
         return [nums[0] / dens[0]] + [(n + 1) / (d + 1) for n, d in zip(nums[1:], dens[1:])]
     return [n / d if n != 0 else sys.float_info.min for n, d in zip(nums, dens)]  # method0
-
-
-def brevity_penalty(closest_ref_len: int, hyp_len: int) -> float:
-    """BLEU's brevity penalty: 1 if the hypothesis is longer, else exp(1 - ref_len / hyp_len)."""
-    if hyp_len > closest_ref_len:
-        return 1
-    if hyp_len == 0:
-        return 0
-    return math.exp(1 - closest_ref_len / hyp_len)
 
 
 def bleu_from_counts(nums: Sequence[int], dens: Sequence[int], hyp_len: int, ref_len: int,
@@ -327,7 +319,7 @@ def _encode_token_lists(token_lists: Sequence[Sequence[str]]) -> str:
 
 
 class ReferenceDigest:
-    """:func:`cotk_repro.metrics.reference_hashes.bleu_reference_hash` of one reference set, computed once and then
+    """:func:`cotk_repro.text.reference_hashes.bleu_reference_hash` of one reference set, computed once and then
     hashed cheaply under several settings (fw-bleu, bw-bleu and fw-bw-bleu share a reference set).
 
     ``references``: for each sample, its reference strings; ``tokens``: their BLEU tokens when already known
@@ -579,7 +571,7 @@ class BleuMetric(_BleuFamily):
     Options: ``ngram`` (4), ``weights`` (uniform 1/n), ``smoothing`` (``method0``-``method7``; 4-7 as NLTK's
     ``corpus_bleu`` computes them, from the corpus' last sample), ``auto_reweigh`` (false; NLTK's),
     ``tokenizer`` (to detokenize token-list inputs), ``dataloader`` (to turn id lists into text).
-    Hash: :func:`cotk_repro.metrics.reference_hashes.bleu_reference_hash` over the reference strings, so the default
+    Hash: :func:`cotk_repro.text.reference_hashes.bleu_reference_hash` over the reference strings, so the default
     on a dataloader's split equals ``dl.reference_hashes(split)["bleu"]``.
     """
 

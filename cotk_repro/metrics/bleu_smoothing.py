@@ -85,11 +85,18 @@ def smoothed(nums: Sequence[int], dens: Sequence[int], smoothing: str, hyp_len: 
     return p_n
 
 
+def brevity_penalty(closest_ref_len: int, hyp_len: int) -> float:
+    """BLEU's brevity penalty: 1 if the hypothesis is longer, else exp(1 - ref_len / hyp_len)."""
+    if hyp_len > closest_ref_len:
+        return 1
+    if hyp_len == 0:
+        return 0
+    return math.exp(1 - closest_ref_len / hyp_len)
+
+
 def corpus_value(nums: Sequence[int], dens: Sequence[int], hyp_len: int, ref_len: int, weights: Sequence[float],
                  smoothing: str, last_refs: Sequence[Sequence[str]], last_hyp: Sequence[str]) -> float:
     """NLTK ``corpus_bleu`` from the summed counts with ``method4``-``method7``."""
-    from .bleu import brevity_penalty
-
     if nums[0] == 0:
         return 0.0
     p_n = smoothed(nums, dens, smoothing, hyp_len, last_refs, last_hyp)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from .base import MetricError
 from .ngrams import _ATOMIC_SPLIT, has_special, tokenize_texts
-from .reference_hashes import BLEU_TOKENIZER
+from ..text.reference_hashes import BLEU_TOKENIZER
 
 #: Unicode normalisation before tokenizing: ``none`` (NLTK's and sacrebleu's default), ``nfc`` or ``nfkc``
 NORMALIZATIONS = ("none", "nfc", "nfkc")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .base import Metric, MetricError, check_references, result_entry, signature
-from .reference_hashes import reference_set_hash
+from ..text.reference_hashes import reference_set_hash
 from ._text import as_text, check_hypotheses
 
 CHRF_VERSION = "1"

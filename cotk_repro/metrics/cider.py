@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .reference_hashes import reference_set_hash
+from ..text.reference_hashes import reference_set_hash
 from ._text import as_int_list, check_float, check_hypotheses, resolve_tokenizer
 from .base import Metric, MetricError, check_references, result_entry, signature
 from .ngrams import NgramIndex

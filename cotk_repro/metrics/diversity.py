@@ -22,7 +22,7 @@ from collections import Counter
 from typing import Any, Mapping, Sequence
 
 from ..core.canonical import hash_object
-from .reference_hashes import reference_set_hash
+from ..text.reference_hashes import reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from ._text import as_int_list, check_hypotheses, ngrams, resolve_tokenizer
 

@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from .base import Metric, MetricError, check_references, result_entry, signature
-from .reference_hashes import reference_set_hash
+from ..text.reference_hashes import reference_set_hash
 from ._text import as_int_list, check_hypotheses, resolve_tokenizer
 
 GLEU_VERSION = "1"

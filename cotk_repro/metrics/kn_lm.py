@@ -35,7 +35,7 @@ import math
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
-from .reference_hashes import reference_set_hash
+from ..text.reference_hashes import reference_set_hash
 from .base import Metric, MetricError, result_entry, signature
 from ._text import check_float, check_hypotheses, resolve_tokenizer
 

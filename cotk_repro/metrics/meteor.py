@@ -24,9 +24,9 @@ from collections import defaultdict
 from itertools import chain
 from typing import Any, Sequence
 
-from .reference_hashes import reference_set_hash
-from .base import Metric, MetricError, check_references, result_entry, signature
-from ._text import check_float, check_hypotheses, resolve_tokenizer
+from ..text.reference_hashes import reference_set_hash
+from .base import Metric, MetricError, result_entry, signature
+from ._text import check_float, check_samples, resolve_tokenizer
 
 Enum = list[tuple[int, str]]
 
@@ -153,13 +153,7 @@ class MeteorMetric(Metric):
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
                 ) -> dict[str, Any]:
-        hyps = check_hypotheses(hypotheses)
-        refs = check_references(hyps, references)
-        if not hyps:
-            raise MetricError("meteor needs at least one hypothesis")
-        for i, r in enumerate(refs):
-            if not r:
-                raise MetricError(f"sample {i} has no reference")
+        hyps, refs = check_samples("meteor", hypotheses, references)
         hyp_toks = self.tokenizer.many(hyps)
         ref_toks = [self.tokenizer.many(r) for r in refs]
         value = sum(max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)) / len(hyps)

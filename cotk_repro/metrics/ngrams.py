@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core import wordpunct
-from .reference_hashes import bleu_tokenize
+from ..text.reference_hashes import bleu_tokenize
 
 UNK = "<unk>"
 #: special tokens kept whole by the tokenizer (``<unk>`` also never matches)

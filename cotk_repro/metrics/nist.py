@@ -18,9 +18,9 @@ import math
 from collections import Counter
 from typing import Any, Sequence
 
-from .reference_hashes import reference_set_hash
-from .base import Metric, MetricError, check_references, result_entry, signature
-from ._text import check_hypotheses, ngrams, resolve_tokenizer
+from ..text.reference_hashes import reference_set_hash
+from .base import Metric, MetricError, result_entry, signature
+from ._text import check_samples, ngrams, resolve_tokenizer
 
 
 def nist_length_penalty(ref_len: int, hyp_len: int) -> float:
@@ -98,13 +98,7 @@ class NistMetric(Metric):
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
                 ) -> dict[str, Any]:
-        hyps = check_hypotheses(hypotheses)
-        refs = check_references(hyps, references)
-        if not hyps:
-            raise MetricError("nist needs at least one hypothesis")
-        for i, r in enumerate(refs):
-            if not r:
-                raise MetricError(f"sample {i} has no reference")
+        hyps, refs = check_samples("nist", hypotheses, references)
         hyp_toks = self.tokenizer.many(hyps)
         ref_toks = [self.tokenizer.many(r) for r in refs]
         value = corpus_nist(ref_toks, hyp_toks, self.ngram)

@@ -10,7 +10,7 @@ F ∪ R. A reference token ``w`` contributes
 
 So two models with different F but the same F ∪ R give comparable perplexities, and
 the comparability hash covers the tokenized references and the set F ∪ R, not how it
-is split: :func:`cotk_repro.metrics.reference_hashes.perplexity_reference_hash`. Fed from a
+is split: :func:`cotk_repro.text.reference_hashes.perplexity_reference_hash`. Fed from a
 dataloader, the hash is exactly ``dl.reference_hashes(split)["perplexity"]``.
 
 Two ways to feed it:
@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .reference_hashes import PERPLEXITY_VERSION, perplexity_reference_hash
+from ..text.reference_hashes import PERPLEXITY_VERSION, perplexity_reference_hash
 from .base import Metric, MetricError, result_entry, signature
 
 SPECIALS = ("<pad>", "<unk>", "<go>", "<eos>")

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .reference_hashes import BLEU_TOKENIZER, reference_set_hash
+from ..text.reference_hashes import BLEU_TOKENIZER, reference_set_hash
 from .base import Metric, MetricError, check_references, result_entry, signature
 from .bleu import _is_ids, _weights, bleu_from_counts
 from .ngrams import UNK, tokenize_text

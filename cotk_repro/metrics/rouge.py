@@ -25,9 +25,9 @@ import re
 from collections import Counter
 from typing import Any, Sequence
 
-from .reference_hashes import reference_set_hash
-from .base import Metric, MetricError, check_references, result_entry, signature
-from ._text import as_text, check_float, check_hypotheses
+from ..text.reference_hashes import reference_set_hash
+from .base import Metric, MetricError, result_entry, signature
+from ._text import as_text, check_float, check_samples
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _VALID = re.compile(r"^[a-z0-9]+$")
@@ -182,13 +182,7 @@ class RougeMetric(Metric):
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
                 ) -> dict[str, Any]:
-        hyps = check_hypotheses(hypotheses)
-        refs = check_references(hyps, references)
-        if not hyps:
-            raise MetricError("rouge needs at least one hypothesis")
-        for i, r in enumerate(refs):
-            if not r:
-                raise MetricError(f"sample {i} has no reference")
+        hyps, refs = check_samples("rouge", hypotheses, references)
         hyp_texts = [self._text(h, i) for i, h in enumerate(hyps)]
         ref_texts = [[self._text(r, i) for r in rs] for i, rs in enumerate(refs)]
         hyp_toks = [rouge_tokenize(h, self._stemmer) for h in hyp_texts]

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from .base import Metric, result_entry, signature
 from .chrf import check_bool, refs_label, text_inputs
-from .reference_hashes import reference_set_hash
+from ..text.reference_hashes import reference_set_hash
 
 TER_VERSION = "1"
 

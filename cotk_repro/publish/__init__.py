@@ -1,11 +1,11 @@
-"""Publishing records: the git records ref, the dashboard client, GitHub repository creation.
+"""Publishing records: the publish targets (git records ref, dashboard), GitHub repository creation.
 
-* :mod:`.gitrecords` builds commits on a dedicated ref (default
-  ``refs/heads/cotk-repro-records``) with git plumbing and a temporary index, so the
-  user's branches, index and work tree are never touched;
-* :mod:`.dashboard` is the HTTP client of the dashboard API (retries, backoff, timeouts);
+Reading and writing the records ref and the dashboard client live one layer down, in :mod:`cotk_repro.remote`
+(``reproduce`` reads through them too).
+
 * :mod:`.github` creates a missing GitHub repository through the REST API when
   ``GITHUB_TOKEN`` is set;
+* :mod:`.targets` are the built-in publish targets;
 * :mod:`.core` is ``cotk-repro publish``: git target then dashboard target.
 """
 

@@ -17,7 +17,7 @@ from ..core.config import ProjectConfig
 from ..records import short_id
 from . import PublishError
 from ..core.git import GitError, git, out, rev_parse
-from .gitrecords import DEFAULT_REF, add_to_ref, record_files, record_path
+from ..remote.gitrecords import DEFAULT_REF, add_to_ref, record_files, record_path
 
 TMP_REMOTE_REF = "refs/cotk-repro/remote-records"
 
@@ -159,7 +159,7 @@ class DashboardTarget:
 
     def publish(self, ctx: PublishContext) -> dict[str, Any]:
         from ..core import userconfig
-        from .dashboard import DashboardClient, DashboardError
+        from ..remote.dashboard import DashboardClient, DashboardError
 
         url = userconfig.normalize_url(ctx.dashboard_url or "")
         token = userconfig.dashboard_token(url, user_chosen=ctx.dashboard_user_chosen)

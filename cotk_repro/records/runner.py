@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from .. import __version__
+from .._version import __version__
 from ..capture.dockerfile import render_dockerfile
 from ..capture.environment import capture_environment, lock_text, requirement_closure
 from ..capture.git import GitState, capture_git

@@ -15,18 +15,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..core.canonical import record_content, sha256_hex
 from ..core.fileio import atomic_write
 from ..errors import RecordError
+from .identity import (ID_PREFIX, RECORD_SCHEMA, RECORD_SCHEMA_VERSION, REPRODUCTION_SCHEMA, VERDICTS,  # noqa: F401 - re-exported
+                       compute_id)
 from .provenance import mark, written_here
 
-RECORD_SCHEMA = "cotk-repro/record"
-RECORD_SCHEMA_VERSION = 1
 STATE_DIR = ".cotk-repro"
-ID_PREFIX = "sha256:"
-REPRODUCTION_SCHEMA = "cotk-repro/reproduction"
-#: a reproduction's verdict, as ``reproduce --json`` writes it and the dashboard recomputes it
-VERDICTS = ("reproduced", "not reproduced", "could not run")
 
 
 #: a local record.json larger than this is not read
@@ -36,12 +31,6 @@ MAX_RECORD_BYTES = 64 * 1024 * 1024
 def _not_ours(folder: Path) -> str:
     return (f"record {folder.name[:12]} in {folder.parent} was not written by cotk-repro on this machine (it may have "
             "come with the repository), so it is not shown or published; make your own with `cotk-repro run`")
-
-
-def compute_id(record: dict[str, Any]) -> str:
-    """``sha256:`` + the hex SHA-256 of :func:`~cotk_repro.core.canonical.record_content` (the record without
-    its ``id``: exactly the bytes its signature signs)."""
-    return ID_PREFIX + sha256_hex(record_content(record))
 
 
 def finalize(record: dict[str, Any]) -> dict[str, Any]:

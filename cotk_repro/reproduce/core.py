@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import __version__
+from .._version import __version__
 from ..records.diffing import MetricVerdict, compare_results, environment_differences, overall
 from ..errors import EXIT_ERROR, EXIT_NEGATIVE, EXIT_OK, CotkError
 from ..records import REPRODUCTION_SCHEMA, short_id
@@ -401,7 +401,7 @@ def config_warnings(config, runtime) -> list[str]:
 def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outcome) -> dict[str, Any]:
     """Who signed the record and whether the signature holds (none or a bad one stops here unless --allow-unsigned)."""
     from ..core.signing import SigningError
-    from ..verify import check_before_reproduce
+    from ..remote.signatures import check_before_reproduce
     from .fetch import LOCAL_RECORDS
 
     if source.local_records:  # the user's own checkout: records are signed when they are published
@@ -463,7 +463,7 @@ def submit(verdict: dict[str, Any], opts: ReproduceOptions, config, outcome: Out
     """POST the signed verdict to the user's dashboard with the user's token; a failure is a warning (the verdict
     stands)."""
     from ..core import userconfig
-    from ..publish.dashboard import DashboardClient, DashboardError
+    from ..remote.dashboard import DashboardClient, DashboardError
 
     url = submit_dashboard(opts, config, outcome)
     if not url:

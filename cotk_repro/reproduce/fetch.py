@@ -12,10 +12,9 @@ import tarfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..core.config import RECORDS_REF_SUFFIX
-from ..core.git import GitError, git, tail
+from ..core.git import RECORDS_REF_SUFFIX, GitError, git, tail
 from ..core.giturl import transport_args, transport_env
-from ..publish.gitrecords import DEFAULT_REF, list_records
+from ..remote.gitrecords import DEFAULT_REF, list_records
 from ..records import ID_PREFIX, short_id, validate_record
 from . import ReproduceError
 

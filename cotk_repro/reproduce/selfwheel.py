@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 
 #: what an installer writes into a dist-info folder (not part of the wheel)
 _INSTALLER_FILES = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}

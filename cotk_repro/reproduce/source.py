@@ -92,7 +92,7 @@ def resolve(text: str) -> Source:
 
 
 def _from_dashboard(text: str, base: str, record_id: str) -> Source:
-    from ..publish.dashboard import DashboardClient, DashboardError
+    from ..remote.dashboard import DashboardClient, DashboardError
     from ..records import ID_PREFIX, validate_record
 
     if not record_id.startswith(ID_PREFIX):

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import __version__
+from .._version import __version__
 from ..capture.environment import normalize_name
 from ..core.git import tail
 from ..core.userconfig import cache_dir

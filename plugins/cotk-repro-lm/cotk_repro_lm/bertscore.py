@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 from cotk_repro.core.canonical import hash_object
 from cotk_repro.metrics.base import Metric, MetricError, check_references, result_entry, signature
-from cotk_repro.metrics.reference_hashes import reference_set_hash
+from cotk_repro.text.reference_hashes import reference_set_hash
 
 from .encoders import ModelFolder, check_batch_size, quiet_hf, resolve_model, torch_device
 
