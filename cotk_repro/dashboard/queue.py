@@ -61,7 +61,7 @@ SELECT unnest(procrastinate_defer_jobs_v1(ARRAY(
 _MAP = text(f"""
 INSERT INTO {TABLE} (record_id, job_id)
 SELECT args->>'record_id', id FROM procrastinate_jobs WHERE id = ANY(CAST(:ids AS bigint[]))
-""")
+""")  # noqa: S608 - only this module's constant table names and fixed keys are interpolated
 
 
 class QueueError(CotkError):
@@ -132,7 +132,7 @@ def enqueue_missing(db) -> int:
     """A job for every stored record that has none (the queue turned on after records arrived); how many."""
     def tx(conn):
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
-        rids = conn.execute(text(f"SELECT r.record_id FROM records r WHERE NOT EXISTS "
+        rids = conn.execute(text(f"SELECT r.record_id FROM records r WHERE NOT EXISTS "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
                                  f"(SELECT 1 FROM {TABLE} m WHERE m.record_id = r.record_id)")).scalars().all()
         return len(enqueue(conn, rids))
 
@@ -172,7 +172,7 @@ def counts(db) -> dict[str, Any]:
     def q(conn):
         rows = conn.execute(text("SELECT status::text, count(*) FROM procrastinate_jobs WHERE queue_name = :q "
                                  "GROUP BY status"), {"q": QUEUE}).all()
-        oldest = conn.execute(text(f"SELECT extract(epoch FROM now() - min(m.enqueued_at)) FROM {TABLE} m "
+        oldest = conn.execute(text(f"SELECT extract(epoch FROM now() - min(m.enqueued_at)) FROM {TABLE} m "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
                                    "JOIN procrastinate_jobs j ON j.id = m.job_id WHERE j.status = 'todo'")).scalar()
         return rows, oldest
 
@@ -185,7 +185,7 @@ def counts(db) -> dict[str, Any]:
 
 def record_state(conn, record_id: str) -> dict[str, Any] | None:
     """The record's job: ``{"state", "attempts", "reason", "verified_by"}``; None when it has none."""
-    row = conn.execute(text(f"SELECT j.status::text, m.attempts, m.reason, m.pool_user, m.reproduction_pk, j.id, "
+    row = conn.execute(text(f"SELECT j.status::text, m.attempts, m.reason, m.pool_user, m.reproduction_pk, j.id, "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
                             f"r.verdict FROM {TABLE} m JOIN procrastinate_jobs j ON j.id = m.job_id "
                             "LEFT JOIN reproductions r ON r.id = m.reproduction_pk "
                             "WHERE m.record_id = :rid"), {"rid": record_id}).first()
@@ -202,7 +202,7 @@ def pool_verdicts(conn, record_ids: Iterable[str]) -> dict[str, str]:
     rids = sorted(set(record_ids))
     if not rids:
         return {}
-    rows = conn.execute(text(f"SELECT m.record_id, m.pool_user FROM {TABLE} m "
+    rows = conn.execute(text(f"SELECT m.record_id, m.pool_user FROM {TABLE} m "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
                              "JOIN reproductions r ON r.id = m.reproduction_pk "
                              "WHERE m.record_id = ANY(CAST(:rids AS text[])) AND r.verdict = 'reproduced'"),
                         {"rids": rids}).all()

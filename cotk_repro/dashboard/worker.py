@@ -203,7 +203,7 @@ class Pool:
         def tx(conn):
             # a progress note: losing the last one in a server crash is harmless, so no wait for the WAL flush
             conn.execute(text("SET LOCAL synchronous_commit = off"))
-            conn.execute(text(f"UPDATE {TABLE} SET {sets}, updated_at = now() WHERE record_id = :rid"),
+            conn.execute(text(f"UPDATE {TABLE} SET {sets}, updated_at = now() WHERE record_id = :rid"),  # noqa: S608 - only constant table/column names and fixed keys are interpolated
                          {**values, "rid": record_id})
             self.db.bump(conn)  # the record page shows the job's state
 
@@ -216,7 +216,7 @@ class Pool:
         from ..core.signing import sign_reproduction
 
         row = with_database(lambda: self.db.read(lambda c: c.execute(text(
-            f"SELECT m.reproduction_pk, r.body, r.status FROM {TABLE} m JOIN records r ON r.record_id = m.record_id "
+            f"SELECT m.reproduction_pk, r.body, r.status FROM {TABLE} m JOIN records r ON r.record_id = m.record_id "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
             "WHERE m.record_id = :rid"), {"rid": record_id}).first()), "reading the record", self.db_patience)
         if row is None:
             raise Permanent(f"there is no record {record_id} on this dashboard")
@@ -243,13 +243,13 @@ class Pool:
         already: list[bool] = []
 
         def attach(conn, reproduction_pk: int, computed: str) -> None:
-            held = conn.execute(text(f"SELECT reproduction_pk FROM {TABLE} WHERE record_id = :rid FOR UPDATE"),
+            held = conn.execute(text(f"SELECT reproduction_pk FROM {TABLE} WHERE record_id = :rid FOR UPDATE"),  # noqa: S608 - only constant table/column names and fixed keys are interpolated
                                 {"rid": record_id}).scalar()
             if held is not None:  # another run of this job attached first (a worker killed after attaching)
                 already.append(True)
                 raise _AlreadyVerified
             reason = None if computed == "reproduced" else f"{computed}: the pool's rerun differs from the record"
-            conn.execute(text(f"UPDATE {TABLE} SET reproduction_pk = :pk, pool_user = :u, reason = :reason, "
+            conn.execute(text(f"UPDATE {TABLE} SET reproduction_pk = :pk, pool_user = :u, reason = :reason, "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
                               "updated_at = now() WHERE record_id = :rid"),
                          {"pk": reproduction_pk, "u": pool_user, "reason": reason, "rid": record_id})
 
