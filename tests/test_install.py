@@ -40,8 +40,9 @@ def test_version_prints_the_package_version_and_exits_0():
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res
     assert res.stdout.strip() == f"cotk-repro {cotk_repro.__version__}"
-    # the version is the one the wheel is built with (hatch reads __version__)
-    assert f'__version__ = "{cotk_repro.__version__}"' in (ROOT / "cotk_repro" / "__init__.py").read_text()
+    # the version is the one the wheel is built with (hatch reads __version__ from the file pyproject.toml names)
+    assert f'__version__ = "{cotk_repro.__version__}"' in (ROOT / "cotk_repro" / "_version.py").read_text()
+    assert 'path = "cotk_repro/_version.py"' in (ROOT / "pyproject.toml").read_text()
 
 
 # -- the demo: clean-up on failure and SIGTERM --------------------------------------------------------------

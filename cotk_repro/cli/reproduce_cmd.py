@@ -147,7 +147,7 @@ def register(cli: typer.Typer) -> None:
                 shown = ", ".join(f"{d['what']} {d['a']} -> {d['b']}" for d in diffs[:8])
                 output.console.print(output.safe(f"environment differs from the record: {shown}")
                                      + (f" ... ({len(diffs)} in all)" if len(diffs) > 8 else ""), markup=False)
-        elif outcome.record is not None or outcome.steps and len(outcome.steps) > 2:
+        elif getattr(outcome.error, "step", None) != "source":  # a SOURCE that names nothing: the error says it all
             output.console.print("[bold]could not run[/bold]")
         for w in outcome.warnings:
             output.warn(w)
@@ -156,7 +156,7 @@ def register(cli: typer.Typer) -> None:
         if outcome.workdir is not None:
             output.info(f"work folder kept: {outcome.workdir}")
         steps = describe_steps(outcome.steps)
-        if steps and (outcome.record is not None or outcome.error is None):  # nothing found: the error says it all
+        if steps and getattr(outcome.error, "step", None) != "source":
             output.info(f"steps: {steps}")
         if outcome.exit_code:
             raise typer.Exit(outcome.exit_code)

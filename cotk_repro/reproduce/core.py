@@ -235,7 +235,11 @@ def reproduce(source_text, opts: ReproduceOptions | None = None, *,
         from .source import Source, resolve
 
         if not isinstance(source_text, Source):  # a SOURCE that names nothing is said before anything else
-            source_text = resolve(source_text)
+            try:
+                source_text = resolve(source_text)
+            except ReproduceError as exc:
+                exc.step = exc.step or "source"
+                raise
         runtime = get_plugins().get("runtime", runtime_name).obj()
         if getattr(runtime, "on_host", False):
             outcome.notices.append(f"runtime {runtime_name}: the entry runs in {runtime.description}")

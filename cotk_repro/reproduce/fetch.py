@@ -57,7 +57,7 @@ class RemoteRepo:
             # git's own words ("fatal: unable to access ...") add nothing to the sentence, and a stranger's server
             # chooses them: not shown
             raise ReproduceError(f"the git repository {self.display} was not found or is not accessible ({self.url})",
-                                 step="clone",
+                                 step="source",
                                  hint="check the name; for a self-hosted forge or a folder of bare repositories "
                                       "set COTK_REPRO_GIT_BASE")
         refs = {}
