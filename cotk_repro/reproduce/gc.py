@@ -156,38 +156,33 @@ def collect(client=None, *, tmp: Path | None = None, dry_run: bool = False) -> R
 
 
 def _collect_docker(client, report: Report, now: float, dry_run: bool) -> None:
-    from docker.errors import APIError, NotFound
-
     try:
         containers = client.containers.list(all=True, filters={"label": DEADLINE})
     except Exception as exc:  # noqa: BLE001 - the engine went away: nothing to collect there
         report.errors.append(f"listing containers: {str(exc)[:200]}")
         return
-    for c in containers:
-        if (c.labels or {}).get(LABEL) is None or not expired(c.labels, now):
-            continue
-        report.containers.append(c.name)
-        if not dry_run:
-            try:
-                c.remove(force=True)
-            except NotFound:
-                pass
-            except APIError as exc:
-                report.errors.append(f"removing container {c.name}: {str(exc)[:200]}")
+    _remove_expired("container", containers, lambda c: c.labels or {}, report.containers, report, now, dry_run)
     try:
         volumes = client.volumes.list(filters={"label": DEADLINE})
     except Exception as exc:  # noqa: BLE001
         report.errors.append(f"listing volumes: {str(exc)[:200]}")
         return
-    for v in volumes:
-        vlabels = v.attrs.get("Labels") or {}
-        if vlabels.get(LABEL) is None or not expired(vlabels, now):
+    _remove_expired("volume", volumes, lambda v: v.attrs.get("Labels") or {}, report.volumes, report, now, dry_run)
+
+
+def _remove_expired(kind: str, items, labels_of, names: list, report: Report, now: float, dry_run: bool) -> None:
+    """Remove (or, with ``dry_run``, only list in ``names``) the Docker ``items`` of ours past their deadline."""
+    from docker.errors import APIError, NotFound
+
+    for item in items:
+        labels = labels_of(item)
+        if labels.get(LABEL) is None or not expired(labels, now):
             continue
-        report.volumes.append(v.name)
+        names.append(item.name)
         if not dry_run:
             try:
-                v.remove(force=True)
+                item.remove(force=True)
             except NotFound:
                 pass
             except APIError as exc:
-                report.errors.append(f"removing volume {v.name}: {str(exc)[:200]}")
+                report.errors.append(f"removing {kind} {item.name}: {str(exc)[:200]}")
