@@ -8,7 +8,6 @@ this dashboard's address, the signer, a dirty-tree marker, and human times with 
 
 from __future__ import annotations
 
-import os
 
 import pytest
 import requests
@@ -18,8 +17,8 @@ from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.server import start_in_thread
 
 from dashboard_support import fake_hash, make_record
+from test_dashboard_browser import browser  # noqa: F401, F811 - the shared chromium fixture
 
-CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 METRICS = ["bleu", "self-bleu", "distinct-1", "distinct-2", "ngram-entropy-1", "ngram-entropy-2", "meteor", "chrf",
            "ter"]
@@ -47,19 +46,6 @@ def site(tmp_path_factory):
         records.append(rec)
     yield url, records
     stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"Debian's chromium is not installed at {CHROMIUM}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM,
-                              args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield b
-        b.close()
 
 
 def _no_page_overflow(page) -> None:
