@@ -3,7 +3,9 @@
 Only results with the same hash are ranked against each other (docs/spec.md section 7):
 
 * one group per hash, the largest group first (ties: the hash, for a stable order);
-* best first within a group, in the direction the metric that reports the key declares
+* within a group, records signed and run from a clean tree (tier 0) first, then dirty-tree or unsigned
+  ones (tier 1, each entry says ``dirty`` and ``signed``): one of them never ranks above a clean, signed one
+  (:func:`cotk_repro.core.ranking.tier`); then best first, in the direction the metric that reports the key declares
   (``higher_is_better``, see docs/metrics.md "The metric contract"; a key no registered metric
   reports ranks higher-is-better); equal values keep upload order and share their rank (competition
   ranking, :func:`cotk_repro.core.ranking.rank`: the next rank skips, as SQL ``rank()`` and the table);
@@ -18,7 +20,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, select
+from sqlalchemy import and_, bindparam, func, or_, select
 from sqlalchemy.engine import Connection
 
 from ..core.ranking import page_ranks
@@ -83,24 +85,28 @@ def _group_query(columns, unverifiable: bool, reproduced_only: bool):
 
 @lru_cache(maxsize=None)
 def _better_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
-    """How many results of one group are strictly better than ``value``: the rank of a page's first entry - 1."""
+    """How many results of one group rank strictly above (``tier``, ``value``): the rank of a page's first
+    entry - 1 (a lower tier, or the same tier and a better value)."""
     q = _group_query([func.count()], unverifiable, reproduced_only)
-    return q.where(Result.value < bindparam("value") if lower else Result.value > bindparam("value"))
+    better = Result.value < bindparam("value") if lower else Result.value > bindparam("value")
+    return q.where(or_(Result.tier < bindparam("tier"), and_(Result.tier == bindparam("tier"), better)))
 
 
 @lru_cache(maxsize=None)
 def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
     """One page of one group: its (value, record) from the index alone, then the records it names."""
-    page_q = _group_query([Result.value.label("value"), Result.record_pk.label("record_pk")], unverifiable,
-                          reproduced_only)
-    page_q = (page_q.order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
+    page_q = _group_query([Result.value.label("value"), Result.tier.label("tier"),
+                           Result.record_pk.label("record_pk")], unverifiable, reproduced_only)
+    page_q = (page_q.order_by(Result.tier.asc(), Result.value.asc() if lower else Result.value.desc(),
+                              Result.record_pk.asc())
               .limit(bindparam("limit")).offset(bindparam("offset")).subquery())
-    return (select(page_q.c.value, Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name,
-                   Record.key_fingerprint, Record.reproduced_by)
+    return (select(page_q.c.value, page_q.c.tier, Record.id, Record.record_id, Record.project_name,
+                   Record.submitted_at, User.name, Record.key_fingerprint, Record.reproduced_by, Record.dirty)
             .select_from(page_q)
             .join(Record, Record.id == page_q.c.record_pk)
             .join(User, User.id == Record.user_id)
-            .order_by(page_q.c.value.asc() if lower else page_q.c.value.desc(), page_q.c.record_pk.asc()))
+            .order_by(page_q.c.tier.asc(), page_q.c.value.asc() if lower else page_q.c.value.desc(),
+                      page_q.c.record_pk.asc()))
 
 
 def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int = 100, page: int = 1,
@@ -117,16 +123,18 @@ def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int 
         first = 1  # the page may start inside a tie: its first rank counts the strictly better results
         if rows and offset:
             first += conn.execute(_better_stmt(lower, h is None, reproduced_only),
-                                  {**params, "value": rows[0][0]}).scalar_one()
-        ranks = page_ranks([r[0] for r in rows], offset=offset, first_rank=first, higher_is_better=not lower)
+                                  {**params, "value": rows[0][0], "tier": rows[0][1]}).scalar_one()
+        ranks = page_ranks([r[0] for r in rows], offset=offset, first_rank=first, higher_is_better=not lower,
+                           tiers=[r[1] for r in rows])
         pages.append((h, total, rows, ranks))
-    counts = reproduction_counts(conn, [r[1] for _h, _t, rows, _r in pages for r in rows])  # one query, all groups
+    counts = reproduction_counts(conn, [r[2] for _h, _t, rows, _r in pages for r in rows])  # one query, all groups
     groups = []
     for h, total, rows, ranks in pages:
         entries = []
-        for rank, (value, pk, rid, project, submitted, user, key, by) in zip(ranks, rows):
+        for rank, (value, tier, pk, rid, project, submitted, user, key, by, dirty) in zip(ranks, rows):
             entries.append({"rank": rank, "id": rid, "url": record_url(rid), "value": value,
                             "user": user, "signer": user if key else None, "signed": key is not None, "key": key,
+                            "dirty": bool(dirty), "tier": tier,
                             "project": project, "submitted_at": submitted,
                             "reproductions": counts.get(pk, 0), "reproduced_by": by, "unverifiable": h is None})
         groups.append({"hash": h, "comparable": h is not None, "total": total, "entries": entries})
