@@ -9,9 +9,8 @@ import random
 
 import pytest
 import requests
-from scipy.stats import rankdata
-
 from dashboard_support import db_url_for, fake_hash, make_record
+from scipy.stats import rankdata
 from signing_support import make_key
 
 from cotk_repro.compare.engine import Cell
