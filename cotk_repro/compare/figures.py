@@ -74,8 +74,7 @@ def _draw_curve(result: CompareResult, name: str):
     datasets = [d for d in result.datasets if any(ds == d for _, ds in by_run)]
     nd = len(datasets)
     fig = Figure(figsize=(5.2 * min(nd, 3), 3.6 * ((nd + 2) // 3)), dpi=100)
-    spec = next((m for m in result.config.metrics if name in (m.label, m.name)), None)
-    direction = "" if spec is None else " (higher is better)" if spec.higher_is_better else " (lower is better)"
+    direction = _direction(result, name)
     for k, dataset in enumerate(datasets):
         ax = fig.add_subplot((nd + 2) // 3, min(nd, 3), k + 1)
         for i, system in enumerate(result.systems):
@@ -94,6 +93,17 @@ def _draw_curve(result: CompareResult, name: str):
             ax.legend(fontsize=7, frameon=False, ncol=min(len(result.systems), 3))
     fig.tight_layout()
     return fig
+
+
+def _direction(result: CompareResult, name: str) -> str:
+    """`` (higher is better)`` / `` (lower is better)`` from the config's metric of that name, else from the
+    registered metric that reports the key; empty when neither knows it."""
+    from ..metrics.facts import facts_for_result_key
+
+    spec = next((m for m in result.config.metrics if name in (m.label, m.name)), None)
+    higher = spec.higher_is_better if spec is not None else getattr(facts_for_result_key(name), "higher_is_better",
+                                                                     None)
+    return "" if higher is None else " (higher is better)" if higher else " (lower is better)"
 
 
 def figure_bytes(result: CompareResult, family: Family) -> dict[str, bytes]:
