@@ -89,6 +89,10 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
     ("fw-rv-ppl-interp", "fw-rv-ppl", {"ngram": 2, "mode": "interpolated", "discount": 0.5, "unk_cutoff": 2},
      "text"),
     ("accuracy", "accuracy", {}, "labels"),
+    # the lm plugin's metric that loads no model
+    ("group-entropy", "group-entropy", {"group_size": 2}, "free"),
+    ("group-entropy-aug", "group-entropy", {"augmentation": {"method": "eda", "n": 2}}, "groups"),
+    ("group-entropy-aug-str", "group-entropy", {"augmentation": "paraphrase", "ngram": 2, "group_size": 2}, "text"),
     ("perplexity", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"]}, "lists"),
     ("perplexity-rules", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"], "unk_targets": "skip",
                                         "rare_words": "cotk", "reference_check": "cotk"}, "lists"),
