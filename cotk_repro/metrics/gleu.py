@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from .base import Metric, MetricError, check_references, result_entry, signature
+from .base import Metric, MetricError, check_references
+from .declaration import COUNTED_INPUTS, SHOWN_WITH_ANOTHER, Declaration, Setting
 from ..text.reference_hashes import reference_set_hash
 from ._text import as_int_list, check_hypotheses, resolve_tokenizer
 
@@ -95,11 +96,12 @@ class GleuMetric(Metric):
                 total += c[1]
             each.append(c[0] / c[1] if c is not None else 0.0)
         value = matches / total if total else 0.0
-        settings = {"min_len": self.min_len, "max_len": self.max_len, "tokenizer": self._tok.spec,
-                    "version": self.version}
-        sig = signature(self.name, {"n": f"{self.min_len}-{self.max_len}", "tok": self._tok.name,
-                                    "refs": max(map(len, refs))}, self.version)
-        out = result_entry(self.name, value, reference_set_hash(self.name, settings, ref_tok), sig)
+        decl = Declaration(self.name, self.version, [
+            Setting("min_len", self.min_len, "n", shown=f"{self.min_len}-{self.max_len}"),
+            Setting.hash_only("max_len", self.max_len, why=SHOWN_WITH_ANOTHER),
+            Setting("tokenizer", self._tok.spec, "tok", shown=self._tok.name),
+            Setting.signature_only("refs", max(map(len, refs)), why=COUNTED_INPUTS)])
+        out = decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_tok))
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = each
         return out
