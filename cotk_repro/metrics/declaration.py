@@ -41,11 +41,13 @@ DIGEST_SHOWN: Final = "a digest shown short in the signature; the hash covers th
 HASH_ONLY_AS_PUBLISHED: Final = "hashed; left out of the signature as published since version 1"
 #: hashed under its own key, shown within another setting's field (gleu's ``n:1-4`` holds min_len and max_len)
 SHOWN_WITH_ANOTHER: Final = "shown within another setting's field of the signature"
+#: the size of the scored system's output: the hash covers only what every system scored on it shares
+SYSTEM_OUTPUT_SIZE: Final = "the size of the system's output, shown; the hash covers what systems share"
 #: a label the signature shows for readers, derived from hashed settings
 DERIVED_LABEL: Final = "a readable label derived from hashed settings"
 
 EXCEPTIONS: Final = (COUNTED_INPUTS, FIXED_BY_VERSION, NAMED_FIRST, PART_OF_HASHED, DIGEST_SHOWN,
-                     HASH_ONLY_AS_PUBLISHED, SHOWN_WITH_ANOTHER, DERIVED_LABEL)
+                     HASH_ONLY_AS_PUBLISHED, SHOWN_WITH_ANOTHER, SYSTEM_OUTPUT_SIZE, DERIVED_LABEL)
 
 
 class _Unset(enum.Enum):

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 from cotk_repro.core.canonical import hash_object
 from cotk_repro.metrics.base import Metric, MetricError, result_entry, signature
+from cotk_repro.metrics.declaration import Setting
 from cotk_repro.metrics.diversity import NgramEntropyMetric
 
 from .lm import FORMAT, encode_pairs, load_model, log_likelihoods
@@ -243,9 +244,7 @@ class GroupEntropyMetric(NgramEntropyMetric):
         self.augmentation = augmentation
         super().__init__(ngram=ngram, group_size=group_size, log_base=2, tokenizer=tokenizer)
 
-    def _hash(self, n: int, n_hyps: int, refs: Any, extra: Any) -> str:
-        return super()._hash(n, n_hyps, refs, {**extra, "augmentation": self.augmentation})
-
-    def _signature(self, n: int, n_hyps: int, refs: Any, extra: Any) -> str:
+    def more_settings(self) -> list[Setting]:
+        """The augmentation, hashed whole, shown by its method."""
         aug = self.augmentation.get("method", "?") if isinstance(self.augmentation, dict) else self.augmentation
-        return super()._signature(n, n_hyps, refs, {**extra, "aug": aug or "none"})
+        return [Setting("augmentation", self.augmentation, "aug", shown=aug or "none")]
