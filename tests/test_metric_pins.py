@@ -96,6 +96,11 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
     ("perplexity", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"]}, "lists"),
     ("perplexity-rules", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"], "unk_targets": "skip",
                                         "rare_words": "cotk", "reference_check": "cotk"}, "lists"),
+    ("perplexity-turns", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"], "multi_turn": True}, "lists"),
+    ("perplexity-turns-all", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"], "multi_turn": True,
+                                            "skip_first_turn": False, "rare_words": "cotk"}, "lists"),
+    ("perplexity-unk-skip", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"], "unk_targets": "skip"},
+     "lists"),
 ]
 
 

@@ -62,8 +62,10 @@ class Setting:
     """One setting of a result: hashed as ``key: value``, shown in the signature as ``abbrev:shown``.
 
     ``shown``: the signature's spelling when it differs from the hashed value (``m3`` for ``method3``).
-    ``elide``: a default the signature leaves out (the hash keeps it). ``key`` or ``abbrev`` None: the setting
-    is on one side only, and ``why`` (one of :data:`EXCEPTIONS`) says why.
+    ``elide``: a default the signature leaves out (the hash keeps it, unless ``hash_elide``). ``hash_elide``: a
+    default the hash leaves out, as published (perplexity's CoTK rules: the fair defaults hash as before the
+    rules existed). ``key`` or ``abbrev`` None: the setting is on one side only, and ``why`` (one of
+    :data:`EXCEPTIONS`) says why.
     """
 
     key: str | None
@@ -72,6 +74,7 @@ class Setting:
     shown: Any = UNSET
     elide: Any = UNSET
     why: str | None = None
+    hash_elide: Any = UNSET
 
     def __post_init__(self) -> None:
         if self.key is None and self.abbrev is None:
@@ -96,6 +99,11 @@ class Setting:
         return self.abbrev is not None and not (self.elide is not UNSET and self.value == self.elide)
 
     @property
+    def hashes(self) -> bool:
+        """Whether the hash covers this setting for its value."""
+        return self.key is not None and not (self.hash_elide is not UNSET and self.value == self.hash_elide)
+
+    @property
     def shown_value(self) -> Any:
         """The value as the signature spells it."""
         return self.value if self.shown is UNSET else self.shown
@@ -117,7 +125,7 @@ class Declaration:
 
     def hashed(self) -> dict[str, Any]:
         """The settings mapping the comparability hash covers (with the version)."""
-        out = {s.key: s.value for s in self.settings if s.key is not None}
+        out = {s.key: s.value for s in self.settings if s.hashes and s.key}
         out["version"] = self.version
         return out
 
