@@ -43,11 +43,19 @@ HASH_ONLY_AS_PUBLISHED: Final = "hashed; left out of the signature as published 
 SHOWN_WITH_ANOTHER: Final = "shown within another setting's field of the signature"
 #: the size of the scored system's output: the hash covers only what every system scored on it shares
 SYSTEM_OUTPUT_SIZE: Final = "the size of the system's output, shown; the hash covers what systems share"
+#: the digest of the evaluated model's own weights or table: shown, never hashed (a hash over it would put every
+#: model in a group of its own; texygen's nll-test and embsim)
+EVALUATED_MODEL_SIGNED: Final = "the evaluated model's digest: shown, never hashed, so that models compare"
+#: a readable name of something hashed by its content (a model folder's name: the same files elsewhere hash alike)
+READABLE_NAME: Final = "a readable name of something hashed by its content"
+#: a digest of the references: the hash covers them, as every metric's hash covers its references
+REFERENCES_DIGEST: Final = "a digest of the references, hashed as every reference set is"
 #: a label the signature shows for readers, derived from hashed settings
 DERIVED_LABEL: Final = "a readable label derived from hashed settings"
 
 EXCEPTIONS: Final = (COUNTED_INPUTS, FIXED_BY_VERSION, NAMED_FIRST, PART_OF_HASHED, DIGEST_SHOWN,
-                     HASH_ONLY_AS_PUBLISHED, SHOWN_WITH_ANOTHER, SYSTEM_OUTPUT_SIZE, DERIVED_LABEL)
+                     HASH_ONLY_AS_PUBLISHED, SHOWN_WITH_ANOTHER, SYSTEM_OUTPUT_SIZE, EVALUATED_MODEL_SIGNED, READABLE_NAME, REFERENCES_DIGEST,
+                     DERIVED_LABEL)
 
 
 class _Unset(enum.Enum):
