@@ -162,6 +162,8 @@ class NgramEntropyMetric(_ReferenceFree):
             groups = [hyps[i:i + self.group_size] for i in range(0, len(hyps), self.group_size)]
         return self._score(groups, refs, [Setting("group", self.group_size or "all", "group")])
 
+    takes_groups = True
+
     def compute_groups(self, groups: Sequence[Sequence[Any]],
                        references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         """Explicit groups of responses (``references``, optional: one list per group)."""

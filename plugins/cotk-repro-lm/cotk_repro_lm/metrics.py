@@ -70,6 +70,7 @@ class _LMScore(Metric):
     """Shared by coherence and fluency: model loading, scoring, normalization, hashes."""
 
     needs_references = False
+    takes_queries = True
     needs_queries = False
     level = "sentence"
     cost = 200.0
@@ -195,6 +196,11 @@ class _LMScore(Metric):
             if scores is not None:
                 out[f"{self.name} per-sentence"] = scores
         return out
+
+    def compute_with_queries(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None,
+                             queries: Sequence[str]) -> dict[str, Any]:
+        """:meth:`compute` with the query of each response (fluency takes them and leaves them unread)."""
+        return self.compute(hypotheses, references, queries=queries)
 
     # CoTK-style streaming: forward({"hyps": [...], "queries": [...]}) then close()
     def forward(self, batch: Any) -> None:
