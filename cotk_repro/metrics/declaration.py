@@ -35,8 +35,6 @@ FIXED_BY_VERSION: Final = "a constant of the metric's version: the signature's v
 NAMED_FIRST: Final = "the signature begins with the name"
 #: a part of a setting that is hashed whole under another key (an oracle's seed inside its description)
 PART_OF_HASHED: Final = "shown apart in the signature; hashed as part of another setting"
-#: a digest of model weights or a table shown short in the signature; the hash covers what it is a digest of
-DIGEST_SHOWN: Final = "a digest shown short in the signature; the hash covers the content it digests"
 #: a setting the published signature has never shown (kept hash-only so that no published signature changes)
 HASH_ONLY_AS_PUBLISHED: Final = "hashed; left out of the signature as published since version 1"
 #: hashed under its own key, shown within another setting's field (gleu's ``n:1-4`` holds min_len and max_len)
@@ -53,7 +51,7 @@ REFERENCES_DIGEST: Final = "a digest of the references, hashed as every referenc
 #: a label the signature shows for readers, derived from hashed settings
 DERIVED_LABEL: Final = "a readable label derived from hashed settings"
 
-EXCEPTIONS: Final = (COUNTED_INPUTS, FIXED_BY_VERSION, NAMED_FIRST, PART_OF_HASHED, DIGEST_SHOWN,
+EXCEPTIONS: Final = (COUNTED_INPUTS, FIXED_BY_VERSION, NAMED_FIRST, PART_OF_HASHED,
                      HASH_ONLY_AS_PUBLISHED, SHOWN_WITH_ANOTHER, SYSTEM_OUTPUT_SIZE, EVALUATED_MODEL_SIGNED, READABLE_NAME, REFERENCES_DIGEST,
                      DERIVED_LABEL)
 
