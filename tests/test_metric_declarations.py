@@ -10,16 +10,16 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
-from cotk_repro.metrics import declaration
-from cotk_repro.metrics.base import SIGNATURE_SUFFIX
-from cotk_repro.metrics.declaration import (COUNTED_INPUTS, EXCEPTIONS, UNSET, Declaration, Setting,
-                                            with_settings)
 from test_metric_pins import CASES, _run
+
+from cotk_repro.core.results import SIGNATURE_SUFFIX
+from cotk_repro.metrics import declaration
+from cotk_repro.metrics.declaration import COUNTED_INPUTS, EXCEPTIONS, UNSET, Declaration, Setting, with_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from cotk_repro.core.results import HASH_SUFFIX, SIGNATURE_SUFFIX
 from cotk_repro.metrics import get_metric, score
-from cotk_repro.metrics.base import HASH_SUFFIX, SIGNATURE_SUFFIX
 
 PINS = Path(__file__).parent / "fixtures" / "metric_pins.json"
 
@@ -113,7 +113,7 @@ def _run(metric: str, options: dict[str, Any], kind: str) -> dict[str, Any]:
     if kind == "free":
         return score(m, HYPS)
     if kind == "groups":
-        return m.compute_groups(GROUPS)  # type: ignore[attr-defined,no-any-return]
+        return m.compute_groups(GROUPS)
     if kind == "contexts":
         return score(m, [[h, HYPS[(i + 1) % 4]] for i, h in enumerate(HYPS)], REFS)
     if kind == "labels":
@@ -127,8 +127,8 @@ def _run(metric: str, options: dict[str, Any], kind: str) -> dict[str, Any]:
 def companions(result: dict[str, Any]) -> dict[str, list[str | None]]:
     """``{key: [hash, signature]}`` of every value in a result dict."""
     out = {}
-    for key in result:
-        if key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX) or not isinstance(result[key], float):
+    for key, value in result.items():
+        if key.endswith((HASH_SUFFIX, SIGNATURE_SUFFIX)) or not isinstance(value, float):
             continue
         out[key] = [result.get(key + HASH_SUFFIX), result.get(key + SIGNATURE_SUFFIX)]
     return out

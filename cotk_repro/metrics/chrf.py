@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .base import Metric, MetricError, check_references
+from .base import Metric, MetricError
 from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 from ..text.reference_hashes import reference_set_hash
-from ._text import as_text, check_hypotheses
+from ._text import as_text, check_samples
 
 CHRF_VERSION = "1"
 
@@ -44,15 +44,9 @@ def text_inputs(name: str, hypotheses: Sequence[Any], references: Sequence[Seque
     """Hypothesis strings, reference lists and sacrebleu's reference streams (padded with None where a
     hypothesis has fewer references). A token list is joined with spaces; an empty corpus or a hypothesis
     without a reference is refused."""
-    hyps_in = check_hypotheses(hypotheses)
-    refs_in = check_references(hyps_in, references)
-    if not hyps_in:
-        raise MetricError(f"{name} needs at least one hypothesis")
+    hyps_in, refs_in = check_samples(name, hypotheses, references)
     hyps = [as_text(h, index=i) for i, h in enumerate(hyps_in)]
     refs = [[as_text(r, index=i) for r in rs] for i, rs in enumerate(refs_in)]
-    for i, rs in enumerate(refs):
-        if not rs:
-            raise MetricError(f"sample {i} has no reference; {name} needs at least one per hypothesis")
     width = max(map(len, refs))
     streams = [[rs[k] if k < len(rs) else None for rs in refs] for k in range(width)]
     return hyps, refs, streams

@@ -20,10 +20,12 @@ the signature (never out of the hash). Documented in docs/metrics.md, "Hash and 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Final, Iterable, Sequence
+from typing import Any, Final
 
-from .base import result_entry, signature
+from ..core.results import result_entry
+from .base import signature
 
 # -- the reasons a setting may be on one side only (docs/metrics.md lists them; tests/test_metric_declarations.py
 # refuses any other)
@@ -51,8 +53,8 @@ REFERENCES_DIGEST: Final = "a digest of the references, hashed as every referenc
 #: a label the signature shows for readers, derived from hashed settings
 DERIVED_LABEL: Final = "a readable label derived from hashed settings"
 
-EXCEPTIONS: Final = (COUNTED_INPUTS, FIXED_BY_VERSION, NAMED_FIRST, PART_OF_HASHED,
-                     HASH_ONLY_AS_PUBLISHED, SHOWN_WITH_ANOTHER, SYSTEM_OUTPUT_SIZE, EVALUATED_MODEL_SIGNED, READABLE_NAME, REFERENCES_DIGEST,
+EXCEPTIONS: Final = (COUNTED_INPUTS, FIXED_BY_VERSION, NAMED_FIRST, PART_OF_HASHED, HASH_ONLY_AS_PUBLISHED,
+                     SHOWN_WITH_ANOTHER, SYSTEM_OUTPUT_SIZE, EVALUATED_MODEL_SIGNED, READABLE_NAME, REFERENCES_DIGEST,
                      DERIVED_LABEL)
 
 

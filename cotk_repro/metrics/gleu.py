@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from .base import Metric, MetricError, check_references
+from .base import Metric, MetricError
 from .declaration import COUNTED_INPUTS, SHOWN_WITH_ANOTHER, Declaration, Setting
 from ..text.reference_hashes import reference_set_hash
-from ._text import as_int_list, check_hypotheses, resolve_tokenizer
+from ._text import as_int_list, check_samples, resolve_tokenizer
 
 GLEU_VERSION = "1"
 
@@ -78,13 +78,7 @@ class GleuMetric(Metric):
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
                 ) -> dict[str, Any]:
-        hyps = check_hypotheses(hypotheses)
-        refs = check_references(hyps, references)
-        if not hyps:
-            raise MetricError("gleu needs at least one hypothesis")
-        for i, rs in enumerate(refs):
-            if not rs:
-                raise MetricError(f"sample {i} has no reference; gleu needs at least one per hypothesis")
+        hyps, refs = check_samples("gleu", hypotheses, references)
         hyp_tok = self._tok.many(hyps)
         ref_tok = [self._tok.many(rs) for rs in refs]
         matches = total = 0

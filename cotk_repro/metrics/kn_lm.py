@@ -230,10 +230,11 @@ class FwRvPplMetric(Metric):
         rv = self._lm(self.ngram, self.discount, self.unk_cutoff).fit(gen).perplexity(real)
         ref_tokens = [[t for t in self.tokenizer.many(r)] for r in ref_lists]
         out: dict[str, Any] = {}
+        lm = "kn-" + {"nltk": "nltk", "cotk": "cotk"}.get(self.mode, "interp")
         for key, value in (("fw-ppl", fw), ("rv-ppl", rv)):
             decl = Declaration(key, self.version, [
                 Setting("ngram", self.ngram, "n"),
-                Setting("mode", self.mode, "lm", shown="kn-" + {"nltk": "nltk", "cotk": "cotk"}.get(self.mode, "interp")),
+                Setting("mode", self.mode, "lm", shown=lm),
                 Setting("discount", self.discount, "d"),
                 Setting("unk_cutoff", self.unk_cutoff, "cutoff"),
                 Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),

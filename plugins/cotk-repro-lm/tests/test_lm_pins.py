@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from lm_support import corpus_lines, make_bert, make_gpt2, train_bpe  # noqa: E402
+from lm_support import corpus_lines, make_bert, make_gpt2, train_bpe
 
 PINS = Path(__file__).parent / "lm_pins.json"
 
