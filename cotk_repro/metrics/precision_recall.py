@@ -30,7 +30,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..text.reference_hashes import BLEU_TOKENIZER, reference_set_hash
-from .base import Metric, MetricError, check_references, result_entry, signature
+from .base import Metric, MetricError, check_references
+from .declaration import (COUNTED_INPUTS, HASH_ONLY_AS_PUBLISHED, PART_OF_HASHED, Declaration, Setting,
+                          with_settings)
 from .bleu import _is_ids, _weights, bleu_from_counts
 from .ngrams import UNK, tokenize_text
 
@@ -129,10 +131,8 @@ class _PrecisionRecall(Metric):
     def _score(self, hyp: list[str], ref: list[str]) -> float:
         raise NotImplementedError
 
-    def _hash_settings(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _sig_fields(self) -> dict[str, Any]:
+    def _settings(self) -> list[Setting]:
+        """The settings of this kind of similarity (hashed and shown in the signature)."""
         raise NotImplementedError
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
@@ -157,18 +157,15 @@ class _PrecisionRecall(Metric):
             prec.append(float(np.sum(np.max(matrix, 0))) / len(g_tok))
             rec.append(float(np.sum(np.max(matrix, 1))) / len(r_tok))
             ref_tokens.append(r_tok)
-        settings = {**self._hash_settings(), "version": self.version}
-        if self.score_dtype != "float64":
-            settings["score_dtype"] = self.score_dtype
-        fields = self._sig_fields()
-        if self.score_dtype != "float64":
-            fields["dtype"] = self.score_dtype
-        fields["ctx"] = len(contexts)
+        decl = Declaration(self.name, self.version, [
+            *self._settings(),
+            *([Setting("score_dtype", self.score_dtype, "dtype")] if self.score_dtype != "float64" else []),
+            Setting.signature_only("ctx", len(contexts), why=COUNTED_INPUTS)])
         out: dict[str, Any] = {}
         for part, values in (("precision", prec), ("recall", rec)):
             key = f"{self.key_prefix}-{part}"
-            h = reference_set_hash(key, settings, ref_tokens)
-            out.update(result_entry(key, float(np.average(values)), h, signature(key, fields, self.version)))
+            out.update(with_settings(decl, [], name=key).entry(
+                key, float(np.average(values)), lambda settings: reference_set_hash(key, settings, ref_tokens)))
         return out
 
 
@@ -190,11 +187,9 @@ class BleuPrecisionRecallMetric(_PrecisionRecall):
     def _score(self, hyp: list[str], ref: list[str]) -> float:
         return pair_bleu(hyp, ref, self.ngram, self.weights)
 
-    def _hash_settings(self) -> dict[str, Any]:
-        return {"ngram": self.ngram, "smoothing": "method1", "tokenizer": BLEU_TOKENIZER + "-or-given"}
-
-    def _sig_fields(self) -> dict[str, Any]:
-        return {"n": self.ngram, "smooth": "m1"}
+    def _settings(self) -> list[Setting]:
+        return [Setting("ngram", self.ngram, "n"), Setting("smoothing", "method1", "smooth", shown="m1"),
+                Setting.hash_only("tokenizer", BLEU_TOKENIZER + "-or-given", why=HASH_ONLY_AS_PUBLISHED)]
 
 
 class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
@@ -224,8 +219,7 @@ class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
     def _score(self, hyp: list[str], ref: list[str]) -> float:
         return embedding_similarity(hyp, ref, self.vectors, self.mode)
 
-    def _hash_settings(self) -> dict[str, Any]:
-        return {"mode": self.mode, "vectors": self.digest, "tokenizer": BLEU_TOKENIZER + "-or-given"}
-
-    def _sig_fields(self) -> dict[str, Any]:
-        return {"mode": self.mode, "vectors": self.digest[:12], "dim": len(next(iter(self.vectors.values()), []))}
+    def _settings(self) -> list[Setting]:
+        return [Setting("mode", self.mode, "mode"), Setting("vectors", self.digest, "vectors", shown=self.digest[:12]),
+                Setting.signature_only("dim", len(next(iter(self.vectors.values()), [])), why=PART_OF_HASHED),
+                Setting.hash_only("tokenizer", BLEU_TOKENIZER + "-or-given", why=HASH_ONLY_AS_PUBLISHED)]
