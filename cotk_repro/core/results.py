@@ -155,7 +155,7 @@ def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: 
     for part in results:
         merged.update(part)
     normalized = normalize_results(merged, where="save_result")["results"]
-    for name, item in normalized.items():
+    for item in normalized.values():
         sig = item.get("signature") or ""
         fields = dict(f.split(":", 1) for f in sig.split("|")[1:] if ":" in f)
         if sig:

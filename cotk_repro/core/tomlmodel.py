@@ -25,7 +25,7 @@ def unwrap(annotation: Any) -> Any:
     if getattr(annotation, "__origin__", None) is not Union:
         return annotation
     args = tuple(a for a in annotation.__args__ if a is not type(None))
-    return args[0] if len(args) == 1 else Union[args]
+    return args[0] if len(args) == 1 else Union[args]  # noqa: UP007 - a Union of a tuple built at run time
 
 
 def model_member(node: Any) -> Any:

@@ -37,8 +37,8 @@ DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 SECURITY_HEADERS = [
     (b"content-security-policy",
-     b"default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
-     b"base-uri 'none'; frame-ancestors 'none'"),
+     (b"default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+     b"base-uri 'none'; frame-ancestors 'none'")),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"same-origin"),
@@ -84,7 +84,7 @@ class RateLimiter:
                 self.buckets[key] = (tokens, now)
                 wait = (1 - tokens) / self.refill
             if len(self.buckets) > 10000:
-                full = [k for k, (t, l) in self.buckets.items() if t + (now - l) * self.refill >= self.capacity]
+                full = [k for k, (t, last) in self.buckets.items() if t + (now - last) * self.refill >= self.capacity]
                 for k in full:
                     del self.buckets[k]
         return wait

@@ -29,7 +29,7 @@ from .identity import ID_PREFIX, RECORD_SCHEMA, REPRODUCTION_SCHEMA, VERDICTS, c
 HASH_PATTERN, COMMIT_PATTERN, ID_PATTERN = r"^[0-9a-fA-F]{64}$", r"^[0-9a-f]{7,64}$", r"^sha256:[0-9a-f]{64}$"
 Hash = Annotated[str, Field(pattern=HASH_PATTERN, description="hex SHA-256 (a comparability hash)")]
 Number = Annotated[float, Field(allow_inf_nan=False)]
-Text = Optional[StrictStr]
+Text = StrictStr | None
 
 
 class _Object(BaseModel):

@@ -44,7 +44,7 @@ def find_python(mm: str) -> str:
         exe = shutil.which(name)
         if exe:
             probe = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],  # noqa: S603 - a python found on PATH, fixed -c code
-                                   capture_output=True, text=True)
+                                   capture_output=True, text=True, check=False)
             if probe.stdout.strip() == mm:
                 return exe
     raise ReproduceError(f"the record needs Python {mm}, which is not on this host (no python{mm} on PATH)",
@@ -142,7 +142,7 @@ class VenvRuntime:
 
         python = find_python(job.python_mm)
         version = subprocess.run([python, "-c", "import sys; print(sys.version)"], capture_output=True,  # noqa: S603 - the python find_python chose, fixed -c code
-                                 text=True).stdout.strip()
+                                 text=True, check=False).stdout.strip()
         _index, local = split_packages(job.packages)
         key = hashlib.sha256(json.dumps({"lock": job.lock, "python": [python, version],
                                          "local": local_identity(local, job.tree)}).encode()).hexdigest()[:24]
@@ -164,7 +164,7 @@ class VenvRuntime:
             self.env_info = json.loads(env_file.read_text())
         else:
             probe = subprocess.run([self.python, "-c", ENV_SNIPPET], capture_output=True, text=True,  # noqa: S603 - the venv's own python, fixed -c code
-                                   env=_entry_env(bin_dir))
+                                   env=_entry_env(bin_dir), check=False)
             self.env_info = json.loads(probe.stdout) if probe.returncode == 0 else {"python": {}, "packages": []}
             env_file.write_text(json.dumps(self.env_info))
         return self.env_info
@@ -195,7 +195,7 @@ class VenvRuntime:
                 fh.write(("$ " + " ".join(cmd) + "\n").encode())
                 fh.flush()
                 proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT,  # noqa: S603 - venv/pip commands built here; package specs passed validate_lock (canonical name==version)
-                                      env={**_entry_env(None), "PIP_NO_INPUT": "1"})
+                                      env={**_entry_env(None), "PIP_NO_INPUT": "1"}, check=False)
                 if proc.returncode != 0:
                     shutil.rmtree(vdir, ignore_errors=True)
                     raise ReproduceError(f"building the virtual environment failed at `{' '.join(cmd[:4])} ...`",
