@@ -30,8 +30,15 @@ def git(cwd: Path | str, *args: str, env: dict[str, str] | None = None, input: b
     if env:
         full_env.update(env)
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,  # noqa: S603, S607 - git from PATH like the user's own shell; arguments are a list (no shell), URLs and refs after -- (see callers)
-                              timeout=timeout, check=False)  # the callers read the status
+        proc = subprocess.run(  # noqa: S603 - git from PATH like the user's own shell; arguments are a list (no shell), URLs and refs after -- (see callers)
+            ["git", *args],  # noqa: S607
+            cwd=cwd,
+            env=full_env,
+            input=input,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )  # the callers read the status
     except FileNotFoundError:
         raise GitError("git is not installed; cotk-repro needs git to record, publish and reproduce code") from None
     except NotADirectoryError:

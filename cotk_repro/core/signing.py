@@ -152,8 +152,13 @@ def _ssh_keygen() -> str:
 
 def _git_signing_key(cwd: Path | None) -> str | None:
     try:
-        proc = subprocess.run(["git", "config", "--get", "user.signingkey"], cwd=cwd, capture_output=True,  # noqa: S607 - git from PATH; fixed arguments
-                              timeout=30, check=False)
+        proc = subprocess.run(
+            ["git", "config", "--get", "user.signingkey"],  # noqa: S607 - git from PATH; fixed arguments
+            cwd=cwd,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     value = proc.stdout.decode("utf-8", "replace").strip()
@@ -177,8 +182,13 @@ def key_from_path(path: Path, source: str) -> SigningKey:
     if pub_path.is_file():
         text = pub_path.read_text(encoding="utf-8", errors="replace")
     else:
-        proc = subprocess.run([_ssh_keygen(), "-y", "-P", "", "-f", str(path)], capture_output=True,  # noqa: S603 - ssh-keygen found by shutil.which; the key path is the user's own
-                              timeout=TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(  # noqa: S603 - ssh-keygen found by shutil.which; the key path is the user's own
+            [_ssh_keygen(), "-y", "-P", "", "-f", str(path)],
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
         if proc.returncode != 0:
             raise SigningError(f"the signing key {path} ({source}) has no {pub_path.name} beside it and its public "
                                "half cannot be read without its passphrase",
@@ -352,8 +362,13 @@ def make_key(path: Path, comment: str) -> Path | None:
     if shutil.which("ssh-keygen") is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([_ssh_keygen(), "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],  # noqa: S603 - ssh-keygen found by shutil.which; the user's own key path and comment
-                          capture_output=True, timeout=TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(  # noqa: S603 - ssh-keygen found by shutil.which; the user's own key path and comment
+        [_ssh_keygen(), "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
     if proc.returncode != 0:
         raise SigningError(f"ssh-keygen could not make a key at {path}",
                            log=proc.stderr.decode("utf-8", "replace")[-2000:])

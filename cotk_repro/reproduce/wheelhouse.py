@@ -94,7 +94,9 @@ def _pip(args: list[str], log: Path, step: str, what: str, *, check: bool = True
     with log.open("ab") as fh:
         fh.write(("$ " + " ".join(cmd) + "\n").encode())
         fh.flush()
-        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PIP_NO_INPUT": "1"}, check=False)  # noqa: S603 - pip download commands built here; package specs passed validate_lock (canonical name==version)
+        proc = subprocess.run(  # noqa: S603 - pip download commands built here; package specs passed validate_lock (canonical name==version)
+            cmd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PIP_NO_INPUT": "1"}, check=False
+        )
     if proc.returncode != 0 and check:
         text = log.read_text(encoding="utf-8", errors="replace")
         raise ReproduceError(f"{what} failed (pip exited with status {proc.returncode}; full log: {log})",
