@@ -18,6 +18,7 @@ records without it.
 
 from __future__ import annotations
 
+import types
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
@@ -264,7 +265,7 @@ def _walk(tp: Any, value: Any, path: tuple) -> tuple | None:
     origin, args = get_origin(tp), get_args(tp)
     if origin is Annotated:
         return _walk(args[0], value, path)
-    if origin is Union:
+    if origin in (Union, types.UnionType):  # Optional[X] and X | None alike
         for arg in args:
             if isinstance(arg, type) and issubclass(arg, BaseModel) and isinstance(value, dict) or \
                     get_origin(arg) in (list, dict) and isinstance(value, get_origin(arg)):
