@@ -143,7 +143,7 @@ def read_result_file(path: Path, *, not_before: float | None = None) -> dict[str
     return normalize_results(data, where=str(path))
 
 
-def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: str | os.PathLike = "result.json",
+def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: str | os.PathLike[str] = "result.json",
                 *, dataloader: Any = None, data: Mapping[str, str] | None = None) -> Path:
     """Write a rich result file from metric outputs (``close()`` dicts), merged.
 

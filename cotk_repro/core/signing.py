@@ -221,7 +221,7 @@ def find_signing_key(cwd: Path | None = None, *, workdir: Path | None = None) ->
 
 
 # -- signing and verifying ---------------------------------------------------------------------------------------
-def _run(args: list[str], data: bytes, what: str) -> subprocess.CompletedProcess:
+def _run(args: list[str], data: bytes, what: str) -> subprocess.CompletedProcess[bytes]:
     try:
         return subprocess.run([_ssh_keygen(), *args], input=data, capture_output=True, timeout=TIMEOUT, check=False)  # noqa: S603 - ssh-keygen found by shutil.which; fixed flags, data on stdin
     except subprocess.TimeoutExpired:
@@ -234,7 +234,7 @@ def sign_bytes(data: bytes, namespace: str, key: SigningKey) -> str:
     if key.agent:
         args.insert(2, "-U")  # the key is in ssh-agent (a public key was configured)
     proc = _run(args, data, "sign")
-    text = proc.stdout.decode("ascii", "replace")
+    text: str = proc.stdout.decode("ascii", "replace")
     if proc.returncode != 0 or ARMOR_BEGIN not in text:
         err = proc.stderr.decode("utf-8", "replace").strip()
         hint = ("load the key into ssh-agent (ssh-add) or sign with a key without passphrase"
@@ -265,16 +265,16 @@ def verify_bytes(data: bytes, signature: str, namespace: str, allowed: list[tupl
     info = parse_signature(signature)
     if info.namespace != namespace:
         raise SigningError(f"the signature is for {info.namespace!r}, not {namespace!r}")
-    match = None
+    match: str | None = None
     if allowed is not None:
         match = next((p for p, k in allowed if k.blob == info.public.blob), None)
         if match is None:
             raise SigningError(f"the signature is by key {info.public.fingerprint}, which is not one of the "
                                "signer's keys")
-    if sshsig.supports(info.public.key_type):
+    if sshsig.supports(info.public.key_type) and info.parsed is not None:  # parse_signature always sets it
         ok = sshsig.verify(info.parsed, data, namespace)
     else:
-        ok = _ssh_keygen_verify(data, signature, namespace, None if allowed is None else (match, allowed))
+        ok = _ssh_keygen_verify(data, signature, namespace, None if allowed is None or match is None else (match, allowed))
     if not ok:
         raise SigningError(f"the signature by {info.public.fingerprint} does not match the signed content "
                            "(tampered, or signed over other bytes)")

@@ -43,7 +43,7 @@ def model_member(node: Any) -> Any:
     return node
 
 
-def annotation_at(root: type[BaseModel], path: tuple) -> Any:
+def annotation_at(root: type[BaseModel], path: tuple[str | int, ...]) -> Any:
     """The declared type at key ``path`` below the model ``root`` (through tables, lists and dicts of them);
     None when ``path`` names no declared key."""
     node: Any = root
@@ -61,7 +61,7 @@ def annotation_at(root: type[BaseModel], path: tuple) -> Any:
     return unwrap(node)
 
 
-def known_keys(root: type[BaseModel], path: tuple) -> list[str]:
+def known_keys(root: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:
     """The keys the table at ``path`` below ``root`` declares, sorted; none when ``path`` is not a table."""
     node = model_member(annotation_at(root, path))
     return sorted(node.model_fields) if isinstance(node, type) and issubclass(node, BaseModel) else []

@@ -201,7 +201,7 @@ def _sentence(exc: ValidationError, where: str) -> str:
     err = exc.errors(include_url=False)[0]
     path = ".".join(str(p) for p in err["loc"])
     words = _WORDS.get(err["type"]) or err["msg"][:1].lower() + err["msg"][1:]
-    expected = _EXPECTED.get((err.get("ctx") or {}).get("pattern"))
+    expected = _EXPECTED.get(str((err.get("ctx") or {}).get("pattern")))
     if expected:
         words += f" (expected {expected})"
     shown = "" if err["type"] == "missing" else f", got {str(err.get('input'))[:60]!r}"
@@ -244,7 +244,7 @@ def undefined_key(document: Any, model: type[BaseModel] | None = None) -> str | 
     return None if hit is None else ".".join(str(p) for p in hit)
 
 
-def _undefined(model: type[BaseModel], data: Any, path: tuple) -> tuple | None:
+def _undefined(model: type[BaseModel], data: Any, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
     if not isinstance(data, dict):
         return None
     names = {f.alias or n: f for n, f in model.model_fields.items()}
@@ -259,7 +259,7 @@ def _undefined(model: type[BaseModel], data: Any, path: tuple) -> tuple | None:
     return None
 
 
-def _walk(tp: Any, value: Any, path: tuple) -> tuple | None:
+def _walk(tp: Any, value: Any, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return _undefined(tp, value, path)
     origin, args = get_origin(tp), get_args(tp)

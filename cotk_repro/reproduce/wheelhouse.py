@@ -134,10 +134,10 @@ def ensure_index_wheels(packages: list[Package], python_mm: str, log: Path,
 
 def _pyproject(folder: Path) -> dict[str, Any]:
     """The folder's pyproject.toml as a dict (empty when it is missing or unreadable)."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10
+        import tomli as tomllib
     try:
         return tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
     except (ValueError, OSError):
