@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .db import Database, open_database
 
@@ -129,7 +129,7 @@ class TokenCache:
         return user
 
 
-async def _send_json(send, status: int, detail: str, extra_headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def _send_json(send, status: int, detail: str, extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

@@ -275,7 +275,7 @@ def _host_wheel(src: Path, dest: Path, log: Path, pkg: Package) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     _pip(["wheel", "--no-deps", "--wheel-dir", str(dest), str(src)], log, "local wheel build",
          f"building a wheel of {pkg.pin} from {src}")
-    wheels = [w for w in dest.glob("*.whl") if wheel_key(w.name) and wheel_key(w.name)[0] == pkg.name]
+    wheels = [w for w in dest.glob("*.whl") if (key := wheel_key(w.name)) and key[0] == pkg.name]
     if not wheels:
         raise ReproduceError(f"building a wheel of {pkg.name} from {src} produced no wheel", step="local wheel build")
     return wheels[0]
