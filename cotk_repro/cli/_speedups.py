@@ -62,7 +62,7 @@ def install() -> bool:
                 return [v if isinstance(v, str) else str(v) for v in value]
             return value if isinstance(value, str) else str(value)
 
-    def get_runtime_param(self):
+    def get_runtime_param(self):  # type: ignore[no-untyped-def]
         if getattr(self, "_runtime_param", None) is None:
             try:
                 desc = self.type_descriptor
@@ -90,7 +90,7 @@ def _hide_flag_types(typer_core: Any) -> None:
     if original is None or getattr(original, "_cotk_repro", False):
         return
 
-    def display_type_rich(self, ctx):
+    def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
         if getattr(self, "is_flag", False) and not getattr(self, "count", False) and self.metavar is None:
             return None
         return original(self, ctx)

@@ -72,7 +72,7 @@ def build(conn: Connection, task: str, dataset: str, *, sort: str | None = None,
     ranks = {c["metric"]: _ranks(conn, task, dataset, c, pks) for c in cols}
     out_rows = []
     for pk, rid, project, submitted, user, key, by_n in rows:
-        cells: dict[str, Any] = {}
+        cells = {}
         for c in cols:
             if c["metric"] not in values.get(pk, {}):
                 cells[c["metric"]] = None

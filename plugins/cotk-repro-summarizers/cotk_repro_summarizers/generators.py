@@ -55,8 +55,7 @@ def _check_str(name: str, value: Any, *, optional: bool = False) -> str | None:
 def word_budget(words: int) -> Callable[[list], list]:
     """A sumy ``sentences_count`` callable: the best-rated sentences while the words stay within ``words``."""
     def take(infos: list) -> list:
-        out: list[Any] = []
-        used = 0
+        out, used = [], 0
         for info in infos:
             n = len(str(info.sentence).split())
             if out and used + n > words:
