@@ -179,7 +179,7 @@ def test_expired_reused_and_unknown_challenges_are_refused(server, people, db_ur
 def test_the_client_refuses_to_sign_a_challenge_naming_another_dashboard_or_user():
     text = Challenge("https://dash.example", "alice", "n" * 43, "2030-01-01T00:00:00Z").text()
     assert check_challenge(text, dashboard="https://dash.example/", user="alice").nonce == "n" * 43
-    with pytest.raises(ChallengeError, match="names the dashboard https://dash.example, not https://evil"):
+    with pytest.raises(ChallengeError, match=r"names the dashboard https://dash.example, not https://evil"):
         check_challenge(text, dashboard="https://evil.example", user="alice")
     with pytest.raises(ChallengeError, match="names the user 'alice', not 'bob'"):
         check_challenge(text, dashboard="https://dash.example", user="bob")

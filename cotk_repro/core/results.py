@@ -155,7 +155,7 @@ def read_result_file(path: Path, *, not_before: float | None = None) -> dict[str
     return normalize_results(data, where=str(path))
 
 
-def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: str | os.PathLike = "result.json",
+def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: str | os.PathLike[str] = "result.json",
                 *, dataloader: Any = None, data: Mapping[str, str] | None = None) -> Path:
     """Write a rich result file from metric outputs (``close()`` dicts), merged.
 
@@ -167,7 +167,7 @@ def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: 
     for part in results:
         merged.update(part)
     normalized = normalize_results(merged, where="save_result")["results"]
-    for name, item in normalized.items():
+    for item in normalized.values():
         sig = item.get("signature") or ""
         fields = dict(f.split(":", 1) for f in sig.split("|")[1:] if ":" in f)
         if sig:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from ..text.reference_hashes import reference_set_hash
 from .base import Metric, MetricError
@@ -20,7 +20,7 @@ class AccuracyMetric(Metric):
     level = "sentence"
     cost = 0.01
     result_keys = "accuracy"
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
         preds = list(hypotheses)

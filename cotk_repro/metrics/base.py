@@ -20,7 +20,7 @@ mismatch is an error, never a silent truncation (unless the metric declares ``pa
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 from ..errors import CotkError
 from ..core.results import HASH_SUFFIX, SIGNATURE_SUFFIX, result_entry  # noqa: F401 - the metric API re-exports them
@@ -130,7 +130,7 @@ class Metric:
     #: regular expression (full match) of the result keys this metric reports; None: its name only
     result_keys = None
     #: result keys whose facts differ from the class's: ``{"rouge-l": {"higher_is_better": True, ...}}``
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, **settings: Any) -> None:
         self.settings: dict[str, Any] = dict(settings)

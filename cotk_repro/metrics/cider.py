@@ -27,7 +27,7 @@ are comparable exactly when their reference sets are equal.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -107,7 +107,7 @@ class CiderMetric(Metric):
     level = "sentence"  # a mean of per-sentence scores (with a corpus-wide IDF)
     cost = 1.0
     result_keys = "cider"
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, ngram: int = 4, sigma: float = 6.0, tokenizer: Any = "space") -> None:
         orders = as_int_list(ngram, "ngram")

@@ -31,7 +31,7 @@ Two ways to feed it:
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -309,7 +309,7 @@ class MultiTurnPerplexityMetric(PerplexityMetric):
     level = "corpus"
     cost = 1.0
     result_keys = "multi-turn-perplexity"
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, dataloader: Any = None, *, vocab: Any = None, frequent: Sequence[str] | None = None,
                  rare: Sequence[str] | None = None, skip_first_turn: bool = True, check_probabilities: bool = True,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -177,7 +177,7 @@ class BleuPrecisionRecallMetric(_PrecisionRecall):
     version = "1"
     cost = 2.0
     result_keys = r"bleu-\d+-(precision|recall)"
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, ngram: int = 2, dataloader: Any = None, score_dtype: str = "float64") -> None:
         self.ngram, self.weights = _weights(ngram, None)
@@ -201,7 +201,7 @@ class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
     version = "1"
     cost = 2.0
     result_keys = r"(avg|extrema)-bow-(precision|recall)"
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, vectors: Any = None, mode: str = "avg", dataloader: Any = None,
                  score_dtype: str = "float64") -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from cotk_repro.core.canonical import hash_object
 from cotk_repro.metrics.base import Metric, MetricError
@@ -223,7 +223,7 @@ class FluencyMetric(_LMScore):
 
     name = "fluency"
     result_keys = r"fluency(-raw)?"
-    key_facts = {"fluency-raw": {"value_range": (-math.inf, 0.0)}}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {"fluency-raw": {"value_range": (-math.inf, 0.0)}}
 
 
 class CoherenceMetric(_LMScore):
@@ -232,7 +232,7 @@ class CoherenceMetric(_LMScore):
     name = "coherence"
     needs_queries = True
     result_keys = r"coherence(-raw)?"
-    key_facts = {"coherence-raw": {"value_range": (-math.inf, 0.0)}}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {"coherence-raw": {"value_range": (-math.inf, 0.0)}}
 
 
 class GroupEntropyMetric(NgramEntropyMetric):
