@@ -1,12 +1,20 @@
 """chrF's match statistics for a whole corpus at once, with numpy: the same integers as sacrebleu's ``CHRF``.
 
 sacrebleu builds a ``Counter`` of every character (and word) n-gram of every sentence and intersects them
-pair by pair, in Python. Here all texts are one array of integer symbols (Unicode code points, or word ids);
-for each order n every n-gram occurrence gets a dense code (the rank of the (n-1)-gram's code and the next
-symbol, so nothing overflows), occurrences are counted per (code, text) with one sort, and each reference
-meets its own hypothesis' n-grams through a sorted search. The result, per reference and order, is
-sacrebleu's ``[hypothesis n-grams (0 when the reference has none), reference n-grams, matches]``, so the
-F-scores computed from them (by sacrebleu's own ``_compute_f_score``) are sacrebleu's.
+pair by pair, in Python. Here all texts are one array of integer symbols (Unicode code points, or word ids) and
+the statistics of every order come from **one sort** (:func:`sorted_statistics`): each position of each
+(hypothesis, reference) pair gets one integer key, the pair's number, then the ``max_order`` symbols starting
+there (0 past the text's end), then one bit for the side. Sorted, the keys of one pair that share their first n
+symbols are neighbours for every n at once, so an order's n-grams are runs of equal ``key >> shift``, and a run's
+hypothesis and reference counts are differences of one running sum. When the keys do not fit 63 bits (a large
+alphabet in long pairs, high orders), :func:`order_statistics`, one sort per order with dense re-ranked keys,
+does the same work without a width limit.
+
+The result, per reference and order, is sacrebleu's ``[hypothesis n-grams (0 when the reference has none),
+reference n-grams, matches]``, so the F-scores computed from them (by sacrebleu's own ``_compute_f_score``) are
+sacrebleu's. The texts' preparation is sacrebleu's too, done for the corpus at once: whitespace is what
+``str.split`` splits on (a table of those code points), and chrF++'s words are sacrebleu's
+``_remove_punctuation`` of each distinct whitespace-separated word.
 """
 
 from __future__ import annotations
@@ -15,20 +23,162 @@ from typing import Sequence
 
 import numpy as np
 
+#: the largest code point ``str.isspace`` holds true for (U+3000 IDEOGRAPHIC SPACE); a test scans every code point
+_LAST_SPACE = 0x3000
+_SPACE_TABLE: np.ndarray | None = None
 
-def _symbols_of_text(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Code points of all texts, concatenated, and each text's length in code points."""
+
+def space_table() -> np.ndarray:
+    """``table[c]``: whether code point ``c`` is whitespace for ``str.split`` (``len 0x110000``, bool)."""
+    global _SPACE_TABLE
+    if _SPACE_TABLE is None:
+        table = np.zeros(0x110000, dtype=bool)
+        table[[c for c in range(_LAST_SPACE + 1) if chr(c).isspace()]] = True
+        _SPACE_TABLE = table
+    return _SPACE_TABLE
+
+
+def _spans(flags: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """How many of ``flags`` are set inside each text (texts of ``lengths``, laid end to end)."""
+    running = np.concatenate(([0], np.cumsum(flags, dtype=np.int64)))
+    ends = np.cumsum(lengths)
+    return running[ends] - running[ends - lengths]
+
+
+def text_symbols(texts: Sequence[str], whitespace: bool, words: bool, remove_punctuation
+                 ) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[np.ndarray, np.ndarray] | None]:
+    """``(chars, words)``: each ``(symbols, lengths)`` or None when ``words`` is false: the code points of every
+    text (without whitespace unless ``whitespace``) and the ids of every text's chrF++ words
+    (``remove_punctuation`` of each word ``str.split`` gives), concatenated, with each text's length."""
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    cps = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
-    return cps, lengths
+    cps = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32)
+    space = space_table()[cps]
+    if whitespace:
+        chars = (cps.astype(np.int64), lengths)
+    else:
+        keep = ~space
+        chars = (cps[keep].astype(np.int64), _spans(keep, lengths))
+    if not words:
+        return chars, None
+    # a word starts at a non-space that follows a space or starts its text
+    start = ~space
+    start[1:] &= space[:-1]
+    firsts = np.cumsum(lengths) - lengths
+    firsts = firsts[lengths > 0]
+    start[firsts] = ~space[firsts]
+    per_text = _spans(start, lengths)
+    raw = " ".join(texts).split()
+    if len(raw) != int(per_text.sum()):  # str.split disagrees with the table: each text on its own
+        return chars, _words_one_by_one(texts, remove_punctuation)
+    distinct = dict.fromkeys(raw)
+    vocab: dict[str, int] = {}
+    first = np.empty(len(distinct), dtype=np.int64)
+    second = np.full(len(distinct), -1, dtype=np.int64)
+    for i, word in enumerate(distinct):
+        distinct[word] = i
+        pieces = remove_punctuation(word)
+        first[i] = vocab.setdefault(pieces[0], len(vocab))
+        if len(pieces) == 2:
+            second[i] = vocab.setdefault(pieces[1], len(vocab))
+        elif len(pieces) != 1:
+            return chars, _words_one_by_one(texts, remove_punctuation)
+    ids = np.fromiter(map(distinct.__getitem__, raw), dtype=np.int64, count=len(raw))
+    width = 1 + (second[ids] >= 0)
+    at = np.cumsum(width) - width
+    symbols = np.empty(int(width.sum()), dtype=np.int64)
+    symbols[at] = first[ids]
+    two = width == 2
+    symbols[at[two] + 1] = second[ids[two]]
+    return chars, (symbols, _spans(width, per_text) if len(width) else np.zeros(len(texts), dtype=np.int64))
 
 
-def _symbols_of_words(token_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
-    """Dense word ids of all token lists, concatenated, and each list's length."""
+def _words_one_by_one(texts: Sequence[str], remove_punctuation) -> tuple[np.ndarray, np.ndarray]:
     ids: dict[str, int] = {}
+    token_lists = [remove_punctuation(t) for t in texts]
     flat = [ids.setdefault(t, len(ids)) for tokens in token_lists for t in tokens]
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
     return np.asarray(flat, dtype=np.int64), lengths
+
+
+def _ranked(symbols: np.ndarray) -> tuple[np.ndarray, int]:
+    """Symbols replaced by their rank among the distinct ones, from 1 (0 is the padding past a text's end),
+    and how many distinct there are."""
+    if not len(symbols):
+        return symbols, 0
+    present = np.zeros(int(symbols.max()) + 1, dtype=np.int64)
+    present[symbols] = 1
+    rank = np.cumsum(present)
+    return rank[symbols], int(rank[-1])
+
+
+def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
+                      owner: np.ndarray, *, key_bits: int = 63) -> np.ndarray | None:
+    """``(references, max_order, 3)`` int64 as :func:`order_statistics`, from one sort of one key per position of
+    every (hypothesis, reference) pair; None when those keys need more than ``key_bits`` bits."""
+    n_texts = len(lengths)
+    n_refs = n_texts - n_hyps
+    out = np.zeros((n_refs, max_order, 3), dtype=np.int64)
+    if max_order == 0 or n_refs == 0:
+        return out
+    owner = owner.astype(np.int64)
+    # the totals: a text of length L has max(L - n + 1, 0) n-grams
+    orders = np.arange(1, max_order + 1, dtype=np.int64)
+    ref_len, hyp_len = lengths[n_hyps:], lengths[:n_hyps][owner]
+    ref_total = np.maximum(ref_len[:, None] - orders + 1, 0)
+    out[:, :, 1] = ref_total
+    out[:, :, 0] = np.where(ref_total > 0, np.maximum(hyp_len[:, None] - orders + 1, 0), 0)
+    if not int(lengths.sum()):
+        return out
+    sym, distinct = _ranked(symbols)
+    width = distinct.bit_length()
+    pair_bits = (n_refs - 1).bit_length()
+    if pair_bits + max_order * width + 1 > key_bits:
+        return None
+    # the texts in pair order: every reference's hypothesis (side 0), then every reference (side 1)
+    starts = np.cumsum(lengths) - lengths
+    if n_refs == n_hyps and np.array_equal(owner, np.arange(n_hyps)):
+        seq, seq_len = sym, lengths
+    else:
+        order = np.concatenate((owner, np.arange(n_hyps, n_texts, dtype=np.int64)))
+        seq_len = lengths[order]
+        total = int(seq_len.sum())
+        seq_start = np.cumsum(seq_len) - seq_len
+        seq = sym[np.repeat(starts[order] - seq_start, seq_len) + np.arange(total, dtype=np.int64)]
+    n_seq = 2 * n_refs
+    total = len(seq)
+    # each text followed by max_order - 1 zeros: a window of max_order symbols never sees the next text
+    pad = max_order - 1
+    where = np.arange(total, dtype=np.int64) + np.repeat(np.arange(n_seq, dtype=np.int64) * pad, seq_len)
+    padded = np.zeros(total + n_seq * pad + pad, dtype=np.int64)
+    padded[where] = seq
+    span = len(padded) - pad
+    window = padded[:span] << (width * pad)
+    for i in range(1, max_order):
+        window |= padded[i:i + span] << (width * (pad - i))
+    pair = np.repeat(np.concatenate((np.arange(n_refs, dtype=np.int64), np.arange(n_refs, dtype=np.int64))), seq_len)
+    side = np.repeat(np.arange(n_seq, dtype=np.int64) >= n_refs, seq_len)
+    keys = (pair << (max_order * width + 1)) | (window[where] << 1) | side
+    keys.sort()
+    low = (1 << width) - 1
+    every_pair = np.arange(n_refs + 1, dtype=np.int64)
+    for n in range(1, max_order + 1):
+        prefix = keys >> (1 + width * (max_order - n))  # the pair and the n-gram
+        bounds = np.flatnonzero(prefix[1:] != prefix[:-1]) + 1
+        bounds = np.concatenate(([0], bounds, [len(keys)]))
+        refs = np.concatenate(([0], np.cumsum(keys & 1)))[bounds]  # reference positions before each run
+        refs = np.diff(refs)
+        size = np.diff(bounds)
+        both = np.minimum(refs, size - refs)  # the n-gram's matches: min of its hypothesis and reference counts
+        run = prefix[bounds[:-1]]
+        both[(run & low) == 0] = 0  # not a full n-gram: the window ran past its text's end
+        summed = np.concatenate(([0], np.cumsum(both)))
+        pair_at = np.searchsorted(run >> (width * n), every_pair)  # runs are in pair order
+        out[:, n - 1, 2] = np.diff(summed[pair_at])
+        if n < max_order:  # an n+1-gram on both sides has its first n symbols on both sides
+            keys = keys[np.repeat(both > 0, size)]
+            if not len(keys):
+                break
+    return out
 
 
 def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
@@ -89,6 +239,13 @@ def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n
     return out
 
 
+def statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
+               owner: np.ndarray) -> np.ndarray:
+    """:func:`sorted_statistics`, or :func:`order_statistics` where its keys do not fit."""
+    out = sorted_statistics(symbols, lengths, max_order, n_hyps, owner)
+    return order_statistics(symbols, lengths, max_order, n_hyps, owner) if out is None else out
+
+
 def chrf_statistics(metric, hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
     """Per reference (flattened in order), the ``3 * (char_order + word_order)`` statistics sacrebleu's ``metric``
     (a ``CHRF``) computes for it against its hypothesis."""
@@ -97,14 +254,12 @@ def chrf_statistics(metric, hyps: Sequence[str], refs: Sequence[Sequence[str]]) 
         refs = [[r.lower() for r in rs] for rs in refs]
     flat = [r for rs in refs for r in rs]
     owner = np.repeat(np.arange(len(hyps), dtype=np.int64), [len(rs) for rs in refs])
-    texts = list(hyps) + flat
+    chars, words = text_symbols(list(hyps) + flat, metric.whitespace, metric.word_order > 0,
+                                metric._remove_punctuation)
     parts = []
     if metric.char_order:
-        chars = texts if metric.whitespace else ["".join(t.split()) for t in texts]
-        cps, lengths = _symbols_of_text(chars)
-        parts.append(order_statistics(cps, lengths, metric.char_order, len(hyps), owner))
+        parts.append(statistics(*chars, metric.char_order, len(hyps), owner))
     if metric.word_order:
-        ids, lengths = _symbols_of_words([metric._remove_punctuation(t) for t in texts])
-        parts.append(order_statistics(ids, lengths, metric.word_order, len(hyps), owner))
+        parts.append(statistics(*words, metric.word_order, len(hyps), owner))
     stats = np.concatenate(parts, axis=1)
     return stats.reshape(len(flat), -1)
