@@ -129,52 +129,62 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
     out[:, :, 0] = np.where(ref_total > 0, np.maximum(hyp_len[:, None] - orders + 1, 0), 0)
     if not int(lengths.sum()):
         return out
-    sym, distinct = _ranked(symbols)
-    width = distinct.bit_length()
+    top = int(symbols.max()) + 1 if len(symbols) else 1
     pair_bits = (n_refs - 1).bit_length()
+    if pair_bits + max_order * (top + 1).bit_length() + 1 <= key_bits:  # the symbols as they are, from 1
+        sym, distinct = symbols + 1, top
+    else:
+        sym, distinct = _ranked(symbols)
+    # past a text's end, a window holds the padding 0 on the hypothesis side and distinct + 1 on the reference side:
+    # an n-gram that runs past its text's end then never equals one of the other side
+    width = (distinct + 1).bit_length()
     if pair_bits + max_order * width + 1 > key_bits:
         return None
     # the texts in pair order: every reference's hypothesis (side 0), then every reference (side 1)
-    starts = np.cumsum(lengths) - lengths
     if n_refs == n_hyps and np.array_equal(owner, np.arange(n_hyps)):
         seq, seq_len = sym, lengths
     else:
         order = np.concatenate((owner, np.arange(n_hyps, n_texts, dtype=np.int64)))
         seq_len = lengths[order]
-        total = int(seq_len.sum())
+        starts = np.cumsum(lengths) - lengths
         seq_start = np.cumsum(seq_len) - seq_len
-        seq = sym[np.repeat(starts[order] - seq_start, seq_len) + np.arange(total, dtype=np.int64)]
-    n_seq = 2 * n_refs
+        seq = sym[np.repeat(starts[order] - seq_start, seq_len) + np.arange(int(seq_len.sum()), dtype=np.int64)]
+    # window[p]: the max_order symbols from p on (across text ends for now), built by doubling
     total = len(seq)
-    # each text followed by max_order - 1 zeros: a window of max_order symbols never sees the next text
-    pad = max_order - 1
-    where = np.arange(total, dtype=np.int64) + np.repeat(np.arange(n_seq, dtype=np.int64) * pad, seq_len)
-    padded = np.zeros(total + n_seq * pad + pad, dtype=np.int64)
-    padded[where] = seq
-    span = len(padded) - pad
-    window = padded[:span] << (width * pad)
-    for i in range(1, max_order):
-        window |= padded[i:i + span] << (width * (pad - i))
-    pair = np.repeat(np.concatenate((np.arange(n_refs, dtype=np.int64), np.arange(n_refs, dtype=np.int64))), seq_len)
-    side = np.repeat(np.arange(n_seq, dtype=np.int64) >= n_refs, seq_len)
-    keys = (pair << (max_order * width + 1)) | (window[where] << 1) | side
+    window, have = seq, 1
+    while have < max_order:
+        step = min(have, max_order - have)
+        ext = np.concatenate((window, np.zeros(have, dtype=np.int64)))
+        window = (window << (width * step)) | (ext[have:have + total] >> (width * (have - step)))
+        have += step
+    ext = None
+    # the last max_order - 1 positions of each text: padding after their k symbols
+    ends = np.cumsum(seq_len)
+    is_ref = np.arange(2 * n_refs) >= n_refs
+    for k in range(1, max_order):
+        has = seq_len >= k
+        at = ends[has] - k
+        tail = width * (max_order - k)
+        fill = int(sum((distinct + 1) << (width * j) for j in range(max_order - k)))
+        window[at] = (window[at] >> tail << tail) | np.where(is_ref[has], fill, 0)
+    pairs = np.arange(n_refs, dtype=np.int64) << (max_order * width + 1)
+    keys = (window << 1) | np.repeat(np.concatenate((pairs, pairs | 1)), seq_len)
+    del window
     keys.sort()
-    low = (1 << width) - 1
     every_pair = np.arange(n_refs + 1, dtype=np.int64)
     for n in range(1, max_order + 1):
         prefix = keys >> (1 + width * (max_order - n))  # the pair and the n-gram
-        bounds = np.flatnonzero(prefix[1:] != prefix[:-1]) + 1
-        bounds = np.concatenate(([0], bounds, [len(keys)]))
-        refs = np.concatenate(([0], np.cumsum(keys & 1)))[bounds]  # reference positions before each run
-        refs = np.diff(refs)
-        size = np.diff(bounds)
+        first = np.flatnonzero(prefix[1:] != prefix[:-1])
+        first += 1
+        first = np.concatenate(([0], first))
+        refs = np.add.reduceat(keys & 1, first)  # each run's reference positions
+        size = np.diff(first, append=len(keys))
         both = np.minimum(refs, size - refs)  # the n-gram's matches: min of its hypothesis and reference counts
-        run = prefix[bounds[:-1]]
-        both[(run & low) == 0] = 0  # not a full n-gram: the window ran past its text's end
-        summed = np.concatenate(([0], np.cumsum(both)))
-        pair_at = np.searchsorted(run >> (width * n), every_pair)  # runs are in pair order
+        hit = np.flatnonzero(both)
+        summed = np.concatenate(([0], np.cumsum(both[hit])))
+        pair_at = np.searchsorted(prefix[first[hit]] >> (width * n), every_pair)  # runs are in pair order
         out[:, n - 1, 2] = np.diff(summed[pair_at])
-        if n < max_order:  # an n+1-gram on both sides has its first n symbols on both sides
+        if 1 < n < max_order:  # an n+1-gram on both sides has its first n symbols on both sides
             keys = keys[np.repeat(both > 0, size)]
             if not len(keys):
                 break
@@ -263,3 +273,21 @@ def chrf_statistics(metric, hyps: Sequence[str], refs: Sequence[Sequence[str]]) 
         parts.append(statistics(*words, metric.word_order, len(hyps), owner))
     stats = np.concatenate(parts, axis=1)
     return stats.reshape(len(flat), -1)
+
+
+def best_statistics(metric, hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
+    """Per hypothesis, the statistics of :func:`chrf_statistics` against its best reference: the first with the
+    highest sentence F-score (sacrebleu's ``_compute_f_score``), sacrebleu's rule."""
+    stats = chrf_statistics(metric, hyps, refs)
+    if len(stats) == len(hyps):
+        return stats
+    rows, chosen, at = stats.tolist(), [], 0
+    for rs in refs:
+        best, top = at, -1.0
+        for j in range(at, at + len(rs)):
+            f = metric._compute_f_score(rows[j])
+            if f > top:
+                best, top = j, f
+        chosen.append(best)
+        at += len(rs)
+    return stats[chosen]
