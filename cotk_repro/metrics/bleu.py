@@ -523,6 +523,9 @@ class _BleuFamily(Metric):
             if norm is not None:
                 texts = list(map(norm, texts))
             return texts, self.bleu_tokenizer.tokenize_many(texts)
+        if norm is None and set(map(type, items)) <= {list} and set(map(type, chain.from_iterable(items))) <= {str}:
+            tokens = list(items)  # token lists, checked in bulk: as the loop below would make them
+            return [" ".join(t) for t in tokens], tokens
         tokens = []
         for x in items:
             if isinstance(x, str):
