@@ -111,6 +111,28 @@ def _ranked(symbols: np.ndarray) -> tuple[np.ndarray, int]:
     return rank[symbols], int(rank[-1])
 
 
+def _ranked_in_pairs(seq: np.ndarray, pair: np.ndarray, pair_bits: int, distinct: int) -> tuple[np.ndarray, int]:
+    """Symbols (from 1) replaced by their rank, from 1, among the distinct symbols of their own pair (a pair holds
+    few of a large alphabet), and the largest such rank; one sort of (pair, symbol, position)."""
+    total = len(seq)
+    pos_bits, sym_bits = max(total - 1, 0).bit_length(), distinct.bit_length()
+    if pair_bits + sym_bits + pos_bits > 63:
+        return seq, distinct
+    key = (pair << (sym_bits + pos_bits)) | (seq << pos_bits) | np.arange(total, dtype=np.int64)
+    key.sort()
+    where = key & ((1 << pos_bits) - 1)
+    group = key >> pos_bits  # (pair, symbol)
+    new_symbol = np.ones(total, dtype=np.int64)
+    new_symbol[1:] = group[1:] != group[:-1]
+    rank = np.cumsum(new_symbol)
+    pair_start = np.ones(total, dtype=bool)
+    pair_start[1:] = (group[1:] >> sym_bits) != (group[:-1] >> sym_bits)
+    local = rank - np.maximum.accumulate(np.where(pair_start, rank, 0)) + 1
+    out = np.empty(total, dtype=np.int64)
+    out[where] = local
+    return out, int(local.max()) if total else 0
+
+
 def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
                       owner: np.ndarray, *, key_bits: int = 63) -> np.ndarray | None:
     """``(references, max_order, 3)`` int64 as :func:`order_statistics`, from one sort of one key per position of
@@ -135,11 +157,6 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
         sym, distinct = symbols + 1, top
     else:
         sym, distinct = _ranked(symbols)
-    # past a text's end, a window holds the padding 0 on the hypothesis side and distinct + 1 on the reference side:
-    # an n-gram that runs past its text's end then never equals one of the other side
-    width = (distinct + 1).bit_length()
-    if pair_bits + max_order * width + 1 > key_bits:
-        return None
     # the texts in pair order: every reference's hypothesis (side 0), then every reference (side 1)
     if n_refs == n_hyps and np.array_equal(owner, np.arange(n_hyps)):
         seq, seq_len = sym, lengths
@@ -149,6 +166,14 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
         starts = np.cumsum(lengths) - lengths
         seq_start = np.cumsum(seq_len) - seq_len
         seq = sym[np.repeat(starts[order] - seq_start, seq_len) + np.arange(int(seq_len.sum()), dtype=np.int64)]
+    pair_of = np.concatenate((np.arange(n_refs, dtype=np.int64), np.arange(n_refs, dtype=np.int64)))
+    if pair_bits + max_order * (distinct + 1).bit_length() + 1 > key_bits:  # rank the symbols within each pair
+        seq, distinct = _ranked_in_pairs(seq, np.repeat(pair_of, seq_len), pair_bits, distinct)
+    # past a text's end, a window holds the padding 0 on the hypothesis side and distinct + 1 on the reference side:
+    # an n-gram that runs past its text's end then never equals one of the other side
+    width = (distinct + 1).bit_length()
+    if pair_bits + max_order * width + 1 > key_bits:
+        return None
     # window[p]: the max_order symbols from p on (across text ends for now), built by doubling
     total = len(seq)
     window, have = seq, 1
@@ -167,8 +192,7 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
         tail = width * (max_order - k)
         fill = int(sum((distinct + 1) << (width * j) for j in range(max_order - k)))
         window[at] = (window[at] >> tail << tail) | np.where(is_ref[has], fill, 0)
-    pairs = np.arange(n_refs, dtype=np.int64) << (max_order * width + 1)
-    keys = (window << 1) | np.repeat(np.concatenate((pairs, pairs | 1)), seq_len)
+    keys = (window << 1) | np.repeat((pair_of << (max_order * width + 1)) | is_ref, seq_len)
     del window
     keys.sort()
     every_pair = np.arange(n_refs + 1, dtype=np.int64)
