@@ -184,7 +184,8 @@ def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequenc
 
     Only n-grams found on both sides of a pair (a hypothesis and its references) count, and an n-gram can be found
     on the other side only if both its (n-1)-grams were: each order looks only at the positions whose two
-    (n-1)-grams matched (a fraction of them), never at ``<unk>``.
+    (n-1)-grams matched (a fraction of them), never at ``<unk>``. With one reference per hypothesis every order
+    comes from one sort instead (:func:`_single_reference_matches`).
     """
     H = len(hyps)
     flat = list(chain.from_iterable(refs))

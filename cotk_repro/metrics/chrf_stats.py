@@ -198,6 +198,14 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
     every_pair = np.arange(n_refs + 1, dtype=np.int64)
     for n in range(1, max_order + 1):
         prefix = keys >> (1 + width * (max_order - n))  # the pair and the n-gram
+        if n > 1:  # an n-gram seen once (a run of one) matches nothing, nor does any longer one starting there
+            same = prefix[1:] == prefix[:-1]
+            shared = np.zeros(len(keys), dtype=bool)
+            shared[1:] = same
+            shared[:-1] |= same
+            keys, prefix = keys[shared], prefix[shared]
+            if not len(keys):
+                break
         first = np.flatnonzero(prefix[1:] != prefix[:-1])
         first += 1
         first = np.concatenate(([0], first))
