@@ -174,15 +174,16 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
     width = (distinct + 1).bit_length()
     if pair_bits + max_order * width + 1 > key_bits:
         return None
-    # window[p]: the max_order symbols from p on (across text ends for now), built by doubling
+    # window[p]: the max_order symbols from p on (across text ends for now)
     total = len(seq)
-    window, have = seq, 1
-    while have < max_order:
-        step = min(have, max_order - have)
-        ext = np.concatenate((window, np.zeros(have, dtype=np.int64)))
-        window = (window << (width * step)) | (ext[have:have + total] >> (width * (have - step)))
-        have += step
-    ext = None
+    ext = np.zeros(total + max_order, dtype=np.int64)
+    ext[:total] = seq
+    window = np.left_shift(seq, width * (max_order - 1))
+    shifted = np.empty_like(window)
+    for i in range(1, max_order):
+        np.left_shift(ext[i:i + total], width * (max_order - 1 - i), out=shifted)
+        window |= shifted
+    del ext, shifted
     # the last max_order - 1 positions of each text: padding after their k symbols
     ends = np.cumsum(seq_len)
     is_ref = np.arange(2 * n_refs) >= n_refs
@@ -203,7 +204,8 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
             shared = np.zeros(len(keys), dtype=bool)
             shared[1:] = same
             shared[:-1] |= same
-            keys, prefix = keys[shared], prefix[shared]
+            keys = keys[shared]
+            prefix = keys >> (1 + width * (max_order - n))
             if not len(keys):
                 break
         first = np.flatnonzero(prefix[1:] != prefix[:-1])
