@@ -4,11 +4,15 @@ sacrebleu builds a ``Counter`` of every character (and word) n-gram of every sen
 pair by pair, in Python. Here all texts are one array of integer symbols (Unicode code points, or word ids) and
 the statistics of every order come from **one sort** (:func:`sorted_statistics`): each position of each
 (hypothesis, reference) pair gets one integer key, the pair's number, then the ``max_order`` symbols starting
-there (0 past the text's end), then one bit for the side. Sorted, the keys of one pair that share their first n
-symbols are neighbours for every n at once, so an order's n-grams are runs of equal ``key >> shift``, and a run's
-hypothesis and reference counts are differences of one running sum. When the keys do not fit 63 bits (a large
-alphabet in long pairs, high orders), :func:`order_statistics`, one sort per order with dense re-ranked keys,
-does the same work without a width limit.
+there, then one bit for the side; past the text's end the window holds padding, 0 on the hypothesis side and
+another value on the reference side, so an n-gram running off its text never matches. Sorted, the keys of one
+pair that share their first n symbols are neighbours for every n at once, so an order's n-grams are runs of
+equal ``key >> shift``; a run's reference count is a sum over it, its matches min(hypothesis, reference); from
+order 2 on the runs of one are dropped first and from order 3 on only the runs found on both sides are kept
+(an n+1-gram can match only where its first n symbols did). Symbols are used as they are while the keys fit 63
+bits, else ranked over the corpus, else ranked within each pair (a pair holds few of a large alphabet); when
+even that does not fit (orders far past 6), :func:`order_statistics`, one sort per order with dense re-ranked
+keys, does the same work without a width limit.
 
 The result, per reference and order, is sacrebleu's ``[hypothesis n-grams (0 when the reference has none),
 reference n-grams, matches]``, so the F-scores computed from them (by sacrebleu's own ``_compute_f_score``) are
