@@ -664,3 +664,29 @@ def test_sacrebleu_denominators_equal_sacrebleu_with_short_hypotheses(kind, toke
         assert "|den:sacrebleu|" in got["bleu signature"]
     default = evaluate([("bleu", {"tokenizer": tokenizer})], hyps, [[r] for r in refs])
     assert default["bleu hashvalue"] != got["bleu hashvalue"]
+
+
+def test_one_reference_counts_from_one_sort_equal_the_per_order_counts(fixtures_dir, monkeypatch):
+    """With one reference per hypothesis corpus BLEU's clipped counts come from chrF's one-sort kernel; they equal
+    the general per-order counting, ``<unk>`` (never matching) and empty sentences included."""
+    import random
+
+    from cotk_repro.metrics import bleu as bleu_module
+    from cotk_repro.metrics.ngrams import tokenize_texts
+
+    d = fixtures_dir / "texygen"
+    hyps = tokenize_texts(d.joinpath("instances", "mle.txt").read_text().splitlines()[:800])
+    refs = tokenize_texts(d.joinpath("coco_test.txt").read_text().splitlines()[:800])
+    hyps += [[], ["<unk>"], ["a", "<unk>", "b"], ["x", "y", "z", "x", "y"]]
+    refs += [["a"], ["<unk>"], ["a", "<unk>", "b"], ["x", "y", "x", "y", "z"]]
+    rng = random.Random(5)
+    for sent in hyps[:200] + refs[:200]:
+        if sent and rng.random() < 0.5:
+            sent[rng.randrange(len(sent))] = "<unk>"
+    nested = [[r] for r in refs]
+    for n in (1, 2, 4, 7):
+        fast = bleu_module.corpus_counts(hyps, nested, n)
+        with monkeypatch.context() as m:
+            m.setattr(bleu_module, "_single_reference_matches", lambda *a: None)
+            assert bleu_module.corpus_counts(hyps, nested, n) == fast
+    assert bleu_module.corpus_counts([["<unk>", "a"]], [[["<unk>", "a"]]], 2)[0] == [1, 0]

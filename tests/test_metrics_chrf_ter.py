@@ -185,11 +185,49 @@ def test_corpus_statistics_equal_sacrebleus_also_with_dense_keys_and_empty_texts
         m = CHRF(**settings)
         expected = [m._extract_corpus_statistics([h], [[r]])[0] for h, rs in zip(hyps, refs) for r in rs]
         assert chrf_stats.chrf_statistics(m, hyps, refs).tolist() == expected
-        real = chrf_stats.order_statistics
-        try:
-            chrf_stats.order_statistics = lambda *a, real=real, **k: real(*a, **{**k, "key_limit": 1})
-            assert chrf_stats.chrf_statistics(m, hyps, refs).tolist() == expected
+        real_sorted, real_order = chrf_stats.sorted_statistics, chrf_stats.order_statistics
+        try:  # symbols re-ranked (a large alphabet), then keys too wide: one sort per order, re-ranked at every order
+            for bits in (40, 1):
+                chrf_stats.sorted_statistics = lambda *a, bits=bits, real_sorted=real_sorted, **k: real_sorted(*a, **{**k, "key_bits": bits})
+                chrf_stats.order_statistics = lambda *a, real_order=real_order, **k: real_order(*a, **{**k, "key_limit": 1})
+                assert chrf_stats.chrf_statistics(m, hyps, refs).tolist() == expected
         finally:
-            chrf_stats.order_statistics = real
+            chrf_stats.sorted_statistics, chrf_stats.order_statistics = real_sorted, real_order
     assert np.asarray(chrf_stats.chrf_statistics(CHRF(), [""], [[""]])).sum() == 0
     assert get_metric("chrf").compute([""], [[""]])["chrf"] == CHRF().corpus_score([""], [[""]]).score / 100
+
+
+def test_one_sort_statistics_equal_one_sort_per_order_on_random_texts():
+    """sorted_statistics (one sort for every order) against order_statistics (one per order) on random symbol
+    strings: small and large alphabets, empty and short texts, one to three references, orders past the lengths."""
+    import numpy as np
+
+    from cotk_repro.metrics import chrf_stats
+
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        n_hyps = int(rng.integers(1, 12))
+        per = rng.integers(1, 4, n_hyps) if trial % 2 else np.ones(n_hyps, dtype=np.int64)
+        owner = np.repeat(np.arange(n_hyps), per)
+        lengths = rng.integers(0, 14, n_hyps + len(owner))
+        alphabet = int(rng.choice([1, 2, 3, 30, 5000]))
+        symbols = rng.integers(0, alphabet, int(lengths.sum())) * int(rng.choice([1, 97]))
+        for order in (1, 2, 6, 9):
+            fast = chrf_stats.sorted_statistics(symbols, lengths, order, n_hyps, owner)
+            slow = chrf_stats.order_statistics(symbols, lengths, order, n_hyps, owner)
+            if fast is not None:
+                assert fast.tolist() == slow.tolist(), (trial, order)
+
+
+def test_whitespace_table_is_str_split():
+    """The corpus-at-once preparation removes exactly what ``str.split`` splits on, at every code point."""
+    from cotk_repro.metrics import chrf_stats
+
+    table = chrf_stats.space_table()
+    assert [c for c in range(0x110000) if chr(c).isspace()] == [int(c) for c in table.nonzero()[0]]
+    for texts in (["a\u3000b\x1c c\u2028d", " \t", "", "x\u00a0y\u200bz", "(hi) there, you!"],
+                  ["a\x1cb\x1f c\x0bd\x0c", " \t", "", "x\ry", "(hi) there, you!"]):  # the second: ASCII
+        chars, words = chrf_stats.text_symbols(texts, False, True, CHRF()._remove_punctuation)
+        assert chars[0].tolist() == [ord(c) for t in texts for c in "".join(t.split())]
+        assert chars[1].tolist() == [len("".join(t.split())) for t in texts]
+        assert words[1].tolist() == [len(CHRF()._remove_punctuation(t)) for t in texts]

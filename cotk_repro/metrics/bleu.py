@@ -185,7 +185,8 @@ def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequenc
 
     Only n-grams found on both sides of a pair (a hypothesis and its references) count, and an n-gram can be found
     on the other side only if both its (n-1)-grams were: each order looks only at the positions whose two
-    (n-1)-grams matched (a fraction of them), never at ``<unk>``.
+    (n-1)-grams matched (a fraction of them), never at ``<unk>``. With one reference per hypothesis every order
+    comes from one sort instead (:func:`_single_reference_matches`).
     """
     H = len(hyps)
     flat = list(chain.from_iterable(refs))
@@ -193,6 +194,12 @@ def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequenc
     lengths = np.fromiter(map(len, sents), np.int64, count=len(sents))
     total = int(lengths.sum())
     tokens, _, _, V = token_ids(sents, total)
+    if len(flat) == H:  # one reference each: every order from one sort (chrF's kernel)
+        nums = _single_reference_matches(tokens, lengths, H, max_n)
+        if nums is not None:
+            lengths_h = lengths[:H]
+            dens = _denominators(lengths_h, max_n).sum(axis=0)
+            return nums, [int(d) for d in dens], int(lengths_h.sum()), int(lengths[H:].sum())
     owner = np.repeat(np.arange(H, dtype=np.int64), np.fromiter(map(len, refs), np.int64, count=H))
     sent_at = np.repeat(np.arange(len(sents), dtype=np.int64), lengths)
     remaining = np.repeat(np.cumsum(lengths), lengths) - np.arange(total, dtype=np.int64)
@@ -248,6 +255,24 @@ def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequenc
             start += len(rs)
             closest += min(cand, key=lambda r: (abs(r - h), r))
     return nums, [int(d) for d in dens], int(lengths_h.sum()), closest
+
+
+def _single_reference_matches(tokens: np.ndarray, lengths: np.ndarray, H: int, max_n: int) -> list[int] | None:
+    """Clipped n-gram matches per order when each hypothesis has one reference (sentences 0..H-1, then their
+    references): :func:`cotk_repro.metrics.chrf_stats.sorted_statistics` with ``<unk>`` (id 0) replaced by one
+    value on the hypothesis side and another on the reference side, so that an n-gram holding it never matches;
+    None where that kernel's keys do not fit."""
+    from .chrf_stats import sorted_statistics
+
+    if not len(tokens):
+        return None
+    top = int(tokens.max()) + 1
+    sym = tokens.copy()
+    hyp_total = int(lengths[:H].sum())
+    sym[:hyp_total][sym[:hyp_total] == 0] = top
+    sym[hyp_total:][sym[hyp_total:] == 0] = top + 1
+    stats = sorted_statistics(sym, lengths, max_n, H, np.arange(H, dtype=np.int64))
+    return None if stats is None else [int(x) for x in stats[:, :, 2].sum(axis=0)]
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -532,6 +557,9 @@ class _BleuFamily(Metric):
             if norm is not None:
                 texts = list(map(norm, texts))
             return texts, self.bleu_tokenizer.tokenize_many(texts)
+        if norm is None and set(map(type, items)) <= {list} and set(map(type, chain.from_iterable(items))) <= {str}:
+            tokens = list(items)  # token lists, checked in bulk: as the loop below would make them
+            return [" ".join(t) for t in tokens], tokens
         tokens = []
         for x in items:
             if isinstance(x, str):

@@ -116,36 +116,23 @@ class ChrfMetric(Metric):
         m = self.sacrebleu_metric()
         return [m.sentence_score(h, rs).score / 100.0 for h, rs in zip(hyps, refs)]
 
-    def best_statistics(self, hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> list[list[int]]:
-        """Per hypothesis, sacrebleu's match statistics against its best reference (the first with the highest
-        sentence F-score, sacrebleu's rule), computed for the whole corpus at once
+    def best_statistics(self, hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> Any:
+        """Per hypothesis (rows of an int64 array), sacrebleu's match statistics against its best reference (the
+        first with the highest sentence F-score, sacrebleu's rule), computed for the whole corpus at once
         (:mod:`cotk_repro.metrics.chrf_stats`)."""
-        from .chrf_stats import chrf_statistics
+        from .chrf_stats import best_statistics
 
-        m = self.sacrebleu_metric()
-        stats = chrf_statistics(m, hyps, refs).tolist()
-        if all(len(rs) == 1 for rs in refs):
-            return stats
-        best, at = [], 0
-        for rs in refs:
-            chosen, top = [], -1.0
-            for row in stats[at:at + len(rs)]:
-                f = m._compute_f_score(row)
-                if f > top:
-                    chosen, top = row, f
-            best.append(chosen)
-            at += len(rs)
-        return best
+        return best_statistics(self.sacrebleu_metric(), hyps, refs)
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
                 ) -> dict[str, Any]:
         hyps, refs, _ = text_inputs(self.name, hypotheses, references)
         m = self.sacrebleu_metric()
         best = self.best_statistics(hyps, refs)
-        value = m._compute_f_score([sum(col) for col in zip(*best)]) / 100.0
+        value = m._compute_f_score(best.sum(axis=0).tolist()) / 100.0
         hashed = ([[r.lower() if self.lowercase else r] for r in rs] for rs in refs)
         out = self.declaration(refs).entry(self.name, value,
                                            lambda settings: reference_set_hash(self.name, settings, hashed))
         if self.per_sentence:
-            out[f"{self.name} per-sentence"] = [m._compute_f_score(row) / 100.0 for row in best]
+            out[f"{self.name} per-sentence"] = [m._compute_f_score(row) / 100.0 for row in best.tolist()]
         return out
