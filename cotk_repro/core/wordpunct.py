@@ -21,7 +21,12 @@ punctuation: text holding them takes the per-text path). Three paths, every one 
 * other ASCII: the punctuation runs are split off by a bytes regex (``\\w`` is ``[A-Za-z0-9_]``, whitespace is
   ``\\t\\n\\v\\f\\r`` and space; ``\\x1c``-``\\x1f`` are punctuation, as in NLTK) and the bytes split on
   whitespace (``bytes.split`` does not split on ``\\x1c``-``\\x1f``);
-* anything else: the same with a ``regex`` str pattern.
+* anything else: many texts (4,096 characters and more) through a table of each code point's class (word, space,
+  punctuation) that ``regex`` itself fills, a space inserted with numpy wherever a word character touches a
+  punctuation character, one split of the whole block and the tokens dealt out to the texts by the line each starts
+  on (:func:`_tokenize_block`, tested on every code point); fewer, the same with a ``regex`` str pattern.
+
+The bulk function runs with the cyclic garbage collector paused (the token lists form no cycles).
 """
 
 from __future__ import annotations
