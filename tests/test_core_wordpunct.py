@@ -138,7 +138,7 @@ def test_bulk_path_one_text_per_code_point_and_context(start):
     skip = {0x0A, 0x1C, 0x1D, 0x1E, 0x1F}
     for lo in range(start, start + 0x44000, 0x11000):
         texts = [ctx.format(chr(cp)) for cp in range(lo, lo + 0x11000) if cp not in skip for ctx in CONTEXTS]
-        ours = wordpunct._tokenize_block("\n".join(texts), len(texts))
+        ours = wordpunct._tokenize_block("\n".join(texts))
         assert ours == wordpunct.tokenize_many(texts)
         assert [tok for toks in ours for tok in toks] == _nltk_tokens(" ".join(texts))
         # each text's tokens joined are the text without its whitespace (a token never spans a space)

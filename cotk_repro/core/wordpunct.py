@@ -220,7 +220,7 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
     if _has_separator(block):  # str.split would split on \x1c-\x1f
         return list(map(compiled(PATTERN).findall, texts))
     if len(block) >= _NUMPY_FROM:
-        return _tokenize_block(block, len(texts))
+        return _tokenize_block(block)
     spaced = compiled(r"[^\w\s]+").sub(r" \g<0> ", block)  # quicker than split + join in the regex module
     return list(map(str.split, spaced.split("\n")))
 
@@ -259,9 +259,9 @@ def _classes_upto(top: int) -> Any:
     return _class_table
 
 
-def _tokenize_block(block: str, count: int) -> list[list[str]]:
-    """The tokens of the ``count`` texts joined by ``"\\n"`` in ``block`` (no text holds a line break or
-    ``\x1c``-``\x1f``, which ``str.split`` would split on)."""
+def _tokenize_block(block: str) -> list[list[str]]:
+    """The tokens of each line of ``block`` (texts joined by ``"\\n"``; none holds ``\\x1c``-``\\x1f``, which
+    ``str.split`` would split on)."""
     import numpy as np
 
     codes = np.frombuffer(block.encode("utf-32-le", "surrogatepass"), np.uint32)
@@ -271,6 +271,6 @@ def _tokenize_block(block: str, count: int) -> list[list[str]]:
     flat = spaced.tobytes().decode("utf-32-le", "surrogatepass").split()  # whitespace: regex's but \x1c-\x1f
     starts = classes != _CLASS_SPACE  # a token starts where a non-space follows another class
     starts[1:] &= classes[1:] != classes[:-1]
-    lines = np.searchsorted(np.flatnonzero(codes == ord("\n")), np.flatnonzero(starts))
-    ends = np.cumsum(np.bincount(lines, minlength=count)).tolist()
+    before = np.cumsum(starts, dtype=np.int64)  # tokens started up to each position; a line break starts none
+    ends = before[codes == ord("\n")].tolist() + [len(flat)]
     return [flat[a:b] for a, b in zip([0] + ends, ends)]
