@@ -79,6 +79,16 @@ DEFAULT_PINS = {
         "nist hashvalue": "90b35e206f9edf08c31c1f482660e6da16aa726b0d5a2c86c57a7e2641072a51",
         "nist signature": "nist|n:5|tok:wordpunct-u18|refs:1|v:1"
     },
+    "rouge": {
+        "rouge-1 hashvalue": "0f1c01f54c91adfee64727e492e79fb65f275eea65ffd48a103c9ad9af5d9c0d",
+        "rouge-1 signature": "rouge-1|alpha:0.5|stem:no|tok:rouge-score|refs:1|v:1",
+        "rouge-2 hashvalue": "4cdd7f547c56c79bfdc220dae848978f9ddc9a0ce26bfcbbd714f0a363a8efa8",
+        "rouge-2 signature": "rouge-2|alpha:0.5|stem:no|tok:rouge-score|refs:1|v:1",
+        "rouge-l hashvalue": "87b55212d25ee1398cc60dcfa2d6cd55e54e3f94776ebf684250865a644766ac",
+        "rouge-l signature": "rouge-l|alpha:0.5|stem:no|tok:rouge-score|refs:1|v:1",
+        "rouge-lsum hashvalue": "964ad3744e4722cc1621a2aea940817d33d91a2ff0456e8fcc27eb6f3b4dea5b",
+        "rouge-lsum signature": "rouge-lsum|alpha:0.5|stem:no|tok:rouge-score|split:newline|refs:1|v:1"
+    },
     "self-bleu": {
         "self-bleu hashvalue": "f963459f4d5ad63ce73c3c1c35b78d41bf31f2209657124fe78c8b9f9a6e409c",
         "self-bleu signature": "self-bleu|n:4|smooth:m1|tok:wordpunct-u18|size:4|v:1"
@@ -86,7 +96,8 @@ DEFAULT_PINS = {
 }
 
 CASES = [("distinct", {}), ("ngram-entropy", {}), ("nist", {}), ("meteor", {"wordnet": False}), ("gleu", {}),
-         ("cider", {}), ("fw-rv-ppl", {"ngram": 2}), ("bleu", {}), ("self-bleu", {}), ("fw-bw-bleu", {})]
+         ("cider", {}), ("fw-rv-ppl", {"ngram": 2}), ("bleu", {}), ("self-bleu", {}), ("fw-bw-bleu", {}),
+         ("rouge", {"types": ["rouge1", "rouge2", "rougeL", "rougeLsum"]})]
 REFERENCE_FREE = ("self-bleu",)
 
 
@@ -139,6 +150,14 @@ def test_unknown_normalize_is_one_sentence(name):
         get_metric(name, normalize="nfd")
     assert "unknown normalize 'nfd'; choose one of none, nfc, nfkc" in exc.value.message
     assert "\n" not in exc.value.message
+
+
+def test_rouge_normalize_keeps_full_width_letters():
+    """rouge-score's tokenizer keeps ASCII letters and digits only: NFKC turns full-width ones into them."""
+    plain = get_metric("rouge", types=["rouge1"]).compute(["ｈｅｌｌｏ world"], [["hello world"]])
+    folded = get_metric("rouge", types=["rouge1"], normalize="nfkc").compute(["ｈｅｌｌｏ world"], [["hello world"]])
+    assert plain["rouge-1"] == pytest.approx(2 / 3) and folded["rouge-1"] == 1.0
+    assert "|norm:nfkc|" in folded["rouge-1 signature"]
 
 
 def test_normalize_through_evaluate():
