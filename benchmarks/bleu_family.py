@@ -234,12 +234,12 @@ def main() -> None:
           f"{'NLTK full s (extrap.)':>22} {'max |diff|':>10} {'speedup':>9}")
     self_times = {}
     for m, sents in gens.items():
-        res, t_ours = timed(lambda: get_metric("self-bleu").compute(sents), repeat=2)
+        res, t_ours = timed(lambda sents=sents: get_metric("self-bleu").compute(sents), repeat=2)
         self_times[m] = t_ours
         k = min(args.nltk_subset, len(sents))
         sub = tokenize_texts(sents[:k])
-        ref_vals, t_nltk = timed(lambda: [sentence_bleu(sub[:i] + sub[i + 1:], sub[i], smoothing_function=sm1)
-                                          for i in range(k)])
+        ref_vals, t_nltk = timed(lambda sub=sub, k=k: [sentence_bleu(sub[:i] + sub[i + 1:], sub[i], smoothing_function=sm1)
+                                                    for i in range(k)])
         ours_sub = self_bleu_scores(sub, 4, w4, "method1")
         diff = max(abs(a - b) for a, b in zip(ours_sub, ref_vals))
         full = t_nltk * (len(sents) / k) ** 2

@@ -69,9 +69,9 @@ def wordpunct_section(lines: int, repeat: int) -> list[dict]:
     for kind in ("hindi", "chinese", "mixed", "english"):
         texts = corpus(kind, lines, 1)
         wordpunct.tokenize_many(texts[:10])  # imports and compiles, outside the timing
-        ours_s, ours, ours_cpu = best(lambda: wordpunct.tokenize_many(texts), repeat)
+        ours_s, ours, ours_cpu = best(lambda texts=texts: wordpunct.tokenize_many(texts), repeat)
         nltk_tok = WordPunctTokenizer()
-        nltk_s, theirs, nltk_cpu = best(lambda: [nltk_tok.tokenize(t) for t in texts], repeat)
+        nltk_s, theirs, nltk_cpu = best(lambda tok=nltk_tok, texts=texts: [tok.tokenize(t) for t in texts], repeat)
         assert ours == theirs, kind
         tokens = sum(map(len, ours))
         rows.append({"corpus": kind, "tokens": tokens, "ours_s": ours_s, "nltk_s": nltk_s,
@@ -98,9 +98,12 @@ def sacrebleu_section(lines: int, repeat: int) -> list[dict]:
         except Exception as exc:  # a mecab tokenizer without its optional dependencies
             print(f"  {kind:9} {name:9} skipped: {exc}")
             continue
-        metric = lambda: get_metric("bleu", tokenizer=name, denominators="sacrebleu")  # noqa: E731  sacrebleu's totals
-        ours_s, ours, ours_cpu = best(lambda: metric().compute(hyps, [[r] for r in refs]), repeat)
-        sb_s, theirs, sb_cpu = best(lambda: sacrebleu.corpus_bleu(hyps, [refs], tokenize=name), repeat)
+        def ours_once(name=name, hyps=hyps, refs=refs):  # a new metric each time; sacrebleu's totals
+            return get_metric("bleu", tokenizer=name, denominators="sacrebleu").compute(hyps, [[r] for r in refs])
+        ours_s, ours, ours_cpu = best(ours_once, repeat)
+        sb_s, theirs, sb_cpu = best(lambda hyps=hyps, refs=refs, name=name: sacrebleu.corpus_bleu(hyps, [refs],
+                                                                                                  tokenize=name),
+                                    repeat)
         equal = abs(ours["bleu"] - theirs.score / 100) <= 1e-12
         rows.append({"corpus": kind, "tokenizer": name, "ours_s": ours_s, "sacrebleu_s": sb_s,
                      "speedup": sb_s / ours_s, "bleu": ours["bleu"], "sacrebleu": theirs.score / 100,

@@ -61,10 +61,10 @@ def main() -> int:
                                      ("TER", "ter", {}, min(args.ter_pairs, len(hyps)))):
         h, r = hyps[:n], refs[:n]
         peer = CHRF(**settings) if name == "chrf" else TER(**settings)
-        t_peer, v_peer = best_of(args.repeat, lambda: peer.corpus_score(h, [r]).score / 100)
+        t_peer, v_peer = best_of(args.repeat, lambda peer=peer, h=h, r=r: peer.corpus_score(h, [r]).score / 100)
         metric = get_metric(name, **settings)
         nested = [[x] for x in r]
-        t_ours, out = best_of(args.repeat, lambda: metric.compute(h, nested))
+        t_ours, out = best_of(args.repeat, lambda metric=metric, h=h, nested=nested: metric.compute(h, nested))
         v_ours = out[name]
         rows.append((label, n, t_ours, t_peer, v_ours, v_peer))
         print(f"{label:7s} {n:6d} pairs  ours {t_ours:7.3f} s  sacrebleu {t_peer:7.3f} s  x{t_peer / t_ours:5.2f}  "
@@ -105,7 +105,7 @@ def mojo(args, rows) -> None:
     out = json.loads(proc.stdout)
     print(f"sacrebleu-mojo {out['version']} ({out['backend']})")
     ours = {"chrF": rows[0], "chrF++": rows[1]}
-    for (wo, t, value), label in zip(out["rows"], ("chrF", "chrF++")):
+    for (_wo, t, value), label in zip(out["rows"], ("chrF", "chrF++")):
         _, n, t_ours, t_peer, v_ours, _ = ours[label]
         print(f"{label:7s} {n:6d} pairs  ours {t_ours:7.3f} s  sacrebleu-mojo {t:7.3f} s  ours x{t / t_ours:5.2f} "
               f"faster  mojo vs sacrebleu x{t_peer / t:5.2f}  values {v_ours!r} / {value!r}")

@@ -142,10 +142,10 @@ def main() -> int:
         print(f"reference report: {same}/{n} hashes equal, max |value difference| {worst:.3g}")
     if args.peer_hyps:
         per = peer_nltk(args.data, args.peer_hyps)
-        n_lines = sum(1 for _ in open(data / "instances" / "mle.txt", encoding="utf-8"))
+        n_lines = len((args.data / "instances" / "mle.txt").read_text(encoding="utf-8").splitlines())
         est = sum(per.values()) / len(per) * 4 * n_lines * n_sys  # BLEU-2..5 forward only, all systems
         print(f"peer (Texygen's NLTK sentence_bleu loop, {args.peer_hyps} MLE hypotheses vs all "
-              f"{sum(1 for _ in open(args.data / 'coco_test.txt', encoding='utf-8'))} references, this run): "
+              f"{len((args.data / 'coco_test.txt').read_text(encoding='utf-8').splitlines())} references, this run): "
               + ", ".join(f"{k} {v * 1000:.0f} ms/sentence" for k, v in per.items()))
         print(f"  extrapolated to forward BLEU-2..5 of all {n_sys} x {n_lines} sentences: {est / 3600:.1f} h "
               f"(this tool: {sum(result.seconds.get(m.label, 0) for m in cfg.metrics if m.name == 'fw-bw-bleu'):.1f} s "

@@ -171,7 +171,7 @@ def ensure_cotk(venv: Path) -> tuple[Path | None, str]:
         return None, f"cannot create the venv {venv}: {exc}"
     if r.returncode != 0:
         tail = (r.stderr or r.stdout).strip().splitlines()[-5:]
-        return None, "pip install cotk==%s failed:\n    %s" % (COTK_VERSION, "\n    ".join(tail))
+        return None, "pip install cotk=={} failed:\n    {}".format(COTK_VERSION, "\n    ".join(tail))
     version = cotk_installed(py)
     if version != COTK_VERSION:
         r = subprocess.run([str(py), "-c", "import cotk.dataloader"], capture_output=True, text=True)

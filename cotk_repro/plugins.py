@@ -57,6 +57,8 @@ class PluginInfo:
     registers: dict[str, list[str]] = field(default_factory=dict)
     #: one sentence per component refused at registration (it does not honour its kind's contract)
     refused: list[str] = field(default_factory=list)
+    #: one sentence per name this plugin and another both register (neither is used under it)
+    conflicts: list[str] = field(default_factory=list)
 
     @property
     def broken(self) -> bool:
@@ -72,6 +74,7 @@ class PluginInfo:
             "error": self.error,
             "registers": self.registers,
             "refused": self.refused,
+            "conflicts": self.conflicts,
         }
 
 
@@ -211,9 +214,11 @@ class Plugins:
                     raise PluginError(f"plugin {plugin_name!r} registered a {kind} without a name")
                 if name in registry or name in refused_by:  # a clash whether or not the first honours the contract
                     other = registry[name].plugin if name in registry else refused_by[name]
-                    conflicts.append(
-                        f"{kind} {name!r} is registered by two plugins: {other!r} and {plugin_name!r}"
-                    )
+                    message = f"{kind} {name!r} is registered by two plugins: {other!r} and {plugin_name!r}"
+                    conflicts.append(message)
+                    for who in {other, plugin_name}:
+                        if who in self.infos:
+                            self.infos[who].conflicts.append(message)
                     return
                 problem = contract_problem(kind, name, component)
                 if problem is not None:  # never listed, never used: one sentence naming the plugin instead

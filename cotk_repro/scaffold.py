@@ -133,8 +133,12 @@ def _inside_git(directory: Path) -> bool:
     import subprocess
 
     try:
-        r = subprocess.run(["git", "-C", str(directory), "rev-parse", "--is-inside-work-tree"],  # noqa: S603, S607 - git from PATH; the directory the user typed, as -C's value
-                           capture_output=True, text=True)
+        r = subprocess.run(  # noqa: S603 - git from PATH; the directory the user typed, as -C's value
+            ["git", "-C", str(directory), "rev-parse", "--is-inside-work-tree"],  # noqa: S607
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     except OSError:
         raise CotkError("git is not installed; cotk-repro needs git to record code") from None
     return r.returncode == 0 and r.stdout.strip() == "true"

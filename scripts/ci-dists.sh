@@ -130,7 +130,7 @@ for d in "${dists[@]}"; do
   cli "$v" plugins --json >"$SMOKE/plugins.json"
   "$v/bin/python" - "$SMOKE/plugins.json" <<'EOF' || fail "$d: a plugin is BROKEN in its bare venv"
 import json, sys
-broken = [p for p in json.load(open(sys.argv[1]))["plugins"] if str(p.get("status", "")).upper() == "BROKEN"]
+broken = [p for p in json.load(open(sys.argv[1])) if str(p.get("status", "")).upper() == "BROKEN"]
 for p in broken:
     print(f"BROKEN {p['name']}: {p.get('error')}", file=sys.stderr)
 sys.exit(1 if broken else 0)

@@ -34,15 +34,17 @@ def fake_hash(label: str) -> str:
 
 def make_record(results: dict[str, tuple[float, str | None]], *, name: str = "proj", task: str = "lm",
                 dataset: str = "coco", status: str = "ok", nonce: str | None = None,
-                remote_url: str | None = "https://github.com/example/proj.git") -> dict[str, Any]:
-    """A finalized record (valid id) whose results are ``{metric: (value, hash or None)}``."""
+                remote_url: str | None = "https://github.com/example/proj.git", dirty: bool = False
+                ) -> dict[str, Any]:
+    """A finalized record (valid id) whose results are ``{metric: (value, hash or None)}``; ``dirty``: run
+    from a work tree with uncommitted changes (``run --allow-dirty``)."""
     commit = hashlib.sha1((nonce or secrets.token_hex(8)).encode()).hexdigest()
     record: dict[str, Any] = {
         "schema": RECORD_SCHEMA,
         "schema_version": RECORD_SCHEMA_VERSION,
         "status": status,
         "code": {"commit": commit, "branch": "main", "detached": False, "remote": "origin",
-                 "remote_url": remote_url, "dirty": False},
+                 "remote_url": remote_url, "dirty": dirty},
         "environment": copy.deepcopy(_environment()),
         "project": {"name": name, "task": task, "dataset": dataset},
         "command": {"entry": "main.py", "args": [], "cwd": ".", "result_file": "result.json",
@@ -153,3 +155,26 @@ def prove_key(server: str, token: str, key_path, *, text: str | None = None, non
             "signature": sig}
     return requests.post(server + "/api/v1/keys", json=body, headers={"Authorization": f"Bearer {token}"},
                          timeout=10)
+
+
+def write_old_records(conn, pending) -> None:
+    """Store uploads (:class:`PendingRecord`) in the columns of the 0004 to 0006 schemas, as the code of those
+    revisions wrote them (today's writer fills columns that later migrations add)."""
+    from sqlalchemy import text
+
+    for p in pending:
+        pk = conn.execute(text(
+            "INSERT INTO records (record_id, user_id, task, dataset, project_name, status, submitted_at, body, "
+            "signature, key_fingerprint) VALUES (:rid, :uid, :task, :dataset, :project, :status, "
+            "'2026-01-02T00:00:00.000Z', :body, :sig, :fp) RETURNING id"),
+            {"rid": p.record_id, "uid": p.owner_id, "task": p.task, "dataset": p.dataset,
+             "project": p.project_name, "status": p.status, "body": p.body, "sig": p.signature,
+             "fp": p.fingerprint}).scalar_one()
+        for metric, value, h in p.results:
+            conn.execute(text("INSERT INTO results (record_pk, task, dataset, metric, hash, value) "
+                              "VALUES (:pk, :task, :dataset, :metric, :h, :v)"),
+                         {"pk": pk, "task": p.task, "dataset": p.dataset, "metric": metric, "h": h, "v": value})
+            conn.execute(text("INSERT INTO board_groups (task, dataset, metric, hash, n) "
+                              "VALUES (:task, :dataset, :metric, :h, 1) ON CONFLICT (task, dataset, metric, hash) "
+                              "DO UPDATE SET n = board_groups.n + 1"),
+                         {"task": p.task, "dataset": p.dataset, "metric": metric, "h": h or ""})

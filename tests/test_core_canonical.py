@@ -95,8 +95,10 @@ def test_refuses_values_without_a_canonical_form(bad):
 
 def test_stream_hasher_frames_items():
     a, b = StreamHasher("x"), StreamHasher("x")
-    a.update("ab"); a.update("c")  # noqa: E702
-    b.update("a"); b.update("bc")  # noqa: E702
+    a.update("ab")
+    a.update("c")
+    b.update("a")
+    b.update("bc")
     assert a.hexdigest() != b.hexdigest()
     assert is_sha256_hex(a.hexdigest()) and not is_sha256_hex("A" * 64) and not is_sha256_hex("a" * 63)
 

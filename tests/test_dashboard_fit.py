@@ -3,7 +3,8 @@
 Nine metrics with long signatures on one task: at 1024 and 1600 px the page itself never scrolls sideways
 (tables scroll inside their own box), the record page shows the exact `cotk-repro reproduce` command for
 this dashboard's address, the signer, a dirty-tree marker, and human times with the ISO time on hover;
-`/leaderboard` without parameters lists the tasks and datasets. Screenshots go to the test artifacts.
+`/leaderboard` without parameters lists the tasks and datasets; a dirty-tree record with the better scores
+ranks below the clean, signed one, marked. Screenshots go to the test artifacts.
 """
 
 from __future__ import annotations
@@ -26,9 +27,16 @@ METRICS = ["bleu", "self-bleu", "distinct-1", "distinct-2", "ngram-entropy-1", "
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
+    from signing_support import make_key
+
+    from cotk_repro.core.signing import key_from_path, sign_record
+    from cotk_repro.dashboard.identity import add_key
+
     db_url = f"sqlite:///{tmp_path_factory.mktemp('fit') / 'dash.sqlite3'}"
     db = open_database(db_url)
     token = add_user(db, "alice")[0]
+    key = make_key(tmp_path_factory.mktemp("fit-keys"))
+    add_key(db, "alice", key.with_suffix(".pub").read_text())
     db.dispose()
     url, stop = start_in_thread(db_url, allow_unsigned=True)
     records = []
@@ -41,7 +49,10 @@ def site(tmp_path_factory):
 
             rec["code"]["dirty"] = True
             rec["id"] = compute_id(rec)
-        r = requests.post(url + "/api/v1/records", json=rec, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        # the clean record is signed; the dirty one (better on every higher-is-better metric) is not
+        body = rec if dirty else {"record": rec, "signature": sign_record(rec, key_from_path(key, "test"))}
+        r = requests.post(url + "/api/v1/records", json=body, headers={"Authorization": f"Bearer {token}"},
+                          timeout=60)
         assert r.status_code == 201, r.text
         records.append(rec)
     yield url, records
@@ -103,3 +114,28 @@ def test_reproduce_command_uses_the_requests_own_address_not_a_cached_one(site):
     assert f"cotk-repro reproduce http://localhost:{port}/records/{rid}" in first
     assert 'evil.example"><x' not in second  # a hostile Host header is never markup (and stays in its response)
     assert f"cotk-repro reproduce http://127.0.0.1:{port}/records/{rid}" in third and "evil" not in third
+
+
+def test_a_dirty_record_with_the_better_score_ranks_below_the_clean_signed_one(site, browser):
+    url, records = site
+    clean, dirty = records
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(f"{url}/leaderboard?task=language-generation&dataset=mscoco-captions-2014&sort=bleu")
+        rows = page.locator("table.results-table tbody tr")
+        assert [rows.nth(i).get_attribute("data-record") for i in range(rows.count())] == [clean["id"], dirty["id"]]
+        first, second = rows.nth(0), rows.nth(1)
+        assert first.locator('td.cell[data-metric="bleu"]').get_attribute("data-rank") == "1"
+        assert second.locator('td.cell[data-metric="bleu"]').get_attribute("data-rank") == "2"
+        assert second.locator(".badge.dirty").is_visible() and first.locator(".badge.dirty").count() == 0
+        assert dirty["results"]["bleu"]["value"] > clean["results"]["bleu"]["value"]  # the better score, below
+
+        page.goto(f"{url}/leaderboard?task=language-generation&dataset=mscoco-captions-2014&metric=bleu")
+        entries = page.locator("tr.entry")
+        assert [entries.nth(i).get_attribute("data-record") for i in range(entries.count())] == \
+            [clean["id"], dirty["id"]]
+        assert entries.nth(1).locator(".badge.dirty").is_visible()
+        assert [entries.nth(i).locator("td.num").first.inner_text() for i in range(2)] == ["1", "2"]
+    finally:
+        context.close()

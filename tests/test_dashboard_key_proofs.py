@@ -16,6 +16,7 @@ from dashboard_support import (
     fake_hash,
     make_record,
     prove_key,
+    write_old_records,
 )
 from signing_support import fingerprint_of, key_env, make_key
 from sqlalchemy import insert, select, update
@@ -178,7 +179,7 @@ def test_expired_reused_and_unknown_challenges_are_refused(server, people, db_ur
 def test_the_client_refuses_to_sign_a_challenge_naming_another_dashboard_or_user():
     text = Challenge("https://dash.example", "alice", "n" * 43, "2030-01-01T00:00:00Z").text()
     assert check_challenge(text, dashboard="https://dash.example/", user="alice").nonce == "n" * 43
-    with pytest.raises(ChallengeError, match="names the dashboard https://dash.example, not https://evil"):
+    with pytest.raises(ChallengeError, match=r"names the dashboard https://dash.example, not https://evil"):
         check_challenge(text, dashboard="https://evil.example", user="alice")
     with pytest.raises(ChallengeError, match="names the user 'alice', not 'bob'"):
         check_challenge(text, dashboard="https://dash.example", user="bob")
@@ -196,7 +197,7 @@ def _old_dashboard(db_url: str, tmp_path):
     reproduction of that record."""
     from cotk_repro.dashboard.auth import hash_token
     from cotk_repro.dashboard.models import Reproduction, Token
-    from cotk_repro.dashboard.record_writes import PendingRecord, write_records
+    from cotk_repro.dashboard.record_writes import PendingRecord
     from cotk_repro.dashboard.store import dumps
 
     db = Database(db_url)
@@ -230,7 +231,7 @@ def _old_dashboard(db_url: str, tmp_path):
                              owner_id=signer[k][1], uploader_id=signer[k][1],
                              signature=sign_record(r, key_from_path(signer[k][0], "t")), fingerprint=signer[k][2])
                for k, r in recs.items()]
-    db.write(lambda conn: write_records(conn, pending))
+    db.write(lambda conn: write_old_records(conn, pending))
 
     def repro(conn):
         pk = conn.execute(select(Record.id)

@@ -107,7 +107,9 @@ def test_the_skeleton_comes_from_the_confusables_table():
 
 
 def test_upgrading_registers_the_names_already_stored(tmp_path):
-    from cotk_repro.dashboard.record_writes import PendingRecord, write_records
+    from dashboard_support import write_old_records
+
+    from cotk_repro.dashboard.record_writes import PendingRecord
     from cotk_repro.dashboard.store import dumps
 
     url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
@@ -116,7 +118,7 @@ def test_upgrading_registers_the_names_already_stored(tmp_path):
     token = add_user(db, "old")[0]
     uid = db.read(lambda c: c.exec_driver_sql("SELECT id FROM users").scalar())
     rec = make_record({"bleu": (0.3, H)}, task="oldtask", dataset="olddata", name="oldproj")
-    db.write(lambda conn: write_records(conn, [PendingRecord(
+    db.write(lambda conn: write_old_records(conn, [PendingRecord(
         record_id=rec["id"], task="oldtask", dataset="olddata", project_name="oldproj", status="ok", body=dumps(rec),
         results=(("bleu", 0.3, H),), owner_id=uid, uploader_id=uid, signature=None, fingerprint=None)]))
     db.dispose()

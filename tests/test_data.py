@@ -213,7 +213,7 @@ def test_shuffled_batches_across_many_chunks(tmp_path, monkeypatch):
 
     monkeypatch.setattr(chunks, "CHUNK_SAMPLES", 37)
     rng = random.Random(5)
-    words = ["w%d" % i for i in range(60)]
+    words = [f"w{i}" for i in range(60)]
     train = [" ".join(rng.choices(words, k=rng.randint(1, 12))) for _ in range(1000)]
     folder = write_lm(tmp_path / "d", train, HAND_DEV, HAND_TEST)
     dl = data.load("language-generation", folder, tokenizer="space", min_frequent_vocab_times=1)

@@ -195,6 +195,10 @@ def test_prefixed_split_files_load_as_the_plain_names(tmp_path, cli):
     assert res.returncode == 2
     assert "has no dev split: looked for dev.txt or PREFIX_dev.txt" in res.stderr and "--splits train,test" in res.stderr
     assert _max_paren_depth(res.stderr) <= 1
+    # two candidates for one split: say which, never pick one silently
+    (prefixed / "other_train.txt").write_text("x\n", encoding="utf-8")
+    res = cli("data", "hashes", str(prefixed), *args)
+    assert res.returncode == 2 and "coco_train.txt, other_train.txt" in res.stderr
 
 
 def _max_paren_depth(text: str) -> int:
@@ -203,10 +207,6 @@ def _max_paren_depth(text: str) -> int:
         depth += {"(": 1, ")": -1}.get(ch, 0)
         deepest = max(deepest, depth)
     return deepest
-    # two candidates for one split: say which, never pick one silently
-    (prefixed / "other_train.txt").write_text("x\n", encoding="utf-8")
-    res = cli("data", "hashes", str(prefixed), *args)
-    assert res.returncode == 2 and "coco_train.txt, other_train.txt" in res.stderr
 
 
 def test_missing_train_split_does_not_suggest_splits(tmp_path, cli):

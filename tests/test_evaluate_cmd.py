@@ -98,8 +98,8 @@ def test_large_input(cli, fixtures_dir):
     ("no-refs", "needs references"),
     ("bad-jsonl", "line 2 is not valid JSON"),
     ("bad-tokenizer", "unknown tokenizer 'nope'"),
-    ("misspelt-option", r"metric 'bleu' has no option 'ngrm' \(did you mean 'ngram'\?\); its options: ngram, weights, "
-                        r"smoothing, tokenizer, dataloader"),
+    ("misspelt-option", (r"metric 'bleu' has no option 'ngrm' \(did you mean 'ngram'\?\); its options: ngram, weights, "
+                        r"smoothing, tokenizer, dataloader")),
     ("unknown-option", r"metric 'distinct' has no option 'zzz'; its options: ngram, tokenizer"),
 ])
 def test_errors(cli, tmp_path, files, case, message):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from conftest import run_cli
 from dashboard_support import fake_hash, make_record
@@ -157,7 +158,7 @@ def test_every_record_gets_one_job_and_a_duplicate_or_mirror_none(fleet):
                      "JOIN cotk_repro_reproduce_jobs m ON m.job_id = j.id WHERE m.record_id = :r", r=rec3["id"])
     assert rows == [(queue.QUEUE, None, rec3["id"], "todo")]
     # a second job for a record is refused by the database itself, whatever code path tries it
-    with pytest.raises(Exception):
+    with pytest.raises(IntegrityError):  # procrastinate's unique queueing_lock
         fleet.db.write(lambda conn: queue.enqueue(conn, [rec3["id"]]))
     assert fleet.jobs_of(rec3["id"]) == 1
 

@@ -480,8 +480,9 @@ def _records_ref_with_odd_entries(tmp_path: Path, big: int) -> tuple[Path, dict]
     """A bare repository whose records ref holds one good record, a gitlink and a ``big``-byte blob."""
     bare = tmp_path / "odd.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    g = lambda *a, **kw: subprocess.run(["git", "--git-dir", str(bare), *a], check=True, capture_output=True,  # noqa: E731
-                                         **kw).stdout.decode().strip()
+    def g(*a, **kw):
+        return subprocess.run(["git", "--git-dir", str(bare), *a], check=True, capture_output=True,
+                              **kw).stdout.decode().strip()
     good = make_record({"bleu": (0.25, None)}, name="good")
     good_sha = g("hash-object", "-w", "--stdin", input=json.dumps(good).encode())
     big_path = tmp_path / "big.json"

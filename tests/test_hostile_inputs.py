@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 import typing
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def _paths_of(tp, path: tuple) -> list[tuple]:
         return _string_fields(tp, path)
     if origin is typing.Annotated:
         return _paths_of(args[0], path)
-    if origin is typing.Union:
+    if origin in (typing.Union, types.UnionType):  # Optional[X] and X | None alike
         return [p for a in args if a is not type(None) for p in _paths_of(a, path)]
     if origin is list and args:
         return _paths_of(args[0], (*path, 0))

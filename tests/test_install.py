@@ -264,8 +264,8 @@ def test_a_missing_dependency_is_one_sentence_naming_what_to_install(tmp_path):
                env=_without("sqlalchemy", tmp_path))
     assert res.returncode == 2, res
     assert res.stderr.strip().splitlines() == [
-        "Error: cotk-repro needs the Python package SQLAlchemy, which is not installed (removed?): "
-        "pip install 'SQLAlchemy' (or reinstall cotk-repro)"], res.stderr
+        ("Error: cotk-repro needs the Python package SQLAlchemy, which is not installed (removed?): "
+        "pip install 'SQLAlchemy' (or reinstall cotk-repro)")], res.stderr
     assert "unexpected" not in res.stderr and "Traceback" not in res.stderr
 
 

@@ -357,7 +357,7 @@ def test_evaluate_merges_and_checks_names():
     res = evaluate(["bleu", ("bleu", {"ngram": 2}), "self-bleu"], hyps, refs)
     assert res["bleu"] == pytest.approx(get_metric("bleu", ngram=2).compute(hyps, refs)["bleu"])  # later wins
     assert res["self-bleu"] == get_metric("self-bleu").compute(hyps)["self-bleu"]
-    with pytest.raises(MetricError, match="registered metrics: .*bleu"):
+    with pytest.raises(MetricError, match=r"registered metrics: .*bleu"):
         evaluate(["bleu", "no-such-metric"], hyps, refs)
     toks = evaluate(["bleu"], [h.split() for h in hyps], [[r.split() for r in rs] for rs in refs], tokenizer="space")
     assert toks["bleu"] == get_metric("bleu").compute(hyps, refs)["bleu"]
@@ -444,7 +444,7 @@ def test_corpus_counts_equal_plain_counting():
     rng = random.Random(4)
     for _ in range(60):
         vocab = ["a", "b", "c", "<unk>"][:rng.randint(1, 4)]
-        sent = lambda: [rng.choice(vocab) for _ in range(rng.randint(0, 12))]  # noqa: E731
+        sent = lambda vocab=vocab: [rng.choice(vocab) for _ in range(rng.randint(0, 12))]  # noqa: E731
         hyps = [sent() for _ in range(rng.randint(1, 30))]
         refs = [[sent() for _ in range(rng.randint(1, 3))] for _ in hyps]
         nums = [0] * 4

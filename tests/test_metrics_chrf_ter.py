@@ -187,7 +187,7 @@ def test_corpus_statistics_equal_sacrebleus_also_with_dense_keys_and_empty_texts
         assert chrf_stats.chrf_statistics(m, hyps, refs).tolist() == expected
         real = chrf_stats.order_statistics
         try:
-            chrf_stats.order_statistics = lambda *a, **k: real(*a, **{**k, "key_limit": 1})
+            chrf_stats.order_statistics = lambda *a, real=real, **k: real(*a, **{**k, "key_limit": 1})
             assert chrf_stats.chrf_statistics(m, hyps, refs).tolist() == expected
         finally:
             chrf_stats.order_statistics = real

@@ -238,7 +238,7 @@ def test_list_and_usage_errors():
         m.close()
     with pytest.raises(MetricError, match="log-probabilities, not from generated text"):
         m.compute(["a b"], [["a b"]])
-    with pytest.raises(MetricError, match="metric .perplexity. has no option .nonsense."):
+    with pytest.raises(MetricError, match=r"metric .perplexity. has no option .nonsense."):
         get_metric("perplexity", frequent=["a"], rare=[], nonsense=1)
 
 

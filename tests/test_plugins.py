@@ -104,7 +104,7 @@ def plugins_json(python: str, env: dict | None = None, cwd: Path | None = None):
 def test_installed_plugin_is_listed_with_version_and_metric(plugin_venv):
     res, data = plugins_json(plugin_venv)
     assert res.returncode == 0, res
-    by_name = {p["name"]: p for p in data["plugins"]}
+    by_name = {p["name"]: p for p in data}
     toy = by_name["cotk-repro-example"]
     assert toy["version"] == "0.1.0" and toy["status"] == "ok" and toy["builtin"] is False
     assert toy["registers"] == {"metric": ["toy-metric"], "tokenizer": ["toy-tokenizer"]}
@@ -116,13 +116,13 @@ def test_installed_plugin_is_listed_with_version_and_metric(plugin_venv):
 
 def test_plugin_not_visible_outside_its_venv():
     res, data = plugins_json(sys.executable)
-    assert "cotk-repro-example" not in {p["name"] for p in data["plugins"]}
+    assert "cotk-repro-example" not in {p["name"] for p in data}
 
 
 def test_builtins_only_switch_skips_entry_points(plugin_venv):
     res, data = plugins_json(plugin_venv, env={"COTK_REPRO_BUILTINS_ONLY": "1"})
     assert res.returncode == 0
-    names = {p["name"] for p in data["plugins"]}
+    names = {p["name"] for p in data}
     assert names == set(BUILTIN_PLUGINS)
 
 
@@ -142,7 +142,7 @@ def test_broken_plugin_is_listed_and_the_rest_works(plugin_venv, tmp_path, make_
     env = extra_distribution(tmp_path, "broken-plugin", "broken_plugin", "import module_that_does_not_exist_xyz\n")
     res, data = plugins_json(plugin_venv, env=env)
     assert res.returncode == 0, res
-    by_name = {p["name"]: p for p in data["plugins"]}
+    by_name = {p["name"]: p for p in data}
     broken = by_name["broken-plugin"]
     assert broken["status"] == "broken" and "module_that_does_not_exist_xyz" in broken["error"]
     assert by_name["cotk-repro-example"]["status"] == "ok"
@@ -171,7 +171,9 @@ def test_two_plugins_one_metric_name(plugin_venv, tmp_path, make_project):
     message = [line for line in res.stderr.splitlines() if line.startswith("Error: ")]
     assert len(message) == 1
     assert "'toy-metric'" in message[0] and "cotk-repro-example" in message[0] and "clash-plugin" in message[0]
-    assert data["conflicts"] and "clash-plugin" in data["conflicts"][0]
+    by_name = {p["name"]: p for p in data}  # the conflict is named on both plugins
+    for name in ("clash-plugin", "cotk-repro-example"):
+        assert len(by_name[name]["conflicts"]) == 1 and "'toy-metric'" in by_name[name]["conflicts"][0], name
     # run refuses before anything runs or is written
     root = make_project({"main.py": ENTRY})
     res = run_cli("run", cwd=root, python=plugin_venv, env=env)
@@ -219,7 +221,7 @@ def test_a_component_that_does_not_honour_its_contract_is_refused_naming_the_plu
     env = extra_distribution(tmp_path, "careless-plugin", "careless_plugin", body)
     res, data = plugins_json(plugin_venv, env=env)
     assert res.returncode == 0, res
-    careless = {p["name"]: p for p in data["plugins"]}["careless-plugin"]
+    careless = {p["name"]: p for p in data}["careless-plugin"]
     assert careless["registers"] == {}
     assert len(careless["refused"]) == 2 and all("careless-plugin" in r for r in careless["refused"])
     hyps = tmp_path / "hyps.txt"
@@ -443,3 +445,20 @@ def test_the_contract_is_judged_at_registration_without_calling_the_component():
 
     assert contract_problem("tokenizer", "pre:", parametrized) is None
     assert "no arguments" in contract_problem("tokenizer", "pre", parametrized)
+
+
+def test_plugins_metrics_and_runs_json_share_one_top_level_shape(make_project):
+    """`plugins --json`, `metrics --json` and `runs --json`: each a JSON list of objects, one per item."""
+    root = make_project({"main.py": ENTRY, "cotk-repro.toml": '[run]\nentry = "main.py"\n'})
+    assert run_cli("run", cwd=root).returncode == 0
+    shapes = {}
+    for command, key in (("plugins", "name"), ("metrics", "name"), ("runs", "id")):
+        res = run_cli(command, "--json", cwd=root)
+        assert res.returncode == 0, res
+        data = json.loads(res.stdout)
+        assert isinstance(data, list) and data and all(isinstance(item, dict) and key in item for item in data), \
+            command
+        shapes[command] = type(data)
+    assert len(set(shapes.values())) == 1
+    plugins = json.loads(run_cli("plugins", "--json", cwd=root).stdout)
+    assert {"registers", "refused", "conflicts", "status"} <= set(plugins[0])

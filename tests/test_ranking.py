@@ -1,7 +1,7 @@
-"""One ranking rule (competition ranking, SQL ``rank()``): :func:`cotk_repro.core.ranking.rank` against an
-independent reference (scipy's ``rankdata(method="min")``), then compare, the dashboard's table (SQL
-``rank()``) and its paginated leaderboard against the function on the same cells with ties, on SQLite and
-PostgreSQL."""
+"""One ranking rule (competition ranking, SQL ``rank()``, by tier then value): :func:`cotk_repro.core.ranking.rank`
+against an independent reference (scipy's ``rankdata(method="min")``), then compare, the dashboard's table (SQL
+``rank()``) and its paginated leaderboard against the function on the same cells with ties, and with signed,
+unsigned and dirty-tree records mixed, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import random
 
 import pytest
 import requests
-from scipy.stats import rankdata
-
 from dashboard_support import db_url_for, fake_hash, make_record
+from scipy.stats import rankdata
+from signing_support import make_key
 
 from cotk_repro.compare.engine import Cell
 from cotk_repro.compare.groups import analyze_column
-from cotk_repro.core.ranking import page_ranks, rank
+from cotk_repro.core.ranking import TRUSTED, UNTRUSTED, page_ranks, rank, tier
+from cotk_repro.core.signing import key_from_path, sign_record
 from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.server import start_in_thread
@@ -38,6 +39,24 @@ def test_rank_is_competition_ranking():
         assert rank(values) == list(rankdata([-v for v in values], method="min").astype(int))
 
 
+def test_a_lower_tier_ranks_first_and_ties_share_a_rank_only_within_a_tier():
+    assert tier(signed=True, dirty=False) == TRUSTED
+    assert tier(signed=False, dirty=False) == tier(signed=True, dirty=True) == tier(signed=False, dirty=True) \
+        == UNTRUSTED
+    # the dirty 0.9 never ranks above the clean 0.5; 0.5 of tier 0 and 0.5 of tier 1 do not tie
+    assert rank([0.5, 0.9, 0.5, 0.1], tiers=[0, 1, 1, 0]) == [1, 3, 4, 2]
+    rng = random.Random(5)
+    for _ in range(200):
+        n = rng.randint(1, 12)
+        values = [rng.choice([0.0, 0.25, 0.5, 1.0, 2.5]) for _ in range(n)]
+        tiers = [rng.choice([0, 1]) for _ in range(n)]
+        # the reference: scipy ranks one number that orders by tier first (values lie in [0, 2.5])
+        assert rank(values, higher_is_better=False, tiers=tiers) == \
+            list(rankdata([t * 10 + v for t, v in zip(tiers, values)], method="min").astype(int))
+        assert rank(values, tiers=tiers) == \
+            list(rankdata([t * 10 - v for t, v in zip(tiers, values)], method="min").astype(int))
+
+
 def test_a_page_reads_the_whole_ranking():
     rng = random.Random(11)
     for _ in range(200):
@@ -48,6 +67,16 @@ def test_a_page_reads_the_whole_ranking():
             page = values[offset:offset + per]
             first = 1 + sum(v > page[0] for v in values)
             assert page_ranks(page, offset=offset, first_rank=first) == whole[offset:offset + per]
+        # with tiers: the list sorted by (tier, value best first)
+        rows = sorted(((rng.choice([0, 1]), rng.choice([1.0, 2.0, 3.0])) for _ in range(rng.randint(1, 10))),
+                      key=lambda r: (r[0], -r[1]))
+        tiers, values = [t for t, _ in rows], [v for _, v in rows]
+        whole = rank(values, tiers=tiers)
+        for offset in range(0, len(values), per):
+            t0, v0 = rows[offset]
+            first = 1 + sum(t < t0 or (t == t0 and v > v0) for t, v in rows)
+            assert page_ranks(values[offset:offset + per], offset=offset, first_rank=first,
+                              tiers=tiers[offset:offset + per]) == whole[offset:offset + per]
 
 
 def test_compare_ranks_with_the_function():
@@ -97,3 +126,66 @@ def test_table_and_leaderboard_rank_as_the_function(board, metric, values, highe
             for entry in board_page["groups"][0]["entries"] if board_page["groups"] else []:
                 seen[entry["id"]] = entry["rank"]
         assert seen == expected, per_page
+
+
+# -- signed, unsigned and dirty-tree records on one board -----------------------------------------------------
+# (value, signed, dirty): the best BLEU (0.9) is dirty and the second (0.8) unsigned; ties inside each tier
+TIERED = [(0.5, True, False), (0.9, True, True), (0.8, False, False), (0.5, True, False), (0.3, True, False),
+          (0.5, False, False), (0.9, False, True), (0.3, True, True), (0.1, True, False)]
+TIER_HASH = fake_hash("rank-tiers")
+
+
+@pytest.fixture(scope="module")
+def tiered_board(db_url, tmp_path_factory):
+    from cotk_repro.dashboard.identity import add_key
+
+    url, stop = start_in_thread(db_url, allow_unsigned=True)
+    key = make_key(tmp_path_factory.mktemp("tier-keys"))
+    db = open_database(db_url)
+    token = add_user(db, "tina")[0]
+    add_key(db, "tina", key.with_suffix(".pub").read_text())
+    db.dispose()
+    signing_key = key_from_path(key, "test")
+    ids = []
+    for i, (value, signed, dirty) in enumerate(TIERED):
+        rec = make_record({"bleu": (value, TIER_HASH)}, name=f"tier{i}", task="tiers", dataset="d", dirty=dirty)
+        body = {"record": rec, "signature": sign_record(rec, signing_key)} if signed else rec
+        r = requests.post(url + API + "/records", json=body, headers={"Authorization": f"Bearer {token}"},
+                          timeout=30)
+        assert r.status_code == 201, r.text
+        assert r.json()["signed"] is signed
+        ids.append(rec["id"])
+    yield url, ids
+    stop()
+
+
+def test_dirty_and_unsigned_records_never_rank_above_a_clean_signed_one(tiered_board):
+    url, ids = tiered_board
+    tiers = [tier(signed=s, dirty=d) for _, s, d in TIERED]
+    expected = dict(zip(ids, rank([v for v, _, _ in TIERED], tiers=tiers)))
+    # the dirty 0.9s rank 5th, below the four clean signed values (0.5, 0.5, 0.3, 0.1)
+    assert expected[ids[1]] == expected[ids[6]] == 5 and expected[ids[0]] == 1 and expected[ids[8]] == 4
+    table = requests.get(url + API + "/table", params={"task": "tiers", "dataset": "d", "per_page": 100},
+                         timeout=30).json()
+    assert {row["id"]: row["cells"]["bleu"]["rank"] for row in table["rows"]} == expected
+    assert {row["id"]: (row["signed"], row["dirty"]) for row in table["rows"]} == \
+        {rid: (s, d) for rid, (_, s, d) in zip(ids, TIERED)}
+    by_rank = requests.get(url + API + "/table", params={"task": "tiers", "dataset": "d", "sort": "bleu"},
+                           timeout=30).json()
+    assert [row["id"] for row in by_rank["rows"]] == sorted(ids, key=lambda i: (expected[i], ids.index(i)))
+    for per_page in (1, 2, 4, 100):  # pages that start inside a tie and across the tiers' boundary
+        seen = {}
+        for page in range(1, len(ids) // per_page + 2):
+            board_page = requests.get(url + API + "/leaderboard", params={
+                "task": "tiers", "dataset": "d", "metric": "bleu", "page": page, "per_page": per_page},
+                timeout=30).json()
+            for entry in board_page["groups"][0]["entries"] if board_page["groups"] else []:
+                seen[entry["id"]] = entry["rank"]
+                assert entry["dirty"] is TIERED[ids.index(entry["id"])][2]
+        assert seen == expected, per_page
+    # the pages show the marker beside the record
+    html = requests.get(url + "/leaderboard", params={"task": "tiers", "dataset": "d", "metric": "bleu"},
+                        timeout=30).text
+    assert html.count('class="badge dirty"') == sum(d for _, _, d in TIERED)
+    html = requests.get(url + "/leaderboard", params={"task": "tiers", "dataset": "d"}, timeout=30).text
+    assert html.count('class="badge dirty"') == sum(d for _, _, d in TIERED)

@@ -134,7 +134,7 @@ def test_reproduction_model():
         check_reproduction(verdict, "sha256:" + "b" * 64)
     with pytest.raises(RecordError, match="verdict must be one of"):
         check_reproduction({**verdict, "verdict": "great"})
-    with pytest.raises(RecordError, match="'rerun.results.bleu.value' must be a number"):
+    with pytest.raises(RecordError, match=r"'rerun.results.bleu.value' must be a number"):
         check_reproduction({**verdict, "rerun": {"results": {"bleu": {"value": "high"}}}})
     with pytest.raises(RecordError, match="'metrics' must be a list"):
         check_reproduction({**verdict, "metrics": {"bleu": 1}})

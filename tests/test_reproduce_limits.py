@@ -94,10 +94,10 @@ def test_user_config_reproduce_table(tmp_path, monkeypatch):
                                                                     "allow_project_image": True}}))
     assert userconfig.reproduce_settings() == {"memory": "8g", "timeout": 60, "allow_project_image": True}
     (tmp_path / "config.json").write_text(json.dumps({"reproduce": {"memroy": "8g"}}))
-    with pytest.raises(ConfigError, match="unknown key 'reproduce.memroy'"):
+    with pytest.raises(ConfigError, match=r"unknown key 'reproduce.memroy'"):
         userconfig.reproduce_settings()
     (tmp_path / "config.json").write_text(json.dumps({"reproduce": {"timeout": "long"}}))
-    with pytest.raises(ConfigError, match="'reproduce.timeout' must be int or float"):
+    with pytest.raises(ConfigError, match=r"'reproduce.timeout' must be int or float"):
         userconfig.reproduce_settings()
 
 

@@ -319,7 +319,7 @@ def git_daemon(base_path: Path):
                 break
             except OSError:
                 if proc.poll() is not None:
-                    raise RuntimeError("git daemon did not start: " + proc.stderr.read().decode())
+                    raise RuntimeError("git daemon did not start: " + proc.stderr.read().decode()) from None
                 time.sleep(0.05)
         yield f"git://127.0.0.1:{port}/"
     finally:

@@ -26,12 +26,12 @@ from cotk_repro_summarizers.sentences import ABBREVIATIONS, rule_split  # noqa: 
 NAMES = ("lexrank", "textrank", "lsa", "luhn", "random", "lead", "smmry")
 
 DOCS = [
-    "The city council met on Monday to discuss the river park. Mr. Smith proposed a new park near the river. "
+    ("The city council met on Monday to discuss the river park. Mr. Smith proposed a new park near the river. "
     "The park would cost 2.5 million dollars, paid by the city. Residents at the meeting supported the park plan. "
-    "J. Doe, a local teacher, said children need the park. The council will vote on the park plan next week.",
-    "A storm hit the coast on Tuesday night. Strong winds knocked down trees and power lines across the coast. "
+    "J. Doe, a local teacher, said children need the park. The council will vote on the park plan next week."),
+    ("A storm hit the coast on Tuesday night. Strong winds knocked down trees and power lines across the coast. "
     "About 40,000 homes lost power during the storm. Crews worked through the night to restore power. "
-    "Schools on the coast stayed closed on Wednesday. Forecasters expect calmer weather by the weekend.",
+    "Schools on the coast stayed closed on Wednesday. Forecasters expect calmer weather by the weekend."),
     "Only one sentence here.",
 ]
 

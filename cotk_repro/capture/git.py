@@ -92,14 +92,14 @@ def open_repo(path: Path):
         ) from None
 
 
-def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """git through :func:`cotk_repro.core.git.git`, its output as text; failures are :class:`CaptureError`."""
     try:
-        proc = run_git(cwd, *args, env={"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}, check=False, timeout=None)
+        raw = run_git(cwd, *args, env={"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}, check=False, timeout=None)
     except GitError as exc:
         raise CaptureError(exc.message) from None
-    proc = subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                                       proc.stderr.decode("utf-8", "replace"))
+    proc = subprocess.CompletedProcess(raw.args, raw.returncode, raw.stdout.decode("utf-8", "replace"),
+                                       raw.stderr.decode("utf-8", "replace"))
     if check and proc.returncode != 0:
         first = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         raise CaptureError(f"git {args[0]} failed in {cwd}: {first.removeprefix('fatal: ')}")

@@ -216,7 +216,8 @@ def diff(
 
 
 @app.command("plugins")
-def plugins_cmd(json_out: bool = typer.Option(False, "--json", help="Machine-readable list on stdout.")) -> None:
+def plugins_cmd(json_out: bool = typer.Option(False, "--json", help="A JSON list on stdout: per plugin its name, "
+                                             "version, status, what it registers, refusals and conflicts.")) -> None:
     """Every plugin with its version, what it registers, and whether it is broken."""
     from ..errors import PluginError
     from ..plugins import get_plugins
@@ -225,7 +226,7 @@ def plugins_cmd(json_out: bool = typer.Option(False, "--json", help="Machine-rea
     conflicts = p.conflicts()
     infos = sorted(p.infos.values(), key=lambda i: (not i.builtin, i.name))
     if json_out:
-        output.print_json({"plugins": [i.as_dict() for i in infos], "conflicts": conflicts})
+        output.print_json([i.as_dict() for i in infos])  # a list of objects, as `metrics --json` and `runs --json`
     else:
         rows = [[i.name, i.version, "built-in" if i.builtin else "entry point",
                  "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(i.registers.items())),

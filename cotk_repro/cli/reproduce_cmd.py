@@ -41,7 +41,7 @@ def _write_json(path: str, data) -> None:
         Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     except OSError as exc:
         output.error(f"cannot write {path}: {exc.strerror}")
-        raise typer.Exit(EXIT_ERROR)
+        raise typer.Exit(EXIT_ERROR) from None
 
 
 def _on_terminal() -> bool:

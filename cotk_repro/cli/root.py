@@ -57,7 +57,7 @@ def keep_only(name: str) -> bool:
            for g in app.registered_groups):
         return False  # a group without a name merges its commands into the root: they may shadow one of ours
     commands = [c for c in app.registered_commands
-                if (c.name or get_command_name(c.callback.__name__)) == name]
+                if (c.name or get_command_name(getattr(c.callback, "__name__", ""))) == name]
     groups = [g for g in app.registered_groups
               if (g.name or getattr(getattr(g.typer_instance, "info", None), "name", None)) == name]
     if len(commands) + len(groups) != 1:

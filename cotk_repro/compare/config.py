@@ -10,14 +10,16 @@ metric compares them line by line.
 
 from __future__ import annotations
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
 from ..errors import ConfigError, CotkError
 from ..metrics.facts import facts_of

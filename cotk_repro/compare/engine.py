@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import CotkError
 from ..metrics.base import score, score_batches
-from ..core.results import parse_result_dict
+from ..core.results import epoch_key, parse_result_dict
 from .config import CompareConfig, MetricSpec, SystemSpec
 from .textfmt import TextFormat, batched, iter_gold, iter_texts
 
@@ -76,6 +76,9 @@ class CompareResult:
     wall_seconds: float = 0.0
     #: things the user should know that are not failures (e.g. charts skipped); the CLI prints them
     warnings: list[str] = field(default_factory=list)
+    #: values measured per epoch (result keys ``NAME@epoch-N``, from a metric or a training generator's own
+    #: result), never table columns: NAME -> (system, dataset) -> [(epoch, value)] sorted by epoch
+    curves: dict[str, dict[tuple[str, str], list[tuple[int, float]]]] = field(default_factory=dict)
 
     @property
     def systems(self) -> list[str]:
@@ -93,6 +96,12 @@ class CompareResult:
             if column in self.columns.get(m.label, []):
                 return m
         raise KeyError(column)
+
+    def add_curves(self, system: str, dataset: str, points: dict[str, list[tuple[int, float]]]) -> None:
+        """Record one (system, dataset)'s per-epoch values (see :func:`split_curves`)."""
+        for name, pts in points.items():
+            self.curves.setdefault(name, {})[(system, dataset)] = pts
+        self.curves = dict(sorted(self.curves.items()))  # the same order whatever finished first
 
     def cell(self, system: str, dataset: str, column: str) -> Cell | None:
         return self._index().get((system, dataset, column))
@@ -143,14 +152,14 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
         batches = ({"hyps": [h for h, _ in batch], **({"refs": [g for _, g in batch]} if mode == "aligned" else {})}
                    for batch in batched(pairs, STREAM_BATCH))
         raw = score_batches(metric, batches)
-    values = parse_result(raw)
+    values, curves = split_curves(parse_result(raw))
     if task.get("keys"):
         missing = [k for k in task["keys"] if k not in values]
         if missing:
             raise CotkError(f"the metric returned no {', '.join(map(repr, missing))} "
                             f"(it returned {', '.join(map(repr, values)) or 'nothing'})")
         values = {k: values[k] for k in task["keys"]}
-    return {"values": values, "seconds": time.perf_counter() - start}
+    return {"values": values, "curves": curves, "seconds": time.perf_counter() - start}
 
 
 def _aligned(hyp: Any, gold: Any) -> tuple[str, list[str]]:
@@ -165,14 +174,31 @@ def parse_result(raw: Any) -> dict[str, dict[str, Any]]:
     return {k: {"value": float(v["value"]), "hash": v["hash"], "signature": v["signature"]} for k, v in parsed.items()}
 
 
+def split_curves(values: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]],
+                                                               dict[str, list[tuple[int, float]]]]:
+    """Parsed values -> (final values, per-epoch points): ``NAME@epoch-N`` keys go to the curves only."""
+    finals: dict[str, dict[str, Any]] = {}
+    curves: dict[str, list[tuple[int, float]]] = {}
+    for key, item in values.items():
+        point = epoch_key(key)
+        if point is None:
+            finals[key] = item
+        else:
+            curves.setdefault(point[0], []).append((point[1], float(item["value"])))
+    return finals, {name: sorted(pts) for name, pts in curves.items()}
+
+
 def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
-    """Worker task: generate (or reuse cached) samples for one generator system and dataset."""
-    from .generate import generate_cached
+    """Worker task: generate (or reuse cached) samples for one generator system and dataset, with the
+    per-epoch values of the generator's own result when it trained a model (see :mod:`.generate`)."""
+    from .generate import generate_cached, read_generator_result
 
     start = time.perf_counter()
     path, reused = generate_cached(task["generator"], task["settings"], Path(task["inputs"]), Path(task["cache"]),
                                    TextFormat.from_dict(task["input_format"]))
-    return {"path": str(path), "reused": reused, "seconds": time.perf_counter() - start}
+    own = read_generator_result(path)
+    curves = split_curves(parse_result(own))[1] if own is not None else {}
+    return {"path": str(path), "reused": reused, "curves": curves, "seconds": time.perf_counter() - start}
 
 
 # -- scheduling ----------------------------------------------------------------------
@@ -279,6 +305,7 @@ def evaluate_config(cfg: CompareConfig, *, jobs: int | None = None,
                     else:
                         out = fut.result()
                         result.generated[(sysm.name, dataset)] = "cache" if out["reused"] else "generated"
+                        result.add_curves(sysm.name, dataset, out["curves"])
                         queue_metrics(sysm, dataset, Path(out["path"]))
                     tick()
                     continue
@@ -291,6 +318,7 @@ def evaluate_config(cfg: CompareConfig, *, jobs: int | None = None,
                 else:
                     out = fut.result()
                     values[(sysm.name, dataset, m.label)] = out["values"]
+                    result.add_curves(sysm.name, dataset, out["curves"])
                     result.seconds[m.label] += out["seconds"]
                 tick()
     finally:

@@ -8,6 +8,11 @@ generator's ``batch_size`` attribute, default 256; ``None`` = all inputs in one
 call, for generators that need the whole input, such as the n-gram sampler),
 and the output is written to a temporary file renamed into place, so an
 interrupted run never leaves a half cache entry.
+
+A generator that trains a model may also report the training run's own result: a ``result()`` method,
+called after ``generate``, returning a result dict (docs/spec.md section 4). Its numbers are cached beside
+the outputs (``<digest>.result.json``) and compare draws its per-epoch values (``NAME@epoch-N``) as curves;
+for such a generator a cache entry without that file is not reused.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any
 
 from ..core.canonical import hash_object
 from ..core.fileio import atomic_open, atomic_write
+from ..core.results import is_companion_key, parse_result_dict
 from ..errors import CotkError
 from .textfmt import TextFormat, batched, inputs_sha256, iter_documents
 
@@ -71,7 +77,8 @@ def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path,
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", key["generator"]) or "generator"
     folder = Path(cache_dir) / safe
     out = folder / f"{digest}.txt"
-    if out.is_file() and (folder / f"{digest}.json").is_file():
+    reports = callable(getattr(generator, "result", None))
+    if out.is_file() and (folder / f"{digest}.json").is_file() and (not reports or _result_path(out).is_file()):
         return out, True
     folder.mkdir(parents=True, exist_ok=True)
     batch_size = getattr(generator, "batch_size", DEFAULT_BATCH_SIZE)
@@ -97,6 +104,36 @@ def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path,
                                          "not a string")
                 fh.write(" ".join(text.splitlines()) + "\n")
                 n_out += 1
+    if reports:
+        _write_result(generator, generator_name, _result_path(out))
     # the metadata last: the cache counts an output only when both files are there
     atomic_write(folder / f"{digest}.json", json.dumps(dict(key, lines=n_out), indent=2, sort_keys=True) + "\n")
     return out, False
+
+
+def _result_path(output: Path) -> Path:
+    return output.with_name(output.stem + ".result.json")
+
+
+def _write_result(generator: Any, name: str, path: Path) -> None:
+    """Cache the numbers of the generator's own result (a result dict), validated; extras left out."""
+    try:
+        raw = generator.result()
+    except CotkError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise GeneratorError(f"generator {name!r} failed to report its result: {type(exc).__name__}: {exc}") from None
+    values = parse_result_dict(raw, f"generator {name!r}'s result", skip_extras=True)
+    kept = {k: v for k, v in raw.items() if k in values or (is_companion_key(k) and k.rsplit(" ", 1)[0] in values)}
+    atomic_write(path, json.dumps(kept, indent=1, sort_keys=True) + "\n")
+
+
+def read_generator_result(output: Path) -> dict[str, Any] | None:
+    """The cached result dict of the generator that wrote ``output``; None when it reports none."""
+    path = _result_path(Path(output))
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise GeneratorError(f"the cached generator result {path} is unreadable; delete it to regenerate") from None

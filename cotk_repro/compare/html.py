@@ -15,10 +15,12 @@ from ..core.fileio import atomic_write
 from ..core.templating import render
 from .engine import CompareResult
 from .groups import column_has_conflict
-from .naming import safe_name
+from .naming import curve_stem, safe_name
 
-def render_html(result: CompareResult, charts: dict[str, Path] | None = None) -> str:
-    """Render the compare result as a self-contained HTML report (charts inlined as base64 PNG)."""
+def render_html(result: CompareResult, charts: dict[str, Path] | None = None, *, curves: list[str] = (),
+                out: Path | None = None) -> str:
+    """Render the compare result as a self-contained HTML report (charts inlined as base64 PNG). ``curves``:
+    the per-epoch metrics whose figures are in ``out`` (inlined too, with links to their SVG and PDF)."""
     import json
 
     cfg = result.config
@@ -46,14 +48,22 @@ def render_html(result: CompareResult, charts: dict[str, Path] | None = None) ->
                 "columns": result.columns.get(m.label, [])} for m in cfg.metrics]
     conflicts = [{"column": c, "dataset": d} for c in result.all_columns() for d in result.datasets
                  if column_has_conflict(result, c, d)]
-    return render("compare/report.html",
+    curve_views = []
+    for name in curves:
+        stem = curve_stem(name)
+        png = Path(out) / f"{stem}.png" if out is not None else None
+        curve_views.append({"name": name, "id": safe_name(name), "svg": f"{stem}.svg", "pdf": f"{stem}.pdf",
+                            "png": base64.b64encode(png.read_bytes()).decode("ascii")
+                            if png is not None and png.is_file() else None})
+    return render("compare/report.html", curve_views=curve_views,
         title=cfg.title, config=cfg.rel(cfg.path), version=__version__, systems=result.systems,
         datasets=result.datasets, columns=result.all_columns(), metrics=metrics, column_views=column_views,
         dataset_views=dataset_views, conflicts=conflicts, failures=result.failures)
 
 
-def write_html(result: CompareResult, out: Path, charts: dict[str, Path] | None = None) -> Path:
+def write_html(result: CompareResult, out: Path, charts: dict[str, Path] | None = None, *,
+               curves: list[str] = ()) -> Path:
     """Write report.html for the compare result into `out` atomically and return its path."""
     path = Path(out) / "report.html"
-    atomic_write(path, render_html(result, charts))
+    atomic_write(path, render_html(result, charts, curves=curves, out=out))
     return path

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..core.fileio import atomic_write
 from .engine import CompareResult
+from .naming import curve_stem
 from .paper import best_cells, display
 
 _SPECIALS = {
@@ -84,8 +85,9 @@ def _header(result: CompareResult, column: str) -> Tex:
     return Tex(escape(column) + " " + arrow)
 
 
-def render_latex(result: CompareResult) -> str:
-    """The whole ``report.tex`` (a standalone article) as text."""
+def render_latex(result: CompareResult, curves: list[str] = ()) -> str:
+    """The whole ``report.tex`` (a standalone article) as text; ``curves``: the per-epoch metrics whose
+    ``curve-<metric>.pdf`` sits beside it (included as figures)."""
     columns = result.all_columns()
     tables = []
     for dataset in result.datasets:
@@ -110,11 +112,12 @@ def render_latex(result: CompareResult) -> str:
         tables.append({"dataset": dataset, "align": Tex("l" + "r" * (len(head) - 1)), "head": head, "rows": rows,
                        "notes": notes, "flagged": flagged, "wide": len(head) > 8})
     return _environment().get_template("compare/report.tex.j2").render(
-        title=result.config.title, tables=tables, systems=result.systems)
+        title=result.config.title, tables=tables, systems=result.systems,
+        curves=[{"name": n, "file": Tex("{" + curve_stem(n) + "}.pdf")} for n in curves])
 
 
-def write_latex(result: CompareResult, out: Path) -> Path:
+def write_latex(result: CompareResult, out: Path, curves: list[str] = ()) -> Path:
     """Write ``report.tex`` into ``out`` atomically and return its path."""
     path = Path(out) / "report.tex"
-    atomic_write(path, render_latex(result))
+    atomic_write(path, render_latex(result, curves))
     return path

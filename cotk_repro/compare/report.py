@@ -15,6 +15,8 @@ Files written to the report folder:
   ``corpus-<dataset>-hashes.csv``: the same shape, hashes;
 * ``results.csv``: one row per cell with value, hash, signature, group, rank,
   flag and error; ``results.json``: everything, machine-readable;
+* ``curves.csv`` (when a metric or a generator reported values per epoch, ``NAME@epoch-N``): one row per
+  point (metric, system, dataset, epoch, value); with charts on, ``curve-<metric>.svg/.pdf/.png``;
 * ``report.tex``: the paper's tables (:mod:`cotk_repro.compare.latex`); with charts on,
   ``figure-<family>.svg/.pdf/.png`` (:mod:`cotk_repro.compare.figures`).
 """
@@ -31,7 +33,7 @@ from typing import Any
 from ..core.fileio import atomic_write
 from .engine import Cell, CompareResult
 from .groups import analyze, column_has_conflict
-from .naming import safe_name
+from .naming import curve_stem, safe_name
 
 UNVERIFIABLE = "unverifiable"
 
@@ -114,6 +116,14 @@ def write_csvs(result: CompareResult, out: Path) -> list[Path]:
     return written
 
 
+def write_curves_csv(result: CompareResult, out: Path) -> Path:
+    """``curves.csv``: every per-epoch point, one row each (exact values)."""
+    rows = [[name, s, d, str(e), fmt_number(v)] for name, runs in result.curves.items()
+            for (s, d), points in runs.items() for e, v in points]
+    _write_csv(out / "curves.csv", ["metric", "system", "dataset", "epoch", "value"], rows)
+    return out / "curves.csv"
+
+
 def as_json(result: CompareResult, files: list[Path] | None = None) -> dict[str, Any]:
     """Return the whole compare result (config, cells, groups, ranks, failures, files) as a JSON-able dict."""
     cfg = result.config
@@ -135,6 +145,8 @@ def as_json(result: CompareResult, files: list[Path] | None = None) -> dict[str,
                       if column_has_conflict(result, col, d)],
         "failures": [f.as_dict() for f in result.failures],
         "generated": [{"system": s, "dataset": d, "outputs": how} for (s, d), how in sorted(result.generated.items())],
+        "curves": [{"metric": name, "system": s, "dataset": d, "points": [[e, v] for e, v in points]}
+                   for name, runs in result.curves.items() for (s, d), points in runs.items()],
         "files": [Path(os.path.relpath(f, cfg.out)).as_posix() for f in (files or [])],
     }
 
@@ -148,7 +160,10 @@ def write_report(result: CompareResult, out: Path | None = None, *, charts: bool
     previous = _previous_files(out)
     analyze(result)
     files = write_csvs(result, out)
+    if result.curves:
+        files.append(write_curves_csv(result, out))
     chart_files: dict[str, Path] = {}
+    drawn: list[str] = []  # the per-epoch metrics whose figures were written
     charts = cfg.charts if charts is None else charts
     if charts:
         from .charts import write_charts
@@ -157,14 +172,16 @@ def write_report(result: CompareResult, out: Path | None = None, *, charts: bool
 
         chart_files = write_charts(result, out)
         files += list(chart_files.values())
-        files += write_figures(result, out)
+        figure_files = write_figures(result, out)
+        files += figure_files
+        drawn = [n for n in result.curves if out / f"{curve_stem(n)}.pdf" in figure_files]
     if cfg.html if html is None else html:
         from .html import write_html
 
-        files.append(write_html(result, out, chart_files))
+        files.append(write_html(result, out, chart_files, curves=drawn))
     from .latex import write_latex
 
-    files.append(write_latex(result, out))
+    files.append(write_latex(result, out, curves=drawn))
     data = as_json(result, files + [out / "results.json"])
     atomic_write(out / "results.json", json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
     files.append(out / "results.json")

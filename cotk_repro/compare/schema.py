@@ -18,12 +18,12 @@ _STRICT = {bool: StrictBool, str: StrictStr, list: List[StrictStr]}
 
 #: ``[format]`` / ``[formats.NAME]`` / an inline format: the keys of :data:`.textfmt.FORMAT_KEYS`
 FormatTable = create_model("FormatTable", __base__=StrictTable,
-                           **{k: (Optional[_STRICT[t]], None) for k, t in FORMAT_KEYS.items()})
+                           **{k: (_STRICT[t] | None, None) for k, t in FORMAT_KEYS.items()})
 
 #: a named format (a key of [formats]) or an inline table of format keys
-FormatRef = Union[StrictStr, FormatTable]  # type: ignore[valid-type]
+FormatRef = StrictStr | FormatTable  # type: ignore[valid-type]
 #: a file, or a table of them by dataset
-StrOrTable = Union[StrictStr, Dict[str, Any]]
+StrOrTable = StrictStr | dict[str, Any]
 #: the tags pydantic puts in an error's location for the members of the unions above
 _UNION_TAGS = {"str", "FormatTable", "dict[str,any]"}
 

@@ -8,13 +8,15 @@ User-level settings (dashboard tokens) are *not* here: see :mod:`cotk_repro.core
 
 from __future__ import annotations
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
 from ..errors import ConfigError
 
@@ -94,7 +96,7 @@ def _validated_marker(raw: bytes, where: str) -> Path | None:
     return cache_dir() / "validated" / digest
 
 
-def _check(raw: bytes, data: dict[str, Any], where: str, prefix: tuple) -> None:
+def _check(raw: bytes, data: dict[str, Any], where: str, prefix: tuple[str | int, ...]) -> None:
     marker = _validated_marker(raw, where)
     if marker is not None and marker.is_file():
         return
@@ -117,6 +119,7 @@ def load_config(root: Path) -> ProjectConfig:
     """Load and validate the project config found at ``root`` (defaults when none)."""
     root = Path(root)
     path = root / CONFIG_FILE
+    prefix: tuple[str | int, ...]
     if path.is_file():
         raw, data = _read_toml(path)
         source, prefix = path, ()

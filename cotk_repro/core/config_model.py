@@ -6,6 +6,7 @@ files that passed), so that ``cotk-repro run`` does not pay for pydantic on ever
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Dict, List, Optional
 
 from pydantic import StrictBool, StrictFloat, StrictStr, ValidationError, field_validator
@@ -92,7 +93,7 @@ class ConfigFile(StrictTable):
     dashboard: Optional[DashboardTable] = None
 
 
-def _sentence(err: dict[str, Any], data: dict[str, Any]) -> tuple[tuple, str]:
+def _sentence(err: Mapping[str, Any], data: dict[str, Any]) -> tuple[tuple[str | int, ...], str]:
     loc = tuple(err["loc"])
     dotted = ".".join(str(p) for p in loc)
     if err["type"] == "extra_forbidden":
@@ -111,7 +112,7 @@ def _sentence(err: dict[str, Any], data: dict[str, Any]) -> tuple[tuple, str]:
     return loc, f"'{dotted}' must be {words}, got {value!r}"
 
 
-def check(data: dict[str, Any], where: str, text: str, prefix: tuple = ()) -> None:
+def check(data: dict[str, Any], where: str, text: str, prefix: tuple[str | int, ...] = ()) -> None:
     """Validate ``data`` (parsed from ``text``, found at key path ``prefix`` there); raise a ConfigError naming
     ``where``, the line and the key of the first violation (an unknown key before a wrong type)."""
     try:

@@ -6,11 +6,11 @@ import os
 import secrets
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any, Iterator
 
 
 @contextmanager
-def atomic_open(path: str | os.PathLike, mode: str = "w", *, perms: int | None = None) -> Iterator[IO]:
+def atomic_open(path: str | os.PathLike[str], mode: str = "w", *, perms: int | None = None) -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path`` for writing; on success it replaces ``path``, on error it is removed.
 
     ``mode``: ``"w"`` (UTF-8 text, ``\\n`` line ends) or ``"wb"``; ``perms``: the file's mode bits (e.g. 0o600),
@@ -33,7 +33,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, perms: int | None =
         raise
 
 
-def atomic_write(path: str | os.PathLike, data: str | bytes, *, perms: int | None = None) -> Path:
+def atomic_write(path: str | os.PathLike[str], data: str | bytes, *, perms: int | None = None) -> Path:
     """Replace ``path`` with ``data`` (text as UTF-8) atomically; returns the path."""
     with atomic_open(path, "wb" if isinstance(data, bytes) else "w", perms=perms) as fh:
         fh.write(data)

@@ -23,15 +23,22 @@ def tail(text: str, lines: int = 20) -> str:
 
 
 def git(cwd: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
-        check: bool = True, what: str | None = None, timeout: float | None = 600) -> subprocess.CompletedProcess:
+        check: bool = True, what: str | None = None, timeout: float | None = 600) -> subprocess.CompletedProcess[bytes]:
     """Run git; on failure raise :class:`GitError` with git's own message as the log."""
     full_env = dict(os.environ)
     full_env.setdefault("GIT_TERMINAL_PROMPT", "0")  # never hang on a password prompt
     if env:
         full_env.update(env)
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=full_env, input=input, capture_output=True,  # noqa: S603, S607 - git from PATH like the user's own shell; arguments are a list (no shell), URLs and refs after -- (see callers)
-                              timeout=timeout)
+        proc = subprocess.run(  # noqa: S603 - git from PATH like the user's own shell; arguments are a list (no shell), URLs and refs after -- (see callers)
+            ["git", *args],  # noqa: S607
+            cwd=cwd,
+            env=full_env,
+            input=input,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )  # the callers read the status
     except FileNotFoundError:
         raise GitError("git is not installed; cotk-repro needs git to record, publish and reproduce code") from None
     except NotADirectoryError:
@@ -46,7 +53,8 @@ def git(cwd: Path | str, *args: str, env: dict[str, str] | None = None, input: b
 
 def out(cwd: Path | str, *args: str, **kw: Any) -> str:
     """git's stdout as stripped text (see :func:`git`)."""
-    return git(cwd, *args, **kw).stdout.decode("utf-8", "replace").strip()
+    stdout: bytes = git(cwd, *args, **kw).stdout
+    return stdout.decode("utf-8", "replace").strip()
 
 
 def rev_parse(cwd: Path | str, rev: str) -> str | None:

@@ -19,6 +19,9 @@ Two forms of the result file are accepted (docs/spec.md section 4):
 
 Both normalize to ``{"results": {name: {value, hash, signature, metric, version}}, "data": ...}``.
 A metric without a hash is kept, with ``hash: null`` (*unverifiable*).
+
+A value measured during training at epoch N (a curve point) is stored under ``NAME@epoch-N`` beside the
+final ``NAME`` (the Texygen templates write them); :func:`epoch_key` reads such a key back.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -36,6 +40,8 @@ from ..errors import RunError
 RESULT_SCHEMA = "cotk-repro/result"
 HASH_SUFFIX = " hashvalue"
 SIGNATURE_SUFFIX = " signature"
+EPOCH_MARK = "@epoch-"
+_EPOCH_KEY = re.compile(r"^(?P<base>.+)@epoch-(?P<epoch>[0-9]{1,9})$")
 
 
 def result_entry(key: str, value: float, hash_: str | None, sig: str | None) -> dict[str, Any]:
@@ -51,6 +57,12 @@ def result_entry(key: str, value: float, hash_: str | None, sig: str | None) -> 
 def is_companion_key(key: str) -> bool:
     """Whether ``key`` is the hash or signature beside a value (``"bleu hashvalue"``), not a value."""
     return key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX)
+
+
+def epoch_key(key: str) -> tuple[str, int] | None:
+    """``"nll-oracle@epoch-5"`` -> ``("nll-oracle", 5)``; None for a key that is not a curve point."""
+    m = _EPOCH_KEY.match(key)
+    return (m.group("base"), int(m.group("epoch"))) if m else None
 
 
 def _is_number(value: Any) -> bool:
@@ -143,7 +155,7 @@ def read_result_file(path: Path, *, not_before: float | None = None) -> dict[str
     return normalize_results(data, where=str(path))
 
 
-def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: str | os.PathLike = "result.json",
+def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: str | os.PathLike[str] = "result.json",
                 *, dataloader: Any = None, data: Mapping[str, str] | None = None) -> Path:
     """Write a rich result file from metric outputs (``close()`` dicts), merged.
 
@@ -155,7 +167,7 @@ def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: 
     for part in results:
         merged.update(part)
     normalized = normalize_results(merged, where="save_result")["results"]
-    for name, item in normalized.items():
+    for item in normalized.values():
         sig = item.get("signature") or ""
         fields = dict(f.split(":", 1) for f in sig.split("|")[1:] if ":" in f)
         if sig:

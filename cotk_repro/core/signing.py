@@ -152,8 +152,13 @@ def _ssh_keygen() -> str:
 
 def _git_signing_key(cwd: Path | None) -> str | None:
     try:
-        proc = subprocess.run(["git", "config", "--get", "user.signingkey"], cwd=cwd, capture_output=True,  # noqa: S607 - git from PATH; fixed arguments
-                              timeout=30, check=False)
+        proc = subprocess.run(
+            ["git", "config", "--get", "user.signingkey"],  # noqa: S607 - git from PATH; fixed arguments
+            cwd=cwd,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     value = proc.stdout.decode("utf-8", "replace").strip()
@@ -177,8 +182,13 @@ def key_from_path(path: Path, source: str) -> SigningKey:
     if pub_path.is_file():
         text = pub_path.read_text(encoding="utf-8", errors="replace")
     else:
-        proc = subprocess.run([_ssh_keygen(), "-y", "-P", "", "-f", str(path)], capture_output=True,  # noqa: S603 - ssh-keygen found by shutil.which; the key path is the user's own
-                              timeout=TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(  # noqa: S603 - ssh-keygen found by shutil.which; the key path is the user's own
+            [_ssh_keygen(), "-y", "-P", "", "-f", str(path)],
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
         if proc.returncode != 0:
             raise SigningError(f"the signing key {path} ({source}) has no {pub_path.name} beside it and its public "
                                "half cannot be read without its passphrase",
@@ -211,7 +221,7 @@ def find_signing_key(cwd: Path | None = None, *, workdir: Path | None = None) ->
 
 
 # -- signing and verifying ---------------------------------------------------------------------------------------
-def _run(args: list[str], data: bytes, what: str) -> subprocess.CompletedProcess:
+def _run(args: list[str], data: bytes, what: str) -> subprocess.CompletedProcess[bytes]:
     try:
         return subprocess.run([_ssh_keygen(), *args], input=data, capture_output=True, timeout=TIMEOUT, check=False)  # noqa: S603 - ssh-keygen found by shutil.which; fixed flags, data on stdin
     except subprocess.TimeoutExpired:
@@ -224,7 +234,7 @@ def sign_bytes(data: bytes, namespace: str, key: SigningKey) -> str:
     if key.agent:
         args.insert(2, "-U")  # the key is in ssh-agent (a public key was configured)
     proc = _run(args, data, "sign")
-    text = proc.stdout.decode("ascii", "replace")
+    text: str = proc.stdout.decode("ascii", "replace")
     if proc.returncode != 0 or ARMOR_BEGIN not in text:
         err = proc.stderr.decode("utf-8", "replace").strip()
         hint = ("load the key into ssh-agent (ssh-add) or sign with a key without passphrase"
@@ -255,16 +265,16 @@ def verify_bytes(data: bytes, signature: str, namespace: str, allowed: list[tupl
     info = parse_signature(signature)
     if info.namespace != namespace:
         raise SigningError(f"the signature is for {info.namespace!r}, not {namespace!r}")
-    match = None
+    match: str | None = None
     if allowed is not None:
         match = next((p for p, k in allowed if k.blob == info.public.blob), None)
         if match is None:
             raise SigningError(f"the signature is by key {info.public.fingerprint}, which is not one of the "
                                "signer's keys")
-    if sshsig.supports(info.public.key_type):
+    if sshsig.supports(info.public.key_type) and info.parsed is not None:  # parse_signature always sets it
         ok = sshsig.verify(info.parsed, data, namespace)
     else:
-        ok = _ssh_keygen_verify(data, signature, namespace, None if allowed is None else (match, allowed))
+        ok = _ssh_keygen_verify(data, signature, namespace, None if allowed is None or match is None else (match, allowed))
     if not ok:
         raise SigningError(f"the signature by {info.public.fingerprint} does not match the signed content "
                            "(tampered, or signed over other bytes)")
@@ -352,8 +362,13 @@ def make_key(path: Path, comment: str) -> Path | None:
     if shutil.which("ssh-keygen") is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([_ssh_keygen(), "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],  # noqa: S603 - ssh-keygen found by shutil.which; the user's own key path and comment
-                          capture_output=True, timeout=TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(  # noqa: S603 - ssh-keygen found by shutil.which; the user's own key path and comment
+        [_ssh_keygen(), "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
     if proc.returncode != 0:
         raise SigningError(f"ssh-keygen could not make a key at {path}",
                            log=proc.stderr.decode("utf-8", "replace")[-2000:])

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import BinaryIO
 
 #: bytes kept of each of an entry's stdout and stderr (the last ones)
 TAIL = 4 * 1024 * 1024
@@ -43,7 +44,7 @@ class Tail:
                 if self.dropped else "")
         return head + self.value().decode("utf-8", "replace")
 
-    def dump(self, fh) -> None:
+    def dump(self, fh: BinaryIO) -> None:
         """Write the tail to the binary file ``fh``, after a line saying how much came before it."""
         if self.dropped:
             fh.write(f"[... {self.dropped} earlier bytes not kept: only the last {self.cap} are]\n".encode())

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import jinja2
 
 _PKG = Path(__file__).resolve().parent.parent  # the cotk_repro package
 
@@ -29,7 +32,7 @@ def templates_dir() -> Path:
 
 
 @lru_cache(maxsize=2)
-def environment(lenient: bool = False):
+def environment(lenient: bool = False) -> jinja2.Environment:
     """The Jinja environment over ``templates/``; ``lenient``: missing names render empty, block tags leave no
     blank lines (for pages of uploaded documents), else a missing name is an error."""
     import jinja2
@@ -47,7 +50,8 @@ def environment(lenient: bool = False):
 
 def render(template_name: str, /, **context: Any) -> str:
     """Render ``templates/<template_name>`` with ``context``."""
-    return environment().get_template(template_name).render(**context)
+    text: str = environment().get_template(template_name).render(**context)
+    return text
 
 
 def render_remembered(template_name: str, /, **context: str) -> str:

@@ -3,7 +3,8 @@ table, the words for a wrong type, and the declared type and known keys at a key
 
 from __future__ import annotations
 
-from typing import Any, Union
+import types
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,24 +21,29 @@ TYPE_WORDS = {"int_type": "an integer", "float_type": "a number", "string_type":
               "model_attributes_type": "a table"}
 
 
+def is_union(annotation: Any) -> bool:
+    """Whether ``annotation`` is a union, written ``Union[X, Y]``/``Optional[X]`` or ``X | Y``/``X | None``."""
+    return get_origin(annotation) in (Union, types.UnionType)
+
+
 def unwrap(annotation: Any) -> Any:
     """``Optional[X]`` -> ``X`` (a union keeps its other members)."""
-    if getattr(annotation, "__origin__", None) is not Union:
+    if not is_union(annotation):
         return annotation
-    args = tuple(a for a in annotation.__args__ if a is not type(None))
-    return args[0] if len(args) == 1 else Union[args]
+    args = tuple(a for a in get_args(annotation) if a is not type(None))
+    return args[0] if len(args) == 1 else Union[args]  # noqa: UP007 - a Union of a tuple built at run time
 
 
 def model_member(node: Any) -> Any:
     """The model of a union of a model and other types (walked into for nested keys); else ``node``."""
-    if getattr(node, "__origin__", None) is Union:
-        for member in node.__args__:
+    if is_union(node):
+        for member in get_args(node):
             if isinstance(member, type) and issubclass(member, BaseModel):
                 return member
     return node
 
 
-def annotation_at(root: type[BaseModel], path: tuple) -> Any:
+def annotation_at(root: type[BaseModel], path: tuple[str | int, ...]) -> Any:
     """The declared type at key ``path`` below the model ``root`` (through tables, lists and dicts of them);
     None when ``path`` names no declared key."""
     node: Any = root
@@ -55,7 +61,7 @@ def annotation_at(root: type[BaseModel], path: tuple) -> Any:
     return unwrap(node)
 
 
-def known_keys(root: type[BaseModel], path: tuple) -> list[str]:
+def known_keys(root: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:
     """The keys the table at ``path`` below ``root`` declares, sorted; none when ``path`` is not a table."""
     node = model_member(annotation_at(root, path))
     return sorted(node.model_fields) if isinstance(node, type) and issubclass(node, BaseModel) else []

@@ -15,6 +15,7 @@ locator, not a validator: the file has already been parsed by ``tomllib``.
 
 from __future__ import annotations
 
+import sys
 import re
 from typing import Any
 
@@ -59,12 +60,13 @@ def _basic_key(raw: str) -> str:
     """A double-quoted key's text with its escapes read as TOML reads them (``"k\\u00e9"`` is ``ké``)."""
     if "\\" not in raw:
         return raw
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10
+        import tomli as tomllib
     try:
-        return tomllib.loads(f'k = "{raw}"')["k"]
+        value: str = tomllib.loads(f'k = "{raw}"')["k"]
+        return value
     except (tomllib.TOMLDecodeError, KeyError):
         return raw
 

@@ -61,7 +61,8 @@ def compiled(pattern: str) -> Any:
 
 
 def _regex_findall(text: str) -> list[str]:
-    return compiled(PATTERN).findall(text)
+    found: list[str] = compiled(PATTERN).findall(text)
+    return found
 
 
 def findall(text: str) -> list[str]:
@@ -165,7 +166,7 @@ def _single_spaces(block: bytes, out: Any) -> bytes:
         drop = out == ord(" ")
         drop[:-1] &= out[1:] == ord("\n")  # a space before a line end, or last
         out = out[~drop]
-    return out.tobytes()
+    return bytes(out.tobytes())
 
 
 def normalize_spaces(block: bytes) -> bytes | None:

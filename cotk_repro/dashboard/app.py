@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .db import Database, open_database
 
@@ -37,8 +37,8 @@ DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 SECURITY_HEADERS = [
     (b"content-security-policy",
-     b"default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
-     b"base-uri 'none'; frame-ancestors 'none'"),
+     (b"default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+     b"base-uri 'none'; frame-ancestors 'none'")),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"same-origin"),
@@ -84,7 +84,7 @@ class RateLimiter:
                 self.buckets[key] = (tokens, now)
                 wait = (1 - tokens) / self.refill
             if len(self.buckets) > 10000:
-                full = [k for k, (t, l) in self.buckets.items() if t + (now - l) * self.refill >= self.capacity]
+                full = [k for k, (t, last) in self.buckets.items() if t + (now - last) * self.refill >= self.capacity]
                 for k in full:
                     del self.buckets[k]
         return wait
@@ -129,7 +129,7 @@ class TokenCache:
         return user
 
 
-async def _send_json(send, status: int, detail: str, extra_headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def _send_json(send, status: int, detail: str, extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

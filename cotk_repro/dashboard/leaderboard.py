@@ -3,7 +3,9 @@
 Only results with the same hash are ranked against each other (docs/spec.md section 7):
 
 * one group per hash, the largest group first (ties: the hash, for a stable order);
-* best first within a group, in the direction the metric that reports the key declares
+* within a group, records signed and run from a clean tree (tier 0) first, then dirty-tree or unsigned
+  ones (tier 1, each entry says ``dirty`` and ``signed``): one of them never ranks above a clean, signed one
+  (:func:`cotk_repro.core.ranking.tier`); then best first, in the direction the metric that reports the key declares
   (``higher_is_better``, see docs/metrics.md "The metric contract"; a key no registered metric
   reports ranks higher-is-better); equal values keep upload order and share their rank (competition
   ranking, :func:`cotk_repro.core.ranking.rank`: the next rank skips, as SQL ``rank()`` and the table);
@@ -21,7 +23,7 @@ from typing import Any
 from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.engine import Connection
 
-from ..core.ranking import page_ranks
+from ..core.ranking import TRUSTED, UNTRUSTED, page_ranks
 from .models import BoardGroup, Record, Reproduction, Result, User
 
 
@@ -72,9 +74,11 @@ _REPRODUCED_GROUP_SIZES = (
 
 
 def _group_query(columns, unverifiable: bool, reproduced_only: bool):
+    """A query over one group's results of one tier (``tier`` bound): each tier is a range of the index."""
     cond = [Result.task == bindparam("task"), Result.dataset == bindparam("dataset"),
             Result.metric == bindparam("metric"),
-            Result.hash.is_(None) if unverifiable else Result.hash == bindparam("hash")]
+            Result.hash.is_(None) if unverifiable else Result.hash == bindparam("hash"),
+            Result.tier == bindparam("tier")]
     q = select(*columns).where(and_(*cond))
     if reproduced_only:
         q = q.join(Record, Record.id == Result.record_pk).where(Record.reproduced_by > 0)
@@ -82,25 +86,63 @@ def _group_query(columns, unverifiable: bool, reproduced_only: bool):
 
 
 @lru_cache(maxsize=None)
+def _count_stmt(unverifiable: bool, reproduced_only: bool):
+    """How many results one tier of one group holds."""
+    return _group_query([func.count()], unverifiable, reproduced_only)
+
+
+@lru_cache(maxsize=None)
 def _better_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
-    """How many results of one group are strictly better than ``value``: the rank of a page's first entry - 1."""
+    """How many results of one tier of one group are strictly better than ``value``."""
     q = _group_query([func.count()], unverifiable, reproduced_only)
     return q.where(Result.value < bindparam("value") if lower else Result.value > bindparam("value"))
 
 
 @lru_cache(maxsize=None)
 def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
-    """One page of one group: its (value, record) from the index alone, then the records it names."""
+    """One page of one tier of one group: its (value, record) from the index alone, then the records it names."""
     page_q = _group_query([Result.value.label("value"), Result.record_pk.label("record_pk")], unverifiable,
                           reproduced_only)
     page_q = (page_q.order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
               .limit(bindparam("limit")).offset(bindparam("offset")).subquery())
     return (select(page_q.c.value, Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name,
-                   Record.key_fingerprint, Record.reproduced_by)
+                   Record.key_fingerprint, Record.reproduced_by, Record.dirty)
             .select_from(page_q)
             .join(Record, Record.id == page_q.c.record_pk)
             .join(User, User.id == Record.user_id)
             .order_by(page_q.c.value.asc() if lower else page_q.c.value.desc(), page_q.c.record_pk.asc()))
+
+
+def _page(conn: Connection, params: dict[str, Any], lower: bool, unverifiable: bool, reproduced_only: bool,
+          offset: int, limit: int) -> tuple[list[tuple], list[int], int]:
+    """One page of one group in ranking order, tier 0 then tier 1: ``(rows with their tier, tiers, first rank)``.
+
+    Each tier is read as its own range of the index (one ordered scan each, as fast as a group without
+    tiers); the tier-0 count is asked only for a page past the first, to know where the page starts.
+    """
+    stmt = _page_stmt(lower, unverifiable, reproduced_only)
+    n_trusted = None
+    if offset:
+        n_trusted = conn.execute(_count_stmt(unverifiable, reproduced_only), {**params, "tier": TRUSTED}).scalar_one()
+    rows: list[tuple] = []
+    tiers: list[int] = []
+    for t in (TRUSTED, UNTRUSTED):
+        skip = offset if t == TRUSTED else max(0, offset - (n_trusted or 0))
+        if t == TRUSTED and n_trusted is not None and offset >= n_trusted:
+            continue
+        want = limit - len(rows)
+        if want <= 0:
+            break
+        got = conn.execute(stmt, {**params, "tier": t, "limit": want, "offset": skip}).all()
+        rows += got
+        tiers += [t] * len(got)
+    first = 1  # the page may start inside a tie: its first rank counts the results ranked strictly above
+    if rows and offset:
+        first += conn.execute(_better_stmt(lower, unverifiable, reproduced_only),
+                              {**params, "tier": tiers[0], "value": rows[0][0]}).scalar_one()
+        if tiers[0] == UNTRUSTED:
+            first += n_trusted or 0
+    return rows, tiers, first
 
 
 def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int = 100, page: int = 1,
@@ -112,21 +154,18 @@ def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int 
     pages = []
     for h, total in sizes[:max_groups]:
         params = {"task": task, "dataset": dataset, "metric": metric, "hash": h}
-        rows = conn.execute(_page_stmt(lower, h is None, reproduced_only),
-                            {**params, "limit": limit, "offset": offset}).all()
-        first = 1  # the page may start inside a tie: its first rank counts the strictly better results
-        if rows and offset:
-            first += conn.execute(_better_stmt(lower, h is None, reproduced_only),
-                                  {**params, "value": rows[0][0]}).scalar_one()
-        ranks = page_ranks([r[0] for r in rows], offset=offset, first_rank=first, higher_is_better=not lower)
-        pages.append((h, total, rows, ranks))
-    counts = reproduction_counts(conn, [r[1] for _h, _t, rows, _r in pages for r in rows])  # one query, all groups
+        rows, tiers, first = _page(conn, params, lower, h is None, reproduced_only, offset, limit)
+        ranks = page_ranks([r[0] for r in rows], offset=offset, first_rank=first, higher_is_better=not lower,
+                           tiers=tiers)
+        pages.append((h, total, rows, tiers, ranks))
+    counts = reproduction_counts(conn, [r[1] for _h, _t, rows, _ti, _r in pages for r in rows])  # one query
     groups = []
-    for h, total, rows, ranks in pages:
+    for h, total, rows, tiers, ranks in pages:
         entries = []
-        for rank, (value, pk, rid, project, submitted, user, key, by) in zip(ranks, rows):
+        for rank, t, (value, pk, rid, project, submitted, user, key, by, dirty) in zip(ranks, tiers, rows):
             entries.append({"rank": rank, "id": rid, "url": record_url(rid), "value": value,
                             "user": user, "signer": user if key else None, "signed": key is not None, "key": key,
+                            "dirty": bool(dirty), "tier": t,
                             "project": project, "submitted_at": submitted,
                             "reproductions": counts.get(pk, 0), "reproduced_by": by, "unverifiable": h is None})
         groups.append({"hash": h, "comparable": h is not None, "total": total, "entries": entries})

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false, text
+from sqlalchemy import (Boolean, Float, ForeignKey, Index, Integer, SmallInteger, String, Text, UniqueConstraint,
+                        false, text)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: longest task / dataset / project / metric name the dashboard accepts
@@ -128,6 +129,8 @@ class Record(Base):
     key_fingerprint: Mapped[Optional[str]] = mapped_column(String(80), nullable=True)
     #: distinct users other than the owner whose latest verdict is "reproduced" (kept on every reproduction)
     reproduced_by: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
+    #: run from a work tree with uncommitted changes (the record's ``code.dirty``)
+    dirty: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
 
     __table_args__ = (
         Index("ix_records_task_dataset", "task", "dataset", "id"),
@@ -147,10 +150,13 @@ class Result(Base):
     metric: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
     hash: Mapped[Optional[str]] = mapped_column(String(64), nullable=True)
     value: Mapped[float] = mapped_column(Float, nullable=False)
+    #: the record's tier (:func:`cotk_repro.core.ranking.tier`): 0 signed and clean, 1 dirty or unsigned;
+    #: every result of tier 0 ranks above every result of tier 1 (kept when a signed upload adopts the record)
+    tier: Mapped[int] = mapped_column(SmallInteger, nullable=False, default=1, server_default=text("1"))
 
     __table_args__ = (
         UniqueConstraint("record_pk", "metric", name="uq_results_record_metric"),
-        Index("ix_results_board_v2", "task", "dataset", "metric", "hash", "value", "record_pk"),
+        Index("ix_results_board_v3", "task", "dataset", "metric", "hash", "tier", "value", "record_pk"),
     )
 
 

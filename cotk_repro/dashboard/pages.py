@@ -113,11 +113,11 @@ def fmt_value(v: Any) -> str:
 
 
 def split_trusted(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(signed and independently reproduced, the others)``, each in rank order (one pass: the page of a
-    leaderboard is rebuilt after every write)."""
+    """``(signed, from a clean tree and independently reproduced, the others)``, each in rank order (one pass:
+    the page of a leaderboard is rebuilt after every write)."""
     trusted, others = [], []
     for e in entries:
-        (trusted if e.get("signed") and e.get("reproduced_by") else others).append(e)
+        (trusted if e.get("signed") and not e.get("dirty") and e.get("reproduced_by") else others).append(e)
     return trusted, others
 
 

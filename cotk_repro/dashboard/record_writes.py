@@ -3,7 +3,8 @@
 A batch costs a fixed handful of statements, however many uploads it holds: one lookup of the ids
 already stored, one multi-row insert of the new records (ids returned), one of their results, one
 upsert per leaderboard group touched (counts summed, in one order so concurrent writers never
-deadlock). Only the rare cases run per upload: an unsigned record taken over by its signer, and
+deadlock). Only the rare cases run per upload: an unsigned record taken over by its signer (its results
+move to the signed tier, unless its tree was dirty), and
 mirrors (another user uploading a record signed by its owner).
 
 Names are identifiers (:mod:`.names`): a new record whose task, dataset, project or metric name shares a
@@ -26,6 +27,7 @@ import weakref
 
 from sqlalchemy import bindparam, insert, select, tuple_, update
 
+from ..core.ranking import tier
 from .auth import now_iso
 from .models import BoardGroup, Mirror, Name, Record, Result
 from .names import NameError_, check_against, digests
@@ -48,13 +50,19 @@ class PendingRecord:
     fingerprint: str | None
     #: the record's names, ``(kind, name, what, register)``, checked against the names the dashboard holds
     names: tuple[tuple[str, str, str, bool], ...] = ()
+    #: run from a work tree with uncommitted changes (the record's ``code.dirty``)
+    dirty: bool = False
+
+    @property
+    def tier(self) -> int:
+        return tier(signed=self.fingerprint is not None, dirty=self.dirty)
 
     @property
     def mirror(self) -> bool:
         return self.owner_id != self.uploader_id
 
 
-_FIND = select(Record.id, Record.record_id, Record.signature).where(Record.record_id.in_(bindparam("rids",
+_FIND = select(Record.id, Record.record_id, Record.signature, Record.dirty).where(Record.record_id.in_(bindparam("rids",
                                                                                                expanding=True)))
 _INSERT_RECORDS = insert(Record).returning(Record.id, Record.record_id, sort_by_parameter_order=True)
 _INSERT_RESULTS = insert(Result)
@@ -119,7 +127,8 @@ def _check_names(conn, new: dict[str, PendingRecord]) -> dict[str, NameError_]:
 def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError_]:
     """Store the uploads ``items`` in the open transaction; one ``created`` flag per item (False: already there),
     or the :class:`.names.NameError_` that kept a new record out."""
-    found = {rid: (pk, sig) for pk, rid, sig in conn.execute(_FIND, {"rids": sorted({i.record_id for i in items})})}
+    found = {rid: (pk, sig, dirty) for pk, rid, sig, dirty in conn.execute(
+        _FIND, {"rids": sorted({i.record_id for i in items})})}
     new: dict[str, PendingRecord] = {}
     for item in items:
         if item.record_id not in found and item.record_id not in new:
@@ -133,10 +142,11 @@ def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError
         rows = conn.execute(_INSERT_RECORDS, [
             {"record_id": i.record_id, "user_id": i.owner_id, "task": i.task, "dataset": i.dataset,
              "project_name": i.project_name, "status": i.status, "submitted_at": at, "body": i.body,
-             "signature": i.signature, "key_fingerprint": i.fingerprint} for i in new.values()]).all()
+             "signature": i.signature, "key_fingerprint": i.fingerprint, "dirty": i.dirty}
+            for i in new.values()]).all()
         pks = {rid: pk for pk, rid in rows}
         results = [{"record_pk": pks[i.record_id], "task": i.task, "dataset": i.dataset, "metric": m, "hash": h,
-                    "value": v} for i in new.values() if i.status == "ok" for m, v, h in i.results]
+                    "value": v, "tier": i.tier} for i in new.values() if i.status == "ok" for m, v, h in i.results]
         if results:
             conn.execute(_INSERT_RESULTS, results)
             counts = Counter((r["task"], r["dataset"], r["metric"], r["hash"] or "") for r in results)
@@ -144,18 +154,20 @@ def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError
             for (task, dataset, metric, h), n in sorted(counts.items()):
                 conn.execute(stmt, {"task": task, "dataset": dataset, "metric": metric, "hash": h, "n": n})
         for rid, pk in pks.items():
-            found[rid] = (pk, new[rid].signature)
+            found[rid] = (pk, new[rid].signature, new[rid].dirty)
     for n, item in enumerate(items):
         if item.record_id in refused:
             created_flags[n] = refused[item.record_id]
             continue
-        pk, stored_sig = found[item.record_id]
+        pk, stored_sig, stored_dirty = found[item.record_id]
         if new.get(item.record_id) is item:
             created_flags[n] = True
         elif stored_sig is None and item.signature is not None:  # stored unsigned before: the signer owns it now
             conn.execute(update(Record).where(Record.id == pk).values(
                 user_id=item.owner_id, signature=item.signature, key_fingerprint=item.fingerprint))
-            found[item.record_id] = (pk, item.signature)
+            conn.execute(update(Result).where(Result.record_pk == pk).values(
+                tier=tier(signed=item.fingerprint is not None, dirty=stored_dirty)))
+            found[item.record_id] = (pk, item.signature, stored_dirty)
         if item.mirror and conn.execute(select(Mirror.id).where(Mirror.record_pk == pk,
                                                                 Mirror.user_id == item.uploader_id)).first() is None:
             conn.execute(insert(Mirror).values(record_pk=pk, user_id=item.uploader_id, submitted_at=now_iso()))

@@ -140,6 +140,7 @@ def validate_upload(record: Any) -> dict[str, Any]:
             "dataset": _name(project.get("dataset"), "project dataset"),
             "project_name": _name(project.get("name"), "project name"),
             "status": record["status"],
+            "dirty": (record.get("code") or {}).get("dirty") is True,
             "results": columns,
             "unranked": unranked,
         }
@@ -175,7 +176,7 @@ def store_record(db: Database, body: Any, principal: Principal, *, allow_unsigne
         record_id=rid, task=cols["task"], dataset=cols["dataset"], project_name=cols["project_name"],
         status=cols["status"], body=dumps(record), owner_id=owner_id, uploader_id=principal.user_id,
         results=tuple((name, value, h) for name, (value, h) in cols["results"].items()),
-        signature=signature, fingerprint=fp, names=record_names(cols))
+        signature=signature, fingerprint=fp, names=record_names(cols), dirty=cols["dirty"])
     info = {"id": rid, "owner": owner_name, "signed": signer is not None, "mirror": mirror, "key": fp,
             "unranked": cols["unranked"]}
     try:

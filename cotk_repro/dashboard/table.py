@@ -4,7 +4,9 @@ Each column is one metric's *ranked* group: the largest group of comparable resu
 comparability hash, as the metric's leaderboard puts first, see ``leaderboard.py``). A cell holds a
 record's value with its rank in that column, ranked in the direction the metric declares
 (``higher_is_better``). A record whose result has another hash (or none) gets the value marked
-``comparable: false`` and no rank: it is shown, never ranked against the column. Rows come in
+``comparable: false`` and no rank: it is shown, never ranked against the column. Ranks follow the one rule
+(:mod:`cotk_repro.core.ranking`): records signed and run from a clean tree first, then dirty-tree or
+unsigned ones (each row says ``dirty`` and ``signed``), best value first within each. Rows come in
 upload order, or by one column's rank with ``sort=METRIC``; failed records have no row.
 """
 
@@ -38,7 +40,7 @@ def _ranks(conn: Connection, task: str, dataset: str, column: dict[str, Any], pk
     if column["hash"] is None or not pks:
         return {}
     value = Result.value.desc() if column["higher_is_better"] else Result.value.asc()
-    ranked = (select(Result.record_pk.label("pk"), func.rank().over(order_by=value).label("rank"))
+    ranked = (select(Result.record_pk.label("pk"), func.rank().over(order_by=(Result.tier.asc(), value)).label("rank"))
               .where(Result.task == task, Result.dataset == dataset, Result.metric == column["metric"],
                      Result.hash == column["hash"]).subquery())
     return dict(conn.execute(select(ranked.c.pk, ranked.c.rank).where(ranked.c.pk.in_(pks))).all())
@@ -51,16 +53,16 @@ def build(conn: Connection, task: str, dataset: str, *, sort: str | None = None,
     where = (Record.task == task, Record.dataset == dataset, Record.status == "ok")
     by = next((c for c in cols if c["metric"] == sort), None)
     query = (select(Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name,
-                    Record.key_fingerprint, Record.reproduced_by)
+                    Record.key_fingerprint, Record.reproduced_by, Record.dirty)
              .join(User, User.id == Record.user_id).where(*where))
     order = [Record.id.asc()]
     if by is not None and by["hash"] is not None:
-        cell = (select(Result.record_pk, Result.value)
+        cell = (select(Result.record_pk, Result.value, Result.tier)
                 .where(Result.task == task, Result.dataset == dataset, Result.metric == by["metric"],
                        Result.hash == by["hash"]).subquery())
         query = query.outerjoin(cell, cell.c.record_pk == Record.id)
         value = cell.c.value.desc() if by["higher_is_better"] else cell.c.value.asc()
-        order = [case((cell.c.value.is_(None), 1), else_=0), value, Record.id.asc()]
+        order = [case((cell.c.value.is_(None), 1), else_=0), cell.c.tier.asc(), value, Record.id.asc()]
     total = conn.execute(select(func.count()).select_from(Record).where(*where)).scalar_one()
     rows = conn.execute(query.order_by(*order).limit(limit).offset((page - 1) * limit)).all()
     pks = [r[0] for r in rows]
@@ -71,7 +73,7 @@ def build(conn: Connection, task: str, dataset: str, *, sort: str | None = None,
             values.setdefault(pk, {})[metric] = (v, h)
     ranks = {c["metric"]: _ranks(conn, task, dataset, c, pks) for c in cols}
     out_rows = []
-    for pk, rid, project, submitted, user, key, by_n in rows:
+    for pk, rid, project, submitted, user, key, by_n, dirty in rows:
         cells = {}
         for c in cols:
             if c["metric"] not in values.get(pk, {}):
@@ -82,7 +84,8 @@ def build(conn: Connection, task: str, dataset: str, *, sort: str | None = None,
             cells[c["metric"]] = {"value": v, "comparable": comparable,
                                   "rank": ranks[c["metric"]].get(pk) if comparable else None, "hash": h}
         out_rows.append({"id": rid, "url": record_url(rid), "project": project, "user": user,
-                         "signer": user if key else None, "signed": key is not None, "submitted_at": submitted,
+                         "signer": user if key else None, "signed": key is not None, "dirty": bool(dirty),
+                         "submitted_at": submitted,
                          "reproduced_by": by_n, "cells": cells})
     return {"task": task, "dataset": dataset, "sort": by["metric"] if by else None, "page": page,
             "per_page": limit, "total": total, "columns": cols, "rows": out_rows}

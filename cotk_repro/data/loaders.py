@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from itertools import filterfalse, repeat
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 
@@ -175,7 +175,7 @@ class TextDataLoader:
     name = "text"
     version = "1"
     #: options a subclass accepts beyond the common ones, with defaults
-    extra_options: dict[str, Any] = {}
+    extra_options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, path: str | Path, *, tokenizer: Any = "nltk", min_frequent_vocab_times: int = 10,
                  min_rare_vocab_times: int = 0, lowercase: bool = False, max_sent_length: int | None = None,
@@ -665,7 +665,7 @@ class MultiTurnDialog(TextDataLoader):
     (batch x turns x length), ``sent_length`` (batch x turns), ``turn_length``, ``sent_str``."""
 
     name = "multi-turn-dialog"
-    extra_options = {"max_turns": None}
+    extra_options: ClassVar[dict[str, Any]] = {"max_turns": None}
 
     def __init__(self, path: str | Path, **options: Any):
         max_turns = options.get("max_turns")

@@ -13,7 +13,7 @@ and *all vocab* (F ∪ R: what evaluation sees).
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def order_by_count(tokens: Sequence[str], counts: Sequence[int]) -> list[str]:
 class Vocab:
     """Special tokens + F + R with id lookups in both views."""
 
-    special_tokens = list(SPECIAL_TOKENS)
+    special_tokens: ClassVar[list[str]] = list(SPECIAL_TOKENS)
     pad_id, unk_id, go_id, eos_id = PAD_ID, UNK_ID, GO_ID, EOS_ID
 
     def __init__(self, frequent: Sequence[str], rare: Sequence[str]):

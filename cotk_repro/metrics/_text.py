@@ -134,5 +134,5 @@ def check_samples(metric: str, hypotheses: Any, references: Any) -> tuple[list[A
         raise MetricError(f"{metric} needs at least one hypothesis")
     for i, r in enumerate(refs):
         if not r:
-            raise MetricError(f"sample {i} has no reference")
+            raise MetricError(f"sample {i} has no reference; {metric} needs at least one per hypothesis")
     return hyps, refs

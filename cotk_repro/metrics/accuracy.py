@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from ..text.reference_hashes import reference_set_hash
-from .base import Metric, MetricError, result_entry, signature
+from .base import Metric, MetricError
+from .declaration import COUNTED_INPUTS, Declaration, Setting
 
 
 class AccuracyMetric(Metric):
@@ -19,7 +20,7 @@ class AccuracyMetric(Metric):
     level = "sentence"
     cost = 0.01
     result_keys = "accuracy"
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
         preds = list(hypotheses)
@@ -31,5 +32,6 @@ class AccuracyMetric(Metric):
         if not preds:
             raise MetricError("accuracy needs at least one prediction")
         value = sum(1 for p, label in zip(preds, labels) if p == label) / len(preds)
-        h = reference_set_hash(self.name, {"version": self.version}, [[[repr(label)]] for label in labels])
-        return result_entry(self.name, value, h, signature(self.name, {"n": len(preds)}, self.version))
+        decl = Declaration(self.name, self.version, [Setting.signature_only("n", len(preds), why=COUNTED_INPUTS)])
+        return decl.entry(self.name, value, lambda settings: reference_set_hash(
+            self.name, settings, [[[repr(label)]] for label in labels]))

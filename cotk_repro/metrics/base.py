@@ -20,7 +20,7 @@ mismatch is an error, never a silent truncation (unless the metric declares ``pa
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 from ..errors import CotkError
 from ..core.results import HASH_SUFFIX, SIGNATURE_SUFFIX, result_entry  # noqa: F401 - the metric API re-exports them
@@ -107,6 +107,16 @@ class Metric:
     #: False when the references are a set not paired with the hypotheses (fw-bw-bleu): counts may differ
     paired_references = True
 
+    # -- the inputs beyond hypotheses and references (docs/metrics.md, "Other inputs"): ``cotk-repro evaluate``
+    # reads these flags and calls the matching method, never probing for one
+    #: True: :meth:`compute_groups` scores explicit groups of responses (``evaluate --groups FILE``)
+    takes_groups = False
+    #: True: :meth:`compute_with_queries` reads the query each hypothesis answers (``evaluate --queries FILE``)
+    takes_queries = False
+    #: True: it cannot score hypotheses without their queries (a metric with ``takes_groups`` still scores
+    #: groups without them); implies ``takes_queries``
+    needs_queries = False
+
     # -- facts (docs/metrics.md, "The metric contract"): every consumer (evaluate, compare, the
     # dashboard's ranking and value checks, `metrics --json`) reads these; no table elsewhere names a metric.
     #: direction of every value this metric reports (override per result key with ``key_facts``)
@@ -120,7 +130,7 @@ class Metric:
     #: regular expression (full match) of the result keys this metric reports; None: its name only
     result_keys = None
     #: result keys whose facts differ from the class's: ``{"rouge-l": {"higher_is_better": True, ...}}``
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, **settings: Any) -> None:
         self.settings: dict[str, Any] = dict(settings)
@@ -156,8 +166,27 @@ class Metric:
         self.forward(batch)
         return self.close()
 
+    def compute_groups(self, groups: Sequence[Sequence[Any]],
+                       references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+        """The result dict of explicit groups of responses (``references``: optional, one list per group).
+        Only a metric with ``takes_groups = True`` implements it."""
+        raise MetricError(f"metric {self.name!r} does not score groups of responses")
+
+    def compute_with_queries(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None,
+                             queries: Sequence[str]) -> dict[str, Any]:
+        """:meth:`compute` of hypotheses that answer ``queries`` (one per hypothesis). Only a metric with
+        ``takes_queries = True`` implements it."""
+        raise MetricError(f"metric {self.name!r} takes no queries")
+
     def __repr__(self) -> str:
         return f"<metric {self.name} v{self.version} {getattr(self, 'settings', {})}>"
+
+
+def declared(metric: Any, flag: str) -> bool:
+    """A contract flag (``takes_groups``, ``takes_queries``, ``needs_queries``, ...) of a metric object or class:
+    its own value, or the :class:`Metric` default for one that does not derive from it (a plugin may register any
+    class honouring the contract)."""
+    return bool(getattr(metric, flag, getattr(Metric, flag)))
 
 
 def _metric_name(metric: Any) -> str:

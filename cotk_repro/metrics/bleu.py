@@ -38,9 +38,10 @@ import numpy as np
 
 from ..core.canonical import StreamHasher, frame_bytes, token_list_items
 from ..core.gcpause import without_gc
-from ..text.reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_reference_hash, bleu_tokenize
+from ..text.reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_tokenize, reference_set_hash
 from .bleu_tokenizers import get_bleu_tokenizer, normalization, normalizer
-from .base import Metric, MetricError, check_references, result_entry, signature
+from .base import Metric, MetricError, check_references
+from .declaration import COUNTED_INPUTS, Declaration, Setting
 from .bleu_smoothing import brevity_penalty
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
                      run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_texts)
@@ -353,10 +354,14 @@ class ReferenceDigest:
 
     def hash(self, metric: str, ngram: int, weights: Sequence[float], smoothing: str,
              extra: Mapping[str, Any] | None = None) -> str:
-        settings = {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
-                    "tokenizer": BLEU_TOKENIZER, "normalize": "none", "version": BLEU_VERSION, **(extra or {})}
+        return self.hash_of(metric, {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
+                                     "tokenizer": BLEU_TOKENIZER, "normalize": "none", "version": BLEU_VERSION,
+                                     **(extra or {})})
+
+    def hash_of(self, metric: str, settings: Mapping[str, Any]) -> str:
+        """The hash of this reference set under the complete ``settings`` mapping (a declaration's)."""
         h = StreamHasher("cotk-repro/reference-set/v1")
-        h.update({"metric": metric, "settings": settings})
+        h.update({"metric": metric, "settings": dict(settings)})
         h.update(self._count)
         h.update_framed(self._framed)
         return h.hexdigest()
@@ -466,6 +471,10 @@ class _BleuFamily(Metric):
     version = BLEU_VERSION
     default_smoothing = "method3"
     takes_shared_tokenizer = False  # the tokenizer is BLEU's own option (bleu_tokenizers.py), never evaluate()'s
+    #: the set-level metrics' sampling (self-bleu, fw-bw-bleu set them): None, the whole set
+    sample: int | None = None
+    seed = 1229
+    sample_mode = "subset"
 
     def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
                  tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True, normalize: str = "none",
@@ -545,24 +554,22 @@ class _BleuFamily(Metric):
         # tokens of another tokenizer than WordPunct are hashed as they were scored
         return ReferenceDigest(ref_text, ref_tok, given=not self.retokenize or not self.bleu_tokenizer.default)
 
-    def _hash_extra(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        out = dict(extra or {})
-        if not self.retokenize:
-            out["tokenizer"] = GIVEN_TOKENS
-        elif not self.bleu_tokenizer.default:
-            out["tokenizer"] = self.bleu_tokenizer.spec
-        out["normalize"] = self.normalize
-        return out
+    def _settings(self) -> list[Setting]:
+        """The settings every BLEU-family value has (the hash keeps a default the signature leaves out)."""
+        hashed_tok = GIVEN_TOKENS if not self.retokenize else \
+            BLEU_TOKENIZER if self.bleu_tokenizer.default else self.bleu_tokenizer.spec
+        return [Setting("ngram", self.ngram, "n"),
+                Setting("weights", [float(x) for x in self.weights], "w", shown=[round(x, 6) for x in self.weights],
+                        elide=[1.0 / self.ngram] * self.ngram),
+                Setting("smoothing", self.smoothing, "smooth", shown="m" + self.smoothing[-1]),
+                Setting("tokenizer", hashed_tok, "tok", shown=self.token_rule),
+                Setting("normalize", self.normalize, "norm", elide="none")]
 
-    def _sig_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {"n": self.ngram}
-        if self.custom_weights:
-            fields["w"] = [round(x, 6) for x in self.weights]
-        fields["smooth"] = "m" + self.smoothing[-1]
-        fields["tok"] = self.token_rule
-        if self.normalize != "none":
-            fields["norm"] = self.normalize
-        return fields
+    def _sampling_settings(self, cotk_sampled: bool) -> list[Setting]:
+        """The sampling settings of the set-level metrics: none when the whole sets were scored."""
+        return [Setting("sample", self.sample, "sample", elide=None),
+                Setting("seed", self.seed if self.sample else None, "seed", elide=None),
+                *([Setting("sample_mode", self.sample_mode, "pick")] if cotk_sampled else [])]
 
 
 class BleuMetric(_BleuFamily):
@@ -608,11 +615,9 @@ class BleuMetric(_BleuFamily):
         weights = self.weights
         if self.auto_reweigh and hyp_len < 4 and weights == [0.25] * 4 and nums[0] != 0:
             weights = [1 / hyp_len] * hyp_len
-        extra: dict[str, Any] = {"auto_reweigh": True} if self.auto_reweigh else {}
         if self.denominators == "sacrebleu":
             lengths = np.fromiter(map(len, hyp_tok), np.int64, count=len(hyp_tok))
             dens = [int(np.maximum(0, lengths - n + 1).sum()) for n in range(1, self.ngram + 1)]
-            extra["denominators"] = self.denominators
         if self.smoothing in CORPUS_ONLY_SMOOTHINGS:
             from .bleu_smoothing import corpus_value
 
@@ -621,16 +626,15 @@ class BleuMetric(_BleuFamily):
             value = 0.0
         else:
             value = bleu_from_counts(nums, dens, hyp_len, ref_len, weights, self.smoothing)
-        h = self._digest(ref_text, ref_tok).hash(self.name, self.ngram, self.weights, self.smoothing,
-                                                 self._hash_extra(extra or None) or None)
         counts = sorted(set(map(len, ref_text)))
-        fields = self._sig_fields()
-        if self.auto_reweigh:
-            fields["reweigh"] = "yes"
-        if self.denominators != "nltk":
-            fields["den"] = self.denominators
-        fields["refs"] = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-        return result_entry(self.name, value, h, signature(self.name, fields, self.version))
+        decl = Declaration(self.name, self.version, [
+            *self._settings(),
+            *([Setting("auto_reweigh", True, "reweigh", shown="yes")] if self.auto_reweigh else []),
+            *([Setting("denominators", self.denominators, "den")] if self.denominators != "nltk" else []),
+            Setting.signature_only("refs", str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}",
+                                   why=COUNTED_INPUTS)])
+        digest = self._digest(ref_text, ref_tok)
+        return decl.entry(self.name, value, lambda settings: digest.hash_of(self.name, settings))
 
 
 @without_gc
@@ -694,20 +698,10 @@ class SelfBleuMetric(_BleuFamily):
         _, tokens = self._texts_and_tokens(items, "hypothesis")
         scores = self_bleu_scores(tokens, self.ngram, self.weights, self.smoothing)
         value = math.fsum(scores) / len(scores)
-        extra = {"sentences": len(items), "sample": self.sample, "seed": self.seed if self.sample else None}
-        cotk_sampled = idx is not None and self.sample_mode == "cotk"
-        if cotk_sampled:  # a different subset from the default's: never the same hash
-            extra["sample_mode"] = self.sample_mode
-        h = bleu_reference_hash([], metric=self.name, ngram=self.ngram, weights=self.weights,
-                                smoothing=self.smoothing, extra=self._hash_extra(extra))
-        fields = self._sig_fields()
-        fields["size"] = len(items)
-        if self.sample:
-            fields["sample"] = self.sample
-            fields["seed"] = self.seed
-            if cotk_sampled:
-                fields["pick"] = "cotk"
-        return result_entry(self.name, value, h, signature(self.name, fields, self.version))
+        cotk_sampled = idx is not None and self.sample_mode == "cotk"  # another subset: never the default's hash
+        decl = Declaration(self.name, self.version, [*self._settings(), Setting("sentences", len(items), "size"),
+                                                     *self._sampling_settings(cotk_sampled)])
+        return decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, []))
 
 
 class FwBwBleuMetric(_BleuFamily):
@@ -781,25 +775,15 @@ class FwBwBleuMetric(_BleuFamily):
         bw_v = math.fsum(bw) / len(bw)
         hm = 2 * fw_v * bw_v / (fw_v + bw_v) if fw_v + bw_v > 0 else 0.0
         out: dict[str, Any] = {}
-        sampling = {"sample": self.sample, "seed": self.seed if self.sample else None}
+        # other sentences than the default's subset: never the same hash
         cotk_sampled = self.sample_mode == "cotk" and (hidx is not None or ridx is not None)
-        if cotk_sampled:  # other sentences than the default's subset: never the same hash
-            sampling["sample_mode"] = self.sample_mode
         for key, value, with_hyps in (("fw-bleu", fw_v, False), ("bw-bleu", bw_v, True), ("fw-bw-bleu", hm, True)):
-            extra: dict[str, Any] = {"references": len(r_used), **sampling}
-            if with_hyps:  # backward BLEU grows with the generated set's size, as Self-BLEU does
-                extra["hypotheses"] = len(h_used)
-            h = digest.hash(key, self.ngram, self.weights, self.smoothing, self._hash_extra(extra))
-            fields = self._sig_fields()
-            fields["refs"] = len(r_used)
-            if with_hyps:
-                fields["hyps"] = len(h_used)
-            if self.sample:
-                fields["sample"] = self.sample
-                fields["seed"] = self.seed
-                if cotk_sampled:
-                    fields["pick"] = "cotk"
-            out.update(result_entry(key, value, h, signature(key, fields, self.version)))
+            decl = Declaration(key, self.version, [
+                *self._settings(), Setting("references", len(r_used), "refs"),
+                # backward BLEU grows with the generated set's size, as Self-BLEU does
+                *([Setting("hypotheses", len(h_used), "hyps")] if with_hyps else []),
+                *self._sampling_settings(cotk_sampled)])
+            out.update(decl.entry(key, value, lambda settings, key=key: digest.hash_of(key, settings)))
         return out
 
 

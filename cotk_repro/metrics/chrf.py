@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .base import Metric, MetricError, check_references, result_entry, signature
+from .base import Metric, MetricError
+from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 from ..text.reference_hashes import reference_set_hash
-from ._text import as_text, check_hypotheses
+from ._text import as_text, check_samples
 
 CHRF_VERSION = "1"
 
@@ -43,15 +44,9 @@ def text_inputs(name: str, hypotheses: Sequence[Any], references: Sequence[Seque
     """Hypothesis strings, reference lists and sacrebleu's reference streams (padded with None where a
     hypothesis has fewer references). A token list is joined with spaces; an empty corpus or a hypothesis
     without a reference is refused."""
-    hyps_in = check_hypotheses(hypotheses)
-    refs_in = check_references(hyps_in, references)
-    if not hyps_in:
-        raise MetricError(f"{name} needs at least one hypothesis")
+    hyps_in, refs_in = check_samples(name, hypotheses, references)
     hyps = [as_text(h, index=i) for i, h in enumerate(hyps_in)]
     refs = [[as_text(r, index=i) for r in rs] for i, rs in enumerate(refs_in)]
-    for i, rs in enumerate(refs):
-        if not rs:
-            raise MetricError(f"sample {i} has no reference; {name} needs at least one per hypothesis")
     width = max(map(len, refs))
     streams = [[rs[k] if k < len(rs) else None for rs in refs] for k in range(width)]
     return hyps, refs, streams
@@ -103,11 +98,17 @@ class ChrfMetric(Metric):
         return CHRF(char_order=self.char_order, word_order=self.word_order, beta=self.beta,
                     lowercase=self.lowercase, whitespace=self.whitespace, eps_smoothing=self.eps_smoothing)
 
-    def settings_fields(self) -> dict[str, Any]:
-        """The readable signature's fields, in sacrebleu's terms."""
-        return {"nc": self.char_order, "nw": self.word_order, "beta": self.beta,
-                "case": "lc" if self.lowercase else "mixed", "eff": "no" if self.eps_smoothing else "yes",
-                "ws": "yes" if self.whitespace else "no"}
+    def declaration(self, refs: Sequence[Sequence[str]]) -> Declaration:
+        """The hashed settings and the signature's fields (in sacrebleu's terms) of a score against ``refs``."""
+        return Declaration(self.name, self.version, [
+            Setting("char_order", self.char_order, "nc"),
+            Setting("word_order", self.word_order, "nw"),
+            Setting("beta", self.beta, "beta"),
+            Setting("lowercase", self.lowercase, "case", shown="lc" if self.lowercase else "mixed"),
+            Setting("eps_smoothing", self.eps_smoothing, "eff", shown="no" if self.eps_smoothing else "yes"),
+            Setting("whitespace", self.whitespace, "ws", shown="yes" if self.whitespace else "no"),
+            Setting.signature_only("refs", refs_label(refs), why=COUNTED_INPUTS),
+            Setting.hash_only("scale", "0-1", why=FIXED_BY_VERSION)])
 
     def sentence_scores(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]]) -> list[float]:
         """sacrebleu's ``sentence_score`` of each hypothesis against its references, divided by 100."""
@@ -142,10 +143,9 @@ class ChrfMetric(Metric):
         m = self.sacrebleu_metric()
         best = self.best_statistics(hyps, refs)
         value = m._compute_f_score([sum(col) for col in zip(*best)]) / 100.0
-        settings = {**self.settings, "scale": "0-1", "version": self.version}
         hashed = ([[r.lower() if self.lowercase else r] for r in rs] for rs in refs)
-        sig = signature(self.name, {**self.settings_fields(), "refs": refs_label(refs)}, self.version)
-        out = result_entry(self.name, value, reference_set_hash(self.name, settings, hashed), sig)
+        out = self.declaration(refs).entry(self.name, value,
+                                           lambda settings: reference_set_hash(self.name, settings, hashed))
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = [m._compute_f_score(row) / 100.0 for row in best]
         return out

@@ -27,13 +27,14 @@ are comparable exactly when their reference sets are equal.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from ..text.reference_hashes import reference_set_hash
 from ._text import as_int_list, check_float, check_hypotheses, resolve_tokenizer
-from .base import Metric, MetricError, check_references, result_entry, signature
+from .base import Metric, MetricError, check_references
+from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 from .ngrams import NgramIndex
 
 CIDER_VERSION = "1"
@@ -106,7 +107,7 @@ class CiderMetric(Metric):
     level = "sentence"  # a mean of per-sentence scores (with a corpus-wide IDF)
     cost = 1.0
     result_keys = "cider"
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, ngram: int = 4, sigma: float = 6.0, tokenizer: Any = "space", normalize: str = "none"
                  ) -> None:
@@ -134,8 +135,10 @@ class CiderMetric(Metric):
             hyp_toks = self._tok.many(hyps)
             ref_toks = [self._tok.many(rs) for rs in refs]
         score = float(np.mean(cider_scores(hyp_toks, ref_toks, self.ngram, self.sigma)))
-        settings = {"ngram": self.ngram, "sigma": self.sigma, "tokenizer": self._tok.spec,
-                    "version": self.version}
-        sig = signature("cider-d", {"n": self.ngram, "sigma": self.sigma, "tok": self._tok.name,
-                                    "idf": "refs", "refs": max(len(r) for r in refs)}, self.version)
-        return result_entry(self.name, score, reference_set_hash(self.name, settings, ref_toks), sig)
+        decl = Declaration("cider-d", self.version, [
+            Setting("ngram", self.ngram, "n"),
+            Setting("sigma", self.sigma, "sigma"),
+            Setting("tokenizer", self._tok.spec, "tok", shown=self._tok.name),
+            Setting.signature_only("idf", "refs", why=FIXED_BY_VERSION),
+            Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS)])
+        return decl.entry(self.name, score, lambda settings: reference_set_hash(self.name, settings, ref_toks))

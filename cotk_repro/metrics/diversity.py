@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from ..core.canonical import hash_object
 from ..text.reference_hashes import reference_set_hash
-from .base import Metric, MetricError, check_references, result_entry, signature
+from .base import Metric, MetricError, check_references
+from .declaration import COUNTED_INPUTS, NAMED_FIRST, Declaration, Setting
 from ._text import as_int_list, check_hypotheses, ngrams, resolve_tokenizer
 
 
@@ -63,18 +64,26 @@ class _ReferenceFree(Metric):
         self.tokenizer = resolve_tokenizer(tokenizer, normalize)
         super().__init__(ngram=self.ngrams, tokenizer=self.tokenizer.spec, **settings)
 
-    def _hash(self, n: int, n_hyps: int, refs: list[list[Any]] | None, extra: Mapping[str, Any]) -> str:
-        settings = {"metric": self.name, "ngram": n, "tokenizer": self.tokenizer.spec, "version": self.version,
-                    "hypotheses": n_hyps, **extra}
+    def more_settings(self) -> list[Setting]:
+        """Settings a subclass adds after the metric's own (group-entropy's augmentation)."""
+        return []
+
+    def _entry(self, key: str, value: float, n: int, n_hyps: int, refs: list[list[Any]] | None,
+               extra: Sequence[Setting]) -> dict[str, Any]:
+        decl = Declaration(self.name, self.version, [
+            Setting.hash_only("metric", self.name, why=NAMED_FIRST),
+            Setting("ngram", n, "n"),
+            *extra,
+            *self.more_settings(),
+            Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
+            Setting("hypotheses", n_hyps, "hyps"),
+            Setting.signature_only("refs", "none" if refs is None else len(refs), why=COUNTED_INPUTS)])
+        return decl.entry(key, value, lambda settings: self._hash(settings, refs))
+
+    def _hash(self, settings: dict[str, Any], refs: list[list[Any]] | None) -> str:
         if refs is None:
             return hash_object({"cotk-repro/reference-free": settings, "references": None})
-        toks = [self.tokenizer.many(r) for r in refs]
-        return reference_set_hash(self.name, settings, toks)
-
-    def _signature(self, n: int, n_hyps: int, refs: Any, extra: Mapping[str, Any]) -> str:
-        fields = {"n": n, **extra, "tok": self.tokenizer.name, "hyps": n_hyps,
-                  "refs": "none" if refs is None else len(refs)}
-        return signature(self.name, fields, self.version)
+        return reference_set_hash(self.name, settings, [self.tokenizer.many(r) for r in refs])
 
 
 class DistinctMetric(_ReferenceFree):
@@ -101,10 +110,9 @@ class DistinctMetric(_ReferenceFree):
         refs = check_references(hyps, references, required=False)
         toks = self.tokenizer.many(hyps)
         out: dict[str, Any] = {}
-        extra = {"padded": True} if self.padded else {}
+        extra = [Setting("padded", True, "padded")] if self.padded else []
         for n in self.ngrams:
-            out.update(result_entry(f"distinct-{n}", distinct_n(toks, n, self.padded),
-                                    self._hash(n, len(hyps), refs, extra), self._signature(n, len(hyps), refs, extra)))
+            out.update(self._entry(f"distinct-{n}", distinct_n(toks, n, self.padded), n, len(hyps), refs, extra))
         return out
 
 
@@ -153,7 +161,9 @@ class NgramEntropyMetric(_ReferenceFree):
             if len(hyps) % self.group_size:
                 raise MetricError(f"{len(hyps)} hypotheses do not split into groups of {self.group_size}")
             groups = [hyps[i:i + self.group_size] for i in range(0, len(hyps), self.group_size)]
-        return self._score(groups, refs, {"group": self.group_size or "all"})
+        return self._score(groups, refs, [Setting("group", self.group_size or "all", "group")])
+
+    takes_groups = True
 
     def compute_groups(self, groups: Sequence[Sequence[Any]],
                        references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
@@ -163,18 +173,16 @@ class NgramEntropyMetric(_ReferenceFree):
             raise MetricError("ngram-entropy needs at least one group, and no empty group")
         refs = check_references(groups, references, required=False, what="reference lists, one per group")
         sizes = [len(g) for g in groups]
-        return self._score(groups, refs, {"group": "given", "groups": sizes})
+        return self._score(groups, refs, [Setting("group", "given", "group")],
+                           [Setting("groups", sizes, "groups", shown=len(sizes))])
 
-    def _score(self, groups: list[list[Any]], refs: Any, grouping: dict[str, Any]) -> dict[str, Any]:
+    def _score(self, groups: list[list[Any]], refs: Any, grouping: list[Setting],
+               given: Sequence[Setting] = ()) -> dict[str, Any]:
         tok_groups = [self.tokenizer.many(g) for g in groups]
         n_hyps = sum(len(g) for g in groups)
-        extra = {**grouping, "log": "e" if self.log_base is None else self.log_base}
-        sig_extra = {k: v for k, v in extra.items() if k != "groups"}
-        if "groups" in grouping:
-            sig_extra["groups"] = len(groups)
+        extra = [*grouping, Setting("log", "e" if self.log_base is None else self.log_base, "log"), *given]
         out: dict[str, Any] = {}
         for n in self.ngrams:
             value = sum(ngram_entropy(g, n, self.log_base) for g in tok_groups) / len(tok_groups)
-            out.update(result_entry(f"{self.name}-{n}", value, self._hash(n, n_hyps, refs, extra),
-                                    self._signature(n, n_hyps, refs, sig_extra)))
+            out.update(self._entry(f"{self.name}-{n}", value, n, n_hyps, refs, extra))
         return out

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from ..core.textinput import BOM, check_text, encoding_problem
 from . import get_metric
-from .base import Metric, MetricError, resolve_tokenizer, score
+from .base import Metric, MetricError, declared, resolve_tokenizer, score
 from .facts import facts_of
 
 
@@ -137,15 +137,6 @@ def read_groups(path: Path) -> tuple[list[list[str]], list[Any]]:
     return groups, augmentations
 
 
-def _takes(func: Callable[..., Any], arg: str) -> bool:
-    import inspect
-
-    try:
-        return arg in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequence[str],
                    options: dict[str, dict[str, Any]] | None = None, tokenizer: str | None = None,
                    on_metric: Callable[[str], None] | None = None, *, queries_path: Path | None = None,
@@ -153,8 +144,9 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
                    progress: bool = False) -> dict[str, Any]:
     """Score a hypotheses file (against a references file) with several metrics; one merged result dict.
 
-    ``queries_path``: the query each hypothesis answers, for metrics whose ``compute`` takes ``queries``.
-    ``groups_path``: groups of responses (:func:`read_groups`) for metrics with ``compute_groups``.
+    ``queries_path``: the query each hypothesis answers, for metrics that declare ``takes_queries``
+    (:meth:`Metric.compute_with_queries`). ``groups_path``: groups of responses (:func:`read_groups`) for metrics
+    that declare ``takes_groups`` (:meth:`Metric.compute_groups`). Every other metric is run by :func:`score`.
     ``per_sentence``, ``batch_size``, ``progress``: given as options of those names to the metrics that take
     them (model-based metrics: per-sentence lists, batch size, a progress bar on stderr).
     """
@@ -177,8 +169,9 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
     from .facts import metric_class
 
     for name in metrics:  # before building any metric: a model-based one loads its model
-        if queries_path is None and getattr(metric_class(name), "needs_queries", False) \
-                and not (groups_path is not None and hasattr(metric_class(name), "compute_groups")):
+        cls = metric_class(name)
+        if queries_path is None and declared(cls, "needs_queries") \
+                and not (groups_path is not None and declared(cls, "takes_groups")):
             raise MetricError(f"metric {name!r} needs the queries the hypotheses answer: give --queries FILE")
     groups, augmentations = read_groups(groups_path) if groups_path is not None else (None, [])
     built: list[Metric] = []
@@ -204,11 +197,11 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
                           f"one query per hypothesis")
     facts = [facts_of(metric, name) for name, metric in zip(metrics, built)]
     for name, metric, f in zip(metrics, built, facts):
-        if groups is not None and hasattr(metric, "compute_groups"):
+        if groups is not None and declared(metric, "takes_groups"):
             continue
         if hyps is None:
             raise MetricError(f"metric {name!r} scores hypotheses, not groups: give --hyps FILE")
-        if getattr(metric, "needs_queries", False) and queries is None:
+        if declared(metric, "needs_queries") and queries is None:
             raise MetricError(f"metric {name!r} needs the queries the hypotheses answer: give --queries FILE")
         if refs is None and f.needs_references:
             raise MetricError(f"metric {name!r} needs references: give --refs FILE")
@@ -217,10 +210,10 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
                               f"needs exactly one line of references per hypothesis")
     merged: dict[str, Any] = {}
     for name, metric, f in zip(metrics, built, facts):
-        if groups is not None and hasattr(metric, "compute_groups"):
+        if groups is not None and declared(metric, "takes_groups"):
             merged.update(metric.compute_groups(groups))
-        elif queries is not None and _takes(getattr(metric, "compute", None), "queries"):
-            merged.update(metric.compute(hyps, refs if f.needs_references else None, queries=queries))
+        elif queries is not None and hyps is not None and declared(metric, "takes_queries"):
+            merged.update(metric.compute_with_queries(hyps, refs if f.needs_references else None, queries))
         else:
             merged.update(score(metric, hyps, refs))  # as the API: references given are references seen
         if on_metric is not None:

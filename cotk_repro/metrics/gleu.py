@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from .base import Metric, MetricError, check_references, result_entry, signature
+from .base import Metric, MetricError
+from .declaration import COUNTED_INPUTS, SHOWN_WITH_ANOTHER, Declaration, Setting
 from ..text.reference_hashes import reference_set_hash
-from ._text import as_int_list, check_hypotheses, resolve_tokenizer
+from ._text import as_int_list, check_samples, resolve_tokenizer
 
 GLEU_VERSION = "1"
 
@@ -77,13 +78,7 @@ class GleuMetric(Metric):
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
                 ) -> dict[str, Any]:
-        hyps = check_hypotheses(hypotheses)
-        refs = check_references(hyps, references)
-        if not hyps:
-            raise MetricError("gleu needs at least one hypothesis")
-        for i, rs in enumerate(refs):
-            if not rs:
-                raise MetricError(f"sample {i} has no reference; gleu needs at least one per hypothesis")
+        hyps, refs = check_samples("gleu", hypotheses, references)
         hyp_tok = self._tok.many(hyps)
         ref_tok = [self._tok.many(rs) for rs in refs]
         matches = total = 0
@@ -95,11 +90,12 @@ class GleuMetric(Metric):
                 total += c[1]
             each.append(c[0] / c[1] if c is not None else 0.0)
         value = matches / total if total else 0.0
-        settings = {"min_len": self.min_len, "max_len": self.max_len, "tokenizer": self._tok.spec,
-                    "version": self.version}
-        sig = signature(self.name, {"n": f"{self.min_len}-{self.max_len}", "tok": self._tok.name,
-                                    "refs": max(map(len, refs))}, self.version)
-        out = result_entry(self.name, value, reference_set_hash(self.name, settings, ref_tok), sig)
+        decl = Declaration(self.name, self.version, [
+            Setting("min_len", self.min_len, "n", shown=f"{self.min_len}-{self.max_len}"),
+            Setting.hash_only("max_len", self.max_len, why=SHOWN_WITH_ANOTHER),
+            Setting("tokenizer", self._tok.spec, "tok", shown=self._tok.name),
+            Setting.signature_only("refs", max(map(len, refs)), why=COUNTED_INPUTS)])
+        out = decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_tok))
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = each
         return out

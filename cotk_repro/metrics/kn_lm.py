@@ -36,7 +36,8 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..text.reference_hashes import reference_set_hash
-from .base import Metric, MetricError, result_entry, signature
+from .base import Metric, MetricError
+from .declaration import COUNTED_INPUTS, SYSTEM_OUTPUT_SIZE, Declaration, Setting
 from ._text import check_float, check_hypotheses, resolve_tokenizer
 
 BOS, EOS, UNK = "<s>", "</s>", "<UNK>"
@@ -227,17 +228,20 @@ class FwRvPplMetric(Metric):
             raise MetricError("fw-rv-ppl needs at least one hypothesis and one reference")
         fw = self._lm(self.ngram, self.discount, self.unk_cutoff).fit(real).perplexity(gen)
         rv = self._lm(self.ngram, self.discount, self.unk_cutoff).fit(gen).perplexity(real)
-        settings = {"ngram": self.ngram, "discount": self.discount, "unk_cutoff": self.unk_cutoff,
-                    "mode": self.mode, "tokenizer": self.tokenizer.spec, "version": self.version}
         ref_tokens = [[t for t in self.tokenizer.many(r)] for r in ref_lists]
         out: dict[str, Any] = {}
+        lm = "kn-" + {"nltk": "nltk", "cotk": "cotk"}.get(self.mode, "interp")
         for key, value in (("fw-ppl", fw), ("rv-ppl", rv)):
-            h = reference_set_hash(key, settings, ref_tokens)
-            lm = {"nltk": "nltk", "cotk": "cotk"}.get(self.mode, "interp")
-            sig = signature(key, {"n": self.ngram, "lm": "kn-" + lm,
-                                  "d": self.discount, "cutoff": self.unk_cutoff, "tok": self.tokenizer.name,
-                                  "refs": len(real), "hyps": len(gen)}, self.version)
-            out.update(result_entry(key, value, h, sig))
+            decl = Declaration(key, self.version, [
+                Setting("ngram", self.ngram, "n"),
+                Setting("mode", self.mode, "lm", shown=lm),
+                Setting("discount", self.discount, "d"),
+                Setting("unk_cutoff", self.unk_cutoff, "cutoff"),
+                Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
+                Setting.signature_only("refs", len(real), why=COUNTED_INPUTS),
+                Setting.signature_only("hyps", len(gen), why=SYSTEM_OUTPUT_SIZE)])
+            out.update(decl.entry(key, value,
+                                  lambda settings, key=key: reference_set_hash(key, settings, ref_tokens)))
         return out
 
     def _lm(self, ngram: int, discount: float, unk_cutoff: int) -> Any:

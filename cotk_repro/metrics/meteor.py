@@ -25,7 +25,8 @@ from itertools import chain
 from typing import Any, Sequence
 
 from ..text.reference_hashes import reference_set_hash
-from .base import Metric, MetricError, result_entry, signature
+from .base import Metric, MetricError
+from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, HASH_ONLY_AS_PUBLISHED, Declaration, Setting
 from ._text import check_float, check_samples, resolve_tokenizer
 
 Enum = list[tuple[int, str]]
@@ -157,10 +158,15 @@ class MeteorMetric(Metric):
         hyp_toks = self.tokenizer.many(hyps)
         ref_toks = [self.tokenizer.many(r) for r in refs]
         value = sum(max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)) / len(hyps)
-        settings = {"alpha": self.alpha, "beta": self.beta, "gamma": self.gamma, "modules": self.modules,
-                    "stemmer": "porter", "wordnet_version": self.wordnet_version, "lowercase": True,
-                    "tokenizer": self.tokenizer.spec, "version": self.version}
-        sig = signature(self.name, {"mod": "+".join(self.modules), "a": self.alpha, "b": self.beta,
-                                    "g": self.gamma, "tok": self.tokenizer.name,
-                                    "refs": max(len(r) for r in refs)}, self.version)
-        return result_entry(self.name, value, reference_set_hash(self.name, settings, ref_toks), sig)
+        decl = Declaration(self.name, self.version, [
+            Setting("modules", self.modules, "mod", shown="+".join(self.modules)),
+            Setting("alpha", self.alpha, "a"),
+            Setting("beta", self.beta, "b"),
+            Setting("gamma", self.gamma, "g"),
+            Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
+            Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS),
+            Setting.hash_only("stemmer", "porter", why=FIXED_BY_VERSION),
+            Setting.hash_only("lowercase", True, why=FIXED_BY_VERSION),
+            # the signature's mod: says whether synonyms ran; which WordNet gave them is in the hash only
+            Setting.hash_only("wordnet_version", self.wordnet_version, why=HASH_ONLY_AS_PUBLISHED)])
+        return decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_toks))

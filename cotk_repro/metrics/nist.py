@@ -19,7 +19,8 @@ from collections import Counter
 from typing import Any, Sequence
 
 from ..text.reference_hashes import reference_set_hash
-from .base import Metric, MetricError, result_entry, signature
+from .base import Metric, MetricError
+from .declaration import COUNTED_INPUTS, Declaration, Setting
 from ._text import check_samples, ngrams, resolve_tokenizer
 
 
@@ -102,7 +103,8 @@ class NistMetric(Metric):
         hyp_toks = self.tokenizer.many(hyps)
         ref_toks = [self.tokenizer.many(r) for r in refs]
         value = corpus_nist(ref_toks, hyp_toks, self.ngram)
-        settings = {"ngram": self.ngram, "tokenizer": self.tokenizer.spec, "version": self.version}
-        sig = signature(self.name, {"n": self.ngram, "tok": self.tokenizer.name,
-                                    "refs": max(len(r) for r in refs)}, self.version)
-        return result_entry(self.name, value, reference_set_hash(self.name, settings, ref_toks), sig)
+        decl = Declaration(self.name, self.version, [
+            Setting("ngram", self.ngram, "n"),
+            Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
+            Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS)])
+        return decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_toks))

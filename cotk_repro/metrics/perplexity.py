@@ -31,12 +31,13 @@ Two ways to feed it:
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..text.reference_hashes import PERPLEXITY_VERSION, perplexity_reference_hash
-from .base import Metric, MetricError, result_entry, signature
+from ..text.reference_hashes import PERPLEXITY_VERSION, reference_set_hash
+from .base import Metric, MetricError
+from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, UNSET, Declaration, Setting
 
 SPECIALS = ("<pad>", "<unk>", "<go>", "<eos>")
 PAD_ID, UNK_ID, GO_ID, EOS_ID = 0, 1, 2, 3
@@ -251,29 +252,33 @@ class PerplexityMetric(Metric):
         self._count += int(lp.size)
 
     # -- results ----------------------------------------------------------------------------------
-    def reference_hash(self) -> str:
-        extra: dict[str, Any] = dict(self.rules())
-        if self.multi_turn and not self.skip_first_turn:
-            extra["first_turn_scored"] = True
-        return perplexity_reference_hash(self._refs, self.frequent + self.rare, extra=extra or None)
+    def declaration(self) -> Declaration:
+        """The hashed settings and the signature of the references seen so far. The hash equals
+        :func:`cotk_repro.text.reference_hashes.perplexity_reference_hash` (a dataloader's) for the fair rules: a
+        CoTK rule's default is left out of the hash, and the signature shows every rule once one is in force."""
+        rules = bool(self.rules())
+        vocab = self.frequent + self.rare
+        return Declaration(self.name, self.version, [
+            Setting("vocab", sorted(set(vocab)), "vocab", shown=len(vocab)),
+            Setting("rare_words", self.rare_words, "unk", hash_elide=RARE_WORDS[0],
+                    shown="spread" if self.rare_words == "model" else "spread+model"),
+            Setting.signature_only("eos", "yes", why=FIXED_BY_VERSION),
+            Setting.signature_only("refs", len(self._refs), why=COUNTED_INPUTS),
+            *([Setting("first_turn_scored", not self.skip_first_turn, "turns", hash_elide=False,
+                       shown="responses" if self.skip_first_turn else "all")] if self.multi_turn else []),
+            Setting("unk_targets", self.unk_targets, "unk-target", hash_elide=UNK_TARGETS[0],
+                    elide=UNSET if rules else self.unk_targets),
+            Setting("reference_check", self.reference_check, "check", hash_elide=REFERENCE_CHECKS[0],
+                    elide=UNSET if rules else self.reference_check)])
 
-    def signature(self) -> str:
-        fields = {"vocab": len(self.frequent) + len(self.rare), "unk": "spread", "eos": "yes",
-                  "refs": len(self._refs)}
-        if self.multi_turn:
-            fields["turns"] = "responses" if self.skip_first_turn else "all"
-        rules = self.rules()
-        if rules:
-            fields["unk"] = "spread" if self.rare_words == "model" else "spread+model"
-            fields["unk-target"] = self.unk_targets
-            fields["check"] = self.reference_check
-        return signature(self.name, fields, self.version)
+    def _hash(self, settings: dict[str, Any]) -> str:
+        return reference_set_hash("perplexity", settings, ([list(tokens)] for tokens in self._refs))
 
     def close(self) -> dict[str, Any]:
         if self._count == 0:
             raise MetricError("perplexity got no tokens: call forward with at least one sentence before close")
         value = math.exp(self._loss / self._count)
-        out = result_entry(self.key, value, self.reference_hash(), self.signature())
+        out = self.declaration().entry(self.key, value, self._hash)
         self._reset()
         return out
 
@@ -304,7 +309,7 @@ class MultiTurnPerplexityMetric(PerplexityMetric):
     level = "corpus"
     cost = 1.0
     result_keys = "multi-turn-perplexity"
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, dataloader: Any = None, *, vocab: Any = None, frequent: Sequence[str] | None = None,
                  rare: Sequence[str] | None = None, skip_first_turn: bool = True, check_probabilities: bool = True,

@@ -26,12 +26,14 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
 from ..text.reference_hashes import BLEU_TOKENIZER, reference_set_hash
-from .base import Metric, MetricError, check_references, result_entry, signature
+from .base import Metric, MetricError, check_references
+from .declaration import (COUNTED_INPUTS, HASH_ONLY_AS_PUBLISHED, PART_OF_HASHED, Declaration, Setting,
+                          with_settings)
 from .bleu import _is_ids, _weights, bleu_from_counts
 from .bleu_tokenizers import get_bleu_tokenizer
 from .ngrams import UNK, tokenize_text
@@ -132,10 +134,8 @@ class _PrecisionRecall(Metric):
     def _score(self, hyp: list[str], ref: list[str]) -> float:
         raise NotImplementedError
 
-    def _hash_settings(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _sig_fields(self) -> dict[str, Any]:
+    def _settings(self) -> list[Setting]:
+        """The settings of this kind of similarity (hashed and shown in the signature)."""
         raise NotImplementedError
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
@@ -160,18 +160,15 @@ class _PrecisionRecall(Metric):
             prec.append(float(np.sum(np.max(matrix, 0))) / len(g_tok))
             rec.append(float(np.sum(np.max(matrix, 1))) / len(r_tok))
             ref_tokens.append(r_tok)
-        settings = {**self._hash_settings(), "version": self.version}
-        if self.score_dtype != "float64":
-            settings["score_dtype"] = self.score_dtype
-        fields = self._sig_fields()
-        if self.score_dtype != "float64":
-            fields["dtype"] = self.score_dtype
-        fields["ctx"] = len(contexts)
+        decl = Declaration(self.name, self.version, [
+            *self._settings(),
+            *([Setting("score_dtype", self.score_dtype, "dtype")] if self.score_dtype != "float64" else []),
+            Setting.signature_only("ctx", len(contexts), why=COUNTED_INPUTS)])
         out: dict[str, Any] = {}
         for part, values in (("precision", prec), ("recall", rec)):
             key = f"{self.key_prefix}-{part}"
-            h = reference_set_hash(key, settings, ref_tokens)
-            out.update(result_entry(key, float(np.average(values)), h, signature(key, fields, self.version)))
+            out.update(with_settings(decl, [], name=key).entry(
+                key, float(np.average(values)), lambda settings: reference_set_hash(key, settings, ref_tokens)))
         return out
 
 
@@ -184,7 +181,7 @@ class BleuPrecisionRecallMetric(_PrecisionRecall):
     version = "1"
     cost = 2.0
     result_keys = r"bleu-\d+-(precision|recall)"
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
     takes_shared_tokenizer = False  # the BLEU family's own option, never evaluate()'s shared tokenizer
 
     def __init__(self, ngram: int = 2, dataloader: Any = None, score_dtype: str = "float64", tokenizer: Any = None,
@@ -211,21 +208,14 @@ class BleuPrecisionRecallMetric(_PrecisionRecall):
     def _score(self, hyp: list[str], ref: list[str]) -> float:
         return pair_bleu(hyp, ref, self.ngram, self.weights)
 
-    def _hash_settings(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ngram": self.ngram, "smoothing": "method1", "tokenizer": BLEU_TOKENIZER + "-or-given"}
-        if not self.bleu_tokenizer.default:  # the default's hash stays the one it was
-            out["tokenizer"] = {"strings": self.bleu_tokenizer.spec, "token lists": "given"}
-        if self.normalize != "none":
-            out["normalize"] = self.normalize
-        return out
-
-    def _sig_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {"n": self.ngram, "smooth": "m1"}
-        if not self.bleu_tokenizer.default:
-            fields["tok"] = self.bleu_tokenizer.name
-        if self.normalize != "none":
-            fields["norm"] = self.normalize
-        return fields
+    def _settings(self) -> list[Setting]:
+        if self.bleu_tokenizer.default:  # the default's hash and signature stay the ones they were
+            tokenizer = Setting.hash_only("tokenizer", BLEU_TOKENIZER + "-or-given", why=HASH_ONLY_AS_PUBLISHED)
+        else:
+            tokenizer = Setting("tokenizer", {"strings": self.bleu_tokenizer.spec, "token lists": "given"}, "tok",
+                                shown=self.bleu_tokenizer.name)
+        return [Setting("ngram", self.ngram, "n"), Setting("smoothing", "method1", "smooth", shown="m1"), tokenizer,
+                *([Setting("normalize", self.normalize, "norm")] if self.normalize != "none" else [])]
 
 
 class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
@@ -237,7 +227,7 @@ class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
     version = "1"
     cost = 2.0
     result_keys = r"(avg|extrema)-bow-(precision|recall)"
-    key_facts: dict = {}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, vectors: Any = None, mode: str = "avg", dataloader: Any = None,
                  score_dtype: str = "float64") -> None:
@@ -255,8 +245,7 @@ class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
     def _score(self, hyp: list[str], ref: list[str]) -> float:
         return embedding_similarity(hyp, ref, self.vectors, self.mode)
 
-    def _hash_settings(self) -> dict[str, Any]:
-        return {"mode": self.mode, "vectors": self.digest, "tokenizer": BLEU_TOKENIZER + "-or-given"}
-
-    def _sig_fields(self) -> dict[str, Any]:
-        return {"mode": self.mode, "vectors": self.digest[:12], "dim": len(next(iter(self.vectors.values()), []))}
+    def _settings(self) -> list[Setting]:
+        return [Setting("mode", self.mode, "mode"), Setting("vectors", self.digest, "vectors", shown=self.digest[:12]),
+                Setting.signature_only("dim", len(next(iter(self.vectors.values()), [])), why=PART_OF_HASHED),
+                Setting.hash_only("tokenizer", BLEU_TOKENIZER + "-or-given", why=HASH_ONLY_AS_PUBLISHED)]

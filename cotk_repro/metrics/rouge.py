@@ -26,7 +26,8 @@ from collections import Counter
 from typing import Any, Sequence
 
 from ..text.reference_hashes import reference_set_hash
-from .base import Metric, MetricError, result_entry, signature
+from .base import Metric, MetricError
+from .declaration import COUNTED_INPUTS, DERIVED_LABEL, NAMED_FIRST, Declaration, Setting
 from ._text import as_text, check_float, check_samples
 from .normalization import normalization, normalizer
 
@@ -215,20 +216,17 @@ class RougeMetric(Metric):
                     if best is None or f > best:
                         best = f
                 total += best
-            settings = {"type": rtype, "alpha": self.alpha, "stemmer": self.use_stemmer,
-                        "tokenizer": "rouge-score", "version": self.version}
-            fields: dict[str, Any] = {"alpha": self.alpha, "stem": "yes" if self.use_stemmer else "no",
-                                      "tok": "rouge-score"}
-            if rtype == "rougeLsum":
-                fields["split"] = "newline"
-            if self.sentence_separator is not None:
-                settings["sentence_separator"] = self.sentence_separator
-                fields["sep"] = self.sentence_separator
-            if self.normalize != "none":
-                settings["normalize"] = self.normalize
-                fields["norm"] = self.normalize
-            fields["refs"] = max(len(r) for r in refs)
-            sig = signature(self.key(rtype), fields, self.version)
-            out.update(result_entry(self.key(rtype), total / len(hyps),
-                                    reference_set_hash(self.key(rtype), settings, hashed), sig))
+            key = self.key(rtype)
+            decl = Declaration(key, self.version, [
+                Setting.hash_only("type", rtype, why=NAMED_FIRST),
+                Setting("alpha", self.alpha, "alpha"),
+                Setting("stemmer", self.use_stemmer, "stem", shown="yes" if self.use_stemmer else "no"),
+                Setting("tokenizer", "rouge-score", "tok"),
+                *([Setting.signature_only("split", "newline", why=DERIVED_LABEL)] if rtype == "rougeLsum" else []),
+                *([Setting("sentence_separator", self.sentence_separator, "sep")]
+                  if self.sentence_separator is not None else []),
+                *([Setting("normalize", self.normalize, "norm")] if self.normalize != "none" else []),
+                Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS)])
+            out.update(decl.entry(key, total / len(hyps),
+                                  lambda settings, key=key, hashed=hashed: reference_set_hash(key, settings, hashed)))
         return out

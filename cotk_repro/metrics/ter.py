@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from .base import Metric, result_entry, signature
+from .base import Metric
+from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 from .chrf import check_bool, refs_label, text_inputs
 from ..text.reference_hashes import reference_set_hash
 
@@ -59,11 +60,17 @@ class TerMetric(Metric):
         return TER(normalized=self.normalized, no_punct=self.no_punct, asian_support=self.asian_support,
                    case_sensitive=self.case_sensitive)
 
-    def settings_fields(self) -> dict[str, Any]:
-        """The readable signature's fields, in sacrebleu's terms."""
-        return {"case": "mixed" if self.case_sensitive else "lc", "tok": "tercom",
-                "norm": "yes" if self.normalized else "no", "punct": "no" if self.no_punct else "yes",
-                "asian": "yes" if self.asian_support else "no"}
+    def declaration(self, refs: Sequence[Sequence[str]]) -> Declaration:
+        """The hashed settings and the signature's fields (in sacrebleu's terms) of a score against ``refs``."""
+        yes_no = {True: "yes", False: "no"}
+        return Declaration(self.name, self.version, [
+            Setting("case_sensitive", self.case_sensitive, "case", shown="mixed" if self.case_sensitive else "lc"),
+            Setting("tokenizer", "tercom", "tok"),
+            Setting("normalized", self.normalized, "norm", shown=yes_no[self.normalized]),
+            Setting("no_punct", self.no_punct, "punct", shown=yes_no[not self.no_punct]),
+            Setting("asian_support", self.asian_support, "asian", shown=yes_no[self.asian_support]),
+            Setting.signature_only("refs", refs_label(refs), why=COUNTED_INPUTS),
+            Setting.hash_only("scale", "0-inf", why=FIXED_BY_VERSION)])
 
     def sentence_scores(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]]) -> list[float]:
         """sacrebleu's ``sentence_score`` of each hypothesis against its references, divided by 100."""
@@ -76,10 +83,9 @@ class TerMetric(Metric):
         hyps, refs, streams = text_inputs(self.name, hypotheses, references)
         m = self.sacrebleu_metric()
         value = m.corpus_score(hyps, streams).score / 100.0
-        settings = {**self.settings, "tokenizer": "tercom", "scale": "0-inf", "version": self.version}
         hashed = ([[r if self.case_sensitive else r.lower()] for r in rs] for rs in refs)
-        sig = signature(self.name, {**self.settings_fields(), "refs": refs_label(refs)}, self.version)
-        out = result_entry(self.name, value, reference_set_hash(self.name, settings, hashed), sig)
+        out = self.declaration(refs).entry(self.name, value,
+                                           lambda settings: reference_set_hash(self.name, settings, hashed))
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = [m.sentence_score(h, rs).score / 100.0 for h, rs in zip(hyps, refs)]
         return out

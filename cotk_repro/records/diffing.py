@@ -64,7 +64,7 @@ def compare_results(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[
             verdict = "missing"
         elif ha and hb and ha != hb:
             verdict = "not comparable"
-        elif not within(va, vb, rtol, atol):
+        elif va is None or vb is None or not within(va, vb, rtol, atol):  # normalized results: both carry a number
             verdict = "differs"
         elif not (ha and hb):
             verdict = "unverifiable"

@@ -10,7 +10,10 @@ place and keeps its text.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from huggingface_hub import EvalResult, ModelCardData
 
 from ..errors import CotkError
 
@@ -42,7 +45,7 @@ def results_document(record: dict[str, Any], signature: str | None = None) -> di
     }
 
 
-def _eval_results(record: dict[str, Any]) -> list:
+def _eval_results(record: dict[str, Any]) -> list[EvalResult]:
     from huggingface_hub import EvalResult
 
     project = record.get("project") or {}
@@ -64,7 +67,7 @@ def _eval_results(record: dict[str, Any]) -> list:
     return out
 
 
-def model_card_data(record: dict[str, Any], model_name: str | None = None):
+def model_card_data(record: dict[str, Any], model_name: str | None = None) -> ModelCardData:
     """The record as huggingface_hub ``ModelCardData`` with its ``model-index``."""
     from huggingface_hub import ModelCardData
 
@@ -75,7 +78,8 @@ def model_card_data(record: dict[str, Any], model_name: str | None = None):
 
 def model_index_yaml(record: dict[str, Any], model_name: str | None = None) -> str:
     """The model-index metadata as YAML (``model-index:`` at the top level)."""
-    return model_card_data(record, model_name).to_yaml() + "\n"
+    yaml: str = model_card_data(record, model_name).to_yaml()
+    return yaml + "\n"
 
 
 def update_card(card_path: Path, record: dict[str, Any], model_name: str | None = None) -> None:
@@ -93,6 +97,6 @@ def update_card(card_path: Path, record: dict[str, Any], model_name: str | None 
     else:
         card = ModelCard("---\n---\n")
     fresh = model_card_data(record, model_name or card.data.get("model_name"))
-    card.data.model_name = fresh.model_name
-    card.data.eval_results = fresh.eval_results
+    card.data.model_name = fresh.model_name  # type: ignore[attr-defined]  # CardData keeps any metadata key as an attribute
+    card.data.eval_results = fresh.eval_results  # type: ignore[attr-defined]
     atomic_write(card_path, str(card))

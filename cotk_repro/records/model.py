@@ -18,6 +18,7 @@ records without it.
 
 from __future__ import annotations
 
+import types
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
@@ -29,7 +30,7 @@ from .identity import ID_PREFIX, RECORD_SCHEMA, REPRODUCTION_SCHEMA, VERDICTS, c
 HASH_PATTERN, COMMIT_PATTERN, ID_PATTERN = r"^[0-9a-fA-F]{64}$", r"^[0-9a-f]{7,64}$", r"^sha256:[0-9a-f]{64}$"
 Hash = Annotated[str, Field(pattern=HASH_PATTERN, description="hex SHA-256 (a comparability hash)")]
 Number = Annotated[float, Field(allow_inf_nan=False)]
-Text = Optional[StrictStr]
+Text = StrictStr | None
 
 
 class _Object(BaseModel):
@@ -200,7 +201,7 @@ def _sentence(exc: ValidationError, where: str) -> str:
     err = exc.errors(include_url=False)[0]
     path = ".".join(str(p) for p in err["loc"])
     words = _WORDS.get(err["type"]) or err["msg"][:1].lower() + err["msg"][1:]
-    expected = _EXPECTED.get((err.get("ctx") or {}).get("pattern"))
+    expected = _EXPECTED.get(str((err.get("ctx") or {}).get("pattern")))
     if expected:
         words += f" (expected {expected})"
     shown = "" if err["type"] == "missing" else f", got {str(err.get('input'))[:60]!r}"
@@ -243,7 +244,7 @@ def undefined_key(document: Any, model: type[BaseModel] | None = None) -> str | 
     return None if hit is None else ".".join(str(p) for p in hit)
 
 
-def _undefined(model: type[BaseModel], data: Any, path: tuple) -> tuple | None:
+def _undefined(model: type[BaseModel], data: Any, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
     if not isinstance(data, dict):
         return None
     names = {f.alias or n: f for n, f in model.model_fields.items()}
@@ -258,13 +259,13 @@ def _undefined(model: type[BaseModel], data: Any, path: tuple) -> tuple | None:
     return None
 
 
-def _walk(tp: Any, value: Any, path: tuple) -> tuple | None:
+def _walk(tp: Any, value: Any, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return _undefined(tp, value, path)
     origin, args = get_origin(tp), get_args(tp)
     if origin is Annotated:
         return _walk(args[0], value, path)
-    if origin is Union:
+    if origin in (Union, types.UnionType):  # Optional[X] and X | None alike
         for arg in args:
             if isinstance(arg, type) and issubclass(arg, BaseModel) and isinstance(value, dict) or \
                     get_origin(arg) in (list, dict) and isinstance(value, get_origin(arg)):

@@ -75,7 +75,7 @@ class EntryProcess:
             env = dict(os.environ)
             env.setdefault("PYTHONUNBUFFERED", "1")  # live output without the entry flushing
         self.env = env
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self._fhs: list[IO[bytes]] = []
         self._threads: list[threading.Thread] = []
 
@@ -93,9 +93,17 @@ class EntryProcess:
             # The entry gets its own process group, so a terminal's Ctrl-C reaches cotk-repro only
             # and is forwarded exactly once (a second SIGINT would cut the entry's clean-up short).
             # Runs are not interactive: stdin is /dev/null (a background group must not read the tty).
-            group = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
-            self.proc = subprocess.Popen(self.cmd, cwd=self.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,  # noqa: S603 - the user's own entry script, run by `cotk-repro run` on purpose; a list, no shell
-                                         stderr=subprocess.PIPE, env=self.env, **group)
+            group: dict[str, Any] = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+            self.proc = subprocess.Popen(  # noqa: S603 - the user's own entry script, run by `cotk-repro run` on purpose; a list, no shell
+                self.cmd,
+                cwd=self.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+                text=False,
+                **group,
+            )
         except OSError as exc:
             for fh in self._fhs:
                 fh.close()

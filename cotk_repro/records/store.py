@@ -17,8 +17,13 @@ from typing import Any, Iterator
 
 from ..core.fileio import atomic_write
 from ..errors import RecordError
-from .identity import (ID_PREFIX, RECORD_SCHEMA, RECORD_SCHEMA_VERSION, REPRODUCTION_SCHEMA, VERDICTS,  # noqa: F401 - re-exported
-                       compute_id)
+# re-exported (`X as X`): the store's public names, compute_id among them (docs/spec.md)
+from .identity import ID_PREFIX as ID_PREFIX
+from .identity import RECORD_SCHEMA as RECORD_SCHEMA
+from .identity import RECORD_SCHEMA_VERSION as RECORD_SCHEMA_VERSION
+from .identity import REPRODUCTION_SCHEMA as REPRODUCTION_SCHEMA
+from .identity import VERDICTS as VERDICTS
+from .identity import compute_id as compute_id
 from .provenance import mark, written_here
 
 STATE_DIR = ".cotk-repro"
@@ -88,7 +93,7 @@ class RunStore:
         finalize(record)
         write_json_atomic(workdir / "record.json", record)
         mark(workdir, (workdir / "record.json").read_bytes())
-        final = self.runs / record["id"].removeprefix(ID_PREFIX)
+        final = self.runs / str(record["id"]).removeprefix(ID_PREFIX)
         if final.exists():  # identical content already stored: immutable, keep the first
             shutil.rmtree(workdir, ignore_errors=True)
             return final
@@ -103,7 +108,7 @@ class RunStore:
             (work / name).write_bytes(data)
         write_json_atomic(work / "record.json", record)
         mark(work, (work / "record.json").read_bytes())
-        final = self.runs / record["id"].removeprefix(ID_PREFIX)
+        final = self.runs / str(record["id"]).removeprefix(ID_PREFIX)
         if final.exists():
             shutil.rmtree(work, ignore_errors=True)
         else:
@@ -155,7 +160,8 @@ class RunStore:
         if self.trusted_only and not written_here(folder, raw):
             raise RecordError(_not_ours(folder))
         try:
-            return json.loads(raw.decode("utf-8"))
+            record: dict[str, Any] = json.loads(raw.decode("utf-8"))
+            return record
         except (UnicodeDecodeError, ValueError) as exc:
             raise RecordError(f"cannot read record {folder.name[:12]}: {exc}") from None
 
@@ -182,7 +188,7 @@ class RunStore:
             ok = [r for r in self.all() if r.get("status") == "ok"]
             if not ok:
                 raise RecordError(f"there are no successful records in {self.runs} yet; run `cotk-repro run` first")
-            return self.runs / ok[0]["id"].removeprefix(ID_PREFIX)
+            return self.runs / str(ok[0]["id"]).removeprefix(ID_PREFIX)
         hexpart = ref.removeprefix(ID_PREFIX).lower()
         if not hexpart or any(c not in "0123456789abcdef" for c in hexpart):
             raise RecordError(f"{ref!r} is not a record id, an id prefix or 'latest'")

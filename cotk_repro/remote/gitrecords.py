@@ -169,16 +169,16 @@ def list_records(repo: Path, rev: str, skipped: list[tuple[str, str]] | None = N
         if kind != "blob":
             skipped.append((path, f"{path} is a {kind}, not a file, so it is not read"))
         elif size is None or size > MAX_REF_RECORD_BYTES:
-            skipped.append((path, f"{path} is {size:,} bytes, over the {MAX_REF_RECORD_BYTES:,}-byte limit for a "
-                                  "record, so it is not read"))
+            skipped.append((path, (f"{path} is {size:,} bytes, over the {MAX_REF_RECORD_BYTES:,}-byte limit for a "
+                                  "record, so it is not read")))
         else:
             wanted.append((path, sha, size))
     total, bounded = 0, []
     for path, sha, size in wanted:
         total += size
         if total > MAX_REF_RECORDS_TOTAL:
-            skipped.append((path, f"{path} is past the {MAX_REF_RECORDS_TOTAL:,}-byte limit for all records of a "
-                                  "ref, so it is not read"))
+            skipped.append((path, (f"{path} is past the {MAX_REF_RECORDS_TOTAL:,}-byte limit for all records of a "
+                                  "ref, so it is not read")))
         else:
             bounded.append((path, sha, size))
     if not bounded:
@@ -187,7 +187,7 @@ def list_records(repo: Path, rev: str, skipped: list[tuple[str, str]] | None = N
     raw = git(repo, "cat-file", "--batch", input="".join(f"{sha}\n" for _p, sha, _s in bounded).encode()).stdout
     records: list[dict[str, Any]] = []
     pos = 0
-    for path, sha, size in bounded:
+    for path, _sha, size in bounded:
         header_end = raw.find(b"\n", pos)
         header = raw[pos:header_end].split() if header_end >= 0 else []
         if len(header) != 3 or header[1] != b"blob" or header[2] != str(size).encode():

@@ -25,8 +25,13 @@ def allowed_signers(path: str | Path | None, cwd: Path | None = None) -> list[tu
     """The ``(principal, key)`` pairs of ``path``, else of git's ``gpg.ssh.allowedSignersFile``; None without either."""
     if path is None:
         try:
-            proc = subprocess.run(["git", "config", "--get", "gpg.ssh.allowedSignersFile"], cwd=cwd,  # noqa: S607 - git from PATH; fixed arguments
-                                  capture_output=True, timeout=30, check=False)
+            proc = subprocess.run(
+                ["git", "config", "--get", "gpg.ssh.allowedSignersFile"],  # noqa: S607 - git from PATH; fixed arguments
+                cwd=cwd,
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
             configured = proc.stdout.decode("utf-8", "replace").strip()
         except (OSError, subprocess.TimeoutExpired):
             configured = ""

@@ -397,8 +397,8 @@ def _configured_runtime(config, name: str, runtime, outcome: Outcome, steps: Ste
 def config_warnings(config, runtime) -> list[str]:
     """What the reproduced project's config asks for that this reproduction will not grant."""
     if config.get("reproduce", "network") and not getattr(runtime, "on_host", False):
-        return ["the project's config says its entry needs the network (reproduce.network = true), but "
-                "reproductions run without network: a failure may come from that"]
+        return [("the project's config says its entry needs the network (reproduce.network = true), but "
+                "reproductions run without network: a failure may come from that")]
     return []
 
 

@@ -340,8 +340,8 @@ class _Build(threading.Thread):
                 for line in chunk.get("stream", "").splitlines():
                     if line.startswith("Step "):
                         self.step_start = len(self.lines)
-                    if _LAYER_LINE.match(line):
-                        self.layers.append(_LAYER_LINE.match(line).group(1))
+                    if layer := _LAYER_LINE.match(line):
+                        self.layers.append(layer.group(1))
                     if _RUNNING_LINE.match(line):
                         self.containers.append(_RUNNING_LINE.match(line).group(1))
                     self.lines.append(line[:4000])

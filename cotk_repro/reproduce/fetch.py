@@ -160,8 +160,13 @@ def _archive_to(git_dir: Path, commit: str, path: Path, limit: int) -> None:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     with open(path, "wb") as out, tempfile.TemporaryFile() as err:
         # a fixed command, the commit checked hex and after --: no shell, nothing of a record read as an option
-        proc = subprocess.Popen(["git", "archive", "--format=tar", "--", commit], cwd=git_dir,  # noqa: S603, S607
-                                stdout=subprocess.PIPE, stderr=err, env=env)
+        proc = subprocess.Popen(  # noqa: S603
+            ["git", "archive", "--format=tar", "--", commit],  # noqa: S607
+            cwd=git_dir,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=env,
+        )
         written = 0
         try:
             while chunk := proc.stdout.read(1 << 20):  # type: ignore[union-attr]

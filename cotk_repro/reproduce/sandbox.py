@@ -10,6 +10,7 @@ source in; the finished wheel is copied out and checked to be the package asked 
 
 from __future__ import annotations
 
+import sys
 import re
 import tarfile
 from dataclasses import dataclass
@@ -30,10 +31,10 @@ def build_requirements(source: Path) -> list[str]:
     """``[build-system] requires`` of a source folder or sdist archive, validated (no URLs)."""
     from packaging.requirements import InvalidRequirement, Requirement
 
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10
+        import tomli as tomllib
     text = _pyproject_text(source)
     if text is None:
         return list(DEFAULT_BUILD_REQUIRES)

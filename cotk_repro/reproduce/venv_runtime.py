@@ -43,8 +43,12 @@ def find_python(mm: str) -> str:
     for name in (f"python{mm}", f"python{mm.split('.')[0]}"):
         exe = shutil.which(name)
         if exe:
-            probe = subprocess.run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],  # noqa: S603 - a python found on PATH, fixed -c code
-                                   capture_output=True, text=True)
+            probe = subprocess.run(  # noqa: S603 - a python found on PATH, fixed -c code
+                [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if probe.stdout.strip() == mm:
                 return exe
     raise ReproduceError(f"the record needs Python {mm}, which is not on this host (no python{mm} on PATH)",
@@ -141,8 +145,12 @@ class VenvRuntime:
         from .wheelhouse import local_identity, pool_dir, split_packages
 
         python = find_python(job.python_mm)
-        version = subprocess.run([python, "-c", "import sys; print(sys.version)"], capture_output=True,  # noqa: S603 - the python find_python chose, fixed -c code
-                                 text=True).stdout.strip()
+        version = subprocess.run(  # noqa: S603 - the python find_python chose, fixed -c code
+            [python, "-c", "import sys; print(sys.version)"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
         _index, local = split_packages(job.packages)
         key = hashlib.sha256(json.dumps({"lock": job.lock, "python": [python, version],
                                          "local": local_identity(local, job.tree)}).encode()).hexdigest()[:24]
@@ -163,8 +171,13 @@ class VenvRuntime:
         if env_file.is_file():
             self.env_info = json.loads(env_file.read_text())
         else:
-            probe = subprocess.run([self.python, "-c", ENV_SNIPPET], capture_output=True, text=True,  # noqa: S603 - the venv's own python, fixed -c code
-                                   env=_entry_env(bin_dir))
+            probe = subprocess.run(  # noqa: S603 - the venv's own python, fixed -c code
+                [self.python, "-c", ENV_SNIPPET],
+                capture_output=True,
+                text=True,
+                env=_entry_env(bin_dir),
+                check=False,
+            )
             self.env_info = json.loads(probe.stdout) if probe.returncode == 0 else {"python": {}, "packages": []}
             env_file.write_text(json.dumps(self.env_info))
         return self.env_info
@@ -194,8 +207,13 @@ class VenvRuntime:
             for cmd in cmds:
                 fh.write(("$ " + " ".join(cmd) + "\n").encode())
                 fh.flush()
-                proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT,  # noqa: S603 - venv/pip commands built here; package specs passed validate_lock (canonical name==version)
-                                      env={**_entry_env(None), "PIP_NO_INPUT": "1"})
+                proc = subprocess.run(  # noqa: S603 - venv/pip commands built here; package specs passed validate_lock (canonical name==version)
+                    cmd,
+                    stdout=fh,
+                    stderr=subprocess.STDOUT,
+                    env={**_entry_env(None), "PIP_NO_INPUT": "1"},
+                    check=False,
+                )
                 if proc.returncode != 0:
                     shutil.rmtree(vdir, ignore_errors=True)
                     raise ReproduceError(f"building the virtual environment failed at `{' '.join(cmd[:4])} ...`",

@@ -94,7 +94,9 @@ def _pip(args: list[str], log: Path, step: str, what: str, *, check: bool = True
     with log.open("ab") as fh:
         fh.write(("$ " + " ".join(cmd) + "\n").encode())
         fh.flush()
-        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PIP_NO_INPUT": "1"})  # noqa: S603 - pip download commands built here; package specs passed validate_lock (canonical name==version)
+        proc = subprocess.run(  # noqa: S603 - pip download commands built here; package specs passed validate_lock (canonical name==version)
+            cmd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PIP_NO_INPUT": "1"}, check=False
+        )
     if proc.returncode != 0 and check:
         text = log.read_text(encoding="utf-8", errors="replace")
         raise ReproduceError(f"{what} failed (pip exited with status {proc.returncode}; full log: {log})",
@@ -132,10 +134,10 @@ def ensure_index_wheels(packages: list[Package], python_mm: str, log: Path,
 
 def _pyproject(folder: Path) -> dict[str, Any]:
     """The folder's pyproject.toml as a dict (empty when it is missing or unreadable)."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python 3.10
+        import tomli as tomllib
     try:
         return tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
     except (ValueError, OSError):
@@ -273,7 +275,7 @@ def _host_wheel(src: Path, dest: Path, log: Path, pkg: Package) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     _pip(["wheel", "--no-deps", "--wheel-dir", str(dest), str(src)], log, "local wheel build",
          f"building a wheel of {pkg.pin} from {src}")
-    wheels = [w for w in dest.glob("*.whl") if wheel_key(w.name) and wheel_key(w.name)[0] == pkg.name]
+    wheels = [w for w in dest.glob("*.whl") if (key := wheel_key(w.name)) and key[0] == pkg.name]
     if not wheels:
         raise ReproduceError(f"building a wheel of {pkg.name} from {src} produced no wheel", step="local wheel build")
     return wheels[0]

@@ -1,11 +1,15 @@
-"""NLTK's own BLEU and GLEU test vectors (unit tests and doctests), run through cotk-repro's ``bleu`` and ``gleu``.
+"""NLTK's own BLEU, GLEU, NIST and METEOR test vectors (unit tests and doctests), run through cotk-repro's metrics.
 
 Source: https://github.com/nltk/nltk at commit f2a92bd7e, ``nltk/test/unit/translate/test_bleu.py``, the
 doctests of ``nltk/translate/bleu_score.py`` (``sentence_bleu``, ``SmoothingFunction``) and
-``nltk/translate/gleu_score.py``, and ``nltk/test/unit/translate/test_meteor.py`` (Copyright (C) NLTK Project;
-Apache License 2.0). Values transcribed, not downloaded. Token lists are scored as given
+``nltk/translate/gleu_score.py``, ``nltk/translate/nist_score.py`` and ``nltk/translate/meteor_score.py``,
+``nltk/test/{bleu,meteor}.doctest``, ``nltk/test/unit/translate/test_meteor.py`` and ``test_nist.py``
+(Copyright (C) NLTK Project; Apache License 2.0). Values transcribed, not downloaded. Token lists are scored as given
 (``retokenize=False``: NLTK's tests split on spaces); NLTK's default smoothing is ``method0`` (ours is
-``method3``, CoTK's), so it is named. The two tests that read NLTK's downloadable WMT15 files are left out.
+``method3``, CoTK's), so it is named. The two tests that
+read NLTK's ``wmt15_eval`` package (BLEU and NIST against ``mteval-v13a.pl`` on 100 WMT15 sentences) read its
+files from ``tests/fixtures/wmt15_eval/`` (see ``tests/fixtures/NOTICE.md``), and also compare with NLTK itself.
+test_meteor.py's two type checks (a string where NLTK wants tokens) have no counterpart: ours takes text.
 
 Definitional difference shown here: NLTK's ``method0`` does not give 0 when an order has no match; it floors
 the precision at ``sys.float_info.min``, so BLEU-4 is about 1e-77 (``round(..., 4) == 0``), as ours.
@@ -13,11 +17,17 @@ the precision at ``sys.float_info.min``, so BLEU-4 is about 1e-77 (``round(..., 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from nltk.translate.bleu_score import SmoothingFunction
+from nltk.translate.bleu_score import corpus_bleu as nltk_corpus_bleu
+from nltk.translate.nist_score import corpus_nist as nltk_corpus_nist
 
 from cotk_repro.metrics import get_metric
 from cotk_repro.metrics.bleu import brevity_penalty, smoothed_precisions
 from cotk_repro.metrics.bleu_smoothing import modified_precision
+from cotk_repro.metrics.meteor import wordnet_available
 
 REF1 = ("It is a guide to action that ensures that the military will forever heed Party commands").split()
 REF2 = ("It is the guiding principle which guarantees the military forces always being under the command of the "
@@ -172,3 +182,94 @@ def test_meteor():
     m = get_metric("meteor", wordnet=False)
     value = m.compute(["THIS Is a tEST".lower()], [["this is a test", "this istest"]])["meteor"]
     assert value == 0.9921875
+
+
+# -- test_meteor.py's doctest siblings: nltk/test/meteor.doctest and nltk/translate/meteor_score.py ------------
+# With WordNet (Debian's wordnet-base + wordnet-sense-index, as NLTK reads it); the sentences tokenize the same
+# with NLTK's word_tokenize (the doctests' tokenizer) and ours (WordPunct), so they are given as text.
+needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 is not installed")
+
+MET_REF1 = "It is a guide to action that ensures that the military will forever heed Party commands"
+MET_REF2 = "It is the guiding principle which guarantees the military forces always being under the command of the Party"
+MET_REF3 = "It is the practical guide for the army always to heed the directions of the party"
+MET_HYP1 = "It is a guide to action which ensures that the military always obeys the commands of the party"
+
+
+@needs_wordnet
+@pytest.mark.parametrize("refs,hyp,expected", [
+    # meteor.doctest
+    (["The candidate has no alignment to any of the references"], "John loves Mary", 0.0),
+    (["The cat sat on the mat"], "on the mat sat the cat", 0.5),
+    (["The cat sat on the mat"], "The cat was sat on the mat", 0.9654),
+    (["create or update a vm set"], "creates or updates a virtual machine scale set", 0.7806),  # NLTK issue #2751
+    # meteor_score.py: single_meteor_score and meteor_score
+    ([MET_REF1], MET_HYP1, 0.6944),
+    (["this is a cat"], "non matching hypothesis", 0.0),
+    ([MET_REF1, MET_REF2, MET_REF3], MET_HYP1, 0.6944),
+])
+def test_meteor_doctests(refs, hyp, expected):
+    # NLTK's meteor lowercases (preprocess=str.lower); ours too
+    value = get_metric("meteor").compute([hyp], [refs])["meteor"]
+    assert round(value, 4) == expected
+
+
+@needs_wordnet
+def test_meteor_doctest_identical_sentence():
+    value = get_metric("meteor").compute(["The cat sat on the mat"], [["The cat sat on the mat"]])["meteor"]
+    assert abs(round(value, 4) - 0.9977) < 1e-2  # meteor.doctest: "same_res"
+
+
+# -- bleu.doctest ----------------------------------------------------------------------------------------------
+def test_bleu_doctest_no_alignment_unigram_weights():
+    refs = ["The candidate has no alignment to any of the references".split()]
+    assert bleu(refs, "John loves Mary".split(), ngram=1) == 0
+
+
+def test_bleu_doctest_method4_short_hypothesis():
+    value = bleu(["It is a place of quiet contemplation .".split()], "It is .".split(), smoothing="method4")
+    assert str(value * 100).startswith("4.4267")
+
+
+# -- nist_score.py's doctests ----------------------------------------------------------------------------------
+def _nist(refs_list, hyps, n=5):
+    return get_metric("nist", ngram=n, tokenizer="space").compute(
+        [" ".join(h) for h in hyps], [[" ".join(r) for r in rs] for rs in refs_list])["nist"]
+
+
+def test_sentence_nist_doctests():
+    refs = [REF1, REF2, REF3]
+    assert str(_nist([refs], [HYP1])).startswith("3.3709")
+    assert str(_nist([refs], [HYP2])).startswith("1.4619")
+
+
+# -- test_bleu.py: TestBLEUvsMteval13a and test_nist.py: TestNIST (NLTK's wmt15_eval files, in tests/fixtures/) --
+WMT15 = Path(__file__).resolve().parents[1] / "fixtures" / "wmt15_eval"
+
+
+def _wmt15():
+    hyps = [line.split() for line in (WMT15 / "google.ru").read_text(encoding="utf-8").splitlines()]
+    refs = [[line.split()] for line in (WMT15 / "ref.ru").read_text(encoding="utf-8").splitlines()]
+    lines = (WMT15 / "mteval-13a.output").read_text(encoding="utf-8").splitlines()
+    nist_scores = [float(x) for x in lines[-4].split()[1:-1]]  # cumulative NIST, 1..9-grams
+    bleu_scores = [float(x) for x in lines[-2].split()[1:-1]]  # cumulative BLEU, 1..9-grams
+    return hyps, refs, nist_scores, bleu_scores
+
+
+@pytest.mark.parametrize("smoothing", ["method0", "method3"])  # NLTK: without smoothing, and mteval's own
+def test_corpus_bleu_vs_mteval13a(smoothing):
+    hyps, refs, _, mteval = _wmt15()
+    assert len(hyps) == len(refs) == 100 and len(mteval) == 9
+    for n, expected in zip(range(1, 10), mteval):
+        ours = corpus(refs, hyps, ngram=n, smoothing=smoothing)
+        assert abs(ours - expected) < 0.005  # NLTK's own tolerance
+        assert ours == pytest.approx(nltk_corpus_bleu(refs, hyps, weights=(1.0 / n,) * n,
+                                                      smoothing_function=getattr(SmoothingFunction(), smoothing)),
+                                     abs=1e-12)
+
+
+def test_corpus_nist_vs_mteval13a():
+    hyps, refs, mteval, _ = _wmt15()
+    for n, expected in zip(range(1, 10), mteval):
+        ours = _nist(refs, hyps, n)
+        assert abs(ours - expected) < 0.05  # NLTK's own tolerance
+        assert ours == pytest.approx(nltk_corpus_nist(refs, hyps, n), abs=1e-12)

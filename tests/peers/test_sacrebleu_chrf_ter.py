@@ -35,10 +35,10 @@ EPS_SMOOTHING = [
     (["a"], ["a"], 16.6667),
     (["a b c"], ["a b c"], 50.0),
     (["a b c"], ["abc"], 50.0),
-    ([" risk assessment must be made of those who are qualified and expertise in the sector - these are the "
-      "scientists ."],
-     ["risk assessment has to be undertaken by those who are qualified and expert in that area - that is the "
-      "scientists ."], 63.361730),
+    ([(" risk assessment must be made of those who are qualified and expertise in the sector - these are the "
+      "scientists .")],
+     [("risk assessment has to be undertaken by those who are qualified and expert in that area - that is the "
+      "scientists .")], 63.361730),
     ([" Die    Beziehung zwischen  Obama und Netanjahu ist nicht gerade  freundlich. "],
      ["Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."], 64.1302698),
     (["Niemand hat die Absicht, eine Mauer zu errichten"], ["Niemand hat die Absicht, eine Mauer zu errichten"],
@@ -58,10 +58,10 @@ EFFECTIVE_ORDER = [
 KEEP_WHITESPACE = [
     (["Die Beziehung zwischen Obama und Netanjahu ist nicht gerade freundlich."],
      ["Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."], 67.3481606),
-    (["risk assessment must be made of those who are qualified and expertise in the sector - these are the "
-      "scientists ."],
-     ["risk assessment has to be undertaken by those who are qualified and expert in that area - that is the "
-      "scientists ."], 65.2414427),
+    ([("risk assessment must be made of those who are qualified and expertise in the sector - these are the "
+      "scientists .")],
+     [("risk assessment has to be undertaken by those who are qualified and expert in that area - that is the "
+      "scientists .")], 65.2414427),
 ]
 
 TER = [
@@ -72,21 +72,21 @@ TER = [
     ([""], [""], 0),
     (["d e f g h a b c"], ["a b c d e f g h"], 1 / 8),
     ([
-        'wählen Sie " Bild neu berechnen , " um beim Ändern der Bildgröße Pixel hinzuzufügen oder zu entfernen , '
-        'damit das Bild ungefähr dieselbe Größe aufweist wie die andere Größe .',
-        'wenn Sie alle Aufgaben im aktuellen Dokument aktualisieren möchten , wählen Sie im Menü des '
-        'Aufgabenbedienfelds die Option " Alle Aufgaben aktualisieren . "',
-        'klicken Sie auf der Registerkarte " Optionen " auf die Schaltfläche " Benutzerdefiniert " und geben Sie '
-        'Werte für " Fehlerkorrektur-Level " und " Y / X-Verhältnis " ein .',
+        ('wählen Sie " Bild neu berechnen , " um beim Ändern der Bildgröße Pixel hinzuzufügen oder zu entfernen , '
+        'damit das Bild ungefähr dieselbe Größe aufweist wie die andere Größe .'),
+        ('wenn Sie alle Aufgaben im aktuellen Dokument aktualisieren möchten , wählen Sie im Menü des '
+        'Aufgabenbedienfelds die Option " Alle Aufgaben aktualisieren . "'),
+        ('klicken Sie auf der Registerkarte " Optionen " auf die Schaltfläche " Benutzerdefiniert " und geben Sie '
+        'Werte für " Fehlerkorrektur-Level " und " Y / X-Verhältnis " ein .'),
         'Sie können beispielsweise ein Dokument erstellen , das ein Auto über die Bühne enthält .',
         'wählen Sie im Dialogfeld " Neu aus Vorlage " eine Vorlage aus und klicken Sie auf " Neu . "',
     ], [
-        'wählen Sie " Bild neu berechnen , " um beim Ändern der Bildgröße Pixel hinzuzufügen oder zu entfernen , '
-        'damit die Darstellung des Bildes in einer anderen Größe beibehalten wird .',
-        'wenn Sie alle Aufgaben im aktuellen Dokument aktualisieren möchten , wählen Sie im Menü des '
-        'Aufgabenbedienfelds die Option " Alle Aufgaben aktualisieren . "',
-        'klicken Sie auf der Registerkarte " Optionen " auf die Schaltfläche " Benutzerdefiniert " und geben Sie '
-        'für " Fehlerkorrektur-Level " und " Y / X-Verhältnis " niedrigere Werte ein .',
+        ('wählen Sie " Bild neu berechnen , " um beim Ändern der Bildgröße Pixel hinzuzufügen oder zu entfernen , '
+        'damit die Darstellung des Bildes in einer anderen Größe beibehalten wird .'),
+        ('wenn Sie alle Aufgaben im aktuellen Dokument aktualisieren möchten , wählen Sie im Menü des '
+        'Aufgabenbedienfelds die Option " Alle Aufgaben aktualisieren . "'),
+        ('klicken Sie auf der Registerkarte " Optionen " auf die Schaltfläche " Benutzerdefiniert " und geben Sie '
+        'für " Fehlerkorrektur-Level " und " Y / X-Verhältnis " niedrigere Werte ein .'),
         'Sie können beispielsweise ein Dokument erstellen , das ein Auto enthalt , das sich über die Bühne bewegt .',
         'wählen Sie im Dialogfeld " Neu aus Vorlage " eine Vorlage aus und klicken Sie auf " Neu . "',
     ], 0.136),

@@ -47,7 +47,7 @@ class BleuCorpusMetric(CotkMetric):
                 refs = [tokens(resp_sen)]
             else:
                 if self.reference_num is not None and len(resp_sen) != self.reference_num:
-                    raise RuntimeError("Require %d references but get %d" % (self.reference_num, len(resp_sen)))
+                    raise RuntimeError(f"Require {self.reference_num} references but get {len(resp_sen)}")
                 refs = [tokens(r) for r in resp_sen]
             self.hyps.append(tokens(gen_sen))
             self.refs.append(refs)

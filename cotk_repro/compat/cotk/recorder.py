@@ -67,7 +67,7 @@ class MultiTurnDialogRecorder(CotkMetric):
             refs = [" ".join(t) for t in convert(ref_session)]
             gens = [" ".join(t) for t in convert(gen_session)]
             if len(refs) != len(gens):
-                raise ValueError("Reference turn num %d != gen turn num %d." % (len(refs), len(gens)))
+                raise ValueError(f"Reference turn num {len(refs)} != gen turn num {len(gens)}.")
             self.reference_list.append(refs)
             self.gen_list.append(gens)
 

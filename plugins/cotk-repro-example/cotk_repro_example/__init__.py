@@ -16,8 +16,8 @@ from cotk_repro.hookspecs import hookimpl
 def _metric_class() -> type:
     """The metric class, imported when first used: registering it stays cheap for the CLI's start-up."""
     from cotk_repro.core.canonical import hash_object
-    from cotk_repro.core.results import result_entry
-    from cotk_repro.metrics import Metric, MetricError, signature
+    from cotk_repro.metrics import Metric, MetricError
+    from cotk_repro.metrics.declaration import FIXED_BY_VERSION, HASH_ONLY_AS_PUBLISHED, Declaration, Setting
 
     class ToyMetric(Metric):
         """The mean number of whitespace-separated tokens per hypothesis (reference-free)."""
@@ -35,8 +35,13 @@ def _metric_class() -> type:
             if not hyps:
                 raise MetricError("toy-metric needs at least one hypothesis")
             value = sum(len(h.split()) for h in hyps) / len(hyps)
-            digest = hash_object({"cotk-repro-example/toy-metric": self.version, "hypotheses": len(hyps)})
-            return result_entry(self.name, value, digest, signature(self.name, {"tok": "whitespace"}, self.version))
+            # the hash settings and the signature, declared once (docs/metrics.md, "Hash and signature: one
+            # declaration"); a setting on one side only says why
+            decl = Declaration(self.name, self.version, [
+                Setting.signature_only("tok", "whitespace", why=FIXED_BY_VERSION),
+                Setting.hash_only("hypotheses", len(hyps), why=HASH_ONLY_AS_PUBLISHED)])
+            return decl.entry(self.name, value, lambda settings: hash_object(
+                {"cotk-repro-example/toy-metric": settings["version"], "hypotheses": settings["hypotheses"]}))
 
     return ToyMetric
 

@@ -81,7 +81,7 @@ class WordNetAugmenter:
     def synonyms(self, word: str, pos: str) -> list[str]:
         """Sorted single-word synonyms of ``word`` in its ``pos`` synsets (without the word itself)."""
         poses = {"a", "s"} if pos in ("a", "s") else {pos}
-        names = set()
+        names: set[str] = set()
         for syn in self.wn.synsets(word.lower()):
             if syn.pos() in poses:
                 names.update(n for n in syn.lemma_names() if "_" not in n and n.lower() != word.lower())

@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from cotk_repro.core.canonical import hash_object
-from cotk_repro.metrics.base import Metric, MetricError, check_references, result_entry, signature
+from cotk_repro.metrics.base import Metric, MetricError, check_references
+from cotk_repro.metrics.declaration import (COUNTED_INPUTS, FIXED_BY_VERSION, HASH_ONLY_AS_PUBLISHED, READABLE_NAME,
+                                           Declaration, Setting, with_settings)
 from cotk_repro.text.reference_hashes import reference_set_hash
 
 from .encoders import ModelFolder, check_batch_size, quiet_hf, resolve_model, torch_device
@@ -338,17 +340,24 @@ class BertScoreMetric(Metric):
                 raise MetricError(f"sample {i} has no reference; bertscore needs at least one per hypothesis")
         p, r, f = self.sentence_scores(hyps, refs)
         per = {"precision": p, "recall": r, "f1": f}
-        settings = {**self.settings, "encoding": "bert_score.sent_encode", "match": "real tokens",
-                    "version": self.version}
-        fields = {"model": self.folder.label, "w": self.folder.weights_hash[:12], "layer": self.num_layers,
-                  "idf": {"none": "no", "references": "refs", "corpus": "corpus"}[self.idf_mode],
-                  "rescale": "yes" if self.rescale else "no"}
+        decl = Declaration(self.name, self.version, [
+            Setting.signature_only("model", self.folder.label, why=READABLE_NAME),
+            Setting("model", self.settings["model"], "w", shown=self.folder.weights_hash[:12]),
+            Setting("num_layers", self.settings["num_layers"], "layer", shown=self.num_layers),
+            Setting("idf", self.idf_mode, "idf", shown={"none": "no", "references": "refs", "corpus": "corpus"}[
+                self.idf_mode]),
+            Setting("rescale_with_baseline", self.rescale, "rescale", shown="yes" if self.rescale else "no"),
+            Setting.signature_only("refs", max(map(len, refs)), why=COUNTED_INPUTS),
+            Setting.hash_only("idf_corpus", self.idf_hash, why=HASH_ONLY_AS_PUBLISHED),
+            Setting.hash_only("baseline", self.baseline_hash, why=HASH_ONLY_AS_PUBLISHED),
+            Setting.hash_only("encoding", "bert_score.sent_encode", why=FIXED_BY_VERSION),
+            Setting.hash_only("match", "real tokens", why=FIXED_BY_VERSION)])
         out: dict[str, Any] = {}
         for part, key in KEYS.items():
             values = per[part]
-            sig = signature(key, {**fields, "refs": max(map(len, refs))}, self.version)
-            out.update(result_entry(key, math.fsum(values) / len(values),
-                                    reference_set_hash(key, settings, ([[x] for x in rs] for rs in refs)), sig))
+            out.update(with_settings(decl, [], name=key).entry(
+                key, math.fsum(values) / len(values),
+                lambda settings, key=key: reference_set_hash(key, settings, ([[x] for x in rs] for rs in refs))))
             if self.per_sentence:
                 out[f"{key} per-sentence"] = values
         return out

@@ -115,7 +115,7 @@ def _finetune(model, data, out: Path, pairs, *, loader, epochs, lr, batch_size, 
         net.train()
         order = list(range(len(items)))
         rng.shuffle(order)
-        for step, (ids, mask, labels) in enumerate(batches(order)):
+        for ids, mask, labels in batches(order):
             loss = net(input_ids=ids, attention_mask=mask, labels=labels).loss
             opt.zero_grad()
             loss.backward()

@@ -19,7 +19,8 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 from cotk_repro.core.canonical import hash_object
-from cotk_repro.metrics.base import Metric, MetricError, result_entry, signature
+from cotk_repro.metrics.base import Metric, MetricError
+from cotk_repro.metrics.declaration import COUNTED_INPUTS, FIXED_BY_VERSION, READABLE_NAME, Declaration, Setting
 
 from .encoders import ModelFolder, check_batch_size, quiet_hf, resolve_model, torch_device
 
@@ -172,12 +173,21 @@ class MauveMetric(Metric):
         if not hyps or not human:
             raise MetricError("mauve needs at least one generation and one human text")
         out = self.mauve_of_features(self.features(human, "reference"), self.features(hyps, "hypothesis"))
-        settings = {**self.settings, "p": "references", "q": "hypotheses", "feature": "last token, final layer",
-                    "version": self.version}
-        h = hash_object({"cotk-repro-lm/mauve": settings, "human": sorted(human)})
-        sig = signature(self.name, {"feat": self.folder.label, "w": self.folder.weights_hash[:12],
-                                    "len": self.max_text_length, "k": self.num_buckets, "c": self.scaling_factor,
-                                    "redo": self.kmeans_num_redo, "iter": self.kmeans_max_iter, "seed": self.seed,
-                                    "var": self.kmeans_explained_var, "pca": self.pca_max_data,
-                                    "disc": self.discretization, "human": len(human)}, self.version)
-        return result_entry(self.name, float(out.mauve), h, sig)
+        decl = Declaration(self.name, self.version, [
+            Setting.signature_only("feat", self.folder.label, why=READABLE_NAME),
+            Setting("featurizer", self.folder.identity, "w", shown=self.folder.weights_hash[:12]),
+            Setting("max_text_length", self.max_text_length, "len"),
+            Setting("num_buckets", self.num_buckets, "k"),
+            Setting("scaling_factor", self.scaling_factor, "c"),
+            Setting("kmeans_num_redo", self.kmeans_num_redo, "redo"),
+            Setting("kmeans_max_iter", self.kmeans_max_iter, "iter"),
+            Setting("seed", self.seed, "seed"),
+            Setting("kmeans_explained_var", self.kmeans_explained_var, "var"),
+            Setting("pca_max_data", self.pca_max_data, "pca"),
+            Setting("divergence_curve_discretization_size", self.discretization, "disc"),
+            Setting.signature_only("human", len(human), why=COUNTED_INPUTS),
+            Setting.hash_only("p", "references", why=FIXED_BY_VERSION),
+            Setting.hash_only("q", "hypotheses", why=FIXED_BY_VERSION),
+            Setting.hash_only("feature", "last token, final layer", why=FIXED_BY_VERSION)])
+        return decl.entry(self.name, float(out.mauve),
+                          lambda settings: hash_object({"cotk-repro-lm/mauve": settings, "human": sorted(human)}))

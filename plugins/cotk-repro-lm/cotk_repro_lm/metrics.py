@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from cotk_repro.core.canonical import hash_object
-from cotk_repro.metrics.base import Metric, MetricError, result_entry, signature
+from cotk_repro.metrics.base import Metric, MetricError
+from cotk_repro.metrics.declaration import (FIXED_BY_VERSION, HASH_ONLY_AS_PUBLISHED, NAMED_FIRST, PART_OF_HASHED,
+                                           Declaration, Setting)
 from cotk_repro.metrics.diversity import NgramEntropyMetric
 
 from .lm import FORMAT, encode_pairs, load_model, log_likelihoods
@@ -68,6 +70,7 @@ class _LMScore(Metric):
     """Shared by coherence and fluency: model loading, scoring, normalization, hashes."""
 
     needs_references = False
+    takes_queries = True
     needs_queries = False
     level = "sentence"
     cost = 200.0
@@ -170,24 +173,34 @@ class _LMScore(Metric):
             queries = None
         raw = self.raw_scores(hyps, queries)
         bound, bound_hash, bound_label = self._bound(raw, queries)
-        base = {"metric": self.name, "version": self.version, "model": self.lm.identity, "format": FORMAT,
-                "responses": len(hyps), "queries": _texts_hash(queries) if queries is not None else None}
-        fields = {"model": self.lm.weights_hash[:12], "tok": self.lm.tokenizer_hash[:12], "n": len(hyps)}
-        out = result_entry(f"{self.name}-raw", sum(raw) / len(raw), hash_object({**base, "value": "raw"}),
-                           signature(f"{self.name}-raw", fields, self.version))
+        base = [Setting.hash_only("metric", self.name, why=NAMED_FIRST),
+                Setting("model", self.lm.identity, "model", shown=self.lm.weights_hash[:12]),
+                Setting.signature_only("tok", self.lm.tokenizer_hash[:12], why=PART_OF_HASHED),
+                Setting("responses", len(hyps), "n"),
+                Setting.hash_only("format", FORMAT, why=FIXED_BY_VERSION),
+                Setting.hash_only("queries", _texts_hash(queries) if queries is not None else None,
+                                  why=HASH_ONLY_AS_PUBLISHED)]
+        raw_decl = Declaration(f"{self.name}-raw", self.version,
+                               [*base, Setting.hash_only("value", "raw", why=NAMED_FIRST)])
+        out = raw_decl.entry(f"{self.name}-raw", sum(raw) / len(raw), hash_object)
         scores = None
         if bound is not None:
             scores = [normalized(r, bound) for r in raw]
-            out.update(result_entry(self.name, sum(scores) / len(scores),
-                                    hash_object({**base, "value": "normalized", "bound": bound_hash,
-                                                 "bound_value": float(bound)}),
-                                    signature(self.name, {**fields, "norm": bound_label,
-                                                          "bound": round(float(bound), 6)}, self.version)))
+            decl = Declaration(self.name, self.version, [
+                *base, Setting.hash_only("value", "normalized", why=NAMED_FIRST),
+                Setting("bound", bound_hash, "norm", shown=bound_label),
+                Setting("bound_value", float(bound), "bound", shown=round(float(bound), 6))])
+            out.update(decl.entry(self.name, sum(scores) / len(scores), hash_object))
         if self.per_sentence:
             out[f"{self.name}-raw per-sentence"] = raw
             if scores is not None:
                 out[f"{self.name} per-sentence"] = scores
         return out
+
+    def compute_with_queries(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None,
+                             queries: Sequence[str]) -> dict[str, Any]:
+        """:meth:`compute` with the query of each response (fluency takes them and leaves them unread)."""
+        return self.compute(hypotheses, references, queries=queries)
 
     # CoTK-style streaming: forward({"hyps": [...], "queries": [...]}) then close()
     def forward(self, batch: Any) -> None:
@@ -210,7 +223,7 @@ class FluencyMetric(_LMScore):
 
     name = "fluency"
     result_keys = r"fluency(-raw)?"
-    key_facts = {"fluency-raw": {"value_range": (-math.inf, 0.0)}}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {"fluency-raw": {"value_range": (-math.inf, 0.0)}}
 
 
 class CoherenceMetric(_LMScore):
@@ -219,7 +232,7 @@ class CoherenceMetric(_LMScore):
     name = "coherence"
     needs_queries = True
     result_keys = r"coherence(-raw)?"
-    key_facts = {"coherence-raw": {"value_range": (-math.inf, 0.0)}}
+    key_facts: ClassVar[dict[str, dict[str, Any]]] = {"coherence-raw": {"value_range": (-math.inf, 0.0)}}
 
 
 class GroupEntropyMetric(NgramEntropyMetric):
@@ -243,9 +256,7 @@ class GroupEntropyMetric(NgramEntropyMetric):
         self.augmentation = augmentation
         super().__init__(ngram=ngram, group_size=group_size, log_base=2, tokenizer=tokenizer)
 
-    def _hash(self, n: int, n_hyps: int, refs: Any, extra: Any) -> str:
-        return super()._hash(n, n_hyps, refs, {**extra, "augmentation": self.augmentation})
-
-    def _signature(self, n: int, n_hyps: int, refs: Any, extra: Any) -> str:
+    def more_settings(self) -> list[Setting]:
+        """The augmentation, hashed whole, shown by its method."""
         aug = self.augmentation.get("method", "?") if isinstance(self.augmentation, dict) else self.augmentation
-        return super()._signature(n, n_hyps, refs, {**extra, "aug": aug or "none"})
+        return [Setting("augmentation", self.augmentation, "aug", shown=aug or "none")]

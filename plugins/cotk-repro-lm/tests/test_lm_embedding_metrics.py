@@ -214,7 +214,7 @@ def test_mauve_settings_and_weights_in_the_hash_not_batch_size(tiny_gpt2, tmp_pa
 
 
 def test_mauve_bad_input(tiny_gpt2, tmp_path):
-    with pytest.raises(MetricError, match="fewer|at least as many texts as clusters"):
+    with pytest.raises(MetricError, match=r"fewer|at least as many texts as clusters"):
         get_metric("mauve", featurizer=str(tiny_gpt2), num_buckets=10).compute(GEN[:5], HUMAN[:50])
     with pytest.raises(MetricError, match="needs a featurizer"):
         get_metric("mauve")

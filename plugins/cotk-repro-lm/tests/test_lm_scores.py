@@ -158,7 +158,7 @@ def test_streaming_forward_close_equals_compute(tiny_gpt2):
 
 
 def test_metric_errors_are_one_sentence(tiny_gpt2, tmp_path):
-    with pytest.raises(MetricError, match="fluency.model=DIR"):
+    with pytest.raises(MetricError, match=r"fluency.model=DIR"):
         get_metric("fluency")
     with pytest.raises(MetricError, match="does not exist"):
         get_metric("fluency", model=str(tmp_path / "nope"))

@@ -48,7 +48,7 @@ def test_identity_is_the_files_not_the_path(bpe_json, tmp_path):
 def test_unknown_and_missing_tokenizers_are_clear_errors(tmp_path):
     from cotk_repro.errors import CotkError
 
-    with pytest.raises(CotkError, match="unknown tokenizer 'nope'.*hf:ARG"):
+    with pytest.raises(CotkError, match=r"unknown tokenizer 'nope'.*hf:ARG"):
         data.get_tokenizer("nope")
     with pytest.raises(CotkError, match="needs an argument"):
         data.get_tokenizer("hf:")

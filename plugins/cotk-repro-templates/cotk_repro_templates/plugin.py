@@ -34,8 +34,8 @@ TEMPLATES = {
                     ("dialog", "seq2seq", "seq2seq-gru"), TORCH),
     "seq2seq-transformer": ("Transformer encoder-decoder (CoTK paper: Seq2Seq-Transformer)", "single-turn-dialog",
                             ("dialog", "seq2seq", "transformer", "seq2seq-transformer"), TORCH),
-    "dialog-gpt2-finetune": ("GPT-2 fine-tuned on post/response pairs (CoTK paper: GPT2-dialog); "
-                             "--model NAME_OR_PATH", "single-turn-dialog", ("dialog", "gpt2", "dialog-gpt2-finetune"),
+    "dialog-gpt2-finetune": (("GPT-2 fine-tuned on post/response pairs (CoTK paper: GPT2-dialog); "
+                             "--model NAME_OR_PATH"), "single-turn-dialog", ("dialog", "gpt2", "dialog-gpt2-finetune"),
                              GPT2),
 }
 

@@ -91,7 +91,8 @@ def main(argv=None):
     torch.manual_seed(0)
     gen = build_oracle(seed=1, vocab_size=5000, emb_dim=32, hidden_dim=32, seq_len=20)
     samples = gen.sample(64, torch.Generator().manual_seed(2))
-    reward = lambda s: (s[:, -1] % 7).float()
+    def reward(s):
+        return (s[:, -1] % 7).float()
     tokens = 64 * args.rollout_num * sum(20 - i for i in range(1, 20))
     shared, plain = [], []
     for _ in range(max(1, args.repeats // 2)):

@@ -1,6 +1,8 @@
 """The ``texygen`` generator for ``cotk-repro compare``: trains one model with a preset (once per process) and
 returns one sampled sentence per input line (the inputs only count the samples; synthetic mode writes token
-ids, real mode words). Settings: ``model``, ``preset`` and any protocol setting; all go into the cache key."""
+ids, real mode words). Settings: ``model``, ``preset`` and any protocol setting; all go into the cache key.
+``result()`` hands compare the training run's own result (each metric per epoch as ``NAME@epoch-N``, and
+final), from which it draws the curves."""
 
 from __future__ import annotations
 
@@ -35,3 +37,9 @@ class TexygenGenerator:
         if r.real is not None:
             return r.real.decode(samples)
         return [" ".join(map(str, row)) for row in samples.tolist()]
+
+    def result(self) -> dict[str, Any]:
+        """The training run's result dict (after :meth:`generate`): the curve points and the final values."""
+        if self._run is None:
+            raise RuntimeError("result() before generate(): nothing was trained")
+        return dict(self._run.entries)

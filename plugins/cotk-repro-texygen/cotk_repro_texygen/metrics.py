@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from cotk_repro.metrics import Metric, MetricError, result_entry, signature
+from cotk_repro.metrics import Metric, MetricError
+from cotk_repro.metrics.declaration import (COUNTED_INPUTS, EVALUATED_MODEL_SIGNED, HASH_ONLY_AS_PUBLISHED, NAMED_FIRST,
+                                           PART_OF_HASHED, REFERENCES_DIGEST, Declaration, Setting)
 
 from .data import from_text
 from .digest import array_digest, canonical, hash_settings, state_digest
@@ -163,10 +165,14 @@ class NllOracle(Metric):
 
 def nll_oracle_entry(value: float, info: dict[str, Any], n: int) -> dict[str, Any]:
     """The ``nll-oracle`` result entry for a value computed under the oracle ``info`` over ``n`` samples."""
-    fields = {"metric": "nll-oracle", "version": VERSION, "oracle": info, "samples": n}
-    sig = signature("nll-oracle", {"oracle": info["weights"][:16], "seed": info["seed"], "V": info["vocab_size"],
-                                   "T": info["seq_len"], "n": n}, VERSION)
-    return result_entry("nll-oracle", value, hash_settings("nll-oracle", fields), sig)
+    decl = Declaration("nll-oracle", VERSION, [
+        Setting.hash_only("metric", "nll-oracle", why=NAMED_FIRST),
+        Setting("oracle", info, "oracle", shown=info["weights"][:16]),
+        Setting.signature_only("seed", info["seed"], why=PART_OF_HASHED),
+        Setting.signature_only("V", info["vocab_size"], why=PART_OF_HASHED),
+        Setting.signature_only("T", info["seq_len"], why=PART_OF_HASHED),
+        Setting("samples", n, "n")])
+    return decl.entry("nll-oracle", value, lambda settings: hash_settings("nll-oracle", settings))
 
 
 class NllTest(Metric):
@@ -198,12 +204,16 @@ class NllTest(Metric):
 
 def nll_test_entry(value: float, model: Generator, tokens: torch.Tensor, vocab: list[str] | None) -> dict[str, Any]:
     """The ``nll-test`` result entry: hash over the test tokens, the model's sizes and vocabulary."""
-    fields = {"metric": "nll-test", "version": VERSION, "test": array_digest(tokens.numpy()),
-              "model": model.config.as_dict(),
-              "vocab": hashlib.sha256(canonical(vocab)).hexdigest() if vocab is not None else None}
-    sig = signature("nll-test", {"test": fields["test"][:16], "n": len(tokens),
-                                 "model": state_digest(model.state_dict())[:16]}, VERSION)
-    return result_entry("nll-test", value, hash_settings("nll-test", fields), sig)
+    test = array_digest(tokens.numpy())
+    decl = Declaration("nll-test", VERSION, [
+        Setting.hash_only("metric", "nll-test", why=NAMED_FIRST),
+        Setting("test", test, "test", shown=test[:16]),
+        Setting.signature_only("n", len(tokens), why=COUNTED_INPUTS),
+        Setting.signature_only("model", state_digest(model.state_dict())[:16], why=EVALUATED_MODEL_SIGNED),
+        Setting.hash_only("model", model.config.as_dict(), why=HASH_ONLY_AS_PUBLISHED),
+        Setting.hash_only("vocab", hashlib.sha256(canonical(vocab)).hexdigest() if vocab is not None else None,
+                          why=HASH_ONLY_AS_PUBLISHED)])
+    return decl.entry("nll-test", value, lambda settings: hash_settings("nll-test", settings))
 
 
 W2V_DEFAULTS = {"vector_size": 32, "window": 5, "min_count": 1, "sg": 0, "epochs": 5, "seed": 0}
@@ -251,21 +261,31 @@ class EmbSim(Metric):
         ref = np.stack([ref_model.wv[w] for w in words])
         gen = np.stack([gen_model.wv[w] for w in words])
         value = embsim(ref, gen, self.rows)
-        fields = {"metric": "embsim", "version": VERSION, "tables": "word2vec", "word2vec": self.w2v,
-                  "gensim": gensim.__version__, "rows": self.rows, "hypotheses": len(hypotheses),
-                  "references": hashlib.sha256(canonical(sorted(refs))).hexdigest()}
-        sig = signature("embsim", {"tables": "word2vec", "dim": self.w2v["vector_size"], "win": self.w2v["window"],
-                                   "ep": self.w2v["epochs"], "seed": self.w2v["seed"], "words": len(words),
-                                   "gensim": gensim.__version__}, VERSION)
-        return result_entry("embsim", value, hash_settings("embsim", fields), sig)
+        decl = Declaration("embsim", VERSION, [
+            Setting.hash_only("metric", "embsim", why=NAMED_FIRST),
+            Setting("tables", "word2vec", "tables"),
+            Setting("word2vec", self.w2v, "dim", shown=self.w2v["vector_size"]),
+            Setting.signature_only("win", self.w2v["window"], why=PART_OF_HASHED),
+            Setting.signature_only("ep", self.w2v["epochs"], why=PART_OF_HASHED),
+            Setting.signature_only("seed", self.w2v["seed"], why=PART_OF_HASHED),
+            Setting.signature_only("words", len(words), why=COUNTED_INPUTS),
+            Setting("gensim", gensim.__version__, "gensim"),
+            Setting.hash_only("rows", self.rows, why=HASH_ONLY_AS_PUBLISHED),
+            Setting.hash_only("hypotheses", len(hypotheses), why=HASH_ONLY_AS_PUBLISHED),
+            Setting.hash_only("references", hashlib.sha256(canonical(sorted(refs))).hexdigest(),
+                              why=REFERENCES_DIGEST)])
+        return decl.entry("embsim", value, lambda settings: hash_settings("embsim", settings))
 
 
 def embsim_entry(value: float, reference: np.ndarray, table: np.ndarray, rows: int | None) -> dict[str, Any]:
     """The ``embsim`` entry for two given tables: hash over the reference table, the shapes and ``rows``."""
     ref_digest = hashlib.sha256(np.ascontiguousarray(reference, dtype="<f4").tobytes()).hexdigest()
     gen_digest = hashlib.sha256(np.ascontiguousarray(table, dtype="<f4").tobytes()).hexdigest()
-    fields = {"metric": "embsim", "version": VERSION, "tables": "files", "reference": ref_digest,
-              "shape": list(np.shape(table)), "rows": rows}
-    sig = signature("embsim", {"tables": "files", "ref": ref_digest[:16], "table": gen_digest[:16],
-                               "rows": rows}, VERSION)
-    return result_entry("embsim", value, hash_settings("embsim", fields), sig)
+    decl = Declaration("embsim", VERSION, [
+        Setting.hash_only("metric", "embsim", why=NAMED_FIRST),
+        Setting("tables", "files", "tables"),
+        Setting("reference", ref_digest, "ref", shown=ref_digest[:16]),
+        Setting.signature_only("table", gen_digest[:16], why=EVALUATED_MODEL_SIGNED),
+        Setting("rows", rows, "rows"),
+        Setting.hash_only("shape", list(np.shape(table)), why=HASH_ONLY_AS_PUBLISHED)])
+    return decl.entry("embsim", value, lambda settings: hash_settings("embsim", settings))

@@ -16,8 +16,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests"))
 
-from conftest import git, run_cli
-from test_reproduce_support import add_bare_remote, publish, small_venv_python
+from conftest import git, run_cli  # noqa: E402 - from the core's tests/, put on sys.path just above
+from test_reproduce_support import add_bare_remote, publish, small_venv_python  # noqa: E402
 
 PLUGIN = REPO / "plugins" / "cotk-repro-texygen"
 
