@@ -16,14 +16,40 @@ from cotk_repro.data import sacrebleu_bulk
 from cotk_repro.data.sacrebleu_tokenizers import SacrebleuTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bleu_tokenizers import POOLS, corpus  # noqa: E402
+from bleu_tokenizers import POOLS, corpus
 
 # the rules' edges: ASCII punctuation and digits (13a's rules), '-', '.', ',', spaces of several kinds, Chinese
 # characters and full-width forms, general punctuation (inside one of sacrebleu's odd ranges), symbols, numbers of
 # other scripts, combining marks, two of the separator's private-use marks
 EDGES = list(".,-0123456789 !\"#$%&'()*+/:;<=>?@[\\]^_`{|}~aZé") + [
-    "\t", "\u3000", "\u00a0", "\u2028", "\x1c", "中", "文", "，", "。", "：", "“", "”", "\u2000", "\u2001", "\u2a6d",
-    "\u2a6e", "½", "²", "٣", "€", "👍", "\u0301", "\ue000", "\ue001", "ภ", "न", "\u20000"[0]]
+    "\t",
+    "\u3000",
+    "\u00a0",
+    "\u2028",
+    "\x1c",
+    "中",
+    "文",
+    "，",
+    "。",
+    "：",
+    "“",
+    "”",
+    "\u2000",
+    "\u2001",
+    "\u2a6d",
+    "\u2a6e",
+    "½",
+    "²",
+    "٣",
+    "€",
+    "👍",
+    "\u0301",
+    "\ue000",
+    "\ue001",
+    "ภ",
+    "न",
+    "\u20000"[0],
+]
 
 
 def _random_lines(rng: random.Random, n: int) -> list[str]:
@@ -74,7 +100,7 @@ def test_unknown_rules_fall_back_to_sacrebleu_line_by_line():
     """A tokenizer whose rules are not the ones the bulk paths were proven for gets no bulk path."""
 
     class Other:
-        _re = [(type("P", (), {"pattern": "x"})(), "y")]
+        _re = ((type("P", (), {"pattern": "x"})(), "y"),)
 
     assert sacrebleu_bulk.bulk(Other()) is None
     assert sacrebleu_bulk.bulk(BLEU(tokenize="13a").tokenizer) is None

@@ -18,9 +18,12 @@ from cotk_repro.metrics import get_metric
 from cotk_repro.text.reference_hashes import bleu_tokenize
 
 DEBIAN = Path("/usr/share/wordnet")
-needs_debian = pytest.mark.skipif(not (DEBIAN / "index.sense").is_file() or not (DEBIAN / "data.noun").is_file()
-                                  or not (DEBIAN / "cntlist.rev").is_file(),
-                                  reason="Debian's wordnet-base and wordnet-sense-index are not installed")
+needs_debian = pytest.mark.skipif(
+    not (DEBIAN / "index.sense").is_file()
+    or not (DEBIAN / "data.noun").is_file()
+    or not (DEBIAN / "cntlist.rev").is_file(),
+    reason="Debian's wordnet-base and wordnet-sense-index are not installed",
+)
 
 
 class _NoMapping(WordNetCorpusReader):
@@ -56,7 +59,9 @@ def test_loader_builds_it_and_meteor_equals_nltk(without_sense_index, fixtures_d
     # NLTK's own reader over the prepared files reads sense keys through the built file (its start-up mapping to
     # NLTK's multilingual data, which needs NLTK's downloaded copy, left out as the loader leaves it out)
     nltk_reader = _NoMapping(str(built.parent), None)
-    assert nltk_reader.lemma_from_key("earth%1:15:00::").synset() == nltk_reader.synset_from_pos_and_offset("n", 8562067)
+    assert nltk_reader.lemma_from_key("earth%1:15:00::").synset() == nltk_reader.synset_from_pos_and_offset(
+        "n", 8562067
+    )
     assert nltk_reader.lemma_from_key("able%5:00:00:capable:00").synset().offset() == 306663
 
     d = fixtures_dir / "texygen"
@@ -64,7 +69,9 @@ def test_loader_builds_it_and_meteor_equals_nltk(without_sense_index, fixtures_d
     hyps = d.joinpath("instances", "rank.txt").read_text().splitlines()[:150]
     multi = [[r, refs[(i * 7) % len(refs)]] for i, r in enumerate(refs)]
     ours = get_metric("meteor", wordnet=str(without_sense_index)).compute(hyps, multi)
-    nltk_value = sum(meteor_score([bleu_tokenize(r) for r in rs], bleu_tokenize(h), wordnet=nltk_reader)
-                     for h, rs in zip(hyps, multi)) / len(hyps)
+    nltk_value = sum(
+        meteor_score([bleu_tokenize(r) for r in rs], bleu_tokenize(h), wordnet=nltk_reader)
+        for h, rs in zip(hyps, multi)
+    ) / len(hyps)
     assert ours["meteor"] == pytest.approx(nltk_value, rel=1e-12)
     assert "mod:exact+stem+wordnet|" in ours["meteor signature"]

@@ -26,13 +26,18 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 #: between two lines for ``intl``: digits beside the lines (no rule matches a digit), a mark between them
 INTL_MARKS = ("\ue000", "\ue001", "\ue002", "\uf8ff")  # private-use characters: not punctuation, symbol or digit
 _INTL_RULES = ((r"(\P{N})(\p{P})", r"\1 \2 "), (r"(\p{P})(\P{N})", r" \1 \2"), (r"(\p{S})", r" \1 "))
-_RE_RULES = ((r"([\{-\~\[-\` -\&\(-\+\:-\@\/])", r" \1 "), (r"([^0-9])([\.,])", r"\1 \2 "),
-             (r"([\.,])([^0-9])", r" \1 \2"), (r"([0-9])(-)", r"\1 \2 "))
+_RE_RULES = (
+    (r"([\{-\~\[-\` -\&\(-\+\:-\@\/])", r" \1 "),
+    (r"([^0-9])([\.,])", r"\1 \2 "),
+    (r"([\.,])([^0-9])", r" \1 \2"),
+    (r"([0-9])(-)", r"\1 \2 "),
+)
 
 
 def _rules(tok: Any) -> tuple:
@@ -62,7 +67,7 @@ def intl_many(tok: Any) -> Callable[[Sequence[str]], list[list[str]]] | None:
     return many
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _chinese_class(ranges: tuple) -> Any:
     """A character class of the characters sacrebleu's ``_is_chinese_char`` accepts, from its own ranges: it compares
     a character with each range's ends as strings (``start <= char <= end``), and some ends are two characters long

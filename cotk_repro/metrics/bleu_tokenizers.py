@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from .base import MetricError
 from .ngrams import _ATOMIC_SPLIT, has_special, tokenize_texts
-from .normalization import NORMALIZATIONS, normalization, normalizer  # noqa: F401 - re-exported
+from .normalization import NORMALIZATIONS, normalization, normalizer
 from ..text.reference_hashes import BLEU_TOKENIZER
 
 DEFAULT_NAMES = (None, "nltk", "wordpunct", BLEU_TOKENIZER)

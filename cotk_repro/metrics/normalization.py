@@ -12,7 +12,8 @@ are the ones they were.
 from __future__ import annotations
 
 import unicodedata
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .base import MetricError
 
@@ -24,8 +25,10 @@ def normalization(value: Any) -> str:
     """The validated ``normalize`` option: ``none``, ``nfc`` or ``nfkc`` (case-insensitive; None/False: none)."""
     form = "none" if value is None or value is False else str(value).strip().lower()
     if form not in NORMALIZATIONS:
-        raise MetricError(f"unknown normalize {value!r}; choose one of {', '.join(NORMALIZATIONS)} (Unicode "
-                          f"normalisation before tokenizing; none is NLTK's and sacrebleu's default)")
+        raise MetricError(
+            f"unknown normalize {value!r}; choose one of {', '.join(NORMALIZATIONS)} (Unicode "
+            f"normalisation before tokenizing; none is NLTK's and sacrebleu's default)"
+        )
     return form
 
 
