@@ -130,6 +130,21 @@ def test_every_code_point_equals_nltk_in_every_context(start):
             pytest.fail("the joined texts differ from NLTK's tokens")
 
 
+@pytest.mark.parametrize("start", range(0, 0x110000, 0x44000))
+def test_bulk_path_one_text_per_code_point_and_context(start):
+    """The numpy path for many non-ASCII texts (the class table, the inserted spaces and the tokens dealt out to the
+    texts by line): every code point but the line break and \\x1c-\\x1f (which take the per-text path), one text
+    per code point and context, gives NLTK's tokens in order, and each text gets exactly its own."""
+    skip = {0x0A, 0x1C, 0x1D, 0x1E, 0x1F}
+    for lo in range(start, start + 0x44000, 0x11000):
+        texts = [ctx.format(chr(cp)) for cp in range(lo, lo + 0x11000) if cp not in skip for ctx in CONTEXTS]
+        ours = wordpunct._tokenize_block("\n".join(texts))
+        assert ours == wordpunct.tokenize_many(texts)
+        assert [tok for toks in ours for tok in toks] == _nltk_tokens(" ".join(texts))
+        # each text's tokens joined are the text without its whitespace (a token never spans a space)
+        assert ["".join(toks) for toks in ours] == regex.sub(r"[^\S\n]", "", "\n".join(texts)).split("\n")
+
+
 def test_many_texts_of_sampled_code_points_every_tokenizer():
     """The multi-text paths (the data tokenizer, BLEU's bulk tokenizer, text by text) on the first 1,024 code points
     and 20,000 sampled ones, one text per code point and context."""

@@ -21,7 +21,12 @@ punctuation: text holding them takes the per-text path). Three paths, every one 
 * other ASCII: the punctuation runs are split off by a bytes regex (``\\w`` is ``[A-Za-z0-9_]``, whitespace is
   ``\\t\\n\\v\\f\\r`` and space; ``\\x1c``-``\\x1f`` are punctuation, as in NLTK) and the bytes split on
   whitespace (``bytes.split`` does not split on ``\\x1c``-``\\x1f``);
-* anything else: the same with a ``regex`` str pattern.
+* anything else: many texts (4,096 characters and more) through a table of each code point's class (word, space,
+  punctuation) that ``regex`` itself fills, a space inserted with numpy wherever a word character touches a
+  punctuation character, one split of the whole block and the tokens dealt out to the texts by the line each starts
+  on (:func:`_tokenize_block`, tested on every code point); fewer, the same with a ``regex`` str pattern.
+
+The bulk function runs with the cyclic garbage collector paused (the token lists form no cycles).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from __future__ import annotations
 import functools
 import re
 from typing import Any, Sequence
+
+from .gcpause import without_gc
 
 PATTERN = r"\w+|[^\w\s]+"
 #: NLTK's flags (``RegexpTokenizer``'s default, given to ``regex``); they do not change this pattern's matches
@@ -194,8 +201,10 @@ def split_spaced(spaced: bytes) -> list[list[str]]:
     return list(map(str.split, spaced.decode("ascii").split("\n")))
 
 
+@without_gc
 def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
-    """``[findall(t) for t in texts]`` (NLTK's WordPunct tokens), in bulk."""
+    """``[findall(t) for t in texts]`` (NLTK's WordPunct tokens), in bulk (the cyclic garbage collector paused: the
+    token lists form no cycles)."""
     if not texts:
         return []
     block = "\n".join(texts)
@@ -211,5 +220,58 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
                 for line in b" ".join(_PUNCT_RUNS_ASCII.split(raw)).split(b"\n")]
     if _has_separator(block):  # str.split would split on \x1c-\x1f
         return list(map(compiled(PATTERN).findall, texts))
+    if len(block) >= _NUMPY_FROM:
+        return _tokenize_block(block)
     spaced = compiled(r"[^\w\s]+").sub(r" \g<0> ", block)  # quicker than split + join in the regex module
     return list(map(str.split, spaced.split("\n")))
+
+
+# Non-ASCII text in bulk: each code point's class (space, word, punctuation) looked up in a table that ``regex``
+# itself fills (a token is a maximal run of one class, so the classes decide the tokens), a space inserted where a
+# word character touches a punctuation character, the whole block split once and the tokens dealt out to the texts
+# by the line each token starts on. About twice as quick as the regular expression on the block.
+_CLASS_SPACE, _CLASS_WORD, _CLASS_PUNCT = 0, 1, 2
+_TABLE_STEP = 0x10000  # the table grows by whole planes, up to the highest code point seen
+_class_table: Any = None
+
+
+def _classes_upto(top: int) -> Any:
+    """The class of every code point below ``top`` (at least), as a numpy array indexed by code point: what
+    ``regex`` with NLTK's flags says of ``\\w`` and ``\\s`` for each, filled a plane at a time on first use."""
+    global _class_table
+    import numpy as np
+
+    table = _class_table if _class_table is not None else np.zeros(0, np.uint8)
+    if top <= len(table):
+        return table
+    lo, hi = len(table), min(0x110000, -(-top // _TABLE_STEP) * _TABLE_STEP)
+    chars = np.arange(lo, hi, dtype=np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    marked = compiled(r"\s").sub("\x02", compiled(r"\w").sub("\x01", chars))  # one code point for one
+    codes = np.frombuffer(marked.encode("utf-32-le", "surrogatepass"), np.uint32)
+    part = np.full(hi - lo, _CLASS_PUNCT, np.uint8)
+    part[codes == 1] = _CLASS_WORD
+    part[codes == 2] = _CLASS_SPACE
+    if lo == 0:  # \x01 and \x02 themselves, read back as the marks: asked one by one
+        for cp in (1, 2):
+            char = chr(cp)
+            part[cp] = (_CLASS_WORD if compiled(r"\w").match(char) else
+                        _CLASS_SPACE if compiled(r"\s").match(char) else _CLASS_PUNCT)
+    _class_table = np.concatenate([table, part])
+    return _class_table
+
+
+def _tokenize_block(block: str) -> list[list[str]]:
+    """The tokens of each line of ``block`` (texts joined by ``"\\n"``; none holds ``\\x1c``-``\\x1f``, which
+    ``str.split`` would split on)."""
+    import numpy as np
+
+    codes = np.frombuffer(block.encode("utf-32-le", "surrogatepass"), np.uint32)
+    classes = _classes_upto(int(codes.max()) + 1)[codes]
+    cuts = np.flatnonzero(classes[1:] + classes[:-1] == _CLASS_WORD + _CLASS_PUNCT)  # a word/punctuation edge
+    spaced = np.insert(codes, cuts + 1, ord(" ")) if len(cuts) else codes
+    flat = spaced.tobytes().decode("utf-32-le", "surrogatepass").split()  # whitespace: regex's but \x1c-\x1f
+    starts = classes != _CLASS_SPACE  # a token starts where a non-space follows another class
+    starts[1:] &= classes[1:] != classes[:-1]
+    before = np.cumsum(starts, dtype=np.int64)  # tokens started up to each position; a line break starts none
+    ends = before[codes == ord("\n")].tolist() + [len(flat)]
+    return [flat[a:b] for a, b in zip([0] + ends, ends)]

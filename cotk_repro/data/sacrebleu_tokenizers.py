@@ -40,6 +40,10 @@ class SacrebleuTokenizer(Tokenizer):
         self.name = name
         self.sacrebleu_version = sacrebleu.__version__
         self.tokenizer_signature = self._tok.signature()
+        from .sacrebleu_bulk import bulk
+
+        #: ``intl`` and ``zh`` over many lines at once, sacrebleu's code doing the tokenizing (sacrebleu_bulk.py)
+        self._bulk = bulk(self._tok)
 
     @property
     def version(self) -> str:  # type: ignore[override]
@@ -59,6 +63,8 @@ class SacrebleuTokenizer(Tokenizer):
         return self._tok(text.rstrip()).split()
 
     def tokenize_many(self, texts: Sequence[str]) -> list[list[str]]:
+        if self._bulk is not None:
+            return self._bulk(texts)
         tok = self._tok
         return [tok(t.rstrip()).split() for t in texts]
 

@@ -6,8 +6,9 @@ path (where ``python -m nltk.downloader wordnet`` puts it, unzipped or as ``word
 of speech. Debian's package has no ``lexnames`` file, which NLTK's reader needs at start-up: it is the same 45
 lexicographer file names in every WordNet 3.x, so a copy of the folder plus that file is made once in the cache
 (NLTK >= 3.9 refuses symbolic and hard links out of its data path). ``index.sense`` (Debian's
-``wordnet-sense-index``) is copied along where present; NLTK reads it only for sense keys
-(``lemma_from_key``), which neither METEOR nor the synonym search uses. The reader never maps to NLTK's
+``wordnet-sense-index``) is copied along where present and built from the data, index and ``cntlist.rev`` files
+where it is not (:mod:`cotk_repro.data.wordnet_senses`; byte for byte Debian's file); NLTK reads it only for sense
+keys (``lemma_from_key``), which neither METEOR nor the synonym search uses. The reader never maps to NLTK's
 multilingual data (``map_wn``), which is what asked for ``index.sense`` at start-up.
 
 :func:`load_wordnet` never raises anything but :class:`WordNetMissing` (one sentence: what to install) for files
@@ -111,8 +112,9 @@ def find_root(folder: str | os.PathLike | None = None) -> Path:
 
 
 def _prepared(root: Path) -> Path:
-    """``root`` itself when NLTK's reader can start from it, else a copy in the cache with ``lexnames`` added."""
-    if (root / "lexnames").is_file():
+    """``root`` itself when NLTK's reader can start from it and it has ``index.sense``, else a copy in the cache with
+    ``lexnames`` added and ``index.sense`` built where missing."""
+    if (root / "lexnames").is_file() and (root / "index.sense").is_file():
         return root
     from ..core.userconfig import cache_dir
 
@@ -131,6 +133,10 @@ def _prepared(root: Path) -> Path:
         tmp.write_text("".join(f"{i:02d}\t{n}\t{_SYNTACTIC[n.split('.')[0]]}\n" for i, n in enumerate(LEXNAMES)),
                        encoding="ascii")
         os.replace(tmp, lex)
+    if not (shadow / "index.sense").exists():
+        from .wordnet_senses import write_sense_index
+
+        write_sense_index(root, shadow / "index.sense")
     return shadow
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 from ..core import wordpunct
 from ..text.reference_hashes import BLEU_TOKENIZER, bleu_tokenize
 from .base import MetricError, check_references
+from .normalization import normalization, normalizer
 
 
 class TextTokenizer:
@@ -45,7 +46,20 @@ def as_text(item: Any, detokenize: Callable[[Sequence[str]], str] = " ".join, in
     raise MetricError(f"text {index} is a {type(item).__name__}, not a string or a list of tokens")
 
 
-def resolve_tokenizer(tokenizer: Any = None) -> TextTokenizer:
+def resolve_tokenizer(tokenizer: Any = None, normalize: Any = "none") -> TextTokenizer:
+    """The tokenizer, normalising each text first when ``normalize`` (the metric's option of that name:
+    :mod:`cotk_repro.metrics.normalization`) is ``nfc`` or ``nfkc``; see :func:`_resolve` for ``tokenizer``."""
+    tok = _resolve(tokenizer)
+    form = normalization(normalize)
+    norm = normalizer(form)
+    if norm is None:
+        return tok
+    plain = tok.tokenize
+    return TextTokenizer(f"{tok.name}+{form}", lambda text: plain(norm(text)), {**tok.settings, "normalize": form},
+                         tok.detokenize)
+
+
+def _resolve(tokenizer: Any = None) -> TextTokenizer:
     """``None``/``"wordpunct"``/``"nltk"``: BLEU's fixed tokenizer (named ``wordpunct-u18``: NLTK's WordPunct through
     ``regex`` with its Unicode data); another name: a registered
     tokenizer (``space``, ``punkt`` ...); or a Tokenizer object with ``name``/``tokenize``/``settings``."""

@@ -16,15 +16,13 @@ readable join for ``nltk``, a space for the others) and tokenized again.
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any, Callable, Sequence
 
 from .base import MetricError
 from .ngrams import _ATOMIC_SPLIT, has_special, tokenize_texts
+from .normalization import NORMALIZATIONS, normalization, normalizer
 from ..text.reference_hashes import BLEU_TOKENIZER
 
-#: Unicode normalisation before tokenizing: ``none`` (NLTK's and sacrebleu's default), ``nfc`` or ``nfkc``
-NORMALIZATIONS = ("none", "nfc", "nfkc")
 DEFAULT_NAMES = (None, "nltk", "wordpunct", BLEU_TOKENIZER)
 
 
@@ -111,23 +109,6 @@ def get_bleu_tokenizer(tokenizer: Any = None) -> BleuTokenizer:
     detok = getattr(tok, "detokenize", None)
     name = str(getattr(tok, "signature", None) or getattr(tok, "name", type(tok).__name__))
     return BleuTokenizer(name, dict(settings), _with_specials(many), detok if callable(detok) else " ".join)
-
-
-def normalization(value: Any) -> str:
-    """The validated ``normalize`` option: ``none``, ``nfc`` or ``nfkc``."""
-    form = "none" if value is None or value is False else str(value).strip().lower()
-    if form not in NORMALIZATIONS:
-        raise MetricError(f"unknown normalize {value!r}; choose one of {', '.join(NORMALIZATIONS)} (Unicode "
-                          f"normalisation before tokenizing; none is NLTK's and sacrebleu's default)")
-    return form
-
-
-def normalizer(form: str) -> Callable[[str], str] | None:
-    """The function applying ``form`` to a text; None for ``none``."""
-    if form == "none":
-        return None
-    upper = form.upper()
-    return lambda text: unicodedata.normalize(upper, text)
 
 
 __all__ = ["NORMALIZATIONS", "BleuTokenizer", "get_bleu_tokenizer", "normalization", "normalizer"]

@@ -109,13 +109,14 @@ class CiderMetric(Metric):
     result_keys = "cider"
     key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
-    def __init__(self, ngram: int = 4, sigma: float = 6.0, tokenizer: Any = "space") -> None:
+    def __init__(self, ngram: int = 4, sigma: float = 6.0, tokenizer: Any = "space", normalize: str = "none"
+                 ) -> None:
         orders = as_int_list(ngram, "ngram")
         if len(orders) != 1:
             raise MetricError(f"ngram must be one integer (the largest order), not {ngram!r}")
         self.ngram = orders[0]
         self.sigma = check_float(sigma, "sigma", 0.0, math.inf, low_open=True)
-        self._tok = resolve_tokenizer(tokenizer)
+        self._tok = resolve_tokenizer(tokenizer, normalize)
         super().__init__(ngram=self.ngram, sigma=self.sigma, tokenizer=self._tok.spec)
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None

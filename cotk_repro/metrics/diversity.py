@@ -59,9 +59,9 @@ class _ReferenceFree(Metric):
     needs_references = False
     key_prefix = ""
 
-    def __init__(self, ngram: Any, tokenizer: Any, **settings: Any) -> None:
+    def __init__(self, ngram: Any, tokenizer: Any, normalize: Any = "none", **settings: Any) -> None:
         self.ngrams = as_int_list(ngram, "ngram")
-        self.tokenizer = resolve_tokenizer(tokenizer)
+        self.tokenizer = resolve_tokenizer(tokenizer, normalize)
         super().__init__(ngram=self.ngrams, tokenizer=self.tokenizer.spec, **settings)
 
     def more_settings(self) -> list[Setting]:
@@ -96,9 +96,10 @@ class DistinctMetric(_ReferenceFree):
     cost = 0.5
     result_keys = r"distinct-[0-9]+"
 
-    def __init__(self, ngram: Any = (1, 2), tokenizer: Any = None, padded: bool = False) -> None:
+    def __init__(self, ngram: Any = (1, 2), tokenizer: Any = None, padded: bool = False, normalize: str = "none"
+                 ) -> None:
         self.padded = bool(padded)
-        super().__init__(list(ngram) if isinstance(ngram, tuple) else ngram, tokenizer,
+        super().__init__(list(ngram) if isinstance(ngram, tuple) else ngram, tokenizer, normalize,
                          **({"padded": True} if self.padded else {}))
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
@@ -132,7 +133,7 @@ class NgramEntropyMetric(_ReferenceFree):
     result_keys = r"ngram-entropy-[0-9]+"
 
     def __init__(self, ngram: Any = (1, 2, 3), group_size: int | None = None, log_base: float | None = None,
-                 tokenizer: Any = None) -> None:
+                 tokenizer: Any = None, normalize: str = "none") -> None:
         if group_size is not None and (isinstance(group_size, bool) or not isinstance(group_size, int)
                                        or group_size < 1):
             raise MetricError(f"group_size must be a positive integer or None, not {group_size!r}")
@@ -145,7 +146,7 @@ class NgramEntropyMetric(_ReferenceFree):
                 raise MetricError(f"log_base must be a number > 1 or None, not {log_base!r}")
         self.group_size = group_size
         self.log_base = log_base
-        super().__init__(list(ngram) if isinstance(ngram, tuple) else ngram, tokenizer,
+        super().__init__(list(ngram) if isinstance(ngram, tuple) else ngram, tokenizer, normalize,
                          group_size=group_size, log_base=log_base)
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None

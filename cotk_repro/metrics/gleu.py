@@ -62,8 +62,8 @@ class GleuMetric(Metric):
     cost = 1.5
     result_keys = "gleu"
 
-    def __init__(self, min_len: int = 1, max_len: int = 4, tokenizer: Any = None, per_sentence: bool = False
-                 ) -> None:
+    def __init__(self, min_len: int = 1, max_len: int = 4, tokenizer: Any = None, per_sentence: bool = False,
+                 normalize: str = "none") -> None:
         self.min_len = as_int_list(min_len, "min_len")[0] if isinstance(min_len, int) else None
         self.max_len = as_int_list(max_len, "max_len")[0] if isinstance(max_len, int) else None
         if self.min_len is None or self.max_len is None or isinstance(min_len, bool) or isinstance(max_len, bool):
@@ -73,7 +73,7 @@ class GleuMetric(Metric):
         if not isinstance(per_sentence, bool):
             raise MetricError(f"per_sentence must be true or false, not {per_sentence!r}")
         self.per_sentence = per_sentence
-        self._tok = resolve_tokenizer(tokenizer)
+        self._tok = resolve_tokenizer(tokenizer, normalize)
         super().__init__(min_len=self.min_len, max_len=self.max_len, tokenizer=self._tok.spec)
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None

@@ -198,11 +198,11 @@ class FwRvPplMetric(Metric):
     result_keys = r"fw-ppl|rv-ppl"
 
     def __init__(self, ngram: int = 5, discount: float = 0.75, unk_cutoff: int = 1, mode: str = "interpolated",
-                 tokenizer: Any = None) -> None:
+                 tokenizer: Any = None, normalize: str = "none") -> None:
         self.mode = mode
         self._lm(ngram, discount, unk_cutoff)  # validates the options
         self.ngram, self.discount, self.unk_cutoff, self.mode = ngram, float(discount), unk_cutoff, mode
-        self.tokenizer = resolve_tokenizer(tokenizer)
+        self.tokenizer = resolve_tokenizer(tokenizer, normalize)
         super().__init__(ngram=ngram, discount=self.discount, unk_cutoff=unk_cutoff, mode=mode,
                          tokenizer=self.tokenizer.spec)
 

@@ -102,7 +102,7 @@ class MeteorMetric(Metric):
     cost = 2.5
 
     def __init__(self, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, wordnet: Any = True,
-                 tokenizer: Any = None) -> None:
+                 tokenizer: Any = None, normalize: str = "none") -> None:
         from ..data.wordnet import WordNetMissing, load_wordnet, wordnet_version
 
         self.alpha = check_float(alpha, "alpha", 0.0, 1.0)
@@ -129,7 +129,7 @@ class MeteorMetric(Metric):
 
         self._stemmer = PorterStemmer()
         self.modules = ["exact", "stem"] + (["wordnet"] if self.use_wordnet else [])
-        self.tokenizer = resolve_tokenizer(tokenizer)
+        self.tokenizer = resolve_tokenizer(tokenizer, normalize)
         super().__init__(alpha=self.alpha, beta=self.beta, gamma=self.gamma, modules=self.modules,
                          wordnet_version=self.wordnet_version, stemmer="porter", tokenizer=self.tokenizer.spec)
 

@@ -90,11 +90,11 @@ class NistMetric(Metric):
     level = "corpus"
     cost = 1.0
 
-    def __init__(self, ngram: int = 5, tokenizer: Any = None) -> None:
+    def __init__(self, ngram: int = 5, tokenizer: Any = None, normalize: str = "none") -> None:
         if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 1:
             raise MetricError(f"ngram must be a positive integer, not {ngram!r}")
         self.ngram = ngram
-        self.tokenizer = resolve_tokenizer(tokenizer)
+        self.tokenizer = resolve_tokenizer(tokenizer, normalize)
         super().__init__(ngram=ngram, tokenizer=self.tokenizer.spec)
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None

@@ -14,7 +14,8 @@ score, recall the mean over references of theirs; both are averaged over context
 
 Inputs: ``compute(hypotheses, references)`` with, per context, a list of generated responses
 (or one string: a single response) and a list of reference responses (strings, token lists,
-or id lists with ``dataloader=``). Strings are split with BLEU's WordPunct tokenizer; token lists are taken as given.
+or id lists with ``dataloader=``). Strings are split with BLEU's WordPunct tokenizer (``bleu-precision-recall``:
+its ``tokenizer`` option, the BLEU family's, and ``normalize``); token lists are taken as given.
 
 CoTK rule (a named setting): ``score_dtype="float32"`` stores each pair's score as a 32-bit
 float before the means, as CoTK 0.1.0 does (default ``float64``).
@@ -34,7 +35,9 @@ from .base import Metric, MetricError, check_references
 from .declaration import (COUNTED_INPUTS, HASH_ONLY_AS_PUBLISHED, PART_OF_HASHED, Declaration, Setting,
                           with_settings)
 from .bleu import _is_ids, _weights, bleu_from_counts
+from .bleu_tokenizers import get_bleu_tokenizer
 from .ngrams import UNK, tokenize_text
+from .normalization import normalization, normalizer
 
 SCORE_DTYPES = ("float64", "float32")
 
@@ -171,25 +174,48 @@ class _PrecisionRecall(Metric):
 
 class BleuPrecisionRecallMetric(_PrecisionRecall):
     """``bleu-precision-recall``: keys ``bleu-N-precision`` and ``bleu-N-recall`` (options ``ngram`` (2),
-    ``score_dtype``, ``dataloader``)."""
+    ``score_dtype``, ``dataloader``, ``tokenizer`` and ``normalize``: the BLEU family's (bleu_tokenizers.py), strings
+    only; token lists are scored as given)."""
 
     name = "bleu-precision-recall"
     version = "1"
     cost = 2.0
     result_keys = r"bleu-\d+-(precision|recall)"
     key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
+    takes_shared_tokenizer = False  # the BLEU family's own option, never evaluate()'s shared tokenizer
 
-    def __init__(self, ngram: int = 2, dataloader: Any = None, score_dtype: str = "float64") -> None:
+    def __init__(self, ngram: int = 2, dataloader: Any = None, score_dtype: str = "float64", tokenizer: Any = None,
+                 normalize: str = "none") -> None:
         self.ngram, self.weights = _weights(ngram, None)
         self.key_prefix = f"bleu-{self.ngram}"
-        super().__init__(dataloader, score_dtype, ngram=self.ngram)
+        #: the BLEU family's tokenizer for strings (WordPunct by default) and Unicode normalisation before it
+        self.bleu_tokenizer = get_bleu_tokenizer(tokenizer)
+        self.normalize = normalization(normalize)
+        self._normalizer = normalizer(self.normalize)
+        extra: dict[str, Any] = {}
+        if not self.bleu_tokenizer.default:
+            extra["tokenizer"] = self.bleu_tokenizer.spec
+        if self.normalize != "none":
+            extra["normalize"] = self.normalize
+        super().__init__(dataloader, score_dtype, ngram=self.ngram, **extra)
+
+    def _tokens(self, item: Any) -> list[str]:
+        if isinstance(item, str) and (self._normalizer is not None or not self.bleu_tokenizer.default):
+            text = self._normalizer(item) if self._normalizer is not None else item
+            return self.bleu_tokenizer.tokenize(text)
+        return super()._tokens(item)
 
     def _score(self, hyp: list[str], ref: list[str]) -> float:
         return pair_bleu(hyp, ref, self.ngram, self.weights)
 
     def _settings(self) -> list[Setting]:
-        return [Setting("ngram", self.ngram, "n"), Setting("smoothing", "method1", "smooth", shown="m1"),
-                Setting.hash_only("tokenizer", BLEU_TOKENIZER + "-or-given", why=HASH_ONLY_AS_PUBLISHED)]
+        if self.bleu_tokenizer.default:  # the default's hash and signature stay the ones they were
+            tokenizer = Setting.hash_only("tokenizer", BLEU_TOKENIZER + "-or-given", why=HASH_ONLY_AS_PUBLISHED)
+        else:
+            tokenizer = Setting("tokenizer", {"strings": self.bleu_tokenizer.spec, "token lists": "given"}, "tok",
+                                shown=self.bleu_tokenizer.name)
+        return [Setting("ngram", self.ngram, "n"), Setting("smoothing", "method1", "smooth", shown="m1"), tokenizer,
+                *([Setting("normalize", self.normalize, "norm")] if self.normalize != "none" else [])]
 
 
 class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):

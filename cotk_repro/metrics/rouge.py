@@ -29,6 +29,7 @@ from ..text.reference_hashes import reference_set_hash
 from .base import Metric, MetricError
 from .declaration import COUNTED_INPUTS, DERIVED_LABEL, NAMED_FIRST, Declaration, Setting
 from ._text import as_text, check_float, check_samples
+from .normalization import normalization, normalizer
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _VALID = re.compile(r"^[a-z0-9]+$")
@@ -140,7 +141,8 @@ def score_pair(rtype: str, ref: Sequence[Any], hyp: Sequence[Any]) -> tuple[floa
 class RougeMetric(Metric):
     """``rouge``. Options: ``types`` (default ``["rouge1", "rouge2", "rougeL"]``; also ``rouge3``..``rouge9``
     and ``rougeLsum``), ``alpha`` (0.5: F1; the weight of precision, in [0, 1]), ``stemmer`` (False),
-    ``sentence_separator`` (none: sentences are split at newlines only; e.g. ``<n>`` for one-line texts)."""
+    ``sentence_separator`` (none: sentences are split at newlines only; e.g. ``<n>`` for one-line texts),
+    ``normalize`` (none; nfc, nfkc: Unicode normalisation first)."""
 
     name = "rouge"
     version = "1"
@@ -149,7 +151,7 @@ class RougeMetric(Metric):
     result_keys = r"rouge-([1-9]|l|lsum)"
 
     def __init__(self, types: Sequence[str] = ("rouge1", "rouge2", "rougeL"), alpha: float = 0.5,
-                 stemmer: bool = False, sentence_separator: str | None = None) -> None:
+                 stemmer: bool = False, sentence_separator: str | None = None, normalize: str = "none") -> None:
         types = [types] if isinstance(types, str) else list(types)
         if not types or any(not isinstance(t, str) or not _TYPE.match(t) for t in types):
             raise MetricError(f"ROUGE types must be rouge1..rouge9, rougeL or rougeLsum, not {types!r}")
@@ -166,7 +168,13 @@ class RougeMetric(Metric):
             from nltk.stem import porter
 
             self._stemmer = porter.PorterStemmer()
+        #: Unicode normalisation before rouge-score's tokenizer (normalization.py): NFKC folds full-width letters,
+        #: which that tokenizer (ASCII letters and digits only) otherwise drops
+        self.normalize = normalization(normalize)
+        self._normalizer = normalizer(self.normalize)
         extra = {} if sentence_separator is None else {"sentence_separator": sentence_separator}
+        if self.normalize != "none":
+            extra["normalize"] = self.normalize
         super().__init__(types=self.types, alpha=self.alpha, stemmer=self.use_stemmer, **extra)
 
     @staticmethod
@@ -175,6 +183,8 @@ class RougeMetric(Metric):
 
     def _text(self, item: Any, index: int) -> str:
         text = as_text(item, index=index)
+        if self._normalizer is not None:
+            text = self._normalizer(text)
         return text.replace(self.sentence_separator, "\n") if self.sentence_separator else text
 
     def _sentences(self, text: str) -> list[list[str]]:
@@ -215,6 +225,7 @@ class RougeMetric(Metric):
                 *([Setting.signature_only("split", "newline", why=DERIVED_LABEL)] if rtype == "rougeLsum" else []),
                 *([Setting("sentence_separator", self.sentence_separator, "sep")]
                   if self.sentence_separator is not None else []),
+                *([Setting("normalize", self.normalize, "norm")] if self.normalize != "none" else []),
                 Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS)])
             out.update(decl.entry(key, total / len(hyps),
                                   lambda settings, key=key, hashed=hashed: reference_set_hash(key, settings, hashed)))
