@@ -1,8 +1,8 @@
 """Start-up speed of the command line.
 
 Recent Typer releases coerce every parameter that is not a boolean flag through
-a pydantic ``TypeAdapter``; importing pydantic for that costs ~70 ms, a quarter
-of the `cotk-repro run` overhead budget (issue 2: <= 0.3 s). For
+a pydantic ``TypeAdapter``; importing pydantic for that costs ~70 ms, a third
+of the `cotk-repro run` overhead budget (0.2 s, ``TARGET_S`` of benchmarks/run_overhead.py). For
 parameters typed plain ``str`` or ``list[str]`` the coercion is the identity
 (click already hands over strings), and so it is for flags that are already
 booleans; those get a pass-through instead.
