@@ -16,14 +16,14 @@ although it uses them only for markup mode "markdown" and for uncaught
 exceptions: about a third of `cotk-repro --help`. ``import_rich_help`` imports
 it with stand-ins for those two names that load the real class on first use.
 
-Kept because `run` still needs it (benchmarks/cli_startup.py, best of 10, every variant in the same run; 2 CPUs
-under load average ~9, so absolute figures are inflated): `cotk-repro run` on an empty entry 0.40 s as shipped,
-0.66 s without the coercion patch, 0.53 s without either part (`python main.py`: 0.07 s). `--version` (0.09 s)
-never imports Typer, and help that was rendered once is replayed from the help cache (0.04 s for `--help`,
-0.08 s for `evaluate --help`) without Typer either: neither depends on this module. Rendering help anew
-(`COTK_REPRO_HELP_CACHE=0`) measured within noise with and without it (0.27-0.50 s). Both parts touch Typer's
-private API (0.29, pinned in pyproject.toml); tests/test_cli_startup.py fails when a new Typer no longer needs
-the coercion patch.
+Kept because `run` still needs it (benchmarks/cli_startup.py, best of 10, every variant in the same run; two runs
+on 2 CPUs under load average ~8-9, so absolute figures are inflated): `cotk-repro run` on an empty entry
+0.40-0.43 s as shipped, 0.54-0.66 s without the coercion patch, 0.53-0.66 s without either part (`python main.py`:
+0.07-0.08 s). `--version` (0.09 s) never imports Typer, and help rendered once is replayed from the help cache
+(0.04-0.12 s) without Typer either: neither depends on this module. Help rendered anew (`COTK_REPRO_HELP_CACHE=0`):
+`--help` 0.34 s with it, 0.27-0.50 s without; `evaluate --help` 0.36 s with it, 0.44-0.68 s without. Both parts
+touch Typer's private API (0.29, pinned in pyproject.toml); tests/test_cli_startup.py fails when a new Typer no
+longer needs the coercion patch.
 """
 
 from __future__ import annotations
