@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+
+from conftest import REPO_ROOT
 
 CODE = """
 import sys
@@ -82,3 +85,22 @@ def test_run_json_imports_neither_rich_nor_pydantic_nor_importlib_metadata_befor
     lines = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in proc.stderr.splitlines()
              if line.startswith(("AT-ENTRY", "AT-END"))}
     assert lines == {"AT-ENTRY": "[]", "AT-END": "[]"}, proc.stderr
+
+
+BUDGET_SITES = {  # file: how it states the `cotk-repro run` overhead budget
+    "benchmarks/run_overhead.py": r"^TARGET_S = ([0-9.]+)$",
+    "docs/core.md": r"target: at most ([0-9.]+) s more",
+    "README.md": r"target ≤ ([0-9.]+) s overhead",
+    "cotk_repro/cli/_speedups.py": r"overhead budget \(([0-9.]+) s",
+    "tests/test_plugins.py": r"must cost <= ([0-9.]+) s more",
+}
+
+
+def test_the_start_up_budget_is_the_same_everywhere():
+    """One budget for `run`'s start-up: the benchmark's TARGET_S, and every text that states it."""
+    found = {}
+    for path, pattern in BUDGET_SITES.items():
+        figures = re.findall(pattern, (REPO_ROOT / path).read_text(encoding="utf-8"), re.MULTILINE)
+        assert figures, f"{path} no longer states the budget as {pattern!r}"
+        found[path] = {float(f) for f in figures}
+    assert len(set().union(*found.values())) == 1, found

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # the demo's run is allowed 900 s (demo_run)
 
 
 @pytest.fixture(scope="module")

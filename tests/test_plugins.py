@@ -335,7 +335,7 @@ def test_every_hook_is_documented():
 def test_builtin_plugins_are_cheap_to_import():
     """Built-in plugins and command modules must not import heavy libraries at start-up.
 
-    Every CLI call loads them (benchmarks/run_overhead.py: `run` must cost <= 0.3 s more than
+    Every CLI call loads them (benchmarks/run_overhead.py: `run` must cost <= 0.2 s more than
     `python entry.py`); heavy imports belong inside factories and command functions.
     """
     code = ("import sys; import cotk_repro.plugins as p; p.get_plugins().conflicts();"

@@ -261,6 +261,7 @@ def test_login_checks_url_and_token_and_saves_only_what_works(tmp_path, live_das
     assert res.returncode == 0 and json.loads(config.read_text())["dashboards"][dead]["token"] == "later"
 
 
+@pytest.mark.slow  # 16 s on the shared 2-core machine (load ~7): five CLI calls against a live dashboard
 def test_record_made_before_the_remote_is_refused_for_the_dashboard(make_project, tmp_path, live_dashboard):
     """Rough edge 4: such a record could never be reproduced from its dashboard URL: publish says so up front;
     a record made after the remote was added names it, and reproduce by URL finds the code there."""

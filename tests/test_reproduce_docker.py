@@ -350,6 +350,7 @@ def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_clien
     assert not list(tmp_path.glob("cotk-repro-reproduce-*"))  # the work folder went too
 
 
+@pytest.mark.timeout(1200)  # its reproduce is allowed 900 s
 def test_default_base_image_that_cannot_be_pulled_falls_back_to_a_local_cotk_repro_base(pub, base_image,
                                                                                         docker_client):
     """Without a registry, `python:X.Y-slim` cannot be pulled: a local cotk-repro-base image is used, and said."""

@@ -26,7 +26,7 @@ import pytest
 from conftest import git, no_docker_reason, run_cli
 from test_reproduce_support import add_bare_remote, record_in, small_venv_python
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(1500)]  # reproduce: up to 1200 s
 
 ENTRY = r'''import json, os, sys, time
 mode = sys.argv[1] if len(sys.argv) > 1 else "ok"

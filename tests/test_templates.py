@@ -176,6 +176,7 @@ def make_template_project(template: str, base: Path) -> Path:
 
 @needs_torch
 @pytest.mark.parametrize("template", TEMPLATES)
+@pytest.mark.timeout(1200)  # run (300 s) then reproduce (600 s), as the calls allow
 def test_template_runs_and_reproduces_with_the_venv_runtime(template, record_python, tmp_path):
     from cotk_repro import data
 
@@ -221,6 +222,7 @@ def test_template_runs_and_reproduces_with_the_venv_runtime(template, record_pyt
 @needs_torch
 @pytest.mark.slow
 @pytest.mark.docker
+@pytest.mark.timeout(1800)  # run (300 s) then reproduce in Docker (1200 s), as the calls allow
 def test_template_reproduces_with_the_docker_runtime(record_python, docker_base_image, tmp_path):
     root = make_template_project("lm-gru", tmp_path)
     res = run_cli("run", "-q", "--json", cwd=root, python=record_python, timeout=300)

@@ -1,8 +1,8 @@
 """Start-up speed of the command line.
 
 Recent Typer releases coerce every parameter that is not a boolean flag through
-a pydantic ``TypeAdapter``; importing pydantic for that costs ~70 ms, a quarter
-of the `cotk-repro run` overhead budget (issue 2: <= 0.3 s). For
+a pydantic ``TypeAdapter``; importing pydantic for that costs ~70 ms, a third
+of the `cotk-repro run` overhead budget (0.2 s, ``TARGET_S`` of benchmarks/run_overhead.py). For
 parameters typed plain ``str`` or ``list[str]`` the coercion is the identity
 (click already hands over strings), and so it is for flags that are already
 booleans; those get a pass-through instead.
@@ -15,6 +15,15 @@ expects, nothing is changed.
 although it uses them only for markup mode "markdown" and for uncaught
 exceptions: about a third of `cotk-repro --help`. ``import_rich_help`` imports
 it with stand-ins for those two names that load the real class on first use.
+
+Kept because `run` still needs it (benchmarks/cli_startup.py, best of 10, every variant in the same run; two runs
+on 2 CPUs under load average ~8-9, so absolute figures are inflated): `cotk-repro run` on an empty entry
+0.40-0.43 s as shipped, 0.54-0.66 s without the coercion patch, 0.53-0.66 s without either part (`python main.py`:
+0.07-0.08 s). `--version` (0.09 s) never imports Typer, and help rendered once is replayed from the help cache
+(0.04-0.12 s) without Typer either: neither depends on this module. Help rendered anew (`COTK_REPRO_HELP_CACHE=0`):
+`--help` 0.34 s with it, 0.27-0.50 s without; `evaluate --help` 0.36 s with it, 0.44-0.68 s without. Both parts
+touch Typer's private API (0.29, pinned in pyproject.toml); tests/test_cli_startup.py fails when a new Typer no
+longer needs the coercion patch.
 """
 
 from __future__ import annotations

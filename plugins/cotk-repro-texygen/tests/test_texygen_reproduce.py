@@ -23,6 +23,7 @@ PLUGIN = REPO / "plugins" / "cotk-repro-texygen"
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a venv with torch, run (600 s), reproduce (900 s)
 def test_texygen_mle_record_reproduces_with_the_venv_runtime(tmp_path):
     python = small_venv_python(extra=(("torch==2.13.0",), ("numpy", "scipy", "gensim"),
                                       ("--no-deps", "-e", str(PLUGIN))), name="test-venvs-texygen")
