@@ -116,11 +116,10 @@ def contract_problem(kind: str, name: str, component: Any) -> str | None:
         return None
     if kind == "tokenizer":
         return None if callable(getattr(component, "tokenize", None)) else "its class has no tokenize()"
-    base: Any = next((k for k in component.__mro__ if k.__module__ == "cotk_repro.metrics.base" and k.__name__ == "Metric"),
+    base = next((k for k in component.__mro__ if k.__module__ == "cotk_repro.metrics.base" and k.__name__ == "Metric"),
                 None)
     if base is not None:  # the base class has all three; one of compute or close must be the subclass's own
-        cls: Any = component  # a plugin's class: only its attributes are compared here (base: the Metric class)
-        if cls.compute is base.compute and cls.close is base.close:
+        if component.compute is base.compute and component.close is base.close:
             return "it overrides neither compute() nor forward()/close() of cotk_repro.metrics.Metric"
         return None
     streams = callable(getattr(component, "forward", None)) and callable(getattr(component, "close", None))
