@@ -158,7 +158,8 @@ def _loop(folder: Path, *, runtime: str | None, base_image: str | None, host: st
         tokens = {name: add_user(db, name)[0] for name in (USER, REPRODUCER)}
         if signed:
             for name, key in keys.items():
-                add_key(db, name, key.with_name(key.name + ".pub").read_text(encoding="utf-8"))
+                if key is not None:  # every one is (signed)
+                    add_key(db, name, key.with_name(key.name + ".pub").read_text(encoding="utf-8"))
             os.environ[ENV_KEY] = str(keys[USER])  # the demo signs with its own keys, never the user's
         db.dispose()
         userconfig.set_dashboard_token(url, tokens[USER])

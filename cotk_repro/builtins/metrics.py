@@ -39,7 +39,10 @@ def _factory(target: str):
     def build(**options):
         return getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)(**options)
 
-    build.metric_class = lambda: getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)
+    def metric_class():
+        return getattr(importlib.import_module(f"cotk_repro.metrics.{module}"), cls)
+
+    build.metric_class = metric_class  # type: ignore[attr-defined]  # a function attribute: metrics/facts.py reads it
     build.__name__ = f"build_{cls}"
     build.__doc__ = f"Build cotk_repro.metrics.{module}.{cls}."
     return build

@@ -65,7 +65,7 @@ def _distributions(path: list[str] | None) -> Iterator[tuple[str | None, str | N
         return
     import importlib.metadata as md  # here, not at the top: a run imports it while its entry runs
 
-    for dist in md.distributions(**({} if path is None else {"path": path})):
+    for dist in md.distributions() if path is None else md.distributions(path=path):
         try:
             text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
         except Exception:  # noqa: BLE001 - unreadable metadata: skip the distribution

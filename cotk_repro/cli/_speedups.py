@@ -71,7 +71,7 @@ def install() -> bool:
                 return [v if isinstance(v, str) else str(v) for v in value]
             return value if isinstance(value, str) else str(value)
 
-    def get_runtime_param(self):  # type: ignore[no-untyped-def]
+    def get_runtime_param(self):
         if getattr(self, "_runtime_param", None) is None:
             try:
                 desc = self.type_descriptor
@@ -94,12 +94,12 @@ def install() -> bool:
 def _hide_flag_types(typer_core: Any) -> None:
     """Typer 0.29's rich help prints ``<bool>`` beside every on/off flag (``--json <bool>``), which reads as if
     the flag took a value; its plain help does not. A flag's type column is left empty, as Click's is."""
-    option_cls = getattr(typer_core, "TyperOption", None)
+    option_cls: Any = getattr(typer_core, "TyperOption", None)  # None: then display_type_rich is None too
     original = getattr(option_cls, "display_type_rich", None)
     if original is None or getattr(original, "_cotk_repro", False):
         return
 
-    def display_type_rich(self, ctx):  # type: ignore[no-untyped-def]
+    def display_type_rich(self, ctx):
         if getattr(self, "is_flag", False) and not getattr(self, "count", False) and self.metavar is None:
             return None
         return original(self, ctx)

@@ -69,6 +69,8 @@ def register(cli: typer.Typer) -> None:
         if json_out:
             output.print_json(result)
             return
-        title = (hyps or groups).name + (f" vs {refs.name}" if refs else "")
+        source = hyps or groups
+        assert source is not None  # evaluate_files refused a run given neither
+        title = source.name + (f" vs {refs.name}" if refs else "")
         output.console.print(output.table(title,
                                           ["metric", "value", "hash", "signature"], result_rows(result)))

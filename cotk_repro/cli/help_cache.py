@@ -78,7 +78,7 @@ def key(args: list[str]) -> str:
     """The cache key of the help that ``args`` prints here (see the module's docstring)."""
     env = {k: v for k, v in os.environ.items()
            if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES) or any(part in k for part in _ENV_PARTS)}
-    streams = [_terminal(fd) for fd in (0, 1, 2)]
+    streams: list[list[Any] | None] = [_terminal(fd) for fd in (0, 1, 2)]
     streams.append([getattr(s, "encoding", None) for s in (sys.stdout, sys.stderr)])
     facts = [FORMAT, __version__, sys.executable, sys.version, args, env, streams,
              [[p, _distributions(p)] for p in sys.path]]

@@ -43,7 +43,7 @@ def _console(name: str) -> Console:
     stream = sys.stdout if name == "console" else sys.stderr
     made = Console(stderr=name == "err_console", highlight=False, width=piped_width(stream))
     if name == "console":
-        made.on_broken_pipe = closed_pipe  # Rich's own exits 1, which here means "not reproduced"
+        made.on_broken_pipe = closed_pipe  # type: ignore[method-assign]  # Rich's own exits 1, which here means "not reproduced"
     globals()[name] = made
     return made
 

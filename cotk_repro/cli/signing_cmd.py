@@ -36,7 +36,7 @@ def register(cli: typer.Typer) -> None:
         if json_out:
             output.print_json({"key": info})
             return
-        if info is None:
+        if key is None or info is None:
             output.warn("no SSH key to sign with: records are published unsigned")
             output.info("set one up with `ssh-keygen -t ed25519` (writes ~/.ssh/id_ed25519), or point git at a "
                         "key: `git config --global user.signingkey ~/.ssh/KEY` (a .pub or key::... literal signs "

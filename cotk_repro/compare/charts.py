@@ -29,7 +29,8 @@ def ranked_systems(result: CompareResult, column: str) -> tuple[list[str], list[
         cells = [result.cell(s, d, column) for d in result.datasets]
         present = [c for c in cells if c is not None]
         if present and all(c.error is None and c.group == "A" for c in present):
-            means[s] = sum(c.value for c in present) / len(present)
+            # group A holds only cells with a value (compare/groups.py), so the filter drops none
+            means[s] = sum(c.value for c in present if c.value is not None) / len(present)
             ranked.append(s)
         elif present:
             other.append(s)

@@ -142,10 +142,12 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
     mode = task["references"]
     gold = iter_gold(Path(task["gold"]), TextFormat.from_dict(task["gold_format"])) if mode != "none" else None
     if mode == "set":  # the whole gold set, every reference of every line, for every sample
+        assert gold is not None  # read above for every mode but "none"
         raw = score(metric, list(hyps), [r for refs_of_line in gold for r in refs_of_line])
     else:
         pairs: Iterator[tuple[str, Any]]
         if mode == "aligned":
+            assert gold is not None  # read above for every mode but "none"
             pairs = (_aligned(h, g) for h, g in itertools.zip_longest(hyps, gold, fillvalue=_MISSING))
         else:
             pairs = ((h, None) for h in hyps)
@@ -330,16 +332,17 @@ def evaluate_config(cfg: CompareConfig, *, jobs: int | None = None,
         if not keys:
             for s in cfg.systems:
                 for d in s.datasets:
-                    for k in values.get((s.name, d, m.label), {}):
-                        if k not in keys:
-                            keys.append(k)
+                    for found in values.get((s.name, d, m.label), {}):
+                        if found not in keys:
+                            keys.append(found)
         cols = [m.column(k, len(keys)) for k in keys] if keys else [m.label]
         result.columns[m.label] = cols
         for s in cfg.systems:
             for d in s.datasets:
                 got = values.get((s.name, d, m.label))
                 err = errors.get((s.name, d, m.label))
-                for k, col in zip(keys or [None], cols):
+                key_of_col: list[str | None] = [*keys] if keys else [None]  # None: the metric's one value
+                for k, col in zip(key_of_col, cols):
                     cell = Cell(system=s.name, dataset=d, column=col, metric=m.label, key=k)
                     if got is not None and k in got:
                         cell.value, cell.hash, cell.signature = got[k]["value"], got[k]["hash"], got[k]["signature"]

@@ -3,6 +3,8 @@ their group (competition ranking, :func:`cotk_repro.core.ranking.rank`), cells o
 
 from __future__ import annotations
 
+from typing import cast
+
 from ..core.ranking import rank
 from .engine import Cell, CompareResult
 
@@ -34,9 +36,10 @@ def analyze_column(cells: list[Cell], higher_is_better: bool) -> None:
         for c in members:
             c.group = letter
             if h != main:
-                c.flag = (f"not comparable with group A: hash {h[:12]} differs from {main[:12]}; "
+                c.flag = (f"not comparable with group A: hash {h[:12]} differs from {order[0][:12]}; "
                           f"ranked only within group {letter}")
-        for c, r in zip(members, rank([c.value for c in members], higher_is_better=higher_is_better)):
+        # members come from `ok`: every value is a float
+        for c, r in zip(members, rank([cast(float, c.value) for c in members], higher_is_better=higher_is_better)):
             c.rank = r
 
 

@@ -8,6 +8,7 @@ error messages, the title) goes through Jinja2's autoescaping.
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from pathlib import Path
 
 from .._version import __version__
@@ -17,7 +18,7 @@ from .engine import CompareResult
 from .groups import column_has_conflict
 from .naming import curve_stem, safe_name
 
-def render_html(result: CompareResult, charts: dict[str, Path] | None = None, *, curves: list[str] = (),
+def render_html(result: CompareResult, charts: dict[str, Path] | None = None, *, curves: Sequence[str] = (),
                 out: Path | None = None) -> str:
     """Render the compare result as a self-contained HTML report (charts inlined as base64 PNG). ``curves``:
     the per-epoch metrics whose figures are in ``out`` (inlined too, with links to their SVG and PDF)."""
@@ -62,7 +63,7 @@ def render_html(result: CompareResult, charts: dict[str, Path] | None = None, *,
 
 
 def write_html(result: CompareResult, out: Path, charts: dict[str, Path] | None = None, *,
-               curves: list[str] = ()) -> Path:
+               curves: Sequence[str] = ()) -> Path:
     """Write report.html for the compare result into `out` atomically and return its path."""
     path = Path(out) / "report.html"
     atomic_write(path, render_html(result, charts, curves=curves, out=out))

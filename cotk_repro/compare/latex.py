@@ -12,6 +12,7 @@ a plain TeX installation (booktabs, graphicx): ``pdflatex report.tex`` compiles 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def _header(result: CompareResult, column: str) -> Tex:
     return Tex(escape(column) + " " + arrow)
 
 
-def render_latex(result: CompareResult, curves: list[str] = ()) -> str:
+def render_latex(result: CompareResult, curves: Sequence[str] = ()) -> str:
     """The whole ``report.tex`` (a standalone article) as text; ``curves``: the per-epoch metrics whose
     ``curve-<metric>.pdf`` sits beside it (included as figures)."""
     columns = result.all_columns()
@@ -116,7 +117,7 @@ def render_latex(result: CompareResult, curves: list[str] = ()) -> str:
         curves=[{"name": n, "file": Tex("{" + curve_stem(n) + "}.pdf")} for n in curves])
 
 
-def write_latex(result: CompareResult, out: Path, curves: list[str] = ()) -> Path:
+def write_latex(result: CompareResult, out: Path, curves: Sequence[str] = ()) -> Path:
     """Write ``report.tex`` into ``out`` atomically and return its path."""
     path = Path(out) / "report.tex"
     atomic_write(path, render_latex(result, curves))

@@ -61,5 +61,5 @@ def best_cells(result: CompareResult, dataset: str, column: str) -> set[str]:
     if not cells:
         return set()
     key = max if metric.higher_is_better else min
-    best = key(c.value for c in cells)
+    best = key(c.value for c in cells if c.value is not None)  # every one (the filter above)
     return {c.system for c in cells if c.value == best}

@@ -7,21 +7,26 @@ caller can name the file and line.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
 
 from pydantic import StrictBool, StrictInt, StrictStr, ValidationError, create_model
+from pydantic_core import ErrorDetails
 
 from ..core.tomlmodel import TYPE_WORDS, StrictTable, annotation_at, known_keys
 from .textfmt import FORMAT_KEYS
 
-_STRICT = {bool: StrictBool, str: StrictStr, list: List[StrictStr]}
+_STRICT: dict[type, Any] = {bool: StrictBool, str: StrictStr, list: List[StrictStr]}
 
 #: ``[format]`` / ``[formats.NAME]`` / an inline format: the keys of :data:`.textfmt.FORMAT_KEYS`
-FormatTable = create_model("FormatTable", __base__=StrictTable,
-                           **{k: (_STRICT[t] | None, None) for k, t in FORMAT_KEYS.items()})
+_FORMAT_FIELDS: dict[str, Any] = {k: (_STRICT[t] | None, None) for k, t in FORMAT_KEYS.items()}
+_FormatTable: type[StrictTable] = create_model("FormatTable", __base__=StrictTable, **_FORMAT_FIELDS)
+if TYPE_CHECKING:  # a model built at run time is no type to mypy: there it is the StrictTable it derives from
+    FormatTable = StrictTable
+else:
+    FormatTable = _FormatTable
 
 #: a named format (a key of [formats]) or an inline table of format keys
-FormatRef = StrictStr | FormatTable  # type: ignore[valid-type]
+FormatRef = StrictStr | FormatTable
 #: a file, or a table of them by dataset
 StrOrTable = StrictStr | dict[str, Any]
 #: the tags pydantic puts in an error's location for the members of the unions above
@@ -78,8 +83,8 @@ class CompareFile(StrictTable):
     """The whole file."""
 
     report: Optional[ReportTable] = None
-    format: Optional[FormatTable] = None  # type: ignore[valid-type]
-    formats: Optional[Dict[str, FormatTable]] = None  # type: ignore[valid-type]
+    format: Optional[FormatTable] = None
+    formats: Optional[Dict[str, FormatTable]] = None
     dataset: Optional[List[DatasetTable]] = None
     system: Optional[List[SystemTable]] = None
     metric: Optional[List[MetricTable]] = None
@@ -97,7 +102,7 @@ def _field_annotation(path: tuple) -> Any:
     return annotation_at(CompareFile, path)
 
 
-def _message(err: dict[str, Any], data: Any) -> tuple[tuple, str]:
+def _message(err: ErrorDetails, data: Any) -> tuple[tuple, str]:
     loc = tuple(p for p in err["loc"] if p not in _UNION_TAGS)
     kind = err["type"]
     if kind == "extra_forbidden":

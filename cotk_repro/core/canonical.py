@@ -83,7 +83,7 @@ class StreamHasher:
         self._h.update(len(data).to_bytes(8, "big"))
         self._h.update(data)
 
-    def update_bytes(self, data: bytes) -> None:
+    def update_bytes(self, data: bytes | memoryview) -> None:
         self._h.update(len(data).to_bytes(8, "big"))
         self._h.update(data)
 

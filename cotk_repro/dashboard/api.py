@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Optional, cast
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -257,7 +257,7 @@ def add_upload_schemas(app) -> None:
     app.openapi = openapi
 
 
-ERRORS = {401: {"model": Problem, "description": "missing or invalid token"},
+ERRORS: dict[int | str, dict[str, Any]] = {401: {"model": Problem, "description": "missing or invalid token"},
           403: {"model": Problem, "description": "unsigned where signatures are required, or signed by a key that "
                                                  "is not registered, revoked or another user's"},
           413: {"model": Problem, "description": "body too large"},
@@ -393,7 +393,7 @@ async def add_reproduction(request: Request, record_id: str, user: Principal = D
         added = await run_in_threadpool(store.add_reproduction, dash.db, record_id, user, body,
                                         allow_unsigned=dash.allow_unsigned)
     dash.wrote()
-    rid = store.normalize_id(record_id)
+    rid = cast(str, store.normalize_id(record_id))  # a str: add_reproduction found the record by this id
     return JSONResponse({**added, "url": f"{record_url(dash.base_url(request), rid)}#reproduction-{added['id']}"},
                         status_code=201)
 

@@ -10,6 +10,7 @@ registered key it names (see :mod:`cotk_repro.core.signing`); the key's owner is
 from __future__ import annotations
 
 import re
+from typing import cast
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, insert, select, update
@@ -164,7 +165,8 @@ def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> S
         raise Forbidden(f"the signature is by key {fp}, registered to {row[1]} without proof that they hold it: it "
                         "signs nothing until its holder proves possession with `cotk-repro keys add`")
     try:
-        verify_bytes(data, signature, namespace, [(row[1], parse_public_key(row[2]))])
+        # parse_signature above refused anything but a str
+        verify_bytes(data, cast(str, signature), namespace, [(row[1], parse_public_key(row[2]))])
     except SigningError as exc:
         raise BadSignature(exc.message) from None
     return Signer(row[0], row[1], fp)

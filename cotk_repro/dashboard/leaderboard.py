@@ -45,7 +45,7 @@ def reproduction_counts(conn: Connection, record_pks: list[int]) -> dict[int, in
 def group_sizes(conn: Connection, task: str, dataset: str, metric: str) -> list[tuple[str | None, int]]:
     """``[(hash, count)]`` of a leaderboard's groups: comparable ones largest first, then unverifiable (None)."""
     rows = conn.execute(_GROUP_SIZES, {"task": task, "dataset": dataset, "metric": metric}).all()
-    comparable = sorted(((h, n) for h, n in rows if h), key=lambda x: (-x[1], x[0]))
+    comparable: list[tuple[str | None, int]] = sorted(((h, n) for h, n in rows if h), key=lambda x: (-x[1], x[0]))
     unverifiable = [(None, n) for h, n in rows if not h]
     return comparable + unverifiable
 

@@ -115,7 +115,8 @@ def fmt_value(v: Any) -> str:
 def split_trusted(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(signed, from a clean tree and independently reproduced, the others)``, each in rank order (one pass:
     the page of a leaderboard is rebuilt after every write)."""
-    trusted, others = [], []
+    trusted: list[dict[str, Any]] = []
+    others: list[dict[str, Any]] = []
     for e in entries:
         (trusted if e.get("signed") and not e.get("dirty") and e.get("reproduced_by") else others).append(e)
     return trusted, others

@@ -73,7 +73,8 @@ def _count_stmt(dialect: str):
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as upsert
     else:
-        from sqlalchemy.dialects.sqlite import insert as upsert
+        # the same upsert in SQLite's dialect: its Insert is another class with the same on_conflict_do_update
+        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
     stmt = upsert(BoardGroup).values(task=bindparam("task"), dataset=bindparam("dataset"),
                                      metric=bindparam("metric"), hash=bindparam("hash"), n=bindparam("n"))
     return stmt.on_conflict_do_update(index_elements=["task", "dataset", "metric", "hash"],

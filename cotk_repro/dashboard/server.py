@@ -129,7 +129,8 @@ def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 800
     import inspect
 
     if "target" in inspect.signature(Multiprocess.__init__).parameters:  # uvicorn < 0.30
-        Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock]).run()
+        # the stubs are the installed uvicorn's, which has no target=
+        Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock]).run()  # type: ignore[call-arg]
     else:
         Multiprocess(config, sockets=[sock]).run()
 

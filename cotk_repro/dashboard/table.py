@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.engine import Connection
 
 from .leaderboard import group_sizes, lower_is_better
@@ -55,7 +55,7 @@ def build(conn: Connection, task: str, dataset: str, *, sort: str | None = None,
     query = (select(Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name,
                     Record.key_fingerprint, Record.reproduced_by, Record.dirty)
              .join(User, User.id == Record.user_id).where(*where))
-    order = [Record.id.asc()]
+    order: list[ColumnElement[Any]] = [Record.id.asc()]
     if by is not None and by["hash"] is not None:
         cell = (select(Result.record_pk, Result.value, Result.tier)
                 .where(Result.task == task, Result.dataset == dataset, Result.metric == by["metric"],
@@ -74,7 +74,7 @@ def build(conn: Connection, task: str, dataset: str, *, sort: str | None = None,
     ranks = {c["metric"]: _ranks(conn, task, dataset, c, pks) for c in cols}
     out_rows = []
     for pk, rid, project, submitted, user, key, by_n, dirty in rows:
-        cells = {}
+        cells: dict[str, dict[str, Any] | None] = {}
         for c in cols:
             if c["metric"] not in values.get(pk, {}):
                 cells[c["metric"]] = None

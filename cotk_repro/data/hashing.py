@@ -82,7 +82,7 @@ def multiset_hash(label: str, blobs: bytes | Sequence[bytes]) -> str:
     arr = _sorted_array(blobs)
     h = StreamHasher(f"cotk-repro/data/{label}/v{HASH_VERSION}")
     h.update(len(arr))
-    h.update_bytes(memoryview(arr).cast("B"))
+    h.update_bytes(arr.data.cast("B"))  # arr.data: the memoryview of the (contiguous) array
     return h.hexdigest()
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from itertools import filterfalse, repeat
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Sequence, cast
 
 import numpy as np
 
@@ -103,7 +103,8 @@ class RawStore:
         """Start of every line of chunk ``c`` and one past its end (+1 for the missing last ``\n``)."""
         found = self._offsets.get(c)
         if found is None:
-            lens = np.fromiter(map(len, self._chunks[c].split("\n")), np.int64)
+            chunk = cast(str, self._chunks[c])  # take() asks only for the offsets of a joined (str) chunk
+            lens = np.fromiter(map(len, chunk.split("\n")), np.int64)
             found = np.zeros(len(lens) + 1, np.int64)
             np.cumsum(lens + 1, out=found[1:])
             self._offsets[c] = found
@@ -427,7 +428,7 @@ class TextDataLoader:
             return np.random.default_rng(seed).permutation(n)
         return np.arange(n)
 
-    def _pad(self, sp: Split, utt_idx: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _pad(self, sp: Split, utt_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(frequent ids, all-vocab ids, lengths) of utterances, ``<go> ... <eos>`` padded with ``<pad>``."""
         utt_idx = np.asarray(utt_idx, np.int64)
         starts = sp.offsets[utt_idx]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import DataError
 
@@ -23,7 +24,7 @@ SPECIAL_TOKENS = ("<pad>", "<unk>", "<go>", "<eos>")
 PAD_ID, UNK_ID, GO_ID, EOS_ID = 0, 1, 2, 3
 
 
-def order_by_count(tokens: Sequence[str], counts: Sequence[int]) -> list[str]:
+def order_by_count(tokens: Sequence[str], counts: npt.ArrayLike) -> list[str]:
     """Tokens by count descending, then by token."""
     negated = (-np.asarray(counts, np.int64)).tolist()
     return [t for _, t in sorted(zip(negated, tokens))]
@@ -50,18 +51,19 @@ class Vocab:
         self._ids: dict[str, int] = dict(zip(self.all_tokens, range(len(self.all_tokens))))
 
     @classmethod
-    def from_counts(cls, tokens: Sequence[str], train_counts: Sequence[int], all_counts: Sequence[int],
-                    min_frequent_vocab_times: int, min_rare_vocab_times: int) -> "Vocab":
+    def from_counts(cls, tokens: Sequence[str], train_counts: Sequence[int] | np.ndarray,
+                    all_counts: Sequence[int] | np.ndarray, min_frequent_vocab_times: int,
+                    min_rare_vocab_times: int) -> "Vocab":
         """Build F and R from per-token counts (``tokens[i]`` seen ``train_counts[i]`` times in
         the training split and ``all_counts[i]`` times in all splits)."""
-        train_counts = np.asarray(train_counts)
-        all_counts = np.asarray(all_counts)
-        in_f = (train_counts >= max(1, min_frequent_vocab_times)) & (train_counts > 0)
-        in_r = ~in_f & (all_counts >= max(1, min_rare_vocab_times))
+        train = np.asarray(train_counts)
+        every = np.asarray(all_counts)
+        in_f = (train >= max(1, min_frequent_vocab_times)) & (train > 0)
+        in_r = ~in_f & (every >= max(1, min_rare_vocab_times))
         f_idx = np.flatnonzero(in_f)
         r_idx = np.flatnonzero(in_r)
-        frequent = order_by_count([tokens[i] for i in f_idx.tolist()], train_counts[f_idx])
-        rare = order_by_count([tokens[i] for i in r_idx.tolist()], all_counts[r_idx])
+        frequent = order_by_count([tokens[i] for i in f_idx.tolist()], train[f_idx])
+        rare = order_by_count([tokens[i] for i in r_idx.tolist()], every[r_idx])
         return cls(frequent, rare)
 
     # -- sizes ----------------------------------------------------------------------

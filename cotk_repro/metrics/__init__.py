@@ -36,7 +36,8 @@ def get_metric(name: str, **options: Any) -> Metric:
         raise MetricError(f"unknown metric {name!r}; registered metrics: {', '.join(sorted(registry)) or 'none'}")
     check_option_names(name, options)
     try:
-        return registry[name].obj(**options)
+        metric: Metric = registry[name].obj(**options)  # a registered factory builds a metric
+        return metric
     except TypeError as exc:
         raise MetricError(f"bad options for metric {name!r}: {exc}") from None
     except MetricError as exc:

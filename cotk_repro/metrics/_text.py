@@ -7,7 +7,7 @@ model's own tokenizer; the tokenizer's name and settings go into every hash.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from ..core import wordpunct
 from ..text.reference_hashes import BLEU_TOKENIZER, bleu_tokenize
@@ -91,7 +91,10 @@ def _resolve(tokenizer: Any = None) -> TextTokenizer:
                          dict(settings), detok if callable(detok) else None)
 
 
-def ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
+T = TypeVar("T")
+
+
+def ngrams(tokens: Sequence[T], n: int) -> list[tuple[T, ...]]:
     """Return the list of n-grams (tuples of n tokens) of `tokens`, in order."""
     if n == 1:
         return [(t,) for t in tokens]

@@ -20,10 +20,13 @@ mismatch is an error, never a silent truncation (unless the metric declares ``pa
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence, overload
 
+# the metric API re-exports them (the `as` spells the re-export for mypy's no_implicit_reexport)
+from ..core.results import HASH_SUFFIX as HASH_SUFFIX
+from ..core.results import SIGNATURE_SUFFIX as SIGNATURE_SUFFIX
+from ..core.results import result_entry as result_entry
 from ..errors import CotkError
-from ..core.results import HASH_SUFFIX, SIGNATURE_SUFFIX, result_entry  # noqa: F401 - the metric API re-exports them
 
 class MetricError(CotkError):
     """Bad input to a metric (one clear sentence)."""
@@ -45,6 +48,12 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+@overload
+def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None, *,
+                     required: Literal[True] = True, what: str = "references") -> list[list[str]]: ...
+@overload
+def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None, *, required: bool,
+                     what: str = "references") -> list[list[str]] | None: ...
 def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None, *, required: bool = True,
                      what: str = "references") -> list[list[str]] | None:
     """Validate the one reference layout: a list of reference lists, one per hypothesis."""
@@ -128,7 +137,7 @@ class Metric:
     #: rough relative cost per hypothesis, BLEU-4 = 1.0 (compare uses it to order work)
     cost = 1.0
     #: regular expression (full match) of the result keys this metric reports; None: its name only
-    result_keys = None
+    result_keys: str | None = None
     #: result keys whose facts differ from the class's: ``{"rouge-l": {"higher_is_better": True, ...}}``
     key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
@@ -142,10 +151,9 @@ class Metric:
         hyps = list(batch["hyps"])
         refs = batch.get("refs")
         if refs is not None:
-            refs = check_references(hyps, refs) if self.paired_references else list(refs)
             if self._refs is None:
                 self._refs = []
-            self._refs.extend(refs)
+            self._refs.extend(check_references(hyps, refs) if self.paired_references else list(refs))
         self._hyps.extend(hyps)
 
     def close(self) -> dict[str, Any]:

@@ -30,9 +30,10 @@ from __future__ import annotations
 import math
 import random
 import sys
+from functools import partial
 from itertools import chain
 from json.encoder import encode_basestring  # C-accelerated; canonical JSON's string encoder
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence, overload
 
 import numpy as np
 
@@ -110,7 +111,8 @@ def sentence_scores(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, re
     rows, inverse = _unique_rows(key)
     m = nums.shape[1]
     unique_scores = _score_rows(rows[:, :m], rows[:, m:2 * m], rows[:, 2 * m], rows[:, 2 * m + 1], weights, smoothing)
-    return np.asarray(unique_scores, dtype=np.float64)[inverse.reshape(-1)].tolist()
+    scores: list[float] = np.asarray(unique_scores, dtype=np.float64)[inverse.reshape(-1)].tolist()
+    return scores
 
 
 def _unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -151,7 +153,8 @@ def _score_rows(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, ref_le
     if short.any():
         scores[short] *= np.fromiter(map(math.exp, (1 - r[short] / h[short]).tolist()), np.float64)
     scores[(nums[:, 0] == 0) | (h == 0)] = 0.0
-    return scores.tolist()
+    values: list[float] = scores.tolist()
+    return values
 
 
 def _smoothed_array(nums: np.ndarray, dens: np.ndarray, smoothing: str) -> np.ndarray:
@@ -159,14 +162,17 @@ def _smoothed_array(nums: np.ndarray, dens: np.ndarray, smoothing: str) -> np.nd
     zero = nums == 0
     if smoothing == "method3":  # the k-th zero order of a row (k = 1, 2, ...) gets 1 / (2**k * den)
         k = np.cumsum(zero, axis=1)
-        return np.where(zero, 1 / (np.left_shift(1, k) * dens), nums / dens)
+        smoothed: np.ndarray = np.where(zero, 1 / (np.left_shift(1, k) * dens), nums / dens)
+        return smoothed
     if smoothing == "method1":
-        return np.where(zero, EPSILON / dens, nums / dens)
+        smoothed = np.where(zero, EPSILON / dens, nums / dens)
+        return smoothed
     if smoothing == "method2":
-        out = (nums + 1) / (dens + 1)
+        out: np.ndarray = (nums + 1) / (dens + 1)
         out[:, 0] = nums[:, 0] / dens[:, 0]
         return out
-    return np.where(zero, sys.float_info.min, nums / dens)  # method0
+    smoothed = np.where(zero, sys.float_info.min, nums / dens)  # method0
+    return smoothed
 
 
 def _denominators(lengths: np.ndarray, max_n: int) -> np.ndarray:
@@ -297,6 +303,14 @@ def _clip_vs_set(index: NgramIndex, lo: int, hi: int, rlo: int, rhi: int, max_n:
     return nums
 
 
+@overload
+def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]], max_n: int,
+                    weights: Sequence[float], smoothing: str, *, both: Literal[True]
+                    ) -> tuple[list[float], list[float]]: ...
+@overload
+def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]], max_n: int,
+                    weights: Sequence[float], smoothing: str, *, both: bool = False
+                    ) -> tuple[list[float], list[float] | None]: ...
 def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]], max_n: int,
                     weights: Sequence[float], smoothing: str, *, both: bool = False
                     ) -> tuple[list[float], list[float] | None]:
@@ -371,7 +385,7 @@ class ReferenceDigest:
                 else:
                     toks = [bleu_tokenize(r) if has_special(r) else t for r, t in zip(refs, tokens[i])]
                 if len(toks) > 1:
-                    toks = sorted(toks)
+                    toks = sorted(toks)  # type: ignore[type-var]  # token lists (list[str]) compare; Sequence does not
                 items.append(_encode_token_lists(toks).encode("utf-8"))
         items.sort()
         self._count = len(items)
@@ -414,12 +428,15 @@ def as_text(item: Any, tokenizer: Any = None, dataloader: Any = None, what: str 
             if dataloader is None:
                 raise MetricError(f"a {what} is a list of ids; pass dataloader= so that ids can be turned into words")
             tokens = dataloader.convert_ids_to_tokens([int(x) for x in item], trim=True)
-            return dataloader.convert_tokens_to_sentence(tokens)
+            text: str = dataloader.convert_tokens_to_sentence(tokens)  # the loader contract: a str
+            return text
         tokens = [str(t) for t in item]
         if tokenizer is not None:
-            return tokenizer.detokenize(tokens)
+            text = tokenizer.detokenize(tokens)
+            return text
         if dataloader is not None:
-            return dataloader.convert_tokens_to_sentence(tokens)
+            text = dataloader.convert_tokens_to_sentence(tokens)
+            return text
         return " ".join(tokens)
     raise MetricError(f"a {what} must be a string, a list of tokens or a list of ids, not {type(item).__name__}")
 
@@ -811,7 +828,7 @@ class FwBwBleuMetric(_BleuFamily):
                 # backward BLEU grows with the generated set's size, as Self-BLEU does
                 *([Setting("hypotheses", len(h_used), "hyps")] if with_hyps else []),
                 *self._sampling_settings(cotk_sampled)])
-            out.update(decl.entry(key, value, lambda settings, key=key: digest.hash_of(key, settings)))
+            out.update(decl.entry(key, value, partial(digest.hash_of, key)))
         return out
 
 

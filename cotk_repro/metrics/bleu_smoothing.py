@@ -21,16 +21,17 @@ from .base import MetricError
 EXTRA_SMOOTHINGS = ("method4", "method5", "method6", "method7")
 K = 5  # SmoothingFunction's k (method4)
 ALPHA = 5  # SmoothingFunction's alpha (method6)
+Precision = Fraction | float  # an n-gram precision: NLTK's Fractions, floats once a method smooths one
 
 
-def _ngrams(tokens: Sequence[str], n: int) -> Counter:
+def _ngrams(tokens: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
     return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)) if len(tokens) >= n else Counter()
 
 
 def modified_precision(references: Sequence[Sequence[str]], hypothesis: Sequence[str], n: int) -> Fraction:
     """NLTK's ``modified_precision`` (its value; NLTK keeps it unnormalized, which changes no value)."""
     counts = _ngrams(hypothesis, n)
-    max_counts: dict = {}
+    max_counts: dict[tuple[str, ...], int] = {}
     for ref in references:
         rc = _ngrams(ref, n)
         for g in counts:
@@ -39,7 +40,7 @@ def modified_precision(references: Sequence[Sequence[str]], hypothesis: Sequence
     return Fraction(num, max(1, sum(counts.values())))
 
 
-def _method4(p_n: list, raw: Sequence[tuple[int, int]], hyp_len: int) -> list:
+def _method4(p_n: list[Precision], raw: Sequence[tuple[int, int]], hyp_len: int) -> list[Precision]:
     inc = 1
     for i, (num, den) in enumerate(raw):
         if num == 0 and hyp_len > 1:
@@ -48,7 +49,8 @@ def _method4(p_n: list, raw: Sequence[tuple[int, int]], hyp_len: int) -> list:
     return p_n
 
 
-def _method5(p_n: list, references: Sequence[Sequence[str]], hypothesis: Sequence[str]) -> list:
+def _method5(p_n: list[Precision], references: Sequence[Sequence[str]], hypothesis: Sequence[str]
+             ) -> list[Precision]:
     plus1 = p_n + [modified_precision(references, hypothesis, 5)]
     m = {-1: p_n[0] + 1}
     for i, p_i in enumerate(p_n):
@@ -57,7 +59,8 @@ def _method5(p_n: list, references: Sequence[Sequence[str]], hypothesis: Sequenc
     return p_n
 
 
-def _method6(p_n: list, raw: Sequence[tuple[int, int]], hypothesis: Sequence[str]) -> list:
+def _method6(p_n: list[Precision], raw: Sequence[tuple[int, int]], hypothesis: Sequence[str]
+             ) -> list[Precision]:
     if len(p_n) < 3 or not p_n[2]:
         raise MetricError("smoothing method6 needs a non-zero trigram precision (NLTK refuses it too): use "
                           "ngram >= 3 and hypotheses that share trigrams with their references")

@@ -33,9 +33,9 @@ def distinct_n(token_lists: Sequence[Sequence[str]], n: int, padded: bool = Fals
 
     ``padded`` (CoTK's rule): each sentence gets ``n-1`` pad symbols on both sides first (NLTK's
     ``ngrams(s, n, pad_left=True, pad_right=True)``), so the n-grams at its edges count too."""
-    seen: set[tuple[str, ...]] = set()
+    seen: set[tuple[str | None, ...]] = set()
     total = 0
-    pad = [None] * (n - 1)
+    pad: list[str | None] = [None] * (n - 1)
     for toks in token_lists:
         grams = ngrams(pad + list(toks) + pad if padded and n > 1 else toks, n)
         total += len(grams)
@@ -168,12 +168,12 @@ class NgramEntropyMetric(_ReferenceFree):
     def compute_groups(self, groups: Sequence[Sequence[Any]],
                        references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         """Explicit groups of responses (``references``, optional: one list per group)."""
-        groups = [check_hypotheses(g) for g in groups]
-        if not groups or any(not g for g in groups):
+        checked = [check_hypotheses(g) for g in groups]
+        if not checked or any(not g for g in checked):
             raise MetricError("ngram-entropy needs at least one group, and no empty group")
-        refs = check_references(groups, references, required=False, what="reference lists, one per group")
-        sizes = [len(g) for g in groups]
-        return self._score(groups, refs, [Setting("group", "given", "group")],
+        refs = check_references(checked, references, required=False, what="reference lists, one per group")
+        sizes = [len(g) for g in checked]
+        return self._score(checked, refs, [Setting("group", "given", "group")],
                            [Setting("groups", sizes, "groups", shown=len(sizes))])
 
     def _score(self, groups: list[list[Any]], refs: Any, grouping: list[Setting],

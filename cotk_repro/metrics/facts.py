@@ -138,7 +138,7 @@ def facts_for_result_key(key: str) -> MetricFacts | None:
     plugins = get_plugins()
     # remembered per plugin manager (a new one after reset_plugins starts empty); the dashboard asks for
     # every leaderboard it serves, with keys from requests, so the memory is bounded
-    memo = plugins.__dict__.setdefault("_facts_by_result_key", {})
+    memo: dict[str, MetricFacts | None] = plugins.__dict__.setdefault("_facts_by_result_key", {})
     if key not in memo:
         if len(memo) >= 1024:
             memo.clear()
@@ -217,8 +217,8 @@ def describe_metrics() -> list[dict[str, Any]]:
         d.pop("name")
         item.update(d)
         item["version"] = str(getattr(cls, "version", "")) or None
-        if getattr(cls, "scale", None):  # what the value's numbers mean, where a peer reports another scale
-            item["scale"] = str(cls.scale)
+        if scale := getattr(cls, "scale", None):  # what the value's numbers mean, where a peer reports another scale
+            item["scale"] = str(scale)
         item["result_keys"] = _result_keys(cls, name)
         item["key_facts"] = {k: facts_of(cls, k, v).as_dict() for k, v in (getattr(cls, "key_facts", None) or {}).items()}
         item["options"] = metric_options(cls)

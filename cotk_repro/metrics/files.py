@@ -82,13 +82,13 @@ def read_references(path: Path) -> list[list[str]]:
     return [refs for _, refs in _string_lists(path, lines, "references", "reference")]
 
 
-def _string_lists(path: Path, lines: list[str], key: str, what: str) -> list[tuple[dict, list[str]]]:
+def _string_lists(path: Path, lines: list[str], key: str, what: str) -> list[tuple[dict[str, Any], list[str]]]:
     """JSONL lines, each an object whose ``key`` is a non-empty list of strings: ``(object, list)`` per line."""
     out = []
     for no, line in enumerate(lines, 1):
         try:
             obj = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise MetricError(f"{path} line {no} is not valid JSON ({exc.msg})") from None
         items = obj.get(key) if isinstance(obj, dict) else None
         if not isinstance(items, list) or not items or not all(isinstance(r, str) for r in items):
@@ -215,6 +215,7 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
         elif queries is not None and hyps is not None and declared(metric, "takes_queries"):
             merged.update(metric.compute_with_queries(hyps, refs if f.needs_references else None, queries))
         else:
+            assert hyps is not None  # the loop above refused a metric that scores hypotheses when none were given
             merged.update(score(metric, hyps, refs))  # as the API: references given are references seen
         if on_metric is not None:
             on_metric(name)

@@ -24,8 +24,8 @@ from ._text import as_int_list, check_samples, resolve_tokenizer
 GLEU_VERSION = "1"
 
 
-def _everygrams(tokens: Sequence[str], lo: int, hi: int) -> Counter:
-    out: Counter = Counter()
+def _everygrams(tokens: Sequence[str], lo: int, hi: int) -> Counter[tuple[str, ...]]:
+    out: Counter[tuple[str, ...]] = Counter()
     for n in range(lo, min(hi, len(tokens)) + 1):
         out.update(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
     return out

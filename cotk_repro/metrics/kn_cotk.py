@@ -32,6 +32,9 @@ UNK = "<unk>"
 PAD = None
 DEFAULT_DISCOUNT = 0.1
 
+Word = str | None  # a word, or the pad symbol
+Gram = tuple[Word, ...]
+
 
 class CotkKneserNeyLM:
     """CoTK 0.1.0's Kneser-Ney LM (see the module docstring)."""
@@ -43,16 +46,16 @@ class CotkKneserNeyLM:
 
     def fit(self, corpus: Iterable[Sequence[str]]) -> "CotkKneserNeyLM":
         n = self.order
-        corpus = [list(s) for s in corpus]
-        if not corpus:
+        sentences = [list(s) for s in corpus]
+        if not sentences:
             raise MetricError("the n-gram language model needs at least one training sentence")
-        self.word_count = Counter(w for s in corpus for w in s)
-        self.word_count[PAD] = len(corpus) * (n - 1)
-        counts: list[dict] = [{} for _ in range(n + 1)]
-        left: dict[tuple, set] = defaultdict(set)     # suffix -> words seen before it
-        around: dict[tuple, set] = defaultdict(set)   # middle -> (before, after) pairs
-        for s in corpus:
-            padded = [PAD] * (n - 1) + s + [PAD] * (n - 1)
+        self.word_count: Counter[Word] = Counter(w for s in sentences for w in s)
+        self.word_count[PAD] = len(sentences) * (n - 1)
+        counts: list[dict[Gram, int]] = [{} for _ in range(n + 1)]
+        left: dict[Gram, set[Word]] = defaultdict(set)     # suffix -> words seen before it
+        around: dict[Gram, set[tuple[Word, Word]]] = defaultdict(set)   # middle -> (before, after) pairs
+        for s in sentences:
+            padded: list[Word] = [PAD] * (n - 1) + s + [PAD] * (n - 1)
             for i in range(len(padded)):  # every n-gram of length 1..n, unigrams in first-seen order
                 for k in range(1, min(n, len(padded) - i) + 1):
                     g = tuple(self._mask(w) for w in padded[i:i + k])
@@ -67,15 +70,15 @@ class CotkKneserNeyLM:
         self.rank = {g[0]: r for r, g in enumerate(counts[1])}
         self.vocab_size = len(counts[1]) + (0 if (self.unk,) in counts[1] else 1)
         # for each table, context -> [(rank of the next word, count)] (the back-off weight's terms)
-        self._followers: dict[int, dict[tuple, list]] = {}
-        self._gamma: dict[tuple, float] = {}
+        self._followers: dict[int, dict[Gram, list[tuple[int, int, int]]]] = {}
+        self._gamma: dict[tuple[int | Word, ...], float] = {}
         return self
 
-    def _mask(self, word):
+    def _mask(self, word: Word) -> Word:
         return self.unk if self.word_count.get(word, 0) < self.cutoff and word is not PAD else word
 
     @staticmethod
-    def _discounts(table: dict) -> list[float]:
+    def _discounts(table: dict[Gram, int]) -> list[float]:
         n = [0] * 4
         for c in table.values():
             if c < 5:
@@ -90,29 +93,29 @@ class CotkKneserNeyLM:
     def _discount(self, order: int, count: int) -> float:
         return self.discounts[order][min(count, 3)]
 
-    def _table(self, length: int) -> dict:
+    def _table(self, length: int) -> dict[Gram, int]:
         return self.counts[self.order] if length == self.order else self.suffix_cont
 
-    def _back_off_weight(self, context: tuple, length: int) -> float:
+    def _back_off_weight(self, context: Gram, length: int) -> float:
         key = (length,) + context
         if key not in self._gamma:
             table_id = self.order if length == self.order else 0
             if table_id not in self._followers:
-                followers: dict[tuple, list] = defaultdict(list)
+                followers: dict[Gram, list[tuple[int, int, int]]] = defaultdict(list)
                 for g, c in self._table(length).items():
                     if len(g) >= 1 and g[-1] in self.rank:
                         followers[g[:-1]].append((self.rank[g[-1]], c, len(g)))
                 for v in followers.values():
                     v.sort()
                 self._followers[table_id] = followers
-            gamma = 0
+            gamma: float = 0
             for _, c, glen in self._followers[table_id].get(context, ()):
                 if glen == length:  # zero counts add exactly nothing; every seen count exceeds its discount
                     gamma += self._discount(length, c)
             self._gamma[key] = gamma
         return self._gamma[key]
 
-    def _word_prob(self, word, context: tuple) -> float:
+    def _word_prob(self, word: Word, context: Gram) -> float:
         length = len(context) + 1
         if length == self.order:
             if self.order == 1:
@@ -130,7 +133,7 @@ class CotkKneserNeyLM:
             gamma = 1
         return alpha + gamma * (self._word_prob(word, context[1:]) if context else 1 / self.vocab_size)
 
-    def score(self, word, context: Sequence) -> float:
+    def score(self, word: Word, context: Sequence[Word]) -> float:
         """P(word | context), with ``order-1`` context symbols."""
         if self.word_count.get(word, 0) < self.cutoff:
             word = self.unk

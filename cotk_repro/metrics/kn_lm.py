@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from functools import partial
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..text.reference_hashes import reference_set_hash
@@ -70,36 +71,36 @@ class KneserNeyLM:
         if not sents:
             raise MetricError("the n-gram language model needs at least one training sentence")
         pad_l, pad_r = [BOS] * (n - 1), [EOS] * (n - 1)
-        word_counts = Counter()
+        word_counts: Counter[str] = Counter()
         for s in sents:
             word_counts.update(s)
         word_counts[BOS] += len(sents) * (n - 1)
         word_counts[EOS] += len(sents) * (n - 1)
         self.vocab = {w for w, c in word_counts.items() if c >= self.unk_cutoff}
         self.vocab.add(UNK)
-        counts: list[Counter] = [Counter() for _ in range(n + 1)]
+        counts: list[Counter[tuple[str, ...]]] = [Counter() for _ in range(n + 1)]
         for s in sents:
             padded = tuple(pad_l + [w if w in self.vocab else UNK for w in s] + pad_r)
             for k in range(1, n + 1):
                 counts[k].update(padded[i:i + k] for i in range(len(padded) - k + 1))
         self.counts = counts
         # statistics of the formulas, each computed once
-        ctx_total: dict[tuple, int] = defaultdict(int)      # top order: sum_w c(ctx w)
-        raw_types: dict[tuple, int] = defaultdict(int)      # |{w: c(ctx w) > 0}|, any order
+        ctx_total: dict[tuple[str, ...], int] = defaultdict(int)      # top order: sum_w c(ctx w)
+        raw_types: dict[tuple[str, ...], int] = defaultdict(int)      # |{w: c(ctx w) > 0}|, any order
         for k in range(1, n + 1):
             for g, c in counts[k].items():
                 raw_types[g[:-1]] += 1
                 if k == n:
                     ctx_total[g[:-1]] += c
-        cont: dict[tuple, int] = defaultdict(int)           # N1+(. s) for s of length 1..n-1
-        cont_total: dict[tuple, int] = defaultdict(int)     # N1+(. c .) for c of length 0..n-2
+        cont: dict[tuple[str, ...], int] = defaultdict(int)           # N1+(. s) for s of length 1..n-1
+        cont_total: dict[tuple[str, ...], int] = defaultdict(int)     # N1+(. c .) for c of length 0..n-2
         for k in range(2, n + 1):
             for g in counts[k]:
                 cont[g[1:]] += 1
                 cont_total[g[1:-1]] += 1
-        cont_types: dict[tuple, int] = defaultdict(int)     # |{w: N1+(. c w) > 0}|
-        for s in cont:
-            cont_types[s[:-1]] += 1
+        cont_types: dict[tuple[str, ...], int] = defaultdict(int)     # |{w: N1+(. c w) > 0}|
+        for suffix in cont:
+            cont_types[suffix[:-1]] += 1
         self._ctx_total, self._raw_types = dict(ctx_total), dict(raw_types)
         self._cont, self._cont_total, self._cont_types = dict(cont), dict(cont_total), dict(cont_types)
         self._fitted = True
@@ -116,7 +117,7 @@ class KneserNeyLM:
         ctx = tuple(self.lookup(w) for w in context)[-(self.order - 1):] if self.order > 1 else ()
         return self._score(self.lookup(word), ctx)
 
-    def _score(self, word: str, ctx: tuple) -> float:
+    def _score(self, word: str, ctx: tuple[str, ...]) -> float:
         d = self.discount
         if not ctx:
             return self._unigram(word)
@@ -241,7 +242,7 @@ class FwRvPplMetric(Metric):
                 Setting.signature_only("refs", len(real), why=COUNTED_INPUTS),
                 Setting.signature_only("hyps", len(gen), why=SYSTEM_OUTPUT_SIZE)])
             out.update(decl.entry(key, value,
-                                  lambda settings, key=key: reference_set_hash(key, settings, ref_tokens)))
+                                  partial(reference_set_hash, key, references=ref_tokens)))
         return out
 
     def _lm(self, ngram: int, discount: float, unk_cutoff: int) -> Any:

@@ -149,7 +149,7 @@ class MeteorMetric(Metric):
             return 0.0
         precision, recall = m / len(hyp), m / len(ref)
         fmean = (precision * recall) / (self.alpha * precision + (1 - self.alpha) * recall)
-        penalty = self.gamma * (count_chunks(matches) / m) ** self.beta
+        penalty: float = self.gamma * (count_chunks(matches) / m) ** self.beta  # float ** float: typed Any
         return (1 - penalty) * fmean
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None

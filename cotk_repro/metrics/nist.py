@@ -37,7 +37,7 @@ def nist_length_penalty(ref_len: int, hyp_len: int) -> float:
 def corpus_nist(list_of_references: Sequence[Sequence[Sequence[str]]], hypotheses: Sequence[Sequence[str]],
                 n: int = 5) -> float:
     """NIST of token lists, with NLTK's arithmetic (see the module docstring)."""
-    ngram_freq: Counter = Counter()
+    ngram_freq: Counter[tuple[str, ...]] = Counter()
     total_reference_words = 0
     for references in list_of_references:
         for reference in references:
@@ -47,7 +47,7 @@ def corpus_nist(list_of_references: Sequence[Sequence[Sequence[str]]], hypothese
     info: dict[tuple[str, ...], float] = {}
     for gram, count in ngram_freq.items():
         mgram = gram[:-1]
-        numerator = ngram_freq[mgram] if mgram and mgram in ngram_freq else total_reference_words
+        numerator: float = ngram_freq[mgram] if mgram and mgram in ngram_freq else total_reference_words
         info[gram] = math.log(numerator / count, 2)
     hyp_counts = [[Counter(ngrams(h, i)) for i in range(1, n + 1)] for h in hypotheses]
     ref_counts = [[[Counter(ngrams(r, i)) for i in range(1, n + 1)] for r in refs] for refs in list_of_references]
@@ -55,10 +55,11 @@ def corpus_nist(list_of_references: Sequence[Sequence[Sequence[str]]], hypothese
     dens: dict[int, int] = {}
     l_ref = l_sys = 0
     for i in range(1, n + 1):
-        num_i, den_i = 0, 0
+        num_i: float = 0
+        den_i = 0
         for refs, rcs, hyp, hcs in zip(list_of_references, ref_counts, hypotheses, hyp_counts):
             hyp_ngrams = hcs[i - 1]
-            best = None
+            best: tuple[float, float, int, int] | None = None
             for reference, rc in zip(refs, rcs):
                 overlaps = hyp_ngrams & rc[i - 1]
                 numerator = sum(info[g] * c for g, c in overlaps.items())
@@ -67,12 +68,14 @@ def corpus_nist(list_of_references: Sequence[Sequence[Sequence[str]]], hypothese
                 cand = (precision, numerator, denominator, len(reference))
                 if best is None or cand > best:
                     best = cand
+            if best is None:  # what check_samples refuses, for a direct caller
+                raise MetricError("nist needs at least one reference per hypothesis")
             num_i += best[1]
             den_i += best[2]
             l_ref += best[3]
             l_sys += len(hyp)
         nums[i], dens[i] = num_i, den_i
-    precision_sum = 0
+    precision_sum: float = 0
     for i in nums:
         if dens[i]:
             precision_sum += nums[i] / dens[i]

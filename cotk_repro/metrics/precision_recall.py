@@ -111,6 +111,8 @@ class _PrecisionRecall(Metric):
     higher_is_better = True
     value_range = (0.0, 1.0)
     level = "sentence"
+    #: the result keys' prefix (``bleu-4``, ``avg-bow``...): each subclass's __init__ sets it
+    key_prefix: str
 
     def __init__(self, dataloader: Any = None, score_dtype: str = "float64", **settings: Any) -> None:
         self.dataloader = dataloader

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import partial
 from typing import Any, Sequence
 
 from ..text.reference_hashes import reference_set_hash
@@ -93,8 +94,8 @@ def summary_lcs(ref_sents: Sequence[Sequence[str]], hyp_sents: Sequence[Sequence
     n = sum(map(len, hyp_sents))
     if not n or not m:
         return 0.0, 0.0
-    cnt_r: Counter = Counter()
-    cnt_c: Counter = Counter()
+    cnt_r: Counter[str] = Counter()
+    cnt_c: Counter[str] = Counter()
     for sent in ref_sents:
         cnt_r.update(sent)
     for sent in hyp_sents:
@@ -118,7 +119,7 @@ def f_measure(p: float, r: float, alpha: float) -> float:
     return p * r / den if den > 0 else 0.0
 
 
-def _ngram_counts(tokens: Sequence[str], n: int) -> Counter:
+def _ngram_counts(tokens: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
     return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
 
 
@@ -215,6 +216,7 @@ class RougeMetric(Metric):
                     f = f_measure(*score_pair(rtype, r, h), self.alpha)
                     if best is None or f > best:
                         best = f
+                assert best is not None  # check_samples refused a sample without references
                 total += best
             key = self.key(rtype)
             decl = Declaration(key, self.version, [
@@ -228,5 +230,5 @@ class RougeMetric(Metric):
                 *([Setting("normalize", self.normalize, "norm")] if self.normalize != "none" else []),
                 Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS)])
             out.update(decl.entry(key, total / len(hyps),
-                                  lambda settings, key=key, hashed=hashed: reference_set_hash(key, settings, hashed)))
+                                  partial(reference_set_hash, key, references=hashed)))
         return out

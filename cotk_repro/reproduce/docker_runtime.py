@@ -342,8 +342,8 @@ class _Build(threading.Thread):
                         self.step_start = len(self.lines)
                     if layer := _LAYER_LINE.match(line):
                         self.layers.append(layer.group(1))
-                    if _RUNNING_LINE.match(line):
-                        self.containers.append(_RUNNING_LINE.match(line).group(1))
+                    if running := _RUNNING_LINE.match(line):
+                        self.containers.append(running.group(1))
                     self.lines.append(line[:4000])
                     if len(self.lines) > 2 * BUILD_LINES:  # the build's output is kept to a tail
                         drop = len(self.lines) - BUILD_LINES

@@ -34,7 +34,7 @@ def installed_self() -> Any | None:
         return None
     here = Path(__file__).resolve().parents[1] / "__init__.py"
     try:
-        if Path(dist.locate_file("cotk_repro/__init__.py")).resolve() != here or dist.version != __version__:
+        if Path(str(dist.locate_file("cotk_repro/__init__.py"))).resolve() != here or dist.version != __version__:
             return None
     except OSError:
         return None

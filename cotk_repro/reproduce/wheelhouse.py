@@ -332,12 +332,12 @@ def ensure_local_wheels(local: list[Package], code: Path, tree: str, builders: B
             dest = cache_dir() / "local-wheels" / f"{p.name}-{p.version}-{tree[:16]}"
             wheels.append(_cached_wheel(dest) or builders.build(p, in_checkout, dest, f"{p.install} install"))
             continue
-        if p.name == "cotk-repro" and p.version == __version__ and self_source() is not None:
+        if p.name == "cotk-repro" and p.version == __version__ and (source := self_source()) is not None:
             dest = cache_dir() / "local-wheels" / f"cotk-repro-{p.version}-{self_fingerprint()}"
             cached = _cached_wheel(dest)
             if cached is None:
-                builders.on_status(f"building a wheel of cotk-repro {p.version} ({p.install} install) from {self_source()}")
-                cached = _host_wheel(self_source(), dest, builders.log, p)
+                builders.on_status(f"building a wheel of cotk-repro {p.version} ({p.install} install) from {source}")
+                cached = _host_wheel(source, dest, builders.log, p)
             wheels.append(cached)
             continue
         if p.name == "cotk-repro" and p.version == __version__:

@@ -15,7 +15,7 @@ from ...metrics.perplexity import PerplexityMetric as NativePerplexity
 from .base import CotkMetric, as_list, need
 from .vocab import as_cotk_loader
 
-COTK_RULES = {"unk_targets": "skip", "rare_words": "cotk", "reference_check": "cotk"}
+COTK_RULES: dict[str, Any] = {"unk_targets": "skip", "rare_words": "cotk", "reference_check": "cotk"}
 
 
 def _check_width(logp: np.ndarray, dl: Any, generate_rare_vocab: bool) -> None:

@@ -69,7 +69,7 @@ def read_scores(path: Path, key: str | None = None) -> tuple[list[float], list[s
     for no, line in enumerate(lines, 1):
         try:
             obj = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise CorrelateError(f"{path} line {no} is not valid JSON ({exc.msg})") from None
         if not isinstance(obj, dict):
             raise CorrelateError(f"{path} line {no} is not a JSON object")
@@ -83,7 +83,9 @@ def read_scores(path: Path, key: str | None = None) -> tuple[list[float], list[s
             raise CorrelateError(f"{path} line {no} has no {key!r}")
         scores.append(_number(obj[key], f"{path} line {no} {key!r}"))
         ids.append(str(obj["id"]) if "id" in obj else None)
-    return scores, (ids if all(i is not None for i in ids) else None), key
+    known = [i for i in ids if i is not None]
+    assert key is not None  # the first line set it at the latest (lines is not empty)
+    return scores, (known if len(known) == len(ids) else None), key
 
 
 def read_ratings(path: Path) -> tuple[list[list[float]], list[str], list[str] | None]:
@@ -101,12 +103,14 @@ def read_ratings(path: Path) -> tuple[list[list[float]], list[str], list[str] | 
     raters = [h for i, h in enumerate(header) if i != id_col]
     if not raters:
         raise CorrelateError(f"ratings file {path} has no rater column")
-    out, ids = [], []
+    out: list[list[float]] = []
+    ids: list[str] = []
     for no, row in enumerate(rows[1:], 2):
         if len(row) != len(header):
             raise CorrelateError(f"{path} line {no} has {len(row)} columns, the header {len(header)}")
         out.append([_number(c, f"{path} line {no} column {header[i]!r}") for i, c in enumerate(row) if i != id_col])
-        ids.append(row[id_col].strip() if id_col is not None else None)
+        if id_col is not None:  # else no ids are returned
+            ids.append(row[id_col].strip())
     return out, raters, (ids if id_col is not None else None)
 
 

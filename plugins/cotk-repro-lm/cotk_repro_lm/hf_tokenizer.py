@@ -31,8 +31,8 @@ class HFTokenizer(Tokenizer):
         self.source = name_or_path
         self.name = f"hf:{name_or_path}"
         path = Path(name_or_path).expanduser()
-        self._fast = None  # a tokenizers.Tokenizer
-        self._slow = None  # a transformers tokenizer
+        self._fast: Any = None  # a tokenizers.Tokenizer
+        self._slow: Any = None  # a transformers tokenizer (None once _fast is set)
         if path.is_file():
             self._fast = _load_json(path)
             self._identity = {"kind": "files", "files": files_hash("tokenizer", [path], name="tokenizer.json")}

@@ -29,7 +29,7 @@ def _lazy_metric(target: str):
     def build(**options):
         return metric_class()(**options)
 
-    build.metric_class = metric_class
+    build.metric_class = metric_class  # type: ignore[attr-defined]  # a function attribute: metrics/facts.py reads it
     build.__name__ = f"build_{cls_name}"
     build.__doc__ = f"Build cotk_repro_lm.{module}.{cls_name}."
     return build

@@ -25,7 +25,7 @@ Settings (all go into the generator's cache key, with the resolved sentence spli
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from typing import Any, Callable, overload
 
 from .sentences import SumyTokenizer, make_splitter
 
@@ -44,6 +44,10 @@ def _check_bool(name: str, value: Any) -> bool:
     return value
 
 
+@overload
+def _check_str(name: str, value: Any) -> str: ...
+@overload
+def _check_str(name: str, value: Any, *, optional: bool) -> str | None: ...
 def _check_str(name: str, value: Any, *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
@@ -55,7 +59,8 @@ def _check_str(name: str, value: Any, *, optional: bool = False) -> str | None:
 def word_budget(words: int) -> Callable[[list], list]:
     """A sumy ``sentences_count`` callable: the best-rated sentences while the words stay within ``words``."""
     def take(infos: list) -> list:
-        out, used = [], 0
+        out: list[Any] = []
+        used = 0
         for info in infos:
             n = len(str(info.sentence).split())
             if out and used + n > words:

@@ -17,7 +17,8 @@ def build_tiny_gpt2(dest: str | Path, texts: list[str], vocab_size: int = 400, s
     """Train the tokenizer on ``texts``, initialise a 2-layer GPT-2 (width 32) with ``seed``, save both in ``dest``."""
     import torch
     from tokenizers import ByteLevelBPETokenizer
-    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast  # type: ignore[attr-defined]
+    # (the ignore: transformers 5 resolves GPT2TokenizerFast lazily, an alias of GPT2Tokenizer; its stubs omit it)
 
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)

@@ -80,7 +80,10 @@ class OracleData:
 
     def write(self, folder: str | Path | None = None) -> Path:
         """Write ``train.txt``, ``test.txt`` and ``oracle.pt`` into ``folder`` (default: the loader's path)."""
-        folder = Path(folder if folder is not None else self.path)
+        target = folder if folder is not None else self.path
+        if target is None:
+            raise ValueError("give write() a folder: this loader was built without a path")
+        folder = Path(target)
         folder.mkdir(parents=True, exist_ok=True)
         for split in self.splits:
             (folder / f"{split}.txt").write_text("\n".join(self.sentences(split)) + "\n", encoding="utf-8")

@@ -6,11 +6,14 @@ final), from which it draws the curves."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from . import __version__
+
+if TYPE_CHECKING:  # protocol imports the models: only when a run starts
+    from .protocol import Run
 
 
 class TexygenGenerator:
@@ -24,7 +27,8 @@ class TexygenGenerator:
         self.settings = {"model": model, "preset": preset, "sample_seed": sample_seed, **overrides}
         self._s = settings_for(preset, overrides)
         check_model(model, self._s)
-        self._model, self._run = model, None
+        self._model = model
+        self._run: Run | None = None
 
     def generate(self, inputs: list[str]) -> list[str]:
         from .protocol import run

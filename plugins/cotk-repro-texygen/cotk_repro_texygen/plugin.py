@@ -28,7 +28,7 @@ def _lazy_metric(cls_name: str):
 
         return getattr(metrics, cls_name)
 
-    build.metric_class = metric_class
+    build.metric_class = metric_class  # type: ignore[attr-defined]  # a function attribute: metrics/facts.py reads it
     build.__name__ = f"build_{cls_name}"
     build.__doc__ = f"Build cotk_repro_texygen.metrics.{cls_name}."
     return build
