@@ -36,8 +36,11 @@ def normalizer(form: str) -> Callable[[str], str] | None:
     """The function applying ``form`` to a text; None for ``none``."""
     if form == "none":
         return None
-    upper = form.upper()
-    return lambda text: unicodedata.normalize(upper, text)
+    if form == "nfc":
+        return lambda text: unicodedata.normalize("NFC", text)
+    if form == "nfkc":
+        return lambda text: unicodedata.normalize("NFKC", text)
+    raise MetricError(f"unknown normalize {form!r}; choose one of {', '.join(NORMALIZATIONS)}")
 
 
 __all__ = ["NORMALIZATIONS", "normalization", "normalizer"]
