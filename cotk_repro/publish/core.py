@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ..capture.git import open_repo
 from ..core.config import load_config
-from ..plugins import get_component
+from ..plugins import get_plugins
 from ..records import RunStore, short_id, validate_record
 from ..core.signing import sign_for_publish
 from ..errors import CotkError
@@ -73,6 +73,9 @@ def choose_targets(explicit: list[str] | None, config, *, use_git: bool = True, 
     known = registry("publish_target")
     unknown = [t for t in chosen if t not in known]
     if unknown:
+        refused = get_plugins().refusal("publish_target", unknown[0])
+        if refused is not None:
+            raise PublishError(refused)
         raise PublishError(f"unknown publish target {unknown[0]!r}; registered: {', '.join(sorted(known)) or 'none'}")
     chosen = [t for t in chosen if (use_git or t != "git") and (use_dashboard or t != "dashboard")]
     if not chosen:
@@ -115,7 +118,7 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
             steps.append({"target": "dashboard", "status": "skipped",
                           "detail": "no dashboard configured (dashboard.url, --dashboard or `cotk-repro login`)"})
             continue
-        target = get_component("publish_target", name)()
+        target = get_plugins().build("publish_target", name)
         try:
             steps.append(target.publish(ctx))
         except PublishError as exc:

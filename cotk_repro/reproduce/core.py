@@ -240,7 +240,7 @@ def reproduce(source_text, opts: ReproduceOptions | None = None, *,
             except ReproduceError as exc:
                 exc.step = exc.step or "source"
                 raise
-        runtime = get_plugins().get("runtime", runtime_name).obj()
+        runtime = get_plugins().build("runtime", runtime_name)
         if getattr(runtime, "on_host", False):
             outcome.notices.append(f"runtime {runtime_name}: the entry runs in {runtime.description}")
             if not opts.trust_remote_code and opts.confirm is None:
@@ -383,7 +383,7 @@ def _configured_runtime(config, name: str, runtime, outcome: Outcome, steps: Ste
         outcome.warnings.append(f"the project's config names the runtime {wanted!r}, which is not installed here; "
                                 f"using {name}")
         return name, runtime
-    other = registry[wanted].obj()
+    other = get_plugins().build("runtime", wanted)
     if getattr(other, "on_host", False):
         outcome.warnings.append(f"the project's config asks for the {wanted} runtime, which runs its code on this "
                                 f"host; that takes an explicit --runtime {wanted}, so {name} is used")
