@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ..capture.git import open_repo
 from ..core.config import load_config
 from ..plugins import get_plugins
-from ..records import RunStore, short_id, validate_record
+from ..records import RecordView, RunStore, short_id, validate_record
 from ..core.signing import sign_for_publish
 from ..errors import CotkError
 from . import PublishError
@@ -57,7 +57,7 @@ def _check_reproducible_from_dashboard(record: dict[str, Any], rid: str) -> None
     A record is immutable (its id is the hash of its content), so the remote it was pushed to later cannot be
     added to it: a record made before the project had a remote must be made again.
     """
-    if not (record.get("code") or {}).get("remote_url"):
+    if not RecordView.of(record).code.remote_url:
         raise PublishError(f"record {rid} names no git remote (it was made before the project had one), so a "
                            f"reproduction from the dashboard could not fetch its code",
                            hint="run it again with `cotk-repro run` now that the remote exists and publish that "
@@ -94,13 +94,14 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
     store = RunStore(root)
     folder = store.resolve(record_ref)
     record = validate_record(store.load_folder(folder), f"record {folder.name[:12]}")
-    rid = short_id(record["id"])
-    if record.get("status") != "ok":
-        raise PublishError(f"record {rid} is marked {record.get('status')}; only successful records can be published")
+    view = RecordView.of(record)  # validated: every field below is there and of its type
+    rid = short_id(view.id or "")
+    if not view.ok:
+        raise PublishError(f"record {rid} is marked {view.status}; only successful records can be published")
     warnings = []
-    if record["code"].get("dirty"):
+    if view.code.dirty:
         warnings.append(f"record {rid} was made from a dirty work tree: a reproduction checks out commit "
-                        f"{record['code']['commit'][:12]} without those changes")
+                        f"{(view.code.commit or '')[:12]} without those changes")
     signature, note = sign_for_publish(folder, record, root)
     if note:
         warnings.append(note)
@@ -124,7 +125,7 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
         except PublishError as exc:
             exc.steps = steps + exc.steps
             raise
-    return {"id": record["id"], "folder": str(folder), "steps": steps, "warnings": warnings,
+    return {"id": view.id, "folder": str(folder), "steps": steps, "warnings": warnings,
             "signed_by": _signer(signature)}
 
 

@@ -49,15 +49,15 @@ class Code:
     remote: Optional[str] = None
     #: credentials stripped (a local remote: ``local:NAME``)
     remote_url: Optional[str] = None
-    #: True only for a run made with ``run --allow-dirty``
-    dirty: bool = False
+    #: True only for a run made with ``run --allow-dirty`` (absent, as most records have it: None)
+    dirty: Optional[bool] = None
 
     @classmethod
     def of(cls, value: Any) -> Code:
         """Read ``code`` as recorded."""
         d = _obj(value)
         return cls(_str(d.get("commit")), _str(d.get("branch")), _str(d.get("remote")), _str(d.get("remote_url")),
-                   bool(d.get("dirty")))
+                   _bool(d.get("dirty")))
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,9 @@ class Environment:
     recorded: Any = None
     python_version: Optional[str] = None
     python_implementation: Optional[str] = None
+    python_major_minor: Optional[str] = None
     platform: Mapping[str, Any] = field(default_factory=dict)
+    #: ``packages`` as recorded (absent: an empty list; ``reproduce``'s lock judges the rest)
     packages_recorded: Any = None
     #: the package entries that are objects
     packages: tuple[Mapping[str, Any], ...] = ()
@@ -122,8 +124,9 @@ class Environment:
         """Read ``environment`` as recorded."""
         d = _obj(value)
         py = _obj(d.get("python"))
-        return cls(value, _str(py.get("version")), _str(py.get("implementation")), _obj(d.get("platform")),
-                   d.get("packages"), _objects(d.get("packages")), _objects(d.get("plugins")),
+        return cls(value, _str(py.get("version")), _str(py.get("implementation")), _str(py.get("major_minor")),
+                   _obj(d.get("platform")),
+                   d.get("packages", []), _objects(d.get("packages")), _objects(d.get("plugins")),
                    _objects(d.get("accelerators")), _str(d.get("cotk_repro_version")), _str(d.get("dockerfile")),
                    _str(d.get("dockerfile_sha256")))
 
