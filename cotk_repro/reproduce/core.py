@@ -160,7 +160,7 @@ def _fetch(source_text, workdir: Path, wanted: str | None, steps: Steps):
         if not view.ok:
             raise ReproduceError(f"record {short_id(view.id or '')} is marked {view.status}; "
                                  "there is no successful result to reproduce", step="select record")
-        repo.fetch_commit(view.code.commit, view.id)
+        repo.fetch_commit(view.code.commit or "", view.id or "")
     return source, repo, record
 
 
