@@ -28,12 +28,12 @@ it with :func:`product_problem`. The metric facts (direction, range, cost ...) h
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Protocol, Sequence, TypeVar, Union, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-__all__ = ["Tokenizer", "Dataloader", "ComputingMetric", "StreamingMetric", "MetricFacts", "Runtime",
-           "PublishTarget", "Generator", "Template", "Register", "TokenizerFactory", "DataloaderFactory",
-           "MetricFactory", "RuntimeFactory", "PublishTargetFactory", "GeneratorFactory", "contract_problem",
-           "product_problem"]
+__all__ = ["ComputingMetric", "Dataloader", "DataloaderFactory", "Generator", "GeneratorFactory", "MetricFactory",
+           "MetricFacts", "PublishTarget", "PublishTargetFactory", "Register", "Runtime", "RuntimeFactory",
+           "StreamingMetric", "Template", "Tokenizer", "TokenizerFactory", "contract_problem", "product_problem"]
 
 
 @runtime_checkable
@@ -62,7 +62,7 @@ class Dataloader(Protocol):
 class ComputingMetric(Protocol):
     """A metric that scores whole lists: ``compute(hypotheses, references) -> result dict``."""
 
-    def compute(self, hypotheses: Sequence[Any], references: Optional[Sequence[Any]] = None) -> Mapping[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> Mapping[str, Any]:
         """The result dict of whole lists (``{"<key>": value, "<key> hashvalue": hash, ...}``)."""
 
 
@@ -137,13 +137,13 @@ class Template(Protocol):
     description: str
     #: the folders its files come from, later ones overriding earlier ones
     folders: Sequence[Any]
-    task: Optional[str]
+    task: str | None
     dataset: str
     metrics: Sequence[str]
     dependencies: Sequence[str]
     context: Mapping[str, Any]
 
-    def summary(self, plugin: Optional[str] = None) -> Mapping[str, Any]:
+    def summary(self, plugin: str | None = None) -> Mapping[str, Any]:
         """What ``init --list-templates --json`` prints for it."""
 
 
@@ -159,10 +159,10 @@ class Register(Protocol[C_contra]):
 
 TokenizerFactory = Callable[..., Tokenizer]
 DataloaderFactory = Callable[..., Dataloader]
-MetricFactory = Callable[..., Union[ComputingMetric, StreamingMetric]]
+MetricFactory = Callable[..., ComputingMetric | StreamingMetric]
 RuntimeFactory = Callable[[], Runtime]
 PublishTargetFactory = Callable[[], PublishTarget]
-GeneratorFactory = Callable[..., Union[Generator, Callable[[str], str]]]
+GeneratorFactory = Callable[..., Generator | Callable[[str], str]]
 
 #: kind -> (positional arguments its factory is called with, the methods a class must have: name -> arguments)
 _CALLED: dict[str, tuple[int, dict[str, int]]] = {

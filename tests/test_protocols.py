@@ -10,13 +10,13 @@ import typing
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
+from test_plugins import _Plugin, extra_distribution
+
 from cotk_repro import hookspecs, protocols
 from cotk_repro.errors import PluginError
 from cotk_repro.plugins import KINDS, Plugins
 from cotk_repro.protocols import contract_problem, product_problem
-from test_plugins import _Plugin, extra_distribution
 
 
 class _Runtime:
@@ -58,7 +58,9 @@ class _Gen:
 
 
 class _Tok:
-    settings = {"name": "t"}
+    @property
+    def settings(self):
+        return {"name": "t"}
 
     def tokenize(self, text):
         return text.split()
@@ -145,7 +147,7 @@ def test_the_protocols_check_what_they_describe():
 
 
 def test_the_hook_specs_are_typed_by_the_protocols():
-    for kind, hook in KINDS.items():
+    for hook in KINDS.values():
         hints = typing.get_type_hints(getattr(hookspecs, hook))
         assert typing.get_origin(hints["register"]) is protocols.Register, hook
         assert hints["return"] is type(None)

@@ -15,11 +15,12 @@ pydantic, so ``run`` and the command line read their own records through it at n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any
 
 
-def _str(value: Any) -> Optional[str]:
+def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
@@ -31,12 +32,12 @@ def _objects(value: Any) -> tuple[Mapping[str, Any], ...]:
     return tuple(v for v in value if isinstance(v, dict)) if isinstance(value, list) else ()
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: Any) -> float | None:
     """A JSON number as recorded (an int stays an int: exports show it as written), else None."""
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _bool(value: Any) -> Optional[bool]:
+def _bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
@@ -44,13 +45,13 @@ def _bool(value: Any) -> Optional[bool]:
 class Code:
     """``code``: the git state the run was made from."""
 
-    commit: Optional[str] = None
-    branch: Optional[str] = None
-    remote: Optional[str] = None
+    commit: str | None = None
+    branch: str | None = None
+    remote: str | None = None
     #: credentials stripped (a local remote: ``local:NAME``)
-    remote_url: Optional[str] = None
+    remote_url: str | None = None
     #: True only for a run made with ``run --allow-dirty`` (absent, as most records have it: None)
-    dirty: Optional[bool] = None
+    dirty: bool | None = None
 
     @classmethod
     def of(cls, value: Any) -> Code:
@@ -64,9 +65,9 @@ class Code:
 class Project:
     """``project``: how the dashboard files the record."""
 
-    name: Optional[str] = None
-    task: Optional[str] = None
-    dataset: Optional[str] = None
+    name: str | None = None
+    task: str | None = None
+    dataset: str | None = None
 
     @classmethod
     def of(cls, value: Any) -> Project:
@@ -80,13 +81,13 @@ class Command:
     """``command``: what ran, where and how it ended; ``recorded`` is the section as recorded (any JSON)."""
 
     recorded: Any = None
-    entry: Optional[str] = None
-    cwd: Optional[str] = None
-    result_file: Optional[str] = None
+    entry: str | None = None
+    cwd: str | None = None
+    result_file: str | None = None
     args: tuple[str, ...] = ()
-    started_at: Optional[str] = None
-    duration_s: Optional[float] = None
-    exit_status: Optional[int] = None
+    started_at: str | None = None
+    duration_s: float | None = None
+    exit_status: int | None = None
 
     @classmethod
     def of(cls, value: Any) -> Command:
@@ -105,9 +106,9 @@ class Environment:
     """``environment``: what the run ran on; ``recorded`` and ``packages_recorded`` as recorded (any JSON)."""
 
     recorded: Any = None
-    python_version: Optional[str] = None
-    python_implementation: Optional[str] = None
-    python_major_minor: Optional[str] = None
+    python_version: str | None = None
+    python_implementation: str | None = None
+    python_major_minor: str | None = None
     platform: Mapping[str, Any] = field(default_factory=dict)
     #: ``packages`` as recorded (absent: an empty list; ``reproduce``'s lock judges the rest)
     packages_recorded: Any = None
@@ -115,9 +116,9 @@ class Environment:
     packages: tuple[Mapping[str, Any], ...] = ()
     plugins: tuple[Mapping[str, Any], ...] = ()
     accelerators: tuple[Mapping[str, Any], ...] = ()
-    cotk_repro_version: Optional[str] = None
-    dockerfile: Optional[str] = None
-    dockerfile_sha256: Optional[str] = None
+    cotk_repro_version: str | None = None
+    dockerfile: str | None = None
+    dockerfile_sha256: str | None = None
 
     @classmethod
     def of(cls, value: Any) -> Environment:
@@ -135,11 +136,11 @@ class Environment:
 class Result:
     """One metric's result: value, comparability hash (None: unverifiable), readable signature."""
 
-    value: Optional[float] = None
-    hash: Optional[str] = None
-    signature: Optional[str] = None
-    metric: Optional[str] = None
-    version: Optional[str] = None
+    value: float | None = None
+    hash: str | None = None
+    signature: str | None = None
+    metric: str | None = None
+    version: str | None = None
     #: the result object as recorded (what ``diff`` and the verdicts compare)
     recorded: Mapping[str, Any] = field(default_factory=dict)
 
@@ -156,9 +157,9 @@ class RecordView:
     """A record read through its documented fields (docs/spec.md section 4); ``raw`` is the record itself."""
 
     raw: Mapping[str, Any]
-    id: Optional[str]
-    status: Optional[str]
-    error: Optional[str]
+    id: str | None
+    status: str | None
+    error: str | None
     code: Code
     project: Project
     command: Command
@@ -166,8 +167,8 @@ class RecordView:
     #: metric name -> result, the entries that are objects, in the record's order
     results: Mapping[str, Result]
     #: the dataloader hash codes, when known
-    data: Optional[Mapping[str, Any]]
-    cotk_repro_version: Optional[str]
+    data: Mapping[str, Any] | None
+    cotk_repro_version: str | None
 
     @classmethod
     def of(cls, record: Any) -> RecordView:
