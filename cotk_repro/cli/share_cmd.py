@@ -75,7 +75,10 @@ def register(cli: typer.Typer) -> None:
             output.print_json(exp.results_document(doc, signature))
         elif card is not None:
             exp.update_card(card, doc, model_name)
-            output.info(f"updated the model-index of {card} ({output.plural(len(doc['results']), 'result')})")
+            from ..records.view import RecordView
+
+            n = len(RecordView.of(doc).results)
+            output.info(f"updated the model-index of {card} ({output.plural(n, 'result')})")
         else:
             typer.echo(exp.model_index_yaml(doc, model_name), nl=False)
 
