@@ -12,21 +12,28 @@ functions decorated by :data:`hookimpl`, exposed through the entry-point group
 
 Each ``register_*`` hook receives a ``register(name, component)`` callable.
 ``name`` is the name users type on the command line; the same name registered
-twice (by any plugins) is an error naming both plugins. A built-in name stays the
-built-in's: a lookup of it never loads or consults the other plugins, and a plugin
+twice (by any plugins) is an error naming both plugins. What each hook registers is
+typed by the protocols of :mod:`cotk_repro.protocols` (the signatures below); a component
+that does not honour its kind's is refused at registration with one sentence naming its
+plugin. A built-in name stays the built-in's: a lookup of it never loads or consults the other plugins, and a plugin
 that registers it is refused as a clash by ``cotk-repro plugins`` and ``run``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pluggy
+
+from .protocols import (DataloaderFactory, GeneratorFactory, MetricFactory, PublishTargetFactory, Register,
+                        RuntimeFactory, Template, TokenizerFactory)
 
 hookspec = pluggy.HookspecMarker("cotk_repro")
 hookimpl = pluggy.HookimplMarker("cotk_repro")
 
 
 @hookspec
-def register_tokenizers(register):
+def register_tokenizers(register: Register[TokenizerFactory]) -> None:
     """Register tokenizers: ``register(name, factory)``.
 
     ``factory(**options)`` returns an object with ``tokenize(text) -> list[str]``,
@@ -37,7 +44,7 @@ def register_tokenizers(register):
 
 
 @hookspec
-def register_dataloaders(register):
+def register_dataloaders(register: Register[DataloaderFactory]) -> None:
     """Register dataloaders: ``register(name, factory)``.
 
     ``factory(path, **options)`` loads a dataset folder and returns a dataloader
@@ -46,7 +53,7 @@ def register_dataloaders(register):
 
 
 @hookspec
-def register_metrics(register):
+def register_metrics(register: Register[MetricFactory]) -> None:
     """Register metrics: ``register(name, cls)``, ``cls`` a :class:`cotk_repro.metrics.Metric` subclass.
 
     The interface and the facts a metric declares (direction, range, references, level, cost) are
@@ -55,7 +62,7 @@ def register_metrics(register):
 
 
 @hookspec
-def register_runtimes(register):
+def register_runtimes(register: Register[RuntimeFactory]) -> None:
     """Register runtimes that rerun a recorded entry: ``register(name, factory)``.
 
     Built-ins: ``docker``, ``venv``, ``local``.
@@ -63,12 +70,12 @@ def register_runtimes(register):
 
 
 @hookspec
-def register_publish_targets(register):
+def register_publish_targets(register: Register[PublishTargetFactory]) -> None:
     """Register publish targets: ``register(name, factory)``. Built-ins: ``git``, ``dashboard``."""
 
 
 @hookspec
-def register_generators(register):
+def register_generators(register: Register[GeneratorFactory]) -> None:
     """Register text generators for ``cotk-repro compare``: ``register(name, factory)``.
 
     ``factory(**settings)`` returns an object with ``name``, ``version``,
@@ -77,7 +84,7 @@ def register_generators(register):
 
 
 @hookspec
-def register_templates(register):
+def register_templates(register: Register[Template]) -> None:
     """Register project templates for ``cotk-repro init --template``: ``register(name, template)``.
 
     ``template`` is a :class:`cotk_repro.scaffold.ProjectTemplate`: the folders its files come
@@ -86,5 +93,5 @@ def register_templates(register):
 
 
 @hookspec
-def register_commands(cli):
+def register_commands(cli: Any) -> None:
     """Add commands to the command line. ``cli`` is the root Typer application."""

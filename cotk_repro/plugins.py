@@ -20,6 +20,7 @@ from . import hookspecs
 from ._version import __version__
 from .core import entrypoints
 from .errors import PluginError
+from .protocols import contract_problem, product_problem
 
 BUILTIN_PLUGINS: tuple[str, ...] = (
     "cotk_repro.builtins.tokenizers",
@@ -86,46 +87,6 @@ class Component:
     obj: Any
     plugin: str
     plugin_version: str
-
-
-def contract_problem(kind: str, name: str, component: Any) -> str | None:
-    """Why ``component`` cannot be the ``kind`` ``name`` (None when it can), judged without calling it.
-
-    Metrics and tokenizers are registered as classes or factories: called with options as keywords (and, for a
-    parametrized name ``PREFIX:``, one argument), a metric class has ``compute()`` or ``forward()``/``close()``, a
-    tokenizer class has ``tokenize()``. A factory's product is checked when it is built.
-    """
-    if kind not in ("metric", "tokenizer"):
-        return None
-    if not callable(component):
-        return f"it is a {type(component).__name__}, not a class or a factory"
-    import inspect
-
-    args: tuple[Any, ...] = (name,) if name.endswith(":") else ()
-    try:
-        sig = inspect.signature(component)
-    except (TypeError, ValueError):  # a builtin without a signature: nothing to tell
-        sig = None
-    if sig is not None:
-        try:
-            sig.bind(*args)
-        except TypeError:
-            return (f"it cannot be called with {'one argument' if args else 'no arguments'} "
-                    f"(a factory takes its options as keywords; {sig} here)")
-    if not isinstance(component, type):
-        return None
-    if kind == "tokenizer":
-        return None if callable(getattr(component, "tokenize", None)) else "its class has no tokenize()"
-    base = next((k for k in component.__mro__ if k.__module__ == "cotk_repro.metrics.base" and k.__name__ == "Metric"),
-                None)
-    if base is not None:  # the base class has all three; one of compute or close must be the subclass's own
-        if component.compute is base.compute and component.close is base.close:
-            return "it overrides neither compute() nor forward()/close() of cotk_repro.metrics.Metric"
-        return None
-    streams = callable(getattr(component, "forward", None)) and callable(getattr(component, "close", None))
-    if not (streams or callable(getattr(component, "compute", None))):
-        return "its class has neither forward()/close() nor compute()"
-    return None
 
 
 def builtins_only() -> bool:
@@ -206,7 +167,7 @@ class Plugins:
         refused: dict[str, str] = {}
         refused_by: dict[str, str] = {}
 
-        def make_register(plugin_name: str):
+        def make_register(plugin_name: str) -> Callable[[str, Any], None]:
             info = self.infos[plugin_name]
 
             def register(name: str, component: Any) -> None:
@@ -222,8 +183,9 @@ class Plugins:
                     return
                 problem = contract_problem(kind, name, component)
                 if problem is not None:  # never listed, never used: one sentence naming the plugin instead
-                    refused[name] = (f"plugin {plugin_name!r} registers the {kind} {name!r}, which does not honour "
-                                     f"the {kind} contract: {problem}")
+                    said = kind.replace("_", " ")
+                    refused[name] = (f"{self.describe(plugin_name)} registers the {said} {name!r}, which does not "
+                                     f"honour the {said} contract: {problem}")
                     refused_by[name] = plugin_name
                     info.refused.append(refused[name])
                     return
@@ -236,6 +198,24 @@ class Plugins:
         self._registries[kind] = registry
         self._conflicts[kind] = conflicts
         self._refused[kind] = refused
+
+    def describe(self, plugin_name: str) -> str:
+        """``plugin 'NAME'``, with its module when that is not its name (``plugin 'dist' (dist_module)``)."""
+        info = self.infos.get(plugin_name)
+        module = info.module if info is not None else plugin_name
+        return f"plugin {plugin_name!r}" + (f" ({module})" if module != plugin_name else "")
+
+    def build(self, kind: str, name: str, *args: Any, **options: Any) -> Any:
+        """The ``kind`` ``name`` built with ``args`` and ``options``: refused with one sentence naming its plugin
+        (:class:`PluginError`) when what it builds does not honour its protocol (:mod:`cotk_repro.protocols`)."""
+        component = self.get(kind, name)
+        product = component.obj(*args, **options)
+        problem = product_problem(kind, product)
+        if problem is not None:
+            said = kind.replace("_", " ")
+            raise PluginError(f"{self.describe(component.plugin)} registers the {said} {name!r}, which does not "
+                              f"honour the {said} contract: {problem}")
+        return product
 
     def refusal(self, kind: str, name: str) -> str | None:
         """The sentence that refused ``kind`` ``name`` at registration, or None."""
@@ -332,3 +312,8 @@ def get_component(kind: str, name: str) -> Any:
 def registry(kind: str) -> dict[str, Component]:
     """Return every registered component of `kind`, by name."""
     return get_plugins().registry(kind)
+
+
+def refusal(kind: str, name: str) -> str | None:
+    """The one sentence that refused ``kind`` ``name`` at registration (its plugin breaks its contract), or None."""
+    return get_plugins().refusal(kind, name)

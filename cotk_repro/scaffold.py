@@ -52,6 +52,11 @@ def get_template(name: str) -> ProjectTemplate:
     """Return the registered project template `name`; raise CotkError naming the available ones."""
     templates = registered_templates()
     if name not in templates:
+        from .plugins import refusal
+
+        refused = refusal("template", name)
+        if refused is not None:
+            raise CotkError(refused)
         raise CotkError(f"unknown template {name!r}; available: {', '.join(sorted(templates))}")
     return templates[name].obj
 

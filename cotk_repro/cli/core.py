@@ -83,15 +83,19 @@ def run(
                       echo=False if quiet else ("stderr" if json_out else True),
                       meanwhile=None if json_out else output.prepare_tables)
     record = outcome.record
+    from ..records.view import RecordView
+
+    view = RecordView.of(record)
     if outcome.error is not None:
-        output.info(f"recorded as {record['status']}: {record['id']}")
+        output.info(f"recorded as {view.status}: {view.id}")
         raise outcome.error
     if json_out:
         output.print_json(record)
         return
-    output.console.print(f"record {record['id']}")
-    output.console.print(output.table("results", ["metric", "value", "hash", "signature"], _results_rows(record["results"])))
-    if record["code"]["dirty"]:
+    output.console.print(f"record {view.id}")
+    output.console.print(output.table("results", ["metric", "value", "hash", "signature"],
+                                      _results_rows(view.recorded_results())))
+    if view.code.dirty:
         output.warn("the work tree was dirty: this record is marked dirty and cannot be reproduced exactly")
 
 
@@ -102,23 +106,24 @@ def runs(
 ) -> None:
     """List the local records of this project, newest first."""
     store = _store_here()
-    records = [r for r in store.all() if all_ or r.get("status") == "ok"]
+    from ..records.view import RecordView
+
+    records = [v for v in map(RecordView.of, store.all()) if all_ or v.ok]
     if store.ignored:
         output.warn(f"ignoring {len(store.ignored)} record folder(s) in {store.runs} that cotk-repro did not write on "
                     "this machine (they may have come with the repository)")
     if json_out:
         output.print_json([
-            {"id": r["id"], "status": r.get("status"), "started_at": r["command"].get("started_at"),
-             "entry": r["command"].get("entry"), "commit": r["code"].get("commit"), "dirty": r["code"].get("dirty"),
-             "results": {k: v.get("value") for k, v in r.get("results", {}).items()}}
+            {"id": r.id, "status": r.status, "started_at": r.command.started_at, "entry": r.command.entry,
+             "commit": r.code.commit, "dirty": r.code.dirty, "results": {k: v.value for k, v in r.results.items()}}
             for r in records])
         return
     if not records:
         output.info("no records yet; run `cotk-repro run`")
         return
-    rows = [[r["id"].removeprefix("sha256:")[:12], r.get("status"), r["command"].get("started_at"),
-             r["command"].get("entry"), (r["code"].get("commit") or "")[:8] + (" (dirty)" if r["code"].get("dirty") else ""),
-             ", ".join(f"{k}={output.fmt_value(v.get('value'))}" for k, v in r.get("results", {}).items())]
+    rows = [[(r.id or "").removeprefix("sha256:")[:12], r.status, r.command.started_at, r.command.entry,
+             (r.code.commit or "")[:8] + (" (dirty)" if r.code.dirty else ""),
+             ", ".join(f"{k}={output.fmt_value(v.value)}" for k, v in r.results.items())]
             for r in records]
     output.console.print(output.table("runs", ["id", "status", "started", "entry", "commit", "results"], rows))
 
@@ -133,26 +138,31 @@ def show(
     if json_out:
         output.print_json(r)
         return
-    code, env, cmd = r["code"], r["environment"], r["command"]
+    from ..records.view import RecordView
+
+    view = RecordView.of(r)
+    code, env, cmd, project = view.code, view.environment, view.command, view.project
     lines = [
-        f"id        {r['id']}",
-        f"status    {r['status']}" + (f" ({r['error']})" if r.get("error") else ""),
-        f"project   {r['project'].get('name')}  task={r['project'].get('task') or '-'}  dataset={r['project'].get('dataset') or '-'}",
-        f"code      {code.get('commit')} on {code.get('branch') or '(detached)'}" + ("  DIRTY" if code.get("dirty") else ""),
-        f"remote    {code.get('remote_url') or '-'}",
-        f"python    {env['python']['implementation']} {env['python']['version']} on {env['platform']['system']}/{env['platform']['machine']}",
-        f"packages  {len(env.get('packages', []))} distributions; plugins: "
-        + ", ".join(f"{p['name']} {p['version']}" for p in env.get("plugins", [])),
-        f"command   python {cmd['entry']} {' '.join(cmd.get('args', []))}  (in {cmd.get('cwd')}, exit {cmd.get('exit_status')}, {cmd.get('duration_s')} s)",
-        f"started   {cmd.get('started_at')}",
-        f"docker    Dockerfile sha256 {env.get('dockerfile_sha256', '')[:16]}",
+        f"id        {view.id}",
+        f"status    {view.status}" + (f" ({view.error})" if view.error else ""),
+        f"project   {project.name}  task={project.task or '-'}  dataset={project.dataset or '-'}",
+        f"code      {code.commit} on {code.branch or '(detached)'}" + ("  DIRTY" if code.dirty else ""),
+        f"remote    {code.remote_url or '-'}",
+        f"python    {env.python_implementation} {env.python_version} on {env.platform.get('system')}/"
+        f"{env.platform.get('machine')}",
+        f"packages  {len(env.packages)} distributions; plugins: "
+        + ", ".join(f"{p.get('name')} {p.get('version')}" for p in env.plugins),
+        f"command   python {cmd.entry} {' '.join(cmd.args)}  (in {cmd.cwd}, exit {cmd.exit_status}, {cmd.duration_s} s)",
+        f"started   {cmd.started_at}",
+        f"docker    Dockerfile sha256 {(env.dockerfile_sha256 or '')[:16]}",
     ]
     for line in lines:
         output.console.print(output.safe(line), markup=False, soft_wrap=True)
-    if r.get("results"):
-        output.console.print(output.table("results", ["metric", "value", "hash", "signature"], _results_rows(r["results"])))
-    if r.get("data"):
-        output.console.print(output.table("data hash codes", ["hash", "value"], [[k, v] for k, v in r["data"].items()]))
+    if view.results:
+        output.console.print(output.table("results", ["metric", "value", "hash", "signature"],
+                                          _results_rows(view.recorded_results())))
+    if view.data:
+        output.console.print(output.table("data hash codes", ["hash", "value"], [[k, v] for k, v in view.data.items()]))
 
 
 def render_verdicts(rows, verdict: str, title: str = "verdict",
@@ -173,8 +183,10 @@ def render_verdicts(rows, verdict: str, title: str = "verdict",
 
 def _doc_label(doc: dict, given: str) -> str:
     """A record by its short id (``3f2a9c1b7d4e``), anything else as the user named it."""
-    rid = doc.get("id")
-    return rid.removeprefix("sha256:")[:12] if isinstance(rid, str) else given
+    from ..records.view import RecordView
+
+    rid = RecordView.of(doc).id
+    return rid.removeprefix("sha256:")[:12] if rid is not None else given
 
 
 @app.command()

@@ -66,16 +66,19 @@ def register(cli: typer.Typer) -> None:
         kept = keep or folder is not None
         outcome = result.reproduction
         verdict = outcome.verdict
+        from ..records.view import RecordView
+
+        view = RecordView.of(result.record)
         try:
             if json_out:
-                output.print_json({"folder": str(result.folder), "kept": kept, "record_id": result.record["id"],
-                                   "results": result.record["results"], "dashboard": result.dashboard_url,
+                output.print_json({"folder": str(result.folder), "kept": kept, "record_id": view.id,
+                                   "results": view.recorded_results(), "dashboard": result.dashboard_url,
                                    "record_url": result.record_url, "runtime": result.runtime,
                                    "reproduction": verdict, "timings_s": result.timings})
             else:
-                rows = [[name, output.fmt_value(item["value"]), output.fmt_hash(item.get("hash"))]
-                        for name, item in result.record["results"].items()]
-                output.console.print(output.table(f"record {result.record['id'][:19]}", ["metric", "value", "hash"], rows))
+                rows = [[name, output.fmt_value(item.value), output.fmt_hash(item.hash)]
+                        for name, item in view.results.items()]
+                output.console.print(output.table(f"record {(view.id or '')[:19]}", ["metric", "value", "hash"], rows))
                 if outcome.error is not None:
                     output.error(outcome.error.message, outcome.error.hint, outcome.error.log)
                 else:

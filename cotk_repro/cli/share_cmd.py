@@ -26,13 +26,16 @@ def _load(record_ref: str) -> tuple[dict, str | None]:
     except CotkError:
         store = None
     doc = load_document(record_ref, store)
-    if not doc.get("id"):
+    from ..records.view import RecordView
+
+    rid = RecordView.of(doc).id
+    if not rid:
         raise CotkError(f"{record_ref} is a result file, not a record: export needs a record (`cotk-repro run` "
                         "writes one)")
     signature = None
     if store is not None:
         try:
-            sig = store.resolve(doc["id"]) / "record.sig"
+            sig = store.resolve(rid) / "record.sig"
             signature = sig.read_text(encoding="utf-8") if sig.is_file() and not sig.is_symlink() else None
         except (CotkError, OSError):
             signature = None
@@ -72,7 +75,10 @@ def register(cli: typer.Typer) -> None:
             output.print_json(exp.results_document(doc, signature))
         elif card is not None:
             exp.update_card(card, doc, model_name)
-            output.info(f"updated the model-index of {card} ({output.plural(len(doc['results']), 'result')})")
+            from ..records.view import RecordView
+
+            n = len(RecordView.of(doc).results)
+            output.info(f"updated the model-index of {card} ({output.plural(n, 'result')})")
         else:
             typer.echo(exp.model_index_yaml(doc, model_name), nl=False)
 

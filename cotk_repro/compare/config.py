@@ -355,15 +355,15 @@ def _make_format(d: dict[str, Any], base: TextFormat | None, p: tuple, fail) -> 
             raise fail(p + (key,), f"'{key}' must not be empty")
     fmt = TextFormat.from_dict(d, base)
     if not fmt.tokenized and "tokenizer" in d:
-        from ..plugins import registry
+        from ..plugins import refusal, registry
 
         try:
             known = registry("tokenizer")
         except CotkError as exc:
             raise fail(p + ("tokenizer",), exc.message) from None
         if fmt.tokenizer not in known:
-            raise fail(p + ("tokenizer",), f"unknown tokenizer {fmt.tokenizer!r}; registered: "
-                                           f"{', '.join(sorted(known)) or 'none'}")
+            raise fail(p + ("tokenizer",), refusal("tokenizer", fmt.tokenizer)
+                       or f"unknown tokenizer {fmt.tokenizer!r}; registered: {', '.join(sorted(known)) or 'none'}")
     return fmt
 
 
@@ -384,7 +384,7 @@ def _find_gold(folder: Path, p: tuple, fail) -> Path:
 
 
 def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
-    from ..plugins import registry
+    from ..plugins import refusal, registry
 
     if not raw:
         raise fail((), "no [[metric]] is defined")
@@ -400,7 +400,8 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
         if name is None:
             raise fail(p, "every [[metric]] needs a 'name'")
         if name not in known:
-            raise fail(p + ("name",), f"unknown metric {name!r}; registered: {', '.join(sorted(known)) or 'none'}")
+            raise fail(p + ("name",), refusal("metric", name)
+                       or f"unknown metric {name!r}; registered: {', '.join(sorted(known)) or 'none'}")
         label = m.get("label", name)
         _check_name(label.replace("{key}", "k"), "metric label", p + ("label" if "label" in m else "name",), fail)
         if label in labels:
@@ -446,7 +447,7 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
 
 
 def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) -> list[SystemSpec]:
-    from ..plugins import registry
+    from ..plugins import refusal, registry
 
     all_names = tuple(ds.name for ds in datasets)
     systems: list[SystemSpec] = []
@@ -500,8 +501,8 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                     raise fail(p + ("generator",), exc.message) from None
             gen = s["generator"]
             if gen not in generators:
-                raise fail(p + ("generator",), f"unknown generator {gen!r}; registered: "
-                                               f"{', '.join(sorted(generators)) or 'none'}")
+                raise fail(p + ("generator",), refusal("generator", gen)
+                           or f"unknown generator {gen!r}; registered: {', '.join(sorted(generators)) or 'none'}")
             settings = dict(s.get("settings", {}))
             try:
                 generators[gen].obj(**settings)

@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from ..records.view import RecordView
 from . import leaderboard as lb
 from . import store
 from . import table as tb
@@ -172,20 +173,13 @@ def _s(v: Any) -> str:
 
 def record_view(data: dict[str, Any]) -> dict[str, Any]:
     """Everything the record page shows, from a stored record (tolerant of odd shapes)."""
-    rec = data["record"]
-    d = lambda key: rec.get(key) if isinstance(rec.get(key), dict) else {}  # noqa: E731
-    code, env, project, command = d("code"), d("environment"), d("project"), d("command")
-    py = env.get("python") if isinstance(env.get("python"), dict) else {}
-    plat = env.get("platform") if isinstance(env.get("platform"), dict) else {}
-    packages = [p for p in env.get("packages", []) if isinstance(p, dict)] if isinstance(env.get("packages"), list) else []
-    plugins = [p for p in env.get("plugins", []) if isinstance(p, dict)] if isinstance(env.get("plugins"), list) else []
-    accels = [a for a in env.get("accelerators", []) if isinstance(a, dict)] if isinstance(env.get("accelerators"), list) else []
+    view = RecordView.of(data["record"])
+    project, code, env, command = view.project, view.code, view.environment, view.command
     results = []
-    for name, r in sorted(rec.get("results", {}).items()):
-        r = r if isinstance(r, dict) else {}
-        results.append({"name": name, "value": r.get("value"), "hash": r.get("hash"), "signature": r.get("signature"),
-                        "metric": r.get("metric"), "version": r.get("version"),
-                        "board": board_url(_s(project.get("task")), _s(project.get("dataset")), name)})
+    for name, r in sorted(view.results.items()):
+        results.append({"name": name, "value": r.value, "hash": r.hash, "signature": r.signature,
+                        "metric": r.metric, "version": r.version,
+                        "board": board_url(_s(project.task), _s(project.dataset), name)})
     repros = []
     for rep in data["reproductions"]:
         v = rep["verdict"]
@@ -199,22 +193,22 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
                        "superseded": bool(rep.get("superseded")), "signed": bool(rep.get("signed")),
                        "key": rep.get("key")})
     return {
-        "id": rec.get("id"), "status": _s(rec.get("status")), "error": rec.get("error"),
+        "id": view.id, "status": _s(view.status), "error": view.error,
         "user": data["user"], "submitted_at": data["submitted_at"],
         "signed": bool(data.get("signed")), "key": data.get("key"), "mirrored_by": data.get("mirrored_by") or [],
-        "project": {"name": _s(project.get("name")), "task": _s(project.get("task")),
-                    "dataset": _s(project.get("dataset"))},
-        "code": {"commit": _s(code.get("commit")), "branch": _s(code.get("branch")),
-                 "remote_url": _s(code.get("remote_url")), "dirty": bool(code.get("dirty")),
-                 "link": commit_link(code.get("remote_url"), code.get("commit"))},
-        "command": {k: command.get(k) for k in ("entry", "args", "cwd", "started_at", "duration_s", "exit_status")},
-        "python": f"{_s(py.get('implementation'))} {_s(py.get('version'))}".strip(),
-        "platform": " ".join(_s(plat.get(k)) for k in ("system", "release", "machine")).strip(),
-        "cotk_repro_version": _s(env.get("cotk_repro_version") or rec.get("cotk_repro_version")),
-        "packages": packages, "plugins": plugins, "accelerators": accels,
-        "dockerfile": env.get("dockerfile") if isinstance(env.get("dockerfile"), str) else None,
-        "dockerfile_sha256": _s(env.get("dockerfile_sha256")),
-        "data": rec.get("data") if isinstance(rec.get("data"), dict) else None,
+        "project": {"name": _s(project.name), "task": _s(project.task), "dataset": _s(project.dataset)},
+        "code": {"commit": _s(code.commit), "branch": _s(code.branch), "remote_url": _s(code.remote_url),
+                 "dirty": bool(code.dirty), "link": commit_link(code.remote_url, code.commit)},
+        "command": {"entry": command.entry, "args": command.args, "cwd": command.cwd,
+                    "started_at": command.started_at, "duration_s": command.duration_s,
+                    "exit_status": command.exit_status},
+        "python": f"{_s(env.python_implementation)} {_s(env.python_version)}".strip(),
+        "platform": " ".join(_s(env.platform.get(k)) for k in ("system", "release", "machine")).strip(),
+        "cotk_repro_version": _s(env.cotk_repro_version or view.cotk_repro_version),
+        "packages": env.packages, "plugins": env.plugins, "accelerators": env.accelerators,
+        "dockerfile": env.dockerfile,
+        "dockerfile_sha256": _s(env.dockerfile_sha256),
+        "data": view.data,
         "results": results,
         "reproductions": repros,
         "reproduced_by": store.reproduced_by(data["reproductions"]),

@@ -28,7 +28,7 @@ from sqlalchemy import distinct, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..errors import CotkError
-from ..records import ID_PREFIX, validate_record
+from ..records import ID_PREFIX, RecordView, validate_record
 from ..core.signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproduction_bytes
 from .auth import Principal, now_iso
 from .db import Database
@@ -125,22 +125,23 @@ def validate_upload(record: Any) -> dict[str, Any]:
         extra = undefined_key(record)
         if extra is not None:  # the signature covers it, but nothing here would show or rank it: not stored
             raise Invalid(f"the record has a key the record schema does not define: {extra[:80]!r}")
-        results = record["results"]
+        view = RecordView.of(record)  # validated: every result is an object with a finite value
+        results = view.results
         for name in results:
             _name(name, "metric name")
         # values of metrics no loaded metric declares are not taken: kept in the (signed) record, never ranked
         unranked = sorted(k for k in results if not known_metric(k))
-        columns = {k: (float(v["value"]), v["hash"].lower() if v.get("hash") else None) for k, v in results.items()
-                   if k not in unranked}
+        columns = {k: (float(r.value), r.hash.lower() if r.hash else None) for k, r in results.items()
+                   if k not in unranked and r.value is not None}
         check_values(columns, "the record")
-        project = record["project"]
+        project = view.project
         return {
-            "record_id": record["id"],
-            "task": _name(project.get("task"), "project task"),
-            "dataset": _name(project.get("dataset"), "project dataset"),
-            "project_name": _name(project.get("name"), "project name"),
-            "status": record["status"],
-            "dirty": (record.get("code") or {}).get("dirty") is True,
+            "record_id": view.id,
+            "task": _name(project.task, "project task"),
+            "dataset": _name(project.dataset, "project dataset"),
+            "project_name": _name(project.name, "project name"),
+            "status": view.status,
+            "dirty": view.code.dirty is True,
             "results": columns,
             "unranked": unranked,
         }

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..records.diffing import compare_results, overall
+from ..records.view import RecordView
 from ..errors import CotkError
 from ..core.results import RESULT_SCHEMA, normalize_results
 
@@ -91,6 +92,6 @@ def server_verdict(record: dict[str, Any], reproduction: dict[str, Any]) -> tupl
     else:
         normalized = {}
     tolerances = _tolerances(reproduction)
-    rows = compare_results(record.get("results") or {}, normalized,
+    rows = compare_results(RecordView.of(record).recorded_results(), normalized,
                            lambda m: tolerances.get(m, DEFAULT_TOLERANCE))
     return overall(rows), [r.as_dict() for r in rows]

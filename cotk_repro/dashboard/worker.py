@@ -136,10 +136,11 @@ def docker_reproducer(base_image: str | None = None, *, timeout: float | None = 
                       cpus: float | None = None) -> Reproducer:
     """Reproduce a record with the Docker runtime from the git remote it names (never a host runtime)."""
     from ..reproduce.core import ReproduceOptions, reproduce
+    from ..records.view import RecordView
     from ..reproduce.source import source_for_record
 
     def run(record: dict[str, Any]) -> dict[str, Any]:
-        check_remote((record.get("code") or {}).get("remote_url") if isinstance(record.get("code"), dict) else None)
+        check_remote(RecordView.of(record).code.remote_url)
         try:
             source = source_for_record(record)
         except CotkError as exc:

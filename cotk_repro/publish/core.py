@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 from ..capture.git import open_repo
 from ..core.config import load_config
-from ..plugins import get_component
-from ..records import RunStore, short_id, validate_record
+from ..plugins import get_plugins
+from ..records import RecordView, RunStore, short_id, validate_record
 from ..core.signing import sign_for_publish
 from ..errors import CotkError
 from . import PublishError
@@ -57,7 +57,7 @@ def _check_reproducible_from_dashboard(record: dict[str, Any], rid: str) -> None
     A record is immutable (its id is the hash of its content), so the remote it was pushed to later cannot be
     added to it: a record made before the project had a remote must be made again.
     """
-    if not (record.get("code") or {}).get("remote_url"):
+    if not RecordView.of(record).code.remote_url:
         raise PublishError(f"record {rid} names no git remote (it was made before the project had one), so a "
                            f"reproduction from the dashboard could not fetch its code",
                            hint="run it again with `cotk-repro run` now that the remote exists and publish that "
@@ -73,6 +73,9 @@ def choose_targets(explicit: list[str] | None, config, *, use_git: bool = True, 
     known = registry("publish_target")
     unknown = [t for t in chosen if t not in known]
     if unknown:
+        refused = get_plugins().refusal("publish_target", unknown[0])
+        if refused is not None:
+            raise PublishError(refused)
         raise PublishError(f"unknown publish target {unknown[0]!r}; registered: {', '.join(sorted(known)) or 'none'}")
     chosen = [t for t in chosen if (use_git or t != "git") and (use_dashboard or t != "dashboard")]
     if not chosen:
@@ -91,13 +94,14 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
     store = RunStore(root)
     folder = store.resolve(record_ref)
     record = validate_record(store.load_folder(folder), f"record {folder.name[:12]}")
-    rid = short_id(record["id"])
-    if record.get("status") != "ok":
-        raise PublishError(f"record {rid} is marked {record.get('status')}; only successful records can be published")
+    view = RecordView.of(record)  # validated: every field below is there and of its type
+    rid = short_id(view.id or "")
+    if not view.ok:
+        raise PublishError(f"record {rid} is marked {view.status}; only successful records can be published")
     warnings = []
-    if record["code"].get("dirty"):
+    if view.code.dirty:
         warnings.append(f"record {rid} was made from a dirty work tree: a reproduction checks out commit "
-                        f"{record['code']['commit'][:12]} without those changes")
+                        f"{(view.code.commit or '')[:12]} without those changes")
     signature, note = sign_for_publish(folder, record, root)
     if note:
         warnings.append(note)
@@ -115,13 +119,13 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
             steps.append({"target": "dashboard", "status": "skipped",
                           "detail": "no dashboard configured (dashboard.url, --dashboard or `cotk-repro login`)"})
             continue
-        target = get_component("publish_target", name)()
+        target = get_plugins().build("publish_target", name)
         try:
             steps.append(target.publish(ctx))
         except PublishError as exc:
             exc.steps = steps + exc.steps
             raise
-    return {"id": record["id"], "folder": str(folder), "steps": steps, "warnings": warnings,
+    return {"id": view.id, "folder": str(folder), "steps": steps, "warnings": warnings,
             "signed_by": _signer(signature)}
 
 

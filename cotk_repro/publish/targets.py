@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..capture.git import strip_credentials
 from ..core.config import ProjectConfig
-from ..records import short_id
+from ..records import RecordView, short_id
 from . import PublishError
 from ..core.git import GitError, git, out, rev_parse
 from ..remote.gitrecords import DEFAULT_REF, add_to_ref, record_files, record_path
@@ -79,7 +79,8 @@ class GitTarget:
     def publish(self, ctx: PublishContext) -> dict[str, Any]:
         from .github import maybe_create
 
-        root, record = ctx.root, ctx.record
+        root, record = ctx.root, RecordView.of(ctx.record)  # validated by publish before any target runs
+        rid = record.id or ""
         remote = ctx.remote or ctx.config.get("publish", "remote") or "origin"
         ref = ctx.config.get("publish", "records_ref") or DEFAULT_REF
         if not ref.startswith("refs/"):
@@ -101,8 +102,7 @@ class GitTarget:
         if github == "created":
             ctx.on_status(f"created the GitHub repository for {shown}")
 
-        commit = record["code"]["commit"]
-        branch = record["code"].get("branch")
+        commit, branch = record.code.commit or "", record.code.branch
         ctx.on_status(f"checking that commit {commit[:12]} is on {remote}")
         refs = _ls_remote(root, remote, shown)
         on = commit_on_remote(root, remote, commit, refs)
@@ -111,10 +111,10 @@ class GitTarget:
             if not ctx.push:
                 what = f"git push {remote} {branch}" if branch else f"git push {remote} {commit}:refs/heads/BRANCH"
                 raise PublishError(
-                    f"commit {commit[:12]} of record {short_id(record['id'])} is not on the remote {remote!r} ({shown})",
+                    f"commit {commit[:12]} of record {short_id(rid)} is not on the remote {remote!r} ({shown})",
                     hint=f"push it with `{what}`, or rerun `cotk-repro publish --push`")
             if not branch:
-                raise PublishError(f"record {short_id(record['id'])} was made on a detached HEAD, so there is no branch to push",
+                raise PublishError(f"record {short_id(rid)} was made on a detached HEAD, so there is no branch to push",
                                    hint=f"push commit {commit[:12]} to a branch yourself: git push {remote} {commit}:refs/heads/BRANCH")
             local = rev_parse(root, f"refs/heads/{branch}")
             contains = local and git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, local, check=False).returncode == 0
@@ -132,9 +132,9 @@ class GitTarget:
             git(root, "fetch", "-q", "--no-tags", "--", remote, f"+{ref}:{TMP_REMOTE_REF}", what="git fetch (records ref)")
             merge_with = [TMP_REMOTE_REF]
         try:
-            files = {f"{record_path(record['id'])}/{name}": data for name, data in record_files(ctx.folder, logs=bool(ctx.config.get("publish", "logs"))).items()}
+            files = {f"{record_path(rid)}/{name}": data for name, data in record_files(ctx.folder, logs=bool(ctx.config.get("publish", "logs"))).items()}
             update = add_to_ref(root, ref, files, merge_with=merge_with,
-                                message=f"cotk-repro record {record['id']}\n\ncommit {commit}\n")
+                                message=f"cotk-repro record {rid}\n\ncommit {commit}\n")
             if refs.get(ref) == update.commit:
                 status = "up to date"
             else:
@@ -177,7 +177,7 @@ class DashboardTarget:
         except DashboardError as exc:
             raise PublishError(
                 f"{exc.message}; the record is kept locally in {ctx.folder}",
-                hint=f"retry later with `cotk-repro publish {short_id(ctx.record['id'])} --no-git`"
+                hint=f"retry later with `cotk-repro publish {short_id(RecordView.of(ctx.record).id or '')} --no-git`"
                      + (" " + exc.hint if exc.hint else ""),
             ) from None
         return {"target": "dashboard", "status": "uploaded" if answer["created"] else "already there",

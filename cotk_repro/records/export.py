@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from huggingface_hub import EvalResult, ModelCardData
 
 from ..errors import CotkError
+from .view import RecordView
 
 #: cotk-repro task names -> Hugging Face task types (the hub's pipeline tags); others map to text-generation
 HF_TASKS = {
@@ -31,16 +32,17 @@ HF_TASKS = {
 
 def results_document(record: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
     """``--format json``: the record's id, project and results (value, hash, signature) and its SSH signature."""
-    project = record.get("project") or {}
+    view = RecordView.of(record)
+    project = view.project
     return {
         "schema": "cotk-repro/results-export",
         "schema_version": 1,
-        "record_id": record.get("id"),
-        "project": {k: project.get(k) for k in ("name", "task", "dataset")},
-        "commit": (record.get("code") or {}).get("commit"),
-        "dirty": bool((record.get("code") or {}).get("dirty")),
-        "results": {name: {"value": r.get("value"), "hash": r.get("hash"), "signature": r.get("signature")}
-                    for name, r in sorted((record.get("results") or {}).items())},
+        "record_id": view.id,
+        "project": {"name": project.name, "task": project.task, "dataset": project.dataset},
+        "commit": view.code.commit,
+        "dirty": bool(view.code.dirty),
+        "results": {name: {"value": r.value, "hash": r.hash, "signature": r.signature}
+                    for name, r in sorted(view.results.items())},
         "record_signature": signature,
     }
 
@@ -48,22 +50,22 @@ def results_document(record: dict[str, Any], signature: str | None = None) -> di
 def _eval_results(record: dict[str, Any]) -> list[EvalResult]:
     from huggingface_hub import EvalResult
 
-    project = record.get("project") or {}
-    task = project.get("task") or "language-generation"
-    dataset = project.get("dataset") or "unknown"
+    view = RecordView.of(record)
+    task = view.project.task or "language-generation"
+    dataset = view.project.dataset or "unknown"
     out = []
-    for name, r in sorted((record.get("results") or {}).items()):
-        args = {"hash": r.get("hash"), "signature": r.get("signature"), "record": record.get("id")}
+    for name, r in sorted(view.results.items()):
+        args = {"hash": r.hash, "signature": r.signature, "record": view.id}
         out.append(EvalResult(
             task_type=HF_TASKS.get(task, "text-generation"), task_name=task,
             dataset_type=dataset, dataset_name=dataset,
-            metric_type=r.get("metric") or name, metric_name=name, metric_value=r.get("value"),
-            metric_config=r.get("hash") or "unverifiable",
+            metric_type=r.metric or name, metric_name=name, metric_value=r.value,
+            metric_config=r.hash or "unverifiable",
             metric_args={k: v for k, v in args.items() if v is not None},
             verified=False,
         ))
     if not out:
-        raise CotkError(f"record {record.get('id')} has no results to export")
+        raise CotkError(f"record {view.id} has no results to export")
     return out
 
 
@@ -71,8 +73,8 @@ def model_card_data(record: dict[str, Any], model_name: str | None = None) -> Mo
     """The record as huggingface_hub ``ModelCardData`` with its ``model-index``."""
     from huggingface_hub import ModelCardData
 
-    project = record.get("project") or {}
-    name = model_name or project.get("name") or (record.get("id") or "model").removeprefix("sha256:")[:12]
+    view = RecordView.of(record)
+    name = model_name or view.project.name or (view.id or "model").removeprefix("sha256:")[:12]
     return ModelCardData(model_name=name, eval_results=_eval_results(record))
 
 

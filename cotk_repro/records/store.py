@@ -25,6 +25,7 @@ from .identity import REPRODUCTION_SCHEMA as REPRODUCTION_SCHEMA
 from .identity import VERDICTS as VERDICTS
 from .identity import compute_id as compute_id
 from .provenance import mark, written_here
+from .view import RecordView
 
 STATE_DIR = ".cotk-repro"
 
@@ -178,17 +179,18 @@ class RunStore:
                 records.append(json.loads(raw.decode("utf-8")))
             except (UnicodeDecodeError, ValueError) as exc:
                 raise RecordError(f"cannot read record {folder.name[:12]}: {exc}") from None
-        records.sort(key=lambda r: r.get("command", {}).get("started_at", ""), reverse=True)
+        # a stranger's folder (trusted_only=False) may hold anything: the view reads odd shapes as None
+        records.sort(key=lambda r: RecordView.of(r).command.started_at or "", reverse=True)
         return records
 
     def resolve(self, ref: str) -> Path:
         """Folder of the record named by ``latest``, a full id (with or without ``sha256:``) or a unique prefix."""
         ref = ref.strip()
         if ref == "latest":
-            ok = [r for r in self.all() if r.get("status") == "ok"]
+            ok = [v for v in map(RecordView.of, self.all()) if v.ok]
             if not ok:
                 raise RecordError(f"there are no successful records in {self.runs} yet; run `cotk-repro run` first")
-            return self.runs / str(ok[0]["id"]).removeprefix(ID_PREFIX)
+            return self.runs / (ok[0].id or "").removeprefix(ID_PREFIX)
         hexpart = ref.removeprefix(ID_PREFIX).lower()
         if not hexpart or any(c not in "0123456789abcdef" for c in hexpart):
             raise RecordError(f"{ref!r} is not a record id, an id prefix or 'latest'")

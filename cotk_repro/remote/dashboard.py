@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from ..core.httpread import AnswerTooLarge, read_bounded
 from ..errors import CotkError
+from ..records.view import RecordView
 
 RETRY_STATUS = (429, 502, 503, 504)
 
@@ -143,7 +144,7 @@ class DashboardClient:
         body = {"record": record, "signature": signature} if signature else record
         resp = self.request("POST", "/api/v1/records", json=body, auth=True, idempotent=True)
         body = self._check(resp, "the record upload")
-        return {"id": body.get("id", record.get("id")), "url": body.get("url"), "created": resp.status_code == 201}
+        return {"id": body.get("id", RecordView.of(record).id), "url": body.get("url"), "created": resp.status_code == 201}
 
     def register_key(self, key: Any) -> dict[str, Any]:
         """Register the signing key ``key`` (:class:`cotk_repro.core.signing.SigningKey`) for the token's user

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..core.git import GitError, git, has_identity, out, rev_parse
-from ..records import ID_PREFIX
+from ..records import ID_PREFIX, RecordView
 
 DEFAULT_REF = "refs/heads/cotk-repro-records"
 RECORDS_DIR = "records"
@@ -205,8 +205,7 @@ def list_records(repo: Path, rev: str, skipped: list[tuple[str, str]] | None = N
             records.append(record)
         else:
             skipped.append((path, f"{path} is not a JSON object"))
-    records.sort(key=lambda r: str((r.get("command") or {}).get("started_at") or "")
-                 if isinstance(r.get("command"), dict) else "", reverse=True)
+    records.sort(key=lambda r: RecordView.of(r).command.started_at or "", reverse=True)
     return records
 
 

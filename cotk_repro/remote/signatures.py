@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.signing import MAX_SIGNATURE, NS_RECORD, SIG_FILE, PublicKey, SigningError, read_allowed_signers, record_bytes, verify_bytes
 from ..errors import RecordError
-from ..records import short_id, validate_record
+from ..records import RecordView, short_id, validate_record
 
 VALID, UNSIGNED, INVALID, UNKNOWN_SIGNER = "valid", "unsigned", "invalid", "unknown signer"
 
@@ -73,8 +73,8 @@ def ref_signature(git_dir: Path, rev: str, record: dict[str, Any]) -> str | None
     """The ``record.sig`` text beside a record on ``rev`` of a (bare) repository, or None."""
     from .gitrecords import read_file, record_path
 
-    rid = record.get("id")
-    if not (isinstance(rid, str) and re.fullmatch(r"sha256:[0-9a-f]{64}", rid)):
+    rid = RecordView.of(record).id  # a stranger's record, not validated yet: None unless a string
+    if not (rid is not None and re.fullmatch(r"sha256:[0-9a-f]{64}", rid)):
         return None
     data = read_file(git_dir, rev, f"{record_path(rid)}/{SIG_FILE}", limit=MAX_SIGNATURE)
     return data.decode("ascii", "replace") if data else None

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from .._version import __version__
 from ..records.diffing import MetricVerdict, compare_results, environment_differences, overall
 from ..errors import EXIT_ERROR, EXIT_NEGATIVE, EXIT_OK, CotkError
-from ..records import REPRODUCTION_SCHEMA, short_id
+from ..records import REPRODUCTION_SCHEMA, RecordView, short_id
 from . import ReproduceError
 from .job import Job, Steps
 from .lock import validate_lock, validate_python
@@ -150,16 +150,17 @@ def _fetch(source_text, workdir: Path, wanted: str | None, steps: Steps):
         repo.init()
         if source.record is not None:
             record = source.record
-            if wanted and not record["id"].removeprefix("sha256:").startswith(wanted.removeprefix("sha256:").lower()):
+            rid = RecordView.of(record).id or ""
+            if wanted and not rid.removeprefix("sha256:").startswith(wanted.removeprefix("sha256:").lower()):
                 raise ReproduceError(f"--record {wanted} does not match the record of the dashboard URL "
-                                     f"({short_id(record['id'])})", step="select record")
+                                     f"({short_id(rid)})", step="select record")
         else:
             record = select_record(_records_at(source, repo), wanted, source.text)
-        if record.get("status") != "ok":
-            raise ReproduceError(f"record {short_id(record['id'])} is marked {record.get('status')}; "
+        view = RecordView.of(record)  # validated: every field below is there and of its type
+        if not view.ok:
+            raise ReproduceError(f"record {short_id(view.id or '')} is marked {view.status}; "
                                  "there is no successful result to reproduce", step="select record")
-        commit = record["code"]["commit"]
-        repo.fetch_commit(commit, record["id"])
+        repo.fetch_commit(view.code.commit or "", view.id or "")
     return source, repo, record
 
 
@@ -240,7 +241,7 @@ def reproduce(source_text, opts: ReproduceOptions | None = None, *,
             except ReproduceError as exc:
                 exc.step = exc.step or "source"
                 raise
-        runtime = get_plugins().get("runtime", runtime_name).obj()
+        runtime = get_plugins().build("runtime", runtime_name)
         if getattr(runtime, "on_host", False):
             outcome.notices.append(f"runtime {runtime_name}: the entry runs in {runtime.description}")
             if not opts.trust_remote_code and opts.confirm is None:
@@ -251,15 +252,17 @@ def reproduce(source_text, opts: ReproduceOptions | None = None, *,
         _collect_expired(runtime, outcome)
         source, repo, record = _fetch(source_text, workdir, opts.record, steps)
         outcome.record = record
-        verdict["record_id"] = record["id"]
+        view = RecordView.of(record)
+        commit = view.code.commit or ""
+        verdict["record_id"] = view.id
         verdict["record_signature"] = _check_signature(repo, source, record, opts, outcome)
         code = workdir / "context" / "code"
-        with steps.step("checkout", f"checking out {record['code']['commit'][:12]}"):
-            repo.export(record["code"]["commit"], code)
-            tree = repo.tree_of(record["code"]["commit"])
-            check_command(code, record["command"])
-            packages = validate_lock(record["environment"].get("packages", []))
-            validate_python(record["environment"])
+        with steps.step("checkout", f"checking out {commit[:12]}"):
+            repo.export(commit, code)
+            tree = repo.tree_of(commit)
+            check_command(code, view.command.recorded)
+            packages = validate_lock(view.environment.packages_recorded)
+            validate_python(view.environment.recorded)
         try:
             config = load_config(code)
         except CotkError as exc:
@@ -270,7 +273,7 @@ def reproduce(source_text, opts: ReproduceOptions | None = None, *,
             verdict["runtime"] = runtime_name
         outcome.warnings.extend(config_warnings(config, runtime))
         if getattr(runtime, "on_host", False) and not opts.trust_remote_code:
-            ask(opts.confirm, Consent(runtime_name, source.display, record["code"]["commit"], host_user(),
+            ask(opts.confirm, Consent(runtime_name, source.display, commit, host_user(),
                                       runtime.description))
         project = config.data.get("reproduce", {}) or {}
         limits = apply_project(limits, project)
@@ -282,15 +285,15 @@ def reproduce(source_text, opts: ReproduceOptions | None = None, *,
                   steps=steps, packages=packages, trust_host_build=opts.trust_remote_code,
                   config_base_image=config_base, on_status=on_status, warnings=outcome.warnings)
         env_info = runtime.prepare(job)
-        with steps.step("run", f"running {record['command'].get('entry')} ({runtime_name})"):
+        with steps.step("run", f"running {view.command.entry} ({runtime_name})"):
             rerun = runtime.run(job)
-        rows = compare_results(record["results"], rerun.results,
+        rows = compare_results(view.recorded_results(), rerun.results,
                                lambda m: config.tolerance(m, opts.rtol, opts.atol))
         outcome.rows = rows
         verdict["verdict"] = overall(rows)
         verdict["metrics"] = [r.as_dict() for r in rows]
         verdict["environment_differences"] = environment_differences(
-            record["environment"], {"python": {"version": rerun.python or (env_info.get("python") or {}).get("version")},
+            view.environment.recorded, {"python": {"version": rerun.python or (env_info.get("python") or {}).get("version")},
                                     "packages": rerun.packages})
         verdict["rerun"] = {"results": rerun.results, "python": rerun.python, "started_at": rerun.started_at,
                             "duration_s": rerun.duration_s}
@@ -383,7 +386,7 @@ def _configured_runtime(config, name: str, runtime, outcome: Outcome, steps: Ste
         outcome.warnings.append(f"the project's config names the runtime {wanted!r}, which is not installed here; "
                                 f"using {name}")
         return name, runtime
-    other = registry[wanted].obj()
+    other = get_plugins().build("runtime", wanted)
     if getattr(other, "on_host", False):
         outcome.warnings.append(f"the project's config asks for the {wanted} runtime, which runs its code on this "
                                 f"host; that takes an explicit --runtime {wanted}, so {name} is used")
@@ -409,7 +412,7 @@ def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outc
     from .fetch import LOCAL_RECORDS
 
     if source.local_records:  # the user's own checkout: records are signed when they are published
-        outcome.notices.append(f"record {short_id(record['id'])} is an unpublished local record of {source.text}: "
+        outcome.notices.append(f"record {short_id(RecordView.of(record).id or '')} is an unpublished local record of {source.text}: "
                                "unsigned (records are signed when published)")
         return {"status": "unsigned", "signer": None, "fingerprint": None}
     git_dir = repo.git_dir

@@ -261,7 +261,7 @@ class DockerRuntime:
         what = f"the rerun's result file {job.result_rel}"
         box = Confined(self.client, self.tag, kind="run", timeout=job.timeout, memory=job.memory, cpus=job.cpus,
                        disk=job.disk, home=HOME, user=self._run_user(),
-                       extra_labels={"cotk-repro.record": job.record["id"]})
+                       extra_labels={"cotk-repro.record": job.view.id or ""})
         started_at = now_iso()
         try:
             box.start("run")

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 
 from ..core.results import normalize_results
 from ..errors import CotkError
+from ..records.view import RecordView
 from . import ReproduceError
 from .lock import Package, lock_text
 
@@ -100,8 +101,13 @@ class Job:
     _wheelhouse: Any = None
 
     @property
+    def view(self) -> RecordView:
+        """The record read through its typed view."""
+        return RecordView.of(self.record)
+
+    @property
     def env(self) -> dict[str, Any]:
-        return self.record["environment"]
+        return self.view.environment.recorded
 
     @property
     def lock(self) -> str:
@@ -109,12 +115,12 @@ class Job:
 
     @property
     def python_mm(self) -> str:
-        py = self.env["python"]
-        return py.get("major_minor") or ".".join(py["version"].split(".")[:2])
+        env = self.view.environment  # validate_python judged it before any job was made
+        return env.python_major_minor or ".".join((env.python_version or "").split(".")[:2])
 
     @property
     def command(self) -> dict[str, Any]:
-        return self.record["command"]
+        return self.view.command.recorded
 
     @property
     def run_dir(self) -> Path:

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..core.giturl import UnsafeUrlError, check_stranger_url, shown
+from ..records.view import RecordView
 from . import ReproduceError
 
 DEFAULT_GIT_BASE = "https://github.com/"
@@ -113,9 +114,10 @@ def _from_dashboard(text: str, base: str, record_id: str) -> Source:
 def source_for_record(record: dict[str, Any], text: str | None = None, dashboard_url: str | None = None) -> Source:
     """Where to reproduce a record already in hand (from a dashboard, or a dashboard's own worker pool): the
     record itself and the git remote it names; refused when it names none reachable from here."""
-    record_id = record["id"]
+    view = RecordView.of(record)  # validated
+    record_id = view.id or ""
     text = text or record_id
-    url = (record.get("code") or {}).get("remote_url")
+    url = view.code.remote_url
     if not url:
         raise ReproduceError(f"record {record_id[:19]} names no git remote, so its code cannot be fetched",
                              hint="it was made before its project had a git remote: ask its author to run it again "
@@ -130,4 +132,4 @@ def source_for_record(record: dict[str, Any], text: str | None = None, dashboard
         check_stranger_url(url, f"record {record_id[:19]}'s git URL")
     except UnsafeUrlError as exc:
         raise ReproduceError(exc.message, step="fetch record") from None
-    return Source("dashboard", text, url, record=record, record_id=record["id"], dashboard_url=dashboard_url)
+    return Source("dashboard", text, url, record=record, record_id=record_id, dashboard_url=dashboard_url)
