@@ -231,7 +231,7 @@ def test_a_plugin_breaking_every_contract_is_refused_where_users_meet_it(tmp_pat
     env["PYTHONPATH"] += os.pathsep + os.environ.get("PYTHONPATH", "")  # this checkout's cotk_repro, not another
     res = run_cli("plugins", "--json", python=sys.executable, env=env)
     assert res.returncode == 0, res
-    wonky = {p["name"]: p for p in json.loads(res.stdout)["plugins"]}["wonky-plugin"]
+    wonky = {p["name"]: p for p in json.loads(res.stdout)}["wonky-plugin"]
     assert wonky["registers"] == {} and len(wonky["refused"]) == len(KINDS)
     assert all(r.startswith("plugin 'wonky-plugin' (wonky_plugin) registers the ") for r in wonky["refused"])
     hyps = tmp_path / "hyps.txt"
