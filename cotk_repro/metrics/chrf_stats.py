@@ -23,7 +23,7 @@ sacrebleu's. The texts' preparation is sacrebleu's too, done for the corpus at o
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -47,10 +47,11 @@ def _spans(flags: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     running = np.zeros(len(flags) + 1, dtype=np.int64)
     np.cumsum(flags, out=running[1:])
     ends = np.cumsum(lengths)
-    return running[ends] - running[ends - lengths]
+    spans: np.ndarray = running[ends] - running[ends - lengths]
+    return spans
 
 
-def text_symbols(texts: Sequence[str], whitespace: bool, words: bool, remove_punctuation
+def text_symbols(texts: Sequence[str], whitespace: bool, words: bool, remove_punctuation: Callable[[str], list[str]]
                  ) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[np.ndarray, np.ndarray] | None]:
     """``(chars, words)``: each ``(symbols, lengths)`` or None when ``words`` is false: the code points of every
     text (without whitespace unless ``whitespace``) and the ids of every text's chrF++ words
@@ -102,7 +103,7 @@ def text_symbols(texts: Sequence[str], whitespace: bool, words: bool, remove_pun
     return chars, (symbols, _spans(width, per_text) if len(width) else np.zeros(len(texts), dtype=np.int64))
 
 
-def _words_one_by_one(texts: Sequence[str], remove_punctuation) -> tuple[np.ndarray, np.ndarray]:
+def _words_one_by_one(texts: Sequence[str], remove_punctuation: Callable[[str], list[str]]) -> tuple[np.ndarray, np.ndarray]:
     ids: dict[str, int] = {}
     token_lists = [remove_punctuation(t) for t in texts]
     flat = [ids.setdefault(t, len(ids)) for tokens in token_lists for t in tokens]
@@ -283,9 +284,9 @@ def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n
         if len(h_key) and len(r_key):
             at = np.minimum(np.searchsorted(h_key, r_key), len(h_key) - 1)
             hit = h_key[at] == r_key
-            match = np.bincount(r_idx[hit], weights=np.minimum(h_cnt[at[hit]], r_cnt[hit]), minlength=n_refs)
+            match: np.ndarray = np.bincount(r_idx[hit], weights=np.minimum(h_cnt[at[hit]], r_cnt[hit]), minlength=n_refs)
         else:
-            match = np.zeros(n_refs)
+            match = np.zeros(n_refs, dtype=np.float64)
         ref_total = per_text[n_hyps:]
         out[:, n - 1, 0] = np.where(ref_total > 0, per_text[:n_hyps][ref_owner], 0)
         out[:, n - 1, 1] = ref_total
@@ -300,7 +301,7 @@ def statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps:
     return order_statistics(symbols, lengths, max_order, n_hyps, owner) if out is None else out
 
 
-def chrf_statistics(metric, hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
+def chrf_statistics(metric: Any, hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
     """Per reference (flattened in order), the ``3 * (char_order + word_order)`` statistics sacrebleu's ``metric``
     (a ``CHRF``) computes for it against its hypothesis."""
     if metric.lowercase:
@@ -311,15 +312,15 @@ def chrf_statistics(metric, hyps: Sequence[str], refs: Sequence[Sequence[str]]) 
     chars, words = text_symbols(list(hyps) + flat, metric.whitespace, metric.word_order > 0,
                                 metric._remove_punctuation)
     parts = []
-    if metric.char_order:
-        parts.append(statistics(*chars, metric.char_order, len(hyps), owner))
-    if metric.word_order:
-        parts.append(statistics(*words, metric.word_order, len(hyps), owner))
+    if metric.char_order and chars is not None:
+        parts.append(statistics(chars[0], chars[1], metric.char_order, len(hyps), owner))
+    if metric.word_order and words is not None:
+        parts.append(statistics(words[0], words[1], metric.word_order, len(hyps), owner))
     stats = np.concatenate(parts, axis=1)
     return stats.reshape(len(flat), -1)
 
 
-def best_statistics(metric, hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
+def best_statistics(metric: Any, hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> np.ndarray:
     """Per hypothesis, the statistics of :func:`chrf_statistics` against its best reference: the first with the
     highest sentence F-score (sacrebleu's ``_compute_f_score``), sacrebleu's rule."""
     stats = chrf_statistics(metric, hyps, refs)
