@@ -144,14 +144,15 @@ def _ranked_in_pairs(seq: np.ndarray, pair: np.ndarray, pair_bits: int, distinct
 
 
 def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
-                      owner: np.ndarray, *, key_bits: int = 63) -> np.ndarray | None:
+                      owner: np.ndarray, *, key_bits: int = 63, totals: bool = False) -> np.ndarray | None:
     """``(references, max_order, 3)`` int64 as :func:`order_statistics`, from one sort of one key per position of
-    every (hypothesis, reference) pair; None when those keys need more than ``key_bits`` bits."""
+    every (hypothesis, reference) pair; None when those keys need more than ``key_bits`` bits. ``totals``: only
+    the matches of each order summed over the pairs, ``(max_order,)`` (corpus BLEU's clipped counts)."""
     n_texts = len(lengths)
     n_refs = n_texts - n_hyps
     out = np.zeros((n_refs, max_order, 3), dtype=np.int64)
     if max_order == 0 or n_refs == 0:
-        return out
+        return out[:, :, 2].sum(axis=0) if totals else out
     owner = owner.astype(np.int64)
     # the totals: a text of length L has max(L - n + 1, 0) n-grams
     orders = np.arange(1, max_order + 1, dtype=np.int64)
@@ -160,7 +161,8 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
     out[:, :, 1] = ref_total
     out[:, :, 0] = np.where(ref_total > 0, np.maximum(hyp_len[:, None] - orders + 1, 0), 0)
     if not int(lengths.sum()):
-        return out
+        return out[:, :, 2].sum(axis=0) if totals else out
+    matched = np.zeros(max_order, dtype=np.int64)
     top = int(symbols.max()) + 1 if len(symbols) else 1
     pair_bits = (n_refs - 1).bit_length()
     if pair_bits + max_order * (top + 1).bit_length() + 1 <= key_bits:  # the symbols as they are, from 1
@@ -224,15 +226,18 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
         refs = np.add.reduceat(keys & 1, first)  # each run's reference positions
         size = np.diff(first, append=len(keys))
         both = np.minimum(refs, size - refs)  # the n-gram's matches: min of its hypothesis and reference counts
-        hit = np.flatnonzero(both)
-        summed = np.concatenate(([0], np.cumsum(both[hit])))
-        pair_at = np.searchsorted(prefix[first[hit]] >> (width * n), every_pair)  # runs are in pair order
-        out[:, n - 1, 2] = np.diff(summed[pair_at])
+        if totals:
+            matched[n - 1] = both.sum()
+        else:
+            hit = np.flatnonzero(both)
+            summed = np.concatenate(([0], np.cumsum(both[hit])))
+            pair_at = np.searchsorted(prefix[first[hit]] >> (width * n), every_pair)  # runs are in pair order
+            out[:, n - 1, 2] = np.diff(summed[pair_at])
         if 1 < n < max_order:  # an n+1-gram on both sides has its first n symbols on both sides
             keys = keys[np.repeat(both > 0, size)]
             if not len(keys):
                 break
-    return out
+    return matched if totals else out
 
 
 def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
