@@ -689,4 +689,8 @@ def test_one_reference_counts_from_one_sort_equal_the_per_order_counts(fixtures_
         with monkeypatch.context() as m:
             m.setattr(bleu_module, "_single_reference_matches", lambda *a: None)
             assert bleu_module.corpus_counts(hyps, nested, n) == fast
+        for block in (1, 97, 803):  # the kernel run on blocks of pairs: the same sums
+            with monkeypatch.context() as m:
+                m.setattr(bleu_module, "_PAIR_BLOCK", block)
+                assert bleu_module.corpus_counts(hyps, nested, n) == fast
     assert bleu_module.corpus_counts([["<unk>", "a"]], [[["<unk>", "a"]]], 2)[0] == [1, 0]

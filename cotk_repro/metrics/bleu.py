@@ -257,6 +257,10 @@ def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequenc
     return nums, [int(d) for d in dens], int(lengths_h.sum()), closest
 
 
+#: pairs per call of the one-sort kernel (corpus BLEU with one reference each)
+_PAIR_BLOCK = 2048
+
+
 def _first_positions(sents: Sequence[Sequence[str]], total: int) -> np.ndarray:
     """Per token, 1 + the position of its first occurrence (``<unk>``: 0): equal tokens, equal ids, in one dict
     operation a token and without ranking them (the kernel ranks what it needs within each pair)."""
@@ -278,8 +282,21 @@ def _single_reference_matches(tokens: np.ndarray, lengths: np.ndarray, H: int, m
     hyp_total = int(lengths[:H].sum())
     sym[:hyp_total][sym[:hyp_total] == 0] = top
     sym[hyp_total:][sym[hyp_total:] == 0] = top + 1
-    stats = sorted_statistics(sym, lengths, max_n, H, np.arange(H, dtype=np.int64), totals=True)
-    return None if stats is None else [int(x) for x in stats]
+    # in blocks of _PAIR_BLOCK pairs: fewer pair bits leave room in a key for a block's own (smaller) alphabet, so
+    # the kernel needs no ranking within pairs, and its arrays stay in cache (2-3x faster on the COCO corpus)
+    hyp_at = np.concatenate(([0], np.cumsum(lengths[:H])))
+    ref_at = hyp_total + np.concatenate(([0], np.cumsum(lengths[H:])))
+    matched = np.zeros(max_n, dtype=np.int64)
+    for lo in range(0, H, _PAIR_BLOCK):
+        hi = min(H, lo + _PAIR_BLOCK)
+        block = sym if hi - lo == H else np.concatenate((sym[hyp_at[lo]:hyp_at[hi]], sym[ref_at[lo]:ref_at[hi]]))
+        block_lengths = lengths if hi - lo == H else np.concatenate((lengths[lo:hi], lengths[H + lo:H + hi]))
+        stats = sorted_statistics(block, block_lengths, max_n, hi - lo, np.arange(hi - lo, dtype=np.int64),
+                                  totals=True)
+        if stats is None:
+            return None
+        matched += stats
+    return [int(x) for x in matched]
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
