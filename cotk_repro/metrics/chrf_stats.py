@@ -23,7 +23,7 @@ sacrebleu's. The texts' preparation is sacrebleu's too, done for the corpus at o
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -298,9 +298,33 @@ def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n
     return out
 
 
+#: pairs per call of the one-sort kernel when each hypothesis has one reference: fewer pair bits leave a key room
+#: for a block's own (smaller) alphabet, and the arrays stay in cache (2-3x faster on 10k COCO pairs)
+PAIR_BLOCK = 2048
+
+
+def pair_blocks(symbols: np.ndarray, lengths: np.ndarray, n_pairs: int
+                ) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    """``(symbols, lengths, pairs)`` of each block of :data:`PAIR_BLOCK` pairs, in order, for texts laid out as
+    ``n_pairs`` hypotheses then their ``n_pairs`` references (one each): the block's hypotheses, then theirs."""
+    if n_pairs <= PAIR_BLOCK:
+        yield symbols, lengths, n_pairs
+        return
+    hyp_at = np.concatenate(([0], np.cumsum(lengths[:n_pairs])))
+    ref_at = int(hyp_at[-1]) + np.concatenate(([0], np.cumsum(lengths[n_pairs:])))
+    for lo in range(0, n_pairs, PAIR_BLOCK):
+        hi = min(n_pairs, lo + PAIR_BLOCK)
+        yield (np.concatenate((symbols[hyp_at[lo]:hyp_at[hi]], symbols[ref_at[lo]:ref_at[hi]])),
+               np.concatenate((lengths[lo:hi], lengths[n_pairs + lo:n_pairs + hi])), hi - lo)
+
+
 def statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
                owner: np.ndarray) -> np.ndarray:
-    """:func:`sorted_statistics`, or :func:`order_statistics` where its keys do not fit."""
+    """:func:`sorted_statistics`, or :func:`order_statistics` where its keys do not fit; with one reference each,
+    on blocks of pairs (:func:`pair_blocks`)."""
+    if len(owner) == n_hyps and n_hyps > PAIR_BLOCK and np.array_equal(owner, np.arange(n_hyps)):
+        return np.concatenate([statistics(s, n, max_order, k, np.arange(k, dtype=np.int64))
+                               for s, n, k in pair_blocks(symbols, lengths, n_hyps)])
     out = sorted_statistics(symbols, lengths, max_order, n_hyps, owner)
     return order_statistics(symbols, lengths, max_order, n_hyps, owner) if out is None else out
 
