@@ -13,6 +13,11 @@ it, e.g. a Python 3.12 venv with the project's dependencies and ``sacrebleu-mojo
 ``--mojo-python``), timed in turn (ours, sacrebleu, mojo, ours, ...) so that all see the same load; the values
 (they must be equal) and the speed-ups. TER is sacrebleu's itself in ours (its edit distance with shifts is the
 cost), so its ratio shows only our overhead. The Python versions and the load average are printed with them.
+
+Figures (docs/metrics.md has the table): Python 3.12.1 in one process for all three, sacrebleu 2.6.0,
+sacrebleu-mojo 0.2.4, 10,000 pairs, shared 2-core machine at load average 4.0-6.2, best of 9: chrF ours 0.092 s,
+sacrebleu 1.656 s, mojo 0.123 s (ours 17.9x sacrebleu, 1.33x mojo); chrF++ ours 0.109 s, sacrebleu 1.531 s, mojo
+0.168 s (14.0x, 1.54x); TER on 500 pairs 0.98x sacrebleu (its own computation).
 """
 
 from __future__ import annotations

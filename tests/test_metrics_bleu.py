@@ -672,6 +672,7 @@ def test_one_reference_counts_from_one_sort_equal_the_per_order_counts(fixtures_
     import random
 
     from cotk_repro.metrics import bleu as bleu_module
+    from cotk_repro.metrics import chrf_stats
     from cotk_repro.metrics.ngrams import tokenize_texts
 
     d = fixtures_dir / "texygen"
@@ -689,4 +690,8 @@ def test_one_reference_counts_from_one_sort_equal_the_per_order_counts(fixtures_
         with monkeypatch.context() as m:
             m.setattr(bleu_module, "_single_reference_matches", lambda *a: None)
             assert bleu_module.corpus_counts(hyps, nested, n) == fast
+        for block in (1, 97, 803):  # the kernel run on blocks of pairs: the same sums
+            with monkeypatch.context() as m:
+                m.setattr(chrf_stats, "PAIR_BLOCK", block)
+                assert bleu_module.corpus_counts(hyps, nested, n) == fast
     assert bleu_module.corpus_counts([["<unk>", "a"]], [[["<unk>", "a"]]], 2)[0] == [1, 0]

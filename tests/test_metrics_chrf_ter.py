@@ -193,6 +193,15 @@ def test_corpus_statistics_equal_sacrebleus_also_with_dense_keys_and_empty_texts
                 assert chrf_stats.chrf_statistics(m, hyps, refs).tolist() == expected
         finally:
             chrf_stats.sorted_statistics, chrf_stats.order_statistics = real_sorted, real_order
+        one_each = [rs[0] for rs in refs]
+        single = [m._extract_corpus_statistics([h], [[r]])[0] for h, r in zip(hyps, one_each)]
+        real_block = chrf_stats.PAIR_BLOCK
+        try:  # one reference each: the kernel on blocks of pairs (sizes that cut the corpus unevenly)
+            for block in (1, 7, 64):
+                chrf_stats.PAIR_BLOCK = block
+                assert chrf_stats.chrf_statistics(m, hyps, [[r] for r in one_each]).tolist() == single
+        finally:
+            chrf_stats.PAIR_BLOCK = real_block
     assert np.asarray(chrf_stats.chrf_statistics(CHRF(), [""], [[""]])).sum() == 0
     assert get_metric("chrf").compute([""], [[""]])["chrf"] == CHRF().corpus_score([""], [[""]]).score / 100
 

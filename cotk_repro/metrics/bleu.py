@@ -31,7 +31,7 @@ import math
 import random
 import sys
 from functools import partial
-from itertools import chain
+from itertools import chain, count
 from json.encoder import encode_basestring  # C-accelerated; canonical JSON's string encoder
 from typing import Any, Literal, Mapping, Sequence, overload
 
@@ -45,7 +45,7 @@ from .base import Metric, MetricError, check_references
 from .declaration import COUNTED_INPUTS, Declaration, Setting
 from .bleu_smoothing import brevity_penalty
 from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
-                     run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_texts)
+                     run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_texts, UNK)
 
 SMOOTHINGS = ("method0", "method1", "method2", "method3", "method4", "method5", "method6", "method7")
 _SMOOTH_ALIASES = {"none": "method0", **{f"m{i}": f"method{i}" for i in range(8)}, **{str(i): f"method{i}" for i in range(8)}}
@@ -199,13 +199,13 @@ def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequenc
     sents = list(hyps) + flat
     lengths = np.fromiter(map(len, sents), np.int64, count=len(sents))
     total = int(lengths.sum())
-    tokens, _, _, V = token_ids(sents, total)
     if len(flat) == H:  # one reference each: every order from one sort (chrF's kernel)
-        nums = _single_reference_matches(tokens, lengths, H, max_n)
+        nums = _single_reference_matches(_first_positions(sents, total), lengths, H, max_n)
         if nums is not None:
             lengths_h = lengths[:H]
             dens = _denominators(lengths_h, max_n).sum(axis=0)
             return nums, [int(d) for d in dens], int(lengths_h.sum()), int(lengths[H:].sum())
+    tokens, _, _, V = token_ids(sents, total)
     owner = np.repeat(np.arange(H, dtype=np.int64), np.fromiter(map(len, refs), np.int64, count=H))
     sent_at = np.repeat(np.arange(len(sents), dtype=np.int64), lengths)
     remaining = np.repeat(np.cumsum(lengths), lengths) - np.arange(total, dtype=np.int64)
@@ -263,22 +263,35 @@ def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequenc
     return nums, [int(d) for d in dens], int(lengths_h.sum()), closest
 
 
+def _first_positions(sents: Sequence[Sequence[str]], total: int) -> np.ndarray:
+    """Per token, 1 + the position of its first occurrence (``<unk>``: 0): equal tokens, equal ids, in one dict
+    operation a token and without ranking them (the kernel ranks what it needs within each pair)."""
+    first: dict[str, int] = {UNK: 0}
+    return np.fromiter(map(first.setdefault, chain.from_iterable(sents), count(1)), dtype=np.int64, count=total)
+
+
 def _single_reference_matches(tokens: np.ndarray, lengths: np.ndarray, H: int, max_n: int) -> list[int] | None:
     """Clipped n-gram matches per order when each hypothesis has one reference (sentences 0..H-1, then their
     references): :func:`cotk_repro.metrics.chrf_stats.sorted_statistics` with ``<unk>`` (id 0) replaced by one
     value on the hypothesis side and another on the reference side, so that an n-gram holding it never matches;
-    None where that kernel's keys do not fit."""
-    from .chrf_stats import sorted_statistics
+    None where that kernel's keys do not fit. ``tokens`` is changed in place."""
+    from .chrf_stats import _ranked, pair_blocks, sorted_statistics
 
     if not len(tokens):
         return None
     top = int(tokens.max()) + 1
-    sym = tokens.copy()
+    sym = tokens
     hyp_total = int(lengths[:H].sum())
     sym[:hyp_total][sym[:hyp_total] == 0] = top
     sym[hyp_total:][sym[hyp_total:] == 0] = top + 1
-    stats = sorted_statistics(sym, lengths, max_n, H, np.arange(H, dtype=np.int64))
-    return None if stats is None else [int(x) for x in stats[:, :, 2].sum(axis=0)]
+    sym = _ranked(sym)[0]  # dense, once: each block's kernel then ranks a small alphabet
+    matched = np.zeros(max_n, dtype=np.int64)
+    for block, block_lengths, pairs in pair_blocks(sym, lengths, H):  # in blocks: fewer key bits, arrays in cache
+        stats = sorted_statistics(block, block_lengths, max_n, pairs, np.arange(pairs, dtype=np.int64), totals=True)
+        if stats is None:
+            return None
+        matched += stats
+    return [int(x) for x in matched]
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
@@ -566,17 +579,19 @@ class _BleuFamily(Metric):
     def _text(self, item: Any, what: str) -> str:
         return as_text(item, self.tokenizer, self.dataloader, what)
 
-    def _texts_and_tokens(self, items: Sequence[Any], what: str) -> tuple[list[str], list[list[str]]]:
-        """The texts (for hashes) and BLEU tokens of ``items``, by the ``retokenize`` rule."""
+    def _texts_and_tokens(self, items: Sequence[Any], what: str, *, texts: bool = True
+                          ) -> tuple[list[str], list[list[str]]]:
+        """The texts (for hashes) and BLEU tokens of ``items``, by the ``retokenize`` rule; without ``texts``, token
+        lists scored as given are not joined into texts (an empty list instead: nothing reads them)."""
         norm = self._normalizer
         if self.retokenize:
-            texts = list(items) if _all_str(items) else [self._text(x, what) for x in items]
+            strings = list(items) if _all_str(items) else [self._text(x, what) for x in items]
             if norm is not None:
-                texts = list(map(norm, texts))
-            return texts, self.bleu_tokenizer.tokenize_many(texts)
+                strings = list(map(norm, strings))
+            return strings, self.bleu_tokenizer.tokenize_many(strings)
         if norm is None and set(map(type, items)) <= {list} and set(map(type, chain.from_iterable(items))) <= {str}:
             tokens = list(items)  # token lists, checked in bulk: as the loop below would make them
-            return [" ".join(t) for t in tokens], tokens
+            return [" ".join(t) for t in tokens] if texts else [], tokens
         tokens = []
         for x in items:
             if isinstance(x, str):
@@ -653,9 +668,12 @@ class BleuMetric(_BleuFamily):
         for i, rs in enumerate(refs):
             if not rs:
                 raise MetricError(f"hypothesis {i} has no references; bleu needs at least one per hypothesis")
-        _, hyp_tok = self._texts_and_tokens(hyps, "hypothesis")
-        flat_text, flat_tok = self._texts_and_tokens(list(chain.from_iterable(refs)), "reference")
-        ref_text, ref_tok = _regroup(flat_text, refs), _regroup(flat_tok, refs)
+        _, hyp_tok = self._texts_and_tokens(hyps, "hypothesis", texts=False)
+        # token lists scored as given are hashed as such (ReferenceDigest(given=True)): no texts to join
+        flat_text, flat_tok = self._texts_and_tokens(list(chain.from_iterable(refs)), "reference",
+                                                     texts=self.retokenize)
+        ref_tok = _regroup(flat_tok, refs)
+        ref_text = _regroup(flat_text, refs) if self.retokenize else refs
         nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
         weights = self.weights
         if self.auto_reweigh and hyp_len < 4 and weights == [0.25] * 4 and nums[0] != 0:
@@ -671,7 +689,7 @@ class BleuMetric(_BleuFamily):
             value = 0.0
         else:
             value = bleu_from_counts(nums, dens, hyp_len, ref_len, weights, self.smoothing)
-        counts = sorted(set(map(len, ref_text)))
+        counts = sorted(set(map(len, refs)))
         decl = Declaration(self.name, self.version, [
             *self._settings(),
             *([Setting("auto_reweigh", True, "reweigh", shown="yes")] if self.auto_reweigh else []),

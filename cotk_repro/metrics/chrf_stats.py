@@ -23,7 +23,7 @@ sacrebleu's. The texts' preparation is sacrebleu's too, done for the corpus at o
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -145,14 +145,15 @@ def _ranked_in_pairs(seq: np.ndarray, pair: np.ndarray, pair_bits: int, distinct
 
 
 def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
-                      owner: np.ndarray, *, key_bits: int = 63) -> np.ndarray | None:
+                      owner: np.ndarray, *, key_bits: int = 63, totals: bool = False) -> np.ndarray | None:
     """``(references, max_order, 3)`` int64 as :func:`order_statistics`, from one sort of one key per position of
-    every (hypothesis, reference) pair; None when those keys need more than ``key_bits`` bits."""
+    every (hypothesis, reference) pair; None when those keys need more than ``key_bits`` bits. ``totals``: only
+    the matches of each order summed over the pairs, ``(max_order,)`` (corpus BLEU's clipped counts)."""
     n_texts = len(lengths)
     n_refs = n_texts - n_hyps
     out = np.zeros((n_refs, max_order, 3), dtype=np.int64)
     if max_order == 0 or n_refs == 0:
-        return out
+        return out[:, :, 2].sum(axis=0) if totals else out
     owner = owner.astype(np.int64)
     # the totals: a text of length L has max(L - n + 1, 0) n-grams
     orders = np.arange(1, max_order + 1, dtype=np.int64)
@@ -161,7 +162,8 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
     out[:, :, 1] = ref_total
     out[:, :, 0] = np.where(ref_total > 0, np.maximum(hyp_len[:, None] - orders + 1, 0), 0)
     if not int(lengths.sum()):
-        return out
+        return out[:, :, 2].sum(axis=0) if totals else out
+    matched = np.zeros(max_order, dtype=np.int64)
     top = int(symbols.max()) + 1 if len(symbols) else 1
     pair_bits = (n_refs - 1).bit_length()
     if pair_bits + max_order * (top + 1).bit_length() + 1 <= key_bits:  # the symbols as they are, from 1
@@ -225,15 +227,18 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
         refs = np.add.reduceat(keys & 1, first)  # each run's reference positions
         size = np.diff(first, append=len(keys))
         both = np.minimum(refs, size - refs)  # the n-gram's matches: min of its hypothesis and reference counts
-        hit = np.flatnonzero(both)
-        summed = np.concatenate(([0], np.cumsum(both[hit])))
-        pair_at = np.searchsorted(prefix[first[hit]] >> (width * n), every_pair)  # runs are in pair order
-        out[:, n - 1, 2] = np.diff(summed[pair_at])
+        if totals:
+            matched[n - 1] = both.sum()
+        else:
+            hit = np.flatnonzero(both)
+            summed = np.concatenate(([0], np.cumsum(both[hit])))
+            pair_at = np.searchsorted(prefix[first[hit]] >> (width * n), every_pair)  # runs are in pair order
+            out[:, n - 1, 2] = np.diff(summed[pair_at])
         if 1 < n < max_order:  # an n+1-gram on both sides has its first n symbols on both sides
             keys = keys[np.repeat(both > 0, size)]
             if not len(keys):
                 break
-    return out
+    return matched if totals else out
 
 
 def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
@@ -294,9 +299,33 @@ def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n
     return out
 
 
+#: pairs per call of the one-sort kernel when each hypothesis has one reference: fewer pair bits leave a key room
+#: for a block's own (smaller) alphabet, and the arrays stay in cache (2-3x faster on 10k COCO pairs)
+PAIR_BLOCK = 2048
+
+
+def pair_blocks(symbols: np.ndarray, lengths: np.ndarray, n_pairs: int
+                ) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    """``(symbols, lengths, pairs)`` of each block of :data:`PAIR_BLOCK` pairs, in order, for texts laid out as
+    ``n_pairs`` hypotheses then their ``n_pairs`` references (one each): the block's hypotheses, then theirs."""
+    if n_pairs <= PAIR_BLOCK:
+        yield symbols, lengths, n_pairs
+        return
+    hyp_at = np.concatenate(([0], np.cumsum(lengths[:n_pairs])))
+    ref_at = int(hyp_at[-1]) + np.concatenate(([0], np.cumsum(lengths[n_pairs:])))
+    for lo in range(0, n_pairs, PAIR_BLOCK):
+        hi = min(n_pairs, lo + PAIR_BLOCK)
+        yield (np.concatenate((symbols[hyp_at[lo]:hyp_at[hi]], symbols[ref_at[lo]:ref_at[hi]])),
+               np.concatenate((lengths[lo:hi], lengths[n_pairs + lo:n_pairs + hi])), hi - lo)
+
+
 def statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
                owner: np.ndarray) -> np.ndarray:
-    """:func:`sorted_statistics`, or :func:`order_statistics` where its keys do not fit."""
+    """:func:`sorted_statistics`, or :func:`order_statistics` where its keys do not fit; with one reference each,
+    on blocks of pairs (:func:`pair_blocks`)."""
+    if len(owner) == n_hyps and n_hyps > PAIR_BLOCK and np.array_equal(owner, np.arange(n_hyps)):
+        return np.concatenate([statistics(s, n, max_order, k, np.arange(k, dtype=np.int64))
+                               for s, n, k in pair_blocks(symbols, lengths, n_hyps)])
     out = sorted_statistics(symbols, lengths, max_order, n_hyps, owner)
     return order_statistics(symbols, lengths, max_order, n_hyps, owner) if out is None else out
 
