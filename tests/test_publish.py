@@ -261,26 +261,66 @@ def test_login_checks_url_and_token_and_saves_only_what_works(tmp_path, live_das
     assert res.returncode == 0 and json.loads(config.read_text())["dashboards"][dead]["token"] == "later"
 
 
-def test_record_made_before_the_remote_is_refused_for_the_dashboard(make_project, tmp_path, live_dashboard):
-    """Rough edge 4: such a record could never be reproduced from its dashboard URL: publish says so up front;
-    a record made after the remote was added names it, and reproduce by URL finds the code there."""
-    from cotk_repro.reproduce.source import resolve
+def test_record_made_before_the_remote_is_published_without_a_rerun(make_project, tmp_path, live_dashboard):
+    """Issue 24 item 5: a record made before `git remote add` is published once the remote exists: the remote
+    is taken at publish time and goes beside the record, signed (publication.json), the record's id unchanged;
+    a path-only remote is refused up front with the very sentence reproduce gives later; reproduce from the
+    dashboard URL then fetches the code through the published remote and reproduces it."""
+    from cotk_repro.reproduce import ReproduceError
+    from cotk_repro.reproduce.source import resolve, source_for_record
 
     root = make_project({"main.py": ENTRY, "refs.txt": "a b\n"})
     early = record_in(root)
     assert early["code"]["remote_url"] is None
-    bare = add_bare_remote(root, tmp_path / "remotes", "alice/exp")
+    folder = next((root / ".cotk-repro" / "runs").iterdir())
+    record_bytes = (folder / "record.json").read_bytes()
+    bare = add_bare_remote(root, tmp_path / "remotes", "alice/exp")  # a path: nobody else can fetch it
     url, token, signing = live_dashboard
     assert run_cli("login", "--dashboard", url, "--token", token).returncode == 0
     res = run_cli("publish", "--push", "--dashboard", url, early["id"][:19], cwd=root, env=signing)
-    assert res.returncode == 2 and "names no git remote" in res.stderr and "cotk-repro run" in res.stderr, res
+    with pytest.raises(ReproduceError) as later:  # what reproduce says of a record naming that remote
+        source_for_record({**early, "code": {**early["code"], "remote_url": "local:exp.git"}})
+    assert res.returncode == 2 and later.value.message in " ".join(res.stderr.split()), res
+    assert "unexpected" not in res.stderr
     assert git(bare, "for-each-ref").strip() == ""  # refused before anything was pushed
+    assert not (folder / "publication.json").exists()
+    # git alone: a path remote is fine there (reproducing from the git location does not read the record's remote)
     assert run_cli("publish", "--push", "--no-dashboard", early["id"][:19], cwd=root).returncode == 0
     with remote_served_by_git_daemon(root, bare, tmp_path / "remotes") as served:
-        late = record_in(root)
-        assert late["code"]["remote_url"] == served
-        res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=signing)
+        res = run_cli("publish", "--push", "--dashboard", url, "--json", early["id"][:19], cwd=root, env=signing)
         assert res.returncode == 0, res
-        record_url = next(s["url"] for s in json.loads(res.stdout)["steps"] if s["target"] == "dashboard")
+        report = json.loads(res.stdout)
+        assert report["id"] == early["id"] and report["remote_url"] == served and report["remote_from"] == "publication"
+        assert (folder / "record.json").read_bytes() == record_bytes  # the record itself is untouched
+        assert len(list((root / ".cotk-repro" / "runs").iterdir())) == 1  # nothing was run again
+        attachment = json.loads((folder / "publication.json").read_text())
+        assert attachment["publication"] == {"kind": "cotk-repro-publication", "record_id": early["id"],
+                                             "commit": early["code"]["commit"], "remote_url": served}
+        # signed by the key that signed the record, checked here with ssh-keygen itself
+        sig = tmp_path / "publication.sig"
+        sig.write_text(attachment["signature"])
+        from cotk_repro.core.canonical import canonical_json
+
+        check = subprocess.run(["ssh-keygen", "-Y", "check-novalidate", "-n", "cotk-repro-publication", "-s",
+                                str(sig)], input=canonical_json(attachment["publication"]), capture_output=True)
+        assert check.returncode == 0, check.stderr
+        # beside the record on the records ref too
+        hexid = early["id"].removeprefix("sha256:")
+        assert json.loads(git(bare, "show", f"{REF}:records/{hexid}/publication.json")) == attachment
+        assert json.loads(git(bare, "show", f"{REF}:records/{hexid}/record.json")) == early
+        # the dashboard serves it; reproduce by the record's URL finds the code there and reproduces it
+        record_url = next(s["url"] for s in report["steps"] if s["target"] == "dashboard")
         source = resolve(record_url)
-        assert source.git_url == served and source.record_id == late["id"]
+        assert source.git_url == served and source.record_id == early["id"]
+        res = run_cli("reproduce", record_url, "--runtime", "venv", "--trust-remote-code", "--json", cwd=tmp_path,
+                      timeout=600)
+        assert res.returncode == 0, res
+        verdict = json.loads(res.stdout)
+        assert verdict["verdict"] == "reproduced" and verdict["record_id"] == early["id"]
+        assert verdict["record_signature"]["status"] == "valid"
+        # publishing again changes nothing
+        again = run_cli("publish", "--dashboard", url, "--json", early["id"][:19], cwd=root, env=signing)
+        assert again.returncode == 0, again
+        assert json.loads((folder / "publication.json").read_text()) == attachment
+
+
