@@ -312,8 +312,9 @@ def test_record_made_before_the_remote_is_published_without_a_rerun(make_project
         record_url = next(s["url"] for s in report["steps"] if s["target"] == "dashboard")
         source = resolve(record_url)
         assert source.git_url == served and source.record_id == early["id"]
-        res = run_cli("reproduce", record_url, "--runtime", "venv", "--trust-remote-code", "--json", cwd=tmp_path,
-                      timeout=600)
+        # (the local runtime: a venv one rebuilds this whole test environment; tests/test_reproduce.py has it)
+        res = run_cli("reproduce", record_url, "--runtime", "local", "--trust-remote-code", "--json", cwd=tmp_path,
+                      timeout=300)
         assert res.returncode == 0, res
         verdict = json.loads(res.stdout)
         assert verdict["verdict"] == "reproduced" and verdict["record_id"] == early["id"]
