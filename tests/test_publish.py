@@ -120,6 +120,8 @@ def test_publish_refuses_failed_record_and_missing_remote(make_project):
 
 def test_dead_dashboard_keeps_the_record_and_says_how_to_retry(project):
     root, _bare = project
+    # a remote others could fetch (a path one is refused for a dashboard before it is asked)
+    git(root, "remote", "set-url", "origin", "https://example.invalid/alice/proj.git")
     record = record_in(root)
     folder = root / ".cotk-repro" / "runs" / record["id"].removeprefix("sha256:")
     snapshot = {p.name: p.read_bytes() for p in folder.iterdir()}
@@ -134,6 +136,7 @@ def test_dead_dashboard_keeps_the_record_and_says_how_to_retry(project):
 
 def test_dashboard_without_token_asks_for_login(project):
     root, _bare = project
+    git(root, "remote", "set-url", "origin", "https://example.invalid/alice/proj.git")
     record_in(root)
     res = run_cli("publish", "--no-git", "--dashboard", "http://127.0.0.1:9", cwd=root,
                   env={"XDG_CONFIG_HOME": str(root / "nocfg")})
