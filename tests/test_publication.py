@@ -11,7 +11,6 @@ socket named by the publication never connected to. The dashboard's own endpoint
 from __future__ import annotations
 
 import copy
-import json
 import os
 import socket
 import subprocess
@@ -19,14 +18,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from dashboard_support import make_record
 from signing_support import make_key
 from test_reproduce_support import http_double
 
 
 def cli(*args: str, cwd: Path, timeout: float = 300):
-    return subprocess.run([sys.executable, "-m", "cotk_repro", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cotk_repro", *args], capture_output=True, text=True, check=False,
                           env={**os.environ, "XDG_CONFIG_HOME": str(cwd / "cfg")}, cwd=cwd, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 

@@ -262,7 +262,7 @@ def add_publication(db: Database, record_ref: str, principal: Principal, body: A
     Checked before it is stored: it names this record and its commit, its URL is one a reproducer may fetch,
     and it is signed by the key that signed the record (a registered one, the uploader's); an unsigned one
     only for an unsigned record on a dashboard that accepts unsigned uploads."""
-    from ..remote.publication import PublicationError, publication_bytes, verify, NS_PUBLICATION
+    from ..remote.publication import NS_PUBLICATION, PublicationError, publication_bytes, verify
 
     rid = normalize_id(record_ref)
     if rid is None:

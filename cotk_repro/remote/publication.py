@@ -25,7 +25,13 @@ from typing import Any
 
 from ..core.canonical import canonical_json
 from ..core.giturl import UnsafeUrlError, check_stranger_url, shown
-from ..core.signing import MAX_SIGNATURE, SigningError, SigningKey, parse_signature, sign_bytes, verify_bytes
+from ..core.signing import (
+    MAX_SIGNATURE,
+    SigningError,
+    SigningKey,
+    sign_bytes,
+    verify_bytes,
+)
 from ..errors import CotkError
 
 NS_PUBLICATION = "cotk-repro-publication"
@@ -45,7 +51,7 @@ class PublicationError(CotkError):
 def fetchable_remote(record_id: str, url: Any) -> str:
     """``url`` when a stranger could fetch the record's code from it; else :class:`PublicationError` with the
     sentence ``reproduce`` gives for it (a remote on the author's machine, or an unsafe URL)."""
-    if isinstance(url, str) and (url.startswith(_LOCAL) or url.startswith("~") or url.startswith("/")):
+    if isinstance(url, str) and url.startswith((_LOCAL, "~", "/")):
         raise PublicationError(f"record {record_id[:19]} names only a remote on its author's machine ({shown(url)}), "
                                "so its code cannot be fetched from here",
                                hint="reproduce from the git repository itself: cotk-repro reproduce GIT_URL")
@@ -127,10 +133,3 @@ def verify(record: dict[str, Any], attachment: Any, record_signature: str | None
                                f"record ({record_key.fingerprint}): the remote it names is not used")
     return url, info.public.fingerprint
 
-
-def signer(attachment: dict[str, Any]) -> str | None:
-    """The fingerprint of the key that signed an attachment (not verified), None when unsigned or unreadable."""
-    try:
-        return parse_signature(attachment.get("signature")).public.fingerprint if attachment.get("signature") else None
-    except SigningError:
-        return None
