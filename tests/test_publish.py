@@ -328,3 +328,37 @@ def test_record_made_before_the_remote_is_published_without_a_rerun(make_project
         assert json.loads((folder / "publication.json").read_text()) == attachment
 
 
+
+
+def test_a_remote_taken_later_is_signed_by_the_key_that_signed_the_record(make_project, tmp_path):
+    """Reproducers use a publication's remote only when the record's signer signed it: publishing one with
+    another key is refused before anything is sent, and a stale publication.json is made again."""
+    from signing_support import key_env, make_key
+
+    root = make_project({"main.py": ENTRY, "refs.txt": "a b\n"})
+    record = record_in(root)
+    add_bare_remote(root, tmp_path / "remotes", "alice/keys")
+    first, second = make_key(tmp_path / "k1"), make_key(tmp_path / "k2")
+    env1, env2 = key_env(first, tmp_path / "h1"), key_env(second, tmp_path / "h2")
+    assert run_cli("publish", "--push", "--no-dashboard", cwd=root, env=env1).returncode == 0  # record.sig by k1
+    git(root, "remote", "set-url", "origin", "https://example.invalid/alice/keys.git")  # now others could fetch it
+    res = run_cli("publish", "--no-git", "--dashboard", "http://127.0.0.1:9", cwd=root,
+                  env={**env2, "XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    fp1 = subprocess.run(["ssh-keygen", "-lf", f"{first}.pub"], capture_output=True, text=True).stdout.split()[1]
+    assert res.returncode == 2 and f"signed by key {fp1}" in res.stderr and "one key signed both" in res.stderr, res
+    # with the record's key: past that check (to the missing token), the publication made again with it
+    res = run_cli("publish", "--no-git", "--dashboard", "http://127.0.0.1:9", cwd=root,
+                  env={**env1, "XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    assert res.returncode == 2 and "no token for the dashboard" in res.stderr, res
+    folder = root / ".cotk-repro" / "runs" / record["id"].removeprefix("sha256:")
+    attachment = json.loads((folder / "publication.json").read_text())
+    sig = tmp_path / "p.sig"
+    sig.write_text(attachment["signature"])
+    from cotk_repro.core.canonical import canonical_json
+
+    allowed = tmp_path / "allowed"
+    allowed.write_text("alice " + (first.parent / f"{first.name}.pub").read_text())
+    check = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "alice", "-n",
+                            "cotk-repro-publication", "-s", str(sig)],
+                           input=canonical_json(attachment["publication"]), capture_output=True)
+    assert check.returncode == 0, check.stderr

@@ -107,12 +107,14 @@ def publication_for(root: Path, folder: Path, record: dict[str, Any], remote: st
                                                  f"set-url {remote} URL`, or publish with --no-dashboard") from None
         return None, None
     path = folder / pub.PUBLICATION_FILE
+    key = find_signing_key(root)
     existing = pub.loads(path.read_bytes()) if path.is_file() else None
     if isinstance(existing, dict) and isinstance(existing.get("publication"), dict) \
             and existing["publication"].get("remote_url") == url \
-            and existing["publication"].get("record_id") == record["id"]:
+            and existing["publication"].get("record_id") == record["id"] \
+            and _signed_by(existing.get("signature")) == (key.public.fingerprint if key else None):
         return existing, url
-    attachment = pub.make(record, url, find_signing_key(root))
+    attachment = pub.make(record, url, key)
     atomic_write(path, pub.dumps(attachment))
     return attachment, url
 
@@ -163,6 +165,13 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
     # the remote taken now, beside the record (its id unchanged): before anything is sent anywhere
     ctx.publication, publication_url = publication_for(root, folder, record, remote_name(remote, config),
                                                        dashboard="dashboard" in chosen and bool(ctx.dashboard_url))
+    if ctx.publication is not None and _signer(signature) != _signed_by(ctx.publication.get("signature")):
+        # a reproducer uses the remote only when the key that signed the record signed it too
+        raise PublishError(f"record {rid} is signed by key {_signer(signature) or 'none'}, but its git remote "
+                           f"would be signed by key {_signed_by(ctx.publication.get('signature')) or 'none'}; "
+                           "reproducers use the remote only when one key signed both",
+                           hint="sign with the key that signed the record (git config user.signingkey, or "
+                                "COTK_REPRO_SIGNING_KEY), then publish again")
     steps: list[dict[str, Any]] = []
     for name in chosen:
         if name == "dashboard" and not ctx.dashboard_url:
@@ -178,6 +187,16 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
     return {"id": record["id"], "folder": str(folder), "steps": steps, "warnings": warnings,
             "signed_by": _signer(signature), "remote_url": publication_url or record["code"].get("remote_url"),
             "remote_from": "publication" if publication_url else "record"}
+
+
+def _signed_by(signature: Any) -> str | None:
+    """The fingerprint an attachment's signature names (not verified), None when unsigned or unreadable."""
+    from ..core.signing import SigningError
+
+    try:
+        return _signer(signature) if isinstance(signature, str) else None
+    except SigningError:
+        return None
 
 
 def _signer(signature: str | None) -> str | None:
