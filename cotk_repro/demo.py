@@ -5,7 +5,10 @@
 2. ``run`` it: a record with hashed perplexity, BLEU, Self-BLEU and Distinct;
 3. start an embedded dashboard (SQLite) on a free port and create two users, the author
    and a reproducer, each with a throwaway SSH key made in the demo folder;
-4. ``publish`` to a local bare git remote and to the dashboard, signed by the author's key;
+4. add the git remote (after the run: the record names none, and is not run again) — a bare repository in
+   the demo folder served read-only by ``git daemon`` on a free loopback port (``git://127.0.0.1:PORT/``,
+   a URL a reproducer may fetch; pushes go to the folder itself) — and ``publish`` to it and to the
+   dashboard, signed by the author's key: the remote goes beside the record, signed (``publication.json``);
 5. ``reproduce`` it from the git remote alone (``venv`` runtime, or ``docker`` when an
    engine and the base image are there) and submit the verdict, signed by the reproducer's
    key, so the record page shows "reproduced by 1".
@@ -135,8 +138,6 @@ def _loop(folder: Path, *, runtime: str | None, base_image: str | None, host: st
     _git(project, "add", "-A")
     _git(project, "commit", "-q", "-m", "Sample bigram language model")
     _git(project, "branch", "-M", "main")  # the same branch name whatever git's init.defaultBranch says
-    _git(folder, "init", "-q", "--bare", str(bare))
-    _git(project, "remote", "add", "origin", str(bare))
     timings["scaffold"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -147,12 +148,27 @@ def _loop(folder: Path, *, runtime: str | None, base_image: str | None, host: st
     record = outcome.record
     timings["run"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    on_status("starting the embedded dashboard (SQLite)")
-    db_url = f"sqlite:///{folder / 'dashboard.db'}"
-    keys = {name: make_key(folder / "keys" / name, f"{name}@cotk-repro-demo") for name in (USER, REPRODUCER)}
-    signed = all(keys.values())
-    url, stop = start_in_thread(db_url, host, port, allow_unsigned=not signed)
+    # the remote comes after the run, as for a project that gets one later: publish takes it then
+    _git(folder, "init", "-q", "--bare", str(bare))
+    git_url, stop_git = serve_git(folder / "git")
+    try:
+        _git(project, "remote", "add", "origin", f"{git_url}{OWNER}/{PROJECT}.git")
+        _git(project, "remote", "set-url", "--push", "origin", str(bare))  # the daemon serves reads only
+
+        t = time.perf_counter()
+        on_status("starting the embedded dashboard (SQLite)")
+        db_url = f"sqlite:///{folder / 'dashboard.db'}"
+        keys = {name: make_key(folder / "keys" / name, f"{name}@cotk-repro-demo") for name in (USER, REPRODUCER)}
+        signed = all(keys.values())
+        url, stop_dashboard = start_in_thread(db_url, host, port, allow_unsigned=not signed)
+    except BaseException:
+        stop_git()
+        raise
+
+    def stop() -> None:
+        stop_dashboard()
+        stop_git()
+
     try:
         db = open_database(db_url, migrate=False)
         tokens = {name: add_user(db, name)[0] for name in (USER, REPRODUCER)}
@@ -166,7 +182,7 @@ def _loop(folder: Path, *, runtime: str | None, base_image: str | None, host: st
         timings["dashboard"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        on_status("publishing to the bare git remote and the dashboard")
+        on_status(f"publishing to the git remote {git_url}{OWNER}/{PROJECT}.git and the dashboard")
         published = publish(project, "latest", remote="origin", dashboard=url, push=True)
         record_url = next((s.get("url") for s in published["steps"] if s.get("target") == "dashboard"), None)
         timings["publish"] = time.perf_counter() - t
@@ -190,6 +206,48 @@ def _loop(folder: Path, *, runtime: str | None, base_image: str | None, host: st
     timings["total"] = time.perf_counter() - t_all
     return DemoResult(folder=folder, project=project, record=record, dashboard_url=url, record_url=record_url,
                       reproduction=reproduction, runtime=chosen, timings=timings, stop=stop)
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def serve_git(base: Path, host: str = "127.0.0.1", *, timeout: float = 20.0) -> tuple[str, Callable[[], None]]:
+    """``git daemon`` serving the repositories under ``base`` read-only on a free port of ``host``:
+    ``("git://HOST:PORT/", stop)``. The demo's remote is then one a reproducer may fetch (a path is not)."""
+    import subprocess
+
+    for _attempt in range(3):  # a free port can be taken between choosing it and the daemon binding it
+        port = _free_port(host)
+        proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", f"--base-path={base}",  # noqa: S603, S607 - git from PATH; the demo's own folder and a port chosen here
+                                 f"--listen={host}", f"--port={port}", "--max-connections=8"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def stop(proc=proc) -> None:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None and time.monotonic() < deadline:
+            import socket
+
+            try:
+                with socket.create_connection((host, port), timeout=1):
+                    return f"git://{host}:{port}/", stop
+            except OSError:
+                time.sleep(0.1)
+        stop()
+    raise CotkError("git daemon did not start, so the demo has no git remote to publish to",
+                    hint="check that `git daemon --help` works (Debian's git package has it)")
 
 
 def cleanup(folder: Path) -> None:

@@ -313,3 +313,37 @@ def test_ci_runs_the_distribution_checks_after_the_test_command():
         for line in lines.splitlines():
             if line.strip().startswith('"'):
                 assert "#" in line, f"{pyproject}: an ignored dependency without its reason: {line}"
+
+
+def test_ci_runs_the_test_command_inside_a_fresh_venv(tmp_path):
+    """.ci/run runs scripts/test.sh as a README user does: in a fresh `python3 -m venv` (no system site-packages,
+    no PYTHONPATH), activated, so pip installs into it and every `python3` the tests spawn is its own; the venv
+    is gone afterwards. The real .ci/run is run against stub scripts that report what they saw."""
+    repo = tmp_path / "repo"
+    (repo / ".ci").mkdir(parents=True)
+    (repo / "scripts").mkdir()
+    (repo / ".ci" / "run").write_text((ROOT / ".ci" / "run").read_text())
+    report = tmp_path / "seen.txt"
+    probe = ("import json, os, sys, sysconfig; print(json.dumps({'prefix': sys.prefix, 'base': sys.base_prefix, "
+             "'purelib': sysconfig.get_path('purelib'), 'path': sys.path, "
+             "'pythonpath': os.environ.get('PYTHONPATH'), 'venv': os.environ.get('VIRTUAL_ENV')}))")
+    (repo / "scripts" / "test.sh").write_text(f"python3 -c \"{probe}\" > {report}\n")
+    (repo / "scripts" / "ci-dists.sh").write_text(f"echo dists >> {tmp_path / 'dists.txt'}\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "COTK_REPRO_CI_VENV")}
+    env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    res = subprocess.run(["bash", str(repo / ".ci" / "run")], capture_output=True, text=True, env=env,
+                         timeout=600)
+    import json
+
+    seen = json.loads(report.read_text())
+    assert seen["prefix"] != seen["base"] and seen["venv"] == seen["prefix"], seen
+    assert seen["pythonpath"] is None
+    assert seen["prefix"].startswith(str(tmp_path)), seen
+    # no --system-site-packages: only the venv's own site dir and the stdlib on sys.path
+    assert not any("site-packages" in p and not p.startswith(seen["prefix"]) for p in seen["path"]), seen["path"]
+    assert str(ROOT) not in seen["path"]
+    pyvenv = Path(seen["prefix"], "pyvenv.cfg")
+    assert not pyvenv.exists(), "the CI venv is left behind"
+    assert (tmp_path / "dists.txt").read_text() == "dists\n"  # the distribution checks run too
+    # the stubs install nothing, so ruff (installed by the real test.sh) is missing: the run fails, as it must
+    assert res.returncode != 0

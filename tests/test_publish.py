@@ -120,6 +120,8 @@ def test_publish_refuses_failed_record_and_missing_remote(make_project):
 
 def test_dead_dashboard_keeps_the_record_and_says_how_to_retry(project):
     root, _bare = project
+    # a remote others could fetch (a path one is refused for a dashboard before it is asked)
+    git(root, "remote", "set-url", "origin", "https://example.invalid/alice/proj.git")
     record = record_in(root)
     folder = root / ".cotk-repro" / "runs" / record["id"].removeprefix("sha256:")
     snapshot = {p.name: p.read_bytes() for p in folder.iterdir()}
@@ -134,6 +136,7 @@ def test_dead_dashboard_keeps_the_record_and_says_how_to_retry(project):
 
 def test_dashboard_without_token_asks_for_login(project):
     root, _bare = project
+    git(root, "remote", "set-url", "origin", "https://example.invalid/alice/proj.git")
     record_in(root)
     res = run_cli("publish", "--no-git", "--dashboard", "http://127.0.0.1:9", cwd=root,
                   env={"XDG_CONFIG_HOME": str(root / "nocfg")})
@@ -261,27 +264,102 @@ def test_login_checks_url_and_token_and_saves_only_what_works(tmp_path, live_das
     assert res.returncode == 0 and json.loads(config.read_text())["dashboards"][dead]["token"] == "later"
 
 
-@pytest.mark.slow  # 16 s on the shared 2-core machine (load ~7): five CLI calls against a live dashboard
-def test_record_made_before_the_remote_is_refused_for_the_dashboard(make_project, tmp_path, live_dashboard):
-    """Rough edge 4: such a record could never be reproduced from its dashboard URL: publish says so up front;
-    a record made after the remote was added names it, and reproduce by URL finds the code there."""
-    from cotk_repro.reproduce.source import resolve
+@pytest.mark.slow  # five CLI calls against a live dashboard, a git daemon and a reproduce
+def test_record_made_before_the_remote_is_published_without_a_rerun(make_project, tmp_path, live_dashboard):
+    """Issue 24 item 5: a record made before `git remote add` is published once the remote exists: the remote
+    is taken at publish time and goes beside the record, signed (publication.json), the record's id unchanged;
+    a path-only remote is refused up front with the very sentence reproduce gives later; reproduce from the
+    dashboard URL then fetches the code through the published remote and reproduces it."""
+    from cotk_repro.reproduce import ReproduceError
+    from cotk_repro.reproduce.source import resolve, source_for_record
 
     root = make_project({"main.py": ENTRY, "refs.txt": "a b\n"})
     early = record_in(root)
     assert early["code"]["remote_url"] is None
-    bare = add_bare_remote(root, tmp_path / "remotes", "alice/exp")
+    folder = next((root / ".cotk-repro" / "runs").iterdir())
+    record_bytes = (folder / "record.json").read_bytes()
+    bare = add_bare_remote(root, tmp_path / "remotes", "alice/exp")  # a path: nobody else can fetch it
     url, token, signing = live_dashboard
     assert run_cli("login", "--dashboard", url, "--token", token).returncode == 0
     res = run_cli("publish", "--push", "--dashboard", url, early["id"][:19], cwd=root, env=signing)
-    assert res.returncode == 2 and "names no git remote" in res.stderr and "cotk-repro run" in res.stderr, res
+    with pytest.raises(ReproduceError) as later:  # what reproduce says of a record naming that remote
+        source_for_record({**early, "code": {**early["code"], "remote_url": "local:exp.git"}})
+    assert res.returncode == 2 and later.value.message in " ".join(res.stderr.split()), res
+    assert "unexpected" not in res.stderr
     assert git(bare, "for-each-ref").strip() == ""  # refused before anything was pushed
+    assert not (folder / "publication.json").exists()
+    # git alone: a path remote is fine there (reproducing from the git location does not read the record's remote)
     assert run_cli("publish", "--push", "--no-dashboard", early["id"][:19], cwd=root).returncode == 0
     with remote_served_by_git_daemon(root, bare, tmp_path / "remotes") as served:
-        late = record_in(root)
-        assert late["code"]["remote_url"] == served
-        res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=signing)
+        res = run_cli("publish", "--push", "--dashboard", url, "--json", early["id"][:19], cwd=root, env=signing)
         assert res.returncode == 0, res
-        record_url = next(s["url"] for s in json.loads(res.stdout)["steps"] if s["target"] == "dashboard")
+        report = json.loads(res.stdout)
+        assert report["id"] == early["id"] and report["remote_url"] == served and report["remote_from"] == "publication"
+        assert (folder / "record.json").read_bytes() == record_bytes  # the record itself is untouched
+        assert len(list((root / ".cotk-repro" / "runs").iterdir())) == 1  # nothing was run again
+        attachment = json.loads((folder / "publication.json").read_text())
+        assert attachment["publication"] == {"kind": "cotk-repro-publication", "record_id": early["id"],
+                                             "commit": early["code"]["commit"], "remote_url": served}
+        # signed by the key that signed the record, checked here with ssh-keygen itself
+        sig = tmp_path / "publication.sig"
+        sig.write_text(attachment["signature"])
+        from cotk_repro.core.canonical import canonical_json
+
+        check = subprocess.run(["ssh-keygen", "-Y", "check-novalidate", "-n", "cotk-repro-publication", "-s",
+                                str(sig)], input=canonical_json(attachment["publication"]), capture_output=True)
+        assert check.returncode == 0, check.stderr
+        # beside the record on the records ref too
+        hexid = early["id"].removeprefix("sha256:")
+        assert json.loads(git(bare, "show", f"{REF}:records/{hexid}/publication.json")) == attachment
+        assert json.loads(git(bare, "show", f"{REF}:records/{hexid}/record.json")) == early
+        # the dashboard serves it; reproduce by the record's URL finds the code there and reproduces it
+        record_url = next(s["url"] for s in report["steps"] if s["target"] == "dashboard")
         source = resolve(record_url)
-        assert source.git_url == served and source.record_id == late["id"]
+        assert source.git_url == served and source.record_id == early["id"]
+        # (the local runtime: a venv one rebuilds this whole test environment; tests/test_reproduce.py has it)
+        res = run_cli("reproduce", record_url, "--runtime", "local", "--trust-remote-code", "--json", cwd=tmp_path,
+                      timeout=300)
+        assert res.returncode == 0, res
+        verdict = json.loads(res.stdout)
+        assert verdict["verdict"] == "reproduced" and verdict["record_id"] == early["id"]
+        assert verdict["record_signature"]["status"] == "valid"
+        # publishing again changes nothing
+        again = run_cli("publish", "--dashboard", url, "--json", early["id"][:19], cwd=root, env=signing)
+        assert again.returncode == 0, again
+        assert json.loads((folder / "publication.json").read_text()) == attachment
+
+
+
+
+def test_a_remote_taken_later_is_signed_by_the_key_that_signed_the_record(make_project, tmp_path):
+    """Reproducers use a publication's remote only when the record's signer signed it: publishing one with
+    another key is refused before anything is sent, and a stale publication.json is made again."""
+    from signing_support import key_env, make_key
+
+    root = make_project({"main.py": ENTRY, "refs.txt": "a b\n"})
+    record = record_in(root)
+    add_bare_remote(root, tmp_path / "remotes", "alice/keys")
+    first, second = make_key(tmp_path / "k1"), make_key(tmp_path / "k2")
+    env1, env2 = key_env(first, tmp_path / "h1"), key_env(second, tmp_path / "h2")
+    assert run_cli("publish", "--push", "--no-dashboard", cwd=root, env=env1).returncode == 0  # record.sig by k1
+    git(root, "remote", "set-url", "origin", "https://example.invalid/alice/keys.git")  # now others could fetch it
+    res = run_cli("publish", "--no-git", "--dashboard", "http://127.0.0.1:9", cwd=root,
+                  env={**env2, "XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    fp1 = subprocess.run(["ssh-keygen", "-lf", f"{first}.pub"], capture_output=True, text=True).stdout.split()[1]
+    assert res.returncode == 2 and f"signed by key {fp1}" in res.stderr and "one key signed both" in res.stderr, res
+    # with the record's key: past that check (to the missing token), the publication made again with it
+    res = run_cli("publish", "--no-git", "--dashboard", "http://127.0.0.1:9", cwd=root,
+                  env={**env1, "XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    assert res.returncode == 2 and "no token for the dashboard" in res.stderr, res
+    folder = root / ".cotk-repro" / "runs" / record["id"].removeprefix("sha256:")
+    attachment = json.loads((folder / "publication.json").read_text())
+    sig = tmp_path / "p.sig"
+    sig.write_text(attachment["signature"])
+    from cotk_repro.core.canonical import canonical_json
+
+    allowed = tmp_path / "allowed"
+    allowed.write_text("alice " + (first.parent / f"{first.name}.pub").read_text())
+    check = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "alice", "-n",
+                            "cotk-repro-publication", "-s", str(sig)],
+                           input=canonical_json(attachment["publication"]), capture_output=True)
+    assert check.returncode == 0, check.stderr

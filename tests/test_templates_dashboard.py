@@ -16,7 +16,7 @@ import requests
 
 from conftest import run_cli
 from dashboard_support import signed_dashboard
-from test_reproduce_support import add_bare_remote
+from test_reproduce_support import add_bare_remote, remote_served_by_git_daemon
 from test_templates import DIALOG_KEYS, LM_KEYS, TEMPLATES, make_template_project, needs_torch
 
 API = "/api/v1"
@@ -49,13 +49,15 @@ def test_the_templates_of_a_task_share_one_leaderboard(task, dashboard, tmp_path
     records = {}
     for template in templates:
         root = make_template_project(template, tmp_path)
-        add_bare_remote(root, tmp_path / "remotes", f"alice/{template}")  # a record names its remote
-        res = run_cli("run", "-q", "--json", cwd=root, timeout=300)
-        assert res.returncode == 0, res
-        records[template] = json.loads(res.stdout)
-        assert records[template]["project"] == {"name": template, "task": task, "dataset": dataset}
-        pub = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=signing)
-        assert pub.returncode == 0, pub
+        bare = add_bare_remote(root, tmp_path / "remotes", f"alice/{template}")  # a record names its remote
+        # served by git daemon: a dashboard refuses a remote only its author's machine can read (a path)
+        with remote_served_by_git_daemon(root, bare, tmp_path / "remotes"):
+            res = run_cli("run", "-q", "--json", cwd=root, timeout=300)
+            assert res.returncode == 0, res
+            records[template] = json.loads(res.stdout)
+            assert records[template]["project"] == {"name": template, "task": task, "dataset": dataset}
+            pub = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=signing)
+            assert pub.returncode == 0, pub
     values = {m: {t: r["results"][m]["value"] for t, r in records.items()} for m in keys}
     hashes = {m: {r["results"][m]["hash"] for r in records.values()} for m in keys}
     assert all(len(h) == 1 and None not in h for h in hashes.values()), hashes  # comparable: one hash each

@@ -219,6 +219,9 @@ class RecordOut(BaseModel):
     signed: bool
     signature: Optional[str]
     key: Optional[str]
+    #: the git remote taken when the record was published (``{"publication", "signature"}``), for a record made
+    #: before its project had one; null when the record names its own
+    publication: Optional[dict[str, Any]] = None
     mirrored_by: list[str]
     reproductions: list[ReproductionOut]
     reproduced_by: int
@@ -396,6 +399,20 @@ async def add_reproduction(request: Request, record_id: str, user: Principal = D
     rid = cast(str, store.normalize_id(record_id))  # a str: add_reproduction found the record by this id
     return JSONResponse({**added, "url": f"{record_url(dash.base_url(request), rid)}#reproduction-{added['id']}"},
                         status_code=201)
+
+
+@router.post("/records/{record_id}/publication", status_code=201, responses={404: {"model": Problem}, **ERRORS})
+async def add_publication(request: Request, record_id: str, user: Principal = Depends(require_user)):
+    """Attach the git remote of a record made before its project had one: ``{"publication": {"kind",
+    "record_id", "commit", "remote_url"}, "signature"}``, signed (namespace ``cotk-repro-publication``) by the
+    key that signed the record. 201 when stored, 200 when the same one is already there."""
+    body = _json_body(await request.body())
+    dash = _dash(request)
+    with refusals():
+        added = await run_in_threadpool(store.add_publication, dash.db, record_id, user, body,
+                                        allow_unsigned=dash.allow_unsigned)
+    dash.wrote()
+    return JSONResponse(added, status_code=201 if added["created"] else 200)
 
 
 @router.get("/queue", response_model=QueueCounts)

@@ -127,6 +127,9 @@ class Record(Base):
     body: Mapped[str] = mapped_column(Text, nullable=False)
     signature: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
     key_fingerprint: Mapped[Optional[str]] = mapped_column(String(80), nullable=True)
+    #: the git remote taken at publish time, signed (``{"publication", "signature"}`` JSON), for a record made
+    #: before its project had one (:mod:`cotk_repro.remote.publication`)
+    publication: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
     #: distinct users other than the owner whose latest verdict is "reproduced" (kept on every reproduction)
     reproduced_by: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
     #: run from a work tree with uncommitted changes (the record's ``code.dirty``)

@@ -256,6 +256,48 @@ def add_reproduction(db: Database, record_ref: str, principal: Principal, body: 
     return {"id": db.write(tx), "verdict": computed, "claimed": claimed, "by_author": by_author}
 
 
+def add_publication(db: Database, record_ref: str, principal: Principal, body: Any, *,
+                    allow_unsigned: bool = False) -> dict[str, Any]:
+    """Store the publication of a stored record (the git remote taken when it was published, signed by the
+    record's signer: :mod:`cotk_repro.remote.publication`); ``{"id", "remote_url", "created"}``.
+
+    Checked before it is stored: it names this record and its commit, its URL is one a reproducer may fetch,
+    and it is signed by the key that signed the record (a registered one, the uploader's); an unsigned one
+    only for an unsigned record on a dashboard that accepts unsigned uploads."""
+    from ..remote.publication import NS_PUBLICATION, PublicationError, publication_bytes, verify
+
+    rid = normalize_id(record_ref)
+    if rid is None:
+        raise NotFound(f"{record_ref!r} is not a record id")
+    found = db.read(lambda c: c.execute(select(Record.id, Record.body, Record.signature, Record.publication)
+                                        .where(Record.record_id == rid)).first())
+    if found is None:
+        raise NotFound(f"there is no record {rid} on this dashboard")
+    pk, record_body, record_sig, stored = found
+    record = json.loads(record_body)
+    try:
+        url, _fp = verify(record, body, record_sig, allow_unsigned=allow_unsigned)
+    except PublicationError as exc:
+        if record_sig is not None and isinstance(body, dict) and body.get("signature") is None:
+            raise Unsigned(exc.message) from None
+        raise Invalid(exc.message) from None
+    if body["signature"] is not None:  # verified against the record's key above; that key must be the uploader's
+        signer = signer_of(db, publication_bytes(body["publication"]), body["signature"], NS_PUBLICATION)
+        check_uploader(signer, principal, "publication")
+    elif not allow_unsigned:
+        raise Unsigned("this dashboard accepts only signed publications")
+    text_ = dumps(body)
+    if stored == text_:
+        return {"id": rid, "remote_url": url, "created": False}
+
+    def tx(conn):
+        conn.execute(update(Record).where(Record.id == pk).values(publication=text_))
+        db.bump(conn)
+
+    db.write(tx)
+    return {"id": rid, "remote_url": url, "created": True}
+
+
 def get_record(db: Database, record_ref: str) -> dict[str, Any]:
     """``{"record", "user", "submitted_at", "reproductions": [...]}``; raises :class:`NotFound`."""
     rid = normalize_id(record_ref)
@@ -264,7 +306,7 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
 
     def q(conn):
         row = conn.execute(select(Record.id, Record.body, Record.submitted_at, User.name, Record.signature,
-                                  Record.key_fingerprint)
+                                  Record.key_fingerprint, Record.publication)
                            .join(User, User.id == Record.user_id).where(Record.record_id == rid)).first()
         if row is None:
             raise NotFound(f"there is no record {rid} on this dashboard")
@@ -286,6 +328,7 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
             "signed": row[4] is not None,
             "signature": row[4],
             "key": row[5],
+            "publication": json.loads(row[6]) if row[6] else None,
             "mirrored_by": list(mirrors),
             "reproductions": [{"id": i, "user": u, "submitted_at": s, "verdict": json.loads(b),
                                "by_author": bool(a), "superseded": bool(sup), "signed": k is not None, "key": k}

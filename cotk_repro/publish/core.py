@@ -22,7 +22,7 @@ from ..records import RecordView, RunStore, short_id, validate_record
 from ..core.signing import sign_for_publish
 from ..errors import CotkError
 from . import PublishError
-from .targets import PublishContext
+from .targets import PublishContext, remote_name
 
 
 def resolve_dashboard(explicit: str | None, config) -> str | None:
@@ -51,17 +51,72 @@ def chosen_by_user(explicit: str | None, url: str | None) -> bool:
         return False
 
 
-def _check_reproducible_from_dashboard(record: dict[str, Any], rid: str) -> None:
-    """A record on the dashboard is reproduced from the git remote it names: refuse one that names none.
+def current_remote_url(root: Path, name: str) -> str | None:
+    """The URL of the git remote ``name`` as a record would hold it (credentials stripped, a path as
+    ``local:NAME``), None when the repository has no such remote."""
+    from ..capture.git import strip_credentials
+    from ..core.git import git
 
-    A record is immutable (its id is the hash of its content), so the remote it was pushed to later cannot be
-    added to it: a record made before the project had a remote must be made again.
+    proc = git(root, "remote", "get-url", "--", name, check=False)
+    if proc.returncode != 0:
+        return None
+    return strip_credentials(proc.stdout.decode("utf-8", "replace").strip(), name) or None
+
+
+def publication_for(root: Path, folder: Path, record: dict[str, Any], remote: str, *, dashboard: bool
+                    ) -> tuple[dict[str, Any] | None, str | None]:
+    """``(publication, its remote URL)`` to publish beside ``record`` (:mod:`cotk_repro.remote.publication`).
+
+    A record that names a remote a stranger can fetch needs none: ``(None, None)``. Otherwise the remote is the
+    repository's ``remote`` now (the record was made before ``git remote add``); its publication is signed
+    with the key that signs records and kept as ``publication.json`` in the record's folder (made again only
+    when the remote changed). With the dashboard among the targets, a record that still names no remote anyone
+    could fetch from is refused here with the sentence ``reproduce`` would give for it; without, a path-only
+    remote is fine (a reproduction from the git location itself does not read the record's remote).
     """
-    if not RecordView.of(record).code.remote_url:
-        raise PublishError(f"record {rid} names no git remote (it was made before the project had one), so a "
-                           f"reproduction from the dashboard could not fetch its code",
-                           hint="run it again with `cotk-repro run` now that the remote exists and publish that "
-                                "record, or publish this one with --no-dashboard")
+    from ..core.fileio import atomic_write
+    from ..core.signing import find_signing_key
+    from ..remote import publication as pub
+
+    rid = short_id(record["id"])
+    recorded = (record.get("code") or {}).get("remote_url")
+    if recorded and not str(recorded).startswith("local:"):
+        if dashboard:
+            try:
+                pub.fetchable_remote(record["id"], recorded)
+            except pub.PublicationError as exc:
+                raise PublishError(exc.message) from None
+        return None, None
+    url = current_remote_url(root, remote)
+    if url is None:
+        if not dashboard:
+            return None, None
+        if recorded:
+            url = recorded
+        else:
+            raise PublishError(f"record {rid} names no git remote and this repository has no git remote named "
+                               f"{remote!r}, so a reproduction from the dashboard could not fetch its code",
+                               hint=f"add one with `git remote add {remote} URL` and publish again (the record "
+                                    "is not run again), or publish with --no-dashboard")
+    try:
+        pub.fetchable_remote(record["id"], url)
+    except pub.PublicationError as exc:
+        if dashboard:
+            raise PublishError(exc.message, hint="a dashboard's reproducers fetch the code from the remote: add "
+                                                 "one they can reach (https://, ssh:// or git://) with `git remote "
+                                                 f"set-url {remote} URL`, or publish with --no-dashboard") from None
+        return None, None
+    path = folder / pub.PUBLICATION_FILE
+    key = find_signing_key(root)
+    existing = pub.loads(path.read_bytes()) if path.is_file() else None
+    if isinstance(existing, dict) and isinstance(existing.get("publication"), dict) \
+            and existing["publication"].get("remote_url") == url \
+            and existing["publication"].get("record_id") == record["id"] \
+            and _signed_by(existing.get("signature")) == (key.public.fingerprint if key else None):
+        return existing, url
+    attachment = pub.make(record, url, key)
+    atomic_write(path, pub.dumps(attachment))
+    return attachment, url
 
 
 def choose_targets(explicit: list[str] | None, config, *, use_git: bool = True, use_dashboard: bool = True) -> list[str]:
@@ -111,9 +166,17 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
                          dashboard_user_chosen=chosen_by_user(dashboard, resolve_dashboard(dashboard, config)),
                          on_status=on_status or (lambda _m: None), signature=signature)
     chosen = choose_targets(targets, config, use_git=use_git, use_dashboard=use_dashboard)
+    # the remote taken now, beside the record (its id unchanged): before anything is sent anywhere
+    ctx.publication, publication_url = publication_for(root, folder, record, remote_name(remote, config),
+                                                       dashboard="dashboard" in chosen and bool(ctx.dashboard_url))
+    if ctx.publication is not None and _signer(signature) != _signed_by(ctx.publication.get("signature")):
+        # a reproducer uses the remote only when the key that signed the record signed it too
+        raise PublishError(f"record {rid} is signed by key {_signer(signature) or 'none'}, but its git remote "
+                           f"would be signed by key {_signed_by(ctx.publication.get('signature')) or 'none'}; "
+                           "reproducers use the remote only when one key signed both",
+                           hint="sign with the key that signed the record (git config user.signingkey, or "
+                                "COTK_REPRO_SIGNING_KEY), then publish again")
     steps: list[dict[str, Any]] = []
-    if "dashboard" in chosen and ctx.dashboard_url:
-        _check_reproducible_from_dashboard(record, rid)
     for name in chosen:
         if name == "dashboard" and not ctx.dashboard_url:
             steps.append({"target": "dashboard", "status": "skipped",
@@ -125,8 +188,19 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
         except PublishError as exc:
             exc.steps = steps + exc.steps
             raise
-    return {"id": view.id, "folder": str(folder), "steps": steps, "warnings": warnings,
-            "signed_by": _signer(signature)}
+    return {"id": record["id"], "folder": str(folder), "steps": steps, "warnings": warnings,
+            "signed_by": _signer(signature), "remote_url": publication_url or record["code"].get("remote_url"),
+            "remote_from": "publication" if publication_url else "record"}
+
+
+def _signed_by(signature: Any) -> str | None:
+    """The fingerprint an attachment's signature names (not verified), None when unsigned or unreadable."""
+    from ..core.signing import SigningError
+
+    try:
+        return _signer(signature) if isinstance(signature, str) else None
+    except SigningError:
+        return None
 
 
 def _signer(signature: str | None) -> str | None:

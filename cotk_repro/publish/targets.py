@@ -38,7 +38,15 @@ class PublishContext:
     on_status: Callable[[str], None] = lambda _m: None
     #: the record's armored SSH signature (``record.sig``), None when published unsigned
     signature: str | None = None
+    #: the record's publication (``{"publication", "signature"}``: the git remote taken at publish time, for a
+    #: record made before the project had one; :mod:`cotk_repro.remote.publication`), None when it needs none
+    publication: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def remote_name(remote: str | None, config) -> str:
+    """The git remote publish uses: ``--remote``, else ``publish.remote``, else ``origin``."""
+    return remote or config.get("publish", "remote") or "origin"
 
 
 def _ls_remote(root: Path, remote: str, shown: str) -> dict[str, str]:
@@ -81,7 +89,7 @@ class GitTarget:
 
         root, record = ctx.root, RecordView.of(ctx.record)  # validated by publish before any target runs
         rid = record.id or ""
-        remote = ctx.remote or ctx.config.get("publish", "remote") or "origin"
+        remote = remote_name(ctx.remote, ctx.config)
         ref = ctx.config.get("publish", "records_ref") or DEFAULT_REF
         if not ref.startswith("refs/"):
             ref = "refs/heads/" + ref
@@ -173,7 +181,11 @@ class DashboardTarget:
                                hint=f"run `cotk-repro login --dashboard {url} --token TOKEN`, or pass --no-dashboard")
         ctx.on_status(f"uploading the record to {url}")
         try:
-            answer = DashboardClient(url, token).upload_record(ctx.record, signature=ctx.signature)
+            client = DashboardClient(url, token)
+            answer = client.upload_record(ctx.record, signature=ctx.signature)
+            if ctx.publication is not None:
+                ctx.on_status(f"uploading the record's git remote {ctx.publication['publication']['remote_url']}")
+                client.upload_publication(ctx.record["id"], ctx.publication)
         except DashboardError as exc:
             raise PublishError(
                 f"{exc.message}; the record is kept locally in {ctx.folder}",

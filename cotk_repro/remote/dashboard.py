@@ -175,6 +175,12 @@ class DashboardClient:
     def get_record(self, record_id: str) -> dict[str, Any]:
         return self._check(self.request("GET", f"/api/v1/records/{quote(record_id, safe=':')}"), "record")
 
+    def upload_publication(self, record_id: str, attachment: dict[str, Any]) -> dict[str, Any]:
+        """POST a record's publication (``{"publication", "signature"}``: its git remote taken at publish time)."""
+        resp = self.request("POST", f"/api/v1/records/{quote(record_id, safe=':')}/publication", json=attachment,
+                            auth=True, idempotent=True)
+        return self._check(resp, "the publication of this record")
+
     def submit_reproduction(self, record_id: str, verdict: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
         """POST a reproduction verdict (``{"reproduction", "signature"}`` when signed)."""
         body = {"reproduction": verdict, "signature": signature} if signature else verdict

@@ -28,7 +28,8 @@ DEFAULT_REF = "refs/heads/cotk-repro-records"
 RECORDS_DIR = "records"
 #: files of a local record folder that travel with it (the ones that exist)
 LOG_FILES = ("stdout.log", "stderr.log")
-RECORD_FILES = ("record.json", "record.sig", "requirements.lock", "Dockerfile", "stdout.log", "stderr.log", "result.json")
+RECORD_FILES = ("record.json", "record.sig", "publication.json", "requirements.lock", "Dockerfile", "stdout.log",
+                "stderr.log", "result.json")
 #: a record.json on a records ref larger than this is not read
 MAX_REF_RECORD_BYTES = 16 * 1024 * 1024
 #: all the record.json of one records ref together larger than this: the rest is not read

@@ -237,7 +237,7 @@ def reproduce(source_text, opts: ReproduceOptions | None = None, *,
 
         if not isinstance(source_text, Source):  # a SOURCE that names nothing is said before anything else
             try:
-                source_text = resolve(source_text)
+                source_text = resolve(source_text, allow_unsigned=opts.allow_unsigned)
             except ReproduceError as exc:
                 exc.step = exc.step or "source"
                 raise
@@ -425,6 +425,11 @@ def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outc
         row, line = check_before_reproduce(git_dir, LOCAL_RECORDS, record, allow_unsigned=opts.allow_unsigned)
     except SigningError as exc:
         raise ReproduceError(exc.message, hint=exc.hint, step="signature") from None
+    if source.publisher is not None and row["fingerprint"] != source.publisher:
+        # the git URL came from a publication signed by one key; the record on that remote is signed by another
+        raise ReproduceError(f"record {short_id(record['id'])} on {source.git_url} is signed by key "
+                             f"{row['fingerprint'] or 'none'}, not by the key that signed its publication "
+                             f"({source.publisher}), so it is not run", step="signature")
     outcome.notices.append(line)
     return {k: row[k] for k in ("status", "signer", "fingerprint")}
 

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from ..core.giturl import UnsafeUrlError, check_stranger_url, shown
-from ..records.view import RecordView
+from ..core.giturl import shown
 from . import ReproduceError
 
 DEFAULT_GIT_BASE = "https://github.com/"
@@ -39,6 +38,8 @@ class Source:
     dashboard_url: str | None = None
     #: the records are the checkout's own unpublished ones (``.cotk-repro/runs``), not a records ref
     local_records: bool = False
+    #: the fingerprint of the key that signed the publication the git URL came from (None: the record's own URL)
+    publisher: str | None = None
 
     @property
     def user_typed(self) -> bool:
@@ -69,14 +70,14 @@ def join_base(base: str, user_repo: str) -> str:
     return str(folder / name)
 
 
-def resolve(text: str) -> Source:
+def resolve(text: str, *, allow_unsigned: bool = False) -> Source:
     """Turn a SOURCE argument (user/repo, git URL, path, dashboard URL) into a Source."""
     text = text.strip()
     if not text:
         raise ReproduceError("SOURCE is empty; give user/repo, a git URL, a local path or a dashboard record URL")
     m = _DASHBOARD.match(text)
     if m:
-        return _from_dashboard(text, m.group("base"), unquote(m.group("id")))
+        return _from_dashboard(text, m.group("base"), unquote(m.group("id")), allow_unsigned=allow_unsigned)
     if "://" in text or _SCP.match(text):
         return Source("url", text, text)
     path = Path(text).expanduser()
@@ -92,7 +93,7 @@ def resolve(text: str) -> Source:
     raise ReproduceError(f"{shown(text)!r} is not user/repo, a git URL, an existing folder or a dashboard record URL")
 
 
-def _from_dashboard(text: str, base: str, record_id: str) -> Source:
+def _from_dashboard(text: str, base: str, record_id: str, *, allow_unsigned: bool = False) -> Source:
     from ..remote.dashboard import DashboardClient, DashboardError
     from ..records import ID_PREFIX, validate_record
 
@@ -108,28 +109,34 @@ def _from_dashboard(text: str, base: str, record_id: str) -> Source:
         record = validate_record(record, f"the dashboard's record {record_id[:19]}")
     except Exception as exc:  # RecordError: tampered or not a record
         raise ReproduceError(str(exc), step="fetch record") from None
-    return source_for_record(record, text, base)
+    return source_for_record(record, text, base, publication=answer.get("publication"),
+                             record_signature=answer.get("signature") if isinstance(answer.get("signature"), str)
+                             else None, allow_unsigned=allow_unsigned)
 
 
-def source_for_record(record: dict[str, Any], text: str | None = None, dashboard_url: str | None = None) -> Source:
+def source_for_record(record: dict[str, Any], text: str | None = None, dashboard_url: str | None = None, *,
+                      publication: Any = None, record_signature: str | None = None,
+                      allow_unsigned: bool = False) -> Source:
     """Where to reproduce a record already in hand (from a dashboard, or a dashboard's own worker pool): the
-    record itself and the git remote it names; refused when it names none reachable from here."""
-    view = RecordView.of(record)  # validated
-    record_id = view.id or ""
-    text = text or record_id
-    url = view.code.remote_url
-    if not url:
-        raise ReproduceError(f"record {record_id[:19]} names no git remote, so its code cannot be fetched",
-                             hint="it was made before its project had a git remote: ask its author to run it again "
-                                  "and publish the new record")
-    from ..capture.git import LOCAL_PREFIX
+    record itself and the git remote it names, else the one its signed ``publication`` names (taken when it
+    was published: :mod:`cotk_repro.remote.publication`, verified here against ``record_signature``); refused
+    when neither names one reachable from here."""
+    from ..remote.publication import PublicationError, fetchable_remote, verify
 
-    if isinstance(url, str) and (url.startswith(LOCAL_PREFIX) or url.startswith("~") or url.startswith("/")):
-        raise ReproduceError(f"record {record_id[:19]} names only a remote on its author's machine ({shown(url)}), "
-                             "so its code cannot be fetched from here",
-                             hint="reproduce from the git repository itself: cotk-repro reproduce GIT_URL")
+    record_id = record["id"]
+    text = text or record_id
+    url = (record.get("code") or {}).get("remote_url")
+    publisher = None
     try:
-        check_stranger_url(url, f"record {record_id[:19]}'s git URL")
-    except UnsafeUrlError as exc:
-        raise ReproduceError(exc.message, step="fetch record") from None
-    return Source("dashboard", text, url, record=record, record_id=record_id, dashboard_url=dashboard_url)
+        if publication is not None and (not url or (isinstance(url, str) and url.startswith("local:"))):
+            url, publisher = verify(record, publication, record_signature, allow_unsigned=allow_unsigned)
+        elif not url:
+            raise ReproduceError(f"record {record_id[:19]} names no git remote, so its code cannot be fetched",
+                                 hint="it was made before its project had a git remote: ask its author to publish "
+                                      "it again now that the remote exists (`cotk-repro publish`)")
+        else:
+            url = fetchable_remote(record_id, url)
+    except PublicationError as exc:
+        raise ReproduceError(exc.message, hint=exc.hint, step="fetch record") from None
+    return Source("dashboard", text, url, record=record, record_id=record["id"], dashboard_url=dashboard_url,
+                  publisher=publisher)
