@@ -5,7 +5,7 @@ is 0 for a result of a signed record run from a clean tree, 1 for any other. The
 tier before the value, so a group is read in ranking order (tier, then value).
 
 Revision ID: 0008
-Revises: 0006 (0007, where another branch adds it, comes between: then this revises 0007)
+Revises: 0007 (the publications column)
 """
 
 import json
