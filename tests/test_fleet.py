@@ -392,7 +392,6 @@ def test_sigterm_stops_a_worker_after_its_running_job(fleet):
     "-oProxyCommand=touch {canary}@host:x",     # an option to git
     "ssh://-oProxyCommand=touch%20{canary}/x",  # an option to ssh
     "https://host/a\n",                         # a line break
-    "local:proj",                               # a path on the author's machine
 ])
 def test_a_record_naming_a_hostile_git_remote_fails_at_once_and_runs_nothing(fleet, tmp_path, remote):
     from dashboard_support import make_record
@@ -411,6 +410,53 @@ def test_a_record_naming_a_hostile_git_remote_fails_at_once_and_runs_nothing(fle
     reason = fleet.state(rec["id"])["reason"]
     assert reason.startswith("could not run: the record's git remote ") and "\n" not in reason
     assert fleet.pool_reproductions(rec["id"]) == []
+
+
+@pytest.mark.parametrize("remote", [None, "local:proj"])
+def test_a_record_naming_no_fetchable_remote_waits_for_its_publication_and_runs_nothing(fleet, tmp_path, remote):
+    """A record made before its project had a remote (None, or only a path on the author's machine): its remote
+    comes later, signed, as its publication (publish uploads it right after the record, whose upload queued the
+    job); until then the job is retried (bounded), with its reason, and nothing runs."""
+    from dashboard_support import make_record
+
+    from cotk_repro.dashboard.worker import Pool, Retryable, docker_reproducer, pool_identity
+
+    rec = make_record({"bleu": (0.25, fake_hash("refs"))}, name="early", remote_url=remote)
+    fleet.upload(rec)
+    pool = Pool(fleet.db, pool_identity(fleet.db, fleet.keys["verifier"]), docker_reproducer())
+    with pytest.raises(Retryable):
+        pool.run_job(rec["id"], 1)
+    assert "has not arrived" in fleet.state(rec["id"])["reason"]
+    assert fleet.pool_reproductions(rec["id"]) == []
+
+
+def test_a_stored_publication_reaches_the_reproducer_with_the_record_signature(fleet):
+    """The remote taken at publish time (verified by the dashboard when it was stored) goes to the reproducer
+    with the record's own signature, which the reproducer verifies it against (reproduce/source.py)."""
+    from dashboard_support import make_record
+
+    from cotk_repro.core.signing import key_from_path, sign_bytes
+    from cotk_repro.dashboard.worker import Pool, Retryable, pool_identity
+    from cotk_repro.remote.publication import KIND, NS_PUBLICATION, publication_bytes
+
+    rec = make_record({"bleu": (0.25, fake_hash("refs"))}, name="later", remote_url=None)
+    fleet.upload(rec)
+    doc = {"kind": KIND, "record_id": rec["id"], "commit": rec["code"]["commit"],
+           "remote_url": "git://127.0.0.1:9/alice/later.git"}
+    body = {"publication": doc, "signature": sign_bytes(publication_bytes(doc), NS_PUBLICATION,
+                                                        key_from_path(fleet.keys["alice"], "test"))}
+    store.add_publication(fleet.db, rec["id"], fleet.users["alice"], body)
+    seen = []
+
+    def reproducer(record, publication=None, record_signature=None):
+        seen.append((record["id"], publication, record_signature))
+        raise Retryable("stop here")
+
+    with pytest.raises(Retryable):
+        Pool(fleet.db, pool_identity(fleet.db, fleet.keys["verifier"]), reproducer).run_job(rec["id"], 1)
+    (rid, publication, signature), = seen
+    assert rid == rec["id"] and publication == body
+    assert signature == store.get_record(fleet.db, rec["id"])["signature"]
 
 
 def test_plain_git_remotes_are_accepted():

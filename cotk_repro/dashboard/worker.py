@@ -46,8 +46,9 @@ from .queue import QUEUE, TABLE, TASK, conninfo, ensure_schema
 
 log = logging.getLogger("cotk_repro.dashboard.worker")
 
-#: a record -> its reproduction verdict document (``could not run`` with ``error`` when it could not)
-Reproducer = Callable[[dict[str, Any]], dict[str, Any]]
+#: a record -> its reproduction verdict document (``could not run`` with ``error`` when it could not); for a record
+#: whose remote came with its publication, called as ``(record, publication, record_signature)``
+Reproducer = Callable[..., dict[str, Any]]
 
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_STALLED_AFTER = 30.0
@@ -139,12 +140,20 @@ def docker_reproducer(base_image: str | None = None, *, timeout: float | None = 
     from ..records.view import RecordView
     from ..reproduce.source import source_for_record
 
-    def run(record: dict[str, Any]) -> dict[str, Any]:
-        check_remote(RecordView.of(record).code.remote_url)
+    def run(record: dict[str, Any], publication: Any = None, record_signature: str | None = None) -> dict[str, Any]:
+        url = RecordView.of(record).code.remote_url
+        if publication is None:
+            if url is None or (isinstance(url, str) and url.startswith("local:")):
+                # made before its project had a remote: `publish` uploads the remote it took (signed) right after
+                # the record, whose upload queued this job; a worker may be faster than that second upload
+                raise Retryable("the record names no git remote its code can be fetched from, and its publication "
+                                "(the remote taken when it was published) has not arrived")
+            check_remote(url)
         try:
-            source = source_for_record(record)
+            source = source_for_record(record, publication=publication, record_signature=record_signature)
         except CotkError as exc:
             raise Permanent(one_sentence(exc.message)) from None
+        check_remote(source.git_url)  # the publication's URL: verified, and held to the worker's own rule too
         opts = ReproduceOptions(runtime="docker", base_image=base_image, timeout=timeout, memory=memory, cpus=cpus,
                                 submit=False, allow_unsigned=False, trust_remote_code=False)
         return reproduce(source, opts).verdict
@@ -217,7 +226,8 @@ class Pool:
         from ..core.signing import sign_reproduction
 
         row = with_database(lambda: self.db.read(lambda c: c.execute(text(
-            f"SELECT m.reproduction_pk, r.body, r.status FROM {TABLE} m JOIN records r ON r.record_id = m.record_id "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
+            f"SELECT m.reproduction_pk, r.body, r.status, r.publication, r.signature FROM {TABLE} m "
+            "JOIN records r ON r.record_id = m.record_id "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
             "WHERE m.record_id = :rid"), {"rid": record_id}).first()), "reading the record", self.db_patience)
         if row is None:
             raise Permanent(f"there is no record {record_id} on this dashboard")
@@ -228,10 +238,13 @@ class Pool:
         if row[2] != "ok":
             return self._fail(record_id, Permanent, f"could not run: the record is marked {row[2]}; there is no "
                                                     "successful result to reproduce")
-        try:
-            verdict = self.reproducer(record)
+        try:  # a publication (the remote taken at publish time, signed) goes to reproducers that take one
+            verdict = self.reproducer(record) if row[3] is None else \
+                self.reproducer(record, json.loads(row[3]), row[4])
         except Permanent as exc:
             return self._fail(record_id, Permanent, f"could not run: {exc}")
+        except Retryable as exc:
+            return self._fail(record_id, Retryable, f"could not run: {exc}")
         except CotkError as exc:
             return self._fail(record_id, Retryable, f"could not run: {one_sentence(exc.message)}")
         if verdict.get("verdict") == "could not run":
