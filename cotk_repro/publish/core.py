@@ -46,7 +46,7 @@ def chosen_by_user(explicit: str | None, url: str | None) -> bool:
     try:
         norm = userconfig.normalize_url(url)
         env = os.environ.get("COTK_REPRO_DASHBOARD_URL")
-        return (bool(env) and userconfig.normalize_url(env) == norm) or userconfig.knows_dashboard(norm)
+        return bool(env and userconfig.normalize_url(env) == norm) or userconfig.knows_dashboard(norm)
     except CotkError:
         return False
 

@@ -129,12 +129,12 @@ def add_to_ref(repo: Path, ref: str, files: dict[str, bytes], *, message: str,
             if out(repo, "rev-parse", p + "^{tree}") == tree:
                 parents = [p, *[q for q in parents if q != p]]
                 break
-    env = None if has_identity(repo) else FALLBACK_IDENTITY
+    commit_env = None if has_identity(repo) else FALLBACK_IDENTITY
     args = ["commit-tree", tree]
     for p in parents:
         args += ["-p", p]
     args += ["-m", message]
-    commit = out(repo, *args, env=env)
+    commit = out(repo, *args, env=commit_env)
     old = rev_parse(repo, ref) or "0" * 40
     git(repo, "update-ref", "-m", "cotk-repro publish", ref, commit, old)
     return RefUpdate(ref, commit, True)

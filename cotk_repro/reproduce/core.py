@@ -146,6 +146,8 @@ def _fetch(source_text, workdir: Path, wanted: str | None, steps: Steps):
     shown = source_text.text if isinstance(source_text, Source) else source_text
     with steps.step("clone", f"fetching the records of {shown}"):
         source = source_text if isinstance(source_text, Source) else resolve(source_text)
+        if source.git_url is None:  # resolve() and source_for_record() always name one
+            raise ReproduceError(f"{shown} names no git location to fetch the code from")
         repo = RemoteRepo(source.git_url, source.text, workdir, user_typed=source.user_typed)
         repo.init()
         if source.record is not None:
@@ -193,6 +195,8 @@ def list_records(source_text: str, skipped: list[tuple[str, str]] | None = None)
         source = resolve(source_text)
         if source.record is not None:
             return summaries([source.record])
+        if source.git_url is None:  # resolve() always names one
+            raise ReproduceError(f"{source_text} names no git location to list records from")
         repo = RemoteRepo(source.git_url, source.text, workdir, user_typed=source.user_typed)
         repo.init()
         found = summaries(_records_at(source, repo))
