@@ -275,7 +275,7 @@ class BertScoreMetric(Metric):
             special = {self.tokenizer.sep_token_id, self.tokenizer.cls_token_id}
             weights = [torch.tensor([0.0 if i in special else 1.0 for i in ids]) for ids in encoded]
         else:
-            corpus = (self.encode_many(self.idf_corpus) if self.idf_mode == "corpus"
+            corpus = (self.encode_many(self.idf_corpus) if self.idf_corpus is not None  # idf_mode "corpus"
                       else [encoded[pos[r]] for rs in refs for r in rs])
             idf = idf_weights(corpus)
             weights = [torch.tensor([idf[i] for i in ids], dtype=torch.float32) for ids in encoded]
@@ -355,9 +355,11 @@ class BertScoreMetric(Metric):
         out: dict[str, Any] = {}
         for part, key in KEYS.items():
             values = per[part]
-            out.update(with_settings(decl, [], name=key).entry(
-                key, math.fsum(values) / len(values),
-                lambda settings, key=key: reference_set_hash(key, settings, ([[x] for x in rs] for rs in refs))))
+
+            def hasher(settings: dict[str, Any], key: str = key) -> str:
+                return reference_set_hash(key, settings, ([[x] for x in rs] for rs in refs))
+
+            out.update(with_settings(decl, [], name=key).entry(key, math.fsum(values) / len(values), hasher))
             if self.per_sentence:
                 out[f"{key} per-sentence"] = values
         return out

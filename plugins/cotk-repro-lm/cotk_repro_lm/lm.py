@@ -81,13 +81,14 @@ def load_model(path: str | Path, device: str = "auto") -> LanguageModel:
     finally:
         if bars:
             hf_logging.enable_progress_bar()
-    model.to(dev).eval()
+    # transformers types PreTrainedModel.to by @wraps(nn.Module.to), whose signature is the unbound one (self first)
+    model.to(dev).eval()  # type: ignore[arg-type]
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     eos = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else bos
     if bos is None:
         raise MetricError(f"the tokenizer in {folder} has neither a bos nor an eos token; scoring needs one")
-    max_length = int(getattr(model.config, "n_positions", None) or getattr(model.config, "max_position_embeddings",
-                                                                           1024))
+    # a missing (0 default) or None n_positions falls back alike; a 0 default keeps the type int | Any
+    max_length = int(getattr(model.config, "n_positions", 0) or getattr(model.config, "max_position_embeddings", 1024))
     lm = LanguageModel(folder, model, tokenizer, dev, weights_hash, tokenizer_hash, int(bos), int(eos), max_length)
     _LOADED[key] = lm
     return lm

@@ -150,9 +150,10 @@ class _LMScore(Metric):
                 have = "no" if ref_queries is None else len(ref_queries)
                 raise MetricError(f"the reference set has {len(refs)} responses but {have} queries: give "
                                   f"reference_queries=FILE or line-aligned queries")
-        source = {"responses": _texts_hash(refs), "queries": _texts_hash(ref_queries) if ref_queries else None,
-                  "percentile": PERCENTILE}
-        key = (source["responses"], source["queries"])
+        responses_hash = _texts_hash(refs)
+        queries_hash = _texts_hash(ref_queries) if ref_queries else None
+        source = {"responses": responses_hash, "queries": queries_hash, "percentile": PERCENTILE}
+        key = (responses_hash, queries_hash)
         if key not in self._bounds:  # computed once per reference set, reused for every system scored
             self._bounds[key] = percentile_bound(self.raw_scores(refs, ref_queries))
         bound = self._bounds[key]

@@ -17,7 +17,7 @@ import importlib
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -25,6 +25,10 @@ from cotk_repro.errors import CotkError
 
 from .models import MODELS
 from .models.generator import GenConfig
+
+if TYPE_CHECKING:  # at run time each mode imports its own data module, where it is used
+    from .data import OracleData
+    from .realdata import RealData
 
 _FILTERS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20)
 _NUM_FILTERS = (100, 200, 200, 200, 200, 100, 100, 100, 100, 100, 160, 160)
@@ -79,8 +83,9 @@ def settings_for(preset: str, overrides: dict[str, Any] | None = None) -> dict[s
         raise ProtocolError(f"mode must be 'synthetic' or 'real', got {s['mode']!r}")
     for key in ("n_train", "n_test", "batch_size", "eval_every", "eval_samples", "dis_steps", "rollout_num",
                 "threads", "leak_interleave"):
-        if not isinstance(s[key], int) or s[key] < 1:
-            raise ProtocolError(f"{key} must be a positive integer, got {s[key]!r}")
+        value = s[key]
+        if not isinstance(value, int) or value < 1:
+            raise ProtocolError(f"{key} must be a positive integer, got {value!r}")
     return s
 
 
@@ -110,6 +115,7 @@ class Run:
         torch.use_deterministic_algorithms(True)
         torch.manual_seed(s["seed"])
         self.oracle, self.real = None, None
+        d: OracleData | RealData
         if s["mode"] == "synthetic":
             from .data import OracleData
 
@@ -174,6 +180,7 @@ class Run:
         else:
             from cotk_repro.metrics import get_metric
 
+            assert self.real is not None, "mode 'real' sets self.real"
             text = self.real.decode(samples)
             refs = self.real.texts["test"]
             out.update(get_metric("bleu").compute(text, [refs] * len(text)))

@@ -3,7 +3,7 @@ the policy-gradient adversarial epoch of the SeqGAN family. A model file overrid
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -25,7 +25,7 @@ class Model:
     def __init__(self, config: GenConfig, settings: dict[str, Any], rng: torch.Generator):
         self.settings, self.rng = settings, rng
         #: a fresh pass over the training split's batches (set by the protocol; LeakGAN's interleaved MLE)
-        self.epoch_batches = None
+        self.epoch_batches: Callable[[], Iterator[torch.Tensor]] | None = None
         if self.uses_discriminator:
             self.dis = self.make_discriminator(config)
             self.d_opt = torch.optim.Adam(self.dis.parameters(), lr=settings["dis_lr"])
@@ -36,7 +36,7 @@ class Model:
     def make_generator(self, config: GenConfig) -> Generator:
         return Generator(config)
 
-    def make_discriminator(self, config: GenConfig) -> torch.nn.Module:
+    def make_discriminator(self, config: GenConfig) -> Discriminator:
         s = self.settings
         return Discriminator(config.vocab_size, config.seq_len, s["dis_emb_dim"], s["filter_sizes"],
                              s["num_filters"], s["dis_dropout"])
@@ -70,6 +70,7 @@ class Model:
 
     def adversarial_epoch(self, real_batches: Iterator[torch.Tensor]) -> dict[str, float]:
         """MLE has no adversary: an adversarial epoch is one more MLE epoch over the training split."""
+        assert self.epoch_batches is not None, "the protocol sets epoch_batches before training"
         return {"loss": self.mle_epoch(self.epoch_batches())}
 
 

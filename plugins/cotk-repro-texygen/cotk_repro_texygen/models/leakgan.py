@@ -10,6 +10,8 @@ features of a prefix are the discriminator's features of it padded with the star
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -29,10 +31,12 @@ class LeakGenerator(Generator):
         self.psi = nn.Linear(feature_dim, goal_dim, bias=False)
         self.proj = nn.Linear(config.hidden_dim, goal_dim)
         self.out_goal = nn.Linear(goal_dim, config.vocab_size, bias=False)
-        self.leak = None  # set by LeakGAN: a plain function, so deepcopy (the rollout) shares it
+        #: set by LeakGAN: a plain function, so deepcopy (the rollout) shares it
+        self.leak: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     def _prefix_features(self, prefix: torch.Tensor) -> torch.Tensor:
         pad = torch.full((prefix.shape[0], self.config.seq_len - prefix.shape[1]), START, dtype=torch.long)
+        assert self.leak is not None, "LeakGAN.make_generator sets leak"
         with torch.no_grad():
             return self.leak(torch.cat([prefix, pad], dim=1))
 

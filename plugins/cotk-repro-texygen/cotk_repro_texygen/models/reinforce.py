@@ -13,18 +13,20 @@ from collections.abc import Callable
 
 import torch
 
+from .generator import Generator
+
 
 class Rollout:
     """The rollout policy: a copy of the generator that follows it at ``update_rate``."""
 
-    def __init__(self, generator: torch.nn.Module, update_rate: float = 0.8):
+    def __init__(self, generator: Generator, update_rate: float = 0.8):
         self.policy = copy.deepcopy(generator)
         self.update_rate = update_rate
         for p in self.policy.parameters():
             p.requires_grad_(False)
 
     @torch.no_grad()
-    def follow(self, generator: torch.nn.Module) -> None:
+    def follow(self, generator: Generator) -> None:
         """policy <- rate * policy + (1 - rate) * generator (embeddings copied, as Texygen does)."""
         for (name, mine), theirs in zip(self.policy.named_parameters(), generator.parameters()):
             if name.startswith("emb."):
@@ -45,7 +47,7 @@ class Rollout:
         return out / num
 
 
-def policy_gradient_step(generator: torch.nn.Module, opt: torch.optim.Optimizer, samples: torch.Tensor,
+def policy_gradient_step(generator: Generator, opt: torch.optim.Optimizer, samples: torch.Tensor,
                          rewards: torch.Tensor, clip: float = 5.0) -> float:
     """One REINFORCE update: minimise ``-mean(log p(x_t | x_<t) * reward_t)`` (gradient clipped)."""
     loss = -(generator.token_log_probs(samples) * rewards).mean()

@@ -13,7 +13,8 @@ def mmd2(x: torch.Tensor, y: torch.Tensor, bandwidths=(1.0, 2.0, 4.0, 8.0, 16.0)
     """The (biased) squared MMD of two feature sets with a sum of Gaussian kernels."""
     xy = torch.cat([x, y])
     d2 = torch.cdist(xy, xy).pow(2)
-    k = sum(torch.exp(-d2 / (2 * s * s)) for s in bandwidths)
+    # a zero tensor start (not sum's 0) types k as a tensor; 0.0 + x is exactly x, so k is unchanged
+    k = sum((torch.exp(-d2 / (2 * s * s)) for s in bandwidths), torch.zeros_like(d2))
     n = len(x)
     return k[:n, :n].mean() + k[n:, n:].mean() - 2 * k[:n, n:].mean()
 
