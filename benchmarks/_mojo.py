@@ -41,17 +41,22 @@ class Mojo:
         try:
             if python is not None:
                 raise ImportError
-            import sacrebleu_mojo  # noqa: PLC0415
+            import sacrebleu_mojo
 
             self.module = sacrebleu_mojo
-            self.info = {"python": platform.python_version(), "version": sacrebleu_mojo.__version__,
-                         "native": bool(sacrebleu_mojo.backend_info().get("native_available")), "where": "in process"}
+            self.info = {
+                "python": platform.python_version(),
+                "version": sacrebleu_mojo.__version__,
+                "native": bool(sacrebleu_mojo.backend_info().get("native_available")),
+                "where": "in process",
+            }
         except ImportError:
             if python is None:
                 raise
             self.module = None
-            self.proc = subprocess.Popen([str(python), "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         text=True)
+            self.proc = subprocess.Popen(
+                [str(python), "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
             self.info = {**json.loads(self.proc.stdout.readline()), "where": f"worker {python}"}
             self.proc.stdin.write(json.dumps({"hyps": hyps, "refs": refs}) + "\n")
             self.proc.stdin.flush()

@@ -87,7 +87,9 @@ print(json.dumps(out))
 '''
 
 # CoTK's own sampling: the whole set in, SelfBleuCorpusMetric shuffles (seed 1229) and keeps `sample`
-COTK_RULE_PEER = COTK_PEER.split("tok = re.compile")[0] + r'''
+COTK_RULE_PEER = (
+    COTK_PEER.split("tok = re.compile")[0]
+    + r"""
 tok = re.compile(r"\w+|[^\w\s]+").findall
 args = json.loads(sys.argv[1])
 hyps = [tok(l) for l in open(args["hyps"], encoding="utf-8").read().splitlines()]
@@ -96,7 +98,8 @@ m = SelfBleuCorpusMetric(dl, sample=args["sample"], seed=1229)
 m.forward({"gen": [dl.ids(s) for s in hyps]})
 t = time.perf_counter(); r = m.close()
 print(json.dumps({"self": [r["self-bleu"], time.perf_counter() - t]}))
-'''
+"""
+)
 
 
 def dict_self_bleu(sents, max_n=4):
@@ -111,7 +114,7 @@ def dict_self_bleu(sents, max_n=4):
     for toks in sents:
         c = Counter()
         for n in range(1, max_n + 1):
-            c.update(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
+            c.update(tuple(toks[i : i + n]) for i in range(len(toks) - n + 1))
         per_sent.append(c)
         for g, k in c.items():
             t = top.get(g)
@@ -136,7 +139,7 @@ def dict_self_bleu(sents, max_n=4):
         dens = [max(1, h - n + 1) for n in range(1, max_n + 1)]
         cands = uniq if count_len[h] > 1 else [x for x in uniq if x != h]
         j = bisect.bisect_left(cands, h)
-        opts = cands[max(0, j - 1):j + 1]
+        opts = cands[max(0, j - 1) : j + 1]
         r = min(opts, key=lambda x: (abs(x - h), x))
         if nums[0] == 0:
             scores.append(0.0)
@@ -206,8 +209,11 @@ def main() -> None:
     ap.add_argument("--no-cotk", action="store_true", help="skip the CoTK 0.1.0 peer")
     ap.add_argument("--cotk-rule-sample", type=int, default=1000, help="sample of the CoTK-rule Self-BLEU (section 5)")
     ap.add_argument("--only-cotk-rule", action="store_true", help="run section 5 (the CoTK rule vs CoTK) alone")
-    ap.add_argument("--cache-dir", type=Path,
-                    default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cotk-repro-bench")
+    ap.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cotk-repro-bench",
+    )
     args = ap.parse_args()
 
     from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu, sentence_bleu
@@ -222,34 +228,45 @@ def main() -> None:
     gens = {m: lines(tx / "instances" / f"{m}.txt") for m in MODELS}
     sm1 = SmoothingFunction().method1
     w4 = [0.25] * 4
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; test set {len(test)} lines; "
-          f"models {', '.join(f'{m} {len(v)}' for m, v in gens.items())}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; test set {len(test)} lines; "
+        f"models {', '.join(f'{m} {len(v)}' for m, v in gens.items())}"
+    )
     if args.only_cotk_rule:
         cotk_rule_section(args, tx, gens["mle"])
         return
 
     # 1. Self-BLEU ---------------------------------------------------------------------------------
     print("\n== Self-BLEU-4, whole sets (ours) vs NLTK sentence_bleu loop on a subset ==")
-    print(f"{'model':8} {'N':>6} {'self-bleu':>10} {'ours s':>8} | {'subset':>6} {'NLTK s':>8} "
-          f"{'NLTK full s (extrap.)':>22} {'max |diff|':>10} {'speedup':>9}")
+    print(
+        f"{'model':8} {'N':>6} {'self-bleu':>10} {'ours s':>8} | {'subset':>6} {'NLTK s':>8} "
+        f"{'NLTK full s (extrap.)':>22} {'max |diff|':>10} {'speedup':>9}"
+    )
     self_times = {}
     for m, sents in gens.items():
         res, t_ours = timed(lambda sents=sents: get_metric("self-bleu").compute(sents), repeat=2)
         self_times[m] = t_ours
         k = min(args.nltk_subset, len(sents))
         sub = tokenize_texts(sents[:k])
-        ref_vals, t_nltk = timed(lambda sub=sub, k=k: [sentence_bleu(sub[:i] + sub[i + 1:], sub[i], smoothing_function=sm1)
-                                                    for i in range(k)])
+        ref_vals, t_nltk = timed(
+            lambda sub=sub, k=k: [
+                sentence_bleu(sub[:i] + sub[i + 1 :], sub[i], smoothing_function=sm1) for i in range(k)
+            ]
+        )
         ours_sub = self_bleu_scores(sub, 4, w4, "method1")
         diff = max(abs(a - b) for a, b in zip(ours_sub, ref_vals))
         full = t_nltk * (len(sents) / k) ** 2
-        print(f"{m:8} {len(sents):6d} {res['self-bleu']:10.6f} {t_ours:8.3f} | {k:6d} {t_nltk:8.2f} "
-              f"{full:22.0f} {diff:10.1e} {full / t_ours:8.0f}x")
+        print(
+            f"{m:8} {len(sents):6d} {res['self-bleu']:10.6f} {t_ours:8.3f} | {k:6d} {t_nltk:8.2f} "
+            f"{full:22.0f} {diff:10.1e} {full / t_ours:8.0f}x"
+        )
     mle_tok = tokenize_texts(gens["mle"])
     dict_scores, t_dict = timed(lambda: dict_self_bleu(mle_tok), repeat=2)
     np_scores, t_np = timed(lambda: self_bleu_scores(mle_tok, 4, w4, "method1"), repeat=2)
-    print(f"counting choice, MLE Self-BLEU from tokens: numpy {t_np:.3f} s vs plain dicts {t_dict:.3f} s "
-          f"(same algorithm, identical per-sentence values: {dict_scores == np_scores})")
+    print(
+        f"counting choice, MLE Self-BLEU from tokens: numpy {t_np:.3f} s vs plain dicts {t_dict:.3f} s "
+        f"(same algorithm, identical per-sentence values: {dict_scores == np_scores})"
+    )
     mle_t = self_times["mle"]
     print(f"target: Self-BLEU of all MLE sentences <= 2 s: {mle_t:.3f} s -> {'MET' if mle_t <= 2 else 'MISSED'}")
 
@@ -270,9 +287,11 @@ def main() -> None:
     diff = max(abs(a - b) for a, b in zip(fw_all[:p] + bw_all[:p], fw_ref + bw_ref))
     per_model = t_fw / p * len(ht) + t_bw / p * len(rt)
     nltk_table = sum(t_fw / p * len(g) + t_bw / p * len(rt) for g in gens.values())
-    print(f"ours, six models: {t_table:.2f} s; NLTK loop (probe {p}+{p} sentences of MLE: {t_fw / p:.3f} s fw, "
-          f"{t_bw / p:.3f} s bw per sentence; max |diff| {diff:.1e}) extrapolated: {per_model / 3600:.2f} h per "
-          f"model, {nltk_table / 3600:.1f} h for six -> speedup {nltk_table / t_table:.0f}x")
+    print(
+        f"ours, six models: {t_table:.2f} s; NLTK loop (probe {p}+{p} sentences of MLE: {t_fw / p:.3f} s fw, "
+        f"{t_bw / p:.3f} s bw per sentence; max |diff| {diff:.1e}) extrapolated: {per_model / 3600:.2f} h per "
+        f"model, {nltk_table / 3600:.1f} h for six -> speedup {nltk_table / t_table:.0f}x"
+    )
     print(f"target: six-model Fw/Bw/H table <= 15 s: {t_table:.2f} s -> {'MET' if t_table <= 15 else 'MISSED'}")
 
     # 3. Corpus BLEU ---------------------------------------------------------------------------------
@@ -291,20 +310,28 @@ def main() -> None:
 
         logging.getLogger("sacrebleu").setLevel(logging.ERROR)
         sacre, t_sacre = timed(lambda: sb.corpus_score(h_tok, [r_tok]).score / 100, repeat=3)
-    nl, t_nl = timed(lambda: corpus_bleu([[r.split()] for r in r_tok], [h.split() for h in h_tok],
-                                         smoothing_function=SmoothingFunction().method3))
+    nl, t_nl = timed(
+        lambda: corpus_bleu(
+            [[r.split()] for r in r_tok], [h.split() for h in h_tok], smoothing_function=SmoothingFunction().method3
+        )
+    )
     print(f"ours (text in: tokenize + count + hash) {ours:.12f} {t_ours:.3f} s")
-    print(f"sacrebleu 'none' on the same tokens     {sacre:.12f} {t_sacre:.3f} s  (its own smoothing; "
-          f"see docs/bleu-semantics.md 9 on denominators)")
+    print(
+        f"sacrebleu 'none' on the same tokens     {sacre:.12f} {t_sacre:.3f} s  (its own smoothing; "
+        f"see docs/bleu-semantics.md 9 on denominators)"
+    )
     print(f"NLTK corpus_bleu method3 on same tokens {nl:.12f} {t_nl:.3f} s  |ours-NLTK| = {abs(ours - nl):.1e}")
-    print(f"speedup vs sacrebleu {t_sacre / t_ours:.2f}x, vs NLTK {t_nl / t_ours:.2f}x; target: at least as fast "
-          f"as sacrebleu -> {'MET' if t_ours <= t_sacre else 'MISSED'}")
+    print(
+        f"speedup vs sacrebleu {t_sacre / t_ours:.2f}x, vs NLTK {t_nl / t_ours:.2f}x; target: at least as fast "
+        f"as sacrebleu -> {'MET' if t_ours <= t_sacre else 'MISSED'}"
+    )
 
     # 4. CoTK 0.1.0 ----------------------------------------------------------------------------------
     print("\n== CoTK 0.1.0 (separate venv) ==")
     k = args.cotk_sample
-    out, note = run_cotk_peer(args, COTK_PEER, {"sample": k, "hyps": str(tx / "instances" / "mle.txt"),
-                                                "refs": str(tx / "coco_test.txt")})
+    out, note = run_cotk_peer(
+        args, COTK_PEER, {"sample": k, "hyps": str(tx / "instances" / "mle.txt"), "refs": str(tx / "coco_test.txt")}
+    )
     if out is None:
         print(note)
         cotk_rule_section(args, tx, gens["mle"])
@@ -314,17 +341,23 @@ def main() -> None:
     c_self, t_cself = out["self"]
     c_fw, c_bw, c_h, t_cfb = out["fwbw"]
     n_full = len(gens["mle"])
-    print(f"{note}; CoTK runs one process below 1,000 sentences and a pool of {os.cpu_count()} from 1,000, so "
-          f"its full-size extrapolations below may be up to {os.cpu_count()}x too high")
-    print(f"Self-BLEU-4, {k} MLE sentences: CoTK {c_self:.12f} in {t_cself:.2f} s, ours {ours_self:.12f} "
-          f"(|diff| {abs(c_self - ours_self):.1e}); CoTK extrapolated to all {n_full}: "
-          f"{t_cself * (n_full / k) ** 2:.0f} s vs ours {self_times['mle']:.3f} s "
-          f"-> {t_cself * (n_full / k) ** 2 / self_times['mle']:.0f}x")
-    print(f"Fw/Bw/H-BLEU-4, {k} x {k}: CoTK {c_fw:.6f}/{c_bw:.6f}/{c_h:.6f} in {t_cfb:.2f} s, ours "
-          f"{ours_fb['fw-bleu']:.6f}/{ours_fb['bw-bleu']:.6f}/{ours_fb['fw-bw-bleu']:.6f} in {t_fb:.3f} s "
-          f"(max |diff| {max(abs(c_fw - ours_fb['fw-bleu']), abs(c_bw - ours_fb['bw-bleu'])):.1e}); "
-          f"CoTK extrapolated to six full models: {6 * t_cfb * (n_full / k) ** 2 / 3600:.1f} h vs ours "
-          f"{t_table:.2f} s")
+    print(
+        f"{note}; CoTK runs one process below 1,000 sentences and a pool of {os.cpu_count()} from 1,000, so "
+        f"its full-size extrapolations below may be up to {os.cpu_count()}x too high"
+    )
+    print(
+        f"Self-BLEU-4, {k} MLE sentences: CoTK {c_self:.12f} in {t_cself:.2f} s, ours {ours_self:.12f} "
+        f"(|diff| {abs(c_self - ours_self):.1e}); CoTK extrapolated to all {n_full}: "
+        f"{t_cself * (n_full / k) ** 2:.0f} s vs ours {self_times['mle']:.3f} s "
+        f"-> {t_cself * (n_full / k) ** 2 / self_times['mle']:.0f}x"
+    )
+    print(
+        f"Fw/Bw/H-BLEU-4, {k} x {k}: CoTK {c_fw:.6f}/{c_bw:.6f}/{c_h:.6f} in {t_cfb:.2f} s, ours "
+        f"{ours_fb['fw-bleu']:.6f}/{ours_fb['bw-bleu']:.6f}/{ours_fb['fw-bw-bleu']:.6f} in {t_fb:.3f} s "
+        f"(max |diff| {max(abs(c_fw - ours_fb['fw-bleu']), abs(c_bw - ours_fb['bw-bleu'])):.1e}); "
+        f"CoTK extrapolated to six full models: {6 * t_cfb * (n_full / k) ** 2 / 3600:.1f} h vs ours "
+        f"{t_table:.2f} s"
+    )
     cotk_rule_section(args, tx, gens["mle"])
 
 
@@ -335,17 +368,23 @@ def cotk_rule_section(args: argparse.Namespace, tx: Path, mle: list[str]) -> Non
     k = args.cotk_rule_sample
     print(f"\n== The CoTK rule: Self-BLEU-4, sample_mode='cotk', sample {k} of {len(mle)} MLE sentences ==")
     ours, t_ours = timed(lambda: get_metric("self-bleu", sample=k, sample_mode="cotk").compute(mle), repeat=3)
-    print(f"ours (text in: pick, tokenize, count, hash) {ours['self-bleu']:.15f} in {t_ours:.3f} s  "
-          f"[{ours['self-bleu signature']}]")
+    print(
+        f"ours (text in: pick, tokenize, count, hash) {ours['self-bleu']:.15f} in {t_ours:.3f} s  "
+        f"[{ours['self-bleu signature']}]"
+    )
     out, note = run_cotk_peer(args, COTK_RULE_PEER, {"sample": k, "hyps": str(tx / "instances" / "mle.txt")})
     if out is None:
         print(note)
         return
     c_self, t_c = out["self"]
-    print(f"CoTK 0.1.0 SelfBleuCorpusMetric(sample={k}, seed=1229) {c_self:.15f} in {t_c:.2f} s "
-          f"(a pool of {os.cpu_count()} processes; {note})")
-    print(f"|diff| {abs(c_self - ours['self-bleu']):.1e} (CoTK sums its pool's results in any order); "
-          f"speedup {t_c / t_ours:.0f}x")
+    print(
+        f"CoTK 0.1.0 SelfBleuCorpusMetric(sample={k}, seed=1229) {c_self:.15f} in {t_c:.2f} s "
+        f"(a pool of {os.cpu_count()} processes; {note})"
+    )
+    print(
+        f"|diff| {abs(c_self - ours['self-bleu']):.1e} (CoTK sums its pool's results in any order); "
+        f"speedup {t_c / t_ours:.0f}x"
+    )
 
 
 if __name__ == "__main__":

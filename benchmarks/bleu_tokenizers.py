@@ -74,9 +74,20 @@ def wordpunct_section(lines: int, repeat: int) -> list[dict]:
         nltk_s, theirs, nltk_cpu = best(lambda tok=nltk_tok, texts=texts: [tok.tokenize(t) for t in texts], repeat)
         assert ours == theirs, kind
         tokens = sum(map(len, ours))
-        rows.append({"corpus": kind, "tokens": tokens, "ours_s": ours_s, "nltk_s": nltk_s,
-                     "ours_tok_per_s": tokens / ours_s, "nltk_tok_per_s": tokens / nltk_s, "speedup": nltk_s / ours_s,
-                     "ours_cpu_s": ours_cpu, "nltk_cpu_s": nltk_cpu, "cpu_speedup": nltk_cpu / ours_cpu})
+        rows.append(
+            {
+                "corpus": kind,
+                "tokens": tokens,
+                "ours_s": ours_s,
+                "nltk_s": nltk_s,
+                "ours_tok_per_s": tokens / ours_s,
+                "nltk_tok_per_s": tokens / nltk_s,
+                "speedup": nltk_s / ours_s,
+                "ours_cpu_s": ours_cpu,
+                "nltk_cpu_s": nltk_cpu,
+                "cpu_speedup": nltk_cpu / ours_cpu,
+            }
+        )
     return rows
 
 
@@ -98,16 +109,30 @@ def sacrebleu_section(lines: int, repeat: int) -> list[dict]:
         except Exception as exc:  # a mecab tokenizer without its optional dependencies
             print(f"  {kind:9} {name:9} skipped: {exc}")
             continue
+
         def ours_once(name=name, hyps=hyps, refs=refs):  # a new metric each time; sacrebleu's totals
             return get_metric("bleu", tokenizer=name, denominators="sacrebleu").compute(hyps, [[r] for r in refs])
+
         ours_s, ours, ours_cpu = best(ours_once, repeat)
-        sb_s, theirs, sb_cpu = best(lambda hyps=hyps, refs=refs, name=name: sacrebleu.corpus_bleu(hyps, [refs],
-                                                                                                  tokenize=name),
-                                    repeat)
+        sb_s, theirs, sb_cpu = best(
+            lambda hyps=hyps, refs=refs, name=name: sacrebleu.corpus_bleu(hyps, [refs], tokenize=name), repeat
+        )
         equal = abs(ours["bleu"] - theirs.score / 100) <= 1e-12
-        rows.append({"corpus": kind, "tokenizer": name, "ours_s": ours_s, "sacrebleu_s": sb_s,
-                     "speedup": sb_s / ours_s, "bleu": ours["bleu"], "sacrebleu": theirs.score / 100,
-                     "equal": equal, "ours_cpu_s": ours_cpu, "sacrebleu_cpu_s": sb_cpu, "cpu_speedup": sb_cpu / ours_cpu})
+        rows.append(
+            {
+                "corpus": kind,
+                "tokenizer": name,
+                "ours_s": ours_s,
+                "sacrebleu_s": sb_s,
+                "speedup": sb_s / ours_s,
+                "bleu": ours["bleu"],
+                "sacrebleu": theirs.score / 100,
+                "equal": equal,
+                "ours_cpu_s": ours_cpu,
+                "sacrebleu_cpu_s": sb_cpu,
+                "cpu_speedup": sb_cpu / ours_cpu,
+            }
+        )
     return rows
 
 
@@ -122,14 +147,18 @@ def main() -> None:
     print(f"  {'corpus':9} {'tokens':>9} {'ours tok/s':>12} {'NLTK tok/s':>12} {'x NLTK':>7} {'x (CPU)':>8}")
     wp = wordpunct_section(args.lines, args.repeat)
     for r in wp:
-        print(f"  {r['corpus']:9} {r['tokens']:>9,} {r['ours_tok_per_s']:>12,.0f} {r['nltk_tok_per_s']:>12,.0f} "
-              f"{r['speedup']:>6.1f}x {r['cpu_speedup']:>7.1f}x")
+        print(
+            f"  {r['corpus']:9} {r['tokens']:>9,} {r['ours_tok_per_s']:>12,.0f} {r['nltk_tok_per_s']:>12,.0f} "
+            f"{r['speedup']:>6.1f}x {r['cpu_speedup']:>7.1f}x"
+        )
     print(f"\nCorpus BLEU, text in, {args.lines:,} lines (best of {args.repeat})")
     print(f"  {'corpus':9} {'tokenizer':9} {'ours s':>8} {'sacrebleu s':>12} {'x sacrebleu':>12} {'x (CPU)':>8}  equal")
     sb = sacrebleu_section(args.lines, args.repeat)
     for r in sb:
-        print(f"  {r['corpus']:9} {r['tokenizer']:9} {r['ours_s']:>8.3f} {r['sacrebleu_s']:>12.3f} "
-              f"{r['speedup']:>11.1f}x {r['cpu_speedup']:>7.1f}x  {r['equal']}")
+        print(
+            f"  {r['corpus']:9} {r['tokenizer']:9} {r['ours_s']:>8.3f} {r['sacrebleu_s']:>12.3f} "
+            f"{r['speedup']:>11.1f}x {r['cpu_speedup']:>7.1f}x  {r['equal']}"
+        )
     print(f"\n(machine: {os.cpu_count()} CPUs, load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())})")
     if args.json:
         args.json.write_text(json.dumps({"wordpunct": wp, "sacrebleu": sb}, indent=2) + "\n", encoding="utf-8")

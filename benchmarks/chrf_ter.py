@@ -40,8 +40,12 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=10000)
     ap.add_argument("--ter-pairs", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--mojo-python", type=Path, default=None, help="a Python >= 3.12 with sacrebleu-mojo installed "
-                    "(not needed when this Python has it)")
+    ap.add_argument(
+        "--mojo-python",
+        type=Path,
+        default=None,
+        help="a Python >= 3.12 with sacrebleu-mojo installed (not needed when this Python has it)",
+    )
     args = ap.parse_args()
     require(args.data, "coco_train.txt", "coco_test.txt")
     import numpy
@@ -50,18 +54,24 @@ def main() -> int:
 
     from cotk_repro.metrics import get_metric
 
-    hyps = (args.data / "coco_test.txt").read_text(encoding="utf-8").splitlines()[:args.pairs]
-    refs = (args.data / "coco_train.txt").read_text(encoding="utf-8").splitlines()[:len(hyps)]
+    hyps = (args.data / "coco_test.txt").read_text(encoding="utf-8").splitlines()[: args.pairs]
+    refs = (args.data / "coco_train.txt").read_text(encoding="utf-8").splitlines()[: len(hyps)]
     mojo = open_mojo(hyps, refs, args.mojo_python)
-    print(f"ours and sacrebleu: python {platform.python_version()}, numpy {numpy.__version__}, sacrebleu "
-          f"{sacrebleu.__version__}; {len(hyps)} pairs; {load()}")
+    print(
+        f"ours and sacrebleu: python {platform.python_version()}, numpy {numpy.__version__}, sacrebleu "
+        f"{sacrebleu.__version__}; {len(hyps)} pairs; {load()}"
+    )
     if mojo is not None:
-        print(f"sacrebleu-mojo {mojo.info['version']}: python {mojo.info['python']}, native kernel "
-              f"{'loaded' if mojo.info['native'] else 'NOT loaded (its pure-Python fallback)'}, {mojo.info['where']}")
+        print(
+            f"sacrebleu-mojo {mojo.info['version']}: python {mojo.info['python']}, native kernel "
+            f"{'loaded' if mojo.info['native'] else 'NOT loaded (its pure-Python fallback)'}, {mojo.info['where']}"
+        )
     ok = True
-    for label, name, settings, n in (("chrF", "chrf", {"word_order": 0}, len(hyps)),
-                                     ("chrF++", "chrf", {"word_order": 2}, len(hyps)),
-                                     ("TER", "ter", {}, min(args.ter_pairs, len(hyps)))):
+    for label, name, settings, n in (
+        ("chrF", "chrf", {"word_order": 0}, len(hyps)),
+        ("chrF++", "chrf", {"word_order": 2}, len(hyps)),
+        ("TER", "ter", {}, min(args.ter_pairs, len(hyps))),
+    ):
         h, r = hyps[:n], refs[:n]
         peer = CHRF(**settings) if name == "chrf" else TER(**settings)
         metric = get_metric(name, **settings)
@@ -81,11 +91,15 @@ def main() -> int:
                 t, score = mojo.time("corpus_chrf", word_order=settings["word_order"])
                 times["mojo"] = min(times.get("mojo", float("inf")), t)
                 values["mojo"] = score / 100
-        line = (f"{label:7s} {n:6d} pairs  ours {times['ours']:6.3f} s  sacrebleu {times['sacrebleu']:6.3f} s "
-                f"(ours x{times['sacrebleu'] / times['ours']:5.2f})")
+        line = (
+            f"{label:7s} {n:6d} pairs  ours {times['ours']:6.3f} s  sacrebleu {times['sacrebleu']:6.3f} s "
+            f"(ours x{times['sacrebleu'] / times['ours']:5.2f})"
+        )
         if "mojo" in times:
-            line += (f"  sacrebleu-mojo {times['mojo']:6.3f} s (ours x{times['mojo'] / times['ours']:4.2f}; mojo vs "
-                     f"sacrebleu x{times['sacrebleu'] / times['mojo']:4.2f})")
+            line += (
+                f"  sacrebleu-mojo {times['mojo']:6.3f} s (ours x{times['mojo'] / times['ours']:4.2f}; mojo vs "
+                f"sacrebleu x{times['sacrebleu'] / times['mojo']:4.2f})"
+            )
         equal = all(abs(v - values["sacrebleu"]) <= 1e-9 for v in values.values())
         ok &= equal
         print(line + f"  values {' / '.join(repr(values[k]) for k in values)}  equal={equal}")

@@ -28,13 +28,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_overhead import TARGET_S, bench_env, make_project  # noqa: E402 - the same project and environment
+from run_overhead import TARGET_S, bench_env, make_project
 
 VARIANTS = {
     "shipped": "",
     "no-coercion-patch": "import cotk_repro.cli._speedups as sp; sp.install = lambda: False\n",
-    "no-speedups": ("import cotk_repro.cli._speedups as sp, importlib; sp.install = lambda: False; "
-                    "sp.import_rich_help = lambda: importlib.import_module('typer.rich_utils')\n"),
+    "no-speedups": (
+        "import cotk_repro.cli._speedups as sp, importlib; sp.install = lambda: False; "
+        "sp.import_rich_help = lambda: importlib.import_module('typer.rich_utils')\n"
+    ),
 }
 LAUNCH = "import sys; sys.argv = ['cotk-repro', *sys.argv[1:]]\nfrom cotk_repro.cli import launch\nlaunch()\n"
 COMMANDS = {
@@ -84,19 +86,26 @@ def main() -> None:
         shutil.rmtree(base, ignore_errors=True)
     best = {c: {v: round(min(ts), 4) for v, ts in vs.items()} for c, vs in times.items()}
     peer = best["python main.py (peer)"]["-"]
-    figures = {"runs": args.runs, "best_s": best, "load_average": os.getloadavg(), "cpu_count": os.cpu_count(),
-               "run_overhead_s": {v: round(best["run"][v] - peer, 4) for v in VARIANTS}, "target_s": TARGET_S}
+    figures = {
+        "runs": args.runs,
+        "best_s": best,
+        "load_average": os.getloadavg(),
+        "cpu_count": os.cpu_count(),
+        "run_overhead_s": {v: round(best["run"][v] - peer, 4) for v in VARIANTS},
+        "target_s": TARGET_S,
+    }
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    print(f"best of {args.runs}, seconds (load average {figures['load_average'][0]:.2f}, "
-          f"{figures['cpu_count']} CPUs)")
+    print(f"best of {args.runs}, seconds (load average {figures['load_average'][0]:.2f}, {figures['cpu_count']} CPUs)")
     print(f"{'':32}" + "".join(f"{v:>20}" for v in VARIANTS))
     for command in COMMANDS:
         print(f"{command:32}" + "".join(f"{best[command][v]:>20.3f}" for v in VARIANTS))
     print(f"{'python main.py (peer)':32}{peer:>20.3f}")
-    print(f"{'run overhead (target ' + str(TARGET_S) + ' s)':32}"
-          + "".join(f"{figures['run_overhead_s'][v]:>20.3f}" for v in VARIANTS))
+    print(
+        f"{'run overhead (target ' + str(TARGET_S) + ' s)':32}"
+        + "".join(f"{figures['run_overhead_s'][v]:>20.3f}" for v in VARIANTS)
+    )
 
 
 if __name__ == "__main__":

@@ -35,12 +35,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from _data import add_data_option, require  # noqa: E402  (benchmarks/ is on sys.path)
+
 CONFIG = ROOT / "examples" / "texygen" / "benchmark.toml"
 REFERENCE = ROOT / "examples" / "texygen" / "reference-report"
 
 
 def compare_with_reference(out: Path) -> tuple[int, int, float]:
     """(cells equal in hash, cells compared, max |value difference|) against the committed report."""
+
     def rows(p: Path) -> dict:
         with open(p, newline="", encoding="utf-8") as fh:
             return {(r["system"], r["dataset"], r["column"]): r for r in csv.DictReader(fh)}
@@ -64,8 +66,7 @@ def peer_nltk(data: Path, n_hyps: int) -> dict[str, float]:
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
     refs = [line.split() for line in (data / "coco_test.txt").read_text(encoding="utf-8").splitlines()]
-    hyps = [line.split() for line in
-            (data / "instances" / "mle.txt").read_text(encoding="utf-8").splitlines()[:n_hyps]]
+    hyps = [line.split() for line in (data / "instances" / "mle.txt").read_text(encoding="utf-8").splitlines()[:n_hyps]]
     smooth = SmoothingFunction().method1
     out = {}
     for n in (2, 5):
@@ -120,9 +121,11 @@ def main() -> int:
     total = t3 - t0
 
     n_sys = len(cfg.systems)
-    print(f"Texygen example: {n_sys} systems x {len(cfg.datasets)} dataset x {len(cfg.metrics)} metric entries "
-          f"({len(result.all_columns())} columns), jobs={args.jobs or cfg.jobs or os.cpu_count()}, "
-          f"cpus={os.cpu_count()}, load average before: {load_before}")
+    print(
+        f"Texygen example: {n_sys} systems x {len(cfg.datasets)} dataset x {len(cfg.metrics)} metric entries "
+        f"({len(result.all_columns())} columns), jobs={args.jobs or cfg.jobs or os.cpu_count()}, "
+        f"cpus={os.cpu_count()}, load average before: {load_before}"
+    )
     print(f"  config + checks     {t1 - t0:7.2f} s")
     print(f"  evaluation (wall)   {t2 - t1:7.2f} s")
     print(f"  report ({len(files)} files)  {t3 - t2:7.2f} s")
@@ -144,12 +147,16 @@ def main() -> int:
         per = peer_nltk(args.data, args.peer_hyps)
         n_lines = len((args.data / "instances" / "mle.txt").read_text(encoding="utf-8").splitlines())
         est = sum(per.values()) / len(per) * 4 * n_lines * n_sys  # BLEU-2..5 forward only, all systems
-        print(f"peer (Texygen's NLTK sentence_bleu loop, {args.peer_hyps} MLE hypotheses vs all "
-              f"{len((args.data / 'coco_test.txt').read_text(encoding='utf-8').splitlines())} references, this run): "
-              + ", ".join(f"{k} {v * 1000:.0f} ms/sentence" for k, v in per.items()))
-        print(f"  extrapolated to forward BLEU-2..5 of all {n_sys} x {n_lines} sentences: {est / 3600:.1f} h "
-              f"(this tool: {sum(result.seconds.get(m.label, 0) for m in cfg.metrics if m.name == 'fw-bw-bleu'):.1f} s "
-              "of worker time for every BLEU-family column)")
+        print(
+            f"peer (Texygen's NLTK sentence_bleu loop, {args.peer_hyps} MLE hypotheses vs all "
+            f"{len((args.data / 'coco_test.txt').read_text(encoding='utf-8').splitlines())} references, this run): "
+            + ", ".join(f"{k} {v * 1000:.0f} ms/sentence" for k, v in per.items())
+        )
+        print(
+            f"  extrapolated to forward BLEU-2..5 of all {n_sys} x {n_lines} sentences: {est / 3600:.1f} h "
+            f"(this tool: {sum(result.seconds.get(m.label, 0) for m in cfg.metrics if m.name == 'fw-bw-bleu'):.1f} s "
+            "of worker time for every BLEU-family column)"
+        )
     tmp.cleanup()
     return 0 if not result.failures else 1
 

@@ -24,8 +24,9 @@ def run_summarization(jobs: int | None) -> int:
     try:
         import cotk_repro_summarizers  # noqa: F401
     except ImportError:
-        print("the summarization example needs the plugin: pip install -e plugins/cotk-repro-summarizers",
-              file=sys.stderr)
+        print(
+            "the summarization example needs the plugin: pip install -e plugins/cotk-repro-summarizers", file=sys.stderr
+        )
         return 2
     from cotk_repro.compare import evaluate_config, load_config, write_report
     from cotk_repro.compare.generate import generate_cached
@@ -41,15 +42,16 @@ def run_summarization(jobs: int | None) -> int:
         t2 = time.perf_counter()
         files = write_report(result)
         t3 = time.perf_counter()
-        print(f"summarization example: {len(cfg.systems)} summarizers x {len(cfg.datasets)} corpora x "
-              f"{len(cfg.metrics)} metric entries ({len(result.all_columns())} columns), "
-              f"jobs={jobs or cfg.jobs or os.cpu_count()}, cpus={os.cpu_count()}, load average before: {load_before}")
+        print(
+            f"summarization example: {len(cfg.systems)} summarizers x {len(cfg.datasets)} corpora x "
+            f"{len(cfg.metrics)} metric entries ({len(result.all_columns())} columns), "
+            f"jobs={jobs or cfg.jobs or os.cpu_count()}, cpus={os.cpu_count()}, load average before: {load_before}"
+        )
         print(f"  config + checks                    {t1 - t0:7.2f} s")
         print(f"  generation + evaluation (wall)     {t2 - t1:7.2f} s")
         print(f"  report ({len(files)} files)                {t3 - t2:7.2f} s")
         print(f"  total                              {t3 - t0:7.2f} s")
-        same = all((out / p.name).read_bytes() == p.read_bytes()
-                   for p in (EXAMPLE / "reference-report").glob("*.csv"))
+        same = all((out / p.name).read_bytes() == p.read_bytes() for p in (EXAMPLE / "reference-report").glob("*.csv"))
         print(f"  CSVs equal to the committed reference report: {'yes' if same else 'NO'}")
         if result.failures:
             for f in result.failures:
@@ -59,14 +61,21 @@ def run_summarization(jobs: int | None) -> int:
             cells = []
             for ds in cfg.datasets:
                 start = time.perf_counter()
-                generate_cached(sysm.generator, sysm.settings, ds.inputs, Path(tmp) / "timing-cache",
-                                ds.inputs_format or ds.sample_format)
+                generate_cached(
+                    sysm.generator,
+                    sysm.settings,
+                    ds.inputs,
+                    Path(tmp) / "timing-cache",
+                    ds.inputs_format or ds.sample_format,
+                )
                 cells.append(f"{ds.name} {time.perf_counter() - start:6.3f}")
             print(f"  {sysm.name:<10} " + "   ".join(cells))
         print("per metric (seconds of worker time, summed over systems and corpora):")
         for m in cfg.metrics:
-            print(f"  {m.label:<10} {result.seconds.get(m.label, 0.0):7.3f} s  -> "
-                  f"{', '.join(result.columns.get(m.label, []))}")
+            print(
+                f"  {m.label:<10} {result.seconds.get(m.label, 0.0):7.3f} s  -> "
+                f"{', '.join(result.columns.get(m.label, []))}"
+            )
     return 1 if result.failures else 0
 
 
@@ -103,11 +112,15 @@ def run_cider(data: Path, n: int) -> int:
         peer, _ = Cider().compute_score({i: r for i, r in enumerate(refs)}, {i: [h] for i, h in enumerate(hyps)})
         peer_times.append(time.perf_counter() - start)
     t_ours, t_peer = min(ours_times), min(peer_times)
-    print(f"CIDEr-D on {len(hyps)} COCO test captions x {len(refs[0])} train-caption references each "
-          f"(seeded), cpus={os.cpu_count()}, load average before: {load_before}")
+    print(
+        f"CIDEr-D on {len(hyps)} COCO test captions x {len(refs[0])} train-caption references each "
+        f"(seeded), cpus={os.cpu_count()}, load average before: {load_before}"
+    )
     print(f"  cotk-repro cider        {ours!r:<22} {t_ours:7.3f} s (best of {len(ours_times)})")
     print(f"  pycocoevalcap Cider     {float(peer)!r:<22} {t_peer:7.3f} s (best of {len(peer_times)})")
     diff = abs(ours - float(peer))
-    print(f"  |difference| {diff:.3g} ({'equal within 1e-9' if diff <= 1e-9 else 'NOT equal'}); "
-          f"speed-up {t_peer / t_ours:.1f}x (target >= 10x: {'met' if t_peer / t_ours >= 10 else 'NOT met'})")
+    print(
+        f"  |difference| {diff:.3g} ({'equal within 1e-9' if diff <= 1e-9 else 'NOT equal'}); "
+        f"speed-up {t_peer / t_ours:.1f}x (target >= 10x: {'met' if t_peer / t_ours >= 10 else 'NOT met'})"
+    )
     return 0 if diff <= 1e-9 else 1

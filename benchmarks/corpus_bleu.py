@@ -42,8 +42,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_data_option(ap)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--mojo-python", type=Path, default=None, help="a Python >= 3.12 with sacrebleu-mojo installed "
-                    "(not needed when this Python has it)")
+    ap.add_argument(
+        "--mojo-python",
+        type=Path,
+        default=None,
+        help="a Python >= 3.12 with sacrebleu-mojo installed (not needed when this Python has it)",
+    )
     args = ap.parse_args()
     require(args.data, "coco_test.txt", "instances/mle.txt")
     import numpy
@@ -55,14 +59,18 @@ def main() -> int:
 
     logging.getLogger("sacrebleu").setLevel(logging.ERROR)
     hyps = (args.data / "instances" / "mle.txt").read_text(encoding="utf-8").splitlines()
-    refs = (args.data / "coco_test.txt").read_text(encoding="utf-8").splitlines()[:len(hyps)]
+    refs = (args.data / "coco_test.txt").read_text(encoding="utf-8").splitlines()[: len(hyps)]
     h_tok, r_tok = tokenize_texts(hyps), tokenize_texts(refs)
     h_sp, r_sp = [" ".join(t) for t in h_tok], [" ".join(t) for t in r_tok]
-    print(f"ours and sacrebleu: python {platform.python_version()}, numpy {numpy.__version__}, sacrebleu "
-          f"{sacrebleu.__version__}; {len(hyps)} pairs; {load()}")
+    print(
+        f"ours and sacrebleu: python {platform.python_version()}, numpy {numpy.__version__}, sacrebleu "
+        f"{sacrebleu.__version__}; {len(hyps)} pairs; {load()}"
+    )
     ok = True
-    for label, ours_in, peer_h, peer_r, tok in (("pre-tokenized", (h_tok, [[t] for t in r_tok]), h_sp, r_sp, "none"),
-                                                ("text in", (hyps, [[r] for r in refs]), hyps, refs, "13a")):
+    for label, ours_in, peer_h, peer_r, tok in (
+        ("pre-tokenized", (h_tok, [[t] for t in r_tok]), h_sp, r_sp, "none"),
+        ("text in", (hyps, [[r] for r in refs]), hyps, refs, "13a"),
+    ):
         metric = get_metric("bleu", retokenize=tok != "none")
         sb = BLEU(tokenize=tok, smooth_method="floor", smooth_value=0.1)
         mojo = open_mojo(peer_h, peer_r, args.mojo_python)
@@ -81,15 +89,22 @@ def main() -> int:
                 t, score = mojo.time("corpus_bleu", tokenize=tok, smooth_method="floor", smooth_value=0.1)
                 times["mojo"] = min(times.get("mojo", float("inf")), t)
                 values["mojo"] = score / 100
-        line = (f"{label:13s} ours {times['ours']:6.3f} s  sacrebleu ({tok}) {times['sacrebleu']:6.3f} s "
-                f"(ours x{times['sacrebleu'] / times['ours']:5.2f})")
+        line = (
+            f"{label:13s} ours {times['ours']:6.3f} s  sacrebleu ({tok}) {times['sacrebleu']:6.3f} s "
+            f"(ours x{times['sacrebleu'] / times['ours']:5.2f})"
+        )
         if mojo is not None:
-            line += (f"  sacrebleu-mojo {mojo.info['version']} ({tok}) {times['mojo']:6.3f} s (ours "
-                     f"x{times['mojo'] / times['ours']:4.2f}; mojo vs sacrebleu x{times['sacrebleu'] / times['mojo']:4.2f})")
+            line += (
+                f"  sacrebleu-mojo {mojo.info['version']} ({tok}) {times['mojo']:6.3f} s (ours "
+                f"x{times['mojo'] / times['ours']:4.2f}; mojo vs sacrebleu x{times['sacrebleu'] / times['mojo']:4.2f})"
+            )
             ok &= abs(values["mojo"] - values["sacrebleu"]) <= 1e-12
             mojo.close()
-        print(line + f"  values ours {values['ours']!r} sacrebleu {values['sacrebleu']!r}"
-              + (f" mojo {values['mojo']!r}" if "mojo" in values else ""))
+        print(
+            line
+            + f"  values ours {values['ours']!r} sacrebleu {values['sacrebleu']!r}"
+            + (f" mojo {values['mojo']!r}" if "mojo" in values else "")
+        )
     print(load())
     return 0 if ok else 1
 

@@ -44,14 +44,14 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import insert, text  # noqa: E402
 
 from cotk_repro import __version__  # noqa: E402
+from cotk_repro.core.signing import key_from_path, make_key, sign_record  # noqa: E402
 from cotk_repro.dashboard import leaderboard as lb  # noqa: E402
 from cotk_repro.dashboard.auth import add_user, now_iso  # noqa: E402
 from cotk_repro.dashboard.db import open_database  # noqa: E402
+from cotk_repro.dashboard.identity import add_key  # noqa: E402
 from cotk_repro.dashboard.models import BoardGroup, Record, Result  # noqa: E402
 from cotk_repro.dashboard.store import dumps  # noqa: E402
-from cotk_repro.dashboard.identity import add_key  # noqa: E402
 from cotk_repro.records import RECORD_SCHEMA, finalize  # noqa: E402
-from cotk_repro.core.signing import key_from_path, make_key, sign_record  # noqa: E402
 
 TASK, DATASET = "language-generation", "mscoco"
 HASHES = [(0.70, "a" * 64), (0.20, "b" * 64), (0.05, "c" * 64), (0.05, None)]  # share of records per group
@@ -91,29 +91,78 @@ def populate(db_url: str, n: int, keydir: Path, seed: int = 0) -> tuple[str, str
         for i in range(start, min(n, start + batch)):
             h = _hash_for(rng)
             bleu, ppl = rng.uniform(0.05, 0.45), rng.uniform(20, 200)
-            rec = finalize({
-                "schema": RECORD_SCHEMA, "schema_version": 1, "status": "ok",
-                "code": {"commit": secrets.token_hex(20), "branch": "main", "detached": False, "remote": "origin",
-                         "remote_url": f"https://github.com/user{i % 997}/system{i}.git", "dirty": False},
-                "environment": {"python": {"version": "3.11.7", "implementation": "CPython", "major_minor": "3.11"},
-                                "platform": {"system": "Linux", "machine": "x86_64", "release": "6.1"},
-                                "packages": [{"name": "numpy", "version": "1.26.4"}, {"name": "torch", "version": "2.3.0"}],
-                                "cotk_repro_version": __version__, "plugins": [], "accelerators": []},
-                "project": {"name": f"system-{i}", "task": TASK, "dataset": DATASET},
-                "command": {"entry": "main.py", "args": [], "cwd": ".", "result_file": "result.json",
-                            "started_at": "2026-01-01T00:00:00.000Z", "duration_s": 1.0, "exit_status": 0},
-                "results": {"bleu": {"value": bleu, "hash": h, "signature": None, "metric": "bleu", "version": "1"},
-                            "perplexity": {"value": ppl, "hash": h and h[::-1], "signature": None,
-                                           "metric": "perplexity", "version": "1"}},
-                "data": None, "cotk_repro_version": __version__,
-            })
+            rec = finalize(
+                {
+                    "schema": RECORD_SCHEMA,
+                    "schema_version": 1,
+                    "status": "ok",
+                    "code": {
+                        "commit": secrets.token_hex(20),
+                        "branch": "main",
+                        "detached": False,
+                        "remote": "origin",
+                        "remote_url": f"https://github.com/user{i % 997}/system{i}.git",
+                        "dirty": False,
+                    },
+                    "environment": {
+                        "python": {"version": "3.11.7", "implementation": "CPython", "major_minor": "3.11"},
+                        "platform": {"system": "Linux", "machine": "x86_64", "release": "6.1"},
+                        "packages": [{"name": "numpy", "version": "1.26.4"}, {"name": "torch", "version": "2.3.0"}],
+                        "cotk_repro_version": __version__,
+                        "plugins": [],
+                        "accelerators": [],
+                    },
+                    "project": {"name": f"system-{i}", "task": TASK, "dataset": DATASET},
+                    "command": {
+                        "entry": "main.py",
+                        "args": [],
+                        "cwd": ".",
+                        "result_file": "result.json",
+                        "started_at": "2026-01-01T00:00:00.000Z",
+                        "duration_s": 1.0,
+                        "exit_status": 0,
+                    },
+                    "results": {
+                        "bleu": {"value": bleu, "hash": h, "signature": None, "metric": "bleu", "version": "1"},
+                        "perplexity": {
+                            "value": ppl,
+                            "hash": h and h[::-1],
+                            "signature": None,
+                            "metric": "perplexity",
+                            "version": "1",
+                        },
+                    },
+                    "data": None,
+                    "cotk_repro_version": __version__,
+                }
+            )
             some_id = rec["id"]
-            recs.append({"id": i + 1, "record_id": rec["id"], "user_id": user_id, "task": TASK, "dataset": DATASET,
-                         "project_name": f"system-{i}", "status": "ok", "submitted_at": now_iso(), "body": dumps(rec)})
-            results.append({"record_pk": i + 1, "task": TASK, "dataset": DATASET, "metric": "bleu", "hash": h,
-                            "value": bleu})
-            results.append({"record_pk": i + 1, "task": TASK, "dataset": DATASET, "metric": "perplexity",
-                            "hash": h and h[::-1], "value": ppl})
+            recs.append(
+                {
+                    "id": i + 1,
+                    "record_id": rec["id"],
+                    "user_id": user_id,
+                    "task": TASK,
+                    "dataset": DATASET,
+                    "project_name": f"system-{i}",
+                    "status": "ok",
+                    "submitted_at": now_iso(),
+                    "body": dumps(rec),
+                }
+            )
+            results.append(
+                {"record_pk": i + 1, "task": TASK, "dataset": DATASET, "metric": "bleu", "hash": h, "value": bleu}
+            )
+            results.append(
+                {
+                    "record_pk": i + 1,
+                    "task": TASK,
+                    "dataset": DATASET,
+                    "metric": "perplexity",
+                    "hash": h and h[::-1],
+                    "value": ppl,
+                }
+            )
 
         def tx(conn, recs=recs, results=results):
             conn.execute(insert(Record), recs)
@@ -124,8 +173,11 @@ def populate(db_url: str, n: int, keydir: Path, seed: int = 0) -> tuple[str, str
                 counts[k] = counts.get(k, 0) + 1
             for (t, d, m, h), n in counts.items():
                 stmt = upsert_for(db.dialect)(BoardGroup).values(task=t, dataset=d, metric=m, hash=h, n=n)
-                conn.execute(stmt.on_conflict_do_update(index_elements=["task", "dataset", "metric", "hash"],
-                                                        set_={"n": BoardGroup.n + n}))
+                conn.execute(
+                    stmt.on_conflict_do_update(
+                        index_elements=["task", "dataset", "metric", "hash"], set_={"n": BoardGroup.n + n}
+                    )
+                )
             db.bump(conn)
 
         db.write(tx)
@@ -168,9 +220,27 @@ SERVE_EXTRA: list[str] = []
 
 def start_server(db_url: str, workers: int) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "serve", "--db", db_url, "--port",
-                             str(port), "--workers", str(workers), "--no-access-log", *SERVE_EXTRA],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            "dashboard",
+            "serve",
+            "--db",
+            db_url,
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--no-access-log",
+            *SERVE_EXTRA,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+    )
     url = proc.stdout.readline().strip()
     import requests
 
@@ -212,15 +282,24 @@ def _ms(text_value: str) -> float:
 
 
 def load_wrk(url: str, duration: int, connections: int, threads: int) -> dict:
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "--timeout", "10s",
-                          url], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "--timeout", "10s", url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     lat = dict(re.findall(r"^\s+(50|99)%\s+(\S+)", out, re.M))
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     sock_err = re.search(r"Socket errors:.*", out)
-    return {"p50_ms": _ms(lat["50"]), "p99_ms": _ms(lat["99"]), "rps": rps,
-            "errors": int(errors.group(1)) if errors else 0, "socket_errors": sock_err.group(0) if sock_err else "",
-            "tool": "wrk"}
+    return {
+        "p50_ms": _ms(lat["50"]),
+        "p99_ms": _ms(lat["99"]),
+        "rps": rps,
+        "errors": int(errors.group(1)) if errors else 0,
+        "socket_errors": sock_err.group(0) if sock_err else "",
+        "tool": "wrk",
+    }
 
 
 _PYLOAD = r"""
@@ -249,8 +328,12 @@ print(json.dumps({"p50_ms": lat[len(lat)//2]*1000, "p99_ms": lat[int(len(lat)*0.
 
 
 def load_python(url: str, duration: int, connections: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", _PYLOAD, url, str(duration), str(connections)], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _PYLOAD, url, str(duration), str(connections)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return json.loads(out)
 
 
@@ -278,8 +361,9 @@ def upload_run(db_url: str, url: str, keydir: Path, clients: int, total: int, se
     work = [(users[i % clients], live_record(i, "upload")) for i in range(total)]
     with ThreadPoolExecutor(8) as pool:  # the clients sign before the clock starts
         bodies = list(pool.map(lambda w: (w[0][0], {"record": w[1], "signature": sign_record(w[1], w[0][1])}), work))
-    print(f"  signed {total} records for {clients} clients in {time.perf_counter() - t:.1f} s (client side)",
-          flush=True)
+    print(
+        f"  signed {total} records for {clients} clients in {time.perf_counter() - t:.1f} s (client side)", flush=True
+    )
     per_client = [bodies[c::clients] for c in range(clients)]
     latencies: list[float] = []
     codes: list[int] = []
@@ -293,8 +377,9 @@ def upload_run(db_url: str, url: str, keydir: Path, clients: int, total: int, se
         for token, body in items:
             t0 = time.perf_counter()
             try:
-                r = session.post(url + "/api/v1/records", json=body, headers={"Authorization": f"Bearer {token}"},
-                                 timeout=60)
+                r = session.post(
+                    url + "/api/v1/records", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=60
+                )
                 my_codes.append(r.status_code)
             except requests.RequestException:
                 my_codes.append(0)
@@ -314,17 +399,28 @@ def upload_run(db_url: str, url: str, keydir: Path, clients: int, total: int, se
     wall = time.perf_counter() - t0
     cpu1 = server_cpu_s(server_pid)
     ids = [b["record"]["id"] for _t, b in bodies]
-    stored = db.read(lambda c: c.execute(text("SELECT record_id, COUNT(*) FROM records WHERE project_name LIKE "
-                                               "'upload-%' GROUP BY record_id")).all())
+    stored = db.read(
+        lambda c: c.execute(
+            text("SELECT record_id, COUNT(*) FROM records WHERE project_name LIKE 'upload-%' GROUP BY record_id")
+        ).all()
+    )
     db.dispose()
     counts = dict(stored)
     latencies.sort()
-    return {"uploads": total, "clients": clients, "wall_s": wall, "uploads_per_s": total / wall,
-            "p50_ms": latencies[len(latencies) // 2] * 1000, "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
-            "lost": sum(1 for i in ids if i not in counts), "duplicated": sum(1 for n in counts.values() if n > 1),
-            "5xx": sum(1 for c in codes if c >= 500), "failed": sum(1 for c in codes if c not in (200, 201)),
-            "created": sum(1 for c in codes if c == 201),
-            "server_cpu_ms_per_upload": None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / total * 1000}
+    return {
+        "uploads": total,
+        "clients": clients,
+        "wall_s": wall,
+        "uploads_per_s": total / wall,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
+        "lost": sum(1 for i in ids if i not in counts),
+        "duplicated": sum(1 for n in counts.values() if n > 1),
+        "5xx": sum(1 for c in codes if c >= 500),
+        "failed": sum(1 for c in codes if c not in (200, 201)),
+        "created": sum(1 for c in codes if c == 201),
+        "server_cpu_ms_per_upload": None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / total * 1000,
+    }
 
 
 def run_backend(name: str, db_url: str, args) -> list[dict]:
@@ -334,45 +430,81 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
     rows = []
     for metric in ("bleu", "perplexity"):
         med, worst = cold_leaderboard_ms(db_url, metric)
-        rows.append({"backend": name, "what": f"cold leaderboard build ({metric}), in-process",
-                     "p50_ms": med, "p99_ms": worst, "rps": None, "errors": 0, "tool": "direct"})
-        print(f"  peer: cold leaderboard build ({metric}, no cache): median {med:.1f} ms, max {worst:.1f} ms "
-              f"(what a request costs right after a write)", flush=True)
+        rows.append(
+            {
+                "backend": name,
+                "what": f"cold leaderboard build ({metric}), in-process",
+                "p50_ms": med,
+                "p99_ms": worst,
+                "rps": None,
+                "errors": 0,
+                "tool": "direct",
+            }
+        )
+        print(
+            f"  peer: cold leaderboard build ({metric}, no cache): median {med:.1f} ms, max {worst:.1f} ms "
+            f"(what a request costs right after a write)",
+            flush=True,
+        )
     proc, url = start_server(db_url, args.workers)
     try:
         if args.uploads > 0 and "uploads" in args.parts:
             up = upload_run(db_url, url, keydir, args.upload_clients, args.uploads, proc.pid)
-            rows.append({"backend": name, "what": f"POST /api/v1/records (signed, {up['clients']} clients)",
-                         "p50_ms": up["p50_ms"], "p99_ms": up["p99_ms"], "rps": up["uploads_per_s"],
-                         "errors": up["failed"], "tool": "python", **up})
-            print(f"  {'POST /api/v1/records (signed)':34s} p50 {up['p50_ms']:7.2f} ms  p99 {up['p99_ms']:7.2f} ms  "
-                  f"{up['uploads_per_s']:8.1f} uploads/s  lost {up['lost']} duplicated {up['duplicated']} "
-                  f"5xx {up['5xx']} failed {up['failed']} ({up['uploads']} records, {up['clients']} clients; server "
-                  f"CPU {up['server_cpu_ms_per_upload'] or float('nan'):.1f} ms per upload)",
-                  flush=True)
+            rows.append(
+                {
+                    "backend": name,
+                    "what": f"POST /api/v1/records (signed, {up['clients']} clients)",
+                    "p50_ms": up["p50_ms"],
+                    "p99_ms": up["p99_ms"],
+                    "rps": up["uploads_per_s"],
+                    "errors": up["failed"],
+                    "tool": "python",
+                    **up,
+                }
+            )
+            print(
+                f"  {'POST /api/v1/records (signed)':34s} p50 {up['p50_ms']:7.2f} ms  p99 {up['p99_ms']:7.2f} ms  "
+                f"{up['uploads_per_s']:8.1f} uploads/s  lost {up['lost']} duplicated {up['duplicated']} "
+                f"5xx {up['5xx']} failed {up['failed']} ({up['uploads']} records, {up['clients']} clients; server "
+                f"CPU {up['server_cpu_ms_per_upload'] or float('nan'):.1f} ms per upload)",
+                flush=True,
+            )
             peer = load_python(f"{url}/robots.txt", max(3, int(up["wall_s"])), args.upload_clients)
             rows.append({"backend": name, "what": f"peer: GET /robots.txt ({args.upload_clients} clients)", **peer})
-            print(f"  {'peer: static file, same clients':34s} p50 {peer['p50_ms']:7.2f} ms  p99 {peer['p99_ms']:7.2f} ms  "
-                  f"{peer['rps']:8.1f} req/s  errors {peer['errors']}", flush=True)
+            print(
+                f"  {'peer: static file, same clients':34s} p50 {peer['p50_ms']:7.2f} ms  p99 {peer['p99_ms']:7.2f} ms  "
+                f"{peer['rps']:8.1f} req/s  errors {peer['errors']}",
+                flush=True,
+            )
         q = urlencode({"task": TASK, "dataset": DATASET, "metric": "bleu"})
         use_wrk = shutil.which("wrk") and not args.python_load
-        targets = [] if "read" not in args.parts else [
-            ("GET /leaderboard (page)", f"{url}/leaderboard?{q}"),
-            ("GET /api/v1/leaderboard", f"{url}/api/v1/leaderboard?{q}"),
-            ("GET /api/v1/records/{id}", f"{url}/api/v1/records/{some_id}"),
-            ("GET / (home)", f"{url}/"),
-            ("peer: GET /api/v1/health", f"{url}/api/v1/health"),
-            ("peer: GET /robots.txt (static)", f"{url}/robots.txt"),
-        ]
+        targets = (
+            []
+            if "read" not in args.parts
+            else [
+                ("GET /leaderboard (page)", f"{url}/leaderboard?{q}"),
+                ("GET /api/v1/leaderboard", f"{url}/api/v1/leaderboard?{q}"),
+                ("GET /api/v1/records/{id}", f"{url}/api/v1/records/{some_id}"),
+                ("GET / (home)", f"{url}/"),
+                ("peer: GET /api/v1/health", f"{url}/api/v1/health"),
+                ("peer: GET /robots.txt (static)", f"{url}/robots.txt"),
+            ]
+        )
         for what, target in targets:
             import requests
 
             assert requests.get(target, timeout=30).status_code == 200  # warm the cache
-            res = (load_wrk(target, args.duration, args.connections, args.threads) if use_wrk
-                   else load_python(target, args.duration, args.connections))
+            res = (
+                load_wrk(target, args.duration, args.connections, args.threads)
+                if use_wrk
+                else load_python(target, args.duration, args.connections)
+            )
             rows.append({"backend": name, "what": what, **res})
-            print(f"  {what:34s} p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
-                  f"{res['rps']:8.1f} req/s  errors {res['errors']} ({res['tool']})", flush=True)
+            print(
+                f"  {what:34s} p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
+                f"{res['rps']:8.1f} req/s  errors {res['errors']} ({res['tool']})",
+                flush=True,
+            )
         # the same page while records keep arriving (every upload invalidates the cached board)
         if args.write_rate > 0 and "mixed" in args.parts:
             stop_writing = threading.Event()
@@ -381,8 +513,14 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
             # signed before the clock starts, like the uploaders above (signing is the client's cost)
             n_live = int(args.write_rate * args.duration * 1.5) + 10
             with ThreadPoolExecutor(8) as pool:
-                live = list(pool.map(lambda i: (lambda r: {"record": r, "signature": sign_record(r, bench_key)})(
-                    live_record(i, "live")), range(n_live)))
+                live = list(
+                    pool.map(
+                        lambda i: (lambda r: {"record": r, "signature": sign_record(r, bench_key)})(
+                            live_record(i, "live")
+                        ),
+                        range(n_live),
+                    )
+                )
 
             start_at = time.perf_counter()
             next_index = iter(range(len(live)))
@@ -398,8 +536,9 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
                         i = next(next_index, None)
                     if i is None or stop_writing.wait(max(0.0, start_at + i / args.write_rate - time.perf_counter())):
                         return
-                    r = session.post(url + "/api/v1/records", json=live[i],
-                                     headers={"Authorization": f"Bearer {token}"}, timeout=30)
+                    r = session.post(
+                        url + "/api/v1/records", json=live[i], headers={"Authorization": f"Bearer {token}"}, timeout=30
+                    )
                     if r.status_code == 201:
                         with index_lock:
                             written[0] += 1
@@ -408,22 +547,33 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
             for wt in writers:
                 wt.start()
             target = f"{url}/leaderboard?{urlencode({'task': TASK, 'dataset': DATASET, 'metric': 'bleu'})}"
-            res = (load_wrk(target, args.duration, args.connections, args.threads) if use_wrk
-                   else load_python(target, args.duration, args.connections))
+            res = (
+                load_wrk(target, args.duration, args.connections, args.threads)
+                if use_wrk
+                else load_python(target, args.duration, args.connections)
+            )
             stop_writing.set()
             for wt in writers:
                 wt.join(timeout=30)
             what = f"GET /leaderboard + {args.write_rate:g} uploads/s"
             rows.append({"backend": name, "what": what, **res})
-            print(f"  {what:34s} p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
-                  f"{res['rps']:8.1f} req/s  errors {res['errors']} ({res['tool']}; {written[0]} records uploaded)",
-                  flush=True)
+            print(
+                f"  {what:34s} p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms  "
+                f"{res['rps']:8.1f} req/s  errors {res['errors']} ({res['tool']}; {written[0]} records uploaded)",
+                flush=True,
+            )
             # the floor, right after, with the same load generator and connections: a static file
-            peer = (load_wrk(f"{url}/robots.txt", args.duration, args.connections, args.threads) if use_wrk
-                    else load_python(f"{url}/robots.txt", args.duration, args.connections))
+            peer = (
+                load_wrk(f"{url}/robots.txt", args.duration, args.connections, args.threads)
+                if use_wrk
+                else load_python(f"{url}/robots.txt", args.duration, args.connections)
+            )
             rows.append({"backend": name, "what": "peer: GET /robots.txt (after the mixed run)", **peer})
-            print(f"  {'peer: static file, same load':34s} p50 {peer['p50_ms']:7.2f} ms  p99 {peer['p99_ms']:7.2f} ms"
-                  f"  {peer['rps']:8.1f} req/s  errors {peer['errors']} ({peer['tool']})", flush=True)
+            print(
+                f"  {'peer: static file, same load':34s} p50 {peer['p50_ms']:7.2f} ms  p99 {peer['p99_ms']:7.2f} ms"
+                f"  {peer['rps']:8.1f} req/s  errors {peer['errors']} ({peer['tool']})",
+                flush=True,
+            )
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -432,16 +582,37 @@ def run_backend(name: str, db_url: str, args) -> list[dict]:
 
 
 _TEMPLATE = {
-    "schema": RECORD_SCHEMA, "schema_version": 1, "status": "ok",
-    "code": {"commit": "0" * 40, "branch": "main", "detached": False, "remote": "origin",
-             "remote_url": "https://github.com/live/system.git", "dirty": False},
-    "environment": {"python": {"version": "3.11.7", "implementation": "CPython", "major_minor": "3.11"},
-                    "platform": {"system": "Linux", "machine": "x86_64", "release": "6.1"},
-                    "packages": [], "cotk_repro_version": __version__, "plugins": [], "accelerators": []},
-    "command": {"entry": "main.py", "args": [], "cwd": ".", "result_file": "result.json",
-                "started_at": "2026-01-01T00:00:00.000Z", "duration_s": 1.0, "exit_status": 0},
+    "schema": RECORD_SCHEMA,
+    "schema_version": 1,
+    "status": "ok",
+    "code": {
+        "commit": "0" * 40,
+        "branch": "main",
+        "detached": False,
+        "remote": "origin",
+        "remote_url": "https://github.com/live/system.git",
+        "dirty": False,
+    },
+    "environment": {
+        "python": {"version": "3.11.7", "implementation": "CPython", "major_minor": "3.11"},
+        "platform": {"system": "Linux", "machine": "x86_64", "release": "6.1"},
+        "packages": [],
+        "cotk_repro_version": __version__,
+        "plugins": [],
+        "accelerators": [],
+    },
+    "command": {
+        "entry": "main.py",
+        "args": [],
+        "cwd": ".",
+        "result_file": "result.json",
+        "started_at": "2026-01-01T00:00:00.000Z",
+        "duration_s": 1.0,
+        "exit_status": 0,
+    },
     "results": {"bleu": {"value": 0.1, "hash": "a" * 64, "signature": None, "metric": "bleu", "version": "1"}},
-    "data": None, "cotk_repro_version": __version__,
+    "data": None,
+    "cotk_repro_version": __version__,
 }
 
 
@@ -454,17 +625,24 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1, help="dashboard worker processes")
     ap.add_argument("--backends", default="sqlite,postgresql")
     ap.add_argument("--pg-url", default=os.environ.get("COTK_REPRO_TEST_PG_URL"))
-    ap.add_argument("--write-rate", type=float, default=10.0,
-                    help="uploads per second during the mixed read/write run (0: skip it)")
+    ap.add_argument(
+        "--write-rate", type=float, default=10.0, help="uploads per second during the mixed read/write run (0: skip it)"
+    )
     ap.add_argument("--uploads", type=int, default=2000, help="signed records uploaded concurrently (0: skip)")
     ap.add_argument("--upload-clients", type=int, default=50, help="concurrent uploading clients")
-    ap.add_argument("--parts", default="uploads,read,mixed",
-                    help="what to measure: uploads (50 signed uploaders), read (each page under load), mixed "
-                         "(the leaderboard while --write-rate uploads/s come in)")
+    ap.add_argument(
+        "--parts",
+        default="uploads,read,mixed",
+        help="what to measure: uploads (50 signed uploaders), read (each page under load), mixed "
+        "(the leaderboard while --write-rate uploads/s come in)",
+    )
     ap.add_argument("--python-load", action="store_true", help="use the Python load generator even if wrk exists")
     ap.add_argument("--json", action="store_true", help="print all rows as JSON at the end")
-    ap.add_argument("--reproduce-queue", action="store_true", help="serve with the reproduction queue on "
-                    "(PostgreSQL: every upload also enqueues its job, docs/fleet.md)")
+    ap.add_argument(
+        "--reproduce-queue",
+        action="store_true",
+        help="serve with the reproduction queue on (PostgreSQL: every upload also enqueues its job, docs/fleet.md)",
+    )
     args = ap.parse_args()
     if args.reproduce_queue:
         SERVE_EXTRA.append("--reproduce-queue")
@@ -500,13 +678,17 @@ def main() -> None:
     for r in rows:
         if r["what"].startswith("POST"):
             ok = r["lost"] == 0 and r["duplicated"] == 0 and r["5xx"] == 0 and r["p99_ms"] <= 1000 and r["rps"] >= 100
-            print(f"  {r['backend']:10s} {'signed uploads':26s} {'meets' if ok else 'MISSES'} the targets "
-                  f"(p99 {r['p99_ms']:.0f} ms, {r['rps']:.0f} uploads/s, lost {r['lost']}, dup {r['duplicated']}, "
-                  f"5xx {r['5xx']})")
+            print(
+                f"  {r['backend']:10s} {'signed uploads':26s} {'meets' if ok else 'MISSES'} the targets "
+                f"(p99 {r['p99_ms']:.0f} ms, {r['rps']:.0f} uploads/s, lost {r['lost']}, dup {r['duplicated']}, "
+                f"5xx {r['5xx']})"
+            )
         if "leaderboard" in r["what"] and r["rps"] is not None:
             ok = r["p99_ms"] <= 100 and r["rps"] >= 500
-            print(f"  {r['backend']:10s} {r['what']:26s} {'meets' if ok else 'MISSES'} the targets "
-                  f"(p99 {r['p99_ms']:.1f} ms, {r['rps']:.0f} req/s)")
+            print(
+                f"  {r['backend']:10s} {r['what']:26s} {'meets' if ok else 'MISSES'} the targets "
+                f"(p99 {r['p99_ms']:.1f} ms, {r['rps']:.0f} req/s)"
+            )
     if args.json:
         print(json.dumps(rows, indent=2))
 

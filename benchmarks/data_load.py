@@ -50,6 +50,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 from _data import add_data_option, require  # noqa: E402  (benchmarks/ is on sys.path)
+
 DEFAULT_VENV = Path(os.environ.get("COTK_BENCH_VENV", Path.home() / ".cache" / "cotk-repro" / "bench-cotk-venv"))
 PYCACHE = Path.home() / ".cache" / "cotk-repro" / "bench-pycache"
 COTK_VERSION = "0.1.0"
@@ -149,8 +150,11 @@ def venv_python(venv: Path) -> Path:
 def cotk_installed(py: Path) -> str | None:
     if not py.exists():
         return None
-    r = subprocess.run([str(py), "-c", "import importlib.metadata as m, cotk.dataloader; print(m.version('cotk'))"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [str(py), "-c", "import importlib.metadata as m, cotk.dataloader; print(m.version('cotk'))"],
+        capture_output=True,
+        text=True,
+    )
     return r.stdout.strip() if r.returncode == 0 else None
 
 
@@ -165,8 +169,9 @@ def ensure_cotk(venv: Path) -> tuple[Path | None, str]:
         if not py.exists():
             venv.parent.mkdir(parents=True, exist_ok=True)
             subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, text=True)
-        r = subprocess.run([str(py), "-m", "pip", "install", "-q", f"cotk=={COTK_VERSION}"],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [str(py), "-m", "pip", "install", "-q", f"cotk=={COTK_VERSION}"], capture_output=True, text=True
+        )
     except (OSError, subprocess.CalledProcessError) as exc:
         return None, f"cannot create the venv {venv}: {exc}"
     if r.returncode != 0:
@@ -191,8 +196,13 @@ def measure(python: str, tool: str, folder: Path, timeout: float | None) -> dict
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([python, "-c", CHILD, tool, str(folder), json.dumps(SETTINGS)],
-                                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(folder.parent))
+        proc = subprocess.Popen(
+            [python, "-c", CHILD, tool, str(folder), json.dumps(SETTINGS)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(folder.parent),
+        )
         deadline = None if timeout is None else t0 + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -211,7 +221,7 @@ def measure(python: str, tool: str, folder: Path, timeout: float | None) -> dict
     result = None
     for line in text.splitlines():
         if line.startswith("RESULT "):
-            result = json.loads(line[len("RESULT "):])
+            result = json.loads(line[len("RESULT ") :])
     if proc.returncode != 0 or result is None:
         return {"error": f"{tool} exited {proc.returncode}: " + " | ".join(text.strip().splitlines()[-3:])}
     result["wall"] = wall
@@ -272,10 +282,18 @@ def main(argv: list[str] | None = None) -> int:
     add_data_option(ap)
     ap.add_argument("--skip-cotk", action="store_true", help="measure only cotk-repro")
     ap.add_argument("--cotk-venv", type=Path, default=DEFAULT_VENV)
-    ap.add_argument("--cotk-timeout", type=float, default=600.0,
-                    help="seconds CoTK may take for one size before it is extrapolated (600)")
-    ap.add_argument("--cotk-fallback-scale", type=int, default=None,
-                    help="size at which to measure CoTK when it times out (default: scale/5)")
+    ap.add_argument(
+        "--cotk-timeout",
+        type=float,
+        default=600.0,
+        help="seconds CoTK may take for one size before it is extrapolated (600)",
+    )
+    ap.add_argument(
+        "--cotk-fallback-scale",
+        type=int,
+        default=None,
+        help="size at which to measure CoTK when it times out (default: scale/5)",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="runs per tool and size; the fastest counts (1)")
     ap.add_argument("--json", type=Path, default=None, help="also write the results to this file")
     ap.add_argument("--keep", action="store_true", help="keep the generated dataset folders")
@@ -296,10 +314,17 @@ def main(argv: list[str] | None = None) -> int:
         cotk_points: list[tuple[int, dict]] = []
         for scale in scales:
             folder = build_folder(tmp, texts, scale)
-            row = {"scale": scale, "sentences": sents1 * scale, "tokens": tokens1 * scale,
-                   "bytes": sum(len(t) for t in texts.values()) * scale}
-            print(f"\n[x{scale}] {row['sentences']:,} sentences, {row['tokens']:,} tokens, "
-                  f"{row['bytes'] / 2**20:.1f} MiB in {folder} (load average {_loadavg()})", flush=True)
+            row = {
+                "scale": scale,
+                "sentences": sents1 * scale,
+                "tokens": tokens1 * scale,
+                "bytes": sum(len(t) for t in texts.values()) * scale,
+            }
+            print(
+                f"\n[x{scale}] {row['sentences']:,} sentences, {row['tokens']:,} tokens, "
+                f"{row['bytes'] / 2**20:.1f} MiB in {folder} (load average {_loadavg()})",
+                flush=True,
+            )
             if scale == scales[0]:  # warm-up (bytecode cache, page cache), not reported
                 measure(sys.executable, "ours", folder, None)
                 if cotk_py is not None:
@@ -311,14 +336,18 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"  cotk-repro: {ours['seconds']:.2f} s, peak {mb(ours['maxrss'])} MB", flush=True)
                 if ours.get("loader_tokens") not in (None, row["tokens"]):
-                    notes.append(f"x{scale}: cotk-repro kept {ours['loader_tokens']:,} tokens after "
-                                 f"max_sent_length={SETTINGS['max_sent_length']} (tokens/s counts {row['tokens']:,})")
+                    notes.append(
+                        f"x{scale}: cotk-repro kept {ours['loader_tokens']:,} tokens after "
+                        f"max_sent_length={SETTINGS['max_sent_length']} (tokens/s counts {row['tokens']:,})"
+                    )
             if cotk_py is not None:
                 cotk = best_of(str(cotk_py), "cotk", folder, args.repeat, args.cotk_timeout)
                 if cotk.get("timeout"):
                     fb = args.cotk_fallback_scale or max(2, scale // 5)
-                    print(f"  CoTK: over {args.cotk_timeout:.0f} s at x{scale}; measuring x{fb} to extrapolate",
-                          flush=True)
+                    print(
+                        f"  CoTK: over {args.cotk_timeout:.0f} s at x{scale}; measuring x{fb} to extrapolate",
+                        flush=True,
+                    )
                     fb_folder = build_folder(tmp, texts, fb)
                     fb_res = best_of(str(cotk_py), "cotk", fb_folder, 1, None)
                     if not args.keep:
@@ -327,10 +356,12 @@ def main(argv: list[str] | None = None) -> int:
                         cotk = {"error": fb_res.get("error", "no smaller size to extrapolate from")}
                     else:
                         cotk = extrapolate(cotk_points[0], (fb, fb_res), scale)
-                        notes.append(f"x{scale}: CoTK did not finish within {args.cotk_timeout:.0f} s; its figures "
-                                     f"(~) are extrapolated: time proportional to the size from x{fb}, memory linear "
-                                     f"through x{cotk_points[0][0]} and x{fb} "
-                                     f"(x{fb}: {fb_res['seconds']:.1f} s, {mb(fb_res['maxrss'])} MB)")
+                        notes.append(
+                            f"x{scale}: CoTK did not finish within {args.cotk_timeout:.0f} s; its figures "
+                            f"(~) are extrapolated: time proportional to the size from x{fb}, memory linear "
+                            f"through x{cotk_points[0][0]} and x{fb} "
+                            f"(x{fb}: {fb_res['seconds']:.1f} s, {mb(fb_res['maxrss'])} MB)"
+                        )
                 elif "seconds" in cotk:
                     cotk_points.append((scale, cotk))
                 row["cotk"] = cotk
@@ -339,10 +370,15 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     est = " (extrapolated)" if "extrapolated_from" in cotk else ""
                     print(f"  CoTK: {cotk['seconds']:.2f} s, peak {mb(cotk['maxrss'])} MB{est}", flush=True)
-                    if cotk.get("frequent") is not None and "error" not in ours and \
-                            (cotk["frequent"], cotk["rare"]) != (ours["frequent"], ours["rare"]):
-                        notes.append(f"x{scale}: vocabularies differ: cotk-repro |F|={ours['frequent']} "
-                                     f"|R|={ours['rare']}, CoTK |F|={cotk['frequent']} |R|={cotk['rare']}")
+                    if (
+                        cotk.get("frequent") is not None
+                        and "error" not in ours
+                        and (cotk["frequent"], cotk["rare"]) != (ours["frequent"], ours["rare"])
+                    ):
+                        notes.append(
+                            f"x{scale}: vocabularies differ: cotk-repro |F|={ours['frequent']} "
+                            f"|R|={ours['rare']}, CoTK |F|={cotk['frequent']} |R|={cotk['rare']}"
+                        )
             if not args.keep:
                 shutil.rmtree(folder, ignore_errors=True)
             results.append(row)
@@ -354,8 +390,10 @@ def main(argv: list[str] | None = None) -> int:
 
     # -- table ------------------------------------------------------------------------------------
     print("\nload + tokenize (nltk) + vocab + 5 hash codes; tokens = WordPunct tokens over train+dev+test")
-    header = (f"{'size':>5} {'sentences':>10} {'tokens':>11} {'tool':<11} {'seconds':>8} {'tokens/s':>11} "
-              f"{'cpu s':>7} {'process s':>9} {'peak MB':>8} {'|F|':>5} {'|R|':>6}")
+    header = (
+        f"{'size':>5} {'sentences':>10} {'tokens':>11} {'tool':<11} {'seconds':>8} {'tokens/s':>11} "
+        f"{'cpu s':>7} {'process s':>9} {'peak MB':>8} {'|F|':>5} {'|R|':>6}"
+    )
     print(header)
     print("-" * len(header))
     verdicts = []
@@ -373,41 +411,66 @@ def main(argv: list[str] | None = None) -> int:
             r["tokens_per_s"] = row["tokens"] / r["seconds"]
             f_ = "" if r.get("frequent") is None else r["frequent"]
             r_ = "" if r.get("rare") is None else r["rare"]
-            print(f"{lead} {name:<11} {approx + format(r['seconds'], '.2f'):>8} "
-                  f"{approx + format(r['tokens_per_s'], ',.0f'):>11} {approx + format(r['cpu'], '.2f'):>7} "
-                  f"{approx + format(r['wall'], '.2f'):>9} "
-                  f"{approx + mb(r['maxrss']):>8} {f_:>5} {r_:>6}")
+            print(
+                f"{lead} {name:<11} {approx + format(r['seconds'], '.2f'):>8} "
+                f"{approx + format(r['tokens_per_s'], ',.0f'):>11} {approx + format(r['cpu'], '.2f'):>7} "
+                f"{approx + format(r['wall'], '.2f'):>9} "
+                f"{approx + mb(r['maxrss']):>8} {f_:>5} {r_:>6}"
+            )
         ours, cotk = row.get("ours", {}), row.get("cotk")
         if "seconds" not in ours:
             continue
-        v = {"scale": row["scale"], "tokens_per_s": ours["tokens_per_s"],
-             "tokens_ok": ours["tokens_per_s"] >= TARGET_TOKENS_PER_S}
+        v = {
+            "scale": row["scale"],
+            "tokens_per_s": ours["tokens_per_s"],
+            "tokens_ok": ours["tokens_per_s"] >= TARGET_TOKENS_PER_S,
+        }
         if cotk and "seconds" in cotk:
-            v.update(speedup=cotk["seconds"] / ours["seconds"], process_speedup=cotk["wall"] / ours["wall"],
-                     cpu_speedup=cotk["cpu"] / ours["cpu"],
-                     mem_ratio=ours["maxrss"] / cotk["maxrss"])
-            v.update(speed_ok=v["speedup"] >= TARGET_SPEEDUP,
-                     mem_ok=ours["maxrss"] <= TARGET_MEMORY_RATIO * cotk["maxrss"],
-                     approx="extrapolated_from" in cotk)
+            v.update(
+                speedup=cotk["seconds"] / ours["seconds"],
+                process_speedup=cotk["wall"] / ours["wall"],
+                cpu_speedup=cotk["cpu"] / ours["cpu"],
+                mem_ratio=ours["maxrss"] / cotk["maxrss"],
+            )
+            v.update(
+                speed_ok=v["speedup"] >= TARGET_SPEEDUP,
+                mem_ok=ours["maxrss"] <= TARGET_MEMORY_RATIO * cotk["maxrss"],
+                approx="extrapolated_from" in cotk,
+            )
         verdicts.append(v)
 
     print(f"(machine: {os.cpu_count()} CPUs, load average at the end {_loadavg()})")
-    print(f"\ntargets: >= {TARGET_TOKENS_PER_S:,} tokens/s; >= {TARGET_SPEEDUP:g}x faster than CoTK; peak memory "
-          f"<= {TARGET_MEMORY_RATIO:.0%} of CoTK's")
+    print(
+        f"\ntargets: >= {TARGET_TOKENS_PER_S:,} tokens/s; >= {TARGET_SPEEDUP:g}x faster than CoTK; peak memory "
+        f"<= {TARGET_MEMORY_RATIO:.0%} of CoTK's"
+    )
     for v in verdicts:
         yes = lambda ok: "MET" if ok else "NOT MET"  # noqa: E731
         line = f"  x{v['scale']:<4} {v['tokens_per_s']:>11,.0f} tokens/s: {yes(v['tokens_ok'])}"
         if "speedup" in v:
             a = "~" if v["approx"] else ""
-            line += (f" | {a}{v['speedup']:.1f}x faster than CoTK ({a}{v['cpu_speedup']:.1f}x in CPU time, "
-                     f"{a}{v['process_speedup']:.1f}x in process wall): "
-                     f"{yes(v['speed_ok'])} | peak memory {a}{v['mem_ratio'] * 100:.1f}% of CoTK's: {yes(v['mem_ok'])}")
+            line += (
+                f" | {a}{v['speedup']:.1f}x faster than CoTK ({a}{v['cpu_speedup']:.1f}x in CPU time, "
+                f"{a}{v['process_speedup']:.1f}x in process wall): "
+                f"{yes(v['speed_ok'])} | peak memory {a}{v['mem_ratio'] * 100:.1f}% of CoTK's: {yes(v['mem_ok'])}"
+            )
         print(line)
     for n in notes:
         print(f"note: {n}")
     if args.json:
-        args.json.write_text(json.dumps({"settings": SETTINGS, "dev_lines": args.dev_lines, "cotk": cotk_msg,
-                                         "results": results, "verdicts": verdicts, "notes": notes}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "settings": SETTINGS,
+                    "dev_lines": args.dev_lines,
+                    "cotk": cotk_msg,
+                    "results": results,
+                    "verdicts": verdicts,
+                    "notes": notes,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

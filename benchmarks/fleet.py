@@ -39,11 +39,24 @@ def stub_reproducer(record: dict) -> dict:
     """A verdict that agrees with the record, without running anything."""
     from cotk_repro import __version__
 
-    return {"schema": "cotk-repro/reproduction", "schema_version": 1, "record_id": record["id"],
-            "verdict": "reproduced", "runtime": "docker", "metrics": [], "environment_differences": [],
-            "rerun": {"results": record["results"], "python": "3.11.7", "started_at": "2026-01-01T00:00:00Z",
-                      "duration_s": 0.0},
-            "error": None, "record_signature": None, "cotk_repro_version": __version__}
+    return {
+        "schema": "cotk-repro/reproduction",
+        "schema_version": 1,
+        "record_id": record["id"],
+        "verdict": "reproduced",
+        "runtime": "docker",
+        "metrics": [],
+        "environment_differences": [],
+        "rerun": {
+            "results": record["results"],
+            "python": "3.11.7",
+            "started_at": "2026-01-01T00:00:00Z",
+            "duration_s": 0.0,
+        },
+        "error": None,
+        "record_signature": None,
+        "cotk_repro_version": __version__,
+    }
 
 
 def worker_main(db_url: str, key: str, mode: str, concurrency: int) -> None:
@@ -73,10 +86,21 @@ def make_records(db, n: int, owner_id: int) -> None:
         rec["results"]["bleu"]["value"] = 0.25 + i * 1e-6
         rec["code"]["commit"] = secrets.token_hex(20)
         finalize(rec)
-        batch.append(PendingRecord(record_id=rec["id"], task="lm", dataset="coco", project_name="bench", status="ok",
-                                   body=dumps(rec), results=(("bleu", rec["results"]["bleu"]["value"],
-                                                              fake_hash("refs")),),
-                                   owner_id=owner_id, uploader_id=owner_id, signature=None, fingerprint=None))
+        batch.append(
+            PendingRecord(
+                record_id=rec["id"],
+                task="lm",
+                dataset="coco",
+                project_name="bench",
+                status="ok",
+                body=dumps(rec),
+                results=(("bleu", rec["results"]["bleu"]["value"], fake_hash("refs")),),
+                owner_id=owner_id,
+                uploader_id=owner_id,
+                signature=None,
+                fingerprint=None,
+            )
+        )
         if len(batch) == 500 or i == n - 1:
             db.write(lambda conn, b=batch: write_records_and_enqueue(conn, b))
             batch = []
@@ -88,12 +112,17 @@ def reset(db) -> None:
 
     def tx(conn):
         conn.execute(text("DELETE FROM procrastinate_events"))
-        conn.execute(text("UPDATE cotk_repro_reproduce_jobs SET reproduction_pk = NULL, pool_user = NULL, "
-                          "attempts = 0, reason = NULL"))
+        conn.execute(
+            text(
+                "UPDATE cotk_repro_reproduce_jobs SET reproduction_pk = NULL, pool_user = NULL, "
+                "attempts = 0, reason = NULL"
+            )
+        )
         conn.execute(text("DELETE FROM reproductions"))
         conn.execute(text("UPDATE records SET reproduced_by = 0"))
         conn.execute(text("UPDATE procrastinate_jobs SET status = 'todo', attempts = 0, worker_id = NULL"))
         conn.execute(text("DELETE FROM procrastinate_workers"))
+
     db.write(tx)
     db.read(lambda c: c.execute(text("SELECT 1")).all())
     with db.write_engine.connect() as conn:
@@ -109,8 +138,14 @@ def run_once(db, url: str, key: Path, mode: str, workers: int, n: int, logdir: P
     procs = []
     for i in range(workers):
         log = open(logdir / f"{mode}-{workers}-{i}.log", "wb")
-        procs.append(subprocess.Popen([sys.executable, __file__, "--worker", url, str(key), mode, "1"],
-                                      stdout=log, stderr=subprocess.STDOUT, env={**os.environ}))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, __file__, "--worker", url, str(key), mode, "1"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ},
+            )
+        )
     try:
         deadline = time.monotonic() + 3600
         while True:
@@ -125,13 +160,25 @@ def run_once(db, url: str, key: Path, mode: str, workers: int, n: int, logdir: P
             p.send_signal(signal.SIGTERM)
         for p in procs:
             p.wait(timeout=60)
-    first, last = db.read(lambda conn: conn.execute(text(
-        "SELECT min(at) FILTER (WHERE type = 'started'), max(at) FILTER (WHERE type IN ('succeeded', 'failed')) "
-        "FROM procrastinate_events")).one())
+    first, last = db.read(
+        lambda conn: conn.execute(
+            text(
+                "SELECT min(at) FILTER (WHERE type = 'started'), max(at) FILTER (WHERE type IN ('succeeded', 'failed')) "
+                "FROM procrastinate_events"
+            )
+        ).one()
+    )
     wall = (last - first).total_seconds()
     c = counts(db)
-    return {"mode": mode, "workers": workers, "jobs": n, "failed": c["failed"], "wall_s": round(wall, 2),
-            "jobs_per_s": round(n / wall, 1), "worker_ms_per_job": round(1000 * workers * wall / n, 2)}
+    return {
+        "mode": mode,
+        "workers": workers,
+        "jobs": n,
+        "failed": c["failed"],
+        "wall_s": round(wall, 2),
+        "jobs_per_s": round(n / wall, 1),
+        "worker_ms_per_job": round(1000 * workers * wall / n, 2),
+    }
 
 
 def main() -> None:
@@ -171,8 +218,10 @@ def main() -> None:
         add_key(db, "verifier", key.with_suffix(".pub").read_text())
         t = time.monotonic()
         make_records(db, args.records, owner_id=1)
-        print(f"{args.records} records and their jobs written in {time.monotonic() - t:.1f} s "
-              f"({os.cpu_count()} CPUs)", flush=True)
+        print(
+            f"{args.records} records and their jobs written in {time.monotonic() - t:.1f} s ({os.cpu_count()} CPUs)",
+            flush=True,
+        )
         rows = []
         for mode in args.modes.split(","):
             for w in (int(x) for x in args.workers.split(",")):
@@ -181,7 +230,9 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
         print("\nmode   workers   jobs/s   worker-ms per job   wall s")
         for r in rows:
-            print(f"{r['mode']:<6} {r['workers']:>7} {r['jobs_per_s']:>8} {r['worker_ms_per_job']:>19} {r['wall_s']:>8}")
+            print(
+                f"{r['mode']:<6} {r['workers']:>7} {r['jobs_per_s']:>8} {r['worker_ms_per_job']:>19} {r['wall_s']:>8}"
+            )
         db.dispose()
     finally:
         with admin.connect() as conn:

@@ -47,12 +47,19 @@ sys.path.insert(0, str(REPO / "tests"))  # the published-project helpers of the 
 
 TARGETS = {"docker": 1.5, "venv": 1.0}
 #: the package of the docker-sandbox project, built in the sandbox from the checkout
-SANDBOX_FILES = {"benchpkg/pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\n'
-                                            'build-backend = "setuptools.build_meta"\n\n'
-                                            '[project]\nname = "benchpkg"\nversion = "1.0"\n',
-                 "benchpkg/benchpkg/__init__.py": "VALUE = 1\n"}
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid", "GIT_CONFIG_NOSYSTEM": "1"}
+SANDBOX_FILES = {
+    "benchpkg/pyproject.toml": '[build-system]\nrequires = ["setuptools>=61"]\n'
+    'build-backend = "setuptools.build_meta"\n\n'
+    '[project]\nname = "benchpkg"\nversion = "1.0"\n',
+    "benchpkg/benchpkg/__init__.py": "VALUE = 1\n",
+}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 STEP = re.compile(r"^(?P<name>.*?) (?:(?P<s>\d+(?:\.\d+)?)s(?: \((?P<status>.*)\))?|skipped(?: \((?P<why>.*)\))?)$")
 
 
@@ -73,8 +80,20 @@ def parse_steps(stderr: str) -> list[dict]:
 def reproduce(bare: Path, record: str, runtime: str, base_image: str | None, env: dict, workdir: Path) -> dict:
     verdict_file = workdir / f"verdict-{uuid.uuid4().hex[:8]}.json"
     # the benchmark's records are published without a key
-    cmd = [sys.executable, "-m", "cotk_repro", "reproduce", str(bare), "--record", record, "--runtime", runtime,
-           "--allow-unsigned", "--json", str(verdict_file)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cotk_repro",
+        "reproduce",
+        str(bare),
+        "--record",
+        record,
+        "--runtime",
+        runtime,
+        "--allow-unsigned",
+        "--json",
+        str(verdict_file),
+    ]
     if runtime == "docker" and base_image:
         cmd += ["--base-image", base_image]
     if runtime != "docker":
@@ -87,8 +106,12 @@ def reproduce(bare: Path, record: str, runtime: str, base_image: str | None, env
     verdict = json.loads(verdict_file.read_text())
     assert verdict["verdict"] == "reproduced", verdict
     built = re.findall(r"building the Docker image (cotk-repro-reproduce:[0-9a-f]+)", proc.stderr)
-    return {"total_s": round(total, 3), "steps": parse_steps(proc.stderr),
-            "rerun_duration_s": verdict["rerun"]["duration_s"], "built_images": built}
+    return {
+        "total_s": round(total, 3),
+        "steps": parse_steps(proc.stderr),
+        "rerun_duration_s": verdict["rerun"]["duration_s"],
+        "built_images": built,
+    }
 
 
 def entry_seconds(root: Path, python: str, runs: int = 3) -> float:
@@ -109,8 +132,11 @@ def fmt_steps(steps: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runtimes", default="venv,docker", help="comma-separated runtimes (default venv,docker)")
-    parser.add_argument("--base-image", default=os.environ.get("COTK_REPRO_TEST_BASE_IMAGE")
-                        or os.environ.get("COTK_REPRO_BASE_IMAGE"), help="Docker base image")
+    parser.add_argument(
+        "--base-image",
+        default=os.environ.get("COTK_REPRO_TEST_BASE_IMAGE") or os.environ.get("COTK_REPRO_BASE_IMAGE"),
+        help="Docker base image",
+    )
     parser.add_argument("--warm-runs", type=int, default=3, help="warm runs per runtime (median; default 3)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -157,55 +183,73 @@ def main() -> None:
             warm = sorted(warm_runs, key=lambda r: r["total_s"])[len(warm_runs) // 2]  # the median run
             figures["runtimes"][runtime] = {
                 "cold": {**cold, "overhead_s": round(cold["total_s"] - entry_s, 3)},
-                "warm": {**warm, "overhead_s": round(warm["total_s"] - entry_s, 3),
-                         "totals_s": [r["total_s"] for r in warm_runs]},
+                "warm": {
+                    **warm,
+                    "overhead_s": round(warm["total_s"] - entry_s, 3),
+                    "totals_s": [r["total_s"] for r in warm_runs],
+                },
                 "target_warm_overhead_s": TARGETS[runtime],
                 "within_target": warm["total_s"] - entry_s <= TARGETS[runtime],
             }
         if "docker" in runtimes:  # a package built in the sandbox, cold
+
             def with_benchpkg(rec):
                 rec["environment"]["packages"].append({"name": "benchpkg", "version": "1.0", "install": "editable"})
-            files = {"main.py": (pub["root"] / "main.py").read_text(), "refs.txt": (pub["root"] / "refs.txt").read_text(),
-                     **SANDBOX_FILES}
+
+            files = {
+                "main.py": (pub["root"] / "main.py").read_text(),
+                "refs.txt": (pub["root"] / "refs.txt").read_text(),
+                **SANDBOX_FILES,
+            }
             sb = edited_project(base / "sandbox", "sandboxed", files, with_benchpkg)
             env = {"COTK_REPRO_CACHE": str(base / "cache-docker-sandbox"), "PIP_NO_CACHE_DIR": "1"}
             cold = reproduce(sb["bare"], sb["record"]["id"], "docker", base_image, env, base)
             built += cold["built_images"]
-            figures["runtimes"]["docker-sandbox"] = {"cold": {**cold, "overhead_s": round(cold["total_s"] - entry_s, 3)}}
+            figures["runtimes"]["docker-sandbox"] = {
+                "cold": {**cold, "overhead_s": round(cold["total_s"] - entry_s, 3)}
+            }
     finally:
         if client is not None:
             for tag in set(built):
                 try:
                     client.images.remove(tag)
-                except Exception:  # noqa: BLE001 - best effort clean-up
+                except Exception:
                     pass
             if bench_tag:
                 try:
                     client.images.remove(bench_tag)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
         shutil.rmtree(base, ignore_errors=True)
 
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    print(f"entry alone (python main.py on this host, median of 3): {figures['entry_s']:.3f} s; "
-          f"{figures['cpu_count']} CPUs")
+    print(
+        f"entry alone (python main.py on this host, median of 3): {figures['entry_s']:.3f} s; "
+        f"{figures['cpu_count']} CPUs"
+    )
     if "existing_cotk_repro_images" in figures:
-        print(f"cotk-repro images already in the Docker engine (their layers may serve the cold build): "
-              f"{figures['existing_cotk_repro_images']}")
+        print(
+            f"cotk-repro images already in the Docker engine (their layers may serve the cold build): "
+            f"{figures['existing_cotk_repro_images']}"
+        )
     for runtime, f in figures["runtimes"].items():
         for phase in [p for p in ("cold", "warm") if p in f]:
             r = f[phase]
             extra = f"  (warm runs: {', '.join(f'{t:.2f}' for t in r['totals_s'])} s)" if phase == "warm" else ""
-            print(f"{runtime:<6} {phase}: total {r['total_s']:6.2f} s, overhead {r['overhead_s']:6.2f} s, "
-                  f"rerun (entry in its runtime) {r['rerun_duration_s']:.2f} s{extra}")
+            print(
+                f"{runtime:<6} {phase}: total {r['total_s']:6.2f} s, overhead {r['overhead_s']:6.2f} s, "
+                f"rerun (entry in its runtime) {r['rerun_duration_s']:.2f} s{extra}"
+            )
             print(f"       steps: {fmt_steps(r['steps'])}")
         if "warm" not in f:
             continue
         target = f["target_warm_overhead_s"]
-        print(f"{runtime:<6} warm overhead {f['warm']['overhead_s']:.2f} s: target <= {target:g} s "
-              f"{'met' if f['within_target'] else 'NOT met'}")
+        print(
+            f"{runtime:<6} warm overhead {f['warm']['overhead_s']:.2f} s: target <= {target:g} s "
+            f"{'met' if f['within_target'] else 'NOT met'}"
+        )
 
 
 if __name__ == "__main__":

@@ -29,8 +29,13 @@ ENTRY = 'import json\njson.dump({"x": 1.0}, open("result.json", "w"))\n'
 
 
 def _git(root: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    }
     subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env=env)
 
 
@@ -117,11 +122,15 @@ def main() -> None:
         return
     print(f"python main.py (peer)        median {med_direct:.3f} s  (min {min(direct):.3f}, max {max(direct):.3f})")
     print(f"{figures['command']:<28} median {med_cotk:.3f} s  (min {min(cotk):.3f}, max {max(cotk):.3f})")
-    print(f"overhead                     {overhead:.3f} s  (target <= {TARGET_S} s: "
-          f"{'met' if overhead <= TARGET_S else 'NOT met'}; {args.runs} runs each, {records} records written)")
+    print(
+        f"overhead                     {overhead:.3f} s  (target <= {TARGET_S} s: "
+        f"{'met' if overhead <= TARGET_S else 'NOT met'}; {args.runs} runs each, {records} records written)"
+    )
     print(f"python -c pass (peer)        median {med_bare:.3f} s")
-    print(f"cotk-repro --help            median {med_help:.3f} s  (target <= {HELP_TARGET_S} s: "
-          f"{'met' if med_help <= HELP_TARGET_S else 'NOT met'})")
+    print(
+        f"cotk-repro --help            median {med_help:.3f} s  (target <= {HELP_TARGET_S} s: "
+        f"{'met' if med_help <= HELP_TARGET_S else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

@@ -36,11 +36,21 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TEMPLATES = ["lm-gru", "lm-transformer", "lm-gpt2-finetune", "seq2seq-gru", "seq2seq-transformer",
-             "dialog-gpt2-finetune"]
+TEMPLATES = [
+    "lm-gru",
+    "lm-transformer",
+    "lm-gpt2-finetune",
+    "seq2seq-gru",
+    "seq2seq-transformer",
+    "dialog-gpt2-finetune",
+]
 TARGET_RATIO = 0.9
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+}
 
 
 def sh(cmd: list[str], cwd: Path) -> None:
@@ -116,9 +126,13 @@ def throughput(template: str, base: Path, data: Path, epochs: int, repeats: int)
     with project_modules(root) as (train, common, model_mod):
         settings = dict(model_mod.PRESETS["tiny"], epochs=epochs)
         common.seed_everything(1229, 1)
-        dl = loaders.load("language-generation", data, tokenizer="space",
-                          min_frequent_vocab_times=settings["min_frequent_vocab_times"],
-                          max_sent_length=settings["max_sent_length"])
+        dl = loaders.load(
+            "language-generation",
+            data,
+            tokenizer="space",
+            min_frequent_vocab_times=settings["min_frequent_vocab_times"],
+            max_sent_length=settings["max_sent_length"],
+        )
         model = model_mod.LanguageModel(dl.vocab.frequent_vocab_size, **settings)
         initial = {k: v.clone() for k, v in model.state_dict().items()}
 
@@ -173,11 +187,19 @@ def throughput(template: str, base: Path, data: Path, epochs: int, repeats: int)
         a, b = [r[0] for r in runs], [r[1] for r in runs]
     ours_m, plain_m = statistics.median(a), statistics.median(b)
     paired = statistics.median(x / y for x, y in runs)
-    print(f"  throughput {template:15s} template {ours_m:9.0f} tok/s   plain loop {plain_m:9.0f} tok/s   "
-          f"ratio {paired:.3f} (median of the runs' ratios; spread {min(x / y for x, y in runs):.3f}-"
-          f"{max(x / y for x, y in runs):.3f})", file=sys.stderr)
-    return {"template_tokens_per_s": ours_m, "plain_tokens_per_s": plain_m, "ratio": paired,
-            "template_samples": a, "plain_samples": b}
+    print(
+        f"  throughput {template:15s} template {ours_m:9.0f} tok/s   plain loop {plain_m:9.0f} tok/s   "
+        f"ratio {paired:.3f} (median of the runs' ratios; spread {min(x / y for x, y in runs):.3f}-"
+        f"{max(x / y for x, y in runs):.3f})",
+        file=sys.stderr,
+    )
+    return {
+        "template_tokens_per_s": ours_m,
+        "plain_tokens_per_s": plain_m,
+        "ratio": paired,
+        "template_samples": a,
+        "plain_samples": b,
+    }
 
 
 def loader_at_scale(base: Path, repeats: int) -> dict[str, float]:
@@ -193,8 +215,7 @@ def loader_at_scale(base: Path, repeats: int) -> dict[str, float]:
     (folder / "train.txt").write_text("\n".join(lines) + "\n")
     for split in ("dev", "test"):
         (folder / f"{split}.txt").write_text("\n".join(lines[:500]) + "\n")
-    dl = loaders.load("language-generation", folder, tokenizer="space", min_frequent_vocab_times=10,
-                      max_sent_length=50)
+    dl = loaders.load("language-generation", folder, tokenizer="space", min_frequent_vocab_times=10, max_sent_length=50)
     whole = next(dl.batches("train", len(lines)))  # the peer's input: every sentence padded, beforehand
     padded, n = torch.from_numpy(whole["sent"]), len(lines)
 
@@ -209,17 +230,24 @@ def loader_at_scale(base: Path, repeats: int) -> dict[str, float]:
         order = torch.from_numpy(np.random.default_rng(1).permutation(n))
         t0, k = time.process_time(), 0
         for start in range(0, n, 64):
-            rows = padded[order[start:start + 64]]
-            rows[:, :int((rows != 0).sum(1).max())]  # trimmed to the batch's longest, as the loader pads
+            rows = padded[order[start : start + 64]]
+            rows[:, : int((rows != 0).sum(1).max())]  # trimmed to the batch's longest, as the loader pads
             k += 1
         return (time.process_time() - t0) / k * 1e3
 
     a = [ours() for _ in range(repeats)]
     b = [plain() for _ in range(repeats)]
-    out = {"lines": n, "batch_size": 64, "loader_ms_per_batch": statistics.median(a),
-           "pretensorized_ms_per_batch": statistics.median(b)}
-    print(f"  loader at 80k lines: dl.batches {out['loader_ms_per_batch']:.3f} ms/batch, pre-tensorized "
-          f"{out['pretensorized_ms_per_batch']:.3f} ms/batch", file=sys.stderr)
+    out = {
+        "lines": n,
+        "batch_size": 64,
+        "loader_ms_per_batch": statistics.median(a),
+        "pretensorized_ms_per_batch": statistics.median(b),
+    }
+    print(
+        f"  loader at 80k lines: dl.batches {out['loader_ms_per_batch']:.3f} ms/batch, pre-tensorized "
+        f"{out['pretensorized_ms_per_batch']:.3f} ms/batch",
+        file=sys.stderr,
+    )
     return out
 
 
@@ -243,8 +271,9 @@ def main() -> None:
             report["run_wall_s"] = run_wall_times(base / "runs", args.runs)
         (base / "tp").mkdir()
         data = corpus_folder(base, args.data)
-        report["throughput"] = {t: throughput(t, base / "tp", data, args.epochs, args.repeats)
-                                for t in ("lm-gru", "lm-transformer")}
+        report["throughput"] = {
+            t: throughput(t, base / "tp", data, args.epochs, args.repeats) for t in ("lm-gru", "lm-transformer")
+        }
         report["loader_at_scale"] = loader_at_scale(base, 3)
     report["target_ratio"] = TARGET_RATIO
     report["target_met"] = all(v["ratio"] >= TARGET_RATIO for v in report["throughput"].values())
@@ -254,12 +283,16 @@ def main() -> None:
         for name, t in report.get("run_wall_s", {}).items():
             print(f"cotk-repro run ({name}, tiny): {t:.1f} s")
         for name, v in report["throughput"].items():
-            print(f"{name}: template {v['template_tokens_per_s']:.0f} tokens/s vs plain loop "
-                  f"{v['plain_tokens_per_s']:.0f} tokens/s (ratio {v['ratio']:.3f}, "
-                  f"target >= {TARGET_RATIO})")
+            print(
+                f"{name}: template {v['template_tokens_per_s']:.0f} tokens/s vs plain loop "
+                f"{v['plain_tokens_per_s']:.0f} tokens/s (ratio {v['ratio']:.3f}, "
+                f"target >= {TARGET_RATIO})"
+            )
         scale = report["loader_at_scale"]
-        print(f"loader, batch of 64 from {scale['lines']} lines: {scale['loader_ms_per_batch']:.3f} ms "
-              f"vs {scale['pretensorized_ms_per_batch']:.3f} ms pre-tensorized")
+        print(
+            f"loader, batch of 64 from {scale['lines']} lines: {scale['loader_ms_per_batch']:.3f} ms "
+            f"vs {scale['pretensorized_ms_per_batch']:.3f} ms pre-tensorized"
+        )
 
 
 if __name__ == "__main__":

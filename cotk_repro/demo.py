@@ -24,9 +24,10 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .core.git import git
 from .errors import CotkError
@@ -40,6 +41,7 @@ REPRODUCER = "demo-reproducer"
 @dataclass
 class DemoResult:
     """What the demo made: its folders, the record, dashboard URLs, the reproduction and timings."""
+
     folder: Path
     project: Path
     record: dict[str, Any]
@@ -53,8 +55,10 @@ class DemoResult:
 
 def _git(cwd: Path, *args: str) -> str:
     # a machine without a git identity still gets a commit
-    env = {k: os.environ.get(k, v) for k, v in (("GIT_AUTHOR_NAME", "cotk-repro demo"),
-                                                 ("GIT_AUTHOR_EMAIL", "demo@cotk-repro.invalid"))}
+    env = {
+        k: os.environ.get(k, v)
+        for k, v in (("GIT_AUTHOR_NAME", "cotk-repro demo"), ("GIT_AUTHOR_EMAIL", "demo@cotk-repro.invalid"))
+    }
     env["GIT_COMMITTER_NAME"] = os.environ.get("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
     env["GIT_COMMITTER_EMAIL"] = os.environ.get("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
     proc = git(cwd, *args, env=env, check=False)
@@ -86,9 +90,16 @@ def choose_runtime(requested: str | None, base_image: str | None) -> str:
     return "docker" if docker_available(base_image) else "venv"
 
 
-def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_image: str | None = None,
-             host: str = "127.0.0.1", port: int = 0, keep: bool = False,
-             on_status: Callable[[str], None] = lambda _m: None) -> DemoResult:
+def run_demo(
+    folder: Path | None = None,
+    *,
+    runtime: str | None = None,
+    base_image: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    keep: bool = False,
+    on_status: Callable[[str], None] = lambda _m: None,
+) -> DemoResult:
     """Run the loop; the dashboard keeps serving until ``result.stop()`` is called.
 
     When the loop fails or is interrupted, a temporary folder it made is removed (unless ``keep``) and
@@ -99,7 +110,9 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
     folder = Path(folder or tempfile.mkdtemp(prefix="cotk-repro-demo-")).resolve()
     try:
         return _loop(folder, runtime=runtime, base_image=base_image, host=host, port=port, on_status=on_status)
-    except BaseException:  # a failure, Ctrl-C or SIGTERM (the command turns it into SystemExit): never a silent leftover
+    except (
+        BaseException
+    ):  # a failure, Ctrl-C or SIGTERM (the command turns it into SystemExit): never a silent leftover
         if created and not keep:
             cleanup(folder)
             on_status(f"removed the demo folder {folder}")
@@ -108,17 +121,18 @@ def run_demo(folder: Path | None = None, *, runtime: str | None = None, base_ima
         raise
 
 
-def _loop(folder: Path, *, runtime: str | None, base_image: str | None, host: str, port: int,
-          on_status: Callable[[str], None]) -> DemoResult:
+def _loop(
+    folder: Path, *, runtime: str | None, base_image: str | None, host: str, port: int, on_status: Callable[[str], None]
+) -> DemoResult:
     from .core import userconfig
+    from .core.signing import ENV_KEY, make_key
     from .dashboard.auth import add_user
     from .dashboard.db import open_database
     from .dashboard.identity import add_key
-    from .core.signing import ENV_KEY, make_key
     from .dashboard.server import start_in_thread
     from .publish.core import publish
-    from .reproduce.core import ReproduceOptions, reproduce
     from .records.runner import execute
+    from .reproduce.core import ReproduceOptions, reproduce
     from .scaffold import scaffold
 
     timings: dict[str, float] = {}
@@ -196,16 +210,31 @@ def _loop(folder: Path, *, runtime: str | None, base_image: str | None, host: st
             os.environ[ENV_KEY] = str(keys[REPRODUCER])
         # the demo's project is cotk-repro's own code, written above: trusted for the host runtimes
         # (without ssh-keygen the demo publishes unsigned, and says so: its own record, reproduced anyway)
-        opts = ReproduceOptions(runtime=chosen, base_image=base_image, submit=True, dashboard=url,
-                                trust_remote_code=True, allow_unsigned=not signed)
+        opts = ReproduceOptions(
+            runtime=chosen,
+            base_image=base_image,
+            submit=True,
+            dashboard=url,
+            trust_remote_code=True,
+            allow_unsigned=not signed,
+        )
         reproduction = reproduce(f"{OWNER}/{PROJECT}", opts, on_status=on_status)
         timings["reproduce"] = time.perf_counter() - t
     except BaseException:
         stop()
         raise
     timings["total"] = time.perf_counter() - t_all
-    return DemoResult(folder=folder, project=project, record=record, dashboard_url=url, record_url=record_url,
-                      reproduction=reproduction, runtime=chosen, timings=timings, stop=stop)
+    return DemoResult(
+        folder=folder,
+        project=project,
+        record=record,
+        dashboard_url=url,
+        record_url=record_url,
+        reproduction=reproduction,
+        runtime=chosen,
+        timings=timings,
+        stop=stop,
+    )
 
 
 def _free_port(host: str) -> int:
@@ -223,9 +252,21 @@ def serve_git(base: Path, host: str = "127.0.0.1", *, timeout: float = 20.0) -> 
 
     for _attempt in range(3):  # a free port can be taken between choosing it and the daemon binding it
         port = _free_port(host)
-        proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", f"--base-path={base}",  # noqa: S603, S607 - git from PATH; the demo's own folder and a port chosen here
-                                 f"--listen={host}", f"--port={port}", "--max-connections=8"],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(  # noqa: S603 - a fixed argument list: the demo's own folder and a port chosen here
+            [  # noqa: S607 - git from PATH, as every git call of cotk-repro
+                "git",
+                "daemon",
+                "--reuseaddr",
+                "--export-all",
+                f"--base-path={base}",
+                f"--listen={host}",
+                f"--port={port}",
+                "--max-connections=8",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
         def stop(proc=proc) -> None:
             if proc.poll() is None:
@@ -246,8 +287,10 @@ def serve_git(base: Path, host: str = "127.0.0.1", *, timeout: float = 20.0) -> 
             except OSError:
                 time.sleep(0.1)
         stop()
-    raise CotkError("git daemon did not start, so the demo has no git remote to publish to",
-                    hint="check that `git daemon --help` works (Debian's git package has it)")
+    raise CotkError(
+        "git daemon did not start, so the demo has no git remote to publish to",
+        hint="check that `git daemon --help` works (Debian's git package has it)",
+    )
 
 
 def cleanup(folder: Path) -> None:

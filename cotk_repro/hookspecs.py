@@ -25,8 +25,16 @@ from typing import Any
 
 import pluggy
 
-from .protocols import (DataloaderFactory, GeneratorFactory, MetricFactory, PublishTargetFactory, Register,
-                        RuntimeFactory, Template, TokenizerFactory)
+from .protocols import (
+    DataloaderFactory,
+    GeneratorFactory,
+    MetricFactory,
+    PublishTargetFactory,
+    Register,
+    RuntimeFactory,
+    Template,
+    TokenizerFactory,
+)
 
 hookspec = pluggy.HookspecMarker("cotk_repro")
 hookimpl = pluggy.HookimplMarker("cotk_repro")

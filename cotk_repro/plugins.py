@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pluggy
 
@@ -50,6 +51,7 @@ ENTRY_POINT_GROUP = "cotk_repro"
 @dataclass
 class PluginInfo:
     """One loaded plugin: name, version, module, whether built in, what it registers, and any load error."""
+
     name: str
     version: str
     builtin: bool
@@ -82,6 +84,7 @@ class PluginInfo:
 @dataclass
 class Component:
     """One registered component (metric, tokenizer, ...) and the plugin that provides it."""
+
     kind: str
     name: str
     obj: Any
@@ -126,20 +129,29 @@ class Plugins:
         if found is None:  # a zip archive on the path: only importlib.metadata reads those
             import importlib.metadata as md
 
-            found = [entrypoints.EntryPoint(ep.dist.metadata["Name"] if ep.dist is not None else ep.name,
-                                            ep.dist.version if ep.dist is not None else "unknown", ep.name, ep.value)
-                     for ep in md.entry_points(group=ENTRY_POINT_GROUP)]
+            found = [
+                entrypoints.EntryPoint(
+                    ep.dist.metadata["Name"] if ep.dist is not None else ep.name,
+                    ep.dist.version if ep.dist is not None else "unknown",
+                    ep.name,
+                    ep.value,
+                )
+                for ep in md.entry_points(group=ENTRY_POINT_GROUP)
+            ]
         seen: set[str] = set()
         for ep in found:
             key = f"{ep.dist}:{ep.name}" if ep.dist in seen else ep.dist
             seen.add(ep.dist)
             try:
                 plugin = ep.load()
-            except BaseException as exc:  # noqa: BLE001 - a plugin may fail any way it likes
+            except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 self.infos[key] = PluginInfo(
-                    name=key, version=ep.version, builtin=False, module=ep.value,
+                    name=key,
+                    version=ep.version,
+                    builtin=False,
+                    module=ep.value,
                     error=f"failed to import {ep.value}: {type(exc).__name__}: {exc}",
                 )
                 continue
@@ -156,7 +168,7 @@ class Plugins:
             kwargs = {arg: make(impl.plugin_name) for arg, make in kwargs_for.items() if arg in impl.argnames}
             try:
                 impl.function(**kwargs)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 if info.builtin:  # a built-in that fails is a broken install: say so, never hide it
                     raise
                 info.error = f"{hook_name} raised {type(exc).__name__}: {exc}"
@@ -184,8 +196,10 @@ class Plugins:
                 problem = contract_problem(kind, name, component)
                 if problem is not None:  # never listed, never used: one sentence naming the plugin instead
                     said = kind.replace("_", " ")
-                    refused[name] = (f"{self.describe(plugin_name)} registers the {said} {name!r}, which does not "
-                                     f"honour the {said} contract: {problem}")
+                    refused[name] = (
+                        f"{self.describe(plugin_name)} registers the {said} {name!r}, which does not "
+                        f"honour the {said} contract: {problem}"
+                    )
                     refused_by[name] = plugin_name
                     info.refused.append(refused[name])
                     return
@@ -213,8 +227,10 @@ class Plugins:
         problem = product_problem(kind, product)
         if problem is not None:
             said = kind.replace("_", " ")
-            raise PluginError(f"{self.describe(component.plugin)} registers the {said} {name!r}, which does not "
-                              f"honour the {said} contract: {problem}")
+            raise PluginError(
+                f"{self.describe(component.plugin)} registers the {said} {name!r}, which does not "
+                f"honour the {said} contract: {problem}"
+            )
         return product
 
     def refusal(self, kind: str, name: str) -> str | None:

@@ -31,9 +31,26 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-__all__ = ["ComputingMetric", "Dataloader", "DataloaderFactory", "Generator", "GeneratorFactory", "MetricFactory",
-           "MetricFacts", "PublishTarget", "PublishTargetFactory", "Register", "Runtime", "RuntimeFactory",
-           "StreamingMetric", "Template", "Tokenizer", "TokenizerFactory", "contract_problem", "product_problem"]
+__all__ = [
+    "ComputingMetric",
+    "Dataloader",
+    "DataloaderFactory",
+    "Generator",
+    "GeneratorFactory",
+    "MetricFactory",
+    "MetricFacts",
+    "PublishTarget",
+    "PublishTargetFactory",
+    "Register",
+    "Runtime",
+    "RuntimeFactory",
+    "StreamingMetric",
+    "Template",
+    "Tokenizer",
+    "TokenizerFactory",
+    "contract_problem",
+    "product_problem",
+]
 
 
 @runtime_checkable
@@ -173,14 +190,21 @@ _CALLED: dict[str, tuple[int, dict[str, int]]] = {
     "generator": (0, {"generate": 1}),
 }
 #: kind -> the protocol its built product honours (metrics: either of two, judged apart)
-_PRODUCT: dict[str, type] = {"tokenizer": Tokenizer, "dataloader": Dataloader, "runtime": Runtime,
-                             "publish_target": PublishTarget, "generator": Generator}
+_PRODUCT: dict[str, type] = {
+    "tokenizer": Tokenizer,
+    "dataloader": Dataloader,
+    "runtime": Runtime,
+    "publish_target": PublishTarget,
+    "generator": Generator,
+}
 
 
 def _members(protocol: type) -> list[str]:
     """The attributes a protocol names, in the order it declares them."""
-    names = [*getattr(protocol, "__annotations__", {}),
-             *(k for k, v in vars(protocol).items() if not k.startswith("_") and (callable(v) or isinstance(v, property)))]
+    names = [
+        *getattr(protocol, "__annotations__", {}),
+        *(k for k, v in vars(protocol).items() if not k.startswith("_") and (callable(v) or isinstance(v, property))),
+    ]
     return list(dict.fromkeys(names))
 
 
@@ -225,8 +249,9 @@ def _call_problem(kind: str, name: str, component: Any) -> str | None:
 
 
 def _metric_class_problem(component: type) -> str | None:
-    base = next((k for k in component.__mro__ if k.__module__ == "cotk_repro.metrics.base" and k.__name__ == "Metric"),
-                None)
+    base = next(
+        (k for k in component.__mro__ if k.__module__ == "cotk_repro.metrics.base" and k.__name__ == "Metric"), None
+    )
     if base is not None:  # the base class has all three; one of compute or close must be the subclass's own
         if component.compute is base.compute and component.close is base.close:  # type: ignore[attr-defined]
             return "it overrides neither compute() nor forward()/close() of cotk_repro.metrics.Metric"
@@ -254,8 +279,9 @@ def contract_problem(kind: str, name: str, component: Any) -> str | None:
         if isinstance(component, type) or not isinstance(component, Template):
             missing = [m for m in _members(Template) if not hasattr(component, m)]
             what = "a class" if isinstance(component, type) else f"a {type(component).__name__}"
-            return (f"it is {what}, not a template (a cotk_repro.scaffold.ProjectTemplate)"
-                    + (f"; it lacks {', '.join(missing)}" if missing else ""))
+            return f"it is {what}, not a template (a cotk_repro.scaffold.ProjectTemplate)" + (
+                f"; it lacks {', '.join(missing)}" if missing else ""
+            )
         if isinstance(component.folders, (str, bytes)) or not isinstance(component.folders, Sequence):
             return "its folders are not a sequence of folders"
         return None

@@ -10,9 +10,10 @@ overwritten without ``force``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import CotkError
 
@@ -32,8 +33,15 @@ class ProjectTemplate:
 
     def summary(self, plugin: str | None = None) -> dict[str, Any]:
         """What ``init --list-templates --json`` prints for this template."""
-        return {"name": self.name, "description": self.description, "task": self.task, "dataset": self.dataset,
-                "metrics": list(self.metrics), "dependencies": list(self.dependencies), "plugin": plugin}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "task": self.task,
+            "dataset": self.dataset,
+            "metrics": list(self.metrics),
+            "dependencies": list(self.dependencies),
+            "plugin": plugin,
+        }
 
 
 def registered_templates() -> dict[str, Any]:
@@ -94,8 +102,9 @@ def _render(tpl: ProjectTemplate, folder: Path, src: Path, context: dict[str, An
     return env.from_string(src.read_text(encoding="utf-8")).render(**context)
 
 
-def scaffold(directory: Path, *, task: str | None = None, template: str = "minimal", force: bool = False,
-             name: str | None = None) -> list[Path]:
+def scaffold(
+    directory: Path, *, task: str | None = None, template: str = "minimal", force: bool = False, name: str | None = None
+) -> list[Path]:
     """Render ``template`` into ``directory`` (``git init`` it when it is not in a repository)."""
     directory = Path(directory).resolve()
     tpl = get_template(template)
@@ -106,8 +115,12 @@ def scaffold(directory: Path, *, task: str | None = None, template: str = "minim
         raise CotkError(f"{directory} already has {shown}; pass --force to overwrite")
     if directory.exists() and not directory.is_dir():
         raise CotkError(f"{directory} exists and is not a folder")
-    context = {**tpl.context, "name": name or directory.name, "task": task or tpl.task or "language-generation",
-               "template": tpl.name}
+    context = {
+        **tpl.context,
+        "name": name or directory.name,
+        "task": task or tpl.task or "language-generation",
+        "template": tpl.name,
+    }
     # render everything first: a template error must not leave a half-written project
     contents: list[tuple[Path, bytes]] = []
     for src, folder, rel in files:

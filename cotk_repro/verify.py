@@ -20,8 +20,9 @@ from .remote.signatures import INVALID, UNSIGNED, VALID, allowed_signers, check_
 __all__ = ["INVALID", "UNSIGNED", "VALID", "verify_source"]
 
 
-def verify_source(source_text: str, *, allowed_signers_file: str | None = None,
-                  cwd: Path | None = None) -> list[dict[str, Any]]:
+def verify_source(
+    source_text: str, *, allowed_signers_file: str | None = None, cwd: Path | None = None
+) -> list[dict[str, Any]]:
     """Check every record published at SOURCE (``user/repo``, a git URL or a path); one row per record."""
     from .reproduce.fetch import LOCAL_RECORDS, RemoteRepo
     from .reproduce.source import resolve
@@ -40,8 +41,16 @@ def verify_source(source_text: str, *, allowed_signers_file: str | None = None,
             row["short_id"] = short_id(str(record.get("id")))
             rows.append(row)
         for path, why in repo.skipped:  # a gitlink, a huge blob, not JSON: a verdict for that entry alone
-            rows.append({"id": None, "status": INVALID, "signer": None, "fingerprint": None, "detail": why,
-                         "short_id": path.split("/")[1][:12]})
+            rows.append(
+                {
+                    "id": None,
+                    "status": INVALID,
+                    "signer": None,
+                    "fingerprint": None,
+                    "detail": why,
+                    "short_id": path.split("/")[1][:12],
+                }
+            )
         return rows
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

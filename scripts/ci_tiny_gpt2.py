@@ -15,13 +15,22 @@ def main(dest: str, files: list[str]) -> None:
 
     texts = [line for f in files for line in Path(f).read_text(encoding="utf-8").splitlines() if line.strip()]
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(texts, vocab_size=400, min_frequency=2, special_tokens=["<|endoftext|>"],
-                            show_progress=False)
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|endoftext|>", eos_token="<|endoftext|>",
-                                  unk_token="<|endoftext|>")
+    bpe.train_from_iterator(
+        texts, vocab_size=400, min_frequency=2, special_tokens=["<|endoftext|>"], show_progress=False
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, bos_token="<|endoftext|>", eos_token="<|endoftext|>", unk_token="<|endoftext|>"
+    )
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=len(tok), n_positions=128, n_layer=2, n_head=2, n_embd=32,
-                     bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    cfg = GPT2Config(
+        vocab_size=len(tok),
+        n_positions=128,
+        n_layer=2,
+        n_head=2,
+        n_embd=32,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     GPT2LMHeadModel(cfg).save_pretrained(dest, safe_serialization=True)
     tok.save_pretrained(dest)
     print(dest)

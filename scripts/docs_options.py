@@ -33,8 +33,9 @@ REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 REFERENCE = DOCS / "cli.md"  # where a command that no topic page documents gets its table
 ROOT_NAME = "cotk-repro"  # the block name of the root command's own options (--debug, --version)
-BLOCK = re.compile(r"(?P<open><!-- options: (?P<name>[^>]*?) -->\n)(?P<body>.*?)(?P<close><!-- /options -->)",
-                   re.DOTALL)
+BLOCK = re.compile(
+    r"(?P<open><!-- options: (?P<name>[^>]*?) -->\n)(?P<body>.*?)(?P<close><!-- /options -->)", re.DOTALL
+)
 NAME = re.compile(r"(?:^|[\s/,])(--?[A-Za-z0-9][\w-]*)")
 CODE = re.compile(r"`([^`]*)`")
 REFERENCE_HEAD = """# Command-line reference
@@ -65,7 +66,7 @@ class Command:
         return {n: o for o in self.options for n in o.names}
 
 
-def _metavar(param) -> str | None:  # noqa: ANN001 - a Click parameter (Typer's vendored Click)
+def _metavar(param) -> str | None:
     if getattr(param, "is_flag", False) or getattr(param, "count", False):
         return None
     if param.metavar:
@@ -78,7 +79,7 @@ def _metavar(param) -> str | None:  # noqa: ANN001 - a Click parameter (Typer's 
     return {"int": "N", "float": "X", "Path": "PATH"}.get(kind, param.name.strip("_").split("_")[-1].upper())
 
 
-def _default(param) -> str | None:  # noqa: ANN001
+def _default(param) -> str | None:
     value = param.default
     if getattr(param, "secondary_opts", None) and value is not None:
         return "on" if value else "off"
@@ -93,17 +94,26 @@ def load_commands() -> dict[str, Command]:
     """Every command with options of its own, from the Click command tree of the real application."""
     import typer.main
 
-    from cotk_repro.cli.root import app, load_commands as load
+    from cotk_repro.cli.root import app
+    from cotk_repro.cli.root import load_commands as load
 
     load()
     found: dict[str, Command] = {}
 
-    def walk(cmd, path: list[str]) -> None:  # noqa: ANN001
+    def walk(cmd, path: list[str]) -> None:
         if getattr(cmd, "hidden", False):
             return
-        options = [Option(names=list(p.opts) + list(p.secondary_opts), metavar=_metavar(p),
-                          help=" ".join((p.help or "").split()), default=_default(p), hidden=bool(p.hidden))
-                   for p in cmd.params if p.param_type_name == "option"]
+        options = [
+            Option(
+                names=list(p.opts) + list(p.secondary_opts),
+                metavar=_metavar(p),
+                help=" ".join((p.help or "").split()),
+                default=_default(p),
+                hidden=bool(p.hidden),
+            )
+            for p in cmd.params
+            if p.param_type_name == "option"
+        ]
         if options:
             found[" ".join(path) or ROOT_NAME] = Command(" ".join(path) or ROOT_NAME, options)
         for name, sub in sorted(getattr(cmd, "commands", {}).items()):
@@ -181,8 +191,10 @@ def render(text: str, commands: dict[str, Command], seen: set[str], where: str) 
         name = " ".join(m["name"].split())
         cmd = commands.get(name)
         if cmd is None:
-            problems.append(f"{where}: <!-- options: {name} --> names no command with options "
-                            f"(known: {', '.join(sorted(commands))})")
+            problems.append(
+                f"{where}: <!-- options: {name} --> names no command with options "
+                f"(known: {', '.join(sorted(commands))})"
+            )
             return m[0]
         seen.add(name)
         return m["open"] + render_block(m["body"], cmd) + m["close"]
@@ -224,8 +236,11 @@ def run(write: bool, docs: Path = DOCS, commands: dict[str, Command] | None = No
     for p in problems:
         print(f"error: {p}", file=sys.stderr)
     if changed and not write:
-        print(f"the option tables differ from the commands in {len(changed)} file(s): "
-              "run python scripts/docs_options.py --write", file=sys.stderr)
+        print(
+            f"the option tables differ from the commands in {len(changed)} file(s): "
+            "run python scripts/docs_options.py --write",
+            file=sys.stderr,
+        )
     return 1 if problems or (changed and not write) else 0
 
 

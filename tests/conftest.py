@@ -88,13 +88,20 @@ class CLIResult:
         return f"<exit {self.returncode}\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}>"
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600,
-            python: str | None = None) -> CLIResult:
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600, python: str | None = None
+) -> CLIResult:
     """Run ``python -m cotk_repro ARGS`` as a real subprocess (no terminal: no progress bars)."""
     full_env = dict(os.environ)
     full_env.update(env or {})
-    proc = subprocess.run([python or sys.executable, "-m", "cotk_repro", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [python or sys.executable, "-m", "cotk_repro", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return CLIResult(proc)
 
 
@@ -113,7 +120,9 @@ def pg_url() -> str:
 
 def no_docker_reason() -> str:
     """Why there is no Docker base image, as scripts/services.sh found it (e.g. not root)."""
-    why = os.environ.get("COTK_REPRO_TEST_DOCKER_SKIP", "COTK_REPRO_TEST_BASE_IMAGE is unset (scripts/test.sh builds one)")
+    why = os.environ.get(
+        "COTK_REPRO_TEST_DOCKER_SKIP", "COTK_REPRO_TEST_BASE_IMAGE is unset (scripts/test.sh builds one)"
+    )
     return f"no Docker base image: {why}"
 
 
@@ -143,8 +152,14 @@ def in_fresh_process(request) -> bool:
     if os.environ.get(FRESH_PROCESS) == request.node.nodeid:
         return True
     env = {**os.environ, FRESH_PROCESS: request.node.nodeid}
-    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", request.node.nodeid],
-                         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", request.node.nodeid],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, f"in a fresh interpreter:\n{res.stdout[-6000:]}\n{res.stderr[-2000:]}"
     assert " passed" in res.stdout, res.stdout[-2000:]  # ran, not skipped or deselected
     return False

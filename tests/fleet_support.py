@@ -68,10 +68,19 @@ def stub_reproducer(record: dict[str, Any]) -> dict[str, Any]:
     note("start")
     if name.startswith("sleep-"):
         time.sleep(float(name.split("-", 1)[1]))
-    verdict = {"schema": "cotk-repro/reproduction", "schema_version": 1, "record_id": record["id"],
-               "verdict": "reproduced", "runtime": "docker", "metrics": [], "environment_differences": [],
-               "rerun": {"results": {}, "python": "3.11.7", "started_at": "2026-01-01T00:00:00Z", "duration_s": 0.0},
-               "error": None, "record_signature": None, "cotk_repro_version": __version__}
+    verdict = {
+        "schema": "cotk-repro/reproduction",
+        "schema_version": 1,
+        "record_id": record["id"],
+        "verdict": "reproduced",
+        "runtime": "docker",
+        "metrics": [],
+        "environment_differences": [],
+        "rerun": {"results": {}, "python": "3.11.7", "started_at": "2026-01-01T00:00:00Z", "duration_s": 0.0},
+        "error": None,
+        "record_signature": None,
+        "cotk_repro_version": __version__,
+    }
     if name == "cannot-run":
         verdict.update(verdict="could not run", error="the entry main.py exited with status 1 (stand-in)")
     else:
@@ -81,14 +90,37 @@ def stub_reproducer(record: dict[str, Any]) -> dict[str, Any]:
     return verdict
 
 
-def start_worker(db_url: str, key: Path, *, trace: Path, concurrency: int = 1, max_attempts: int = 3,
-                 stalled_after: float = 30.0, retry_wait: float = 0.0, log: Path | None = None) -> subprocess.Popen:
+def start_worker(
+    db_url: str,
+    key: Path,
+    *,
+    trace: Path,
+    concurrency: int = 1,
+    max_attempts: int = 3,
+    stalled_after: float = 30.0,
+    retry_wait: float = 0.0,
+    log: Path | None = None,
+) -> subprocess.Popen:
     """A real worker process with the stand-in reproducer."""
     env = {**os.environ, "FLEET_TRACE": str(trace)}
     out = open(log, "ab") if log else subprocess.DEVNULL
-    return subprocess.Popen([sys.executable, str(Path(__file__)), "worker", db_url, str(key), str(concurrency),
-                             str(max_attempts), str(stalled_after), str(retry_wait)], env=env, stdout=out,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__)),
+            "worker",
+            db_url,
+            str(key),
+            str(concurrency),
+            str(max_attempts),
+            str(stalled_after),
+            str(retry_wait),
+        ],
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30) -> int | None:
@@ -122,9 +154,16 @@ def _main(argv: list[str]) -> None:
     from cotk_repro.dashboard.worker import run_worker
 
     _cmd, db_url, key, concurrency, max_attempts, stalled_after, retry_wait = argv
-    run_worker(db_url, key, concurrency=int(concurrency), reproducer=stub_reproducer, max_attempts=int(max_attempts),
-               stalled_after=float(stalled_after), retry_wait=float(retry_wait),
-               on_ready=lambda line: print("ready:", line, flush=True))
+    run_worker(
+        db_url,
+        key,
+        concurrency=int(concurrency),
+        reproducer=stub_reproducer,
+        max_attempts=int(max_attempts),
+        stalled_after=float(stalled_after),
+        retry_wait=float(retry_wait),
+        on_ready=lambda line: print("ready:", line, flush=True),
+    )
 
 
 if __name__ == "__main__":
@@ -156,10 +195,22 @@ def private_postgresql():
     port = s.getsockname()[1]
     s.close()
     data = folder / "data"
-    subprocess.run([*runas, str(pgbin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"],
-                   check=True, capture_output=True)
-    ctl = [*runas, str(pgbin / "pg_ctl"), "-D", str(data), "-l", str(folder / "server.log"), "-w",
-           "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1"]
+    subprocess.run(
+        [*runas, str(pgbin / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"],
+        check=True,
+        capture_output=True,
+    )
+    ctl = [
+        *runas,
+        str(pgbin / "pg_ctl"),
+        "-D",
+        str(data),
+        "-l",
+        str(folder / "server.log"),
+        "-w",
+        "-o",
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1",
+    ]
     subprocess.run([*ctl, "start"], check=True, capture_output=True)
 
     def restart() -> None:

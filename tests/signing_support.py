@@ -9,8 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
-def make_key(folder: Path, name: str = "id_ed25519", key_type: str = "ed25519", passphrase: str = "",
-             comment: str | None = None) -> Path:
+def make_key(
+    folder: Path, name: str = "id_ed25519", key_type: str = "ed25519", passphrase: str = "", comment: str | None = None
+) -> Path:
     """A new key pair ``folder/name`` (+ ``.pub``) made by ssh-keygen; returns the private key's path."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
@@ -23,8 +24,7 @@ def make_key(folder: Path, name: str = "id_ed25519", key_type: str = "ed25519", 
 
 def fingerprint_of(pub: Path) -> str:
     """The fingerprint as ``ssh-keygen -l`` prints it (the independent reference)."""
-    return subprocess.run(["ssh-keygen", "-lf", str(pub)], check=True, capture_output=True,
-                          text=True).stdout.split()[1]
+    return subprocess.run(["ssh-keygen", "-lf", str(pub)], check=True, capture_output=True, text=True).stdout.split()[1]
 
 
 def key_env(key: Path | None, home: Path) -> dict[str, str]:
@@ -58,6 +58,5 @@ def agent_add(key: Path, passphrase: str, agent_env: dict[str, str], tmp: Path) 
     askpass = tmp / "askpass.sh"
     askpass.write_text(f"#!/bin/sh\necho '{passphrase}'\n")
     askpass.chmod(0o700)
-    env = {**os.environ, **agent_env, "SSH_ASKPASS": str(askpass), "SSH_ASKPASS_REQUIRE": "force",
-           "DISPLAY": ":0"}
+    env = {**os.environ, **agent_env, "SSH_ASKPASS": str(askpass), "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"}
     subprocess.run(["ssh-add", str(key)], check=True, env=env, capture_output=True, stdin=subprocess.DEVNULL)

@@ -33,7 +33,7 @@ def imported(name: str, path: Path, node: ast.Import | ast.ImportFrom, known: di
     base = node.module or ""
     if node.level:
         package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-        package = package[:len(package) - (node.level - 1)]
+        package = package[: len(package) - (node.level - 1)]
         base = ".".join(package + ([node.module] if node.module else []))
     # `from pkg import sub` loads pkg.sub when it is a module, else it reads a name of pkg
     return [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
@@ -97,8 +97,7 @@ def package(module: str) -> str:
 
 
 def crossings(graph: dict[str, set[str]], source: str, target: str) -> list[str]:
-    return sorted(f"{a} -> {b}" for a, bs in graph.items() for b in bs
-                  if package(a) == source and package(b) == target)
+    return sorted(f"{a} -> {b}" for a, bs in graph.items() for b in bs if package(a) == source and package(b) == target)
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +135,8 @@ def test_the_checks_see_what_they_look_for(tmp_path):
         (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
         (pkg / rel).write_text(text)
     g = import_graph(pkg)
-    assert circles(g) == [["cotk_repro.cli", "cotk_repro.cli.root"],
-                          ["cotk_repro.data.loaders", "cotk_repro.metrics.hashes"]]
+    assert circles(g) == [
+        ["cotk_repro.cli", "cotk_repro.cli.root"],
+        ["cotk_repro.data.loaders", "cotk_repro.metrics.hashes"],
+    ]
     assert crossings(g, "data", "metrics") == ["cotk_repro.data.loaders -> cotk_repro.metrics.hashes"]

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import git
+
 from cotk_repro.capture.environment import _install_kind, accelerators, installed_distributions, lock_text
 from cotk_repro.capture.git import capture_git, strip_credentials
 
@@ -66,8 +66,14 @@ def test_detached_head_is_recorded(make_project, cli):
     head = git(root, "rev-parse", "HEAD")
     git(root, "checkout", "-q", "--detach")
     rec = run_json(cli, root)
-    assert rec["code"] == {"commit": head, "branch": None, "detached": True, "remote": None,
-                           "remote_url": None, "dirty": False}
+    assert rec["code"] == {
+        "commit": head,
+        "branch": None,
+        "detached": True,
+        "remote": None,
+        "remote_url": None,
+        "dirty": False,
+    }
 
 
 def test_not_a_repo_and_no_commits(tmp_path, make_project, cli):
@@ -161,15 +167,31 @@ def test_distributions_read_from_their_folders_as_importlib_metadata_reads_them(
 
     first, second = tmp_path / "first", tmp_path / "second"
     long_headers = "".join(f"Classifier: Topic :: Number {i}\n" for i in range(900))  # > 8 KiB before Version
-    _dist_info(first, "Shadowed_Pkg-1.0", "Metadata-Version: 2.1\nName: Shadowed.Pkg\nVersion: 1.0\n\nbody\n",
-               '{"url": "file:///src/s", "dir_info": {"editable": true}}')
+    _dist_info(
+        first,
+        "Shadowed_Pkg-1.0",
+        "Metadata-Version: 2.1\nName: Shadowed.Pkg\nVersion: 1.0\n\nbody\n",
+        '{"url": "file:///src/s", "dir_info": {"editable": true}}',
+    )
     _dist_info(second, "shadowed_pkg-2.0", "Metadata-Version: 2.1\nName: shadowed-pkg\nVersion: 2.0\n\n")
-    _dist_info(first, "late_version-3.1", f"Metadata-Version: 2.1\nName: late_version\n{long_headers}Version: 3.1\n\n"
-               + "Version: 9.9 (in the description, not a header)\n" * 2000)
-    _dist_info(first, "crlf-0.5", "Metadata-Version: 2.1\r\nName: crlf\r\nVersion: 0.5\r\n\r\ntext\r\n",
-               '{"url": "https://example.invalid/x.git", "vcs_info": {"vcs": "git"}}')
-    _dist_info(second, "unicode_name-1.0", "Metadata-Version: 2.1\nName: unicode-name\nVersion: 1.0\n"
-               "Summary: caf\u00e9 \u2013 na\u00efve\n\n", '{"url": "file:///w/u-1.0-py3-none-any.whl", "archive_info": {}}')
+    _dist_info(
+        first,
+        "late_version-3.1",
+        f"Metadata-Version: 2.1\nName: late_version\n{long_headers}Version: 3.1\n\n"
+        + "Version: 9.9 (in the description, not a header)\n" * 2000,
+    )
+    _dist_info(
+        first,
+        "crlf-0.5",
+        "Metadata-Version: 2.1\r\nName: crlf\r\nVersion: 0.5\r\n\r\ntext\r\n",
+        '{"url": "https://example.invalid/x.git", "vcs_info": {"vcs": "git"}}',
+    )
+    _dist_info(
+        second,
+        "unicode_name-1.0",
+        "Metadata-Version: 2.1\nName: unicode-name\nVersion: 1.0\nSummary: caf\u00e9 \u2013 na\u00efve\n\n",
+        '{"url": "file:///w/u-1.0-py3-none-any.whl", "archive_info": {}}',
+    )
     (_dist_info(second, "no_metadata-1.0", "x") / "METADATA").unlink()  # unreadable: skipped by both
     (second / "broken.egg-info").write_text("not a folder")
     path = [str(first), str(second), str(tmp_path / "missing")]
@@ -181,8 +203,12 @@ def test_distributions_read_from_their_folders_as_importlib_metadata_reads_them(
         if name:
             expected.setdefault(normalize_name(name), (dist.version, _install_kind(dist)))
     assert {p["name"]: (p["version"], p.get("install")) for p in got} == expected
-    assert expected == {"shadowed-pkg": ("1.0", "editable"), "late-version": ("3.1", None),
-                        "crlf": ("0.5", "vcs"), "unicode-name": ("1.0", "local")}
+    assert expected == {
+        "shadowed-pkg": ("1.0", "editable"),
+        "late-version": ("3.1", None),
+        "crlf": ("0.5", "vcs"),
+        "unicode-name": ("1.0", "local"),
+    }
 
 
 def test_distributions_on_a_zip_path_come_from_importlib_metadata(tmp_path):
@@ -211,8 +237,9 @@ def test_pep610_kinds(tmp_path):
     assert _install_kind(Fake('{"url": "https://h/x.git", "vcs_info": {"vcs": "git"}}')) == "vcs"
     assert _install_kind(Fake('{"url": "https://h/x.tar.gz", "archive_info": {}}')) == "url"
     assert _install_kind(Fake("not json")) is None
-    assert lock_text([{"name": "a", "version": "1"}, {"name": "b", "version": "2", "install": "local"}]).splitlines()[1:] \
-        == ["a==1", "# local: b==2"]
+    assert lock_text([{"name": "a", "version": "1"}, {"name": "b", "version": "2", "install": "local"}]).splitlines()[
+        1:
+    ] == ["a==1", "# local: b==2"]
 
 
 def test_no_secrets_env_or_home_paths_in_record(make_project, cli, tmp_path):
@@ -224,8 +251,13 @@ def test_no_secrets_env_or_home_paths_in_record(make_project, cli, tmp_path):
     git(remote, "init", "-q", "--bare")
     git(root, "remote", "add", "origin", str(remote))
     secret = "sk-live-THIS-IS-A-FAKE-SECRET-1234567890"
-    env = {"HOME": str(home), "MY_API_TOKEN": secret, "GITHUB_TOKEN": secret + "-gh",
-           "AWS_SECRET_ACCESS_KEY": secret + "-aws", "COTK_REPRO_TOKEN": secret + "-ct"}
+    env = {
+        "HOME": str(home),
+        "MY_API_TOKEN": secret,
+        "GITHUB_TOKEN": secret + "-gh",
+        "AWS_SECRET_ACCESS_KEY": secret + "-aws",
+        "COTK_REPRO_TOKEN": secret + "-ct",
+    }
     rec = run_json(cli, root, env=env)
     assert rec["code"]["remote_url"] == "local:r.git"  # a local remote: its last path component, never a path
     text = json.dumps(rec)
@@ -288,15 +320,28 @@ def test_dockerfile_render_is_remembered_and_keyed_by_template_and_values(tmp_pa
 
     kw = dict(python_major_minor="3.11", entry="main.py", args=["--x", "1"], cwd=".")
     text, sha = render_dockerfile(**kw)
-    direct = render("Dockerfile.j2", cotk_repro_version=__import__("cotk_repro").__version__, python_version="3.11",
-                    base_image="python:3.11-slim", cwd=".", entrypoint_json='["python", "main.py", "--x", "1"]')
+    direct = render(
+        "Dockerfile.j2",
+        cotk_repro_version=__import__("cotk_repro").__version__,
+        python_version="3.11",
+        base_image="python:3.11-slim",
+        cwd=".",
+        entrypoint_json='["python", "main.py", "--x", "1"]',
+    )
     assert text == direct
     assert len(list((tmp_path / "cache" / "rendered").iterdir())) == 1
     other, other_sha = render_dockerfile(**{**kw, "args": ["--x", "2"]})
     assert other_sha != sha and '"2"' in other
-    code = ("import sys; from cotk_repro.capture.dockerfile import render_dockerfile as r; "
-            "t, s = r(python_major_minor='3.11', entry='main.py', args=['--x', '1'], cwd='.'); "
-            "print(s, 'jinja2' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**__import__("os").environ, "COTK_REPRO_CACHE": str(tmp_path / "cache")}).stdout.split()
+    code = (
+        "import sys; from cotk_repro.capture.dockerfile import render_dockerfile as r; "
+        "t, s = r(python_major_minor='3.11', entry='main.py', args=['--x', '1'], cwd='.'); "
+        "print(s, 'jinja2' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**__import__("os").environ, "COTK_REPRO_CACHE": str(tmp_path / "cache")},
+    ).stdout.split()
     assert out == [sha, "False"]

@@ -70,20 +70,25 @@ def test_run_json_imports_neither_rich_nor_pydantic_nor_importlib_metadata_befor
     """`run --json` prints JSON and plain messages: Rich is never imported; pydantic is not (the config file passed
     before, or there is none); importlib.metadata only after the entry started (the entry records the order)."""
     root = make_project({"main.py": "import json\njson.dump({'x': 1.0}, open('result.json', 'w'))\n"})
-    code = ("import runpy, sys\nsys.argv = ['cotk-repro', 'run', '-q', '--json']\nimport subprocess\n"
-            "real = subprocess.Popen.__init__\n"
-            "def spy(self, *a, **k):\n"
-            "    if 'main.py' in str(a[0]):\n"
-            "        print('AT-ENTRY', sorted(m for m in ('rich', 'pydantic', 'importlib.metadata') if m in sys.modules),"
-            " file=sys.stderr)\n"
-            "    return real(self, *a, **k)\n"
-            "subprocess.Popen.__init__ = spy\n"
-            "try:\n    runpy.run_module('cotk_repro', run_name='__main__')\nfinally:\n"
-            "    print('AT-END', sorted(m for m in ('rich', 'pydantic') if m in sys.modules), file=sys.stderr)\n")
+    code = (
+        "import runpy, sys\nsys.argv = ['cotk-repro', 'run', '-q', '--json']\nimport subprocess\n"
+        "real = subprocess.Popen.__init__\n"
+        "def spy(self, *a, **k):\n"
+        "    if 'main.py' in str(a[0]):\n"
+        "        print('AT-ENTRY', sorted(m for m in ('rich', 'pydantic', 'importlib.metadata') if m in sys.modules),"
+        " file=sys.stderr)\n"
+        "    return real(self, *a, **k)\n"
+        "subprocess.Popen.__init__ = spy\n"
+        "try:\n    runpy.run_module('cotk_repro', run_name='__main__')\nfinally:\n"
+        "    print('AT-END', sorted(m for m in ('rich', 'pydantic') if m in sys.modules), file=sys.stderr)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
     assert proc.returncode == 0, proc.stderr
-    lines = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in proc.stderr.splitlines()
-             if line.startswith(("AT-ENTRY", "AT-END"))}
+    lines = {
+        line.split(" ", 1)[0]: line.split(" ", 1)[1]
+        for line in proc.stderr.splitlines()
+        if line.startswith(("AT-ENTRY", "AT-END"))
+    }
     assert lines == {"AT-ENTRY": "[]", "AT-END": "[]"}, proc.stderr
 
 

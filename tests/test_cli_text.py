@@ -46,12 +46,15 @@ def test_diff_of_two_local_records_labels_them_a_and_b(make_project, cli):
 
 
 def test_compare_counts_are_plural_only_when_plural(tmp_path, cli):
-    write_files(tmp_path, {
-        "gold.txt": "a cat sat\nthe dog ran\n",
-        "samples/one.txt": "a cat sat\nthe dog ran\n",
-        "bench.toml": '[[dataset]]\nname = "d"\ngold = "gold.txt"\nsamples = "samples"\n\n'
-                      '[[metric]]\nname = "distinct"\n',
-    })
+    write_files(
+        tmp_path,
+        {
+            "gold.txt": "a cat sat\nthe dog ran\n",
+            "samples/one.txt": "a cat sat\nthe dog ran\n",
+            "bench.toml": '[[dataset]]\nname = "d"\ngold = "gold.txt"\nsamples = "samples"\n\n'
+            '[[metric]]\nname = "distinct"\n',
+        },
+    )
     res = cli("compare", str(tmp_path / "bench.toml"), "--out", str(tmp_path / "out"))
     assert res.returncode == 0, res
     assert "comparing 1 system on 1 dataset with 1 metric" in res.stderr
@@ -60,11 +63,14 @@ def test_compare_counts_are_plural_only_when_plural(tmp_path, cli):
 def test_reproduce_step_summary_has_no_nested_parentheses():
     from cotk_repro.reproduce.job import describe_steps
 
-    assert describe_steps([{"step": "wheel download", "seconds": 0.0, "status": "skipped",
-                            "reason": "environment cached"}]) == "wheel download skipped (environment cached)"
+    assert (
+        describe_steps(
+            [{"step": "wheel download", "seconds": 0.0, "status": "skipped", "reason": "environment cached"}]
+        )
+        == "wheel download skipped (environment cached)"
+    )
     assert describe_steps([{"step": "run", "seconds": 1.234, "status": "ok"}]) == "run 1.2s"
-    assert describe_steps([{"step": "image build", "seconds": 3.0, "status": "failed"}]) \
-        == "image build 3.0s (failed)"
+    assert describe_steps([{"step": "image build", "seconds": 3.0, "status": "failed"}]) == "image build 3.0s (failed)"
 
 
 def test_compare_help_is_escaped_as_rich_markup_would_escape_it():

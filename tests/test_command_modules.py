@@ -53,8 +53,20 @@ def test_a_process_running_one_command_builds_only_that_command():
 
 def test_the_console_script_still_runs_a_plugin_command_and_a_group_subcommand(tmp_path):
     """Through `python -m cotk_repro` (the console script's path): a group's subcommand and an unknown name."""
-    proc = subprocess.run([sys.executable, "-m", "cotk_repro", "dashboard", "users", "--db",
-                           f"sqlite:///{tmp_path / 'd.sqlite3'}", "--json"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            "dashboard",
+            "users",
+            "--db",
+            f"sqlite:///{tmp_path / 'd.sqlite3'}",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0 and proc.stdout.strip().startswith("["), proc.stderr
     proc = subprocess.run([sys.executable, "-m", "cotk_repro", "no-such-command"], capture_output=True, text=True)
     assert proc.returncode == 2 and "No such command" in proc.stderr and "dashboard" not in proc.stderr

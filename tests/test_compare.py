@@ -16,8 +16,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT
+
 from cotk_repro.core.canonical import hash_object
 from cotk_repro.plugins import reset_plugins
 
@@ -210,9 +210,20 @@ def test_report_tables_values_and_hashes(tmp_path, toy_site):
     out = root / "reports"
     assert not result.failures
     names = {f.name for f in files}
-    for expected in ["metric-toy-len.csv", "metric-toy-len-hashes.csv", "metric-overlap.csv", "metric-tokens.csv",
-                     "corpus-news.csv", "corpus-wiki.csv", "corpus-news-hashes.csv", "results.csv",
-                     "results.json", "report.html", "chart-toy-len.png", "chart-overlap.png"]:
+    for expected in [
+        "metric-toy-len.csv",
+        "metric-toy-len-hashes.csv",
+        "metric-overlap.csv",
+        "metric-tokens.csv",
+        "corpus-news.csv",
+        "corpus-wiki.csv",
+        "corpus-news-hashes.csv",
+        "results.csv",
+        "results.json",
+        "report.html",
+        "chart-toy-len.png",
+        "chart-overlap.png",
+    ]:
         assert expected in names and (out / expected).is_file(), expected
     # metric CSV: rows systems, columns datasets; values independently computed
     rows = read_csv(out / "metric-toy-len.csv")
@@ -238,7 +249,8 @@ def test_report_tables_values_and_hashes(tmp_path, toy_site):
     assert long[("alpha", "news", "overlap")]["group"] == "A"
     a, b = float(long[("alpha", "news", "overlap")]["value"]), float(long[("beta", "news", "overlap")]["value"])
     assert (long[("alpha", "news", "overlap")]["rank"], long[("beta", "news", "overlap")]["rank"]) == (
-        ("1", "2") if a > b else ("2", "1"))
+        ("1", "2") if a > b else ("2", "1")
+    )
     assert long[("alpha", "news", "overlap")]["signature"] == "overlap|v:1"
     data = json.loads((out / "results.json").read_text())
     assert data["conflicts"] == [] and data["failures"] == []
@@ -304,7 +316,10 @@ def test_failing_metric_and_failing_system_do_not_stop_the_others(tmp_path, toy_
     assert "line 2 is not UTF-8" in cells[("beta", "wiki", "toy-len")]["error"]
     assert all(c["value"] is not None for k, c in cells.items() if k[0] == "alpha")
     assert {(f["system"], f["dataset"], f["metric"]) for f in data["failures"]} == {
-        ("beta", "news", "toy-len"), ("beta", "wiki", "toy-len"), ("beta", "wiki", "toy-overlap")}
+        ("beta", "news", "toy-len"),
+        ("beta", "wiki", "toy-len"),
+        ("beta", "wiki", "toy-overlap"),
+    }
     assert "boom on purpose" in res.stderr and "Traceback" not in res.stderr
     page = (root / "reports" / "report.html").read_text()
     assert "Failures" in page and "boom on purpose" in page
@@ -359,7 +374,11 @@ def test_generator_systems_are_cached_by_name_version_settings_and_input(tmp_pat
     assert result.generated == {("copy", "d"): "cache", ("upper", "d"): "cache"}
     assert result.cell("upper", "d", "overlap").value == 0.0
     # new settings -> new key; new inputs -> new key
-    toml = (root / "bench.toml").read_text().replace('generator = "upper"', 'generator = "upper"\nsettings = { fail_on = "zzz" }')
+    toml = (
+        (root / "bench.toml")
+        .read_text()
+        .replace('generator = "upper"', 'generator = "upper"\nsettings = { fail_on = "zzz" }')
+    )
     (root / "bench.toml").write_text(toml)
     result, _ = compare(root / "bench.toml", jobs=1)
     assert result.generated == {("copy", "d"): "cache", ("upper", "d"): "generated"}
@@ -481,21 +500,28 @@ def test_metrics_with_forward_close_are_fed_in_batches(tmp_path, toy_site):
     n = 2 * STREAM_BATCH + 5
     gold = "".join(f"line {i}\n" for i in range(n))
     samples = "".join(f"line {i if i % 3 else -i}\n" for i in range(n))  # every third differs (but line 0)
-    files = {"data/d/gold/refs.txt": gold, "data/d/samples/s.txt": samples,
-             "bench.toml": """
+    files = {
+        "data/d/gold/refs.txt": gold,
+        "data/d/samples/s.txt": samples,
+        "bench.toml": """
                  [[dataset]]
                  name = "d"
                  path = "data/d"
                  [[metric]]
                  name = "toy-stream"
                  references = "aligned"
-                 """}
+                 """,
+    }
     root = write(tmp_path / "p", files)
     result, _ = compare(root / "bench.toml", jobs=1)
     assert not result.failures, result.failures
     value = {c.column: c.value for c in result.cells}
-    assert value == {"lines": n, "batches": 3, "largest": STREAM_BATCH,
-                     "same": sum(1 for i in range(n) if i % 3 or i == 0)}
+    assert value == {
+        "lines": n,
+        "batches": 3,
+        "largest": STREAM_BATCH,
+        "same": sum(1 for i in range(n) if i % 3 or i == 0),
+    }
 
 
 def test_sample_file_that_changes_length_after_the_checks_fails_only_its_cells(tmp_path, toy_site):
@@ -538,7 +564,7 @@ def test_rerun_removes_files_of_columns_that_are_gone_and_keeps_others(tmp_path,
     (out / "notes.txt").write_text("mine")
     assert (out / "metric-overlap.csv").is_file()
     toml = (root / "bench.toml").read_text()
-    (root / "bench.toml").write_text(toml[:toml.index('[[metric]]\nname = "toy-overlap"')])
+    (root / "bench.toml").write_text(toml[: toml.index('[[metric]]\nname = "toy-overlap"')])
     _, files = compare(root / "bench.toml", jobs=1)
     assert not (out / "metric-overlap.csv").exists() and not (out / "chart-tokens.png").exists()
     assert (out / "metric-toy-len.csv").is_file() and (out / "notes.txt").read_text() == "mine"
@@ -575,10 +601,8 @@ def test_html_report_escapes_user_text(tmp_path, toy_site):
 
 def test_cli_json_help_and_jobs_agree(tmp_path, toy_site, cli):
     root = write(tmp_path / "p", BASIC)
-    one = cli("compare", str(root / "bench.toml"), "--json", "--jobs", "1", "--out", str(tmp_path / "r1"),
-              env=toy_site)
-    two = cli("compare", str(root / "bench.toml"), "--json", "--jobs", "2", "--out", str(tmp_path / "r2"),
-              env=toy_site)
+    one = cli("compare", str(root / "bench.toml"), "--json", "--jobs", "1", "--out", str(tmp_path / "r1"), env=toy_site)
+    two = cli("compare", str(root / "bench.toml"), "--json", "--jobs", "2", "--out", str(tmp_path / "r2"), env=toy_site)
     assert one.returncode == 0 and two.returncode == 0, (one, two)
     a, b = json.loads(one.stdout), json.loads(two.stdout)  # stdout is JSON only
     assert "evaluating" not in one.stderr  # no progress bar when stderr is not a terminal
@@ -589,8 +613,18 @@ def test_cli_json_help_and_jobs_agree(tmp_path, toy_site, cli):
     for opt in ("--out", "--jobs", "--open", "--json"):
         assert opt in helptext
     # the help explains the config format (tables, gold layout, the metric keys), brackets not eaten by markup
-    for words in ("[report]", "[[dataset]]", "[[system]]", "[[metric]]", "gold/refs.jsonl", "samples/<system>.txt",
-                  "options = { ngram = 2 }", "references =", "generator = NAME", "strip_tags"):
+    for words in (
+        "[report]",
+        "[[dataset]]",
+        "[[system]]",
+        "[[metric]]",
+        "gold/refs.jsonl",
+        "samples/<system>.txt",
+        "options = { ngram = 2 }",
+        "references =",
+        "generator = NAME",
+        "strip_tags",
+    ):
         assert words in " ".join(helptext.split()), words
 
 
@@ -604,8 +638,13 @@ def test_progress_bar_on_a_terminal_while_json_stays_clean(tmp_path, toy_site):
     leader, follower = pty.openpty()
     env = dict(os.environ, **toy_site, COLUMNS="100", TERM="xterm-256color")
     env.pop("NO_COLOR", None)
-    proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "compare", str(root / "bench.toml"), "--json",
-                             "--jobs", "1"], stdout=subprocess.PIPE, stderr=follower, env=env, cwd=REPO_ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cotk_repro", "compare", str(root / "bench.toml"), "--json", "--jobs", "1"],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env=env,
+        cwd=REPO_ROOT,
+    )
     os.close(follower)
     seen = b""
     while True:
@@ -639,6 +678,7 @@ def test_open_launches_the_browser_on_the_html_report(tmp_path, toy_site, cli):
 
 # -- real metrics, checked against NLTK ---------------------------------------------------------
 
+
 def _need(*names):
     """Skip unless every named metric is registered and can be built (its implementation module imports)."""
     from cotk_repro.metrics import get_metric
@@ -647,7 +687,7 @@ def _need(*names):
     for name in names:
         try:
             get_metric(name)
-        except Exception:  # noqa: BLE001 - not registered, or its module is not written yet
+        except Exception:
             missing.append(name)
     if missing:
         pytest.skip(f"metrics not available yet: {missing}")
@@ -679,8 +719,12 @@ def test_real_bleu_through_compare_matches_nltk_corpus_bleu(tmp_path):
     root = write(tmp_path / "p", files)
     result, _ = compare(root / "bench.toml", jobs=1)
     assert not result.failures, result.failures
-    expected = corpus_bleu([[r.split()] for r in refs], [h.split() for h in hyps], weights=(0.5, 0.5),
-                           smoothing_function=SmoothingFunction().method3)
+    expected = corpus_bleu(
+        [[r.split()] for r in refs],
+        [h.split() for h in hyps],
+        weights=(0.5, 0.5),
+        smoothing_function=SmoothingFunction().method3,
+    )
     assert result.cell("s", "d", "bleu-2").value == pytest.approx(expected, abs=1e-12)
     assert result.cell("s", "d", "bleu-2").hash
     assert result.config.metrics[0].references == "aligned"
@@ -693,11 +737,18 @@ def test_set_and_reference_free_bleu_family_through_compare_match_nltk(tmp_path)
 
     from cotk_repro.compare import compare
 
-    gold = ["a man rides a horse", "two dogs play in the snow", "a plate of food on a table",
-            "a man is riding a brown horse", "a cat sleeps on the bed"]
+    gold = [
+        "a man rides a horse",
+        "two dogs play in the snow",
+        "a plate of food on a table",
+        "a man is riding a brown horse",
+        "a cat sleeps on the bed",
+    ]
     hyps = ["a man rides a brown horse", "a dog plays in snow", "a plate of food", "a cat on the bed"]
-    files = {"data/d/gold/refs.txt": "\n".join(gold) + "\n", "data/d/samples/s.txt": "\n".join(hyps) + "\n",
-             "bench.toml": """
+    files = {
+        "data/d/gold/refs.txt": "\n".join(gold) + "\n",
+        "data/d/samples/s.txt": "\n".join(hyps) + "\n",
+        "bench.toml": """
                  [[dataset]]
                  name = "d"
                  path = "data/d"
@@ -708,7 +759,8 @@ def test_set_and_reference_free_bleu_family_through_compare_match_nltk(tmp_path)
                  [[metric]]
                  name = "self-bleu"
                  options = { ngram = 2 }
-                 """}
+                 """,
+    }
     root = write(tmp_path / "p", files)
     result, _ = compare(root / "bench.toml", jobs=1)
     assert not result.failures, result.failures
@@ -718,8 +770,12 @@ def test_set_and_reference_free_bleu_family_through_compare_match_nltk(tmp_path)
 
     def mean_bleu(sents, refs, n, leave_out=False):
         w = tuple(1.0 / n for _ in range(n))
-        scores = [sentence_bleu([r for j, r in enumerate(refs) if not (leave_out and j == i)], s, w,
-                                smoothing_function=smooth) for i, s in enumerate(sents)]
+        scores = [
+            sentence_bleu(
+                [r for j, r in enumerate(refs) if not (leave_out and j == i)], s, w, smoothing_function=smooth
+            )
+            for i, s in enumerate(sents)
+        ]
         return sum(scores) / len(scores)
 
     fw, bw = mean_bleu(tok[1], tok[0], 3), mean_bleu(tok[0], tok[1], 3)
@@ -735,20 +791,28 @@ def test_real_self_bleu_on_sets_of_different_sizes_is_not_ranked_together(tmp_pa
     _need("self-bleu")
     from cotk_repro.compare import compare
 
-    lines = ["a man rides a horse", "a man rides a brown horse", "a dog runs on the beach", "a dog runs",
-             "two cats sleep on a bed", "a cat sleeps on the bed"]
-    files = {"data/d/samples/six.txt": "\n".join(lines) + "\n",
-             "data/d/samples/six-b.txt": "\n".join(reversed(lines)) + "\n",
-             "data/d/samples/four.txt": "\n".join(lines[:4]) + "\n",
-             "data/d/gold/refs.txt": "unused\n",
-             "bench.toml": """
+    lines = [
+        "a man rides a horse",
+        "a man rides a brown horse",
+        "a dog runs on the beach",
+        "a dog runs",
+        "two cats sleep on a bed",
+        "a cat sleeps on the bed",
+    ]
+    files = {
+        "data/d/samples/six.txt": "\n".join(lines) + "\n",
+        "data/d/samples/six-b.txt": "\n".join(reversed(lines)) + "\n",
+        "data/d/samples/four.txt": "\n".join(lines[:4]) + "\n",
+        "data/d/gold/refs.txt": "unused\n",
+        "bench.toml": """
                  [[dataset]]
                  name = "d"
                  path = "data/d"
                  [[metric]]
                  name = "self-bleu"
                  options = { ngram = 2 }
-                 """}
+                 """,
+    }
     root = write(tmp_path / "p", files)
     result, _ = compare(root / "bench.toml", jobs=1)
     cells = {c.system: c for c in result.cells}
@@ -774,6 +838,7 @@ def test_progress_is_reported_for_every_task(tmp_path, toy_site):
 
 # -- built-in generators --------------------------------------------------------------------------
 
+
 def test_builtin_generators_copy_and_ngram():
     from cotk_repro.plugins import get_component
 
@@ -784,10 +849,12 @@ def test_builtin_generators_copy_and_ngram():
     out = ngram(order=2, seed=3).generate(inputs)
     assert len(out) == len(inputs) and out == ngram(order=2, seed=3).generate(inputs)
     assert out != ngram(order=2, seed=4).generate(inputs)
+
     # every bigram it emits, sentence boundaries included, exists in the inputs
     def bigrams(s):
         toks = ["<s>"] + s.split() + ["</s>"]
         return set(zip(toks, toks[1:]))
+
     seen = set().union(*(bigrams(s) for s in inputs))
     for s in out:
         assert s and bigrams(s) <= seen, s
@@ -811,8 +878,10 @@ def _example_metrics() -> set[str]:
     return {m["name"] for m in tomllib.loads((TEXYGEN / "benchmark.toml").read_text(encoding="utf-8"))["metric"]}
 
 
-REGENERATE = ("if a metric changed on purpose, regenerate the reference: cotk-repro compare "
-              "examples/texygen/benchmark.toml --out examples/texygen/reference-report")
+REGENERATE = (
+    "if a metric changed on purpose, regenerate the reference: cotk-repro compare "
+    "examples/texygen/benchmark.toml --out examples/texygen/reference-report"
+)
 
 
 def _reference_rows() -> dict[tuple[str, str, str], dict[str, str]]:
@@ -834,17 +903,23 @@ def test_texygen_reference_report_matches_a_fresh_run_for_one_system(fixtures_di
     for c in result.cells:
         r = ref[(c.system, c.dataset, c.column)]
         assert c.hash == r["hash"] and len(c.hash) == 64, (c.column, REGENERATE)
-        assert math.isclose(c.value, float(r["value"]), rel_tol=0, abs_tol=1e-12), (c.column, c.value, r["value"],
-                                                                                     REGENERATE)
+        assert math.isclose(c.value, float(r["value"]), rel_tol=0, abs_tol=1e-12), (
+            c.column,
+            c.value,
+            r["value"],
+            REGENERATE,
+        )
     # the committed distinct and entropy values checked against a count by hand on the sample file
     from nltk.tokenize import WordPunctTokenizer
 
     tokenize = WordPunctTokenizer().tokenize  # the metrics' fixed tokenizer, NLTK's own implementation
-    sents = [tokenize(line) for line in
-             (fixtures_dir / "texygen" / "instances" / "textgan.txt").read_text(encoding="utf-8").splitlines()]
+    sents = [
+        tokenize(line)
+        for line in (fixtures_dir / "texygen" / "instances" / "textgan.txt").read_text(encoding="utf-8").splitlines()
+    ]
     committed = {k[2]: float(r["value"]) for k, r in ref.items() if k[0] == "textgan"}
     for n in (1, 2, 3):
-        grams = [tuple(t[i:i + n]) for t in sents for i in range(len(t) - n + 1)]
+        grams = [tuple(t[i : i + n]) for t in sents for i in range(len(t) - n + 1)]
         counts: dict[tuple, int] = {}
         for g in grams:
             counts[g] = counts.get(g, 0) + 1
@@ -875,7 +950,8 @@ def test_texygen_example_reproduces_its_reference_report(tmp_path, fixtures_dir)
     # the committed wide tables: the same hashes exactly; values within 1e-12 (the last bits of means may differ
     # between machines' math libraries)
     assert read_csv(tmp_path / "report" / "corpus-coco-hashes.csv") == read_csv(
-        TEXYGEN / "reference-report" / "corpus-coco-hashes.csv")
+        TEXYGEN / "reference-report" / "corpus-coco-hashes.csv"
+    )
     fresh, committed = (read_csv(p / "corpus-coco.csv") for p in (tmp_path / "report", TEXYGEN / "reference-report"))
     assert fresh[0] == committed[0] and [r[0] for r in fresh] == [r[0] for r in committed]
     for a, b in zip(fresh[1:], committed[1:]):

@@ -6,10 +6,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_compare import BASIC, toy_site, write  # noqa: F401 - toy_site is a fixture
 
 from cotk_repro.core.tomlpos import key_lines
 from cotk_repro.errors import ConfigError
-from test_compare import BASIC, toy_site, write  # noqa: F401 - toy_site is a fixture
 
 pytestmark = pytest.mark.usefixtures("toy_site")
 
@@ -62,20 +62,39 @@ def test_good_config_loads(root):
     assert cfg.datasets[1].gold.name == "refs.jsonl" and cfg.datasets[0].gold_lines == 3
 
 
-@pytest.mark.parametrize("toml, needle, words", [
-    (GOOD.replace('path = "data/wiki"', 'pth = "data/wiki"'), "pth", ["unknown key 'pth'", "in [[dataset]] #2"]),
-    (GOOD + "colour = 'blue'\n", "colour", ["unknown key 'colour'", "known: higher_is_better, keys, label, name, options"]),
-    (GOOD.replace('out = "reports"', 'out = "reports"\nfromat = 1'), "fromat", ["unknown key 'fromat'"]),
-    (GOOD.replace("[report]", "[format]\nstrip_tag = ['<eos>']\n[report]"), "strip_tag",
-     ["unknown key 'strip_tag'", "strip_tags"]),
-    (GOOD.replace('path = "data/news"', 'path = "data/news"\nformat = { tokenised = false }'), "tokenised",
-     ["unknown key 'tokenised'"]),
-    (GOOD.replace('out = "reports"', 'jobs = "two"'), "jobs", ["'report.jobs' must be an integer"]),
-    (GOOD.replace('path = "data/news"', 'path = "data/news"\nformat = { lowercase = "yes" }'), "lowercase",
-     ["'dataset[0].format.lowercase' must be true or false, got 'yes'"]),
-    (GOOD.replace('path = "data/news"', 'path = "data/news"\ngold_format = 3'), "gold_format",
-     ["'dataset[0].gold_format' must be a string or table, got 3"]),
-])
+@pytest.mark.parametrize(
+    "toml, needle, words",
+    [
+        (GOOD.replace('path = "data/wiki"', 'pth = "data/wiki"'), "pth", ["unknown key 'pth'", "in [[dataset]] #2"]),
+        (
+            GOOD + "colour = 'blue'\n",
+            "colour",
+            ["unknown key 'colour'", "known: higher_is_better, keys, label, name, options"],
+        ),
+        (GOOD.replace('out = "reports"', 'out = "reports"\nfromat = 1'), "fromat", ["unknown key 'fromat'"]),
+        (
+            GOOD.replace("[report]", "[format]\nstrip_tag = ['<eos>']\n[report]"),
+            "strip_tag",
+            ["unknown key 'strip_tag'", "strip_tags"],
+        ),
+        (
+            GOOD.replace('path = "data/news"', 'path = "data/news"\nformat = { tokenised = false }'),
+            "tokenised",
+            ["unknown key 'tokenised'"],
+        ),
+        (GOOD.replace('out = "reports"', 'jobs = "two"'), "jobs", ["'report.jobs' must be an integer"]),
+        (
+            GOOD.replace('path = "data/news"', 'path = "data/news"\nformat = { lowercase = "yes" }'),
+            "lowercase",
+            ["'dataset[0].format.lowercase' must be true or false, got 'yes'"],
+        ),
+        (
+            GOOD.replace('path = "data/news"', 'path = "data/news"\ngold_format = 3'),
+            "gold_format",
+            ["'dataset[0].gold_format' must be a string or table, got 3"],
+        ),
+    ],
+)
 def test_unknown_keys_and_bad_types_name_file_and_line(root, toml, needle, words):
     msg = error_of(root, toml)
     assert msg.startswith(f"{root / 'bench.toml'}:{line_of(toml, needle)}: "), msg
@@ -86,7 +105,9 @@ def test_unknown_keys_and_bad_types_name_file_and_line(root, toml, needle, words
 def test_missing_dataset_folder_names_line(root):
     toml = GOOD.replace('path = "data/wiki"', 'path = "data/wikipedia"')
     msg = error_of(root, toml)
-    assert msg == f"{root / 'bench.toml'}:{line_of(toml, 'data/wikipedia')}: dataset folder data/wikipedia does not exist"
+    assert (
+        msg == f"{root / 'bench.toml'}:{line_of(toml, 'data/wikipedia')}: dataset folder data/wikipedia does not exist"
+    )
     (root / "data/empty").mkdir()
     toml = GOOD.replace('path = "data/wiki"', 'path = "data/empty"')
     msg = error_of(root, toml)
@@ -123,19 +144,26 @@ def test_gold_and_samples_line_count_mismatch(root):
     assert load(root, GOOD + 'references = "none"\n').systems
 
 
-@pytest.mark.parametrize("extra, needle, words", [
-    ('[[metric]]\nname = "no-such-metric"\n', "no-such-metric", ["unknown metric 'no-such-metric'", "toy-len"]),
-    ('[[metric]]\nname = "toy-len"\n', 'name = "toy-len"', ["label 'toy-len' is used twice"]),
-    ('[[metric]]\nname = "toy-overlap"\noptions = { nope = 1 }\n', "nope", ["metric 'toy-overlap' has no option 'nope'"]),
-    ('[[metric]]\nname = "toy-overlap"\nreferences = "sometimes"\n', "sometimes", ["must be one of"]),
-    ('[[metric]]\nname = "toy-overlap"\nlabel = "a/b"\n', "a/b", ["may hold only"]),
-    ('[[system]]\nname = "g"\ngenerator = "nope"\n', '"nope"', ["unknown generator 'nope'", "copy", "upper"]),
-    ('[[system]]\nname = "g"\ngenerator = "ngram"\nsettings = { order = 0 }\n', "order", ["order"]),
-    ('[[system]]\nname = "g"\ngenerator = "copy"\n', 'generator = "copy"', ["needs inputs"]),
-    ('[[system]]\nname = "alpha"\ndatasets = ["news", "nope"]\n', "datasets", ["unknown dataset 'nope'"]),
-    ('[[dataset]]\nname = "news"\npath = "data/news"\n', 'name = "news"', ["defined twice"]),
-    ('[[dataset]]\nname = "x"\npath = "data/news"\nformat = "fancy"\n', "fancy", ["unknown format 'fancy'"]),
-])
+@pytest.mark.parametrize(
+    "extra, needle, words",
+    [
+        ('[[metric]]\nname = "no-such-metric"\n', "no-such-metric", ["unknown metric 'no-such-metric'", "toy-len"]),
+        ('[[metric]]\nname = "toy-len"\n', 'name = "toy-len"', ["label 'toy-len' is used twice"]),
+        (
+            '[[metric]]\nname = "toy-overlap"\noptions = { nope = 1 }\n',
+            "nope",
+            ["metric 'toy-overlap' has no option 'nope'"],
+        ),
+        ('[[metric]]\nname = "toy-overlap"\nreferences = "sometimes"\n', "sometimes", ["must be one of"]),
+        ('[[metric]]\nname = "toy-overlap"\nlabel = "a/b"\n', "a/b", ["may hold only"]),
+        ('[[system]]\nname = "g"\ngenerator = "nope"\n', '"nope"', ["unknown generator 'nope'", "copy", "upper"]),
+        ('[[system]]\nname = "g"\ngenerator = "ngram"\nsettings = { order = 0 }\n', "order", ["order"]),
+        ('[[system]]\nname = "g"\ngenerator = "copy"\n', 'generator = "copy"', ["needs inputs"]),
+        ('[[system]]\nname = "alpha"\ndatasets = ["news", "nope"]\n', "datasets", ["unknown dataset 'nope'"]),
+        ('[[dataset]]\nname = "news"\npath = "data/news"\n', 'name = "news"', ["defined twice"]),
+        ('[[dataset]]\nname = "x"\npath = "data/news"\nformat = "fancy"\n', "fancy", ["unknown format 'fancy'"]),
+    ],
+)
 def test_other_config_errors_name_the_line(root, extra, needle, words):
     toml = GOOD + "\n" + extra
     msg = error_of(root, toml)

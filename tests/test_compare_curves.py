@@ -96,21 +96,25 @@ def _bench(root, systems: str) -> None:
     (root / "data" / "gold" / "refs.txt").write_text("a b\nc d\n", encoding="utf-8")
     (root / "data" / "inputs.txt").write_text("one\ntwo\n", encoding="utf-8")
     (root / "s1.txt").write_text("a b\nc\n", encoding="utf-8")
-    (root / "bench.toml").write_text('[report]\ntitle = "t"\ncache = "cache"\n[[dataset]]\nname = "d"\n'
-                                     'path = "data"\n' + systems + '[[metric]]\nname = "toy-acc"\n',
-                                     encoding="utf-8")
+    (root / "bench.toml").write_text(
+        '[report]\ntitle = "t"\ncache = "cache"\n[[dataset]]\nname = "d"\n'
+        'path = "data"\n' + systems + '[[metric]]\nname = "toy-acc"\n',
+        encoding="utf-8",
+    )
 
 
 def test_a_metrics_epoch_keys_are_a_curve_and_not_columns(toy_site, tmp_path):
     from cotk_repro.compare import compare
 
-    _bench(tmp_path, '[[system]]\nname = "first"\nsamples = "s1.txt"\n'
-                     '[[system]]\nname = "second"\nsamples = "s1.txt"\n')
+    _bench(
+        tmp_path, '[[system]]\nname = "first"\nsamples = "s1.txt"\n[[system]]\nname = "second"\nsamples = "s1.txt"\n'
+    )
     result, files = compare(tmp_path / "bench.toml", out=tmp_path / "r", jobs=1)
     assert not result.failures, result.failures
     assert result.all_columns() == ["toy-acc"]  # the final value only
-    assert result.curves == {"acc": {("first", "d"): [(1, 0.5), (2, 0.75), (10, 0.875)],
-                                     ("second", "d"): [(1, 0.5), (2, 0.75), (10, 0.875)]}}
+    assert result.curves == {
+        "acc": {("first", "d"): [(1, 0.5), (2, 0.75), (10, 0.875)], ("second", "d"): [(1, 0.5), (2, 0.75), (10, 0.875)]}
+    }
     out = tmp_path / "r"
     svg = (out / "curve-acc.svg").read_text(encoding="utf-8")
     root = ET.fromstring(svg)
@@ -122,11 +126,14 @@ def test_a_metrics_epoch_keys_are_a_curve_and_not_columns(toy_site, tmp_path):
     assert (out / "curve-acc.png").read_bytes().startswith(b"\x89PNG")
     header = next(csv.reader((out / "corpus-d.csv").open(encoding="utf-8")))
     assert header == ["system", "toy-acc"]
-    assert not any("@epoch" in c["column"] or "@epoch" in (c["key"] or "")
-                   for c in json.loads((out / "results.json").read_text())["cells"])
+    assert not any(
+        "@epoch" in c["column"] or "@epoch" in (c["key"] or "")
+        for c in json.loads((out / "results.json").read_text())["cells"]
+    )
     data = json.loads((out / "results.json").read_text())
-    assert {"metric": "acc", "system": "first", "dataset": "d", "points": [[1, 0.5], [2, 0.75], [10, 0.875]]} \
-        in data["curves"]
+    assert {"metric": "acc", "system": "first", "dataset": "d", "points": [[1, 0.5], [2, 0.75], [10, 0.875]]} in data[
+        "curves"
+    ]
     assert {"curves.csv", "curve-acc.svg", "curve-acc.pdf", "curve-acc.png"} <= set(data["files"])
 
 

@@ -6,23 +6,23 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_compare import write as _write
 
 from cotk_repro.compare import compare
 from cotk_repro.compare.textfmt import TextFormat, document_normalizer, inputs_sha256, iter_documents
-from test_compare import write as _write
 
 
 def test_document_normalizer_keeps_the_separator_and_formats_each_sentence():
-    fmt = TextFormat(tokenized=False, tokenizer="nltk", strip_tags=("<s>",), sentence_separator="</s>",
-                     lowercase=True)
+    fmt = TextFormat(tokenized=False, tokenizer="nltk", strip_tags=("<s>",), sentence_separator="</s>", lowercase=True)
     norm = document_normalizer(fmt)
     assert norm("<s> Mr. Smith came. </s> <s> He left! </s>") == "mr . smith came . </s> he left !"
     assert document_normalizer(TextFormat())("a   b\tc") == "a b c"
 
 
 def test_inputs_folder_one_document_per_file(tmp_path):
-    folder = _write(tmp_path / "docs", {"b.txt": "Second doc.\n\nIts line two.\n", "a.txt": "First doc.\n",
-                                        "notes.md": "ignored\n"})
+    folder = _write(
+        tmp_path / "docs", {"b.txt": "Second doc.\n\nIts line two.\n", "a.txt": "First doc.\n", "notes.md": "ignored\n"}
+    )
     fmt = TextFormat(sentence_separator="</s>")
     assert list(iter_documents(folder, fmt)) == ["First doc.", "Second doc. </s> Its line two."]
     assert list(iter_documents(folder, TextFormat())) == ["First doc.", "Second doc. Its line two."]
@@ -34,11 +34,13 @@ def test_inputs_folder_one_document_per_file(tmp_path):
 
 
 def test_compare_summarizes_a_folder_of_documents_with_one_format(tmp_path):
-    root = _write(tmp_path / "p", {
-        "data/d/inputs/01.txt": "<s>The Cat sat.</s>\n<s>It purred.</s>\n",
-        "data/d/inputs/02.txt": "<s>A dog ran.</s>\n",
-        "data/d/gold/refs.txt": "<s>the cat sat .</s> <s>it purred .</s>\n<s>a dog ran .</s>\n",
-        "bench.toml": """
+    root = _write(
+        tmp_path / "p",
+        {
+            "data/d/inputs/01.txt": "<s>The Cat sat.</s>\n<s>It purred.</s>\n",
+            "data/d/inputs/02.txt": "<s>A dog ran.</s>\n",
+            "data/d/gold/refs.txt": "<s>the cat sat .</s> <s>it purred .</s>\n<s>a dog ran .</s>\n",
+            "bench.toml": """
             [report]
             cache = "cache"
             charts = false
@@ -57,7 +59,8 @@ def test_compare_summarizes_a_folder_of_documents_with_one_format(tmp_path):
             [[metric]]
             name = "bleu"
             """,
-    })
+        },
+    )
     result, _ = compare(root / "bench.toml", jobs=1)
     assert not result.failures, result.failures
     out = next((root / "cache").rglob("*.txt"))
@@ -67,7 +70,11 @@ def test_compare_summarizes_a_folder_of_documents_with_one_format(tmp_path):
     assert meta["input_format"]["sentence_separator"] == "</s>" and meta["lines"] == 2
     assert result.cell("copy", "d", "bleu").value == pytest.approx(1.0)  # the samples' format drops the separator
     # another inputs format is another cache entry
-    toml = (root / "bench.toml").read_text().replace('path = "data/d"', 'path = "data/d"\ninputs_format = { lowercase = false }')
+    toml = (
+        (root / "bench.toml")
+        .read_text()
+        .replace('path = "data/d"', 'path = "data/d"\ninputs_format = { lowercase = false }')
+    )
     (root / "bench.toml").write_text(toml)
     result, _ = compare(root / "bench.toml", jobs=1)
     assert result.generated == {("copy", "d"): "generated"}
@@ -75,9 +82,11 @@ def test_compare_summarizes_a_folder_of_documents_with_one_format(tmp_path):
 
 
 def test_missing_inputs_folder_is_a_config_error(tmp_path, cli):
-    root = _write(tmp_path / "p", {
-        "data/d/gold/refs.txt": "a\n",
-        "bench.toml": """
+    root = _write(
+        tmp_path / "p",
+        {
+            "data/d/gold/refs.txt": "a\n",
+            "bench.toml": """
             [[dataset]]
             name = "d"
             path = "data/d"
@@ -88,7 +97,8 @@ def test_missing_inputs_folder_is_a_config_error(tmp_path, cli):
             [[metric]]
             name = "bleu"
             """,
-    })
+        },
+    )
     r = cli("compare", str(root / "bench.toml"))
     assert r.returncode == 2
     assert "inputs file or folder data/d/documents does not exist" in r.stderr

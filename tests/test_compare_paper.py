@@ -11,10 +11,8 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT
 
 TEXYGEN = REPO_ROOT / "examples" / "texygen" / "benchmark.toml"
@@ -62,12 +60,19 @@ def test_report_tex_bolds_the_best_comparable_value_of_each_metric_with_the_figu
         assert sig.replace("_", r"\_").replace("|", r"\textbar{}") in tex
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)")
+@pytest.mark.skipif(
+    shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)"
+)
 def test_report_tex_compiles_with_plain_pdflatex(texygen_report, tmp_path):
     _, out = texygen_report
     shutil.copy(out / "report.tex", tmp_path / "report.tex")
-    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "report.tex"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "report.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert (tmp_path / "report.pdf").read_bytes().startswith(b"%PDF")
 
@@ -101,13 +106,17 @@ def test_html_metrics_table_shows_expanded_labels_not_templates(texygen_report):
 def test_latex_escapes_every_special_and_strange_character():
     from cotk_repro.compare.latex import escape
 
-    assert escape(r"50%_{x}$#&~^\|<>") == (r"50\%\_\{x\}\$\#\&\textasciitilde{}\textasciicircum{}\textbackslash{}"
-                                          r"\textbar{}\textless{}\textgreater{}")
+    assert escape(r"50%_{x}$#&~^\|<>") == (
+        r"50\%\_\{x\}\$\#\&\textasciitilde{}\textasciicircum{}\textbackslash{}"
+        r"\textbar{}\textless{}\textgreater{}"
+    )
     assert escape("a\x1b[2Jb\x00c") == "a[2Jbc"  # control characters print nothing
     assert escape("café 中") == "café [U+4E2D]"
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)")
+@pytest.mark.skipif(
+    shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)"
+)
 def test_hostile_system_and_title_names_still_compile(tmp_path):
     from cotk_repro.compare import compare
 
@@ -119,13 +128,20 @@ def test_hostile_system_and_title_names_still_compile(tmp_path):
     (tmp_path / "bench.toml").write_text(
         '[report]\ntitle = "T \\\\end{document} 中"\ncharts = false\n[[dataset]]\nname = "d"\npath = "data/d"\n'
         '[[system]]\nname = "' + evil.replace("\\", "\\\\") + '"\nsamples = "data/d/samples/sys.txt"\n'
-        '[[metric]]\nname = "distinct"\n', encoding="utf-8")
+        '[[metric]]\nname = "distinct"\n',
+        encoding="utf-8",
+    )
     result, _ = compare(tmp_path / "bench.toml", out=tmp_path / "r", jobs=1)
     assert not result.failures, result.failures
     tex = (tmp_path / "r" / "report.tex").read_text(encoding="utf-8")
     assert r"\input{" not in tex and r"\textbackslash{}input\{/etc/passwd\}" in tex
-    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
-                           "report.tex"], cwd=tmp_path / "r", capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", "report.tex"],
+        cwd=tmp_path / "r",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
 
 
@@ -144,6 +160,18 @@ def test_newcomers_rough_edges_get_one_sentence_each(tmp_path, cli):
     res = cli("compare", "bom.toml", "--out", "r", cwd=tmp_path)
     assert res.returncode == 0, res
     (tmp_path / "h.txt").write_text("a b\n")
-    res = cli("evaluate", "--hyps", "h.txt", "--refs", "data/d/gold/refs.txt", "-m", "distinct", "-m", "bleu",
-              "-o", "bleu.ngram=abc", cwd=tmp_path)
+    res = cli(
+        "evaluate",
+        "--hyps",
+        "h.txt",
+        "--refs",
+        "data/d/gold/refs.txt",
+        "-m",
+        "distinct",
+        "-m",
+        "bleu",
+        "-o",
+        "bleu.ngram=abc",
+        cwd=tmp_path,
+    )
     assert res.returncode == 2 and "metric 'bleu': ngram must be a whole number" in res.stderr, res

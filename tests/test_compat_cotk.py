@@ -26,7 +26,7 @@ def _cases():
     for path in sorted(V2.glob("*_v2.jsonl")):
         for i, line in enumerate(path.read_text().splitlines()):
             if line.strip():
-                yield pytest.param(path.name[:-len("_v2.jsonl")], i, line, id=f"{path.name[:-9]}-{i}")
+                yield pytest.param(path.name[: -len("_v2.jsonl")], i, line, id=f"{path.name[:-9]}-{i}")
 
 
 def _run_case(name: str, line: str):
@@ -34,8 +34,9 @@ def _run_case(name: str, line: str):
     data = json.loads(line)
     init = dict(data["init"])
     if isinstance(init.get("dataloader"), dict):
-        init["dataloader"] = C.vocab_dataloader(init["dataloader"]["all_vocab_list"],
-                                                init["dataloader"]["valid_vocab_len"])
+        init["dataloader"] = C.vocab_dataloader(
+            init["dataloader"]["all_vocab_list"], init["dataloader"]["valid_vocab_len"]
+        )
     metric = getattr(C, name)(**init)
     for batch in data["forward"]:
         metric.forward(**batch)
@@ -43,7 +44,7 @@ def _run_case(name: str, line: str):
 
 
 def test_v2_suite_is_complete():
-    names = {p.name[:-len("_v2.jsonl")] for p in V2.glob("*_v2.jsonl")}
+    names = {p.name[: -len("_v2.jsonl")] for p in V2.glob("*_v2.jsonl")}
     assert len(list(_cases())) == 45 and len(names) == 10
     assert all(hasattr(C, n) for n in names)
 
@@ -75,6 +76,7 @@ def test_compat_signatures_name_the_cotk_rules():
 
 # -- the CoTK rules as native settings -----------------------------------------------------------------
 
+
 def _lines(name: str, count: int) -> list[str]:
     return (TEXYGEN / name).read_text().splitlines()[:count]
 
@@ -87,6 +89,7 @@ def test_sample_mode_cotk_hash_differs_exactly_when_the_value_can():
     assert fair["self-bleu hashvalue"] != cotk["self-bleu hashvalue"]
     # the rule picks the sentences CoTK picks: a seeded shuffle, the first 100
     import random
+
     order = list(range(300))
     random.seed(1229)
     random.shuffle(order)
@@ -116,6 +119,7 @@ def test_retokenize_false_keeps_special_tokens_atomic():
     retok = get_metric("bleu").compute([hyp], [[ref]])  # the default keeps special tokens whole too
     assert retok["bleu"] == 1.0 and retok["bleu hashvalue"] != given["bleu hashvalue"]
     from cotk_repro.metrics.ngrams import tokenize_text
+
     assert tokenize_text("a <pad> b<eos>c <unk>, <go>x") == ["a", "<pad>", "b", "<eos>", "c", "<unk>", ",", "<go>", "x"]
     # a token WordPunct would split is one token only as given
     assert get_metric("bleu", ngram=1, retokenize=False).compute([["wheel."]], [[["wheel"]]])["bleu"] == 0.0
@@ -137,12 +141,14 @@ def test_perplexity_cotk_rules_by_hand():
     fair = get_metric("perplexity", **kw)
     fair.forward(_ppl_batch(ids, logp))
     fair = fair.close()
-    assert math.isclose(fair["perplexity"], math.exp(-(math.log(.2) + math.log(.2) + math.log(.1) + math.log(.3)) / 4))
+    assert math.isclose(
+        fair["perplexity"], math.exp(-(math.log(0.2) + math.log(0.2) + math.log(0.1) + math.log(0.3)) / 4)
+    )
     cotk = get_metric("perplexity", unk_targets="skip", rare_words="cotk", reference_check="cotk", **kw)
     cotk.forward(_ppl_batch(ids, logp))
     cotk = cotk.close()
-    rare = math.log(.2 / 2 + .1)  # p(<unk>)/|R| + p(r1)
-    assert math.isclose(cotk["perplexity"], math.exp(-(math.log(.2) + rare + math.log(.3)) / 3), rel_tol=1e-14)
+    rare = math.log(0.2 / 2 + 0.1)  # p(<unk>)/|R| + p(r1)
+    assert math.isclose(cotk["perplexity"], math.exp(-(math.log(0.2) + rare + math.log(0.3)) / 3), rel_tol=1e-14)
     assert cotk["perplexity hashvalue"] != fair["perplexity hashvalue"]
     assert "unk-target:skip" in cotk["perplexity signature"]
     # reference_check: CoTK scores a <pad> target and needs no <eos>; the fair default refuses
@@ -151,7 +157,7 @@ def test_perplexity_cotk_rules_by_hand():
         m.forward(_ppl_batch([2, 4, 0, 4], logp[:3]))
     m = get_metric("perplexity", reference_check="cotk", **kw)
     m.forward(_ppl_batch([2, 4, 0, 4], logp[:3]))
-    assert math.isclose(m.close()["perplexity"], math.exp(-(2 * math.log(.2) + math.log(.05)) / 3))
+    assert math.isclose(m.close()["perplexity"], math.exp(-(2 * math.log(0.2) + math.log(0.05)) / 3))
     # the lists form: a word outside F and R is an <unk> target, skipped under the CoTK rule
     lists = get_metric("perplexity", unk_targets="skip", **kw).compute_lists([["a", "zzz"]], [[-1.0, -2.0, -3.0]])
     assert math.isclose(lists["perplexity"], math.exp(4 / 2))
@@ -162,12 +168,14 @@ def test_ngram_lm_cotk_unigram_formula():
     refs = [["a", "b", "c"], ["a", "d"]]
     hyps = [["a", "b"], ["e"]]
     out = get_metric("fw-rv-ppl", ngram=1, mode="cotk", tokenizer="space").compute(
-        [" ".join(h) for h in hyps], [[" ".join(r)] for r in refs])
+        [" ".join(h) for h in hyps], [[" ".join(r)] for r in refs]
+    )
     v = 4 + 1  # a b c d and <unk> (n = 1 pads nothing)
     assert math.isclose(out["fw-ppl"], v ** ((3 + 2) / 3), rel_tol=1e-12)
     assert "|lm:kn-cotk|" in out["fw-ppl signature"]
     default = get_metric("fw-rv-ppl", ngram=1, tokenizer="space").compute(
-        [" ".join(h) for h in hyps], [[" ".join(r)] for r in refs])
+        [" ".join(h) for h in hyps], [[" ".join(r)] for r in refs]
+    )
     assert default["fw-ppl hashvalue"] != out["fw-ppl hashvalue"]
 
 
@@ -211,8 +219,12 @@ def test_embedding_precision_recall_equals_hand_computation(tmp_path, header, mo
     assert math.isclose(out[f"{mode}-bow-recall"], sum(rec) / 2, rel_tol=1e-12)
     # the vectors are in the hash; a mapping gives the same result as the file
     other = dict(VECTORS, cat=[1.0, 0.0, 2.5])
-    assert get_metric("embedding-precision-recall", vectors=other, mode=mode).compute(gens, refs)[
-        f"{mode}-bow-precision hashvalue"] != out[f"{mode}-bow-precision hashvalue"]
+    assert (
+        get_metric("embedding-precision-recall", vectors=other, mode=mode).compute(gens, refs)[
+            f"{mode}-bow-precision hashvalue"
+        ]
+        != out[f"{mode}-bow-precision hashvalue"]
+    )
     assert get_metric("embedding-precision-recall", vectors=VECTORS, mode=mode).compute(gens, refs) == out
 
 
@@ -261,22 +273,33 @@ def test_accuracy_and_multi_turn_perplexity_are_native():
 
 # -- the adapters' other classes -----------------------------------------------------------------------
 
+
 def test_chain_recorders_and_distinct():
     dl = C.vocab_dataloader(["<pad>", "<unk>", "<go>", "<eos>", "i", "like", "python", "java"], 7)
     chain = C.MetricChain()
     chain.add_metric(C.DistinctNgrams(dl, 2))
     chain.add_metric(C.LanguageGenerationRecorder(dl))
     chain.add_metric(C.SingleTurnDialogRecorder(dl))
-    chain.forward({"gen": [[4, 5, 6, 3, 0], [4, 5, 7, 3]], "post_allvocabs": [[2, 4, 3], [2, 5, 3]],
-                   "resp_allvocabs": [[2, 6, 3], [2, 7, 1, 3]]})
+    chain.forward(
+        {
+            "gen": [[4, 5, 6, 3, 0], [4, 5, 7, 3]],
+            "post_allvocabs": [[2, 4, 3], [2, 5, 3]],
+            "resp_allvocabs": [[2, 6, 3], [2, 7, 1, 3]],
+        }
+    )
     out = chain.close()
     assert out["distinct"] == 6 / 8  # padded bigrams: (None, i) (i, like) twice, ... (python, None) (java, None)
     assert out["gen"] == ["i like python", "i like java"]
     assert out["post"] == ["i", "like"] and out["resp"] == ["python", "java <unk>"]
     assert "padded:True" in chain.signatures["distinct"]
     rec = C.MultiTurnDialogRecorder(dl)
-    rec.forward({"multi_turn_ref_allvocabs": [[[2, 4, 3], [2, 5, 6, 3]]], "multi_turn_gen": [[[4, 3], [7, 3]]],
-                 "turn_length": [2]})
+    rec.forward(
+        {
+            "multi_turn_ref_allvocabs": [[[2, 4, 3], [2, 5, 6, 3]]],
+            "multi_turn_gen": [[[4, 3], [7, 3]]],
+            "turn_length": [2],
+        }
+    )
     assert rec.close() == {"reference": [["i", "like python"]], "gen": [["i", "java"]]}
     with pytest.raises(ValueError, match="closed"):
         rec.forward({})
@@ -318,11 +341,14 @@ def test_adapters_take_this_librarys_dataloaders():
 
 # -- the native CoTK rule against CoTK 0.1.0 itself -------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
+
+@functools.cache
 def _cotk_python() -> str | None:
-    candidates = [os.environ.get("COTK_REPRO_COTK_PYTHON", ""),
-                  str(Path.home() / ".cache" / "cotk-repro" / "bench-cotk-venv" / "bin" / "python"),
-                  "/work/venvs/cotk010/bin/python"]
+    candidates = [
+        os.environ.get("COTK_REPRO_COTK_PYTHON", ""),
+        str(Path.home() / ".cache" / "cotk-repro" / "bench-cotk-venv" / "bin" / "python"),
+        "/work/venvs/cotk010/bin/python",
+    ]
     for c in candidates:
         if c and Path(c).exists():
             r = subprocess.run([c, "-c", "import cotk.metric"], capture_output=True)
@@ -361,8 +387,7 @@ def test_native_cotk_rules_equal_cotk_010_on_texygen():
     as_ids = [[2] + [ids.get(w, 1) for w in s] + [3, 0] for s in gens]  # unseen words -> <unk>
     ref_ids = [[2] + [ids[w] for w in s] + [3] for s in refs]
     payload = {"vocab": vocab, "gen": as_ids, "ref": ref_ids, "sample": 200, "seed": 1229}
-    r = subprocess.run([python, "-c", CHILD], input=json.dumps(payload), capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run([python, "-c", CHILD], input=json.dumps(payload), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     theirs = json.loads(r.stdout.strip().splitlines()[-1])
     gen_tokens = [[w if w in ids else "<unk>" for w in s] for s in gens]
@@ -375,7 +400,8 @@ def test_native_cotk_rules_equal_cotk_010_on_texygen():
     assert ours["self-bleu"] != get_metric("self-bleu", sample=200).compute(gen_tokens)["self-bleu"]
     # CoTK's own Kneser-Ney trigram LM, both directions, on the first 100 sentences of each
     lm = get_metric("fw-rv-ppl", ngram=3, mode="cotk", tokenizer="space").compute(
-        [" ".join(t) for t in gen_tokens[:100]], [[" ".join(r)] for r in refs[:100]])
+        [" ".join(t) for t in gen_tokens[:100]], [[" ".join(r)] for r in refs[:100]]
+    )
     assert abs(lm["fw-ppl"] - theirs["fwppl"]) <= 1e-12 * theirs["fwppl"]
     assert abs(lm["rv-ppl"] - theirs["bwppl"]) <= 1e-12 * theirs["bwppl"]
 
@@ -397,8 +423,11 @@ def test_constructors_match_cotk_010():
         pytest.skip("CoTK 0.1.0 is not installed (set COTK_REPRO_COTK_PYTHON to a python that imports cotk)")
     import inspect
 
-    names = [n for n in C.__all__ if n not in ("CotkMetric", "CotkVocabLoader", "vocab_dataloader", "MetricBase",
-                                               "DistinctNgrams")]
+    names = [
+        n
+        for n in C.__all__
+        if n not in ("CotkMetric", "CotkVocabLoader", "vocab_dataloader", "MetricBase", "DistinctNgrams")
+    ]
     r = subprocess.run([python, "-c", f"NAMES = {names!r}" + SIGNATURES], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     theirs = json.loads(r.stdout.strip().splitlines()[-1])
@@ -406,4 +435,3 @@ def test_constructors_match_cotk_010():
         params = inspect.signature(getattr(C, name).__init__).parameters.values()
         ours = [[p.name, str(p.kind), repr(p.default)] for p in params if p.name != "self"]
         assert ours == theirs[name], name
-

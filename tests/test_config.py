@@ -16,12 +16,14 @@ ENTRY = 'import json, sys\njson.dump({"n": len(sys.argv) - 1}, open("out.json", 
 
 
 def test_cotk_repro_toml_drives_run(make_project, cli):
-    root = make_project({
-        "exp.py": ENTRY,
-        "cotk-repro.toml": '[project]\nname = "demo"\ntask = "lg"\ndataset = "coco"\n'
-                           '[run]\nentry = "exp.py"\nargs = ["a", "b"]\nresult = "out.json"\n',
-        ".gitignore": ".cotk-repro/\nout.json\n",
-    })
+    root = make_project(
+        {
+            "exp.py": ENTRY,
+            "cotk-repro.toml": '[project]\nname = "demo"\ntask = "lg"\ndataset = "coco"\n'
+            '[run]\nentry = "exp.py"\nargs = ["a", "b"]\nresult = "out.json"\n',
+            ".gitignore": ".cotk-repro/\nout.json\n",
+        }
+    )
     res = cli("run", "--json", cwd=root)
     assert res.returncode == 0, res
     rec = json.loads(res.stdout)
@@ -30,12 +32,14 @@ def test_cotk_repro_toml_drives_run(make_project, cli):
 
 
 def test_pyproject_tool_table(make_project, cli):
-    root = make_project({
-        "exp.py": ENTRY,
-        "pyproject.toml": '[project]\nname = "x"\n[tool.cotk-repro.project]\ntask = "dialog"\n'
-                          '[tool.cotk-repro.run]\nentry = "exp.py"\nresult = "out.json"\n',
-        ".gitignore": ".cotk-repro/\nout.json\n",
-    })
+    root = make_project(
+        {
+            "exp.py": ENTRY,
+            "pyproject.toml": '[project]\nname = "x"\n[tool.cotk-repro.project]\ntask = "dialog"\n'
+            '[tool.cotk-repro.run]\nentry = "exp.py"\nresult = "out.json"\n',
+            ".gitignore": ".cotk-repro/\nout.json\n",
+        }
+    )
     res = cli("run", "--json", cwd=root)
     assert res.returncode == 0, res
     rec = json.loads(res.stdout)
@@ -56,7 +60,8 @@ def test_cotk_repro_toml_wins_over_pyproject(tmp_path):
 
 def test_per_metric_tolerances(tmp_path):
     (tmp_path / "cotk-repro.toml").write_text(
-        "[reproduce]\nrtol = 0.01\n[reproduce.tolerances.perplexity]\nrtol = 0.1\natol = 2\n")
+        "[reproduce]\nrtol = 0.01\n[reproduce.tolerances.perplexity]\nrtol = 0.1\natol = 2\n"
+    )
     cfg = load_config(tmp_path)
     assert cfg.tolerance("perplexity") == (0.1, 2.0)
     assert cfg.tolerance("bleu") == (0.01, 1e-12)
@@ -68,18 +73,36 @@ def test_per_metric_tolerances(tmp_path):
     [
         ("cotk-repro.toml", "[run]\nentyr = 'x.py'\n", ["cotk-repro.toml:2: unknown key 'run.entyr'"]),
         ("cotk-repro.toml", "[runn]\nentry = 'x.py'\n", ["cotk-repro.toml:1: unknown key 'runn'"]),
-        ("cotk-repro.toml", "[reproduce.tolerances.bleu]\nrtoll = 1\n",
-         ["cotk-repro.toml:2: unknown key 'reproduce.tolerances.bleu.rtoll' (known here: atol, rtol)"]),
+        (
+            "cotk-repro.toml",
+            "[reproduce.tolerances.bleu]\nrtoll = 1\n",
+            ["cotk-repro.toml:2: unknown key 'reproduce.tolerances.bleu.rtoll' (known here: atol, rtol)"],
+        ),
         ("pyproject.toml", "[tool.cotk-repro.project]\nnmae = 'x'\n", ["pyproject.toml:2: unknown key 'project.nmae'"]),
-        ("cotk-repro.toml", "[run]\nargs = 'not a list'\n", ["cotk-repro.toml:2: 'run.args' must be a list, got 'not a list'"]),
-        ("cotk-repro.toml", "[run]\nentry = 'x.py'\nargs = ['a', 1]\n", ["toml:3: 'run.args' must be a list of strings"]),
+        (
+            "cotk-repro.toml",
+            "[run]\nargs = 'not a list'\n",
+            ["cotk-repro.toml:2: 'run.args' must be a list, got 'not a list'"],
+        ),
+        (
+            "cotk-repro.toml",
+            "[run]\nentry = 'x.py'\nargs = ['a', 1]\n",
+            ["toml:3: 'run.args' must be a list of strings"],
+        ),
         ("cotk-repro.toml", "reproduce = 3\n", ["cotk-repro.toml:1: 'reproduce' must be a table"]),
         ("cotk-repro.toml", "[publish]\npush = 'yes'\n", ["toml:2: 'publish.push' must be true or false, got 'yes'"]),
         ("cotk-repro.toml", "[project]\nname = 7\n", ["toml:2: 'project.name' must be a string, got 7"]),
-        ("cotk-repro.toml", "[reproduce]\nrtol = true\n", ["cotk-repro.toml:2: 'reproduce.rtol' must be a number, got True"]),
+        (
+            "cotk-repro.toml",
+            "[reproduce]\nrtol = true\n",
+            ["cotk-repro.toml:2: 'reproduce.rtol' must be a number, got True"],
+        ),
         ("cotk-repro.toml", "[run]\nentry = [\n", ["invalid TOML"]),
-        ("cotk-repro.toml", "[publish]\nrecords_ref = 'refs/heads/results'\n",
-         ["cotk-repro.toml:2: 'publish.records_ref' must be a full ref ending in 'cotk-repro-records'"]),
+        (
+            "cotk-repro.toml",
+            "[publish]\nrecords_ref = 'refs/heads/results'\n",
+            ["cotk-repro.toml:2: 'publish.records_ref' must be a full ref ending in 'cotk-repro-records'"],
+        ),
         ("cotk-repro.toml", "[publish]\nrecords_ref = 'team-cotk-repro-records'\n", ["must be a full ref"]),
     ],
 )
@@ -96,8 +119,10 @@ def test_config_errors(make_project, cli, filename, text, fragments):
         load_config(root)
 
 
-CHECK = ("import sys\nfrom cotk_repro.core.config import load_config\ncfg = load_config(sys.argv[1])\n"
-         "print('pydantic' in sys.modules, cfg.get('run', 'entry'))\n")
+CHECK = (
+    "import sys\nfrom cotk_repro.core.config import load_config\ncfg = load_config(sys.argv[1])\n"
+    "print('pydantic' in sys.modules, cfg.get('run', 'entry'))\n"
+)
 
 
 def test_a_config_that_passed_is_not_validated_again_until_it_changes(tmp_path):

@@ -37,8 +37,17 @@ def shuffled(obj, rng: random.Random):
 
 
 def record_like(body: dict) -> dict:
-    return {"schema": "cotk-repro/record", "schema_version": 1, "status": "ok", "code": {"commit": "0" * 40}, "environment": {},
-            "project": {}, "command": {}, "results": {}, "extra": body}
+    return {
+        "schema": "cotk-repro/record",
+        "schema_version": 1,
+        "status": "ok",
+        "code": {"commit": "0" * 40},
+        "environment": {},
+        "project": {},
+        "command": {},
+        "results": {},
+        "extra": body,
+    }
 
 
 @settings(max_examples=150, deadline=None)
@@ -128,8 +137,10 @@ def test_token_list_items_equal_canonical_json_of_each_list():
     # an empty list beside a token holding the separator: the separator counts balance
     assert token_list_items([[], ["a\x1fb"]]) == [canonical_json([[]]), canonical_json([["a\x1fb"]])]
     for trial in range(200):
-        lists = [["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3))) for _ in range(rng.randint(0, 4))]
-                 for _ in range(rng.randint(0, 2 * TOKEN_PART + 5))]
+        lists = [
+            ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3))) for _ in range(rng.randint(0, 4))]
+            for _ in range(rng.randint(0, 2 * TOKEN_PART + 5))
+        ]
         if trial % 2:  # parts without control characters: the bulk path, quotes and backslashes escaped in bulk
             lists = [[t for t in tokens if t.isprintable()] or ["w"] for tokens in lists]
             if lists:

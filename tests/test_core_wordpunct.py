@@ -39,8 +39,9 @@ def test_every_path_equals_the_regex(n):
         spaced = wordpunct.tokenize_spaced(texts)
         if spaced is None:  # only where a text is not plain ASCII on one line
             block = "\n".join(texts)
-            assert not block.isascii() or re.search(r"[\x00-\x09\x0b-\x1f]", block) or \
-                block.count("\n") != len(texts) - 1
+            assert (
+                not block.isascii() or re.search(r"[\x00-\x09\x0b-\x1f]", block) or block.count("\n") != len(texts) - 1
+            )
             continue
         spaced_seen += 1
         # the spaced form: one line a text, one space between tokens, none at either end of a line
@@ -51,8 +52,10 @@ def test_every_path_equals_the_regex(n):
 
 
 @settings(max_examples=300, deadline=None)
-@given(texts=st.lists(st.lists(st.sampled_from(ALPHABET[:-5]), max_size=12).map("".join), min_size=1, max_size=8),
-       pad=st.integers(0, 600))
+@given(
+    texts=st.lists(st.lists(st.sampled_from(ALPHABET[:-5]), max_size=12).map("".join), min_size=1, max_size=8),
+    pad=st.integers(0, 600),
+)
 def test_property_spaced_form_and_its_json(texts, pad):
     texts = texts + ["a, b."] * pad  # pad pushes some examples over the numpy threshold
     expected = [REGEX.findall(t) for t in texts]
@@ -90,9 +93,16 @@ def test_chunk_digests_equal_the_token_list_path(tokenizer):
         utts = [t for t in _texts(rng, 3000, odd=0) if t.strip()]
         fast = chunks.prepare(chunks.Recipe(tokenizer, True, max_len), utts, None, None, True)
         slow = chunks.prepare(chunks.Recipe(Plain(), True, max_len), utts, None, None, True)
-        assert fast.data_digests == slow.data_digests == hashing.data_digests_one(
-            [(t if max_len is None else t[:max_len]) for t in map(tokenizer.tokenize, (u.strip().lower()
-                                                                                        for u in utts))])
+        assert (
+            fast.data_digests
+            == slow.data_digests
+            == hashing.data_digests_one(
+                [
+                    (t if max_len is None else t[:max_len])
+                    for t in map(tokenizer.tokenize, (u.strip().lower() for u in utts))
+                ]
+            )
+        )
         assert fast.table == slow.table and (fast.ids == slow.ids).all() and (fast.lengths == slow.lengths).all()
 
 
@@ -161,12 +171,16 @@ def test_many_texts_of_sampled_code_points_every_tokenizer():
     assert tokenize_texts([texts[i] for i in plain]) == [expected[i] for i in plain]
 
 
-@pytest.mark.parametrize("texts", [
-    ["a\x1cb", "c.\x1d!d", "x\x1f"],  # ASCII with NLTK's punctuation-not-space separators: the bytes path
-    ["é\x1cb", "\x1e", "ok"],  # non-ASCII with them: per text through regex
-    ["H₂O ²³ ½", "नमस्ते दुनिया", "e\u0301te\u0301", "👍🏽!", "ภาษาไทย"],
-    ["a\x1cb\n", "two"],  # a line break inside a text
-] + [[chr(c) + "a" + chr(c) for c in range(0, 128)]])
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["a\x1cb", "c.\x1d!d", "x\x1f"],  # ASCII with NLTK's punctuation-not-space separators: the bytes path
+        ["é\x1cb", "\x1e", "ok"],  # non-ASCII with them: per text through regex
+        ["H₂O ²³ ½", "नमस्ते दुनिया", "e\u0301te\u0301", "👍🏽!", "ภาษาไทย"],
+        ["a\x1cb\n", "two"],  # a line break inside a text
+    ]
+    + [[chr(c) + "a" + chr(c) for c in range(0, 128)]],
+)
 def test_control_characters_and_scripts_every_path(texts):
     expected = [_nltk_tokens(t) for t in texts]
     assert wordpunct.tokenize_many(texts) == expected

@@ -8,13 +8,12 @@ from urllib.parse import quote
 
 import pytest
 import requests
+from dashboard_support import db_url_for, fake_hash, make_record, make_verdict
 
 from cotk_repro.dashboard import leaderboard as lb
 from cotk_repro.dashboard.auth import add_user, hash_token, revoke_token
 from cotk_repro.dashboard.server import start_in_thread
 from cotk_repro.records import compute_id
-
-from dashboard_support import db_url_for, fake_hash, make_record, make_verdict
 
 API = "/api/v1"
 
@@ -53,8 +52,13 @@ def test_health_and_openapi(server):
     r = requests.get(server + API + "/health", timeout=10)
     assert r.status_code == 200 and r.json() == {"status": "ok"}
     spec = requests.get(server + "/openapi.json", timeout=10).json()
-    assert {"/api/v1/records", "/api/v1/records/{record_id}", "/api/v1/leaderboard", "/api/v1/health",
-            "/api/v1/records/{record_id}/reproductions"} <= set(spec["paths"])
+    assert {
+        "/api/v1/records",
+        "/api/v1/records/{record_id}",
+        "/api/v1/leaderboard",
+        "/api/v1/health",
+        "/api/v1/records/{record_id}/reproductions",
+    } <= set(spec["paths"])
     assert r.headers["x-content-type-options"] == "nosniff"
 
 
@@ -74,8 +78,9 @@ def test_upload_is_created_then_a_noop_and_the_record_comes_back_exactly(server,
     hexpart = rec["id"].removeprefix("sha256:")
     assert requests.get(server + API + "/records/" + hexpart, timeout=10).json()["record"] == rec
     assert requests.get(server + API + "/records/" + quote(rec["id"], safe=""), timeout=10).json()["record"] == rec
-    listed = requests.get(server + API + "/records", params={"task": "lm", "dataset": "coco", "user": "alice"},
-                          timeout=10).json()
+    listed = requests.get(
+        server + API + "/records", params={"task": "lm", "dataset": "coco", "user": "alice"}, timeout=10
+    ).json()
     assert rec["id"] in [r["id"] for r in listed["records"]]
 
 
@@ -84,8 +89,12 @@ def test_upload_needs_a_valid_token(server, tokens, db_url):
     no_token = requests.post(server + API + "/records", json=rec, timeout=10)
     assert no_token.status_code == 401 and no_token.headers.get("www-authenticate") == "Bearer"
     assert post_record(server, rec, "cotk_not-a-real-token").status_code == 401
-    assert requests.post(server + API + "/records", json=rec, headers={"Authorization": "Basic YTpi"},
-                         timeout=10).status_code == 401
+    assert (
+        requests.post(
+            server + API + "/records", json=rec, headers={"Authorization": "Basic YTpi"}, timeout=10
+        ).status_code
+        == 401
+    )
     # a revoked token stops working; a new token for the same user works
     from cotk_repro.dashboard.db import open_database
 
@@ -123,11 +132,19 @@ def test_invalid_records_are_refused_with_422(server, tokens):
     bad_hash["id"] = compute_id(bad_hash)
     r = post_record(server, bad_hash, tok)
     assert r.status_code == 422 and "malformed" in r.json()["detail"]
-    not_json = requests.post(server + API + "/records", data=b"{not json",
-                             headers={**auth(tok), "Content-Type": "application/json"}, timeout=10)
+    not_json = requests.post(
+        server + API + "/records",
+        data=b"{not json",
+        headers={**auth(tok), "Content-Type": "application/json"},
+        timeout=10,
+    )
     assert not_json.status_code == 422
-    nan = requests.post(server + API + "/records", data=json.dumps(good).replace("0.3", "NaN").encode(),
-                        headers={**auth(tok), "Content-Type": "application/json"}, timeout=10)
+    nan = requests.post(
+        server + API + "/records",
+        data=json.dumps(good).replace("0.3", "NaN").encode(),
+        headers={**auth(tok), "Content-Type": "application/json"},
+        timeout=10,
+    )
     assert nan.status_code == 422
     assert post_record(server, [1, 2], tok).status_code == 422
     assert post_record(server, {"schema": "something/else"}, tok).status_code == 422
@@ -139,13 +156,21 @@ def test_invalid_records_are_refused_with_422(server, tokens):
 
 def test_content_type_is_strict(server, tokens):
     rec = make_record({"bleu": (0.3, None)}, name="ctype")
-    r = requests.post(server + API + "/records", data=json.dumps(rec), timeout=10,
-                      headers={**auth(tokens["alice"]), "Content-Type": "text/plain"})
+    r = requests.post(
+        server + API + "/records",
+        data=json.dumps(rec),
+        timeout=10,
+        headers={**auth(tokens["alice"]), "Content-Type": "text/plain"},
+    )
     assert r.status_code == 415
     r = requests.post(server + API + "/records", data={"a": "b"}, headers=auth(tokens["alice"]), timeout=10)
     assert r.status_code == 415
-    ok = requests.post(server + API + "/records", data=json.dumps(rec), timeout=10,
-                       headers={**auth(tokens["alice"]), "Content-Type": "application/json; charset=utf-8"})
+    ok = requests.post(
+        server + API + "/records",
+        data=json.dumps(rec),
+        timeout=10,
+        headers={**auth(tokens["alice"]), "Content-Type": "application/json; charset=utf-8"},
+    )
     assert ok.status_code == 201
 
 
@@ -153,22 +178,29 @@ def test_leaderboard_groups_by_hash_best_first_largest_group_first(server, token
     task, dataset = "grouping", "news"
     a, b = fake_hash("refs-A"), fake_hash("refs-B")
     specs = [  # (value, hash, uploader)
-        (0.20, a, "alice"), (0.35, a, "bob"), (0.10, a, "carol"),
+        (0.20, a, "alice"),
+        (0.35, a, "bob"),
+        (0.10, a, "carol"),
         (0.90, b, "alice"),
         (0.99, None, "bob"),
     ]
     ids = {}
     for i, (value, h, user) in enumerate(specs):
-        rec = make_record({"bleu": (value, h), "perplexity": (100.0 - 10 * i, fake_hash("ppl"))}, task=task,
-                          dataset=dataset, name=f"sys{i}")
+        rec = make_record(
+            {"bleu": (value, h), "perplexity": (100.0 - 10 * i, fake_hash("ppl"))},
+            task=task,
+            dataset=dataset,
+            name=f"sys{i}",
+        )
         assert post_record(server, rec, tokens[user]).status_code == 201
         ids[value] = rec["id"]
     # a failed run is stored but never ranked
     failed = make_record({}, task=task, dataset=dataset, status="failed", name="broken")
     assert post_record(server, failed, tokens["alice"]).status_code == 201
 
-    board = requests.get(server + API + "/leaderboard", params={"task": task, "dataset": dataset, "metric": "bleu"},
-                         timeout=10).json()
+    board = requests.get(
+        server + API + "/leaderboard", params={"task": task, "dataset": dataset, "metric": "bleu"}, timeout=10
+    ).json()
     assert board["higher_is_better"] is True
     assert [g["hash"] for g in board["groups"]] == [a, b, None]
     assert [g["total"] for g in board["groups"]] == [3, 1, 1]
@@ -181,15 +213,19 @@ def test_leaderboard_groups_by_hash_best_first_largest_group_first(server, token
     assert board["groups"][2]["comparable"] is False
     assert failed["id"] not in json.dumps(board)
 
-    ppl = requests.get(server + API + "/leaderboard",
-                       params={"task": task, "dataset": dataset, "metric": "perplexity"}, timeout=10).json()
+    ppl = requests.get(
+        server + API + "/leaderboard", params={"task": task, "dataset": dataset, "metric": "perplexity"}, timeout=10
+    ).json()
     assert ppl["higher_is_better"] is False
     values = [e["value"] for e in ppl["groups"][0]["entries"]]
     assert values == sorted(values) and len(values) == 5
 
     # pagination within groups
-    page2 = requests.get(server + API + "/leaderboard", timeout=10,
-                         params={"task": task, "dataset": dataset, "metric": "bleu", "per_page": 2, "page": 2}).json()
+    page2 = requests.get(
+        server + API + "/leaderboard",
+        timeout=10,
+        params={"task": task, "dataset": dataset, "metric": "bleu", "per_page": 2, "page": 2},
+    ).json()
     assert [e["value"] for e in page2["groups"][0]["entries"]] == [0.10]
     assert page2["groups"][0]["entries"][0]["rank"] == 3
 
@@ -210,8 +246,9 @@ def test_self_bleu_ranks_lower_is_better_as_its_class_declares(server, tokens):
     for i, value in enumerate((0.40, 0.15, 0.70)):
         rec = make_record({"self-bleu": (value, h)}, task=task, dataset=dataset, name=f"sb{i}")
         assert post_record(server, rec, tokens["alice"]).status_code == 201
-    board = requests.get(server + API + "/leaderboard", timeout=10,
-                         params={"task": task, "dataset": dataset, "metric": "self-bleu"}).json()
+    board = requests.get(
+        server + API + "/leaderboard", timeout=10, params={"task": task, "dataset": dataset, "metric": "self-bleu"}
+    ).json()
     assert board["higher_is_better"] is False
     assert [e["value"] for e in board["groups"][0]["entries"]] == [0.15, 0.40, 0.70]
 
@@ -222,15 +259,24 @@ def test_reproductions_are_attached_and_attributed(server, tokens):
     assert post_record(server, rec, tokens["alice"]).status_code == 201
     url = server + API + "/records/" + rec["id"] + "/reproductions"
     assert requests.get(server + API + "/records/" + rec["id"], timeout=10).json()["reproductions"] == []
-    for user, verdict in (("bob", "reproduced"), ("carol", "reproduced"), ("bob", "reproduced"),
-                          ("carol", "not reproduced")):
-        r = requests.post(url, json=make_verdict(rec["id"], verdict, value=0.42, h=h), headers=auth(tokens[user]),
-                          timeout=10)
+    for user, verdict in (
+        ("bob", "reproduced"),
+        ("carol", "reproduced"),
+        ("bob", "reproduced"),
+        ("carol", "not reproduced"),
+    ):
+        r = requests.post(
+            url, json=make_verdict(rec["id"], verdict, value=0.42, h=h), headers=auth(tokens[user]), timeout=10
+        )
         assert r.status_code == 201, r.text
         assert r.json()["url"].startswith(f"{server}/records/{rec['id']}#reproduction-")
     got = requests.get(server + API + "/records/" + rec["id"], timeout=10).json()
     assert [(x["user"], x["verdict"]["verdict"]) for x in got["reproductions"]] == [
-        ("bob", "reproduced"), ("carol", "reproduced"), ("bob", "reproduced"), ("carol", "not reproduced")]
+        ("bob", "reproduced"),
+        ("carol", "reproduced"),
+        ("bob", "reproduced"),
+        ("carol", "not reproduced"),
+    ]
     stored = dict(got["reproductions"][0]["verdict"])
     assert stored.pop("claimed_verdict") == "reproduced"
     assert [m["verdict"] for m in stored.pop("metrics")] == ["reproduced"]  # the server's rows
@@ -240,15 +286,20 @@ def test_reproductions_are_attached_and_attributed(server, tokens):
     # each user's latest verdict counts: bob's is "reproduced", carol's newer one "not reproduced"
     assert got["reproduced_by"] == 1
     assert [x["superseded"] for x in got["reproductions"]] == [True, True, False, False]
-    board = requests.get(server + API + "/leaderboard", params={"task": "repro", "dataset": "d", "metric": "bleu"},
-                         timeout=10).json()
+    board = requests.get(
+        server + API + "/leaderboard", params={"task": "repro", "dataset": "d", "metric": "bleu"}, timeout=10
+    ).json()
     entry = board["groups"][0]["entries"][0]
     assert entry["reproductions"] == 2 and entry["reproduced_by"] == 1
     # errors: no token, unknown record, bad verdict, verdict for another record
     assert requests.post(url, json=make_verdict(rec["id"]), timeout=10).status_code == 401
     other = "sha256:" + "0" * 64
-    r = requests.post(server + API + f"/records/{other}/reproductions", json=make_verdict(other),
-                      headers=auth(tokens["bob"]), timeout=10)
+    r = requests.post(
+        server + API + f"/records/{other}/reproductions",
+        json=make_verdict(other),
+        headers=auth(tokens["bob"]),
+        timeout=10,
+    )
     assert r.status_code == 404
     bad = make_verdict(rec["id"], "maybe")
     assert requests.post(url, json=bad, headers=auth(tokens["bob"]), timeout=10).status_code == 422
@@ -272,8 +323,9 @@ def test_record_listing_paginates(server, tokens):
         made.append(rec["id"])
     seen = []
     for page in (1, 2, 3):
-        data = requests.get(server + API + "/records", params={"task": "paging", "per_page": 3, "page": page},
-                            timeout=10).json()
+        data = requests.get(
+            server + API + "/records", params={"task": "paging", "per_page": 3, "page": page}, timeout=10
+        ).json()
         assert data["total"] == 7 and data["pages"] == 3
         seen += [r["id"] for r in data["records"]]
     assert seen == list(reversed(made))  # newest first, each once
@@ -293,10 +345,14 @@ def test_request_size_cap_and_rate_limit(db_url, tokens):
         def chunks():
             data = json.dumps(big).encode()
             for i in range(0, len(data), 1000):
-                yield data[i:i + 1000]
+                yield data[i : i + 1000]
 
-        r = requests.post(url + API + "/records", data=chunks(), timeout=10,
-                          headers={**auth(tokens["alice"]), "Content-Type": "application/json"})
+        r = requests.post(
+            url + API + "/records",
+            data=chunks(),
+            timeout=10,
+            headers={**auth(tokens["alice"]), "Content-Type": "application/json"},
+        )
         assert r.status_code == 413
         assert requests.get(url + API + "/records/" + big["id"], timeout=10).status_code == 404
         # 3 writes per minute per token: the third is allowed, the fourth is not
@@ -331,8 +387,17 @@ def test_lower_is_better_rule():
     # the direction is the reporting metric's declared fact, not a guess from the key's spelling
     for key in ("perplexity", "self-bleu", "fw-ppl", "rv-ppl"):
         assert lb.lower_is_better(key), key
-    for key in ("bleu", "distinct-2", "fw-bleu", "bw-bleu", "fw-bw-bleu", "rouge-l", "nist", "meteor",
-                "ngram-entropy-3"):
+    for key in (
+        "bleu",
+        "distinct-2",
+        "fw-bleu",
+        "bw-bleu",
+        "fw-bw-bleu",
+        "rouge-l",
+        "nist",
+        "meteor",
+        "ngram-entropy-3",
+    ):
         assert not lb.lower_is_better(key), key
     # a key no registered metric reports ranks higher-is-better (no substring guess: "test PPL" is not ours)
     assert not lb.lower_is_better("test PPL")
@@ -373,16 +438,19 @@ def test_a_second_server_on_the_same_database_sees_new_writes(server, db_url, to
 
 def test_pages_render_from_the_database(server, tokens):
     h = fake_hash("pages")
-    recs = [make_record({"bleu": (v, hh)}, task="pages", dataset="<d>", name=n)
-            for v, hh, n in ((0.2, h, "first"), (0.1, h, "second"), (0.9, fake_hash("other"), "third"))]
+    recs = [
+        make_record({"bleu": (v, hh)}, task="pages", dataset="<d>", name=n)
+        for v, hh, n in ((0.2, h, "first"), (0.1, h, "second"), (0.9, fake_hash("other"), "third"))
+    ]
     for rec in recs:
         assert post_record(server, rec, tokens["bob"]).status_code == 201
     home = requests.get(server + "/", timeout=10)
     assert home.status_code == 200 and home.headers["content-type"].startswith("text/html")
     assert "&lt;d&gt;" in home.text and "<d>" not in home.text
     assert "default-src 'none'" in home.headers["content-security-policy"]
-    page = requests.get(server + "/leaderboard", params={"task": "pages", "dataset": "<d>", "metric": "bleu"},
-                        timeout=10).text
+    page = requests.get(
+        server + "/leaderboard", params={"task": "pages", "dataset": "<d>", "metric": "bleu"}, timeout=10
+    ).text
     ranked, _, apart = page.partition("Not comparable with the above")
     assert ranked.index("first") < ranked.index("second") and "third" not in ranked and "third" in apart
     metrics = requests.get(server + "/leaderboard", params={"task": "pages", "dataset": "<d>"}, timeout=10).text
@@ -436,11 +504,20 @@ def test_upgrading_from_the_first_schema_keeps_and_counts_old_results(tmp_path):
     def seed(conn):
         conn.execute(text("INSERT INTO users (id, name, created_at) VALUES (1, 'old', 'x')"))
         for i, (v, h) in enumerate([(0.1, a), (0.3, a), (0.2, None)], start=1):
-            conn.execute(text("INSERT INTO records (id, record_id, user_id, task, dataset, project_name, status, "
-                              "submitted_at, body) VALUES (:i, :rid, 1, 't', 'd', :name, 'ok', 'x', '{}')"),
-                         {"i": i, "rid": f"sha256:{i:064x}", "name": f"p{i}"})
-            conn.execute(text("INSERT INTO results (record_pk, task, dataset, metric, hash, value) "
-                              "VALUES (:i, 't', 'd', 'bleu', :h, :v)"), {"i": i, "h": h, "v": v})
+            conn.execute(
+                text(
+                    "INSERT INTO records (id, record_id, user_id, task, dataset, project_name, status, "
+                    "submitted_at, body) VALUES (:i, :rid, 1, 't', 'd', :name, 'ok', 'x', '{}')"
+                ),
+                {"i": i, "rid": f"sha256:{i:064x}", "name": f"p{i}"},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO results (record_pk, task, dataset, metric, hash, value) "
+                    "VALUES (:i, 't', 'd', 'bleu', :h, :v)"
+                ),
+                {"i": i, "h": h, "v": v},
+            )
 
     db.write(seed)
     db.upgrade()

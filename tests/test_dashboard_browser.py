@@ -7,12 +7,11 @@ from urllib.parse import urlencode
 
 import pytest
 import requests
+from dashboard_support import fake_hash, make_record, make_verdict
 
 from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.server import start_in_thread
-
-from dashboard_support import fake_hash, make_record, make_verdict
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -31,25 +30,46 @@ def site(tmp_path_factory):
     url, stop = start_in_thread(db_url, allow_unsigned=True)
     a, b = fake_hash("coco-test-refs"), fake_hash("coco-test-refs-lowercased")
     recs = {
-        "alpha-system": (make_record({"bleu": (0.31, a)}, name="alpha-system", task="language-generation",
-                                     dataset="mscoco"), "alice"),
-        "beta-system": (make_record({"bleu": (0.27, a)}, name="beta-system", task="language-generation",
-                                    dataset="mscoco"), "bob"),
-        "gamma-system": (make_record({"bleu": (0.52, b)}, name="gamma-system", task="language-generation",
-                                     dataset="mscoco"), "carol"),
-        "delta-system": (make_record({"bleu": (0.60, None)}, name="delta-system", task="language-generation",
-                                     dataset="mscoco"), "carol"),
+        "alpha-system": (
+            make_record({"bleu": (0.31, a)}, name="alpha-system", task="language-generation", dataset="mscoco"),
+            "alice",
+        ),
+        "beta-system": (
+            make_record({"bleu": (0.27, a)}, name="beta-system", task="language-generation", dataset="mscoco"),
+            "bob",
+        ),
+        "gamma-system": (
+            make_record({"bleu": (0.52, b)}, name="gamma-system", task="language-generation", dataset="mscoco"),
+            "carol",
+        ),
+        "delta-system": (
+            make_record({"bleu": (0.60, None)}, name="delta-system", task="language-generation", dataset="mscoco"),
+            "carol",
+        ),
         # a metric no loaded plugin declares is kept in the record, never ranked: its name is on the record page
-        "xss": (make_record({XSS_METRIC: (0.5, a), "self-bleu": (0.5, a)}, name=XSS_PROJECT, task=XSS_TASK, dataset="<b>bold</b>",
-                            remote_url="javascript:alert(1)"), "carol"),
+        "xss": (
+            make_record(
+                {XSS_METRIC: (0.5, a), "self-bleu": (0.5, a)},
+                name=XSS_PROJECT,
+                task=XSS_TASK,
+                dataset="<b>bold</b>",
+                remote_url="javascript:alert(1)",
+            ),
+            "carol",
+        ),
     }
     for rec, user in recs.values():
-        r = requests.post(url + "/api/v1/records", json=rec, headers={"Authorization": f"Bearer {tokens[user]}"},
-                          timeout=10)
+        r = requests.post(
+            url + "/api/v1/records", json=rec, headers={"Authorization": f"Bearer {tokens[user]}"}, timeout=10
+        )
         assert r.status_code == 201, r.text
     alpha = recs["alpha-system"][0]
-    r = requests.post(f"{url}/api/v1/records/{alpha['id']}/reproductions", json=make_verdict(alpha["id"], value=0.31, h=a),
-                      headers={"Authorization": f"Bearer {tokens['bob']}"}, timeout=10)
+    r = requests.post(
+        f"{url}/api/v1/records/{alpha['id']}/reproductions",
+        json=make_verdict(alpha["id"], value=0.31, h=a),
+        headers={"Authorization": f"Bearer {tokens['bob']}"},
+        timeout=10,
+    )
     assert r.status_code == 201
     yield url, {k: v[0] for k, v in recs.items()}
     stop()
@@ -62,8 +82,10 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM,
-                              args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
         yield b
         b.close()
 

@@ -28,6 +28,7 @@ def test_readers_get_the_previous_value_while_one_rebuild_runs():
             if tag == "new":
                 release.wait(10)
             return tag
+
         return compute
 
     async def scenario():

@@ -10,7 +10,6 @@ import time
 
 import pytest
 import requests
-
 from dashboard_support import fake_hash, make_record
 
 pytestmark = pytest.mark.slow
@@ -66,9 +65,24 @@ def test_default_database_lives_in_xdg_data_home(cli, tmp_path):
 
 
 def _start_serve(*args: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "serve", *args, "--port", "0",
-                             "--no-access-log", "--allow-unsigned"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            "dashboard",
+            "serve",
+            *args,
+            "--port",
+            "0",
+            "--no-access-log",
+            "--allow-unsigned",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
     try:
         line = proc.stdout.readline().strip()
         assert line.startswith("http://127.0.0.1:"), (line, proc.stderr.read() if proc.poll() is not None else "")

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
+from dashboard_support import fake_hash, make_record, pg_schema_url
 from sqlalchemy import func, select
 
 from cotk_repro.dashboard import leaderboard as lb
@@ -15,8 +16,6 @@ from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.models import Record, Result
 from cotk_repro.dashboard.server import start_in_thread
-
-from dashboard_support import fake_hash, make_record, pg_schema_url
 
 pytestmark = pytest.mark.slow
 
@@ -36,9 +35,19 @@ def db_url(request, tmp_path):
 def test_fifty_clients_thousand_records_each_stored_once(db_url):
     db = open_database(db_url)
     tokens = [add_user(db, f"user{i}")[0] for i in range(5)]
-    url, stop = start_in_thread(db_url, allow_unsigned=True)  # default settings: the default rate limit must not get in the way
-    records = [make_record({"bleu": (i / RECORDS, fake_hash(f"refs-{i % 3}")), "distinct-1": (0.5, None)},
-                           name=f"sys{i}", task="concurrency", dataset="d", nonce=f"n{i}") for i in range(RECORDS)]
+    url, stop = start_in_thread(
+        db_url, allow_unsigned=True
+    )  # default settings: the default rate limit must not get in the way
+    records = [
+        make_record(
+            {"bleu": (i / RECORDS, fake_hash(f"refs-{i % 3}")), "distinct-1": (0.5, None)},
+            name=f"sys{i}",
+            task="concurrency",
+            dataset="d",
+            nonce=f"n{i}",
+        )
+        for i in range(RECORDS)
+    ]
     assert len({r["id"] for r in records}) == RECORDS
     jobs = [(i, r) for i, r in enumerate(records)] + [(RECORDS + i, records[i]) for i in range(DUPLICATES)]
     local = threading.local()
@@ -50,8 +59,12 @@ def test_fifty_clients_thousand_records_each_stored_once(db_url):
         session = getattr(local, "session", None)
         if session is None:
             session = local.session = requests.Session()
-        r = session.post(url + "/api/v1/records", json=rec, timeout=120,
-                         headers={"Authorization": f"Bearer {tokens[n % len(tokens)]}"})
+        r = session.post(
+            url + "/api/v1/records",
+            json=rec,
+            timeout=120,
+            headers={"Authorization": f"Bearer {tokens[n % len(tokens)]}"},
+        )
         with lock:
             statuses.append((rec["id"], r.status_code))
 

@@ -9,20 +9,27 @@ ranks below the clean, signed one, marked. Screenshots go to the test artifacts.
 
 from __future__ import annotations
 
-
 import pytest
 import requests
+from dashboard_support import fake_hash, make_record
+from test_dashboard_browser import browser  # noqa: F401 - the shared chromium fixture
 
 from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.server import start_in_thread
 
-from dashboard_support import fake_hash, make_record
-from test_dashboard_browser import browser  # noqa: F401, F811 - the shared chromium fixture
-
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-METRICS = ["bleu", "self-bleu", "distinct-1", "distinct-2", "ngram-entropy-1", "ngram-entropy-2", "meteor", "chrf",
-           "ter"]
+METRICS = [
+    "bleu",
+    "self-bleu",
+    "distinct-1",
+    "distinct-2",
+    "ngram-entropy-1",
+    "ngram-entropy-2",
+    "meteor",
+    "chrf",
+    "ter",
+]
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +48,12 @@ def site(tmp_path_factory):
     url, stop = start_in_thread(db_url, allow_unsigned=True)
     records = []
     for i, dirty in enumerate((False, True)):
-        rec = make_record({m: (0.1 + 0.01 * i + 0.001 * j, fake_hash(m)) for j, m in enumerate(METRICS)},
-                          name=f"a-rather-long-project-name-number-{i}", task="language-generation",
-                          dataset="mscoco-captions-2014")
+        rec = make_record(
+            {m: (0.1 + 0.01 * i + 0.001 * j, fake_hash(m)) for j, m in enumerate(METRICS)},
+            name=f"a-rather-long-project-name-number-{i}",
+            task="language-generation",
+            dataset="mscoco-captions-2014",
+        )
         if dirty:
             from cotk_repro.records.store import compute_id
 
@@ -51,8 +61,7 @@ def site(tmp_path_factory):
             rec["id"] = compute_id(rec)
         # the clean record is signed; the dirty one (better on every higher-is-better metric) is not
         body = rec if dirty else {"record": rec, "signature": sign_record(rec, key_from_path(key, "test"))}
-        r = requests.post(url + "/api/v1/records", json=body, headers={"Authorization": f"Bearer {token}"},
-                          timeout=60)
+        r = requests.post(url + "/api/v1/records", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=60)
         assert r.status_code == 201, r.text
         records.append(rec)
     yield url, records
@@ -65,8 +74,9 @@ def _no_page_overflow(page) -> None:
 
 
 @pytest.mark.parametrize("width", [1024, 1600])
-def test_wide_tables_scroll_inside_their_box_and_the_record_page_says_how_to_reproduce(site, browser, width,
-                                                                                        artifacts_dir):
+def test_wide_tables_scroll_inside_their_box_and_the_record_page_says_how_to_reproduce(
+    site, browser, width, artifacts_dir
+):
     url, records = site
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
@@ -108,8 +118,9 @@ def test_reproduce_command_uses_the_requests_own_address_not_a_cached_one(site):
     rid = records[0]["id"]
     port = url.rsplit(":", 1)[1]
     first = requests.get(f"http://localhost:{port}/records/{rid}", timeout=10).text
-    second = requests.get(f"http://127.0.0.1:{port}/records/{rid}", headers={"Host": "evil.example\"><x"},
-                          timeout=10).text
+    second = requests.get(
+        f"http://127.0.0.1:{port}/records/{rid}", headers={"Host": 'evil.example"><x'}, timeout=10
+    ).text
     third = requests.get(f"http://127.0.0.1:{port}/records/{rid}", timeout=10).text
     assert f"cotk-repro reproduce http://localhost:{port}/records/{rid}" in first
     assert 'evil.example"><x' not in second  # a hostile Host header is never markup (and stays in its response)
@@ -133,8 +144,10 @@ def test_a_dirty_record_with_the_better_score_ranks_below_the_clean_signed_one(s
 
         page.goto(f"{url}/leaderboard?task=language-generation&dataset=mscoco-captions-2014&metric=bleu")
         entries = page.locator("tr.entry")
-        assert [entries.nth(i).get_attribute("data-record") for i in range(entries.count())] == \
-            [clean["id"], dirty["id"]]
+        assert [entries.nth(i).get_attribute("data-record") for i in range(entries.count())] == [
+            clean["id"],
+            dirty["id"],
+        ]
         assert entries.nth(1).locator(".badge.dirty").is_visible()
         assert [entries.nth(i).locator("td.num").first.inner_text() for i in range(2)] == ["1", "2"]
     finally:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+from dashboard_support import fake_hash, make_record, pg_schema_url
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.server import start_in_thread
-
-from dashboard_support import fake_hash, make_record, pg_schema_url
 
 pytestmark = pytest.mark.slow
 
@@ -35,8 +34,12 @@ def live(request, tmp_path_factory):
     import requests
 
     rec = make_record({"bleu": (0.3, fake_hash("f")), "perplexity": (12.0, None)})
-    assert requests.post(url + "/api/v1/records", json=rec, headers={"Authorization": f"Bearer {token}"},
-                         timeout=10).status_code == 201
+    assert (
+        requests.post(
+            url + "/api/v1/records", json=rec, headers={"Authorization": f"Bearer {token}"}, timeout=10
+        ).status_code
+        == 201
+    )
     yield url, token
     stop()
     for _ in gen:  # drop the PostgreSQL schema
@@ -55,5 +58,6 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_api_never_answers_5xx(case, live):
     url, token = live
-    case.call_and_validate(base_url=url, headers={"Authorization": f"Bearer {token}"}, checks=[not_a_server_error],
-                           timeout=30)
+    case.call_and_validate(
+        base_url=url, headers={"Authorization": f"Bearer {token}"}, checks=[not_a_server_error], timeout=30
+    )

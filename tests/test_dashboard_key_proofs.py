@@ -76,8 +76,11 @@ def registered(db_url) -> dict[str, str]:
     """fingerprint -> user name of every key stored."""
     db = open_database(db_url, migrate=False)
     try:
-        return dict(db.read(lambda c: c.execute(select(SshKey.fingerprint, User.name)
-                                                .join(User, User.id == SshKey.user_id)).all()))
+        return dict(
+            db.read(
+                lambda c: c.execute(select(SshKey.fingerprint, User.name).join(User, User.id == SshKey.user_id)).all()
+            )
+        )
     finally:
         db.dispose()
 
@@ -97,11 +100,17 @@ def test_mallory_cannot_register_alices_public_key_and_alice_can(server, people,
         assert alice["fp"] not in registered(db_url)
 
     # 1. alice's public key, no proof at all
-    refused(requests.post(server + API + "/keys", json={"public_key": alice["pub"]}, headers=m, timeout=10),
-            422, "only with proof that you hold it")
+    refused(
+        requests.post(server + API + "/keys", json={"public_key": alice["pub"]}, headers=m, timeout=10),
+        422,
+        "only with proof that you hold it",
+    )
     # 2. a proof made by mallory's own key over mallory's own challenge
-    refused(prove_key(server, mallory["token"], mallory["path"], public_key=alice["pub"]), 403,
-            f"signed by the key {mallory['fp']}, not by the key {alice['fp']}")
+    refused(
+        prove_key(server, mallory["token"], mallory["path"], public_key=alice["pub"]),
+        403,
+        f"signed by the key {mallory['fp']}, not by the key {alice['fp']}",
+    )
     # 3. alice's genuine signature, but over another challenge (alice's own, earlier)
     alices = challenge_for(server, alice["token"])
     old_sig = sign_text(alices["challenge"], alice["path"])
@@ -124,8 +133,11 @@ def test_mallory_cannot_register_alices_public_key_and_alice_can(server, people,
 
     # alice registers her key with a valid proof, through the CLI (ssh-keygen signs)
     home = tmp_path / "alice-home"
-    env = {**key_env(alice["path"], home), "XDG_CONFIG_HOME": str(home / ".config"),
-           "COTK_REPRO_DASHBOARD_TOKEN": alice["token"]}
+    env = {
+        **key_env(alice["path"], home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "COTK_REPRO_DASHBOARD_TOKEN": alice["token"],
+    }
     res = run_cli("keys", "add", "--dashboard", server, "--json", env=env, timeout=120)
     assert res.returncode == 0, res
     out = json.loads(res.stdout)
@@ -157,15 +169,19 @@ def test_expired_reused_and_unknown_challenges_are_refused(server, people, db_ur
     # expired: the challenge's expiry moved into the past
     db = open_database(db_url, migrate=False)
     try:
-        db.write(lambda c: c.execute(update(KeyChallenge).where(KeyChallenge.nonce == issued["nonce"])
-                                     .values(expires_epoch=1)))
+        db.write(
+            lambda c: c.execute(
+                update(KeyChallenge).where(KeyChallenge.nonce == issued["nonce"]).values(expires_epoch=1)
+            )
+        )
     finally:
         db.dispose()
     r = prove_key(server, alice["token"], second, text=issued["challenge"], nonce=issued["nonce"])
     assert r.status_code == 422 and "expired" in r.json()["detail"] and fp not in registered(db_url)
     # unknown nonce
-    r = prove_key(server, alice["token"], second, text=issued["challenge"].replace(issued["nonce"], "x" * 43),
-                  nonce="x" * 43)
+    r = prove_key(
+        server, alice["token"], second, text=issued["challenge"].replace(issued["nonce"], "x" * 43), nonce="x" * 43
+    )
     assert r.status_code == 422 and "no such key registration challenge" in r.json()["detail"]
     # a valid one works once; the same proof again is refused as used
     fresh = challenge_for(server, alice["token"])
@@ -183,8 +199,13 @@ def test_the_client_refuses_to_sign_a_challenge_naming_another_dashboard_or_user
         check_challenge(text, dashboard="https://evil.example", user="alice")
     with pytest.raises(ChallengeError, match="names the user 'alice', not 'bob'"):
         check_challenge(text, dashboard="https://dash.example", user="bob")
-    for bad in (text + "extra: x\n", text.replace("user: alice", "user: al ice"), 42, "x" * 3000,
-                text.replace("\n", "\r\n")):
+    for bad in (
+        text + "extra: x\n",
+        text.replace("user: alice", "user: al ice"),
+        42,
+        "x" * 3000,
+        text.replace("\n", "\r\n"),
+    ):
         with pytest.raises(ChallengeError):
             check_challenge(bad, dashboard="https://dash.example", user="alice")
 
@@ -210,42 +231,73 @@ def _old_dashboard(db_url: str, tmp_path):
 
     def users(conn):
         for n in ("alice", "mallory", "bob"):
-            ids[n] = conn.execute(insert(User).values(name=n, created_at="2026-01-01T00:00:00.000Z")
-                                  ).inserted_primary_key[0]
-            conn.execute(insert(Token).values(user_id=ids[n], token_hash=hash_token(tokens[n]),
-                                              created_at="2026-01-01T00:00:00.000Z"))
+            ids[n] = conn.execute(
+                insert(User).values(name=n, created_at="2026-01-01T00:00:00.000Z")
+            ).inserted_primary_key[0]
+            conn.execute(
+                insert(Token).values(
+                    user_id=ids[n], token_hash=hash_token(tokens[n]), created_at="2026-01-01T00:00:00.000Z"
+                )
+            )
         bpub = bob_key.with_suffix(".pub")
         for owner, pub, fp in ((ids["mallory"], apub, afp), (ids["bob"], bpub, fingerprint_of(bpub))):
             t, b = pub.read_text().split()[:2]
-            conn.execute(insert(SshKey.__table__).values(user_id=owner, fingerprint=fp, key_type=t,
-                                                         public_key=f"{t} {b}", comment="",
-                                                         created_at="2026-01-02T00:00:00.000Z"))
+            conn.execute(
+                insert(SshKey.__table__).values(
+                    user_id=owner,
+                    fingerprint=fp,
+                    key_type=t,
+                    public_key=f"{t} {b}",
+                    comment="",
+                    created_at="2026-01-02T00:00:00.000Z",
+                )
+            )
 
     db.write(users)
-    recs = {"alices": make_record({"bleu": (0.4, H)}, task="old", dataset="d", name="alices-system"),
-            "bobs": make_record({"bleu": (0.2, H)}, task="old", dataset="d", name="bobs-system")}
-    signer = {"alices": (alice_key, ids["mallory"], afp), "bobs": (bob_key, ids["bob"], fingerprint_of(
-        bob_key.with_suffix(".pub")))}
-    pending = [PendingRecord(record_id=r["id"], task="old", dataset="d", project_name=r["project"]["name"],
-                             status="ok", body=dumps(r), results=(("bleu", r["results"]["bleu"]["value"], H),),
-                             owner_id=signer[k][1], uploader_id=signer[k][1],
-                             signature=sign_record(r, key_from_path(signer[k][0], "t")), fingerprint=signer[k][2])
-               for k, r in recs.items()]
+    recs = {
+        "alices": make_record({"bleu": (0.4, H)}, task="old", dataset="d", name="alices-system"),
+        "bobs": make_record({"bleu": (0.2, H)}, task="old", dataset="d", name="bobs-system"),
+    }
+    signer = {
+        "alices": (alice_key, ids["mallory"], afp),
+        "bobs": (bob_key, ids["bob"], fingerprint_of(bob_key.with_suffix(".pub"))),
+    }
+    pending = [
+        PendingRecord(
+            record_id=r["id"],
+            task="old",
+            dataset="d",
+            project_name=r["project"]["name"],
+            status="ok",
+            body=dumps(r),
+            results=(("bleu", r["results"]["bleu"]["value"], H),),
+            owner_id=signer[k][1],
+            uploader_id=signer[k][1],
+            signature=sign_record(r, key_from_path(signer[k][0], "t")),
+            fingerprint=signer[k][2],
+        )
+        for k, r in recs.items()
+    ]
     db.write(lambda conn: write_old_records(conn, pending))
 
     def repro(conn):
-        pk = conn.execute(select(Record.id)
-                          .where(Record.record_id
-                                 == recs["bobs"]["id"])).scalar()
+        pk = conn.execute(select(Record.id).where(Record.record_id == recs["bobs"]["id"])).scalar()
         v = {"record_id": recs["bobs"]["id"], "verdict": "reproduced"}
-        conn.execute(insert(Reproduction.__table__).values(
-            record_pk=pk, user_id=ids["mallory"], submitted_at="2026-01-03T00:00:00.000Z", verdict="reproduced",
-            body=json.dumps({**v, "verdict": "reproduced"}), client_verdict="reproduced",
-            signature=sign_reproduction(v, key_from_path(alice_key, "t")), key_fingerprint=afp, by_author=False,
-            superseded=False))
-        conn.execute(update(Record.__table__)
-                     .where(Record.id == pk)
-                     .values(reproduced_by=1))
+        conn.execute(
+            insert(Reproduction.__table__).values(
+                record_pk=pk,
+                user_id=ids["mallory"],
+                submitted_at="2026-01-03T00:00:00.000Z",
+                verdict="reproduced",
+                body=json.dumps({**v, "verdict": "reproduced"}),
+                client_verdict="reproduced",
+                signature=sign_reproduction(v, key_from_path(alice_key, "t")),
+                key_fingerprint=afp,
+                by_author=False,
+                superseded=False,
+            )
+        )
+        conn.execute(update(Record.__table__).where(Record.id == pk).values(reproduced_by=1))
 
     db.write(repro)
     assert db.current_revision() == "0004"
@@ -255,7 +307,8 @@ def _old_dashboard(db_url: str, tmp_path):
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def test_migration_a_squatted_key_signs_nothing_until_alice_proves_it_then_moves_with_its_records(
-        kind, tmp_path, tmp_path_factory):
+    kind, tmp_path, tmp_path_factory
+):
     class Req:
         param = kind
 
@@ -277,8 +330,11 @@ def test_migration_a_squatted_key_signs_nothing_until_alice_proves_it_then_moves
             assert r.status_code == 403 and "without proof" in r.json()["detail"], r.text
             # alice proves possession through the CLI: the key moves to her with what it signed
             home = tmp_path / "alice-home"
-            env = {**key_env(old["alice_key"], home), "XDG_CONFIG_HOME": str(home / ".config"),
-                   "COTK_REPRO_DASHBOARD_TOKEN": tokens["alice"]}
+            env = {
+                **key_env(old["alice_key"], home),
+                "XDG_CONFIG_HOME": str(home / ".config"),
+                "COTK_REPRO_DASHBOARD_TOKEN": tokens["alice"],
+            }
             res = run_cli("keys", "add", "--dashboard", url, env=env, timeout=120)
             assert res.returncode == 0 and "registered to mallory without proof" in res.stderr, res
             after = requests.get(url + API + "/records/" + recs["alices"]["id"], timeout=10).json()
@@ -295,8 +351,17 @@ def test_migration_a_squatted_key_signs_nothing_until_alice_proves_it_then_moves
             assert r.status_code == 201 and r.json()["owner"] == "alice", r.text
             db = open_database(db_url, migrate=False)
             try:
-                audit = db.read(lambda c: c.execute(select(KeyAudit.fingerprint, KeyAudit.action, KeyAudit.records,
-                                                           KeyAudit.reproductions, KeyAudit.detail)).all())
+                audit = db.read(
+                    lambda c: c.execute(
+                        select(
+                            KeyAudit.fingerprint,
+                            KeyAudit.action,
+                            KeyAudit.records,
+                            KeyAudit.reproductions,
+                            KeyAudit.detail,
+                        )
+                    ).all()
+                )
             finally:
                 db.dispose()
             assert [tuple(a[:4]) for a in audit] == [(afp, "moved", 1, 1)] and "mallory" in audit[0][4]
@@ -325,8 +390,12 @@ def test_login_register_key_signs_the_challenge_through_ssh_agent(server, people
     home = tmp_path / "agnes-home"
     with ssh_agent(tmp_path) as agent:
         agent_add(key, "s3cret", agent, tmp_path)
-        env = {**key_env(key.with_suffix(".pub"), home), **agent, "XDG_CONFIG_HOME": str(home / ".config"),
-               "COTK_REPRO_DASHBOARD_TOKEN": ""}
+        env = {
+            **key_env(key.with_suffix(".pub"), home),
+            **agent,
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "COTK_REPRO_DASHBOARD_TOKEN": "",
+        }
         res = run_cli("login", "--dashboard", server, "--token", token, "--register-key", env=env, timeout=120)
     assert res.returncode == 0, res
     fp = fingerprint_of(key.with_suffix(".pub"))

@@ -86,14 +86,26 @@ def test_the_cache_is_bounded_in_bytes(seeded):
 def test_junk_authorization_headers_share_the_clients_anonymous_read_bucket(seeded):
     url, tokens, _records = seeded
     with TestClient(create_app(url, rate_limit=None, read_rate_limit="5/60", migrate=False)) as c:
-        codes = [c.get(API + "/health", headers={"Authorization": value}).status_code
-                 for value in ("Bearer junk1", "Bearer junk2", "junk", "Basic YTpi", "Bearer cotk_nope",
-                               "bearer x", "Bearer", "")]
+        codes = [
+            c.get(API + "/health", headers={"Authorization": value}).status_code
+            for value in (
+                "Bearer junk1",
+                "Bearer junk2",
+                "junk",
+                "Basic YTpi",
+                "Bearer cotk_nope",
+                "bearer x",
+                "Bearer",
+                "",
+            )
+        ]
         assert codes == [200] * 5 + [429] * 3
         assert c.get(API + "/health").status_code == 429  # and no header at all: the same bucket
         # a valid token is its own user's bucket, whatever the scheme's case
-        alice = [c.get(API + "/health", headers={"Authorization": f"{scheme} {tokens['alice']}"}).status_code
-                 for scheme in ("Bearer", "bearer", "BEARER", "BeArEr", "bearer", "Bearer")]
+        alice = [
+            c.get(API + "/health", headers={"Authorization": f"{scheme} {tokens['alice']}"}).status_code
+            for scheme in ("Bearer", "bearer", "BEARER", "BeArEr", "bearer", "Bearer")
+        ]
         assert alice == [200] * 5 + [429]
         assert c.get(API + "/health", headers={"Authorization": f"Bearer {tokens['bob']}"}).status_code == 200
 
@@ -104,10 +116,13 @@ def test_one_token_gets_one_write_bucket_whatever_the_schemes_case(seeded):
         codes = []
         for scheme in ("Bearer", "bearer", "BEARER", "bEARER"):
             rec = make_record({"bleu": (0.5, H)}, task="limits-w", dataset="d")
-            codes.append(c.post(API + "/records", json=rec,
-                                headers={"Authorization": f"{scheme} {tokens['bob']}"}).status_code)
+            codes.append(
+                c.post(API + "/records", json=rec, headers={"Authorization": f"{scheme} {tokens['bob']}"}).status_code
+            )
         assert codes == [201, 201, 201, 429]
         # junk tokens do not open buckets of their own: they share the client's, which they drain
-        junk = [c.post(API + "/records", json={}, headers={"Authorization": f"Bearer junk{i}"}).status_code
-                for i in range(4)]
+        junk = [
+            c.post(API + "/records", json={}, headers={"Authorization": f"Bearer junk{i}"}).status_code
+            for i in range(4)
+        ]
         assert junk == [401, 401, 401, 429]

@@ -39,9 +39,15 @@ def upload(client, results, **kw):
 
 def test_look_alike_metric_names_are_refused_and_the_real_one_keeps_its_board(client):
     assert upload(client, {"bleu": (0.3, H)}, task="names-m", dataset="d").status_code == 201
-    for spelling, words in (("bleu\u200b", "U+200B"), ("bl\u0435u", "looks like 'bleu'"), ("\u202eueLb", "U+202E"),
-                            ("bleu\n", "U+000A"), ("BLEU", "differs only by case from 'bleu'"),
-                            ("\uff42\uff4c\uff45\uff55", "not in Unicode NFKC form"), ("b1eu", "looks like 'bleu'")):
+    for spelling, words in (
+        ("bleu\u200b", "U+200B"),
+        ("bl\u0435u", "looks like 'bleu'"),
+        ("\u202eueLb", "U+202E"),
+        ("bleu\n", "U+000A"),
+        ("BLEU", "differs only by case from 'bleu'"),
+        ("\uff42\uff4c\uff45\uff55", "not in Unicode NFKC form"),
+        ("b1eu", "looks like 'bleu'"),
+    ):
         r = upload(client, {spelling: (0.42, H)}, task="names-m", dataset="d")
         assert r.status_code == 422, (spelling, r.text)
         detail = r.json()["detail"]
@@ -53,15 +59,24 @@ def test_look_alike_metric_names_are_refused_and_the_real_one_keeps_its_board(cl
     assert [sorted(m if isinstance(m, str) else m["metric"] for m in t["metrics"]) for t in tasks] == [["bleu"]]
     board = client.get(API + "/leaderboard", params={"task": "names-m", "dataset": "d", "metric": "my-own-metric"})
     assert board.status_code == 200 and board.json()["groups"] == []
-    assert len(client.get(API + "/leaderboard", params={"task": "names-m", "dataset": "d", "metric": "bleu"}
-                          ).json()["groups"][0]["entries"]) == 2
+    assert (
+        len(
+            client.get(API + "/leaderboard", params={"task": "names-m", "dataset": "d", "metric": "bleu"}).json()[
+                "groups"
+            ][0]["entries"]
+        )
+        == 2
+    )
 
 
-@pytest.mark.parametrize("field,first,others", [
-    ("task", "summarize", ["Summarize", "SUMMARIZE", "summ\u0430rize", "summarize\u200d", "summarize\u2028"]),
-    ("dataset", "coco", ["COCO", "c\u043eco", "coco\t", "\ufeffcoco"]),
-    ("name", "my-system", ["My-System", "my-\u0455ystem", "my-system\u202e"]),
-])
+@pytest.mark.parametrize(
+    "field,first,others",
+    [
+        ("task", "summarize", ["Summarize", "SUMMARIZE", "summ\u0430rize", "summarize\u200d", "summarize\u2028"]),
+        ("dataset", "coco", ["COCO", "c\u043eco", "coco\t", "\ufeffcoco"]),
+        ("name", "my-system", ["My-System", "my-\u0455ystem", "my-system\u202e"]),
+    ],
+)
 def test_task_dataset_and_project_names_are_identifiers(client, field, first, others):
     def rec(value):
         kw = {"task": "names-t", "dataset": "names-d", "name": "names-p"}
@@ -80,9 +95,13 @@ def test_user_names_are_matched_in_full_and_kept_apart(db_url, tmp_path):
     db = open_database(db_url)
     try:
         add_user(db, "walter")
-        for bad, words in (("walter\n", "not a valid user name"), ("WALTER", "differs only by case from 'walter'"),
-                           ("wa1ter", "looks like 'walter'"), ("waIter", "looks like 'walter'"),
-                           ("w\u0430lter", "not a valid user name")):
+        for bad, words in (
+            ("walter\n", "not a valid user name"),
+            ("WALTER", "differs only by case from 'walter'"),
+            ("wa1ter", "looks like 'walter'"),
+            ("waIter", "looks like 'walter'"),
+            ("w\u0430lter", "not a valid user name"),
+        ):
             with pytest.raises(AuthError, match=words):
                 add_user(db, bad)
         assert [u["name"] for u in list_users(db)].count("walter") == 1
@@ -98,8 +117,14 @@ def test_user_names_are_matched_in_full_and_kept_apart(db_url, tmp_path):
 
 
 def test_the_skeleton_comes_from_the_confusables_table():
-    same = [("bleu", "bl\u0435u"), ("bleu", "b1eu"), ("bleu", "bIeu"), ("coco", "COCO"), ("mouse", "rnouse"),
-            ("perplexity", "perp\u217cexity")]
+    same = [
+        ("bleu", "bl\u0435u"),
+        ("bleu", "b1eu"),
+        ("bleu", "bIeu"),
+        ("coco", "COCO"),
+        ("mouse", "rnouse"),
+        ("perplexity", "perp\u217cexity"),
+    ]
     for a, b in same:
         assert keys(a) & keys(b), (a, b)
     for a, b in (("bleu", "self-bleu"), ("distinct-2", "distinct-3"), ("rouge-l", "rouge-1x")):
@@ -118,9 +143,26 @@ def test_upgrading_registers_the_names_already_stored(tmp_path):
     token = add_user(db, "old")[0]
     uid = db.read(lambda c: c.exec_driver_sql("SELECT id FROM users").scalar())
     rec = make_record({"bleu": (0.3, H)}, task="oldtask", dataset="olddata", name="oldproj")
-    db.write(lambda conn: write_old_records(conn, [PendingRecord(
-        record_id=rec["id"], task="oldtask", dataset="olddata", project_name="oldproj", status="ok", body=dumps(rec),
-        results=(("bleu", 0.3, H),), owner_id=uid, uploader_id=uid, signature=None, fingerprint=None)]))
+    db.write(
+        lambda conn: write_old_records(
+            conn,
+            [
+                PendingRecord(
+                    record_id=rec["id"],
+                    task="oldtask",
+                    dataset="olddata",
+                    project_name="oldproj",
+                    status="ok",
+                    body=dumps(rec),
+                    results=(("bleu", 0.3, H),),
+                    owner_id=uid,
+                    uploader_id=uid,
+                    signature=None,
+                    fingerprint=None,
+                )
+            ],
+        )
+    )
     db.dispose()
     with TestClient(create_app(url, rate_limit=None, allow_unsigned=True)) as c:  # upgrades to head
         c.headers["Authorization"] = f"Bearer {token}"
@@ -142,8 +184,16 @@ def test_look_alikes_uploaded_at_the_same_time_one_wins(db_url):
     db = open_database(db_url)
     token = add_user(db, "racer")[0]
     db.dispose()
-    spellings = ["race-proj", "RACE-PROJ", "race-pr\u043ej", "Race-Proj", "r\u0430ce-proj", "race-Proj",
-                 "rac\u0435-proj", "RACE-proj"]
+    spellings = [
+        "race-proj",
+        "RACE-PROJ",
+        "race-pr\u043ej",
+        "Race-Proj",
+        "r\u0430ce-proj",
+        "race-Proj",
+        "rac\u0435-proj",
+        "RACE-proj",
+    ]
     bodies = [make_record({"bleu": (0.2, H)}, task="race", dataset="d", name=s) for s in spellings]
     url, stop = start_in_thread(db_url, rate_limit=None, allow_unsigned=True, migrate=False)
     codes: dict[str, int] = {}
@@ -151,8 +201,9 @@ def test_look_alikes_uploaded_at_the_same_time_one_wins(db_url):
 
     def send(spelling, body):
         barrier.wait()
-        codes[spelling] = requests.post(url + API + "/records", json=body, timeout=30,
-                                        headers={"Authorization": f"Bearer {token}"}).status_code
+        codes[spelling] = requests.post(
+            url + API + "/records", json=body, timeout=30, headers={"Authorization": f"Bearer {token}"}
+        ).status_code
 
     try:
         threads = [threading.Thread(target=send, args=(s, b)) for s, b in zip(spellings, bodies)]

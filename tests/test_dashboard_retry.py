@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from test_reproduce_support import free_port, http_double
 
 from cotk_repro.remote.dashboard import DashboardClient, DashboardError
-from test_reproduce_support import free_port, http_double
 
 
 def test_busy_server_is_retried_for_uploads_but_a_reproduction_is_sent_once():

@@ -9,17 +9,16 @@ import math
 
 import pytest
 import requests
-
 from conftest import run_cli
 from dashboard_support import db_url_for, fake_hash, make_record, prove_key
 from signing_support import fingerprint_of, make_key
 
 from cotk_repro import __version__
+from cotk_repro.core.signing import key_from_path, sign_record, sign_reproduction
 from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.identity import add_key, revoke_key
 from cotk_repro.dashboard.server import start_in_thread
-from cotk_repro.core.signing import key_from_path, sign_record, sign_reproduction
 
 API = "/api/v1"
 H = fake_hash("coco-test-refs")
@@ -78,13 +77,24 @@ def get(server, rid):
 
 def rerun_verdict(record, value, claimed="reproduced", h=H, metric="bleu"):
     """A reproduction as `reproduce --json` writes it, its rerun measuring ``value``."""
-    return {"schema": "cotk-repro/reproduction", "schema_version": 1, "record_id": record["id"], "verdict": claimed,
-            "runtime": "docker", "metrics": [], "environment_differences": [],
-            "tolerances": {metric: {"rtol": 1e-6, "atol": 1e-12}},
-            "rerun": {"results": {metric: {"value": value, "hash": h, "signature": None, "metric": metric,
-                                           "version": "1"}},
-                      "python": "3.11.2", "started_at": "2026-01-01T00:00:00Z", "duration_s": 1.0},
-            "error": None, "cotk_repro_version": __version__}
+    return {
+        "schema": "cotk-repro/reproduction",
+        "schema_version": 1,
+        "record_id": record["id"],
+        "verdict": claimed,
+        "runtime": "docker",
+        "metrics": [],
+        "environment_differences": [],
+        "tolerances": {metric: {"rtol": 1e-6, "atol": 1e-12}},
+        "rerun": {
+            "results": {metric: {"value": value, "hash": h, "signature": None, "metric": metric, "version": "1"}},
+            "python": "3.11.2",
+            "started_at": "2026-01-01T00:00:00Z",
+            "duration_s": 1.0,
+        },
+        "error": None,
+        "cotk_repro_version": __version__,
+    }
 
 
 def reproduce(server, record, user, value, claimed="reproduced", signer=None):
@@ -122,8 +132,9 @@ def test_unsigned_accepted_when_configured_shown_unsigned_then_claimed_by_the_si
     rec = make_record({"bleu": (0.2, H)}, task="open", dataset="d")
     r = post(open_server, rec, bob)  # bob uploads alice's record unsigned first
     assert r.status_code == 201 and r.json()["signed"] is False and r.json()["owner"] == "bob"
-    board = requests.get(open_server + API + "/leaderboard", params={"task": "open", "dataset": "d", "metric": "bleu"},
-                         timeout=10).json()
+    board = requests.get(
+        open_server + API + "/leaderboard", params={"task": "open", "dataset": "d", "metric": "bleu"}, timeout=10
+    ).json()
     [entry] = board["groups"][0]["entries"]
     assert entry["signed"] is False and entry["signer"] is None
     # the author's signed upload takes it over: whoever uploads first no longer owns it
@@ -172,10 +183,10 @@ def _blob_with_key_type(sig_text: str, key_type: bytes) -> str:
     body = "".join(sig_text.strip().splitlines()[1:-1])
     blob = base64.b64decode(body)
     pub_len = int.from_bytes(blob[10:14], "big")
-    pub = blob[14:14 + pub_len]
+    pub = blob[14 : 14 + pub_len]
     old_type_len = int.from_bytes(pub[:4], "big")
-    new_pub = len(key_type).to_bytes(4, "big") + key_type + pub[4 + old_type_len:]
-    new = blob[:10] + len(new_pub).to_bytes(4, "big") + new_pub + blob[14 + pub_len:]
+    new_pub = len(key_type).to_bytes(4, "big") + key_type + pub[4 + old_type_len :]
+    new = blob[:10] + len(new_pub).to_bytes(4, "big") + new_pub + blob[14 + pub_len :]
     return "-----BEGIN SSH SIGNATURE-----\n" + base64.b64encode(new).decode() + "\n-----END SSH SIGNATURE-----\n"
 
 
@@ -191,8 +202,9 @@ def test_unknown_key_type_and_malformed_signature(server, users):
     r = post(server, {"record": rec, "signature": 42}, alice)
     assert r.status_code == 422
     # an unknown key type cannot be registered either
-    r = requests.post(server + API + "/keys", json={"public_key": "ssh-dss AAAAB3NzaC1kc3MAAA== x"},
-                      headers=auth(alice), timeout=10)
+    r = requests.post(
+        server + API + "/keys", json={"public_key": "ssh-dss AAAAB3NzaC1kc3MAAA== x"}, headers=auth(alice), timeout=10
+    )
     assert r.status_code == 422
 
 
@@ -203,12 +215,17 @@ def test_keys_and_signatures_a_database_cannot_store_are_refused_not_a_500(serve
     odd = make_key(tmp_path / "odd").with_suffix(".pub")
     pub = odd.read_text().split()
     sig = sign_record(make_record({"bleu": (0.2, H)}, task="nonascii", dataset="d"), alice["key"])
-    for line in (f"{pub[0]} {pub[1][:20]}\u00a3{pub[1][20:]}", "ssh-ed25519 \u00c0\u00a8 x",
-                 f"{pub[0]} {pub[1]} bad\x00comment", f"{pub[0]} {pub[1]} lone\ud861surrogate",
-                 f"{pub[0]} {pub[1]} two\nlines"):
+    for line in (
+        f"{pub[0]} {pub[1][:20]}\u00a3{pub[1][20:]}",
+        "ssh-ed25519 \u00c0\u00a8 x",
+        f"{pub[0]} {pub[1]} bad\x00comment",
+        f"{pub[0]} {pub[1]} lone\ud861surrogate",
+        f"{pub[0]} {pub[1]} two\nlines",
+    ):
         body = json.dumps({"public_key": line})  # json.dumps escapes the lone surrogate as JSON allows
-        r = requests.post(server + API + "/keys", data=body, timeout=10,
-                          headers={**auth(alice), "Content-Type": "application/json"})
+        r = requests.post(
+            server + API + "/keys", data=body, timeout=10, headers={**auth(alice), "Content-Type": "application/json"}
+        )
         assert r.status_code == 422, (line, r.status_code, r.text)
     listed = requests.get(server + API + "/users/alice/keys", timeout=10).json()
     assert fingerprint_of(odd) not in [k["fingerprint"] for k in listed]
@@ -237,8 +254,14 @@ def test_server_computes_the_verdict_and_counts_distinct_reproducers(server, use
     assert got["reproduced_by"] == 2
     current = [x for x in got["reproductions"] if not x["superseded"]]
     assert sorted((x["user"], x["by_author"], x["verdict"]["verdict"]) for x in current) == [
-        ("alice", True, "reproduced"), ("bob", False, "reproduced"), ("carol", False, "reproduced")]
-    assert [x["verdict"]["verdict"] for x in got["reproductions"] if x["user"] == "bob"] == ["not reproduced", "reproduced"]
+        ("alice", True, "reproduced"),
+        ("bob", False, "reproduced"),
+        ("carol", False, "reproduced"),
+    ]
+    assert [x["verdict"]["verdict"] for x in got["reproductions"] if x["user"] == "bob"] == [
+        "not reproduced",
+        "reproduced",
+    ]
     assert all(x["signed"] for x in got["reproductions"])
     # the leaderboard agrees, and ?reproduced=1 keeps only independently reproduced entries
     other = make_record({"bleu": (0.9, H)}, task="repro", dataset="d")
@@ -246,8 +269,10 @@ def test_server_computes_the_verdict_and_counts_distinct_reproducers(server, use
     q = {"task": "repro", "dataset": "d", "metric": "bleu"}
     board = requests.get(server + API + "/leaderboard", params=q, timeout=10).json()
     entries = board["groups"][0]["entries"]
-    assert [(e["id"], e["signer"], e["reproduced_by"]) for e in entries] == [(other["id"], "bob", 0),
-                                                                              (rec["id"], "alice", 2)]
+    assert [(e["id"], e["signer"], e["reproduced_by"]) for e in entries] == [
+        (other["id"], "bob", 0),
+        (rec["id"], "alice", 2),
+    ]
     assert entries[1]["reproductions"] == 2  # bob's latest and carol's latest; alice's rerun apart
     only = requests.get(server + API + "/leaderboard", params={**q, "reproduced": 1}, timeout=10).json()
     assert [e["id"] for g in only["groups"] for e in g["entries"]] == [rec["id"]]
@@ -275,10 +300,12 @@ def test_a_tolerance_above_the_cap_is_refused_naming_the_metric(server, users):
     alice, bob = users["alice"], users["bob"]
     rec = make_record({"bleu": (0.3, H)}, task="tolerance", dataset="d")
     assert post(server, signed(rec, alice), alice).status_code == 201
-    attacks = [{"tolerances": {"bleu": {"rtol": 10.0, "atol": 1e-12}}},
-               {"tolerances": {"bleu": {"rtol": 1e-6, "atol": 1.0}}},
-               {"tolerances": {"bleu": {"rtol": 0.0100001}}},  # just above the cap
-               {"row_tolerance": {"rtol": 0.5, "atol": 0.5}}]  # no 'tolerances': the metric rows' own
+    attacks = [
+        {"tolerances": {"bleu": {"rtol": 10.0, "atol": 1e-12}}},
+        {"tolerances": {"bleu": {"rtol": 1e-6, "atol": 1.0}}},
+        {"tolerances": {"bleu": {"rtol": 0.0100001}}},  # just above the cap
+        {"row_tolerance": {"rtol": 0.5, "atol": 0.5}},
+    ]  # no 'tolerances': the metric rows' own
     for attack in attacks:
         r = _repro_with(server, rec, bob, 0.01, **attack)  # a rerun 30x off
         assert r.status_code == 422, (attack, r.text)
@@ -287,8 +314,10 @@ def test_a_tolerance_above_the_cap_is_refused_naming_the_metric(server, users):
     got = get(server, rec["id"])
     assert got["reproductions"] == [] and got["reproduced_by"] == 0
     # at the cap the server still judges: 0.5 % off is reproduced, 5 % off is not
-    assert _repro_with(server, rec, bob, 0.3 * 1.005, tolerances={"bleu": {"rtol": 0.01, "atol": 0.001}}
-                       ).json()["verdict"] == "reproduced"
+    assert (
+        _repro_with(server, rec, bob, 0.3 * 1.005, tolerances={"bleu": {"rtol": 0.01, "atol": 0.001}}).json()["verdict"]
+        == "reproduced"
+    )
     r = _repro_with(server, rec, users["carol"], 0.3 * 1.05, tolerances={"bleu": {"rtol": 0.01, "atol": 0.001}})
     assert r.status_code == 201 and r.json()["verdict"] == "not reproduced" and r.json()["claimed"] == "reproduced"
     assert get(server, rec["id"])["reproduced_by"] == 1
@@ -315,8 +344,9 @@ def test_values_are_checked_against_the_metric(server, users):
     alice = users["alice"]
     nan = make_record({"bleu": (0.2, H)}, task="values", dataset="d")
     body = json.dumps(signed(nan, alice)).replace('"value": 0.2', '"value": NaN')
-    r = requests.post(server + API + "/records", data=body, headers={**auth(alice), "Content-Type": "application/json"},
-                      timeout=10)
+    r = requests.post(
+        server + API + "/records", data=body, headers={**auth(alice), "Content-Type": "application/json"}, timeout=10
+    )
     assert r.status_code == 422
     huge = make_record({"bleu": (1e308, H)}, task="values", dataset="d")
     r = post(server, signed(huge, alice), alice)
@@ -333,9 +363,15 @@ def test_values_are_checked_against_the_metric(server, users):
     high = make_record({"perplexity": (81.4, H)}, task="values", dataset="d")
     assert post(server, signed(high, alice), alice).status_code == 201
     # a rerun's values are checked the same way
-    rr = post(server, {"reproduction": rerun_verdict(high, 0.5, metric="perplexity"),
-                       "signature": sign_reproduction(rerun_verdict(high, 0.5, metric="perplexity"), alice["key"])},
-              alice, f"/records/{high['id']}/reproductions")
+    rr = post(
+        server,
+        {
+            "reproduction": rerun_verdict(high, 0.5, metric="perplexity"),
+            "signature": sign_reproduction(rerun_verdict(high, 0.5, metric="perplexity"), alice["key"]),
+        },
+        alice,
+        f"/records/{high['id']}/reproductions",
+    )
     assert rr.status_code == 422 and "perplexity" in rr.json()["detail"]
 
 
@@ -363,8 +399,9 @@ def test_users_add_their_own_keys_and_they_are_listed_with_fingerprints(server, 
     d = requests.delete(server + API + "/keys/" + fp, headers=auth(bob), timeout=10)
     assert d.status_code == 204
     rec2 = make_record({"bleu": (0.2, H)}, task="bobkeys", dataset="d")
-    assert post(server, {"record": rec2, "signature": sign_record(rec2, key_from_path(path, "t"))},
-                bob).status_code == 403
+    assert (
+        post(server, {"record": rec2, "signature": sign_record(rec2, key_from_path(path, "t"))}, bob).status_code == 403
+    )
 
 
 def test_add_user_with_ssh_key_on_the_command_line(tmp_path):
@@ -392,14 +429,18 @@ def test_leaderboard_page_puts_unsigned_and_unreproduced_entries_apart(open_serv
     assert post(open_server, signed(lonely, bob), bob).status_code == 201
     assert post(open_server, unsigned, carol).status_code == 201
     assert reproduce(open_server, trusted, carol, 0.3).json()["verdict"] == "reproduced"
-    html = requests.get(open_server + "/leaderboard", params={"task": "page", "dataset": "d", "metric": "bleu"},
-                        timeout=10).text
+    html = requests.get(
+        open_server + "/leaderboard", params={"task": "page", "dataset": "d", "metric": "bleu"}, timeout=10
+    ).text
     trusted_part, _, apart = html.partition('class="apart-entries"')
     assert "trusted-system" in trusted_part and "lonely-system" not in trusted_part
     assert "lonely-system" in apart and "unsigned-system" in apart
     assert "unsigned</span>" in apart.split("unsigned-system", 1)[1].split("</tr>", 1)[0]
-    only = requests.get(open_server + "/leaderboard", timeout=10,
-                        params={"task": "page", "dataset": "d", "metric": "bleu", "reproduced": 1}).text
+    only = requests.get(
+        open_server + "/leaderboard",
+        timeout=10,
+        params={"task": "page", "dataset": "d", "metric": "bleu", "reproduced": 1},
+    ).text
     assert "trusted-system" in only and "lonely-system" not in only and "unsigned-system" not in only
 
 
@@ -414,11 +455,19 @@ def test_keys_stored_before_the_input_check_are_still_listed(server, db_url, use
     kt, b64 = pub.read_text().split()[:2]
     db = open_database(db_url)
     try:
+
         def tx(conn):
             uid = conn.execute(select(User.id).where(User.name == "carol")).scalar()
-            conn.execute(insert(SshKey).values(user_id=uid, fingerprint=fingerprint_of(pub), key_type=kt,
-                                               public_key=f"{kt} {b64}", comment="old\x1bcomment",
-                                               created_at="2026-01-01T00:00:00Z"))
+            conn.execute(
+                insert(SshKey).values(
+                    user_id=uid,
+                    fingerprint=fingerprint_of(pub),
+                    key_type=kt,
+                    public_key=f"{kt} {b64}",
+                    comment="old\x1bcomment",
+                    created_at="2026-01-01T00:00:00Z",
+                )
+            )
             db.bump(conn)
 
         db.write(tx)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import requests
-
 from dashboard_support import db_url_for, fake_hash, make_record
 
 from cotk_repro.dashboard.auth import add_user
@@ -30,14 +29,27 @@ def board(db_url):
     token = add_user(db, "alice")[0]
     db.dispose()
     records = {
-        "gru": make_record({"perplexity": (91.0, PPL), "bleu": (0.08, BLEU), "self-bleu": (0.47, SELF)},
-                           name="gru", task="t7", dataset="coco"),
-        "transformer": make_record({"perplexity": (103.0, PPL), "bleu": (0.03, BLEU), "self-bleu": (0.53, SELF)},
-                                   name="transformer", task="t7", dataset="coco"),
-        "gpt2": make_record({"perplexity": (320.0, PPL), "bleu": (0.006, BLEU), "self-bleu": (0.11, SELF)},
-                            name="gpt2", task="t7", dataset="coco"),
-        "other-refs": make_record({"perplexity": (5.0, fake_hash("other")), "bleu": (0.9, None)},
-                                  name="other-refs", task="t7", dataset="coco"),
+        "gru": make_record(
+            {"perplexity": (91.0, PPL), "bleu": (0.08, BLEU), "self-bleu": (0.47, SELF)},
+            name="gru",
+            task="t7",
+            dataset="coco",
+        ),
+        "transformer": make_record(
+            {"perplexity": (103.0, PPL), "bleu": (0.03, BLEU), "self-bleu": (0.53, SELF)},
+            name="transformer",
+            task="t7",
+            dataset="coco",
+        ),
+        "gpt2": make_record(
+            {"perplexity": (320.0, PPL), "bleu": (0.006, BLEU), "self-bleu": (0.11, SELF)},
+            name="gpt2",
+            task="t7",
+            dataset="coco",
+        ),
+        "other-refs": make_record(
+            {"perplexity": (5.0, fake_hash("other")), "bleu": (0.9, None)}, name="other-refs", task="t7", dataset="coco"
+        ),
         "failed": make_record({}, name="failed", task="t7", dataset="coco", status="failed"),
         "elsewhere": make_record({"perplexity": (1.0, PPL)}, name="elsewhere", task="t7", dataset="news"),
     }
@@ -59,8 +71,11 @@ def test_columns_carry_direction_and_the_ranked_hash(board):
     table = get_table(url)
     cols = {c["metric"]: c for c in table["columns"]}
     assert list(cols) == ["bleu", "perplexity", "self-bleu"]
-    assert (cols["perplexity"]["higher_is_better"], cols["bleu"]["higher_is_better"],
-            cols["self-bleu"]["higher_is_better"]) == (False, True, False)
+    assert (
+        cols["perplexity"]["higher_is_better"],
+        cols["bleu"]["higher_is_better"],
+        cols["self-bleu"]["higher_is_better"],
+    ) == (False, True, False)
     assert cols["perplexity"]["hash"] == PPL and cols["perplexity"]["ranked"] == 3
     assert cols["perplexity"]["other_groups"] == 1 and cols["bleu"]["other_groups"] == 1  # other hash; unverifiable
     assert cols["self-bleu"]["other_groups"] == 0
@@ -102,8 +117,9 @@ def test_the_task_page_shows_the_table(board):
     assert 'data-metric="self-bleu" data-rank="1"' in row and 'data-metric="perplexity" data-rank="3"' in row
     other = html.split(f'data-record="{records["other-refs"]["id"]}"', 1)[1].split("</tr>", 1)[0]
     assert "not-comparable" in other and "data-rank" not in other
-    sorted_html = requests.get(url + "/leaderboard", params={"task": "t7", "dataset": "coco", "sort": "self-bleu"},
-                               timeout=30).text
+    sorted_html = requests.get(
+        url + "/leaderboard", params={"task": "t7", "dataset": "coco", "sort": "self-bleu"}, timeout=30
+    ).text
     assert sorted_html.index(records["gpt2"]["id"]) < sorted_html.index(records["gru"]["id"])
     empty = requests.get(url + "/leaderboard", params={"task": "none", "dataset": "x"}, timeout=30)
     assert empty.status_code == 200 and "No results for this task and dataset" in empty.text

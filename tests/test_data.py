@@ -44,8 +44,9 @@ SIGNS = {
 }
 
 
-def write_lm(folder: Path, train: list[str], dev: list[str], test: list[str], names=("train", "dev", "test"),
-             fmt="{}.txt") -> Path:
+def write_lm(
+    folder: Path, train: list[str], dev: list[str], test: list[str], names=("train", "dev", "test"), fmt="{}.txt"
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for split, lines in zip(names, (train, dev, test)):
         (folder / fmt.format(split)).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -69,8 +70,9 @@ def assert_pattern(base: dict, variant: dict, signs: dict, label: str) -> None:
             assert base[key] != variant[key], f"{label}: {key} hash should differ"
 
 
-def figure4(tmp_path: Path, train: list[str], dev: list[str], test: list[str], threshold: int,
-            higher: int, other_tokenizer: str) -> None:
+def figure4(
+    tmp_path: Path, train: list[str], dev: list[str], test: list[str], threshold: int, higher: int, other_tokenizer: str
+) -> None:
     base_dir = write_lm(tmp_path / "base", train, dev, test)
     rng = random.Random(4)
     shuffled = [list(x) for x in (train, dev, test)]
@@ -78,7 +80,7 @@ def figure4(tmp_path: Path, train: list[str], dev: list[str], test: list[str], t
         rng.shuffle(lines)
     assert shuffled[0] != train
     shuf_dir = write_lm(tmp_path / "shuffled", *shuffled)
-    removed_dir = write_lm(tmp_path / "removed", train, dev, test[:len(test) // 2] + test[len(test) // 2 + 1:])
+    removed_dir = write_lm(tmp_path / "removed", train, dev, test[: len(test) // 2] + test[len(test) // 2 + 1 :])
 
     base = codes(base_dir, tokenizer="nltk", min_frequent_vocab_times=threshold)
     variants = {
@@ -146,10 +148,11 @@ def test_coco_matches_independent_tokenization_and_vocab(coco):
 
 def test_vocab_thresholds_and_special_ids(tmp_path):
     folder = write_lm(tmp_path / "d", HAND_TRAIN, HAND_DEV, HAND_TEST)
-    dl = data.load("language-generation", folder, tokenizer="space", min_frequent_vocab_times=3,
-                   min_rare_vocab_times=2)
-    toks = {s: [line.split() for line in lines] for s, lines in
-            (("train", HAND_TRAIN), ("dev", HAND_DEV), ("test", HAND_TEST))}
+    dl = data.load("language-generation", folder, tokenizer="space", min_frequent_vocab_times=3, min_rare_vocab_times=2)
+    toks = {
+        s: [line.split() for line in lines]
+        for s, lines in (("train", HAND_TRAIN), ("dev", HAND_DEV), ("test", HAND_TEST))
+    }
     train_counts = Counter(t for s in toks["train"] for t in s)
     all_counts = Counter(t for lst in toks.values() for s in lst for t in s)
     assert set(dl.vocab.frequent) == {t for t, c in train_counts.items() if c >= 3}
@@ -182,9 +185,8 @@ def test_batches_layout_and_views(coco):
         assert row[0] == dl.vocab.go_id and row[n - 1] == dl.vocab.eos_id
         assert (row[n:] == dl.vocab.pad_id).all()
         assert dl.convert_ids_to_tokens(allrow) == tokens
-        expected_freq = [dl.vocab.token_to_id(t) if dl.vocab.token_to_id(t) < fvs else dl.vocab.unk_id
-                         for t in tokens]
-        assert row[1:n - 1].tolist() == expected_freq
+        expected_freq = [dl.vocab.token_to_id(t) if dl.vocab.token_to_id(t) < fvs else dl.vocab.unk_id for t in tokens]
+        assert row[1 : n - 1].tolist() == expected_freq
     assert b["sent_str"] == dl.raw_sentences("dev")[:64]
     assert any((b["sent"] == dl.vocab.unk_id).any() for b in batches)
     assert dl.convert_ids_to_sentence(b["sent_allvocabs"][0]) == dl.convert_tokens_to_sentence(sents[0])
@@ -220,7 +222,7 @@ def test_shuffled_batches_across_many_chunks(tmp_path, monkeypatch):
     order = np.random.default_rng(11).permutation(len(train))
     seen = 0
     for b in dl.batches("train", batch_size=7, shuffle=True, seed=11):
-        expected = [train[i] for i in order[seen:seen + len(b["sent_str"])]]
+        expected = [train[i] for i in order[seen : seen + len(b["sent_str"])]]
         assert b["sent_str"] == expected
         for row, n, text in zip(b["sent_allvocabs"], b["sent_length"], expected):
             assert dl.convert_ids_to_tokens(row) == text.split() and n == len(text.split()) + 2
@@ -293,10 +295,18 @@ def test_registry_names_and_lookup():
 
 def test_punkt_learns_from_train_split_in_any_order(tmp_path):
     train = HAND_TRAIN + ["Mr. Smith met Dr. Jones.", "Dr. Who met Mr. Brown.", "Mr. Lee and Dr. Kim sat."] * 3
-    a = data.load("language-generation", write_lm(tmp_path / "a", train, HAND_DEV, HAND_TEST),
-                  tokenizer="punkt", min_frequent_vocab_times=1)
-    b = data.load("language-generation", write_lm(tmp_path / "b", list(reversed(train)), HAND_DEV, HAND_TEST),
-                  tokenizer="punkt", min_frequent_vocab_times=1)
+    a = data.load(
+        "language-generation",
+        write_lm(tmp_path / "a", train, HAND_DEV, HAND_TEST),
+        tokenizer="punkt",
+        min_frequent_vocab_times=1,
+    )
+    b = data.load(
+        "language-generation",
+        write_lm(tmp_path / "b", list(reversed(train)), HAND_DEV, HAND_TEST),
+        tokenizer="punkt",
+        min_frequent_vocab_times=1,
+    )
     assert a.hash_codes == b.hash_codes
     assert a.tokenizer.fitted
     # whatever Punkt learned, the BLEU hash is the one of the raw references

@@ -12,17 +12,16 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 import pytest
+from conftest import FIXTURES
 from nltk.tokenize import WordPunctTokenizer
 
 from cotk_repro import data
 from cotk_repro.text.reference_hashes import bleu_reference_hash, perplexity_reference_hash
-
-from conftest import FIXTURES
 
 WP = WordPunctTokenizer().tokenize
 SPECIALS = ["<pad>", "<unk>", "<go>", "<eos>"]
@@ -102,16 +101,23 @@ def write_sessions(folder: Path, splits: dict[str, Sequence[Sequence[str]]]) -> 
     return folder
 
 
-def expected_vocab(train_utts: Sequence[str], all_utts: Sequence[str], tokenize: Callable[[str], list[str]],
-                   min_frequent: int, min_rare: int = 0) -> tuple[list[str], list[str]]:
+def expected_vocab(
+    train_utts: Sequence[str],
+    all_utts: Sequence[str],
+    tokenize: Callable[[str], list[str]],
+    min_frequent: int,
+    min_rare: int = 0,
+) -> tuple[list[str], list[str]]:
     """F and R by the documented rule, from scratch."""
     train_counts = Counter(t for u in train_utts for t in tokenize(u))
     all_counts = Counter(t for u in all_utts for t in tokenize(u))
-    frequent = sorted((t for t, c in train_counts.items() if c >= max(1, min_frequent)),
-                      key=lambda t: (-train_counts[t], t))
+    frequent = sorted(
+        (t for t, c in train_counts.items() if c >= max(1, min_frequent)), key=lambda t: (-train_counts[t], t)
+    )
     in_f = set(frequent)
-    rare = sorted((t for t, c in all_counts.items() if t not in in_f and c >= max(1, min_rare)),
-                  key=lambda t: (-all_counts[t], t))
+    rare = sorted(
+        (t for t, c in all_counts.items() if t not in in_f and c >= max(1, min_rare)), key=lambda t: (-all_counts[t], t)
+    )
     return frequent, rare
 
 
@@ -195,7 +201,7 @@ def test_single_turn_batches_layout(tmp_path):
     saw_unk = False
     for b in batches:
         assert set(b) == keys
-        pairs = ST_TRAIN[start:start + len(b["post_length"])]
+        pairs = ST_TRAIN[start : start + len(b["post_length"])]
         start += len(pairs)
         for side, k in (("post", 0), ("resp", 1)):
             toks = [WP(pair[k]) for pair in pairs]
@@ -221,8 +227,11 @@ def test_single_turn_batches_layout(tmp_path):
     assert all((b[s] < ids.fvs).all() for b in batches for s in ("post", "resp"))
     # shuffling: numpy's default_rng(seed) permutation, pairs kept together
     perm = np.random.default_rng(5).permutation(len(ST_TRAIN)).tolist()
-    shuffled = [(p, r) for b in dl.batches("train", batch_size=2, shuffle=True, seed=5)
-                for p, r in zip(b["post_str"], b["resp_str"])]
+    shuffled = [
+        (p, r)
+        for b in dl.batches("train", batch_size=2, shuffle=True, seed=5)
+        for p, r in zip(b["post_str"], b["resp_str"])
+    ]
     assert shuffled == [ST_TRAIN[i] for i in perm]
 
 
@@ -270,10 +279,16 @@ def test_single_turn_jsonl_equals_pair_files(tmp_path):
     write_pairs(messy, ST_SPLITS)
     posts = [p for p, _ in ST_TRAIN]
     resps = [r for _, r in ST_TRAIN]
-    (messy / "train.post").write_bytes(b"\xef\xbb\xbf" + "".join(f"  {p}\r\n" for p in posts[:3]).encode()
-                                       + b"\r\n" + "".join(f"{p} \r\n" for p in posts[3:]).encode() + b"\r\n")
-    (messy / "train.response").write_bytes("".join(f"{r}\t\r\n" for r in resps[:3]).encode()
-                                           + b"  \r\n" + "".join(f"{r}\r\n" for r in resps[3:]).encode())
+    (messy / "train.post").write_bytes(
+        b"\xef\xbb\xbf"
+        + "".join(f"  {p}\r\n" for p in posts[:3]).encode()
+        + b"\r\n"
+        + "".join(f"{p} \r\n" for p in posts[3:]).encode()
+        + b"\r\n"
+    )
+    (messy / "train.response").write_bytes(
+        "".join(f"{r}\t\r\n" for r in resps[:3]).encode() + b"  \r\n" + "".join(f"{r}\r\n" for r in resps[3:]).encode()
+    )
     assert st_load(messy).hash_codes == a.hash_codes
     # ... nor in the JSONL values
     spaced = write_pairs_jsonl(tmp_path / "spaced", {**ST_SPLITS, "test": [(f" {p} ", f"{r}  ") for p, r in ST_TEST]})
@@ -309,8 +324,7 @@ ST_SIGNS = {
     "shuffled": dict(raw="=", data="=", vocab="=", setting="=", general="=", perplexity="=", bleu="="),
     "higher threshold": dict(raw="=", data="=", vocab="≠", setting="≠", general="≠", perplexity="=", bleu="="),
     "other tokenizer": dict(raw="=", data="≠", vocab="≠", setting="≠", general="≠", perplexity="≠", bleu="="),
-    "test sample removed": dict(raw="≠", data="≠", vocab=None, setting="=", general="≠", perplexity="≠",
-                                bleu="≠"),
+    "test sample removed": dict(raw="≠", data="≠", vocab=None, setting="=", general="≠", perplexity="≠", bleu="≠"),
 }
 
 
@@ -352,11 +366,16 @@ def test_single_turn_pairs_are_hashed_as_units(tmp_path):
     test[0], test[1] = (p0, r1), (p1, r0)
     base = all_codes(st_load(write_pairs(tmp_path / "a", ST_SPLITS)))
     swapped = all_codes(st_load(write_pairs(tmp_path / "b", {**ST_SPLITS, "test": test})))
-    assert_signs(base, swapped, dict(raw="≠", data="≠", vocab="=", setting="=", general="≠", perplexity="=",
-                                     bleu="="), "responses swapped")
+    assert_signs(
+        base,
+        swapped,
+        dict(raw="≠", data="≠", vocab="=", setting="=", general="≠", perplexity="=", bleu="="),
+        "responses swapped",
+    )
     # moving a pair from test to dev changes raw and data (a split's hash covers its own samples)
-    moved = all_codes(st_load(write_pairs(tmp_path / "c", {**ST_SPLITS, "dev": ST_DEV + ST_TEST[:1],
-                                                            "test": ST_TEST[1:]})))
+    moved = all_codes(
+        st_load(write_pairs(tmp_path / "c", {**ST_SPLITS, "dev": ST_DEV + ST_TEST[:1], "test": ST_TEST[1:]}))
+    )
     assert moved["raw"] != base["raw"] and moved["data"] != base["data"]
 
 
@@ -387,8 +406,9 @@ def test_opensubtitles_sample(opensub, tmp_path):
     for split, ps in pairs.items():
         assert dl.sentences(split) == [WP(r) for _, r in ps]
         assert dl.raw_sentences(split) == [r for _, r in ps]
-    frequent, rare = expected_vocab([u for p in pairs["train"] for u in p],
-                                    [u for ps in pairs.values() for p in ps for u in p], WP, 10)
+    frequent, rare = expected_vocab(
+        [u for p in pairs["train"] for u in p], [u for ps in pairs.values() for p in ps for u in p], WP, 10
+    )
     assert frequent and (dl.vocab.frequent, dl.vocab.rare) == (frequent, rare)
     ids = Ids(frequent, rare)
     b = next(dl.batches("test", batch_size=16))
@@ -469,7 +489,7 @@ def test_multi_turn_batches_layout(tmp_path):
     batches = list(dl.batches("train", batch_size=2))
     assert [len(b["turn_length"]) for b in batches] == [2, 2, 1]
     for i, b in enumerate(batches):
-        check_multi_turn_batch(dl, b, MT_TRAIN[2 * i:2 * i + 2], ids)
+        check_multi_turn_batch(dl, b, MT_TRAIN[2 * i : 2 * i + 2], ids)
     assert any((b["sent"] == UNK).any() for b in batches)
     perm = np.random.default_rng(3).permutation(len(MT_TRAIN)).tolist()
     shuffled = [s for b in dl.batches("train", batch_size=2, shuffle=True, seed=3) for s in b["sent_str"]]
@@ -492,7 +512,7 @@ def test_multi_turn_max_turns(tmp_path):
     assert "lighthouse" in full.vocab and "lighthouse" not in two.vocab
     ids = Ids(frequent, rare)
     for i, b in enumerate(two.batches("train", batch_size=2)):
-        check_multi_turn_batch(two, b, [s[:2] for s in MT_TRAIN[2 * i:2 * i + 2]], ids)
+        check_multi_turn_batch(two, b, [s[:2] for s in MT_TRAIN[2 * i : 2 * i + 2]], ids)
     # hashes: the setting changes; raw still covers the whole session (docs/data.md)
     assert two.hash_codes["setting"] != full.hash_codes["setting"]
     assert two.hash_codes["data"] != full.hash_codes["data"]
@@ -504,8 +524,9 @@ def test_multi_turn_max_turns(tmp_path):
     assert two.reference_hashes("test")["perplexity"] == perplexity_reference_hash(refs, frequent + rare)
     # max_turns larger than every session: the same data, only the setting differs
     many = mt_load(folder, max_turns=10)
-    assert {k: many.hash_codes[k] for k in ("raw", "data", "vocab")} == \
-        {k: full.hash_codes[k] for k in ("raw", "data", "vocab")}
+    assert {k: many.hash_codes[k] for k in ("raw", "data", "vocab")} == {
+        k: full.hash_codes[k] for k in ("raw", "data", "vocab")
+    }
     assert many.hash_codes["setting"] != full.hash_codes["setting"]
     assert many.reference_hashes("test") == full.reference_hashes("test")
 
@@ -536,8 +557,9 @@ def test_multi_turn_order_never_changes_a_hash(tmp_path):
     assert shuffled["train"] != MT_TRAIN
     other = mt_load(write_sessions(tmp_path / "b", shuffled))
     assert all_codes(other) == all_codes(base)
-    assert all_codes(mt_load(write_sessions(tmp_path / "c", shuffled), max_turns=2)) == \
-        all_codes(mt_load(tmp_path / "a", max_turns=2))
+    assert all_codes(mt_load(write_sessions(tmp_path / "c", shuffled), max_turns=2)) == all_codes(
+        mt_load(tmp_path / "a", max_turns=2)
+    )
     # turn order inside a session is data: reversing one session changes raw and data
     flipped = {**MT_SPLITS, "train": [list(reversed(MT_TRAIN[0])), *MT_TRAIN[1:]]}
     changed = all_codes(mt_load(write_sessions(tmp_path / "d", flipped)))
@@ -547,8 +569,12 @@ def test_multi_turn_order_never_changes_a_hash(tmp_path):
 def test_multi_turn_reference_hashes_follow_the_test_split(tmp_path):
     base = mt_load(write_sessions(tmp_path / "a", MT_SPLITS))
     removed = mt_load(write_sessions(tmp_path / "b", {**MT_SPLITS, "test": MT_TEST[:1] + MT_TEST[2:]}))
-    assert_signs(all_codes(base), all_codes(removed),
-                 dict(raw="≠", data="≠", setting="=", general="≠", perplexity="≠", bleu="≠"), "session removed")
+    assert_signs(
+        all_codes(base),
+        all_codes(removed),
+        dict(raw="≠", data="≠", setting="=", general="≠", perplexity="≠", bleu="≠"),
+        "session removed",
+    )
     # the training and dev sides are untouched
     assert removed.reference_hashes("dev")["bleu"] == base.reference_hashes("dev")["bleu"]
     # a one-turn test session has no reference: removing it keeps the BLEU reference hash
@@ -572,16 +598,19 @@ def test_multi_turn_raw_hash_ignores_surrounding_whitespace(tmp_path):
     # everything the loader exposes is identical ...
     assert a.raw_sentences("train") == b.raw_sentences("train")
     assert [x["sent_str"] for x in a.batches("train")] == [x["sent_str"] for x in b.batches("train")]
-    assert {k: a.hash_codes[k] for k in ("data", "vocab", "setting")} == \
-        {k: b.hash_codes[k] for k in ("data", "vocab", "setting")}
+    assert {k: a.hash_codes[k] for k in ("data", "vocab", "setting")} == {
+        k: b.hash_codes[k] for k in ("data", "vocab", "setting")
+    }
     # ... and single-turn-dialog agrees that such whitespace is not raw data
     st_clean = st_load(write_pairs_jsonl(tmp_path / "st_a", ST_SPLITS))
-    st_padded = st_load(write_pairs_jsonl(tmp_path / "st_b", {s: [(f"  {p}\t", f" {r} ") for p, r in x]
-                                                               for s, x in ST_SPLITS.items()}))
+    st_padded = st_load(
+        write_pairs_jsonl(tmp_path / "st_b", {s: [(f"  {p}\t", f" {r} ") for p, r in x] for s, x in ST_SPLITS.items()})
+    )
     assert st_clean.hash_codes == st_padded.hash_codes
     assert a.hash_codes["raw"] == b.hash_codes["raw"], (
         "multi-turn-dialog: spaces around utterances change the raw hash although they are stripped "
-        "everywhere else (library bug, fix in /tmp/dialog-fix.patch)")
+        "everywhere else (library bug, fix in /tmp/dialog-fix.patch)"
+    )
     assert a.hash_codes == b.hash_codes
     # with max_turns the raw hash still covers the whole (stripped) session
     assert mt_load(tmp_path / "a", max_turns=1).hash_codes["raw"] == a.hash_codes["raw"]

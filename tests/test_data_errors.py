@@ -71,7 +71,7 @@ def test_jsonl_invalid_json_names_file_and_line(tmp_path):
     good = json.dumps({"session": ["hi there .", "hello ."]})
     for split in ("train", "dev", "test"):
         (folder / f"{split}.jsonl").write_text(good + "\n", encoding="utf-8")
-    (folder / "dev.jsonl").write_text(good + "\n" + good + "\n{\"session\": [\"oops\"\n", encoding="utf-8")
+    (folder / "dev.jsonl").write_text(good + "\n" + good + '\n{"session": ["oops"\n', encoding="utf-8")
     msg = raises(folder, "multi-turn-dialog", min_frequent_vocab_times=1)
     assert str(folder / "dev.jsonl") in msg and "line 3" in msg and "not valid JSON" in msg
 
@@ -117,13 +117,16 @@ def test_threshold_leaving_frequent_vocab_empty(tmp_path):
     assert f"seen {most} times" in msg  # the most frequent training token
 
 
-@pytest.mark.parametrize("options, needle", [
-    ({"min_frequent_vocab_times": -1}, "min_frequent_vocab_times"),
-    ({"min_rare_vocab_times": 1.5}, "min_rare_vocab_times"),
-    ({"max_sent_length": 0}, "max_sent_length"),
-    ({"vocab_size": 5}, "no option 'vocab_size'"),
-    ({"splits": ["dev", "test"]}, "'train'"),
-])
+@pytest.mark.parametrize(
+    "options, needle",
+    [
+        ({"min_frequent_vocab_times": -1}, "min_frequent_vocab_times"),
+        ({"min_rare_vocab_times": 1.5}, "min_rare_vocab_times"),
+        ({"max_sent_length": 0}, "max_sent_length"),
+        ({"vocab_size": 5}, "no option 'vocab_size'"),
+        ({"splits": ["dev", "test"]}, "'train'"),
+    ],
+)
 def test_bad_options(tmp_path, options, needle):
     assert needle in raises(lm_folder(tmp_path / "d"), **options)
 
@@ -175,6 +178,7 @@ def test_cli_splits_option_for_a_folder_without_dev(tmp_path, cli):
 
 # -- the newcomer's folder layouts (issue 12) ------------------------------------------------------------
 
+
 def test_prefixed_split_files_load_as_the_plain_names(tmp_path, cli):
     """Texygen's coco_train.txt/coco_test.txt: PREFIX_split.txt is accepted and hashes like split.txt."""
     import json
@@ -193,7 +197,9 @@ def test_prefixed_split_files_load_as_the_plain_names(tmp_path, cli):
     # without --splits: the dev split is missing, and the message names exactly what was looked for
     res = cli("data", "hashes", str(prefixed))
     assert res.returncode == 2
-    assert "has no dev split: looked for dev.txt or PREFIX_dev.txt" in res.stderr and "--splits train,test" in res.stderr
+    assert (
+        "has no dev split: looked for dev.txt or PREFIX_dev.txt" in res.stderr and "--splits train,test" in res.stderr
+    )
     assert _max_paren_depth(res.stderr) <= 1
     # two candidates for one split: say which, never pick one silently
     (prefixed / "other_train.txt").write_text("x\n", encoding="utf-8")
@@ -217,12 +223,15 @@ def test_missing_train_split_does_not_suggest_splits(tmp_path, cli):
     assert res.returncode == 2 and "has no train split" in res.stderr and "--splits" not in res.stderr
 
 
-@pytest.mark.parametrize("files, loader", [
-    ({"train.post": "hi\n", "train.response": "hello\n"}, "single-turn-dialog"),
-    ({"opensub_pair_train.post": "hi\n", "opensub_pair_train.response": "hello\n"}, "single-turn-dialog"),
-    ({"train.jsonl": '{"post": "hi", "response": "hello"}\n'}, "single-turn-dialog"),
-    ({"train.jsonl": '{"session": ["hi", "hello", "bye"]}\n'}, "multi-turn-dialog"),
-])
+@pytest.mark.parametrize(
+    "files, loader",
+    [
+        ({"train.post": "hi\n", "train.response": "hello\n"}, "single-turn-dialog"),
+        ({"opensub_pair_train.post": "hi\n", "opensub_pair_train.response": "hello\n"}, "single-turn-dialog"),
+        ({"train.jsonl": '{"post": "hi", "response": "hello"}\n'}, "single-turn-dialog"),
+        ({"train.jsonl": '{"session": ["hi", "hello", "bye"]}\n'}, "multi-turn-dialog"),
+    ],
+)
 def test_dialog_folder_without_loader_names_the_loader(tmp_path, cli, files, loader):
     folder = tmp_path / "d"
     folder.mkdir()
@@ -232,16 +241,30 @@ def test_dialog_folder_without_loader_names_the_loader(tmp_path, cli, files, loa
     assert res.returncode == 2 and "has no train split" in res.stderr
     assert f"--loader {loader}" in res.stderr and _max_paren_depth(res.stderr) <= 1, res
     # and with that loader it loads
-    res = cli("data", "hashes", str(folder), "--splits", "train", "--loader", loader, "--min-frequent-vocab-times", "1",
-              "--reference-split", "train")
+    res = cli(
+        "data",
+        "hashes",
+        str(folder),
+        "--splits",
+        "train",
+        "--loader",
+        loader,
+        "--min-frequent-vocab-times",
+        "1",
+        "--reference-split",
+        "train",
+    )
     assert res.returncode == 0, res
 
 
 def test_utf16_nul_and_cr_only_files_are_one_sentence(tmp_path, cli):
     """The one reading of every input (docs/inputs.md) in the loaders: UTF-16 named, NUL with line and column,
     CR-only line ends refused."""
-    cases = [("a b\nc d\n".encode("utf-16"), "is UTF-16 text"), (b"a b\nc\x00d\n", "line 2 holds a NUL character"),
-             (b"a b\rc d\r", "carriage return (CR) only")]
+    cases = [
+        ("a b\nc d\n".encode("utf-16"), "is UTF-16 text"),
+        (b"a b\nc\x00d\n", "line 2 holds a NUL character"),
+        (b"a b\rc d\r", "carriage return (CR) only"),
+    ]
     for i, (content, message) in enumerate(cases):
         folder = lm_folder(tmp_path / f"d{i}", **{"test.txt": content})
         res = cli("data", "hashes", str(folder))

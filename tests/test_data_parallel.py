@@ -5,8 +5,8 @@ string; the pool starts only where it pays."""
 from __future__ import annotations
 
 import hashlib
-import os
 import json
+import os
 import random
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -44,9 +44,16 @@ def small_chunks(monkeypatch):
 def _snapshot(dl, splits) -> dict:
     out = {"codes": dict(dl.hash_codes), "frequent": dl.vocab.frequent, "rare": dl.vocab.rare}
     for s in splits:
-        out[s] = (dl.sentences(s), dl.raw_sentences(s), dl.sample_count(s), dl.token_count(s),
-                  [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in b.items()}
-                   for b in dl.batches(s, batch_size=64, shuffle=True, seed=3)])
+        out[s] = (
+            dl.sentences(s),
+            dl.raw_sentences(s),
+            dl.sample_count(s),
+            dl.token_count(s),
+            [
+                {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in b.items()}
+                for b in dl.batches(s, batch_size=64, shuffle=True, seed=3)
+            ],
+        )
     return out
 
 
@@ -65,8 +72,7 @@ def forked(monkeypatch) -> list[int]:
 
 
 @pytest.mark.parametrize("tokenizer", ["nltk", "space"])
-def test_language_generation_parallel_equals_serial(tmp_path: Path, small_chunks, tokenizer, in_fresh_process,
-                                                    forked):
+def test_language_generation_parallel_equals_serial(tmp_path: Path, small_chunks, tokenizer, in_fresh_process, forked):
     if not in_fresh_process:
         return
     rng = random.Random(7)
@@ -81,8 +87,9 @@ def test_language_generation_parallel_equals_serial(tmp_path: Path, small_chunks
     assert _snapshot(parallel, splits) == _snapshot(serial, splits)
     # and against an independent computation of one split's data hash (one encoder call per token)
     toks = serial.sentences("test")
-    blob = b"".join(hashlib.sha256(json.dumps([t], ensure_ascii=False, separators=(",", ":")).encode()).digest()
-                    for t in toks)
+    blob = b"".join(
+        hashlib.sha256(json.dumps([t], ensure_ascii=False, separators=(",", ":")).encode()).digest() for t in toks
+    )
     assert serial._splits["test"].data_hash == hashing.multiset_hash("data", blob)
 
 
@@ -112,15 +119,17 @@ def test_bulk_digests_equal_one_encoder_call_per_string():
     alphabet = ["a", "b", " ", '"', "\\", "\x01", "\n", "é", "\t", ",", "]", "[", "\x7f", "\u2028"]
 
     def text(k: int) -> str:
-        return "".join(rng.choice(alphabet[:rng.randint(2, len(alphabet))]) for _ in range(rng.randint(0, k)))
+        return "".join(rng.choice(alphabet[: rng.randint(2, len(alphabet))]) for _ in range(rng.randint(0, k)))
 
     for _ in range(3000):
         texts = [text(6) for _ in range(rng.randint(0, 4))]
         lists = [[text(3) for _ in range(rng.randint(0, 3))] for _ in range(rng.randint(0, 4))]
         assert hashing.raw_digests_one(texts) == b"".join(
-            hashlib.sha256(("[" + encode_basestring(t) + "]").encode()).digest() for t in texts)
+            hashlib.sha256(("[" + encode_basestring(t) + "]").encode()).digest() for t in texts
+        )
         assert hashing.data_digests_one(lists) == b"".join(
-            hashlib.sha256(("[[" + ",".join(map(encode_basestring, t)) + "]]").encode()).digest() for t in lists)
+            hashlib.sha256(("[[" + ",".join(map(encode_basestring, t)) + "]]").encode()).digest() for t in lists
+        )
 
 
 def test_pool_only_where_it_pays(monkeypatch):
@@ -163,11 +172,21 @@ def test_sorted_digests_bytewise_like_python():
     """sorted_digests (numpy's fixed-width byte strings) orders 32-byte digests exactly as Python sorts bytes:
     high bytes unsigned, digests that differ only in trailing zero bytes, duplicates and random ones."""
     rng = random.Random(3)
-    special = [bytes(32), bytes(31) + b"\x01", b"\x01" + bytes(31), b"\xff" * 32, b"\x80" + bytes(31),
-               b"\x7f" + b"\xff" * 31, b"ab" + bytes(30), b"ab\x00\x01" + bytes(28)]
+    special = [
+        bytes(32),
+        bytes(31) + b"\x01",
+        b"\x01" + bytes(31),
+        b"\xff" * 32,
+        b"\x80" + bytes(31),
+        b"\x7f" + b"\xff" * 31,
+        b"ab" + bytes(30),
+        b"ab\x00\x01" + bytes(28),
+    ]
     for _ in range(50):
-        items = special + [bytes(rng.choice([0, 1, 127, 128, 255, rng.randrange(256)]) for _ in range(32))
-                           for _ in range(rng.randint(0, 300))]
+        items = special + [
+            bytes(rng.choice([0, 1, 127, 128, 255, rng.randrange(256)]) for _ in range(32))
+            for _ in range(rng.randint(0, 300))
+        ]
         items += rng.sample(items, min(5, len(items)))  # duplicates
         rng.shuffle(items)
         assert hashing.sorted_digests(b"".join(items)) == b"".join(sorted(items))
@@ -210,8 +229,9 @@ def test_three_processes_equal_one_and_leave_no_child(tmp_path: Path, small_chun
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
-def test_a_helper_that_dies_is_replaced_by_the_loading_process(tmp_path: Path, small_chunks, monkeypatch,
-                                                               in_fresh_process):
+def test_a_helper_that_dies_is_replaced_by_the_loading_process(
+    tmp_path: Path, small_chunks, monkeypatch, in_fresh_process
+):
     """The helper exits in the middle of its second chunk (as if killed): the load still gives the serial result."""
     if not in_fresh_process:
         return
@@ -229,8 +249,9 @@ def test_a_helper_that_dies_is_replaced_by_the_loading_process(tmp_path: Path, s
 
     dropped = []
     real_drop = chunks.Preparer._drop
-    monkeypatch.setattr(chunks.Preparer, "_drop", lambda self, helper: (dropped.append(helper.pid),
-                                                                           real_drop(self, helper)))
+    monkeypatch.setattr(
+        chunks.Preparer, "_drop", lambda self, helper: (dropped.append(helper.pid), real_drop(self, helper))
+    )
     monkeypatch.setattr(chunks, "prepare", dying)
     before = _children()
     broken = data.load("language-generation", folder, workers=2, min_frequent_vocab_times=3)
@@ -285,8 +306,9 @@ def test_an_error_while_reading_ends_the_helpers(tmp_path: Path, small_chunks, i
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers are forked")
-def test_the_data_commands_progress_bar_runs_no_thread(tmp_path: Path, small_chunks, monkeypatch, in_fresh_process,
-                                                       forked):
+def test_the_data_commands_progress_bar_runs_no_thread(
+    tmp_path: Path, small_chunks, monkeypatch, in_fresh_process, forked
+):
     """On a terminal `cotk-repro data hashes` draws a progress bar; Rich's default refresh thread would keep the
     load in one process (no fork beside a thread), so the bar redraws as it advances instead."""
     if not in_fresh_process:

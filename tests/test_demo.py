@@ -23,8 +23,16 @@ def demo_run(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("demo") / "loop"
     home = tmp_path_factory.mktemp("home-without-ssh-key")  # a machine with no SSH key at all
-    res = run_cli("demo", "--dir", str(folder), "--runtime", "venv", "--json", timeout=900,
-                  env={"HOME": str(home), "COTK_REPRO_SIGNING_KEY": "", "GIT_CONFIG_GLOBAL": str(home / "gitconfig")})
+    res = run_cli(
+        "demo",
+        "--dir",
+        str(folder),
+        "--runtime",
+        "venv",
+        "--json",
+        timeout=900,
+        env={"HOME": str(home), "COTK_REPRO_SIGNING_KEY": "", "GIT_CONFIG_GLOBAL": str(home / "gitconfig")},
+    )
     return folder, res
 
 
@@ -50,8 +58,9 @@ def test_demo_published_to_git_and_dashboard(demo_run):
     assert res.returncode == 0, res
     summary = json.loads(res.stdout)
     bare = folder / "git" / "demo" / "sample-lm.git"
-    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)"], cwd=bare, capture_output=True,
-                          text=True, check=True).stdout.split()
+    refs = subprocess.run(
+        ["git", "for-each-ref", "--format=%(refname)"], cwd=bare, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert "refs/heads/main" in refs
     assert any("cotk-repro" in r for r in refs), refs  # the records travel on their own ref
     with sqlite3.connect(folder / "dashboard.db") as db:
@@ -68,23 +77,33 @@ def test_demo_signs_with_throwaway_keys_and_counts_an_independent_reproduction(d
     summary = json.loads(res.stdout)
     hex_id = summary["record_id"].removeprefix("sha256:")
     bare = folder / "git" / "demo" / "sample-lm.git"
-    sig = subprocess.run(["git", "show", f"refs/heads/cotk-repro-records:records/{hex_id}/record.sig"], cwd=bare,
-                         capture_output=True, text=True, check=True).stdout
+    sig = subprocess.run(
+        ["git", "show", f"refs/heads/cotk-repro-records:records/{hex_id}/record.sig"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert sig.startswith("-----BEGIN SSH SIGNATURE-----")
     assert (folder / "keys" / "demo.pub").is_file() and (folder / "keys" / "demo-reproducer.pub").is_file()
     with sqlite3.connect(folder / "dashboard.db") as db:
-        owner, fp, n = db.execute("select u.name, r.key_fingerprint, r.reproduced_by from records r "
-                                  "join users u on u.id = r.user_id").fetchone()
-        repro = db.execute("select u.name, p.verdict, p.by_author, p.key_fingerprint from reproductions p "
-                           "join users u on u.id = p.user_id").fetchall()
-    keygen = subprocess.run(["ssh-keygen", "-lf", str(folder / "keys" / "demo.pub")], capture_output=True, text=True,
-                            check=True).stdout.split()[1]
+        owner, fp, n = db.execute(
+            "select u.name, r.key_fingerprint, r.reproduced_by from records r join users u on u.id = r.user_id"
+        ).fetchone()
+        repro = db.execute(
+            "select u.name, p.verdict, p.by_author, p.key_fingerprint from reproductions p "
+            "join users u on u.id = p.user_id"
+        ).fetchall()
+    keygen = subprocess.run(
+        ["ssh-keygen", "-lf", str(folder / "keys" / "demo.pub")], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
     assert owner == "demo" and fp == keygen and n == 1
     assert [(u, v, bool(a)) for u, v, a, _k in repro] == [("demo-reproducer", "reproduced", False)]
     assert repro[0][3] is not None
 
 
 # -- what --no-serve leaves behind (issue 12, rough edge 10) -------------------------------------------------
+
 
 def _fake_demo(folder: Path):
     """What run_demo returns, for a folder that exists: the CLI's bookkeeping around it, without the loop."""
@@ -95,8 +114,15 @@ def _fake_demo(folder: Path):
     (folder / "project").mkdir(parents=True)
     (folder / "dashboard.db").write_bytes(b"")
     outcome = SimpleNamespace(verdict={"verdict": "reproduced"}, rows=[], error=None, exit_code=0)
-    return DemoResult(folder=folder, project=folder / "project", record={"id": "sha256:" + "ab" * 32, "results": {}},
-                      dashboard_url="http://127.0.0.1:1", record_url=None, reproduction=outcome, runtime="venv")
+    return DemoResult(
+        folder=folder,
+        project=folder / "project",
+        record={"id": "sha256:" + "ab" * 32, "results": {}},
+        dashboard_url="http://127.0.0.1:1",
+        record_url=None,
+        reproduction=outcome,
+        runtime="venv",
+    )
 
 
 @pytest.mark.parametrize("args, kept", [([], False), (["--keep"], True), (["--dir", "{dir}"], True)])

@@ -28,24 +28,44 @@ def verdicts(data) -> dict[str, str]:
 
 
 def test_every_verdict_from_result_files(tmp_path, cli):
-    a = write(tmp_path / "a.json", {
-        "same": 0.5, "same hashvalue": H1,
-        "off": 0.5, "off hashvalue": H1,
-        "other-hash": 0.5, "other-hash hashvalue": H1,
-        "nohash": 0.5,
-        "gone": 1.0, "gone hashvalue": H1,
-    })
-    b = write(tmp_path / "b.json", {
-        "same": 0.5, "same hashvalue": H1,
-        "off": 0.6, "off hashvalue": H1,
-        "other-hash": 0.5, "other-hash hashvalue": H2,
-        "nohash": 0.5, "nohash hashvalue": H1,
-        "new": 2.0,
-    })
+    a = write(
+        tmp_path / "a.json",
+        {
+            "same": 0.5,
+            "same hashvalue": H1,
+            "off": 0.5,
+            "off hashvalue": H1,
+            "other-hash": 0.5,
+            "other-hash hashvalue": H1,
+            "nohash": 0.5,
+            "gone": 1.0,
+            "gone hashvalue": H1,
+        },
+    )
+    b = write(
+        tmp_path / "b.json",
+        {
+            "same": 0.5,
+            "same hashvalue": H1,
+            "off": 0.6,
+            "off hashvalue": H1,
+            "other-hash": 0.5,
+            "other-hash hashvalue": H2,
+            "nohash": 0.5,
+            "nohash hashvalue": H1,
+            "new": 2.0,
+        },
+    )
     res, data = diff_json(cli, tmp_path, a, b)
     assert res.returncode == 1
-    assert verdicts(data) == {"same": "reproduced", "off": "differs", "other-hash": "not comparable",
-                              "nohash": "unverifiable", "gone": "missing", "new": "extra"}
+    assert verdicts(data) == {
+        "same": "reproduced",
+        "off": "differs",
+        "other-hash": "not comparable",
+        "nohash": "unverifiable",
+        "gone": "missing",
+        "new": "extra",
+    }
     assert data["verdict"] == "not reproduced"
     off = next(m for m in data["metrics"] if m["metric"] == "off")
     assert off["a_value"] == 0.5 and off["b_value"] == 0.6 and off["abs_diff"] == pytest.approx(0.1)
@@ -98,7 +118,11 @@ def test_per_metric_tolerances_from_config(make_project, cli):
 
 
 def test_records_as_inputs(make_project, cli):
-    entry = 'import json, sys\njson.dump({"m": float(sys.argv[1]), "m hashvalue": "' + H1 + '"}, open("result.json", "w"))\n'
+    entry = (
+        'import json, sys\njson.dump({"m": float(sys.argv[1]), "m hashvalue": "'
+        + H1
+        + '"}, open("result.json", "w"))\n'
+    )
     root = make_project({"main.py": entry})
     ids = []
     for value in ("0.5", "0.5", "0.7"):

@@ -28,8 +28,9 @@ Command, Option = docs_options.Command, docs_options.Option
 
 def test_the_docs_option_tables_match_the_commands():
     """`scripts/docs_options.py --check` on the real docs and the real commands (built-ins and first-party plugins)."""
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, cwd=REPO_ROOT,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
+    )
     assert proc.returncode == 0, f"{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
 
 
@@ -75,13 +76,19 @@ def test_each_table_names_what_the_rendered_help_shows():
             tables[m["name"]] = {n for ln in rows for n in docs_options.names_in(docs_options._split_row(ln)[0])}
     assert {"evaluate", "reproduce", "compare", "dashboard serve", "run", "cotk-repro"} <= set(tables)
     env = {**os.environ, "COLUMNS": "250", "COTK_REPRO_HELP_CACHE": "0", "NO_COLOR": "1"}
-    proc = subprocess.run([sys.executable, "-c", HELP_CODE, *tables], capture_output=True, text=True, env=env,
-                          cwd=REPO_ROOT, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", HELP_CODE, *tables], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     helps = dict(re.findall(r"^=== ([^\n]+)\n(.*?)(?=^=== |\Z)", proc.stdout, re.MULTILINE | re.DOTALL))
-    differ = {name: {"only in docs": sorted(names - _help_options(helps[name])),
-                     "only in --help": sorted(_help_options(helps[name]) - names)}
-              for name, names in tables.items() if names != _help_options(helps[name])}
+    differ = {
+        name: {
+            "only in docs": sorted(names - _help_options(helps[name])),
+            "only in --help": sorted(_help_options(helps[name]) - names),
+        }
+        for name, names in tables.items()
+        if names != _help_options(helps[name])
+    }
     assert not differ, differ
     assert _help_options(helps["reproduce"]) >= {"--allow-project-image", "--no-project-image", "--json"}
 
@@ -89,12 +96,15 @@ def test_each_table_names_what_the_rendered_help_shows():
 # -- the generator on a docs folder of its own ------------------------------------------------------------
 
 COMMANDS = {
-    "evaluate": Command("evaluate", [
-        Option(["--hyps"], "FILE", "Hypotheses, one per line.", None),
-        Option(["--metric", "-m"], "METRIC", "A metric (repeatable).", "`bleu`"),
-        Option(["--json"], None, "Print JSON.", None),
-        Option(["--secret"], None, "Not shown.", None, hidden=True),
-    ]),
+    "evaluate": Command(
+        "evaluate",
+        [
+            Option(["--hyps"], "FILE", "Hypotheses, one per line.", None),
+            Option(["--metric", "-m"], "METRIC", "A metric (repeatable).", "`bleu`"),
+            Option(["--json"], None, "Print JSON.", None),
+            Option(["--secret"], None, "Not shown.", None, hidden=True),
+        ],
+    ),
     "serve": Command("serve", [Option(["--access-log", "--no-access-log"], None, "Log every request.", "on")]),
 }
 
@@ -152,12 +162,15 @@ def test_a_block_naming_no_command_is_an_error(tmp_path, capsys):
     assert "(known: evaluate, serve)" in err
 
 
-@pytest.mark.parametrize("cell, names", [
-    ("`--out DIR`, `-o DIR`", ["--out", "-o"]),
-    ("`--runtime docker\\|venv\\|local`", ["--runtime"]),
-    ("`--access-log / --no-access-log`", ["--access-log", "--no-access-log"]),
-    ("`--rtol R`, `--atol A`", ["--rtol", "--atol"]),
-    ("`--json [FILE]`", ["--json"]),
-])
+@pytest.mark.parametrize(
+    "cell, names",
+    [
+        ("`--out DIR`, `-o DIR`", ["--out", "-o"]),
+        ("`--runtime docker\\|venv\\|local`", ["--runtime"]),
+        ("`--access-log / --no-access-log`", ["--access-log", "--no-access-log"]),
+        ("`--rtol R`, `--atol A`", ["--rtol", "--atol"]),
+        ("`--json [FILE]`", ["--json"]),
+    ],
+)
 def test_names_in_a_first_cell(cell, names):
     assert docs_options.names_in(cell) == names

@@ -9,9 +9,28 @@ import cotk_repro
 
 PACKAGE = Path(cotk_repro.__file__).parent
 #: packages (folders) and top-level modules (``*.py``) whose public functions and classes all have a docstring
-DOCUMENTED = ("builtins", "capture", "cli", "compare", "compat", "core", "dashboard", "data", "metrics", "publish",
-              "records", "reproduce", "__init__.py", "__main__.py", "demo.py", "errors.py", "hookspecs.py",
-              "plugins.py", "scaffold.py", "verify.py")
+DOCUMENTED = (
+    "builtins",
+    "capture",
+    "cli",
+    "compare",
+    "compat",
+    "core",
+    "dashboard",
+    "data",
+    "metrics",
+    "publish",
+    "records",
+    "reproduce",
+    "__init__.py",
+    "__main__.py",
+    "demo.py",
+    "errors.py",
+    "hookspecs.py",
+    "plugins.py",
+    "scaffold.py",
+    "verify.py",
+)
 
 
 def test_every_module_says_its_job_in_its_first_line():
@@ -30,7 +49,10 @@ def test_public_functions_and_classes_have_docstrings():
         root = PACKAGE / package
         for path in [root] if root.is_file() else sorted(root.rglob("*.py")):
             for node in ast.parse(path.read_text(encoding="utf-8")).body:
-                if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                        and not node.name.startswith("_") and not ast.get_docstring(node)):
+                if (
+                    isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    and not node.name.startswith("_")
+                    and not ast.get_docstring(node)
+                ):
                     missing.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}")
     assert not missing, f"public names without a docstring: {missing}"

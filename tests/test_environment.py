@@ -6,18 +6,18 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
-import tomllib
 
 import pytest
+import tomllib
+from conftest import REPO_ROOT
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from conftest import REPO_ROOT
-
 LOCK = REPO_ROOT / "requirements" / "test.lock"
-OURS = {"cotk-repro"} | {canonicalize_name(p.name) for p in (REPO_ROOT / "plugins").glob("*/pyproject.toml")
-                         for p in [p.parent]}
+OURS = {"cotk-repro"} | {
+    canonicalize_name(p.name) for p in (REPO_ROOT / "plugins").glob("*/pyproject.toml") for p in [p.parent]
+}
 
 
 def _pins() -> dict[str, str]:
@@ -45,8 +45,13 @@ def _requirements() -> list[tuple[str, Requirement]]:
 def test_lock_pins_every_requirement_with_hashes_and_leaves_torch_out():
     pins = _pins()
     assert "torch" not in pins and not any(n.startswith("nvidia-") for n in pins)
-    env = {**default_environment(), "python_version": "3.11", "python_full_version": "3.11.2",
-           "sys_platform": "linux", "platform_machine": "x86_64"}
+    env = {
+        **default_environment(),
+        "python_version": "3.11",
+        "python_full_version": "3.11.2",
+        "sys_platform": "linux",
+        "platform_machine": "x86_64",
+    }
     missing, outside = [], []
     for where, req in _requirements():
         name = canonicalize_name(req.name)
@@ -61,8 +66,10 @@ def test_lock_pins_every_requirement_with_hashes_and_leaves_torch_out():
     assert re.search(r"^torch==\d+\.\d+\.\d+$", torch, re.M)
 
 
-@pytest.mark.skipif(os.environ.get("COTK_REPRO_LOCKED") != "1",
-                    reason="not installed by scripts/setup.sh from the lock (COTK_REPRO_LOCKED is unset)")
+@pytest.mark.skipif(
+    os.environ.get("COTK_REPRO_LOCKED") != "1",
+    reason="not installed by scripts/setup.sh from the lock (COTK_REPRO_LOCKED is unset)",
+)
 def test_installed_versions_are_the_locked_ones():
     wrong = {}
     for name, version in _pins().items():

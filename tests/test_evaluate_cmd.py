@@ -30,24 +30,43 @@ def files(tmp_path):
 
 def test_json_output_matches_nltk_and_library(cli, files):
     hyps, refs = files
-    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "--metric", "bleu", "--metric", "self-bleu",
-            "--json")
+    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "--metric", "bleu", "--metric", "self-bleu", "--json")
     assert r.returncode == 0, r
     out = json.loads(r.stdout)
-    expected = corpus_bleu([[bleu_tokenize(x)] for x in REFS], [bleu_tokenize(x) for x in HYPS],
-                           smoothing_function=SmoothingFunction().method3)
+    expected = corpus_bleu(
+        [[bleu_tokenize(x)] for x in REFS],
+        [bleu_tokenize(x) for x in HYPS],
+        smoothing_function=SmoothingFunction().method3,
+    )
     assert out["bleu"] == pytest.approx(expected, abs=1e-12)
     assert out["bleu hashvalue"] == bleu_reference_hash([[x] for x in REFS])
     assert out["bleu signature"] == "bleu|n:4|smooth:m3|tok:wordpunct-u18|refs:1|v:1"
     assert out["self-bleu"] == get_metric("self-bleu").compute(HYPS)["self-bleu"]
-    assert set(out) == {"bleu", "bleu hashvalue", "bleu signature", "self-bleu", "self-bleu hashvalue",
-                        "self-bleu signature"}
+    assert set(out) == {
+        "bleu",
+        "bleu hashvalue",
+        "bleu signature",
+        "self-bleu",
+        "self-bleu hashvalue",
+        "self-bleu signature",
+    }
 
 
 def test_table_output_and_options(cli, files):
     hyps, refs = files
-    r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "-m", "bleu", "--option", "bleu.ngram=2",
-            "--option", "bleu.smoothing=method1")
+    r = cli(
+        "evaluate",
+        "--hyps",
+        str(hyps),
+        "--refs",
+        str(refs),
+        "-m",
+        "bleu",
+        "--option",
+        "bleu.ngram=2",
+        "--option",
+        "bleu.smoothing=method1",
+    )
     assert r.returncode == 0, r
     res = get_metric("bleu", ngram=2, smoothing="method1").compute(HYPS, [[x] for x in REFS])
     assert f"{res['bleu']:.6g}" in r.stdout
@@ -57,14 +76,20 @@ def test_table_output_and_options(cli, files):
 
 def test_multi_reference_jsonl(cli, tmp_path):
     hyps = write(tmp_path / "h.txt", HYPS[:3])
-    multi = [["a cat is sitting on the mat .", "a cat sat on a mat"], ["the dog barked at the postman"],
-             ["birds fly north in spring", "birds fly south", "in winter birds fly"]]
+    multi = [
+        ["a cat is sitting on the mat .", "a cat sat on a mat"],
+        ["the dog barked at the postman"],
+        ["birds fly north in spring", "birds fly south", "in winter birds fly"],
+    ]
     refs = write(tmp_path / "refs.jsonl", [json.dumps({"references": rs}) for rs in multi])
     r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "--json")
     assert r.returncode == 0, r
     out = json.loads(r.stdout)
-    expected = corpus_bleu([[bleu_tokenize(x) for x in rs] for rs in multi], [bleu_tokenize(x) for x in HYPS[:3]],
-                           smoothing_function=SmoothingFunction().method3)
+    expected = corpus_bleu(
+        [[bleu_tokenize(x) for x in rs] for rs in multi],
+        [bleu_tokenize(x) for x in HYPS[:3]],
+        smoothing_function=SmoothingFunction().method3,
+    )
     assert out["bleu"] == pytest.approx(expected, abs=1e-12)
     assert "refs:1-3" in out["bleu signature"]
 
@@ -87,21 +112,29 @@ def test_large_input(cli, fixtures_dir):
     assert "size:2000" in json.loads(r.stdout)["self-bleu signature"]
 
 
-@pytest.mark.parametrize("case,message", [
-    ("mismatch", "has 4 lines but"),
-    ("empty", "is empty"),
-    ("missing", "does not exist"),
-    ("unknown", "unknown metric 'blue'; registered metrics: .*bleu.*self-bleu"),
-    ("bad-option", "must look like METRIC.KEY=VALUE"),
-    ("option-other-metric", "not among the metrics"),
-    ("bad-option-value", "ngram must be"),
-    ("no-refs", "needs references"),
-    ("bad-jsonl", "line 2 is not valid JSON"),
-    ("bad-tokenizer", "unknown tokenizer 'nope'"),
-    ("misspelt-option", (r"metric 'bleu' has no option 'ngrm' \(did you mean 'ngram'\?\); its options: ngram, weights, "
-                        r"smoothing, tokenizer, dataloader")),
-    ("unknown-option", r"metric 'distinct' has no option 'zzz'; its options: ngram, tokenizer"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("mismatch", "has 4 lines but"),
+        ("empty", "is empty"),
+        ("missing", "does not exist"),
+        ("unknown", "unknown metric 'blue'; registered metrics: .*bleu.*self-bleu"),
+        ("bad-option", "must look like METRIC.KEY=VALUE"),
+        ("option-other-metric", "not among the metrics"),
+        ("bad-option-value", "ngram must be"),
+        ("no-refs", "needs references"),
+        ("bad-jsonl", "line 2 is not valid JSON"),
+        ("bad-tokenizer", "unknown tokenizer 'nope'"),
+        (
+            "misspelt-option",
+            (
+                r"metric 'bleu' has no option 'ngrm' \(did you mean 'ngram'\?\); its options: ngram, weights, "
+                r"smoothing, tokenizer, dataloader"
+            ),
+        ),
+        ("unknown-option", r"metric 'distinct' has no option 'zzz'; its options: ngram, tokenizer"),
+    ],
+)
 def test_errors(cli, tmp_path, files, case, message):
     hyps, refs = files
     args = ["--hyps", str(hyps), "--refs", str(refs)]
@@ -123,8 +156,10 @@ def test_errors(cli, tmp_path, files, case, message):
     elif case == "no-refs":
         args = ["--hyps", str(hyps)]
     elif case == "bad-jsonl":
-        bad = write(tmp_path / "bad.jsonl", ['{"references": ["a"]}', '{"references": [', '{"references": ["b"]}',
-                                             '{"references": ["c"]}'])
+        bad = write(
+            tmp_path / "bad.jsonl",
+            ['{"references": ["a"]}', '{"references": [', '{"references": ["b"]}', '{"references": ["c"]}'],
+        )
         args = ["--hyps", str(hyps), "--refs", str(bad)]
     elif case == "bad-tokenizer":
         args += ["--tokenizer", "nope"]
@@ -151,6 +186,7 @@ def test_help_explains_options(cli):
 
 # -- line splitting and encoding errors (issue 12, rough edges 13 and 14) ----------------------------------
 
+
 @pytest.mark.parametrize("inner", ["\u2028", "\u0085", "\x0c", "\x1c", "\x1d", "\x1e", "\r", "\u2029", "\x0b"])
 def test_only_newline_splits_lines(cli, tmp_path, inner):
     """A line with U+2028, NEL, FF, FS/GS/RS or a lone CR inside stays one line, for paired and set metrics."""
@@ -164,8 +200,10 @@ def test_only_newline_splits_lines(cli, tmp_path, inner):
     assert res.returncode == 0, res
     out = json.loads(res.stdout)
     # references given are references seen, by every metric, as in the API (issue 33): distinct's hash covers them
-    expected = {**get_metric("bleu").compute(hyps, [[x] for x in refs]),
-                **get_metric("distinct").compute(hyps, [[x] for x in refs])}
+    expected = {
+        **get_metric("bleu").compute(hyps, [[x] for x in refs]),
+        **get_metric("distinct").compute(hyps, [[x] for x in refs]),
+    }
     assert out == expected
     res = cli("evaluate", "--hyps", str(h), "-m", "self-bleu", "--json")
     assert res.returncode == 0 and "size:3" in json.loads(res.stdout)["self-bleu signature"], res
@@ -207,17 +245,21 @@ def test_bleu_family_tokenizer_option_equals_the_api(cli, tmp_path, tokenizer):
     args = [a for n in names for a in ("-m", n, "-o", f"{n}.tokenizer={tokenizer}")]
     r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), *args, "--json")
     assert r.returncode == 0, r
-    api = evaluate([(n, {"tokenizer": tokenizer}) for n in names], hypotheses=ZH_HYPS,
-                   references=[[x] for x in ZH_REFS])
+    api = evaluate(
+        [(n, {"tokenizer": tokenizer}) for n in names], hypotheses=ZH_HYPS, references=[[x] for x in ZH_REFS]
+    )
     assert json.loads(r.stdout) == api
     if tokenizer not in ("nltk", "space"):
         assert f"tok:{tokenizer}" in api["bleu signature"] and "sacrebleu" in api["bleu signature"]
 
 
-@pytest.mark.parametrize("option,message", [
-    ("bleu.tokenizer=zz", "unknown tokenizer 'zz' for the BLEU family"),
-    ("bleu.normalize=nfd", "unknown normalize 'nfd'"),
-])
+@pytest.mark.parametrize(
+    "option,message",
+    [
+        ("bleu.tokenizer=zz", "unknown tokenizer 'zz' for the BLEU family"),
+        ("bleu.normalize=nfd", "unknown normalize 'nfd'"),
+    ],
+)
 def test_bad_tokenizer_options_exit_2_with_one_sentence(cli, tmp_path, option, message):
     hyps, refs = write(tmp_path / "h.txt", ZH_HYPS), write(tmp_path / "r.txt", ZH_REFS)
     r = cli("evaluate", "--hyps", str(hyps), "--refs", str(refs), "-m", "bleu", "-o", option, "--json")
@@ -233,10 +275,20 @@ def test_a_tokenizer_for_a_metric_that_does_not_tokenize_exits_2(cli, tmp_path):
 
 # -- one reading of every input (issue 33, docs/inputs.md) ---------------------------------------------------------
 
-BOM_HYPS = ["the cat sat on the mat .", "a dog barked at the postman", "birds fly south in winter",
-            "it rains", "the end of the story"]
-BOM_REFS = ["a cat sat on the mat .", "the dog barked at the mailman", "birds fly north in spring",
-            "it rained", "the end"]
+BOM_HYPS = [
+    "the cat sat on the mat .",
+    "a dog barked at the postman",
+    "birds fly south in winter",
+    "it rains",
+    "the end of the story",
+]
+BOM_REFS = [
+    "a cat sat on the mat .",
+    "the dog barked at the mailman",
+    "birds fly north in spring",
+    "it rained",
+    "the end",
+]
 
 
 def test_every_metric_gives_the_api_values_and_hashes_for_a_file_with_a_bom(cli, tmp_path):
@@ -255,8 +307,11 @@ def test_every_metric_gives_the_api_values_and_hashes_for_a_file_with_a_bom(cli,
     checked = []
     for name in metric_names():
         cls = metric_class(name)
-        if getattr(cls, "needs_queries", False) or name in ("perplexity", "accuracy") or \
-                any(k in name for k in ("coherence", "fluency", "group", "bertscore", "mauve", "nll", "embsim")):
+        if (
+            getattr(cls, "needs_queries", False)
+            or name in ("perplexity", "accuracy")
+            or any(k in name for k in ("coherence", "fluency", "group", "bertscore", "mauve", "nll", "embsim"))
+        ):
             continue
         try:
             api = evaluate([name], hypotheses=hyps, references=[[x] for x in refs])
@@ -269,12 +324,15 @@ def test_every_metric_gives_the_api_values_and_hashes_for_a_file_with_a_bom(cli,
     assert {"bleu", "self-bleu", "fw-bw-bleu", "distinct", "meteor", "rouge", "nist"} <= set(checked), checked
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"a b\rc d\re f\r", "ends its lines with a carriage return (CR) only"),
-    (b"a b\nc\x00d\n", "line 2 holds a NUL character at column 2"),
-    ("a b\nc d\n".encode("utf-16"), "is UTF-16 text"),
-    ("a b\nc d\n".encode("utf-16-le"), "looks like UTF-16 text"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"a b\rc d\re f\r", "ends its lines with a carriage return (CR) only"),
+        (b"a b\nc\x00d\n", "line 2 holds a NUL character at column 2"),
+        ("a b\nc d\n".encode("utf-16"), "is UTF-16 text"),
+        ("a b\nc d\n".encode("utf-16-le"), "looks like UTF-16 text"),
+    ],
+)
 @pytest.mark.parametrize("metric", ["distinct", "bleu", "self-bleu", "meteor"])
 def test_refused_inputs_are_one_sentence_for_every_metric(cli, tmp_path, content, message, metric):
     h = tmp_path / "h.txt"
@@ -290,8 +348,11 @@ def test_the_same_rules_in_the_dataloaders_and_compare(tmp_path):
     from cotk_repro.data.reading import iter_line_blocks
     from cotk_repro.errors import CotkError
 
-    cases = {b"a b\rc d\r": "carriage return (CR) only", b"a\x00b\n": "NUL character at column 2",
-             "ab\n".encode("utf-16"): "UTF-16"}
+    cases = {
+        b"a b\rc d\r": "carriage return (CR) only",
+        b"a\x00b\n": "NUL character at column 2",
+        "ab\n".encode("utf-16"): "UTF-16",
+    }
     for i, (content, message) in enumerate(cases.items()):
         path = tmp_path / f"{i}.txt"
         path.write_bytes(content)

@@ -19,22 +19,22 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
-
 from conftest import run_cli
 from dashboard_support import fake_hash, make_record
 from fleet_support import own_database, private_postgresql, start_worker, stop, wait_for
 from signing_support import make_key
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from cotk_repro.core.signing import key_from_path, sign_record
 from cotk_repro.dashboard import queue, store
 
-pytest.importorskip("procrastinate", reason="the fleet's queue needs procrastinate (pip install 'cotk-repro[postgres]')")
+pytest.importorskip(
+    "procrastinate", reason="the fleet's queue needs procrastinate (pip install 'cotk-repro[postgres]')"
+)
 from cotk_repro.dashboard.auth import Principal, add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.identity import add_key
-
 
 
 class Fleet:
@@ -50,7 +50,9 @@ class Fleet:
             self.tokens[name] = add_user(self.db, name)[0]
             self.keys[name] = make_key(tmp / f"{name}-keys")
             add_key(self.db, name, self.keys[name].with_suffix(".pub").read_text())
-            uid = self.db.read(lambda c, n=name: c.execute(text("SELECT id FROM users WHERE name = :n"), {"n": n}).scalar())
+            uid = self.db.read(
+                lambda c, n=name: c.execute(text("SELECT id FROM users WHERE name = :n"), {"n": n}).scalar()
+            )
             self.users[name] = Principal(user_id=uid, name=name)
         self.trace = tmp / "trace.txt"
         self.trace.touch()
@@ -82,8 +84,11 @@ class Fleet:
         return proc
 
     def starts(self) -> list[tuple[int, str]]:
-        return [(int(p), r) for p, r, what in (line.split() for line in self.trace.read_text().splitlines())
-                if what == "start"]
+        return [
+            (int(p), r)
+            for p, r, what in (line.split() for line in self.trace.read_text().splitlines())
+            if what == "start"
+        ]
 
     procs: list
 
@@ -121,8 +126,7 @@ def test_serve_with_the_queue_is_refused_on_sqlite_in_one_sentence(tmp_path):
 def test_worker_refuses_a_key_that_cannot_sign(fleet, tmp_path):
     locked = make_key(tmp_path / "locked", passphrase="secret")
     add_key(fleet.db, "verifier", locked.with_suffix(".pub").read_text())
-    res = run_cli("dashboard", "worker", "--db", fleet.url, "--key", str(locked), timeout=60,
-                  env={"SSH_AUTH_SOCK": ""})
+    res = run_cli("dashboard", "worker", "--db", fleet.url, "--key", str(locked), timeout=60, env={"SSH_AUTH_SOCK": ""})
     assert res.returncode == 2 and "the pool's key cannot sign" in res.stderr, res
 
 
@@ -154,8 +158,11 @@ def test_every_record_gets_one_job_and_a_duplicate_or_mirror_none(fleet):
     rec3 = fleet.record("mirrored-first")
     assert fleet.upload(rec3, uploader="bob", signer="alice") is True
     assert fleet.jobs_of(rec3["id"]) == 1
-    rows = fleet.sql("SELECT j.queue_name, j.lock, j.queueing_lock, j.status::text FROM procrastinate_jobs j "
-                     "JOIN cotk_repro_reproduce_jobs m ON m.job_id = j.id WHERE m.record_id = :r", r=rec3["id"])
+    rows = fleet.sql(
+        "SELECT j.queue_name, j.lock, j.queueing_lock, j.status::text FROM procrastinate_jobs j "
+        "JOIN cotk_repro_reproduce_jobs m ON m.job_id = j.id WHERE m.record_id = :r",
+        r=rec3["id"],
+    )
     assert rows == [(queue.QUEUE, None, rec3["id"], "todo")]
     # a second job for a record is refused by the database itself, whatever code path tries it
     with pytest.raises(IntegrityError):  # procrastinate's unique queueing_lock
@@ -165,17 +172,37 @@ def test_every_record_gets_one_job_and_a_duplicate_or_mirror_none(fleet):
 
 def test_serve_with_the_queue_enqueues_every_http_upload(fleet):
     """`dashboard serve --reproduce-queue` with 2 server processes (the settings travel by environment)."""
-    proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "serve", "--db", fleet.url,
-                             "--reproduce-queue", "--port", "0", "--workers", "2", "--no-access-log"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            "dashboard",
+            "serve",
+            "--db",
+            fleet.url,
+            "--reproduce-queue",
+            "--port",
+            "0",
+            "--workers",
+            "2",
+            "--no-access-log",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://"), proc.stderr.read() if proc.poll() is not None else url
 
         def post(record):
-            req = urllib.request.Request(url + "/api/v1/records", data=json.dumps(fleet.signed(record)).encode(),
-                                         headers={"Content-Type": "application/json",
-                                                  "Authorization": f"Bearer {fleet.tokens['alice']}"})
+            req = urllib.request.Request(
+                url + "/api/v1/records",
+                data=json.dumps(fleet.signed(record)).encode(),
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {fleet.tokens['alice']}"},
+            )
             return urllib.request.urlopen(req, timeout=30).status
 
         wait_for(lambda: _answers(url + "/api/v1/health"), 60, what="the server")
@@ -212,12 +239,26 @@ db.write(tx)
 
 def test_a_crash_between_the_record_write_and_the_enqueue_leaves_neither(fleet):
     rec = fleet.record("crash")
-    item = {"record_id": rec["id"], "task": "lm", "dataset": "coco", "project_name": "crash", "status": "ok",
-            "body": store.dumps(rec), "results": [["bleu", 0.25, fake_hash("refs")]],
-            "owner_id": fleet.users["alice"].user_id, "uploader_id": fleet.users["alice"].user_id,
-            "signature": None, "fingerprint": None}
-    proc = subprocess.run([sys.executable, "-c", CRASH, fleet.url, json.dumps(item)], capture_output=True, text=True,
-                          timeout=60, env={**os.environ})
+    item = {
+        "record_id": rec["id"],
+        "task": "lm",
+        "dataset": "coco",
+        "project_name": "crash",
+        "status": "ok",
+        "body": store.dumps(rec),
+        "results": [["bleu", 0.25, fake_hash("refs")]],
+        "owner_id": fleet.users["alice"].user_id,
+        "uploader_id": fleet.users["alice"].user_id,
+        "signature": None,
+        "fingerprint": None,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASH, fleet.url, json.dumps(item)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ},
+    )
     assert proc.returncode == 9 and "written" in proc.stdout, proc.stderr
     assert fleet.sql("SELECT count(*) FROM records WHERE record_id = :r", r=rec["id"])[0][0] == 0
     assert fleet.jobs_of(rec["id"]) == 0
@@ -257,13 +298,16 @@ def test_turning_the_queue_on_gives_every_earlier_record_one_job(tmp_path):
 def test_two_workers_verify_every_record_once_and_the_dashboard_shows_it(fleet):
     from cotk_repro.dashboard.server import start_in_thread
 
-    recs = [fleet.record(f"sleep-0.2", value=0.1 + i / 100) for i in range(8)]
+    recs = [fleet.record("sleep-0.2", value=0.1 + i / 100) for i in range(8)]
     differs, cannot = fleet.record("differs"), fleet.record("cannot-run")
     for r in [*recs, differs, cannot]:
         fleet.upload(r)
     w1, w2 = fleet.worker(max_attempts=2), fleet.worker(max_attempts=2)
-    c = wait_for(lambda: (x := queue.counts(fleet.db))["done"] + x["failed"] == 10 and x, 90,
-                 what=f"10 jobs finished\n{_log(fleet)}")
+    c = wait_for(
+        lambda: (x := queue.counts(fleet.db))["done"] + x["failed"] == 10 and x,
+        90,
+        what=f"10 jobs finished\n{_log(fleet)}",
+    )
     assert (c["done"], c["failed"], c["pending"], c["running"]) == (9, 1, 0, 0)
     for r in recs:
         pool = fleet.pool_reproductions(r["id"])
@@ -277,8 +321,12 @@ def test_two_workers_verify_every_record_once_and_the_dashboard_shows_it(fleet):
     try:
         get = lambda path: urllib.request.urlopen(url + path, timeout=30).read().decode()  # noqa: E731
         counts = json.loads(get("/api/v1/queue"))
-        assert {k: counts[k] for k in ("pending", "running", "done", "failed")} == \
-            {"pending": 0, "running": 0, "done": 9, "failed": 1}
+        assert {k: counts[k] for k in ("pending", "running", "done", "failed")} == {
+            "pending": 0,
+            "running": 0,
+            "done": 9,
+            "failed": 1,
+        }
         assert all(isinstance(counts[k], int) for k in ("pending", "running", "done", "failed"))
         api = json.loads(get(f"/api/v1/records/{recs[0]['id']}"))
         assert [(r["user"], r["verdict"]["verdict"]) for r in api["reproductions"]] == [("verifier", "reproduced")]
@@ -334,8 +382,11 @@ def test_postgresql_restarted_under_load_loses_no_job_and_duplicates_no_reproduc
             f.worker(stalled_after=4), f.worker(stalled_after=4)
             wait_for(lambda: queue.counts(f.db)["done"] >= 4, 60, what=f"a few jobs done\n{_log(f)}")
             restart()  # every connection dropped, jobs running
-            c = wait_for(lambda: (x := queue.counts(f.db))["done"] + x["failed"] == len(recs) and x, 180,
-                         what=f"every job finished after the restart\n{_log(f)}")
+            c = wait_for(
+                lambda: (x := queue.counts(f.db))["done"] + x["failed"] == len(recs) and x,
+                180,
+                what=f"every job finished after the restart\n{_log(f)}",
+            )
             assert c["done"] == len(recs), _log(f)
             for r in recs:
                 assert len(f.pool_reproductions(r["id"])) == 1, r["id"]
@@ -386,13 +437,16 @@ def test_sigterm_stops_a_worker_after_its_running_job(fleet):
 
 
 # -- attacker: a stranger writes the record, and so the git remote a worker fetches -------------------------------
-@pytest.mark.parametrize("remote", [
-    "ext::sh -c touch% {canary}://x",          # git's ext transport runs a command
-    "file://{tmp}/private",                     # the worker's own disk
-    "-oProxyCommand=touch {canary}@host:x",     # an option to git
-    "ssh://-oProxyCommand=touch%20{canary}/x",  # an option to ssh
-    "https://host/a\n",                         # a line break
-])
+@pytest.mark.parametrize(
+    "remote",
+    [
+        "ext::sh -c touch% {canary}://x",  # git's ext transport runs a command
+        "file://{tmp}/private",  # the worker's own disk
+        "-oProxyCommand=touch {canary}@host:x",  # an option to git
+        "ssh://-oProxyCommand=touch%20{canary}/x",  # an option to ssh
+        "https://host/a\n",  # a line break
+    ],
+)
 def test_a_record_naming_a_hostile_git_remote_fails_at_once_and_runs_nothing(fleet, tmp_path, remote):
     from dashboard_support import make_record
 
@@ -400,8 +454,9 @@ def test_a_record_naming_a_hostile_git_remote_fails_at_once_and_runs_nothing(fle
 
     canary = tmp_path / "canary"
     (tmp_path / "private").mkdir()
-    rec = make_record({"bleu": (0.25, fake_hash("refs"))}, name="hostile",
-                      remote_url=remote.format(canary=canary, tmp=tmp_path))
+    rec = make_record(
+        {"bleu": (0.25, fake_hash("refs"))}, name="hostile", remote_url=remote.format(canary=canary, tmp=tmp_path)
+    )
     fleet.upload(rec)
     pool = Pool(fleet.db, pool_identity(fleet.db, fleet.keys["verifier"]), docker_reproducer())
     with pytest.raises(Permanent):
@@ -441,10 +496,16 @@ def test_a_stored_publication_reaches_the_reproducer_with_the_record_signature(f
 
     rec = make_record({"bleu": (0.25, fake_hash("refs"))}, name="later", remote_url=None)
     fleet.upload(rec)
-    doc = {"kind": KIND, "record_id": rec["id"], "commit": rec["code"]["commit"],
-           "remote_url": "git://127.0.0.1:9/alice/later.git"}
-    body = {"publication": doc, "signature": sign_bytes(publication_bytes(doc), NS_PUBLICATION,
-                                                        key_from_path(fleet.keys["alice"], "test"))}
+    doc = {
+        "kind": KIND,
+        "record_id": rec["id"],
+        "commit": rec["code"]["commit"],
+        "remote_url": "git://127.0.0.1:9/alice/later.git",
+    }
+    body = {
+        "publication": doc,
+        "signature": sign_bytes(publication_bytes(doc), NS_PUBLICATION, key_from_path(fleet.keys["alice"], "test")),
+    }
     store.add_publication(fleet.db, rec["id"], fleet.users["alice"], body)
     seen = []
 
@@ -454,7 +515,7 @@ def test_a_stored_publication_reaches_the_reproducer_with_the_record_signature(f
 
     with pytest.raises(Retryable):
         Pool(fleet.db, pool_identity(fleet.db, fleet.keys["verifier"]), reproducer).run_job(rec["id"], 1)
-    (rid, publication, signature), = seen
+    ((rid, publication, signature),) = seen
     assert rid == rec["id"] and publication == body
     assert signature == store.get_record(fleet.db, rec["id"])["signature"]
 
@@ -462,8 +523,13 @@ def test_a_stored_publication_reaches_the_reproducer_with_the_record_signature(f
 def test_plain_git_remotes_are_accepted():
     from cotk_repro.dashboard.worker import check_remote
 
-    for url in ("https://github.com/a/b.git", "git://127.0.0.1:9418/alice/proj.git", "ssh://git@github.com/a/b",
-                "git@github.com:a/b.git", "https://gitlab.example.org:8443/group/sub/p"):
+    for url in (
+        "https://github.com/a/b.git",
+        "git://127.0.0.1:9418/alice/proj.git",
+        "ssh://git@github.com/a/b",
+        "git@github.com:a/b.git",
+        "https://gitlab.example.org:8443/group/sub/p",
+    ):
         assert check_remote(url) == url
 
 
@@ -472,8 +538,11 @@ def test_the_stalled_job_sweep_takes_only_jobs_of_silent_workers(fleet):
     fleet.upload(rec)
 
     def run(sql, **p):
-        return fleet.db.write(lambda c: c.execute(text(sql), p).all() if "RETURNING" in sql or "SELECT" in sql
-                              else c.execute(text(sql), p))
+        return fleet.db.write(
+            lambda c: (
+                c.execute(text(sql), p).all() if "RETURNING" in sql or "SELECT" in sql else c.execute(text(sql), p)
+            )
+        )
 
     wid = run("INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now()) RETURNING id")[0][0]
     run("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w", w=wid)

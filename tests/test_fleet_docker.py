@@ -15,15 +15,19 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from conftest import git, run_cli
 from fleet_support import own_database, stop, wait_for
 from signing_support import key_env, make_key
-from test_reproduce_support import (add_bare_remote, expected_values, record_in, remote_served_by_git_daemon,
-                                    reproduce_project, small_venv_python)
+from test_reproduce_support import (
+    add_bare_remote,
+    expected_values,
+    record_in,
+    remote_served_by_git_daemon,
+    reproduce_project,
+    small_venv_python,
+)
 
 from cotk_repro.core.signing import key_from_path, sign_record
 from cotk_repro.dashboard import queue, store
@@ -32,7 +36,9 @@ from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.identity import add_key
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-pytest.importorskip("procrastinate", reason="the fleet's queue needs procrastinate (pip install 'cotk-repro[postgres]')")
+pytest.importorskip(
+    "procrastinate", reason="the fleet's queue needs procrastinate (pip install 'cotk-repro[postgres]')"
+)
 
 
 def test_a_worker_reproduces_an_uploaded_record_in_docker_and_signs_it(tmp_path, docker_base_image):
@@ -60,15 +66,39 @@ def test_a_worker_reproduces_an_uploaded_record_in_docker_and_signs_it(tmp_path,
             assert store.store_record(db, {"record": rec, "signature": sign_record(rec, signing)}, alice)[0]
         log = tmp_path / "worker.log"
         with open(log, "wb") as out:
-            worker = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "worker", "--db", url, "--key",
-                                       str(pool_key), "--base-image", docker_base_image, "--max-attempts", "1",
-                                       "--timeout", "600"],
-                                      stdout=out, stderr=subprocess.STDOUT, env={**os.environ}, start_new_session=True)
+            worker = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "cotk_repro",
+                    "dashboard",
+                    "worker",
+                    "--db",
+                    url,
+                    "--key",
+                    str(pool_key),
+                    "--base-image",
+                    docker_base_image,
+                    "--max-attempts",
+                    "1",
+                    "--timeout",
+                    "600",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ},
+                start_new_session=True,
+            )
         try:
             state = lambda rid: db.read(lambda c: queue.record_state(c, rid))  # noqa: E731
-            wait_for(lambda: state(ok["id"])["state"] in ("done", "failed")
-                     and state(crash["id"])["state"] in ("done", "failed"), 900, every=2,
-                     what="both jobs to finish\n" + (log.read_text(errors="replace")[-3000:] if log.exists() else ""))
+            wait_for(
+                lambda: (
+                    state(ok["id"])["state"] in ("done", "failed") and state(crash["id"])["state"] in ("done", "failed")
+                ),
+                900,
+                every=2,
+                what="both jobs to finish\n" + (log.read_text(errors="replace")[-3000:] if log.exists() else ""),
+            )
             got = store.get_record(db, ok["id"])
             pool = [r for r in got["reproductions"] if r["user"] == "verifier"]
             assert len(pool) == 1, log.read_text(errors="replace")[-3000:]

@@ -15,9 +15,11 @@ from cotk_repro.cli import asks_for_help, help_cache
 from cotk_repro.plugins import ENTRY_POINT_GROUP
 
 # the console script's entry, then whether Typer was imported (a replay never imports it)
-LAUNCH = ("import sys\nfrom cotk_repro.cli import launch\nsys.argv[0] = 'cotk-repro'\ntry:\n    launch()\n"
-          "except SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
-          "sys.stderr.write(f'\\ntyper={\"typer\" in sys.modules} code={code}\\n')\n")
+LAUNCH = (
+    "import sys\nfrom cotk_repro.cli import launch\nsys.argv[0] = 'cotk-repro'\ntry:\n    launch()\n"
+    "except SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
+    "sys.stderr.write(f'\\ntyper={\"typer\" in sys.modules} code={code}\\n')\n"
+)
 
 PLUGIN = '''
 from cotk_repro.hookspecs import hookimpl
@@ -44,11 +46,17 @@ def add_plugin(site: Path, name: str, doc: str) -> Path:
 
 def cli(args: list[str], site: Path, cache: Path, **env: str) -> tuple[str, bool, str]:
     """Run the console script's entry on ``args``: (stdout, whether Typer was imported, exit code)."""
-    full = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-            "XDG_CACHE_HOME": str(cache), "COLUMNS": "100", **env}
+    full = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "XDG_CACHE_HOME": str(cache),
+        "COLUMNS": "100",
+        **env,
+    }
     full.pop("COTK_REPRO_CACHE", None)
-    proc = subprocess.run([sys.executable, "-c", LAUNCH, *args], capture_output=True, text=True, env=full,
-                          cwd=site.parent)
+    proc = subprocess.run(
+        [sys.executable, "-c", LAUNCH, *args], capture_output=True, text=True, env=full, cwd=site.parent
+    )
     last = proc.stderr.strip().splitlines()[-1]
     return proc.stdout, "typer=True" in last, last.split("code=")[1]
 
@@ -100,9 +108,11 @@ def test_only_help_is_remembered(tmp_path, capsys):
     os.environ["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # conftest's process: restored below
     old = sys.stdout, sys.stderr
     try:
-        for args, out, err, code in ((["a", "--help"], "Usage: a\n", "Warning: plugin x is broken\n", 0),
-                                     (["b", "--help"], "record 1\n", "", 0),
-                                     (["c", "--help"], "Usage: c\n", "", 2)):
+        for args, out, err, code in (
+            (["a", "--help"], "Usage: a\n", "Warning: plugin x is broken\n", 0),
+            (["b", "--help"], "record 1\n", "", 0),
+            (["c", "--help"], "Usage: c\n", "", 2),
+        ):
             try:
                 with help_cache.recording(args):
                     sys.stdout.write(out)
@@ -153,8 +163,14 @@ def test_colour_switches_are_part_of_the_key_and_a_closed_pipe_is_quiet(tmp_path
     script = tmp_path / "launch.py"
     script.write_text(LAUNCH)
     # the reader exits before reading: the replay's write meets a closed pipe
-    proc = subprocess.run(f"'{sys.executable}' '{script}' --help | true", shell=True, capture_output=True,
-                          text=True, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        f"'{sys.executable}' '{script}' --help | true",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
 
 

@@ -16,15 +16,21 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from dashboard_support import make_record
 from test_reproduce_support import http_double
 
 
 def cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300, input: str | None = None):
-    return subprocess.run([sys.executable, "-m", "cotk_repro", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout,
-                          input=input, stdin=None if input is not None else subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "cotk_repro", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=timeout,
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )
 
 
 def one_sentence_exit_2(proc, *words: str) -> None:
@@ -37,14 +43,17 @@ def one_sentence_exit_2(proc, *words: str) -> None:
 
 def serve_record(record: dict, signature: str | None = None):
     """A static HTTP server posing as a dashboard: every GET of a record answers ``record``."""
+
     def answer(method, path, headers, body):
         if "/records/" in path:
             return 200, {"record": record, "signature": signature, "reproductions": []}
         return 404, {"detail": "not found"}
+
     return http_double(answer)
 
 
 # -- 1. no record field reaches a host process as anything but data --------------------------------------
+
 
 def _hostile_urls(canary: Path) -> list[str]:
     c = str(canary)
@@ -71,8 +80,16 @@ def test_record_remote_url_from_a_dashboard_is_data_never_an_option(tmp_path, in
     url = _hostile_urls(canary)[index]
     record = make_record({"bleu": (0.25, None)}, remote_url=url)
     with serve_record(record) as (base, calls):
-        proc = cli("reproduce", f"{base}/records/{record['id']}", "--runtime", "local", "--trust-remote-code",
-                   "--allow-unsigned", cwd=tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+        proc = cli(
+            "reproduce",
+            f"{base}/records/{record['id']}",
+            "--runtime",
+            "local",
+            "--trust-remote-code",
+            "--allow-unsigned",
+            cwd=tmp_path,
+            env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")},
+        )
     assert not canary.exists(), proc.stderr
     one_sentence_exit_2(proc, "git URL")
     assert calls, "the dashboard was asked"
@@ -89,25 +106,56 @@ def test_the_refusal_is_one_sentence_naming_the_url_escaped(tmp_path):
     assert not canary.exists()
 
 
-@pytest.mark.parametrize("url", [
-    "https://github.com/a/b.git", "https://github.com/a/b", "ssh://git@example.com:2222/a/x.git",
-    "git@example.com:a/x.git", "example.com:a/x.git", "git://127.0.0.1:9418/x.git",
-    "https://[2001:db8::1]:8443/a/x.git", "ssh://example.com/~user/x.git",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://github.com/a/b.git",
+        "https://github.com/a/b",
+        "ssh://git@example.com:2222/a/x.git",
+        "git@example.com:a/x.git",
+        "example.com:a/x.git",
+        "git://127.0.0.1:9418/x.git",
+        "https://[2001:db8::1]:8443/a/x.git",
+        "ssh://example.com/~user/x.git",
+    ],
+)
 def test_plain_git_urls_are_accepted(url):
     from cotk_repro.core.giturl import check_stranger_url
 
     assert check_stranger_url(url) == url
 
 
-@pytest.mark.parametrize("url", [
-    "file:///etc/x.git", "http://example.com/x.git", "ext::sh -c id", "fd::3", "--upload-pack=x:y",
-    "-oProxyCommand=x:y", "ssh://-oProxyCommand=x/y", "git@-oProxyCommand=x:y", "host:-x",
-    "https://example.com/-x", "https://example.com/x y.git", "https://exa\u200bmple.com/x.git",
-    "https://example.com/x\u202e.git", "https://example.com/x\x00.git", "https://user:pw@example.com/x.git",
-    "HTTPS://example.com/x.git", "https://example.com/%2d%2dx", "https://example.com", "https://example.com/",
-    "svn+ssh://example.com/x", "host://x", "x" * 3000, "", "local:x.git", "/abs/path.git", "../up.git",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/x.git",
+        "http://example.com/x.git",
+        "ext::sh -c id",
+        "fd::3",
+        "--upload-pack=x:y",
+        "-oProxyCommand=x:y",
+        "ssh://-oProxyCommand=x/y",
+        "git@-oProxyCommand=x:y",
+        "host:-x",
+        "https://example.com/-x",
+        "https://example.com/x y.git",
+        "https://exa\u200bmple.com/x.git",
+        "https://example.com/x\u202e.git",
+        "https://example.com/x\x00.git",
+        "https://user:pw@example.com/x.git",
+        "HTTPS://example.com/x.git",
+        "https://example.com/%2d%2dx",
+        "https://example.com",
+        "https://example.com/",
+        "svn+ssh://example.com/x",
+        "host://x",
+        "x" * 3000,
+        "",
+        "local:x.git",
+        "/abs/path.git",
+        "../up.git",
+    ],
+)
 def test_other_git_urls_are_refused(url):
     from cotk_repro.core.giturl import UnsafeUrlError, check_stranger_url
 
@@ -149,13 +197,17 @@ def test_a_commit_that_is_not_hex_never_reaches_git(tmp_path, commit):
 
     repo = RemoteRepo("https://example.invalid/x.git", "x", tmp_path)
     repo.init()
-    for call in (lambda: repo.fetch_commit(commit, "sha256:" + "0" * 64), lambda: repo.export(commit, tmp_path / "o"),
-                 lambda: repo.tree_of(commit)):
+    for call in (
+        lambda: repo.fetch_commit(commit, "sha256:" + "0" * 64),
+        lambda: repo.export(commit, tmp_path / "o"),
+        lambda: repo.tree_of(commit),
+    ):
         with pytest.raises(ReproduceError, match="not a hex commit id"):
             call()
 
 
 # -- 2. the signature covers exactly the bytes the id covers ----------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory):
@@ -186,8 +238,12 @@ def dashboard(tmp_path_factory):
 def _post(dashboard, path, body, user):
     import requests
 
-    return requests.post(dashboard["url"] + "/api/v1" + path, json=body, timeout=30,
-                         headers={"Authorization": f"Bearer {dashboard['users'][user]['token']}"})
+    return requests.post(
+        dashboard["url"] + "/api/v1" + path,
+        json=body,
+        timeout=30,
+        headers={"Authorization": f"Bearer {dashboard['users'][user]['token']}"},
+    )
 
 
 def _count_rows(db_url: str, table: str) -> int:
@@ -195,7 +251,7 @@ def _count_rows(db_url: str, table: str) -> int:
 
     con = sqlite3.connect(db_url.removeprefix("sqlite:///"))
     try:
-        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # noqa: S608 - a test's own table name
+        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     finally:
         con.close()
 
@@ -211,6 +267,7 @@ def test_the_id_and_the_signature_cover_the_same_bytes():
         body = canonical_json({k: v for k, v in r.items() if k != "id"})  # the independent reference
         assert record_bytes(r) == record_content(r) == body
         import hashlib
+
         assert compute_id(r) == "sha256:" + hashlib.sha256(body).hexdigest()
 
 
@@ -254,8 +311,12 @@ def test_a_record_with_a_key_the_schema_does_not_define_is_refused_even_signed(d
         else:
             record["environment"]["packages"][0]["note"] = "x"
         record = finalize(record)
-        res = _post(dashboard, "/records", {"record": record, "signature": sign_record(record, dashboard["users"]["alice"]["key"])},
-                    "alice")
+        res = _post(
+            dashboard,
+            "/records",
+            {"record": record, "signature": sign_record(record, dashboard["users"]["alice"]["key"])},
+            "alice",
+        )
         assert res.status_code == 422, res.text
         assert "does not define" in res.text
     assert _count_rows(dashboard["db"], "records") == rows
@@ -263,15 +324,20 @@ def test_a_record_with_a_key_the_schema_does_not_define_is_refused_even_signed(d
 
 # -- 7. reproductions name their record ---------------------------------------------------------------------
 
+
 def test_a_signed_reproduction_without_its_record_id_is_refused_and_not_counted(dashboard):
     import requests
-
     from dashboard_support import make_verdict
+
     from cotk_repro.core.signing import sign_record, sign_reproduction
 
     record = make_record({"bleu": (0.25, None)}, name="repro-id")
-    res = _post(dashboard, "/records", {"record": record, "signature": sign_record(record, dashboard["users"]["alice"]["key"])},
-                "alice")
+    res = _post(
+        dashboard,
+        "/records",
+        {"record": record, "signature": sign_record(record, dashboard["users"]["alice"]["key"])},
+        "alice",
+    )
     assert res.status_code == 201, res.text
     before = _count_rows(dashboard["db"], "reproductions")
     for how in ("missing", "null", "empty", "other"):
@@ -302,18 +368,21 @@ SMALL_ENTRY = "import json\njson.dump({'x': 1.0}, open('result.json', 'w'))\n"
 def _ref_blobs(bare: Path) -> bytes:
     """Every blob on the published records ref, concatenated."""
     ref = "refs/heads/cotk-repro-records"
-    names = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", ref], capture_output=True,
-                           text=True).stdout.split()
-    return b"".join(subprocess.run(["git", "--git-dir", str(bare), "show", f"{ref}:{n}"], capture_output=True).stdout
-                    for n in names)
+    names = subprocess.run(
+        ["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", ref], capture_output=True, text=True
+    ).stdout.split()
+    return b"".join(
+        subprocess.run(["git", "--git-dir", str(bare), "show", f"{ref}:{n}"], capture_output=True).stdout for n in names
+    )
 
 
 def _plant(root: Path, genuine: dict, secret: Path) -> dict:
     """What a stranger commits to a project: a record folder, started in 2099, its files links to secrets."""
     from cotk_repro.records import finalize
 
-    planted = finalize({**json.loads(json.dumps(genuine)), "command": {**genuine["command"],
-                                                                        "started_at": "2099-01-01T00:00:00.000Z"}})
+    planted = finalize(
+        {**json.loads(json.dumps(genuine)), "command": {**genuine["command"], "started_at": "2099-01-01T00:00:00.000Z"}}
+    )
     folder = root / ".cotk-repro" / "runs" / planted["id"].removeprefix("sha256:")
     folder.mkdir(parents=True)
     (folder / "record.json").write_text(json.dumps(planted))
@@ -345,9 +414,13 @@ def test_a_record_folder_committed_to_the_project_is_never_published(tmp_path, m
     assert listed.returncode == 0 and planted["id"] not in listed.stdout
     assert "ignoring 1 record folder" in listed.stderr
     assert b"SECRET-TOKEN-123" not in _ref_blobs(bare)
-    assert planted["id"].removeprefix("sha256:").encode() not in subprocess.run(
-        ["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "refs/heads/cotk-repro-records"],
-        capture_output=True).stdout
+    assert (
+        planted["id"].removeprefix("sha256:").encode()
+        not in subprocess.run(
+            ["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "refs/heads/cotk-repro-records"],
+            capture_output=True,
+        ).stdout
+    )
 
 
 def test_a_symbolic_link_in_ones_own_record_folder_is_not_followed(tmp_path, make_project):
@@ -373,11 +446,13 @@ def test_a_symbolic_link_in_ones_own_record_folder_is_not_followed(tmp_path, mak
 
 # -- 5. tokens go only where the user put them ------------------------------------------------------------
 
+
 def test_login_reads_the_token_from_standard_input(tmp_path):
     env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), "COTK_REPRO_CONFIG_DIR": ""}
     for args in ((), ("--token", "-")):
-        res = cli("login", "--dashboard", "https://dash.example.org", "--no-check", *args, env=env,
-                  input="cotk_from_stdin\n")
+        res = cli(
+            "login", "--dashboard", "https://dash.example.org", "--no-check", *args, env=env, input="cotk_from_stdin\n"
+        )
         assert res.returncode == 0, res.stderr
         assert "cotk_from_stdin" not in res.stdout + res.stderr
         stored = json.loads((tmp_path / "cfg" / "cotk-repro" / "config.json").read_text())
@@ -389,6 +464,7 @@ def test_login_reads_the_token_from_standard_input(tmp_path):
 def _recorder():
     def answer(method, path, headers, body):
         return 201, {"id": "x", "url": "http://x/records/1", "created": True}
+
     return http_double(answer)
 
 
@@ -397,11 +473,15 @@ def test_an_environment_token_never_goes_to_a_dashboard_only_the_project_names(t
 
     with _recorder() as (attacker, stolen):
         root = make_project({"main.py": SMALL_ENTRY, "cotk-repro.toml": f'[dashboard]\nurl = "{attacker}"\n'})
-        subprocess.run(["git", "-C", str(root), "remote", "add", "origin", "https://example.invalid/a/x.git"],
-                       check=True)
+        subprocess.run(
+            ["git", "-C", str(root), "remote", "add", "origin", "https://example.invalid/a/x.git"], check=True
+        )
         record_in(root)
-        env = {"COTK_REPRO_DASHBOARD_TOKEN": "ci-secret-token", "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-               "COTK_REPRO_DASHBOARD_URL": ""}
+        env = {
+            "COTK_REPRO_DASHBOARD_TOKEN": "ci-secret-token",
+            "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+            "COTK_REPRO_DASHBOARD_URL": "",
+        }
         res = cli("publish", "--no-git", cwd=root, env=env)
         one_sentence_exit_2(res, "is named only by the project's cotk-repro.toml")
     assert all("ci-secret-token" not in json.dumps(c["headers"]) for c in stolen)
@@ -409,24 +489,27 @@ def test_an_environment_token_never_goes_to_a_dashboard_only_the_project_names(t
     with _recorder() as (mine, received):
         res = cli("publish", "--no-git", "--dashboard", mine, cwd=root, env=env)
         res2 = cli("publish", "--no-git", cwd=root, env={**env, "COTK_REPRO_DASHBOARD_URL": mine})
-    assert [c["headers"].get("Authorization") for c in received if c["method"] == "POST"] == \
-        ["Bearer ci-secret-token"] * 2, (res.stderr, res2.stderr)
+    assert [c["headers"].get("Authorization") for c in received if c["method"] == "POST"] == [
+        "Bearer ci-secret-token"
+    ] * 2, (res.stderr, res2.stderr)
 
 
 def test_github_token_never_goes_to_the_api_a_project_names(tmp_path, make_project):
     from test_reproduce_support import record_in
 
     with _recorder() as (attacker, stolen):
-        root = make_project({"main.py": SMALL_ENTRY,
-                             "cotk-repro.toml": f'[publish]\ngithub_api = "{attacker}"\n'})
-        subprocess.run(["git", "-C", str(root), "remote", "add", "origin",
-                        f"https://{attacker.split('://')[1]}/alice/x.git"], check=True)
+        root = make_project({"main.py": SMALL_ENTRY, "cotk-repro.toml": f'[publish]\ngithub_api = "{attacker}"\n'})
+        subprocess.run(
+            ["git", "-C", str(root), "remote", "add", "origin", f"https://{attacker.split('://')[1]}/alice/x.git"],
+            check=True,
+        )
         record_in(root)
         env = {"GITHUB_TOKEN": "ghp_secret", "GITHUB_API_URL": "", "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
         res = cli("publish", "--no-dashboard", cwd=root, env=env, timeout=120)
         assert "Traceback" not in res.stderr and "unexpected error" not in res.stderr.lower()
-        subprocess.run(["git", "-C", str(root), "remote", "set-url", "origin", "https://github.com/alice/x.git"],
-                       check=True)
+        subprocess.run(
+            ["git", "-C", str(root), "remote", "set-url", "origin", "https://github.com/alice/x.git"], check=True
+        )
         res = cli("publish", "--no-dashboard", cwd=root, env=env, timeout=120)
         assert "Traceback" not in res.stderr and "unexpected error" not in res.stderr.lower()
     assert all("ghp_secret" not in json.dumps(c["headers"]) for c in stolen), stolen
@@ -441,17 +524,25 @@ def test_github_token_goes_only_over_https(monkeypatch):
         with pytest.raises(PublishError, match="not an https:// URL"):
             github.maybe_create("https://example.invalid/alice/x.git")
         assert github.github_hosts("https://ghe.example.org/api/v3") == {"ghe.example.org"}
-        assert github.parse_remote("https://github.com/alice/x.git", github.github_hosts("https://ghe.example.org/api/v3")) is None
+        assert (
+            github.parse_remote("https://github.com/alice/x.git", github.github_hosts("https://ghe.example.org/api/v3"))
+            is None
+        )
     assert calls == []
 
 
 # -- 6. a project's config is bounded -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, words", [
-    ("a = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
-    ("a = " + "{b = " * 3000 + "1" + "}" * 3000 + "\n", "nested too deeply"),
-    ('[project]\nname = "' + "x" * (2 * 1024 * 1024) + '"\n', "over the 1,048,576-byte limit"),
-], ids=["arrays", "tables", "big"])
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("a = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        ("a = " + "{b = " * 3000 + "1" + "}" * 3000 + "\n", "nested too deeply"),
+        ('[project]\nname = "' + "x" * (2 * 1024 * 1024) + '"\n', "over the 1,048,576-byte limit"),
+    ],
+    ids=["arrays", "tables", "big"],
+)
 def test_a_hostile_config_is_one_sentence_exit_2(make_project, text, words):
     import time
 
@@ -470,19 +561,25 @@ def test_a_config_with_a_byte_order_mark_is_read(make_project):
     from cotk_repro.core.config import load_config
 
     root = make_project({"main.py": SMALL_ENTRY})
-    (root / "cotk-repro.toml").write_bytes("\ufeff[project]\ntask = \"lm\"\n".encode("utf-8"))
+    (root / "cotk-repro.toml").write_bytes('\ufeff[project]\ntask = "lm"\n'.encode("utf-8"))
     assert load_config(root).get("project", "task") == "lm"
 
 
 # -- 14, 15, 16. records refs and checkouts are read bounded -----------------------------------------------
 
+
 def _records_ref_with_odd_entries(tmp_path: Path, big: int) -> tuple[Path, dict]:
     """A bare repository whose records ref holds one good record, a gitlink and a ``big``-byte blob."""
     bare = tmp_path / "odd.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+
     def g(*a, **kw):
-        return subprocess.run(["git", "--git-dir", str(bare), *a], check=True, capture_output=True,
-                              **kw).stdout.decode().strip()
+        return (
+            subprocess.run(["git", "--git-dir", str(bare), *a], check=True, capture_output=True, **kw)
+            .stdout.decode()
+            .strip()
+        )
+
     good = make_record({"bleu": (0.25, None)}, name="good")
     good_sha = g("hash-object", "-w", "--stdin", input=json.dumps(good).encode())
     big_path = tmp_path / "big.json"
@@ -496,12 +593,27 @@ def _records_ref_with_odd_entries(tmp_path: Path, big: int) -> tuple[Path, dict]
     empty_tree = g("mktree", input=b"")
     some_commit = g("commit-tree", empty_tree, "-m", "x")
     env = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "index")}
-    for mode, sha, name in (("100644", good_sha, good["id"][7:]), ("160000", some_commit, "a" * 64),
-                            ("100644", big_sha, "b" * 64)):
-        subprocess.run(["git", "--git-dir", str(bare), "update-index", "--add", "--cacheinfo",
-                        f"{mode},{sha},records/{name}/record.json"], check=True, env=env)
-    tree = subprocess.run(["git", "--git-dir", str(bare), "write-tree"], check=True, env=env, capture_output=True,
-                          text=True).stdout.strip()
+    for mode, sha, name in (
+        ("100644", good_sha, good["id"][7:]),
+        ("160000", some_commit, "a" * 64),
+        ("100644", big_sha, "b" * 64),
+    ):
+        subprocess.run(
+            [
+                "git",
+                "--git-dir",
+                str(bare),
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                f"{mode},{sha},records/{name}/record.json",
+            ],
+            check=True,
+            env=env,
+        )
+    tree = subprocess.run(
+        ["git", "--git-dir", str(bare), "write-tree"], check=True, env=env, capture_output=True, text=True
+    ).stdout.strip()
     g("update-ref", "refs/heads/cotk-repro-records", g("commit-tree", tree, "-m", "records"))
     return bare, good
 
@@ -509,12 +621,15 @@ def _records_ref_with_odd_entries(tmp_path: Path, big: int) -> tuple[Path, dict]
 def _peak_rss_mb(args: list[str]) -> tuple[subprocess.CompletedProcess, float]:
     """Run the CLI in a child that reports its own peak RSS (so the parent's children do not count)."""
     # VmHWM of its own memory map (ru_maxrss would carry the forking parent's size over exec)
-    code = ("import runpy, sys; sys.argv = ['cotk-repro', *sys.argv[1:]]\n"
-            "try:\n    runpy.run_module('cotk_repro', run_name='__main__')\n"
-            "finally:\n    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
-            "    sys.stderr.write('\\nPEAK %s\\n' % hwm)\n")
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+    code = (
+        "import runpy, sys; sys.argv = ['cotk-repro', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('cotk_repro', run_name='__main__')\n"
+        "finally:\n    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+        "    sys.stderr.write('\\nPEAK %s\\n' % hwm)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+    )
     peak = int(proc.stderr.rsplit("PEAK ", 1)[1].split()[0]) / 1024
     return proc, peak
 
@@ -548,7 +663,9 @@ def test_a_checkout_is_streamed_to_disk_and_capped(tmp_path):
     (work / "v.txt").write_text("$Format:%H%H%H%H%H%H%H%H$\n")
     subprocess.run(["git", "-C", str(work), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(work), "commit", "-q", "-m", "x"], check=True)
-    commit = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     repo = RemoteRepo(str(work), "w", tmp_path / "r", user_typed=True)
     repo.init()
     repo.fetch_commit(commit, "sha256:" + "0" * 64)
@@ -562,8 +679,16 @@ def test_a_checkout_is_streamed_to_disk_and_capped(tmp_path):
 
 # -- 17, 18. terminal and CSV escape stranger text -----------------------------------------------------------
 
-ESCAPES = ["\x1b[2J\x1b[H", "\x1b]0;owned\x07", "\x9b31m", "a\u202eb", "x\u200by", "[link=http://evil.invalid]click[/link]",
-           "[bold red]loud[/]", "line\nbreak"]
+ESCAPES = [
+    "\x1b[2J\x1b[H",
+    "\x1b]0;owned\x07",
+    "\x9b31m",
+    "a\u202eb",
+    "x\u200by",
+    "[link=http://evil.invalid]click[/link]",
+    "[bold red]loud[/]",
+    "line\nbreak",
+]
 
 
 def _bare_with_records(tmp_path: Path, records: list[dict]) -> Path:
@@ -571,14 +696,35 @@ def _bare_with_records(tmp_path: Path, records: list[dict]) -> Path:
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     env = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "recs-index")}
     for r in records:
-        sha = subprocess.run(["git", "--git-dir", str(bare), "hash-object", "-w", "--stdin"], input=json.dumps(r).encode(),
-                             capture_output=True, check=True).stdout.decode().strip()
-        subprocess.run(["git", "--git-dir", str(bare), "update-index", "--add", "--cacheinfo",
-                        f"100644,{sha},records/{r['id'][7:]}/record.json"], check=True, env=env)
-    tree = subprocess.run(["git", "--git-dir", str(bare), "write-tree"], env=env, capture_output=True, text=True,
-                          check=True).stdout.strip()
-    commit = subprocess.run(["git", "--git-dir", str(bare), "commit-tree", tree, "-m", "r"], capture_output=True,
-                            text=True, check=True).stdout.strip()
+        sha = (
+            subprocess.run(
+                ["git", "--git-dir", str(bare), "hash-object", "-w", "--stdin"],
+                input=json.dumps(r).encode(),
+                capture_output=True,
+                check=True,
+            )
+            .stdout.decode()
+            .strip()
+        )
+        subprocess.run(
+            [
+                "git",
+                "--git-dir",
+                str(bare),
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                f"100644,{sha},records/{r['id'][7:]}/record.json",
+            ],
+            check=True,
+            env=env,
+        )
+    tree = subprocess.run(
+        ["git", "--git-dir", str(bare), "write-tree"], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    commit = subprocess.run(
+        ["git", "--git-dir", str(bare), "commit-tree", tree, "-m", "r"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     subprocess.run(["git", "--git-dir", str(bare), "update-ref", "refs/heads/cotk-repro-records", commit], check=True)
     return bare
 
@@ -586,8 +732,10 @@ def _bare_with_records(tmp_path: Path, records: list[dict]) -> Path:
 def _assert_inert(out: str) -> None:
     assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out, ascii(out[:400])
     assert "\u202e" not in out and "\u200b" not in out, ascii(out[:400])
-    assert "[link=http://evil.invalid]click[/link]" in out.replace("\n", "").replace(" ", "") or \
-        "[link=http://evil.invalid]" in out, out[:2000]
+    assert (
+        "[link=http://evil.invalid]click[/link]" in out.replace("\n", "").replace(" ", "")
+        or "[link=http://evil.invalid]" in out
+    ), out[:2000]
 
 
 def test_record_text_never_reaches_the_terminal_raw(tmp_path):
@@ -600,8 +748,15 @@ def test_record_text_never_reaches_the_terminal_raw(tmp_path):
     listed = cli("reproduce", str(bare), "--list", env={"COLUMNS": "400"})
     assert listed.returncode == 0, listed.stderr
     _assert_inert(listed.stdout + listed.stderr)
-    other = finalize({**json.loads(json.dumps(record)), "status": "ok", "results": {
-        e: {"value": 0.5, "hash": None, "signature": None, "metric": e, "version": "1"} for e in ESCAPES}})
+    other = finalize(
+        {
+            **json.loads(json.dumps(record)),
+            "status": "ok",
+            "results": {
+                e: {"value": 0.5, "hash": None, "signature": None, "metric": e, "version": "1"} for e in ESCAPES
+            },
+        }
+    )
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(record))
     b.write_text(json.dumps(other))
@@ -619,9 +774,18 @@ def test_safe_escapes_controls_and_keeps_text():
     assert safe("x\ny") == "x\\ny" and safe("x\ny", keep_newlines=True) == "x\ny"
 
 
-@pytest.mark.parametrize("name, shown", [("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"), ("+1+2", "'+1+2"),
-                                         ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"), ("-0.5", "-0.5"),
-                                         ("plain", "plain"), ("\tTAB", "'\tTAB")])
+@pytest.mark.parametrize(
+    "name, shown",
+    [
+        ('=HYPERLINK("http://x")', '\'=HYPERLINK("http://x")'),
+        ("+1+2", "'+1+2"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("-0.5", "-0.5"),
+        ("plain", "plain"),
+        ("\tTAB", "'\tTAB"),
+    ],
+)
 def test_csv_cells_that_look_like_formulas_are_neutralised(tmp_path, name, shown):
     import csv
 
@@ -634,6 +798,7 @@ def test_csv_cells_that_look_like_formulas_are_neutralised(tmp_path, name, shown
 
 
 # -- a dashboard's answer is read bounded -------------------------------------------------------------------
+
 
 def _streaming_server(body_mb: int, declare: bool):
     """A raw HTTP server answering every request with ``body_mb`` MB of JSON white space (Content-Length
@@ -678,6 +843,7 @@ def _streaming_server(body_mb: int, declare: bool):
             stop.set()
             thread.join(5)
             srv.close()
+
     return serve()
 
 

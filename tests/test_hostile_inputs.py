@@ -11,17 +11,13 @@ and the terminal never receives a control or bidirectional character raw.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import types
 import typing
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
-
 from dashboard_support import make_record
+from pydantic import BaseModel
 from test_hostile import _bare_with_records, _post, cli, dashboard, serve_record  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.slow
@@ -138,8 +134,11 @@ def canary(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def all_records(canary) -> list[dict]:
     """One record per (field, payload), each with a valid id."""
-    return [hostile_record(path, value, name=f"h{i}") for i, path in enumerate(record_string_fields())
-            for value in payloads(canary).values()]
+    return [
+        hostile_record(path, value, name=f"h{i}")
+        for i, path in enumerate(record_string_fields())
+        for value in payloads(canary).values()
+    ]
 
 
 def test_list_and_verify_a_repository_of_hostile_records(tmp_path, canary, all_records):
@@ -150,8 +149,24 @@ def test_list_and_verify_a_repository_of_hostile_records(tmp_path, canary, all_r
     _check(verified, canary, (0, 1))
 
 
-@pytest.mark.parametrize("kind", ["option", "subshell", "semicolon", "newline", "nul", "dotdot", "absolute",
-                                  "rtl-zero-width", "escape", "markup", "short-option", "backticks", "html"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "option",
+        "subshell",
+        "semicolon",
+        "newline",
+        "nul",
+        "dotdot",
+        "absolute",
+        "rtl-zero-width",
+        "escape",
+        "markup",
+        "short-option",
+        "backticks",
+        "html",
+    ],
+)
 def test_every_command_that_reads_records(tmp_path, canary, kind, make_project):
     from cotk_repro.records import RunStore, finalize
 
@@ -162,12 +177,21 @@ def test_every_command_that_reads_records(tmp_path, canary, kind, make_project):
             _set(everywhere, path, value)
     everywhere = finalize(everywhere)
     # with a git URL git would accept: the other fields reach the later steps
-    fetchable = finalize({**json.loads(json.dumps(everywhere)),
-                          "code": {**everywhere["code"], "remote_url": "git://127.0.0.1:9/x.git"}})
+    fetchable = finalize(
+        {**json.loads(json.dumps(everywhere)), "code": {**everywhere["code"], "remote_url": "git://127.0.0.1:9/x.git"}}
+    )
     for record in (everywhere, fetchable):
         with serve_record(record) as (base, _calls):
-            proc = cli("reproduce", f"{base}/records/{record['id']}", "--runtime", "local", "--trust-remote-code",
-                       "--allow-unsigned", cwd=tmp_path, env={"COLUMNS": "300"})
+            proc = cli(
+                "reproduce",
+                f"{base}/records/{record['id']}",
+                "--runtime",
+                "local",
+                "--trust-remote-code",
+                "--allow-unsigned",
+                cwd=tmp_path,
+                env={"COLUMNS": "300"},
+            )
         _check(proc, canary, (2,))
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(everywhere))
@@ -178,7 +202,7 @@ def test_every_command_that_reads_records(tmp_path, canary, kind, make_project):
     for record in (everywhere, fetchable):
         try:
             store.import_record(record)
-        except Exception:  # noqa: BLE001 - a record a store refuses is refused, not run
+        except Exception:
             continue
         _check(cli("show", record["id"][7:19], cwd=root, env={"COLUMNS": "300"}), canary)
     _check(cli("runs", cwd=root, env={"COLUMNS": "300"}), canary, (0,))

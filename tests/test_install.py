@@ -7,8 +7,8 @@ The wheel of each distribution installed alone into a bare venv is exercised by 
 
 from __future__ import annotations
 
-import hashlib
 import base64
+import hashlib
 import os
 import signal
 import subprocess
@@ -23,11 +23,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cli(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cotk_repro", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "cotk_repro", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        **kw,
+    )
 
 
 # -- --version ---------------------------------------------------------------------------------------------
+
 
 def test_version_prints_the_package_version_and_exits_0():
     import cotk_repro
@@ -36,8 +43,12 @@ def test_version_prints_the_package_version_and_exits_0():
     assert res.returncode == 0, res
     assert res.stdout == f"cotk-repro {cotk_repro.__version__}\n"
     # the same through the Typer app (an embedding caller, `--debug --version`)
-    res = subprocess.run([sys.executable, "-c", "from cotk_repro.cli import main; main(['--debug', '--version'])"],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-c", "from cotk_repro.cli import main; main(['--debug', '--version'])"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res
     assert res.stdout.strip() == f"cotk-repro {cotk_repro.__version__}"
     # the version is the one the wheel is built with (hatch reads __version__ from the file pyproject.toml names)
@@ -46,6 +57,7 @@ def test_version_prints_the_package_version_and_exits_0():
 
 
 # -- the demo: clean-up on failure and SIGTERM --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("keep", [False, True])
 def test_a_failed_demo_removes_its_temporary_folder_or_names_it(tmp_path, monkeypatch, keep):
@@ -98,8 +110,13 @@ with _sigterm_as_exit():
 
 
 def test_sigterm_during_the_demo_removes_its_folder_and_exits_143(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_DEMO], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_DEMO],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     assert proc.stdout.readline().strip() == "started"
     (folder,) = list(tmp_path.iterdir())
     assert (folder / "keys").is_dir()
@@ -112,6 +129,7 @@ def test_sigterm_during_the_demo_removes_its_folder_and_exits_143(tmp_path):
 
 
 # -- [run] requires: a record pins what the project needs ---------------------------------------------------
+
 
 def test_requirement_closure_follows_the_installed_metadata():
     import importlib.metadata as md
@@ -150,6 +168,7 @@ def test_the_demo_project_pins_only_cotk_repro_and_its_requirements():
 
 # -- a wheel of the installed cotk-repro (a record made by a wheel install reproduces) -----------------------
 
+
 def test_repack_gives_the_installed_files_with_the_hashes_the_installer_recorded(tmp_path):
     """Repacking an installed distribution (typer, installed by pip) yields exactly the files its RECORD lists,
     with the same hashes; pip installs the repacked wheel and it imports."""
@@ -163,8 +182,12 @@ def test_repack_gives_the_installed_files_with_the_hashes_the_installer_recorded
     recorded = {}
     for line in dist.read_text("RECORD").splitlines():
         path, digest, _size = line.rsplit(",", 2)
-        if digest and not path.startswith("..") and "__pycache__" not in path \
-                and path.split("/")[-1] not in ("INSTALLER", "REQUESTED", "direct_url.json"):
+        if (
+            digest
+            and not path.startswith("..")
+            and "__pycache__" not in path
+            and path.split("/")[-1] not in ("INSTALLER", "REQUESTED", "direct_url.json")
+        ):
             recorded[path] = digest
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
@@ -174,14 +197,24 @@ def test_repack_gives_the_installed_files_with_the_hashes_the_installer_recorded
     assert set(recorded) <= names
     assert not any(n.endswith(("INSTALLER", "direct_url.json")) for n in names)
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target),
-                    str(wheel)], check=True, capture_output=True, timeout=300)
-    res = subprocess.run([sys.executable, "-c", "import typer, sys; print(typer.__file__)"], capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": str(target)}, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", "import typer, sys; print(typer.__file__)"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(target)},
+        timeout=60,
+    )
     assert res.stdout.startswith(str(target)), res
 
 
 # -- GPT-2 templates without the hub ----------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("template", ["lm-gpt2-finetune", "dialog-gpt2-finetune"])
@@ -194,31 +227,42 @@ def test_a_gpt2_template_without_the_hub_stops_at_once_with_the_command_that_fix
     env = {**os.environ, "HF_HOME": str(tmp_path / "empty-hf-home"), "HF_HUB_OFFLINE": "1"}
     check = "import model; model.reachable_or_stop(__import__('sys').argv[1]); print('usable')"
     t = time.perf_counter()
-    res = subprocess.run([sys.executable, "-c", check, "gpt2"], cwd=project, env=env, capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", check, "gpt2"], cwd=project, env=env, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 1, res
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert "GPT-2 'gpt2' is neither a local folder nor in the Hugging Face cache" in res.stderr
     command = res.stderr.split("make a tiny one here with `", 1)[1].split("`", 1)[0]
     assert command.startswith("python -m cotk_repro_templates.tiny_gpt2 tiny-gpt2 data/")
     # the command it names works here, offline, and its folder is then usable
-    made = subprocess.run([sys.executable, *command.split()[1:]], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=600)
+    made = subprocess.run(
+        [sys.executable, *command.split()[1:]], cwd=project, env=env, capture_output=True, text=True, timeout=600
+    )
     assert made.returncode == 0, made
-    res = subprocess.run([sys.executable, "-c", check, "tiny-gpt2"], cwd=project, env=env, capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", check, "tiny-gpt2"], cwd=project, env=env, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0 and res.stdout.strip() == "usable", res
     assert time.perf_counter() - t < 280
 
 
 # -- torch install lines ----------------------------------------------------------------------------------
 
+
 def test_every_torch_install_line_gives_the_pinned_cpu_build():
-    pinned = next(line.split("==", 1)[1].strip() for line in (ROOT / "requirements" / "torch.txt").read_text().splitlines()
-                  if line.startswith("torch=="))
+    pinned = next(
+        line.split("==", 1)[1].strip()
+        for line in (ROOT / "requirements" / "torch.txt").read_text().splitlines()
+        if line.startswith("torch==")
+    )
     docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.glob("plugins/*/README.md"))]
-    lines = [(p.relative_to(ROOT), line) for p in docs for line in p.read_text(encoding="utf-8").splitlines()
-             if "pip install" in line and "torch" in line.split("#", 1)[0].replace("torch.txt", "")]
+    lines = [
+        (p.relative_to(ROOT), line)
+        for p in docs
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if "pip install" in line and "torch" in line.split("#", 1)[0].replace("torch.txt", "")
+    ]
     assert lines, "no torch install line found"
     for where, line in lines:
         command = line.split("#", 1)[0]
@@ -227,6 +271,7 @@ def test_every_torch_install_line_gives_the_pinned_cpu_build():
 
 
 # -- a closed pipe is not "not reproduced" ----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("what", ["show", "show-json", "data-hashes", "data-hashes-json"])
 def test_show_and_data_hashes_exit_0_when_the_reader_goes_away(what, make_project, tmp_path):
@@ -240,32 +285,50 @@ def test_show_and_data_hashes_exit_0_when_the_reader_goes_away(what, make_projec
         root = tmp_path
         args = ["data", "hashes", str(ROOT / "tests" / "fixtures" / "cotk-small" / "mscoco")]
         args += ["--json"] if what.endswith("json") else []
-    script = (f"set -o pipefail; '{sys.executable}' -m cotk_repro {' '.join(args)} | true; "
-              "echo \"status=${PIPESTATUS[0]}\"")
-    res = subprocess.run(["bash", "-c", script], cwd=root, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "COLUMNS": "60"})
+    script = (
+        f"set -o pipefail; '{sys.executable}' -m cotk_repro {' '.join(args)} | true; echo \"status=${{PIPESTATUS[0]}}\""
+    )
+    res = subprocess.run(
+        ["bash", "-c", script],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "60"},
+    )
     assert res.stdout.strip() == "status=0", res
     assert "Traceback" not in res.stderr and "Error" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr
 
 
 # -- a missing dependency at run time ---------------------------------------------------------------------
 
+
 def _without(module: str, tmp_path: Path) -> dict[str, str]:
     """An environment in which importing ``module`` fails as if it were not installed."""
     shadow = tmp_path / f"without-{module}"
     shadow.mkdir()
     (shadow / f"{module}.py").write_text(
-        f"raise ModuleNotFoundError(\"No module named '{module}'\", name={module!r})\n", encoding="utf-8")
+        f"raise ModuleNotFoundError(\"No module named '{module}'\", name={module!r})\n", encoding="utf-8"
+    )
     return {"PYTHONPATH": os.pathsep.join([str(shadow), os.environ.get("PYTHONPATH", "")])}
 
 
 def test_a_missing_dependency_is_one_sentence_naming_what_to_install(tmp_path):
-    res = _cli("dashboard", "users", "--json", "--db", "sqlite:///" + str(tmp_path / "d.sqlite3"),
-               env=_without("sqlalchemy", tmp_path))
+    res = _cli(
+        "dashboard",
+        "users",
+        "--json",
+        "--db",
+        "sqlite:///" + str(tmp_path / "d.sqlite3"),
+        env=_without("sqlalchemy", tmp_path),
+    )
     assert res.returncode == 2, res
     assert res.stderr.strip().splitlines() == [
-        ("Error: cotk-repro needs the Python package SQLAlchemy, which is not installed (removed?): "
-        "pip install 'SQLAlchemy' (or reinstall cotk-repro)")], res.stderr
+        (
+            "Error: cotk-repro needs the Python package SQLAlchemy, which is not installed (removed?): "
+            "pip install 'SQLAlchemy' (or reinstall cotk-repro)"
+        )
+    ], res.stderr
     assert "unexpected" not in res.stderr and "Traceback" not in res.stderr
 
 
@@ -274,9 +337,11 @@ def test_a_missing_extra_names_the_extra():
 
     assert missing_dependency(ModuleNotFoundError("No module named 'psycopg'", name="psycopg")) == (
         "cotk-repro[postgres] needs the Python package psycopg, which is not installed: "
-        "pip install 'cotk-repro[postgres]'")
+        "pip install 'cotk-repro[postgres]'"
+    )
     assert missing_dependency(ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")).endswith(
-        "pip install 'cotk-repro[compare]'")
+        "pip install 'cotk-repro[compare]'"
+    )
 
 
 def test_missing_torch_names_the_cpu_line():
@@ -290,15 +355,27 @@ def test_missing_torch_names_the_cpu_line():
 
 # -- CI installs what users install ------------------------------------------------------------------------
 
+
 def test_ci_runs_the_distribution_checks_after_the_test_command():
     run = (ROOT / ".ci" / "run").read_text()
     assert run.index("bash scripts/test.sh") < run.index("bash scripts/ci-dists.sh")
     script = ROOT / "scripts" / "ci-dists.sh"
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
     text = script.read_text()
-    for needed in ("python -m deptry", "-m build", "twine check --strict", "venv", "+cpu", "--version",
-                   "demo --no-serve --runtime venv --trust-remote-code", "--template lm-gru", "-m fluency",
-                   "benchmark.toml", "-m toy-metric", "-t toy-tokenizer"):
+    for needed in (
+        "python -m deptry",
+        "-m build",
+        "twine check --strict",
+        "venv",
+        "+cpu",
+        "--version",
+        "demo --no-serve --runtime venv --trust-remote-code",
+        "--template lm-gru",
+        "-m fluency",
+        "benchmark.toml",
+        "-m toy-metric",
+        "-t toy-tokenizer",
+    ):
         assert needed.replace("python -m", "-m") in text, needed
     # deptry knows every distribution's own package and nothing is ignored without a reason beside it
     import tomllib
@@ -307,8 +384,9 @@ def test_ci_runs_the_distribution_checks_after_the_test_command():
         cfg = tomllib.loads(pyproject.read_text()).get("tool", {}).get("deptry")
         if cfg is None:
             continue  # a distribution another change fills (deptry's defaults apply)
-        assert cfg["known_first_party"] == [pyproject.parent.name.replace("-", "_") if pyproject.parent != ROOT
-                                            else "cotk_repro"]
+        assert cfg["known_first_party"] == [
+            pyproject.parent.name.replace("-", "_") if pyproject.parent != ROOT else "cotk_repro"
+        ]
         lines = pyproject.read_text().split("[tool.deptry.per_rule_ignores]", 1)[-1].split("\n[", 1)[0]
         for line in lines.splitlines():
             if line.strip().startswith('"'):
@@ -324,15 +402,16 @@ def test_ci_runs_the_test_command_inside_a_fresh_venv(tmp_path):
     (repo / "scripts").mkdir()
     (repo / ".ci" / "run").write_text((ROOT / ".ci" / "run").read_text())
     report = tmp_path / "seen.txt"
-    probe = ("import json, os, sys, sysconfig; print(json.dumps({'prefix': sys.prefix, 'base': sys.base_prefix, "
-             "'purelib': sysconfig.get_path('purelib'), 'path': sys.path, "
-             "'pythonpath': os.environ.get('PYTHONPATH'), 'venv': os.environ.get('VIRTUAL_ENV')}))")
-    (repo / "scripts" / "test.sh").write_text(f"python3 -c \"{probe}\" > {report}\n")
+    probe = (
+        "import json, os, sys, sysconfig; print(json.dumps({'prefix': sys.prefix, 'base': sys.base_prefix, "
+        "'purelib': sysconfig.get_path('purelib'), 'path': sys.path, "
+        "'pythonpath': os.environ.get('PYTHONPATH'), 'venv': os.environ.get('VIRTUAL_ENV')}))"
+    )
+    (repo / "scripts" / "test.sh").write_text(f'python3 -c "{probe}" > {report}\n')
     (repo / "scripts" / "ci-dists.sh").write_text(f"echo dists >> {tmp_path / 'dists.txt'}\n")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "COTK_REPRO_CI_VENV")}
     env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
-    res = subprocess.run(["bash", str(repo / ".ci" / "run")], capture_output=True, text=True, env=env,
-                         timeout=600)
+    res = subprocess.run(["bash", str(repo / ".ci" / "run")], capture_output=True, text=True, env=env, timeout=600)
     import json
 
     seen = json.loads(report.read_text())

@@ -30,8 +30,7 @@ def declared() -> dict[str, list[tuple[str, Declaration, dict[str, Any]]]]:
     seen: list[tuple[str, Declaration]] = []
     original = Declaration.entry
 
-    def recording(self: Declaration, key: str, value: float, hasher: Callable[[dict[str, Any]], str]
-                  ) -> dict[str, Any]:
+    def recording(self: Declaration, key: str, value: float, hasher: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
         seen.append((key, self))
         return original(self, key, value, hasher)
 
@@ -95,8 +94,10 @@ def test_no_metric_builds_a_result_entry_or_a_signature_by_hand() -> None:
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
                 if name in ("result_entry", "signature") and not (
-                        isinstance(node.func, ast.Attribute) and name == "signature"
-                        and getattr(node.func.value, "id", "") in ("inspect", "decl", "self")):
+                    isinstance(node.func, ast.Attribute)
+                    and name == "signature"
+                    and getattr(node.func.value, "id", "") in ("inspect", "decl", "self")
+                ):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
 
@@ -117,9 +118,15 @@ def test_a_name_declared_twice_is_refused() -> None:
 
 
 def test_elided_defaults_stay_in_the_hash_and_hash_elided_defaults_in_the_signature() -> None:
-    decl = Declaration("m", "2", [Setting("normalize", "none", "norm", elide="none"),
-                                  Setting("rule", "fair", "rule", hash_elide="fair"),
-                                  Setting("smoothing", "method3", "smooth", shown="m3")])
+    decl = Declaration(
+        "m",
+        "2",
+        [
+            Setting("normalize", "none", "norm", elide="none"),
+            Setting("rule", "fair", "rule", hash_elide="fair"),
+            Setting("smoothing", "method3", "smooth", shown="m3"),
+        ],
+    )
     assert decl.hashed() == {"normalize": "none", "smoothing": "method3", "version": "2"}
     assert decl.signature() == "m|rule:fair|smooth:m3|v:2"
     other = with_settings(decl, [Setting("weights", [0.5, 0.5], "w")], name="m-2")

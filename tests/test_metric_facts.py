@@ -30,10 +30,18 @@ TRUTH = {
     "meteor": (True, (0, 1), "aligned", "sentence", ["meteor"]),
 }
 
-HYPS = ["a man rides a brown horse", "a dog plays in the snow", "a plate of food on the table",
-        "a cat sleeps on the bed"]
-REFS = [["a man is riding a horse"], ["two dogs play in the snow"], ["a plate of food on a table"],
-        ["a cat sleeps on a bed"]]
+HYPS = [
+    "a man rides a brown horse",
+    "a dog plays in the snow",
+    "a plate of food on the table",
+    "a cat sleeps on the bed",
+]
+REFS = [
+    ["a man is riding a horse"],
+    ["two dogs play in the snow"],
+    ["a plate of food on a table"],
+    ["a cat sleeps on a bed"],
+]
 
 
 def _result(name: str) -> dict:
@@ -106,7 +114,8 @@ def test_compare_reads_direction_reference_mode_and_cost_from_the_metric(tmp_pat
     (root / "data/d/gold/refs.txt").write_text("\n".join(r[0] for r in REFS) + "\n")
     (root / "data/d/samples/varied.txt").write_text("\n".join(HYPS) + "\n")
     (root / "data/d/samples/repeats.txt").write_text("\n".join(["a man rides a brown horse"] * 4) + "\n")
-    (root / "bench.toml").write_text(textwrap.dedent("""
+    (root / "bench.toml").write_text(
+        textwrap.dedent("""
         [[dataset]]
         name = "d"
         path = "data/d"
@@ -117,7 +126,8 @@ def test_compare_reads_direction_reference_mode_and_cost_from_the_metric(tmp_pat
         name = "bleu"
         [[metric]]
         name = "fw-bw-bleu"
-        """))
+        """)
+    )
     result, _ = compare(root / "bench.toml", jobs=1)
     specs = {m.name: m for m in result.config.metrics}
     assert specs["self-bleu"].higher_is_better is False and specs["self-bleu"].references == "none"

@@ -22,11 +22,19 @@ from cotk_repro.metrics import get_metric, score
 PINS = Path(__file__).parent / "fixtures" / "metric_pins.json"
 
 HYPS = ["the cat sat on the mat .", "a dog ran in the park today", "it is raining cats and dogs", "hello world"]
-REFS = [["the cat is on the mat ."], ["a dog runs in the park", "the dog ran in a park"],
-        ["it rains cats and dogs"], ["hello there world"]]
+REFS = [
+    ["the cat is on the mat ."],
+    ["a dog runs in the park", "the dog ran in a park"],
+    ["it rains cats and dogs"],
+    ["hello there world"],
+]
 ONE_REF = [[rs[0]] for rs in REFS]
-VECTORS = {w: [math.sin(i + k) for k in range(4)] for i, w in enumerate(
-    "the cat sat on mat . a dog ran in park today it is raining cats and dogs hello world".split())}
+VECTORS = {
+    w: [math.sin(i + k) for k in range(4)]
+    for i, w in enumerate(
+        "the cat sat on mat . a dog ran in park today it is raining cats and dogs hello world".split()
+    )
+}
 GROUPS = [["a b c", "a b d"], ["x y", "x z", "y z"]]
 
 #: (case id, metric, options, input): input "text" (HYPS, REFS), "one" (HYPS, one reference each), "free"
@@ -63,11 +71,14 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
     ("emb-pr-avg", "embedding-precision-recall", {"vectors": VECTORS}, "contexts"),
     ("emb-pr-extrema", "embedding-precision-recall", {"vectors": VECTORS, "mode": "extrema"}, "contexts"),
     ("chrf", "chrf", {}, "text"),
-    ("chrf++", "chrf", {"word_order": 2, "lowercase": True, "whitespace": True, "eps_smoothing": True,
-                        "beta": 3}, "text"),
+    (
+        "chrf++",
+        "chrf",
+        {"word_order": 2, "lowercase": True, "whitespace": True, "eps_smoothing": True, "beta": 3},
+        "text",
+    ),
     ("ter", "ter", {}, "text"),
-    ("ter-all", "ter", {"normalized": True, "no_punct": True, "asian_support": True, "case_sensitive": True},
-     "text"),
+    ("ter-all", "ter", {"normalized": True, "no_punct": True, "asian_support": True, "case_sensitive": True}, "text"),
     ("cider", "cider", {}, "text"),
     ("cider-n2", "cider", {"ngram": 2, "sigma": 3.0, "tokenizer": "nltk"}, "text"),
     ("gleu", "gleu", {}, "text"),
@@ -86,21 +97,39 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
     ("ngram-entropy-given", "ngram-entropy", {"ngram": 2}, "groups"),
     ("fw-rv-ppl", "fw-rv-ppl", {"ngram": 2}, "text"),
     ("fw-rv-ppl-cotk", "fw-rv-ppl", {"ngram": 1, "mode": "cotk", "tokenizer": "space"}, "text"),
-    ("fw-rv-ppl-interp", "fw-rv-ppl", {"ngram": 2, "mode": "interpolated", "discount": 0.5, "unk_cutoff": 2},
-     "text"),
+    ("fw-rv-ppl-interp", "fw-rv-ppl", {"ngram": 2, "mode": "interpolated", "discount": 0.5, "unk_cutoff": 2}, "text"),
     ("accuracy", "accuracy", {}, "labels"),
     # the lm plugin's metric that loads no model
     ("group-entropy", "group-entropy", {"group_size": 2}, "free"),
     ("group-entropy-aug", "group-entropy", {"augmentation": {"method": "eda", "n": 2}}, "groups"),
     ("group-entropy-aug-str", "group-entropy", {"augmentation": "paraphrase", "ngram": 2, "group_size": 2}, "text"),
     ("perplexity", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"]}, "lists"),
-    ("perplexity-rules", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"], "unk_targets": "skip",
-                                        "rare_words": "cotk", "reference_check": "cotk"}, "lists"),
+    (
+        "perplexity-rules",
+        "perplexity",
+        {
+            "frequent": ["a", "b"],
+            "rare": ["c", "d"],
+            "unk_targets": "skip",
+            "rare_words": "cotk",
+            "reference_check": "cotk",
+        },
+        "lists",
+    ),
     ("perplexity-turns", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"], "multi_turn": True}, "lists"),
-    ("perplexity-turns-all", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"], "multi_turn": True,
-                                            "skip_first_turn": False, "rare_words": "cotk"}, "lists"),
-    ("perplexity-unk-skip", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"], "unk_targets": "skip"},
-     "lists"),
+    (
+        "perplexity-turns-all",
+        "perplexity",
+        {
+            "frequent": ["a", "b"],
+            "rare": ["c", "d"],
+            "multi_turn": True,
+            "skip_first_turn": False,
+            "rare_words": "cotk",
+        },
+        "lists",
+    ),
+    ("perplexity-unk-skip", "perplexity", {"frequent": ["a", "b"], "rare": ["c", "d"], "unk_targets": "skip"}, "lists"),
 ]
 
 
@@ -119,9 +148,10 @@ def _run(metric: str, options: dict[str, Any], kind: str) -> dict[str, Any]:
     if kind == "labels":
         return score(m, [1, 2, 3, "x"], [[1], [0], [3], ["x"]])
     assert kind == "lists"
-    return m.compute_lists([["a", "c"], ["b", "zz", "d"]],  # type: ignore[attr-defined,no-any-return]
-                           [[math.log(0.5), math.log(0.2), math.log(0.3)],
-                            [math.log(0.4), math.log(0.1), math.log(0.2), math.log(0.3)]])
+    return m.compute_lists(
+        [["a", "c"], ["b", "zz", "d"]],  # type: ignore[attr-defined,no-any-return]
+        [[math.log(0.5), math.log(0.2), math.log(0.3)], [math.log(0.4), math.log(0.1), math.log(0.2), math.log(0.3)]],
+    )
 
 
 def companions(result: dict[str, Any]) -> dict[str, list[str | None]]:
@@ -139,8 +169,7 @@ def current() -> dict[str, dict[str, list[str | None]]]:
 
 
 @pytest.mark.parametrize("case,metric,options,kind", CASES, ids=[c[0] for c in CASES])
-def test_published_hash_and_signature_are_unchanged(case: str, metric: str, options: dict[str, Any],
-                                                    kind: str) -> None:
+def test_published_hash_and_signature_are_unchanged(case: str, metric: str, options: dict[str, Any], kind: str) -> None:
     pinned = json.loads(PINS.read_text(encoding="utf-8"))[case]
     assert companions(_run(metric, options, kind)) == pinned
 

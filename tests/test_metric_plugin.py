@@ -11,12 +11,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT, run_cli
 from test_plugins import make_distribution, parent_env_venv, pip_install
 
@@ -57,15 +55,31 @@ def test_metrics_lists_the_plugin_metric_with_its_facts(venv):
 
 def test_evaluate_feeds_it_through_forward_and_close(venv, tmp_path):
     for name, (lines, expected) in SYSTEMS.items():
-        res = run_cli("evaluate", "--hyps", str(write_lines(tmp_path / f"{name}.txt", lines)), "-m", "repeat-rate",
-                      "--json", python=venv)
+        res = run_cli(
+            "evaluate",
+            "--hyps",
+            str(write_lines(tmp_path / f"{name}.txt", lines)),
+            "-m",
+            "repeat-rate",
+            "--json",
+            python=venv,
+        )
         assert res.returncode == 0, res
         out = json.loads(res.stdout)
         assert out["repeat-rate"] == expected
         assert re.fullmatch("[0-9a-f]{64}", out["repeat-rate hashvalue"])
         assert out["repeat-rate signature"] == "repeat-rate|lc:yes|hyps:4|v:1"
-    res = run_cli("evaluate", "--hyps", str(tmp_path / "varied.txt"), "-m", "repeat-rate", "-o",
-                  "repeat-rate.lowercase=false", "--json", python=venv)
+    res = run_cli(
+        "evaluate",
+        "--hyps",
+        str(tmp_path / "varied.txt"),
+        "-m",
+        "repeat-rate",
+        "-o",
+        "repeat-rate.lowercase=false",
+        "--json",
+        python=venv,
+    )
     assert json.loads(res.stdout)["repeat-rate"] == 0.0
 
 
@@ -74,13 +88,15 @@ def test_compare_ranks_it_lower_is_better(venv, tmp_path):
     write_lines(root / "data/d/gold/refs.txt", ["unused"] * 4)
     for name, (lines, _) in SYSTEMS.items():
         write_lines(root / f"data/d/samples/{name}.txt", lines)
-    (root / "bench.toml").write_text(textwrap.dedent("""
+    (root / "bench.toml").write_text(
+        textwrap.dedent("""
         [[dataset]]
         name = "d"
         path = "data/d"
         [[metric]]
         name = "repeat-rate"
-        """))
+        """)
+    )
     res = run_cli("compare", str(root / "bench.toml"), "--json", "--jobs", "1", python=venv)
     assert res.returncode == 0, res
     cells = {c["system"]: c for c in json.loads(res.stdout)["cells"]}
@@ -133,8 +149,12 @@ def test_records_of_it_rank_lower_is_better_on_the_dashboard(venv, make_project,
         assert rec["results"]["repeat-rate"]["hash"]
         records.append(rec)
     (tmp_path / "records.json").write_text(json.dumps(records))
-    proc = subprocess.run([venv, "-c", DASHBOARD, f"sqlite:///{tmp_path / 'dash.sqlite3'}",
-                           str(tmp_path / "records.json")], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [venv, "-c", DASHBOARD, f"sqlite:///{tmp_path / 'dash.sqlite3'}", str(tmp_path / "records.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     board = json.loads(proc.stdout)
     assert board["higher_is_better"] is False

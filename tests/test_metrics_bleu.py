@@ -44,20 +44,25 @@ def nltk_tokens(text: str) -> list[str]:
 def nltk_corpus(hyps, refs, n=4, smoothing="method3"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return corpus_bleu([[nltk_tokens(r) for r in rs] for rs in refs], [nltk_tokens(h) for h in hyps],
-                           weights=[1.0 / n] * n, smoothing_function=getattr(SMOOTH, smoothing))
+        return corpus_bleu(
+            [[nltk_tokens(r) for r in rs] for rs in refs],
+            [nltk_tokens(h) for h in hyps],
+            weights=[1.0 / n] * n,
+            smoothing_function=getattr(SMOOTH, smoothing),
+        )
 
 
 def nltk_sentence(refs_tokens, hyp_tokens, n=4, smoothing="method1"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return sentence_bleu(refs_tokens, hyp_tokens, weights=[1.0 / n] * n,
-                             smoothing_function=getattr(SMOOTH, smoothing))
+        return sentence_bleu(
+            refs_tokens, hyp_tokens, weights=[1.0 / n] * n, smoothing_function=getattr(SMOOTH, smoothing)
+        )
 
 
 def nltk_self_bleu(sents, n=4):
     toks = [nltk_tokens(s) for s in sents]
-    return [nltk_sentence(toks[:i] + toks[i + 1:], toks[i], n) for i in range(len(toks))]
+    return [nltk_sentence(toks[:i] + toks[i + 1 :], toks[i], n) for i in range(len(toks))]
 
 
 def read_lines(path, limit=None):
@@ -82,7 +87,7 @@ def test_corpus_bleu_equals_nltk_on_texygen(fixtures_dir, model):
 def test_corpus_bleu_multi_reference_equals_nltk(fixtures_dir):
     refs_all = read_lines(fixtures_dir / "texygen" / "coco_test.txt", 1500)
     hyps = read_lines(fixtures_dir / "texygen" / "instances" / "seq.txt", 500)
-    refs = [refs_all[i * 3:(i + 1) * 3][: 1 + i % 3] for i in range(500)]  # 1, 2 or 3 references
+    refs = [refs_all[i * 3 : (i + 1) * 3][: 1 + i % 3] for i in range(500)]  # 1, 2 or 3 references
     for n, smoothing in [(4, "method3"), (2, "method3"), (3, "method1"), (4, "method2"), (1, "method0")]:
         res = get_metric("bleu", ngram=n, smoothing=smoothing).compute(hyps, refs)
         assert res["bleu"] == pytest.approx(nltk_corpus(hyps, refs, n, smoothing), rel=0, abs=1e-12)
@@ -94,22 +99,32 @@ def test_bleu_custom_weights_equal_nltk():
     hyps = ["the cat sat on the mat .", "a dog runs in the park"]
     refs = [["the cat is on the mat ."], ["a dog runs through the park", "dogs run in parks"]]
     res = get_metric("bleu", ngram=3, weights=[0.5, 0.3, 0.2]).compute(hyps, refs)
-    expected = corpus_bleu([[nltk_wordpunct(r) for r in rs] for rs in refs], [nltk_wordpunct(h) for h in hyps],
-                           weights=[0.5, 0.3, 0.2], smoothing_function=SMOOTH.method3)
+    expected = corpus_bleu(
+        [[nltk_wordpunct(r) for r in rs] for rs in refs],
+        [nltk_wordpunct(h) for h in hyps],
+        weights=[0.5, 0.3, 0.2],
+        smoothing_function=SMOOTH.method3,
+    )
     assert res["bleu"] == pytest.approx(expected, rel=0, abs=1e-12)
     assert "|w:0.5,0.3,0.2|" in res["bleu signature"]
     assert res["bleu hashvalue"] != get_metric("bleu", ngram=3).compute(hyps, refs)["bleu hashvalue"]
 
 
-@pytest.mark.parametrize("hyps,refs", [
-    (["", "a cat sat on the mat"], [["a cat sat on a mat"], ["a cat sat on the mat"]]),  # empty hypothesis
-    (["a cat", "on the mat"], [["a cat sat"], ["on the mat ."]]),  # hypotheses shorter than n
-    (["a cat sat on the mat"], [["a cat sat on the mat today"]]),  # a single sentence
-    (["a <unk> sat on the mat", "the <unk> is red"], [["a <unk> sat on the mat"], ["the <unk> is red"]]),  # <unk>
-    (["a cat sat on the mat"], [["a <unk> sat on the <unk>", "a cat <unk> on the mat"]]),  # <unk> in references
-    (["ein Hund läuft über die Straße", "猫 が 座る 。"], [["ein Hund läuft über die Straße ."], ["猫 が 座った 。"]]),
-    (["zero overlap here"], [["nothing in common"]]),
-])
+@pytest.mark.parametrize(
+    "hyps,refs",
+    [
+        (["", "a cat sat on the mat"], [["a cat sat on a mat"], ["a cat sat on the mat"]]),  # empty hypothesis
+        (["a cat", "on the mat"], [["a cat sat"], ["on the mat ."]]),  # hypotheses shorter than n
+        (["a cat sat on the mat"], [["a cat sat on the mat today"]]),  # a single sentence
+        (["a <unk> sat on the mat", "the <unk> is red"], [["a <unk> sat on the mat"], ["the <unk> is red"]]),  # <unk>
+        (["a cat sat on the mat"], [["a <unk> sat on the <unk>", "a cat <unk> on the mat"]]),  # <unk> in references
+        (
+            ["ein Hund läuft über die Straße", "猫 が 座る 。"],
+            [["ein Hund läuft über die Straße ."], ["猫 が 座った 。"]],
+        ),
+        (["zero overlap here"], [["nothing in common"]]),
+    ],
+)
 def test_bleu_edge_cases_equal_nltk(hyps, refs):
     for n in (1, 2, 4):
         res = get_metric("bleu", ngram=n).compute(hyps, refs)
@@ -133,8 +148,9 @@ def test_bleu_token_and_id_inputs_equal_text_inputs():
     assert toks == text
 
     class Vocab:  # a minimal dataloader-like object: ids -> tokens -> sentence
-        words = ["<pad>", "<unk>", "<go>", "<eos>"] + sorted({w for s in hyps + [r for rs in refs for r in rs]
-                                                              for w in s.split()})
+        words = ["<pad>", "<unk>", "<go>", "<eos>"] + sorted(
+            {w for s in hyps + [r for rs in refs for r in rs] for w in s.split()}
+        )
 
         def convert_ids_to_tokens(self, ids, trim=True):
             return [self.words[i] for i in ids if i > 3]
@@ -156,7 +172,7 @@ def test_forward_close_equals_compute(fixtures_dir):
     for name in ("bleu", "self-bleu", "fw-bw-bleu"):
         m = get_metric(name)
         for i in range(0, 300, 64):
-            m.forward({"hyps": hyps[i:i + 64], "refs": refs[i:i + 64]})
+            m.forward({"hyps": hyps[i : i + 64], "refs": refs[i : i + 64]})
         assert m.close() == get_metric(name).compute(hyps, refs if name != "self-bleu" else None)
 
 
@@ -191,8 +207,9 @@ def test_bleu_hash_equals_dataloader_reference_hash(fixtures_dir):
     hyps = [s[: max(1, len(s) - 2)] for s in sents]
     res = get_metric("bleu", dataloader=dl).compute(hyps, refs)
     assert res["bleu hashvalue"] == dl.reference_hashes("test")["bleu"]
-    text = get_metric("bleu").compute([dl.convert_tokens_to_sentence(h) for h in hyps],
-                                      [[dl.convert_tokens_to_sentence(s)] for s in sents])
+    text = get_metric("bleu").compute(
+        [dl.convert_tokens_to_sentence(h) for h in hyps], [[dl.convert_tokens_to_sentence(s)] for s in sents]
+    )
     assert text == res
     # CoTK style: id batches from the dataloader (hypotheses: the first 4 ids of each reference)
     m = get_metric("bleu", dataloader=dl)
@@ -200,14 +217,21 @@ def test_bleu_hash_equals_dataloader_reference_hash(fixtures_dir):
         m.forward({"gen": [row[1:5] for row in batch["sent_allvocabs"]], "sent_allvocabs": batch["sent_allvocabs"]})
     from_ids = m.close()
     assert from_ids["bleu hashvalue"] == dl.reference_hashes("test")["bleu"]
-    assert from_ids["bleu"] == pytest.approx(nltk_corpus([" ".join(s[:4]) for s in sents],
-                                                         [[" ".join(s)] for s in sents]), abs=1e-12)
+    assert from_ids["bleu"] == pytest.approx(
+        nltk_corpus([" ".join(s[:4]) for s in sents], [[" ".join(s)] for s in sents]), abs=1e-12
+    )
 
 
-@pytest.mark.parametrize("options,message", [
-    ({"ngram": 0}, "ngram"), ({"ngram": "x"}, "ngram"), ({"weights": [1, 2]}, "weights"),
-    ({"smoothing": "method9"}, "smoothing"), ({"bogus": 1}, "has no option 'bogus'; its options: ngram"),
-])
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"ngram": 0}, "ngram"),
+        ({"ngram": "x"}, "ngram"),
+        ({"weights": [1, 2]}, "weights"),
+        ({"smoothing": "method9"}, "smoothing"),
+        ({"bogus": 1}, "has no option 'bogus'; its options: ngram"),
+    ],
+)
 def test_bad_options_are_clear_errors(options, message):
     with pytest.raises(MetricError, match=message):
         get_metric("bleu", **options)
@@ -250,14 +274,22 @@ def test_self_bleu_equals_nltk_per_sentence(fixtures_dir, model):
 
 
 def test_self_bleu_edge_cases_equal_nltk():
-    sents = ["", "a", "a cat", "a cat sat", "a cat sat", "a <unk> sat on", "über straße 猫", "a cat sat on the mat",
-             "the mat"]
+    sents = [
+        "",
+        "a",
+        "a cat",
+        "a cat sat",
+        "a cat sat",
+        "a <unk> sat on",
+        "über straße 猫",
+        "a cat sat on the mat",
+        "the mat",
+    ]
     for n in (1, 2, 3, 4):
         expected = nltk_self_bleu(sents, n)
         assert self_bleu_scores(tokenize_texts(sents), n, [1.0 / n] * n, "method1") == expected
     two = ["a cat sat", "a dog sat"]
-    assert get_metric("self-bleu").compute(two)["self-bleu"] == pytest.approx(
-        sum(nltk_self_bleu(two)) / 2, abs=1e-12)
+    assert get_metric("self-bleu").compute(two)["self-bleu"] == pytest.approx(sum(nltk_self_bleu(two)) / 2, abs=1e-12)
 
 
 def test_self_bleu_hash_covers_n_size_and_sampling(fixtures_dir):
@@ -266,8 +298,10 @@ def test_self_bleu_hash_covers_n_size_and_sampling(fixtures_dir):
     assert get_metric("self-bleu", ngram=3).compute(sents)["self-bleu hashvalue"] != full["self-bleu hashvalue"]
     assert get_metric("self-bleu").compute(sents[:300])["self-bleu hashvalue"] != full["self-bleu hashvalue"]
     # the hash does not depend on which sentences (it identifies the setting, the model's text is what is scored)
-    assert get_metric("self-bleu").compute(sents[100:])["self-bleu hashvalue"] == \
-        get_metric("self-bleu").compute(sents[:300])["self-bleu hashvalue"]
+    assert (
+        get_metric("self-bleu").compute(sents[100:])["self-bleu hashvalue"]
+        == get_metric("self-bleu").compute(sents[:300])["self-bleu hashvalue"]
+    )
     s1 = get_metric("self-bleu", sample=100, seed=1).compute(sents)
     s2 = get_metric("self-bleu", sample=100, seed=2).compute(sents)
     assert s1["self-bleu hashvalue"] != s2["self-bleu hashvalue"]
@@ -276,7 +310,8 @@ def test_self_bleu_hash_covers_n_size_and_sampling(fixtures_dir):
     # the sample is an exact Self-BLEU of the sampled sentences
     picked = sorted(random.Random(1).sample(range(400), 100))
     assert s1["self-bleu"] == pytest.approx(
-        get_metric("self-bleu").compute([sents[i] for i in picked])["self-bleu"], abs=1e-15)
+        get_metric("self-bleu").compute([sents[i] for i in picked])["self-bleu"], abs=1e-15
+    )
     # a sample as large as the set is the whole set, but says it asked for a sample
     big = get_metric("self-bleu", sample=1000).compute(sents)
     assert big["self-bleu"] == pytest.approx(full["self-bleu"], abs=1e-15)
@@ -337,8 +372,11 @@ def test_property_corpus_bleu_equals_nltk(data, n, smoothing):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sents=st.lists(sentence, min_size=2, max_size=8), others=st.lists(sentence, min_size=1, max_size=6),
-       n=st.integers(1, 4))
+@given(
+    sents=st.lists(sentence, min_size=2, max_size=8),
+    others=st.lists(sentence, min_size=1, max_size=6),
+    n=st.integers(1, 4),
+)
 def test_property_self_and_fw_bw_equal_nltk(sents, others, n):
     w = [1.0 / n] * n
     assert self_bleu_scores(tokenize_texts(sents), n, w, "method1") == nltk_self_bleu(sents, n)
@@ -366,23 +404,38 @@ def test_evaluate_merges_and_checks_names():
 def test_reference_digest_equals_core_bleu_reference_hash():
     from cotk_repro.metrics.bleu import ReferenceDigest
 
-    refs = [["a cat sat .", "a <unk> sat"], ["über straße 猫 \"quoted\" \\ back"], ["x"], ["a cat sat .", "b"]]
+    refs = [["a cat sat .", "a <unk> sat"], ['über straße 猫 "quoted" \\ back'], ["x"], ["a cat sat .", "b"]]
     digest = ReferenceDigest(refs, [tokenize_texts(rs) for rs in refs])
     assert digest.hash("bleu", 4, [0.25] * 4, "method3") == bleu_reference_hash(refs)
-    assert ReferenceDigest(refs).hash("fw-bleu", 2, [0.7, 0.3], "method1", {"sample": None, "references": 5}) == \
-        bleu_reference_hash(refs, metric="fw-bleu", ngram=2, weights=[0.7, 0.3], smoothing="method1",
-                            extra={"sample": None, "references": 5})
+    assert ReferenceDigest(refs).hash(
+        "fw-bleu", 2, [0.7, 0.3], "method1", {"sample": None, "references": 5}
+    ) == bleu_reference_hash(
+        refs,
+        metric="fw-bleu",
+        ngram=2,
+        weights=[0.7, 0.3],
+        smoothing="method1",
+        extra={"sample": None, "references": 5},
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(texts=st.lists(st.text(alphabet=st.sampled_from(list("ab_1 .,'\t\n\r\x0b\x1c\u00a0\u2028éß猫-<>unk!")) |
-                             st.characters(), max_size=12), max_size=6))
+@given(
+    texts=st.lists(
+        st.text(
+            alphabet=st.sampled_from(list("ab_1 .,'\t\n\r\x0b\x1c\u00a0\u2028éß猫-<>unk!")) | st.characters(),
+            max_size=12,
+        ),
+        max_size=6,
+    )
+)
 def test_property_bulk_tokenizer_equals_wordpunct(texts):
     # every special token is kept whole (<unk>, <pad>, <go>, <eos>), the rest is WordPunct
     specials = ("<unk>", "<pad>", "<go>", "<eos>")
     expected = [[t for t in re.split(r"(<unk>|<pad>|<go>|<eos>)", x) if t] for x in texts]
-    expected = [[tok for part in parts for tok in ([part] if part in specials else nltk_wordpunct(part))]
-                for parts in expected]
+    expected = [
+        [tok for part in parts for tok in ([part] if part in specials else nltk_wordpunct(part))] for parts in expected
+    ]
     assert tokenize_texts(texts) == expected
 
 
@@ -400,8 +453,10 @@ def test_distinct_rows_scored_once_equal_every_row_scored():
         dens = np.maximum(1, lens[:, None] - np.arange(4))
         refs = rng.integers(1, 9, 400)
         w = [0.4, 0.3, 0.2, 0.1]
-        assert sentence_scores(nums, dens, lens, refs, w, smoothing) == _score_rows(nums, dens, lens, refs, w, smoothing)
-    for key in (rng.integers(0, 3, (50, 6)), np.array([[2 ** 40, 1], [2 ** 40, 0], [5, 2 ** 30], [5, 2 ** 30]])):
+        assert sentence_scores(nums, dens, lens, refs, w, smoothing) == _score_rows(
+            nums, dens, lens, refs, w, smoothing
+        )
+    for key in (rng.integers(0, 3, (50, 6)), np.array([[2**40, 1], [2**40, 0], [5, 2**30], [5, 2**30]])):
         rows, inverse = _unique_rows(key)
         expected_rows, expected_inverse = np.unique(key, axis=0, return_inverse=True)
         assert rows.tolist() == expected_rows.tolist() and inverse.tolist() == expected_inverse.reshape(-1).tolist()
@@ -424,8 +479,10 @@ def test_row_scorer_equals_scalar_bleu_bit_for_bit():
             nums[rng.random((3000, 4)) < 0.3] = 0
             refs = rng.integers(1, 30, 3000)
             got = _score_rows(nums, dens, lens, refs, w, smoothing)
-            want = [bleu_from_counts(n, d, h, r, w, smoothing)
-                    for n, d, h, r in zip(nums.tolist(), dens.tolist(), lens.tolist(), refs.tolist())]
+            want = [
+                bleu_from_counts(n, d, h, r, w, smoothing)
+                for n, d, h, r in zip(nums.tolist(), dens.tolist(), lens.tolist(), refs.tolist())
+            ]
             assert got == want
 
 
@@ -439,11 +496,11 @@ def test_corpus_counts_equal_plain_counting():
     from cotk_repro.metrics.bleu import corpus_counts
 
     def grams(toks, n):
-        return Counter(tuple(toks[i:i + n]) for i in range(len(toks) - n + 1))
+        return Counter(tuple(toks[i : i + n]) for i in range(len(toks) - n + 1))
 
     rng = random.Random(4)
     for _ in range(60):
-        vocab = ["a", "b", "c", "<unk>"][:rng.randint(1, 4)]
+        vocab = ["a", "b", "c", "<unk>"][: rng.randint(1, 4)]
         sent = lambda vocab=vocab: [rng.choice(vocab) for _ in range(rng.randint(0, 12))]  # noqa: E731
         hyps = [sent() for _ in range(rng.randint(1, 30))]
         refs = [[sent() for _ in range(rng.randint(1, 3))] for _ in hyps]
@@ -472,8 +529,16 @@ def test_bulk_tokenizers_equal_nltk_wordpunct_on_fixture_text(fixtures_dir):
     lines = []
     for path in sorted((fixtures_dir / "texygen").rglob("*.txt")):
         lines.extend(path.read_text(encoding="utf-8").splitlines())
-    lines += ["café au lait, s'il vous plaît!", "日本語の文。「引用」も…", "naïve\u00a0coöperation\u2009— ok?",
-              "٣ cats ٤dogs", "emoji 🙂🙂 done", "tab\tand\u2028line", "a_b __init__ x--y", ""]
+    lines += [
+        "café au lait, s'il vous plaît!",
+        "日本語の文。「引用」も…",
+        "naïve\u00a0coöperation\u2009— ok?",
+        "٣ cats ٤dogs",
+        "emoji 🙂🙂 done",
+        "tab\tand\u2028line",
+        "a_b __init__ x--y",
+        "",
+    ]
     expected = [NltkWordPunct().tokenize(line) for line in lines]
     assert len(lines) > 10000
     assert tokenize_texts(lines) == expected
@@ -487,8 +552,10 @@ def test_bulk_tokenizers_equal_nltk_wordpunct_on_fixture_text(fixtures_dir):
 _WORDS = {
     "thai": "ภาษาไทย สวัสดี ครับ ผม ชอบ กิน ข้าว ที่ บ้าน เมือง ใหญ่ น้ำ ไม่ ได้ จริงๆ".split(),
     "hindi": "नमस्ते दुनिया यह एक किताब है मैं घर जाता हूँ पानी ठंडा और गरम क्या".split(),
-    "nfd": [unicodedata.normalize("NFD", w) for w in
-            "café résumé naïve ἀλήθεια ψυχή Việt Nam tiếng người được không élève".split()],
+    "nfd": [
+        unicodedata.normalize("NFD", w)
+        for w in "café résumé naïve ἀλήθεια ψυχή Việt Nam tiếng người được không élève".split()
+    ],
     "emoji": "👍🏽 👨‍👩‍👧 ❤️ 🇫🇷 ok! 😀😀 go 🎉, fine 🙏🏿 yes".split(),
     "scripts": "H₂O CO₂ x² m³ ½ ①② a₁ E=mc² ⁴⁵ note¹ r₀ ok".split(),
     "control": ["a\x1cb", "c\x1d", "\x1ed", "e\x1f.f", "x\x00y", "word", "a\x07b", "tab\tx", "z\x1c\x1c"],
@@ -502,7 +569,7 @@ def _corpus(kind: str, n: int, seed: int) -> list[str]:
 
 
 def _nltk_distinct(sents: list[str], n: int) -> float:
-    grams = [tuple(t[i:i + n]) for t in map(nltk_wordpunct, sents) for i in range(len(t) - n + 1)]
+    grams = [tuple(t[i : i + n]) for t in map(nltk_wordpunct, sents) for i in range(len(t) - n + 1)]
     return len(set(grams)) / len(grams)
 
 
@@ -511,11 +578,14 @@ def test_bleu_self_bleu_distinct_equal_nltk_on_every_script(kind):
     hyps, refs = _corpus(kind, 40, 1), _corpus(kind, 40, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        expected_bleu = corpus_bleu([[nltk_wordpunct(r)] for r in refs], [nltk_wordpunct(h) for h in hyps],
-                                    smoothing_function=SMOOTH.method3)
+        expected_bleu = corpus_bleu(
+            [[nltk_wordpunct(r)] for r in refs], [nltk_wordpunct(h) for h in hyps], smoothing_function=SMOOTH.method3
+        )
         toks = [nltk_wordpunct(h) for h in hyps]
-        expected_self = math.fsum(sentence_bleu(toks[:i] + toks[i + 1:], toks[i], smoothing_function=SMOOTH.method1)
-                                  for i in range(len(toks))) / len(toks)
+        expected_self = math.fsum(
+            sentence_bleu(toks[:i] + toks[i + 1 :], toks[i], smoothing_function=SMOOTH.method1)
+            for i in range(len(toks))
+        ) / len(toks)
     res = evaluate(["bleu", "self-bleu", ("distinct", {"ngram": [1, 2]})], hyps, [[r] for r in refs])
     assert res["bleu"] == pytest.approx(expected_bleu, abs=1e-12)
     assert res["self-bleu"] == pytest.approx(expected_self, abs=1e-12)
@@ -534,16 +604,23 @@ _SACRE_WORDS = {
     "korean": "한국어 텍스트 입니다 . 오늘 날씨 가 좋아요 학생 서울 에 갑니다 나는 책을 읽었다".split(),
     "english": "the cat sat on a mat . it was n't happy , but the dog ran away ! yes $5 U.S.A. don't".split(),
 }
-_SACRE_TOKENIZERS = {"chinese": ("zh", "char"), "japanese": ("ja-mecab", "char"), "korean": ("ko-mecab", "13a"),
-                     "thai": ("13a", "intl", "char"), "hindi": ("13a", "intl", "char"),
-                     "english": ("13a", "intl", "char", "zh")}
+_SACRE_TOKENIZERS = {
+    "chinese": ("zh", "char"),
+    "japanese": ("ja-mecab", "char"),
+    "korean": ("ko-mecab", "13a"),
+    "thai": ("13a", "intl", "char"),
+    "hindi": ("13a", "intl", "char"),
+    "english": ("13a", "intl", "char", "zh"),
+}
 
 
 def _sacre_corpus(kind, n, seed):
     rng = random.Random(f"{kind}-{seed}")
     joiner = "" if kind in ("chinese", "japanese") else " "
-    return [joiner.join(rng.choice(_SACRE_WORDS[kind]) for _ in range(rng.randint(5, 14))) + (" ." if i % 3 else "")
-            for i in range(n)]
+    return [
+        joiner.join(rng.choice(_SACRE_WORDS[kind]) for _ in range(rng.randint(5, 14))) + (" ." if i % 3 else "")
+        for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("kind,tokenizer", [(k, t) for k, ts in _SACRE_TOKENIZERS.items() for t in ts])
@@ -584,7 +661,7 @@ def test_self_bleu_and_fw_bw_bleu_with_a_sacrebleu_tokenizer_equal_nltk_on_its_t
     sents, refs = _sacre_corpus("chinese", 30, 4), _sacre_corpus("chinese", 25, 5)
     toks = [tok(s.rstrip()).split() for s in sents]
     rtoks = [tok(s.rstrip()).split() for s in refs]
-    expected = [nltk_sentence(toks[:i] + toks[i + 1:], toks[i]) for i in range(len(toks))]
+    expected = [nltk_sentence(toks[:i] + toks[i + 1 :], toks[i]) for i in range(len(toks))]
     got = evaluate([("self-bleu", {"tokenizer": tokenizer})], sents)
     assert got["self-bleu"] == pytest.approx(math.fsum(expected) / len(expected), abs=1e-12)
     fw = [nltk_sentence(rtoks, t) for t in toks]
@@ -600,8 +677,11 @@ def test_tokenizer_and_normalization_are_in_the_hash_and_signature():
     assert results["nltk"] == evaluate(["bleu"], hyps, refs)  # nltk is the default
     sub, sub_refs = _corpus("scripts", 20, 1), [[r] for r in _corpus("scripts", 20, 2)]  # H₂O, x², ½
     nfkc = evaluate([("bleu", {"normalize": "nfkc"})], sub, sub_refs)
-    plain = evaluate(["bleu"], [unicodedata.normalize("NFKC", h) for h in sub],
-                     [[unicodedata.normalize("NFKC", r[0])] for r in sub_refs])
+    plain = evaluate(
+        ["bleu"],
+        [unicodedata.normalize("NFKC", h) for h in sub],
+        [[unicodedata.normalize("NFKC", r[0])] for r in sub_refs],
+    )
     assert nfkc["bleu"] == plain["bleu"] != evaluate(["bleu"], sub, sub_refs)["bleu"]
     assert nfkc["bleu hashvalue"] != plain["bleu hashvalue"]
     assert "|norm:nfkc|" in nfkc["bleu signature"]
@@ -623,8 +703,11 @@ def test_bad_tokenizer_names_and_missing_mecab_are_one_sentence(monkeypatch):
     import sacrebleu.tokenizers.tokenizer_ja_mecab as ja
 
     monkeypatch.setattr(ja, "MeCab", None)
-    with pytest.raises(MetricError, match=r"tokenizer 'ja-mecab' needs sacrebleu's optional dependencies.*"
-                                          r"pip install 'sacrebleu\[ja\]'$"):
+    with pytest.raises(
+        MetricError,
+        match=r"tokenizer 'ja-mecab' needs sacrebleu's optional dependencies.*"
+        r"pip install 'sacrebleu\[ja\]'$",
+    ):
         get_metric("self-bleu", tokenizer="ja-mecab")
 
 
@@ -637,9 +720,11 @@ def test_compare_config_takes_the_bleu_tokenizer_option(tmp_path):
     (tmp_path / "data" / "zh" / "samples").mkdir(parents=True)
     (tmp_path / "data" / "zh" / "gold" / "refs.txt").write_text("\n".join(refs) + "\n", encoding="utf-8")
     (tmp_path / "data" / "zh" / "samples" / "sys.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
-    (tmp_path / "bench.toml").write_text('[report]\nout = "reports"\n\n[[dataset]]\nname = "zh"\npath = "data/zh"\n\n'
-                                         '[[metric]]\nname = "bleu"\noptions = { tokenizer = "zh" }\n',
-                                         encoding="utf-8")
+    (tmp_path / "bench.toml").write_text(
+        '[report]\nout = "reports"\n\n[[dataset]]\nname = "zh"\npath = "data/zh"\n\n'
+        '[[metric]]\nname = "bleu"\noptions = { tokenizer = "zh" }\n',
+        encoding="utf-8",
+    )
     result = evaluate_config(load_config(tmp_path / "bench.toml"), jobs=1)
     assert not result.failures, result.failures
     (cell,) = [c for c in result.cells if c.column == "bleu"]

@@ -33,8 +33,10 @@ def _nltk_bleu(hyps, refs, ngram, smoothing, auto_reweigh=False):
     return corpus_bleu(r, h, weights=weights, smoothing_function=getattr(SF, smoothing), auto_reweigh=auto_reweigh)
 
 
-SMALL = (["the cat sat on the mat", "a dog", "birds fly over hills today"],
-         [["the cat is on the mat", "a cat sat on a mat"], ["a dog ran", "dogs"], ["birds fly over the hills"]])
+SMALL = (
+    ["the cat sat on the mat", "a dog", "birds fly over hills today"],
+    [["the cat is on the mat", "a cat sat on a mat"], ["a dog ran", "dogs"], ["birds fly over the hills"]],
+)
 
 
 @pytest.mark.parametrize("smoothing", ["method4", "method5", "method6", "method7"])
@@ -52,7 +54,8 @@ def test_smoothing_methods_4_to_7_equal_nltk_corpus_bleu(fixtures_dir, smoothing
 def test_smoothing_methods_4_to_7_with_few_orders(smoothing, ngram):
     hyps, refs = SMALL
     assert get_metric("bleu", ngram=ngram, smoothing=smoothing).compute(hyps, refs)["bleu"] == pytest.approx(
-        _nltk_bleu(hyps, refs, ngram, smoothing), rel=1e-12, abs=1e-15)
+        _nltk_bleu(hyps, refs, ngram, smoothing), rel=1e-12, abs=1e-15
+    )
 
 
 @pytest.mark.parametrize("smoothing", ["method4", "method5", "method6", "method7"])
@@ -63,7 +66,8 @@ def test_sentence_level_equals_nltk_sentence_bleu(smoothing):
         h, r = _tok([hyp], [refs])
         expected = sentence_bleu(r[0], h[0], smoothing_function=getattr(SF, smoothing))
         assert get_metric("bleu", smoothing=smoothing).compute([hyp], [refs])["bleu"] == pytest.approx(
-            expected, rel=1e-12, abs=1e-15)
+            expected, rel=1e-12, abs=1e-15
+        )
 
 
 def test_method6_refuses_what_nltk_refuses():
@@ -74,8 +78,12 @@ def test_method6_refuses_what_nltk_refuses():
 
 
 def test_auto_reweigh_equals_nltk():
-    for hyps, refs in ((["a cat"], [["a cat sat"]]), (["dog", "a cat"], [["dog"], ["a cat"]]),
-                       (["cat"], [["cat"]]), SMALL):
+    for hyps, refs in (
+        (["a cat"], [["a cat sat"]]),
+        (["dog", "a cat"], [["dog"], ["a cat"]]),
+        (["cat"], [["cat"]]),
+        SMALL,
+    ):
         for smoothing in ("method0", "method1", "method3", "method4"):
             expected = _nltk_bleu(hyps, refs, 4, smoothing, auto_reweigh=True)
             ours = get_metric("bleu", smoothing=smoothing, auto_reweigh=True).compute(hyps, refs)
@@ -108,7 +116,8 @@ def test_gleu_equals_nltk_corpus_and_sentence(fixtures_dir, min_len, max_len):
         ours = get_metric("gleu", min_len=min_len, max_len=max_len, per_sentence=True).compute(hyps, refs)
         assert ours["gleu"] == pytest.approx(corpus_gleu(r, h, min_len, max_len), rel=1e-12, abs=1e-15)
         assert ours["gleu per-sentence"] == pytest.approx(
-            [sentence_gleu(rs, hh, min_len, max_len) for hh, rs in zip(h, r)], rel=1e-12, abs=1e-15)
+            [sentence_gleu(rs, hh, min_len, max_len) for hh, rs in zip(h, r)], rel=1e-12, abs=1e-15
+        )
 
 
 def test_gleu_hash_signature_and_errors(cli, tmp_path):
@@ -116,21 +125,37 @@ def test_gleu_hash_signature_and_errors(cli, tmp_path):
     assert base["gleu signature"] == "gleu|n:1-4|tok:wordpunct-u18|refs:2|v:1"
     assert get_metric("gleu", max_len=3).compute(*SMALL)["gleu hashvalue"] != base["gleu hashvalue"]
     assert get_metric("gleu").compute(SMALL[0][::-1], SMALL[1][::-1])["gleu hashvalue"] == base["gleu hashvalue"]
-    for options, words in (({"min_len": 3, "max_len": 2}, "must not exceed"), ({"min_len": 0}, "min_len"),
-                           ({"per_sentence": "yes"}, "per_sentence")):
+    for options, words in (
+        ({"min_len": 3, "max_len": 2}, "must not exceed"),
+        ({"min_len": 0}, "min_len"),
+        ({"per_sentence": "yes"}, "per_sentence"),
+    ):
         with pytest.raises(MetricError, match=words):
             get_metric("gleu", **options)
     with pytest.raises(MetricError, match="2 hypotheses but 1 reference"):
         get_metric("gleu").compute(["a", "b"], [["a"]])
     (tmp_path / "h.txt").write_text("\n".join(SMALL[0]) + "\n")
     (tmp_path / "r.txt").write_text("\n".join(rs[0] for rs in SMALL[1]) + "\n")
-    r = cli("evaluate", "--hyps", str(tmp_path / "h.txt"), "--refs", str(tmp_path / "r.txt"), "-m", "gleu",
-            "-m", "bleu", "-o", "bleu.smoothing=method7", "-o", "bleu.auto_reweigh=true", "--json")
+    r = cli(
+        "evaluate",
+        "--hyps",
+        str(tmp_path / "h.txt"),
+        "--refs",
+        str(tmp_path / "r.txt"),
+        "-m",
+        "gleu",
+        "-m",
+        "bleu",
+        "-o",
+        "bleu.smoothing=method7",
+        "-o",
+        "bleu.auto_reweigh=true",
+        "--json",
+    )
     assert r.returncode == 0, r
     import json
 
     out = json.loads(r.stdout)
     h, rr = _tok(SMALL[0], [[rs[0]] for rs in SMALL[1]])
     assert out["gleu"] == pytest.approx(corpus_gleu(rr, h), rel=1e-12)
-    assert out["bleu"] == pytest.approx(corpus_bleu(rr, h, smoothing_function=SF.method7, auto_reweigh=True),
-                                        rel=1e-12)
+    assert out["bleu"] == pytest.approx(corpus_bleu(rr, h, smoothing_function=SF.method7, auto_reweigh=True), rel=1e-12)

@@ -14,11 +14,22 @@ from sacrebleu.metrics import CHRF, TER
 from cotk_repro.metrics import MetricError, evaluate, get_metric
 from cotk_repro.metrics.facts import facts_for_result_key, metric_facts
 
-HYPS = ["The cat sat on the mat.", "Über den Wolken muss die Freiheit wohl grenzenlos sein", "猫がマットの上に座った。",
-        "a dog, 12,500 people and $3.5 — well!", "", "Ein Haus am See"]
-REFS = [["The cat is on the mat.", "A cat sat on a mat"], ["über den Wolken", "Die Freiheit über den Wolken"],
-        ["猫はマットの上に座っていた。", "マットの上の猫"], ["A dog and 12.500 people, $3.50 well", "dog people"],
-        ["nothing here", "empty hypothesis"], ["Ein Haus am See.", "Das Haus am See"]]
+HYPS = [
+    "The cat sat on the mat.",
+    "Über den Wolken muss die Freiheit wohl grenzenlos sein",
+    "猫がマットの上に座った。",
+    "a dog, 12,500 people and $3.5 — well!",
+    "",
+    "Ein Haus am See",
+]
+REFS = [
+    ["The cat is on the mat.", "A cat sat on a mat"],
+    ["über den Wolken", "Die Freiheit über den Wolken"],
+    ["猫はマットの上に座っていた。", "マットの上の猫"],
+    ["A dog and 12.500 people, $3.50 well", "dog people"],
+    ["nothing here", "empty hypothesis"],
+    ["Ein Haus am See.", "Das Haus am See"],
+]
 
 
 def _texygen(fixtures_dir, n=400, k=3):
@@ -34,17 +45,31 @@ def _streams(refs):
     return [[rs[j] if j < len(rs) else None for rs in refs] for j in range(width)]
 
 
-CHRF_SETTINGS = [dict(), dict(word_order=2), dict(char_order=4, word_order=1, beta=1),
-                 dict(word_order=2, lowercase=True, whitespace=True), dict(eps_smoothing=True, word_order=2),
-                 dict(beta=3, char_order=2)]
-TER_SETTINGS = [dict(), dict(normalized=True), dict(no_punct=True), dict(case_sensitive=True),
-                dict(normalized=True, asian_support=True, case_sensitive=True)]
+CHRF_SETTINGS = [
+    dict(),
+    dict(word_order=2),
+    dict(char_order=4, word_order=1, beta=1),
+    dict(word_order=2, lowercase=True, whitespace=True),
+    dict(eps_smoothing=True, word_order=2),
+    dict(beta=3, char_order=2),
+]
+TER_SETTINGS = [
+    dict(),
+    dict(normalized=True),
+    dict(no_punct=True),
+    dict(case_sensitive=True),
+    dict(normalized=True, asian_support=True, case_sensitive=True),
+]
 
 
 @pytest.mark.parametrize("settings", CHRF_SETTINGS)
 def test_chrf_equals_sacrebleu_corpus_and_sentence(settings, fixtures_dir):
-    for hyps, refs in (_texygen(fixtures_dir), (HYPS, REFS), (HYPS, [rs[:1] for rs in REFS]),
-                       (HYPS, [rs[: 1 + i % 2] for i, rs in enumerate(REFS)])):  # variable reference counts
+    for hyps, refs in (
+        _texygen(fixtures_dir),
+        (HYPS, REFS),
+        (HYPS, [rs[:1] for rs in REFS]),
+        (HYPS, [rs[: 1 + i % 2] for i, rs in enumerate(REFS)]),
+    ):  # variable reference counts
         ours = get_metric("chrf", **settings)
         expected = CHRF(**settings).corpus_score(hyps, _streams(refs)).score / 100
         assert abs(ours.compute(hyps, refs)["chrf"] - expected) <= 1e-9
@@ -55,7 +80,11 @@ def test_chrf_equals_sacrebleu_corpus_and_sentence(settings, fixtures_dir):
 
 @pytest.mark.parametrize("settings", TER_SETTINGS)
 def test_ter_equals_sacrebleu_corpus_and_sentence(settings, fixtures_dir):
-    for hyps, refs in (_texygen(fixtures_dir, 150), (HYPS, REFS), (HYPS, [rs[: 1 + i % 2] for i, rs in enumerate(REFS)])):
+    for hyps, refs in (
+        _texygen(fixtures_dir, 150),
+        (HYPS, REFS),
+        (HYPS, [rs[: 1 + i % 2] for i, rs in enumerate(REFS)]),
+    ):
         ours = get_metric("ter", **settings)
         expected = TER(**settings).corpus_score(hyps, _streams(refs)).score / 100
         assert abs(ours.compute(hyps, refs)["ter"] - expected) <= 1e-9
@@ -78,10 +107,12 @@ def test_signatures_name_every_setting():
     r = get_metric("chrf", word_order=2).compute(HYPS, REFS)
     assert r["chrf signature"] == "chrf|nc:6|nw:2|beta:2|case:mixed|eff:yes|ws:no|refs:2|v:1"
     r = get_metric("chrf", char_order=4, beta=1, lowercase=True, whitespace=True, eps_smoothing=True).compute(
-        HYPS, [rs[: 1 + i % 2] for i, rs in enumerate(REFS)])
+        HYPS, [rs[: 1 + i % 2] for i, rs in enumerate(REFS)]
+    )
     assert r["chrf signature"] == "chrf|nc:4|nw:0|beta:1|case:lc|eff:no|ws:yes|refs:var|v:1"
     r = get_metric("ter", normalized=True, no_punct=True, asian_support=True, case_sensitive=True).compute(
-        HYPS, [rs[:1] for rs in REFS])
+        HYPS, [rs[:1] for rs in REFS]
+    )
     assert r["ter signature"] == "ter|case:mixed|tok:tercom|norm:yes|punct:no|asian:yes|refs:1|v:1"
 
 
@@ -89,10 +120,28 @@ def test_hash_covers_every_setting_and_the_references_not_their_order():
     def h(name, settings, hyps=HYPS, refs=REFS):
         return get_metric(name, **settings).compute(hyps, refs)[f"{name} hashvalue"]
 
-    for name, options in (("chrf", dict(char_order=[6, 3], word_order=[0, 2], beta=[2, 1], whitespace=[False, True],
-                                        lowercase=[False, True], eps_smoothing=[False, True])),
-                          ("ter", dict(normalized=[False, True], no_punct=[False, True],
-                                       asian_support=[False, True], case_sensitive=[False, True]))):
+    for name, options in (
+        (
+            "chrf",
+            dict(
+                char_order=[6, 3],
+                word_order=[0, 2],
+                beta=[2, 1],
+                whitespace=[False, True],
+                lowercase=[False, True],
+                eps_smoothing=[False, True],
+            ),
+        ),
+        (
+            "ter",
+            dict(
+                normalized=[False, True],
+                no_punct=[False, True],
+                asian_support=[False, True],
+                case_sensitive=[False, True],
+            ),
+        ),
+    ):
         keys = list(options)
         hashes = {h(name, dict(zip(keys, combo))) for combo in itertools.product(*options.values())}
         assert len(hashes) == 2 ** len(keys), name  # every combination of settings: its own hash
@@ -110,15 +159,18 @@ def test_chrf_per_sentence_through_the_api():
     assert set(r) >= {"chrf", "chrf hashvalue", "chrf signature", "ter", "ter hashvalue", "ter signature"}
 
 
-@pytest.mark.parametrize("name, options, hyps, refs, words", [
-    ("chrf", {}, ["a", "b"], [["a"]], "2 hypotheses but 1 reference lists"),
-    ("chrf", {}, [], [], "at least one hypothesis"),
-    ("ter", {}, ["a"], [[]], "no reference"),
-    ("chrf", {"word_order": -1}, ["a"], [["a"]], "word_order must be an integer"),
-    ("chrf", {"lowercase": "no"}, ["a"], [["a"]], "lowercase must be true or false"),
-    ("ter", {"normalized": 1}, ["a"], [["a"]], "normalized must be true or false"),
-    ("chrf", {"char_order": 0}, ["a"], [["a"]], "char_order or word_order above 0"),
-])
+@pytest.mark.parametrize(
+    "name, options, hyps, refs, words",
+    [
+        ("chrf", {}, ["a", "b"], [["a"]], "2 hypotheses but 1 reference lists"),
+        ("chrf", {}, [], [], "at least one hypothesis"),
+        ("ter", {}, ["a"], [[]], "no reference"),
+        ("chrf", {"word_order": -1}, ["a"], [["a"]], "word_order must be an integer"),
+        ("chrf", {"lowercase": "no"}, ["a"], [["a"]], "lowercase must be true or false"),
+        ("ter", {"normalized": 1}, ["a"], [["a"]], "normalized must be true or false"),
+        ("chrf", {"char_order": 0}, ["a"], [["a"]], "char_order or word_order above 0"),
+    ],
+)
 def test_bad_input_is_one_sentence(name, options, hyps, refs, words):
     with pytest.raises(MetricError, match=words):
         get_metric(name, **options).compute(hyps, refs)
@@ -127,25 +179,50 @@ def test_bad_input_is_one_sentence(name, options, hyps, refs, words):
 def test_evaluate_command_and_metrics_listing(cli, tmp_path):
     (tmp_path / "h.txt").write_text("\n".join(HYPS) + "\n", encoding="utf-8")
     (tmp_path / "r.jsonl").write_text("".join(json.dumps({"references": rs}) + "\n" for rs in REFS), encoding="utf-8")
-    r = cli("evaluate", "--hyps", str(tmp_path / "h.txt"), "--refs", str(tmp_path / "r.jsonl"), "-m", "chrf",
-            "-m", "ter", "-o", "chrf.word_order=2", "-o", "ter.case_sensitive=true", "--json")
+    r = cli(
+        "evaluate",
+        "--hyps",
+        str(tmp_path / "h.txt"),
+        "--refs",
+        str(tmp_path / "r.jsonl"),
+        "-m",
+        "chrf",
+        "-m",
+        "ter",
+        "-o",
+        "chrf.word_order=2",
+        "-o",
+        "ter.case_sensitive=true",
+        "--json",
+    )
     assert r.returncode == 0, r
     out = json.loads(r.stdout)
     assert abs(out["chrf"] - CHRF(word_order=2).corpus_score(HYPS, _streams(REFS)).score / 100) <= 1e-9
     assert abs(out["ter"] - TER(case_sensitive=True).corpus_score(HYPS, _streams(REFS)).score / 100) <= 1e-9
     assert out["chrf signature"].startswith("chrf|nc:6|nw:2|") and "case:mixed" in out["ter signature"]
     (tmp_path / "short.txt").write_text("one\n")
-    bad = cli("evaluate", "--hyps", str(tmp_path / "short.txt"), "--refs", str(tmp_path / "r.jsonl"), "-m", "ter",
-              "--json")
+    bad = cli(
+        "evaluate", "--hyps", str(tmp_path / "short.txt"), "--refs", str(tmp_path / "r.jsonl"), "-m", "ter", "--json"
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stdout == ""
     listing = {m["name"]: m for m in json.loads(cli("metrics", "--json").stdout)}
     assert listing["chrf"]["higher_is_better"] is True and listing["chrf"]["value_range"] == [0.0, 1.0]
     assert listing["ter"]["higher_is_better"] is False and listing["ter"]["value_range"] == [0.0, None]
     assert "divided by 100" in listing["chrf"]["scale"] and "divided by 100" in listing["ter"]["scale"]
-    assert {o["name"] for o in listing["chrf"]["options"]} >= {"char_order", "word_order", "beta", "whitespace",
-                                                                "lowercase", "eps_smoothing"}
-    assert {o["name"] for o in listing["ter"]["options"]} >= {"normalized", "no_punct", "asian_support",
-                                                               "case_sensitive"}
+    assert {o["name"] for o in listing["chrf"]["options"]} >= {
+        "char_order",
+        "word_order",
+        "beta",
+        "whitespace",
+        "lowercase",
+        "eps_smoothing",
+    }
+    assert {o["name"] for o in listing["ter"]["options"]} >= {
+        "normalized",
+        "no_punct",
+        "asian_support",
+        "case_sensitive",
+    }
 
 
 def test_compare_ranks_chrf_up_and_ter_down(tmp_path):
@@ -155,18 +232,22 @@ def test_compare_ranks_chrf_up_and_ter_down(tmp_path):
     refs = ["the cat sat on the mat", "a dog ran in the park today", "birds fly high over the hills"]
     good = ["the cat sat on a mat", "a dog ran in a park", "birds fly over the hills"]
     bad = ["cat", "the the the the the the park", "hills"]
-    files = {"data/d/gold/refs.txt": "\n".join(refs) + "\n", "data/d/samples/good.txt": "\n".join(good) + "\n",
-             "data/d/samples/bad.txt": "\n".join(bad) + "\n",
-             "bench.toml": '[[dataset]]\nname = "d"\npath = "data/d"\n[[metric]]\nname = "chrf"\n'
-                           'options = { word_order = 2 }\n[[metric]]\nname = "ter"\n'}
+    files = {
+        "data/d/gold/refs.txt": "\n".join(refs) + "\n",
+        "data/d/samples/good.txt": "\n".join(good) + "\n",
+        "data/d/samples/bad.txt": "\n".join(bad) + "\n",
+        "bench.toml": '[[dataset]]\nname = "d"\npath = "data/d"\n[[metric]]\nname = "chrf"\n'
+        'options = { word_order = 2 }\n[[metric]]\nname = "ter"\n',
+    }
     for path, text in files.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
     result, _ = compare(tmp_path / "bench.toml", jobs=1)
     assert not result.failures, result.failures
     streams = [refs]
-    assert abs(result.cell("good", "d", "chrf").value - CHRF(word_order=2).corpus_score(good, streams).score / 100) \
-        <= 1e-9
+    assert (
+        abs(result.cell("good", "d", "chrf").value - CHRF(word_order=2).corpus_score(good, streams).score / 100) <= 1e-9
+    )
     assert abs(result.cell("bad", "d", "ter").value - TER().corpus_score(bad, streams).score / 100) <= 1e-9
     assert ranked_systems(result, "chrf")[0][0] == "good"
     assert ranked_systems(result, "ter")[0][0] == "good"  # the lower TER ranks first
@@ -188,8 +269,12 @@ def test_corpus_statistics_equal_sacrebleus_also_with_dense_keys_and_empty_texts
         real_sorted, real_order = chrf_stats.sorted_statistics, chrf_stats.order_statistics
         try:  # symbols re-ranked (a large alphabet), then keys too wide: one sort per order, re-ranked at every order
             for bits in (40, 1):
-                chrf_stats.sorted_statistics = lambda *a, bits=bits, real_sorted=real_sorted, **k: real_sorted(*a, **{**k, "key_bits": bits})
-                chrf_stats.order_statistics = lambda *a, real_order=real_order, **k: real_order(*a, **{**k, "key_limit": 1})
+                chrf_stats.sorted_statistics = lambda *a, bits=bits, real_sorted=real_sorted, **k: real_sorted(
+                    *a, **{**k, "key_bits": bits}
+                )
+                chrf_stats.order_statistics = lambda *a, real_order=real_order, **k: real_order(
+                    *a, **{**k, "key_limit": 1}
+                )
                 assert chrf_stats.chrf_statistics(m, hyps, refs).tolist() == expected
         finally:
             chrf_stats.sorted_statistics, chrf_stats.order_statistics = real_sorted, real_order
@@ -234,8 +319,10 @@ def test_whitespace_table_is_str_split():
 
     table = chrf_stats.space_table()
     assert [c for c in range(0x110000) if chr(c).isspace()] == [int(c) for c in table.nonzero()[0]]
-    for texts in (["a\u3000b\x1c c\u2028d", " \t", "", "x\u00a0y\u200bz", "(hi) there, you!"],
-                  ["a\x1cb\x1f c\x0bd\x0c", " \t", "", "x\ry", "(hi) there, you!"]):  # the second: ASCII
+    for texts in (
+        ["a\u3000b\x1c c\u2028d", " \t", "", "x\u00a0y\u200bz", "(hi) there, you!"],
+        ["a\x1cb\x1f c\x0bd\x0c", " \t", "", "x\ry", "(hi) there, you!"],
+    ):  # the second: ASCII
         chars, words = chrf_stats.text_symbols(texts, False, True, CHRF()._remove_punctuation)
         assert chars[0].tolist() == [ord(c) for t in texts for c in "".join(t.split())]
         assert chars[1].tolist() == [len("".join(t.split())) for t in texts]

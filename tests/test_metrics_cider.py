@@ -13,8 +13,8 @@ from cotk_repro.metrics.cider import cider_scores
 from cotk_repro.metrics.facts import metric_facts
 
 pytest.importorskip("pycocoevalcap", reason="pycocoevalcap (a test dependency) is not installed")
-from pycocoevalcap.cider import cider_scorer  # noqa: E402
-from pycocoevalcap.cider.cider import Cider  # noqa: E402
+from pycocoevalcap.cider import cider_scorer
+from pycocoevalcap.cider.cider import Cider
 
 FIXTURES = Path(__file__).parent / "fixtures" / "texygen"
 
@@ -45,8 +45,9 @@ def _pycoco(hyps, refs, n=4, sigma=6.0):
     """pycocoevalcap's values. Its ``Cider`` class always counts n-grams up to 4 (``Cider(n=2)`` fails), so
     other orders go through its ``CiderScorer`` with the documents cooked at that order."""
     if n == 4:
-        score, scores = Cider(n=n, sigma=sigma).compute_score({i: r for i, r in enumerate(refs)},
-                                                             {i: [h] for i, h in enumerate(hyps)})
+        score, scores = Cider(n=n, sigma=sigma).compute_score(
+            {i: r for i, r in enumerate(refs)}, {i: [h] for i, h in enumerate(hyps)}
+        )
     else:
         scorer = cider_scorer.CiderScorer(n=n, sigma=sigma)
         for h, rs in zip(hyps, refs):
@@ -70,11 +71,24 @@ def test_equals_pycocoevalcap_on_coco_fixtures(n, sigma):
 def test_edge_cases_equal_pycocoevalcap():
     """Empty and one-word hypotheses, a hypothesis equal to its only reference, varying reference counts,
     repeated n-grams (clipping), words absent from every reference and <unk>."""
-    hyps = ["", "a", "a man riding a horse", "the the the the dog", "zebra quantum flux", "a man riding a horse",
-            "a <unk> on a <unk>"]
-    refs = [["a dog"], ["a cat", "a"], ["a man riding a horse"], ["the dog runs", "the the dog", "a dog"],
-            ["a zebra in a field"], ["a woman riding a bike", "a man on a horse", "riding", "a man riding a horse ."],
-            ["a <unk> on a <unk>", "a cat on a mat"]]  # <unk> is a word like any other here, as in pycocoevalcap
+    hyps = [
+        "",
+        "a",
+        "a man riding a horse",
+        "the the the the dog",
+        "zebra quantum flux",
+        "a man riding a horse",
+        "a <unk> on a <unk>",
+    ]
+    refs = [
+        ["a dog"],
+        ["a cat", "a"],
+        ["a man riding a horse"],
+        ["the dog runs", "the the dog", "a dog"],
+        ["a zebra in a field"],
+        ["a woman riding a bike", "a man on a horse", "riding", "a man riding a horse ."],
+        ["a <unk> on a <unk>", "a cat on a mat"],
+    ]  # <unk> is a word like any other here, as in pycocoevalcap
     expected, each = _pycoco(hyps, refs)
     ours = get_metric("cider").compute(hyps, refs)
     assert abs(ours["cider"] - expected) <= 1e-9
@@ -82,12 +96,21 @@ def test_edge_cases_equal_pycocoevalcap():
     assert max(abs(a - b) for a, b in zip(got, each)) <= 1e-9
 
 
-@pytest.mark.parametrize("hyps, refs", [
-    (["a b c d", "x y"], [["a b c"], ["x y z"]]),  # no reference has a 4-gram
-    (["a b", "c"], [["a b"], ["c"]]),  # none has a trigram
-    (["a", "b c"], [["a"], ["b"]]),  # none has a bigram
-    (["a b c d e", "x"], [["a b c d e"], ["x"], ]),  # one has every order, the other none
-])
+@pytest.mark.parametrize(
+    "hyps, refs",
+    [
+        (["a b c d", "x y"], [["a b c"], ["x y z"]]),  # no reference has a 4-gram
+        (["a b", "c"], [["a b"], ["c"]]),  # none has a trigram
+        (["a", "b c"], [["a"], ["b"]]),  # none has a bigram
+        (
+            ["a b c d e", "x"],
+            [
+                ["a b c d e"],
+                ["x"],
+            ],
+        ),  # one has every order, the other none
+    ],
+)
 def test_references_without_ngrams_of_some_order_equal_pycocoevalcap(hyps, refs):
     """np.bincount of empty weights is int64: an order no reference has used to crash the in-place division."""
     expected, each = _pycoco(hyps, refs)
@@ -110,7 +133,7 @@ def test_streaming_forward_equals_compute():
     hyps, refs = _corpus(300)
     m = get_metric("cider")
     for i in range(0, len(hyps), 64):
-        m.forward({"hyps": hyps[i:i + 64], "refs": refs[i:i + 64]})
+        m.forward({"hyps": hyps[i : i + 64], "refs": refs[i : i + 64]})
     assert m.close() == get_metric("cider").compute(hyps, refs)
 
 
@@ -145,10 +168,15 @@ def test_facts_declared_on_the_class():
     assert facts.check_value(score) is None and facts.check_value(10.5) is not None
 
 
-@pytest.mark.parametrize("options,message", [
-    ({"ngram": 0}, "ngram"), ({"ngram": [1, 2]}, "one integer"), ({"sigma": 0}, "sigma"),
-    ({"tokenizer": "no-such-tokenizer"}, "tokenizer"),
-])
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"ngram": 0}, "ngram"),
+        ({"ngram": [1, 2]}, "one integer"),
+        ({"sigma": 0}, "sigma"),
+        ({"tokenizer": "no-such-tokenizer"}, "tokenizer"),
+    ],
+)
 def test_bad_options(options, message):
     with pytest.raises(MetricError, match=message):
         get_metric("cider", **options)
@@ -167,10 +195,19 @@ def test_bad_inputs():
 def test_evaluate_command_with_jsonl_references(cli, tmp_path):
     hyps, refs = _corpus(50)
     (tmp_path / "captions.txt").write_text("\n".join(hyps) + "\n", encoding="utf-8")
-    (tmp_path / "refs.jsonl").write_text("".join(json.dumps({"references": r}) + "\n" for r in refs),
-                                         encoding="utf-8")
-    r = cli("evaluate", "--hyps", str(tmp_path / "captions.txt"), "--refs", str(tmp_path / "refs.jsonl"),
-            "-m", "cider", "-o", "cider.sigma=4", "--json")
+    (tmp_path / "refs.jsonl").write_text("".join(json.dumps({"references": r}) + "\n" for r in refs), encoding="utf-8")
+    r = cli(
+        "evaluate",
+        "--hyps",
+        str(tmp_path / "captions.txt"),
+        "--refs",
+        str(tmp_path / "refs.jsonl"),
+        "-m",
+        "cider",
+        "-o",
+        "cider.sigma=4",
+        "--json",
+    )
     assert r.returncode == 0, r
     out = json.loads(r.stdout)
     assert abs(out["cider"] - _pycoco(hyps, refs, sigma=4.0)[0]) <= 1e-9
@@ -182,7 +219,7 @@ def test_reference_set_hash_items_equal_canonical_json():
     from cotk_repro.core.canonical import StreamHasher, canonical_json
     from cotk_repro.text.reference_hashes import reference_set_hash
 
-    refs = [[["a", "b"], ["é", "\"q\"", "\\"]], [["x"]], [[], ["😀", "<unk>"]]]
+    refs = [[["a", "b"], ["é", '"q"', "\\"]], [["x"]], [[], ["😀", "<unk>"]]]
     h = StreamHasher("cotk-repro/reference-set/v1")
     h.update({"metric": "m", "settings": {"k": 1.5}})
     h.update(len(refs))

@@ -56,7 +56,9 @@ def test_ngram_entropy_hand_computed_one_group():
     h2 = math.log(3)
     assert res["ngram-entropy-1"] == pytest.approx(h1, rel=1e-12)
     assert res["ngram-entropy-2"] == pytest.approx(h2, rel=1e-12)
-    assert res["ngram-entropy-1 signature"] == "ngram-entropy|n:1|group:all|log:e|tok:wordpunct-u18|hyps:2|refs:none|v:1"
+    assert (
+        res["ngram-entropy-1 signature"] == "ngram-entropy|n:1|group:all|log:e|tok:wordpunct-u18|hyps:2|refs:none|v:1"
+    )
 
 
 def test_ngram_entropy_groups_averaged_and_log_base():
@@ -72,8 +74,12 @@ def test_ngram_entropy_groups_averaged_and_log_base():
     assert whole["ngram-entropy-1"] == pytest.approx(-(2 * 0.25 * math.log2(0.25) + 4 * 0.125 * math.log2(0.125)))
     nats = get_metric("ngram-entropy", ngram=1, group_size=2).compute(hyps)
     assert nats["ngram-entropy-1"] == pytest.approx(1.5 * math.log(2), rel=1e-12)
-    hashes = {res["ngram-entropy-1 hashvalue"], whole["ngram-entropy-1 hashvalue"],
-              nats["ngram-entropy-1 hashvalue"], groups["ngram-entropy-1 hashvalue"]}
+    hashes = {
+        res["ngram-entropy-1 hashvalue"],
+        whole["ngram-entropy-1 hashvalue"],
+        nats["ngram-entropy-1 hashvalue"],
+        groups["ngram-entropy-1 hashvalue"],
+    }
     assert len(hashes) == 4
 
 
@@ -83,18 +89,21 @@ def test_evaluate_merges_and_passes_tokenizer():
     assert "ngram-entropy-1 hashvalue" in res and "tok:space" in res["distinct-1 signature"]
 
 
-@pytest.mark.parametrize("name, options, hyps, refs, message", [
-    ("distinct", {"ngram": 0}, ["a"], None, "ngram must be"),
-    ("distinct", {"ngram": "2"}, ["a"], None, "ngram must be"),
-    ("distinct", {}, [], None, "at least one hypothesis"),
-    ("distinct", {}, "a b", None, "single string"),
-    ("distinct", {}, ["a", 3], None, "not a string"),
-    ("distinct", {}, ["a", "b"], [["x"]], "2 hypotheses but 1 reference"),
-    ("distinct", {"tokenizer": "nonexistent"}, ["a"], None, "unknown tokenizer"),
-    ("ngram-entropy", {"group_size": 2}, ["a", "b", "c"], None, "do not split into groups of 2"),
-    ("ngram-entropy", {"group_size": 0}, ["a"], None, "group_size"),
-    ("ngram-entropy", {"log_base": 1}, ["a"], None, "log_base"),
-])
+@pytest.mark.parametrize(
+    "name, options, hyps, refs, message",
+    [
+        ("distinct", {"ngram": 0}, ["a"], None, "ngram must be"),
+        ("distinct", {"ngram": "2"}, ["a"], None, "ngram must be"),
+        ("distinct", {}, [], None, "at least one hypothesis"),
+        ("distinct", {}, "a b", None, "single string"),
+        ("distinct", {}, ["a", 3], None, "not a string"),
+        ("distinct", {}, ["a", "b"], [["x"]], "2 hypotheses but 1 reference"),
+        ("distinct", {"tokenizer": "nonexistent"}, ["a"], None, "unknown tokenizer"),
+        ("ngram-entropy", {"group_size": 2}, ["a", "b", "c"], None, "do not split into groups of 2"),
+        ("ngram-entropy", {"group_size": 0}, ["a"], None, "group_size"),
+        ("ngram-entropy", {"log_base": 1}, ["a"], None, "log_base"),
+    ],
+)
 def test_errors(name, options, hyps, refs, message):
     with pytest.raises(MetricError, match=message):
         get_metric(name, **options).compute(hyps, refs)

@@ -62,7 +62,7 @@ def test_fw_rv_ppl_nltk_mode_against_nltk_perplexity():
         logs = []
         for s in test:
             padded = ["<s>", "<s>"] + bleu_tokenize(s) + ["</s>"]
-            logs += [math.log(lm.score(padded[i], padded[i - 2:i])) for i in range(2, len(padded))]
+            logs += [math.log(lm.score(padded[i], padded[i - 2 : i])) for i in range(2, len(padded))]
         return math.exp(-sum(logs) / len(logs))
 
     assert res["fw-ppl"] == pytest.approx(nltk_ppl(real, gen), rel=1e-12)
@@ -80,27 +80,31 @@ def test_fw_rv_ppl_default_and_hashes():
     # the generated text is what is scored: not in the hash; the real text and the LM settings are
     other = get_metric("fw-rv-ppl").compute(gen[:2], [[r] for r in real])
     assert other["fw-ppl hashvalue"] == res["fw-ppl hashvalue"]
-    assert get_metric("fw-rv-ppl", ngram=3).compute(gen, [[r] for r in real])["fw-ppl hashvalue"] != \
-        res["fw-ppl hashvalue"]
-    assert get_metric("fw-rv-ppl").compute(gen, [[r] for r in real[:2]])["fw-ppl hashvalue"] != \
-        res["fw-ppl hashvalue"]
+    assert (
+        get_metric("fw-rv-ppl", ngram=3).compute(gen, [[r] for r in real])["fw-ppl hashvalue"]
+        != res["fw-ppl hashvalue"]
+    )
+    assert get_metric("fw-rv-ppl").compute(gen, [[r] for r in real[:2]])["fw-ppl hashvalue"] != res["fw-ppl hashvalue"]
     # the real text is a set: reference order does not matter, and its size need not match
     shuffled = get_metric("fw-rv-ppl").compute(gen, [[r] for r in real[::-1]])
     assert shuffled["fw-ppl"] == pytest.approx(res["fw-ppl"], rel=1e-12)
     assert shuffled["fw-ppl hashvalue"] == res["fw-ppl hashvalue"]
 
 
-@pytest.mark.parametrize("options, hyps, refs, message", [
-    ({"ngram": 0}, ["a"], [["a"]], "order"),
-    ({"discount": 2}, ["a"], [["a"]], "discount"),
-    ({"mode": "modified"}, ["a"], [["a"]], "unknown Kneser-Ney mode"),
-    ({"unk_cutoff": 0}, ["a"], [["a"]], "unk_cutoff"),
-    ({}, ["a"], None, "needs references"),
-    ({}, [], [["a"]], "at least one hypothesis"),
-    ({}, ["a"], ["a"], "is a string"),
-    # NLTK's formulas give an unseen word probability 0 when no training word was rare
-    ({"mode": "nltk", "ngram": 2}, ["a b"], [["a c"]], "probability 0"),
-])
+@pytest.mark.parametrize(
+    "options, hyps, refs, message",
+    [
+        ({"ngram": 0}, ["a"], [["a"]], "order"),
+        ({"discount": 2}, ["a"], [["a"]], "discount"),
+        ({"mode": "modified"}, ["a"], [["a"]], "unknown Kneser-Ney mode"),
+        ({"unk_cutoff": 0}, ["a"], [["a"]], "unk_cutoff"),
+        ({}, ["a"], None, "needs references"),
+        ({}, [], [["a"]], "at least one hypothesis"),
+        ({}, ["a"], ["a"], "is a string"),
+        # NLTK's formulas give an unseen word probability 0 when no training word was rare
+        ({"mode": "nltk", "ngram": 2}, ["a b"], [["a c"]], "probability 0"),
+    ],
+)
 def test_errors(options, hyps, refs, message):
     with pytest.raises(MetricError, match=message):
         get_metric("fw-rv-ppl", **options).compute(hyps, refs)

@@ -14,13 +14,12 @@ from __future__ import annotations
 import random
 
 import pytest
+from nltk.tokenize import WordPunctTokenizer
 from nltk.translate.meteor_score import meteor_score
 
+from cotk_repro.data import wordnet as wordnet_loader
 from cotk_repro.metrics import MetricError, get_metric
 from cotk_repro.metrics.meteor import wordnet_available
-from nltk.tokenize import WordPunctTokenizer
-
-from cotk_repro.data import wordnet as wordnet_loader
 
 bleu_tokenize = WordPunctTokenizer().tokenize  # NLTK's own tokenizer: the independent side
 needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 is not installed")
@@ -35,8 +34,9 @@ class NoSynonyms:
 
 def _nltk(hyps, refs, **kw):
     wn = kw.pop("wordnet", None) or NoSynonyms()
-    return sum(meteor_score([bleu_tokenize(r) for r in rs], bleu_tokenize(h), wordnet=wn, **kw)
-               for h, rs in zip(hyps, refs)) / len(hyps)
+    return sum(
+        meteor_score([bleu_tokenize(r) for r in rs], bleu_tokenize(h), wordnet=wn, **kw) for h, rs in zip(hyps, refs)
+    ) / len(hyps)
 
 
 def _metric(**kw):
@@ -62,12 +62,18 @@ def test_hand_computed():
     assert value == pytest.approx((1 - 0.5 * (2 / 3) ** 3) * fmean, rel=1e-12)  # chunks: [the cat] [running]
 
 
-@pytest.mark.parametrize("hyp, ref", [
-    ("", "a cat"), ("cat", "a"), ("Café CAFÉ", "café"), ("a b a b", "b a b a"), ("the the the", "the"),
-])
+@pytest.mark.parametrize(
+    "hyp, ref",
+    [
+        ("", "a cat"),
+        ("cat", "a"),
+        ("Café CAFÉ", "café"),
+        ("a b a b", "b a b a"),
+        ("the the the", "the"),
+    ],
+)
 def test_edge_cases_equal_nltk(hyp, ref):
-    assert _metric().compute([hyp], [[ref]])["meteor"] == pytest.approx(_nltk([hyp], [[ref]]), rel=1e-12,
-                                                                          abs=1e-15)
+    assert _metric().compute([hyp], [[ref]])["meteor"] == pytest.approx(_nltk([hyp], [[ref]]), rel=1e-12, abs=1e-15)
 
 
 def test_modules_in_settings_signature_and_hash():
@@ -76,9 +82,11 @@ def test_modules_in_settings_signature_and_hash():
     assert m.modules == ["exact", "stem"] and m.settings["wordnet_version"] is None
     assert "mod:exact+stem|" in res["meteor signature"]
     assert m.settings["modules"] == m.modules
-    hashes = {res["meteor hashvalue"],
-              get_metric("meteor", wordnet=False, alpha=0.8).compute(["a cat"], [["a cat sat"]])["meteor hashvalue"],
-              get_metric("meteor", wordnet=False).compute(["a cat"], [["a dog sat"]])["meteor hashvalue"]}
+    hashes = {
+        res["meteor hashvalue"],
+        get_metric("meteor", wordnet=False, alpha=0.8).compute(["a cat"], [["a cat sat"]])["meteor hashvalue"],
+        get_metric("meteor", wordnet=False).compute(["a cat"], [["a dog sat"]])["meteor hashvalue"],
+    }
     assert len(hashes) == 3
 
 
@@ -147,8 +155,9 @@ def test_debian_files_where_nltk_looks(no_wordnet, how):
     value = m.compute(["the dog sat on the mat"], [["the hound sits on a rug"]])["meteor"]
     wordnet_loader.load_wordnet.cache_clear()
     debian = wordnet_loader.load_wordnet("/usr/share/wordnet")
-    assert value == pytest.approx(_nltk(["the dog sat on the mat"], [["the hound sits on a rug"]], wordnet=debian),
-                                  rel=1e-12)
+    assert value == pytest.approx(
+        _nltk(["the dog sat on the mat"], [["the hound sits on a rug"]], wordnet=debian), rel=1e-12
+    )
 
 
 def test_unreadable_wordnet_is_one_sentence(no_wordnet):
@@ -161,12 +170,15 @@ def test_unreadable_wordnet_is_one_sentence(no_wordnet):
     assert "unexpected" not in str(err.value).lower()
 
 
-@pytest.mark.parametrize("options, hyps, refs, message", [
-    ({"wordnet": "maybe"}, ["a"], [["a"]], "wordnet must be"),
-    ({"alpha": -1}, ["a"], [["a"]], "alpha"),
-    ({}, ["a", "b"], [["a"]], "2 hypotheses but 1 reference"),
-    ({}, ["a"], [[]], "no reference"),
-])
+@pytest.mark.parametrize(
+    "options, hyps, refs, message",
+    [
+        ({"wordnet": "maybe"}, ["a"], [["a"]], "wordnet must be"),
+        ({"alpha": -1}, ["a"], [["a"]], "alpha"),
+        ({}, ["a", "b"], [["a"]], "2 hypotheses but 1 reference"),
+        ({}, ["a"], [[]], "no reference"),
+    ],
+)
 def test_errors(options, hyps, refs, message):
     with pytest.raises(MetricError, match=message):
         get_metric("meteor", **options).compute(hyps, refs)

@@ -33,7 +33,8 @@ def test_edge_cases_equal_nltk():
     assert get_metric("nist").compute(hyps, refs)["nist"] == pytest.approx(_nltk(hyps, refs), rel=1e-12)
     # a single sentence, hypothesis longer than the reference
     assert get_metric("nist", ngram=2).compute(["a b c d"], [["a b"]])["nist"] == pytest.approx(
-        _nltk(["a b c d"], [["a b"]], 2), rel=1e-12)
+        _nltk(["a b c d"], [["a b"]], 2), rel=1e-12
+    )
 
 
 def test_no_ngram_of_an_order_counts_zero():
@@ -50,12 +51,15 @@ def test_hash_and_signature():
     assert res["nist hashvalue"] == get_metric("nist").compute(["x"], [["a  b c"]])["nist hashvalue"]
 
 
-@pytest.mark.parametrize("options, hyps, refs, message", [
-    ({"ngram": 0}, ["a"], [["a"]], "ngram"),
-    ({}, ["a", "b"], [["a"]], "2 hypotheses but 1 reference"),
-    ({}, ["a"], [[""]], "non-empty reference"),
-    ({}, ["a"], [[]], "no reference"),
-])
+@pytest.mark.parametrize(
+    "options, hyps, refs, message",
+    [
+        ({"ngram": 0}, ["a"], [["a"]], "ngram"),
+        ({}, ["a", "b"], [["a"]], "2 hypotheses but 1 reference"),
+        ({}, ["a"], [[""]], "non-empty reference"),
+        ({}, ["a"], [[]], "no reference"),
+    ],
+)
 def test_errors(options, hyps, refs, message):
     with pytest.raises(MetricError, match=message):
         get_metric("nist", **options).compute(hyps, refs)

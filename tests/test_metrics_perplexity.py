@@ -31,8 +31,12 @@ def test_hand_computed_redistribution():
 def test_hand_computed_two_sentences_and_unknown_token():
     # "zz" is outside F ∪ R: it is <unk> in the all-vocab view too, so log p(<unk>) is not divided
     m = ppl(frequent=["a"], rare=["b", "c", "d"])
-    m.forward({"tokens": [["a", "b"], ["zz"]],
-               "log_probs": [[math.log(0.4), math.log(0.3), math.log(0.3)], [math.log(0.25), math.log(0.5)]]})
+    m.forward(
+        {
+            "tokens": [["a", "b"], ["zz"]],
+            "log_probs": [[math.log(0.4), math.log(0.3), math.log(0.3)], [math.log(0.25), math.log(0.5)]],
+        }
+    )
     value = m.close()["perplexity"]
     expected = math.exp(-(math.log(0.4) + math.log(0.1) + math.log(0.3) + math.log(0.25) + math.log(0.5)) / 5)
     assert value == pytest.approx(expected, rel=1e-12)
@@ -44,7 +48,7 @@ def _uniform_batch(sentences, vocab_tokens, columns):
     width = max(len(s) for s in sentences) + 2
     allv = np.zeros((len(sentences), width), np.int64)
     for r, s in enumerate(sentences):
-        allv[r, :len(s) + 2] = [2] + [ids[t] for t in s] + [3]
+        allv[r, : len(s) + 2] = [2] + [ids[t] for t in s] + [3]
     lens = np.array([len(s) + 2 for s in sentences])
     logp = np.full((len(sentences), width - 1, columns), -math.log(columns))
     return {"sent_allvocabs": allv, "sent_length": lens, "gen_log_prob": logp}
@@ -76,8 +80,9 @@ def test_batch_api_equals_list_api_with_a_random_model():
     m.forward(batch)
     from_arrays = m.close()
     seen = {t: vocab.index(t) if t in frequent else 1 for t in frequent + rare}
-    lps = [[float(logp[r, t, seen[w]]) for t, w in enumerate(s)] + [float(logp[r, len(s), 3])]
-           for r, s in enumerate(sents)]
+    lps = [
+        [float(logp[r, t, seen[w]]) for t, w in enumerate(s)] + [float(logp[r, len(s), 3])] for r, s in enumerate(sents)
+    ]
     from_lists = ppl(frequent=frequent, rare=rare).compute_lists(sents, lps)
     assert from_arrays["perplexity"] == pytest.approx(from_lists["perplexity"], rel=1e-12)
     assert from_arrays["perplexity hashvalue"] == from_lists["perplexity hashvalue"]
@@ -102,8 +107,7 @@ def test_table6_behaviour_same_union_comparable():
     p2 = {"a": pa, "<unk>": 3 * q, "<eos>": peos}
 
     def lps(p, frequent):
-        return [[math.log(p[w] if w in frequent else p["<unk>"]) for w in s] + [math.log(p["<eos>"])]
-                for s in tokens]
+        return [[math.log(p[w] if w in frequent else p["<unk>"]) for w in s] + [math.log(p["<eos>"])] for s in tokens]
 
     r1 = ppl(frequent=["a", "b", "c"], rare=["d"]).compute_lists(tokens, lps(p1, {"a", "b", "c"}))
     r2 = ppl(frequent=["a"], rare=["b", "c", "d"]).compute_lists(tokens, lps(p2, {"a"}))
@@ -135,7 +139,7 @@ def test_multi_turn_scores_responses_like_single_turn():
     lens = np.zeros((2, t_max), np.int64)
     for b, sess in enumerate(sessions):
         for t, s in enumerate(sess):
-            ids[b, t, :len(s) + 2] = [2] + [vocab.index(w) for w in s] + [3]
+            ids[b, t, : len(s) + 2] = [2] + [vocab.index(w) for w in s] + [3]
             lens[b, t] = len(s) + 2
     rng = np.random.default_rng(1)
     logits = rng.normal(size=(2, t_max, width - 1, 6))
@@ -146,12 +150,16 @@ def test_multi_turn_scores_responses_like_single_turn():
     single = ppl(frequent=frequent, rare=rare)
     for b, sess in enumerate(sessions):
         for t in range(1, len(sess)):  # the first turn is context
-            single.forward({"sent_allvocabs": ids[b, t][None], "sent_length": lens[b, t][None],
-                            "gen_log_prob": logp[b, t][None]})
+            single.forward(
+                {"sent_allvocabs": ids[b, t][None], "sent_length": lens[b, t][None], "gen_log_prob": logp[b, t][None]}
+            )
     flat = single.close()
     assert multi["perplexity"] == pytest.approx(flat["perplexity"], rel=1e-12)
-    assert multi["perplexity hashvalue"] == flat["perplexity hashvalue"] == perplexity_reference_hash(
-        [["b", "c"], ["a", "a"], ["b"]], frequent + rare)
+    assert (
+        multi["perplexity hashvalue"]
+        == flat["perplexity hashvalue"]
+        == perplexity_reference_hash([["b", "c"], ["a", "a"], ["b"]], frequent + rare)
+    )
     every = ppl(frequent=frequent, rare=rare, multi_turn=True, skip_first_turn=False)
     every.forward({"sent_allvocabs": ids, "sent_length": lens, "gen_log_prob": logp})
     res = every.close()
@@ -191,17 +199,20 @@ def _simple_batch():
     return _uniform_batch([["a", "b"]], SPECIALS + ["a", "b"], 6)
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda b: b.pop("gen_log_prob"), "has no 'gen_log_prob'"),
-    (lambda b: b.update(gen_log_prob=np.zeros((1, 3, 6))), "not a distribution"),
-    (lambda b: b.update(gen_log_prob=np.full((1, 3, 4), -math.log(4))), "4 columns"),
-    (lambda b: b.update(gen_log_prob=np.full((1, 2, 6), -math.log(6))), "only 2 log-probability rows"),
-    (lambda b: b.update(sent_length=np.array([9])), "longer than its"),
-    (lambda b: b.update(sent_length=np.array([3])), "<go> tokens <eos>"),
-    (lambda b: b.update(sent_allvocabs=np.array([[2, 4, 99, 3]])), "outside the vocabulary"),
-    (lambda b: b.update(sent_length=np.array([4, 4])), "batch sizes differ"),
-    (lambda b: b.update(sent_allvocabs=b["sent_allvocabs"][None]), "multi_turn=True"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda b: b.pop("gen_log_prob"), "has no 'gen_log_prob'"),
+        (lambda b: b.update(gen_log_prob=np.zeros((1, 3, 6))), "not a distribution"),
+        (lambda b: b.update(gen_log_prob=np.full((1, 3, 4), -math.log(4))), "4 columns"),
+        (lambda b: b.update(gen_log_prob=np.full((1, 2, 6), -math.log(6))), "only 2 log-probability rows"),
+        (lambda b: b.update(sent_length=np.array([9])), "longer than its"),
+        (lambda b: b.update(sent_length=np.array([3])), "<go> tokens <eos>"),
+        (lambda b: b.update(sent_allvocabs=np.array([[2, 4, 99, 3]])), "outside the vocabulary"),
+        (lambda b: b.update(sent_length=np.array([4, 4])), "batch sizes differ"),
+        (lambda b: b.update(sent_allvocabs=b["sent_allvocabs"][None]), "multi_turn=True"),
+    ],
+)
 def test_batch_errors(mutate, message):
     m = ppl(frequent=["a"], rare=["b"])
     batch = _simple_batch()
@@ -217,12 +228,15 @@ def test_zero_probability_is_a_clear_error():
         m.compute_lists([["a"]], [[-math.inf, 0.0]])
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({}, "needs a vocabulary"),
-    ({"frequent": ["a"], "rare": ["a"]}, "inconsistent"),
-    ({"frequent": ["<unk>"], "rare": []}, "inconsistent"),
-    ({"frequent": ["a", "a"], "rare": []}, "twice"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({}, "needs a vocabulary"),
+        ({"frequent": ["a"], "rare": ["a"]}, "inconsistent"),
+        ({"frequent": ["<unk>"], "rare": []}, "inconsistent"),
+        ({"frequent": ["a", "a"], "rare": []}, "twice"),
+    ],
+)
 def test_vocabulary_errors(kwargs, message):
     with pytest.raises(MetricError, match=message):
         ppl(**kwargs)
@@ -271,9 +285,11 @@ def test_multi_turn_loader_hash(tmp_path):
 
     from cotk_repro import data
 
-    sessions = {"train": [["hi there", "hello you", "how are you ?"], ["hi", "good day"]] * 3,
-                "dev": [["hello", "hi"]],
-                "test": [["hi there", "how are you ?", "fine , thanks"], ["hello", "rare words here"]]}
+    sessions = {
+        "train": [["hi there", "hello you", "how are you ?"], ["hi", "good day"]] * 3,
+        "dev": [["hello", "hi"]],
+        "test": [["hi there", "how are you ?", "fine , thanks"], ["hello", "rare words here"]],
+    }
     for split, rows in sessions.items():
         (tmp_path / f"{split}.jsonl").write_text("".join(json.dumps({"session": s}) + "\n" for s in rows))
     dl = data.load("multi-turn-dialog", tmp_path, min_frequent_vocab_times=2)
@@ -285,7 +301,7 @@ def test_multi_turn_loader_hash(tmp_path):
         m.forward(dict(batch, gen_log_prob=np.full((b, t, w - 1, n_f), -math.log(n_f))))
         for sess, lens, turns in zip(batch["sent_allvocabs"], batch["sent_length"], batch["turn_length"]):
             for k in range(1, int(turns)):
-                for i in sess[k][1:lens[k]]:
+                for i in sess[k][1 : lens[k]]:
                     loss += math.log(n_f) + (math.log(n_r) if i >= n_f else 0.0)
                     count += 1
     res = m.close()

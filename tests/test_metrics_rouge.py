@@ -55,10 +55,17 @@ def test_alpha_weights_precision(fixtures_dir):
     assert get_metric("rouge", alpha=1.0).compute(["the cat"], [["the cat sat down"]])["rouge-1"] == 1.0
 
 
-@pytest.mark.parametrize("hyp, ref", [
-    ("", "a cat"), ("cat", "a cat sat"), ("Ünïcode café ok", "ok café"), ("a a a", "a"), ("!!!", "?"),
-    ("The Cats are RUNNING quickly", "the cat runs quick"),
-])
+@pytest.mark.parametrize(
+    "hyp, ref",
+    [
+        ("", "a cat"),
+        ("cat", "a cat sat"),
+        ("Ünïcode café ok", "ok café"),
+        ("a a a", "a"),
+        ("!!!", "?"),
+        ("The Cats are RUNNING quickly", "the cat runs quick"),
+    ],
+)
 def test_edge_cases_equal_rouge_score(hyp, ref):
     ours = get_metric("rouge").compute([hyp], [[ref]])
     scorer = rouge_scorer.RougeScorer([t for t, _ in TYPES])
@@ -73,26 +80,33 @@ def test_types_hashes_and_signature():
     assert res["rouge-3"] == pytest.approx(0.5)
     base = get_metric("rouge").compute(["a b"], [["a b c"]])
     assert base["rouge-1 signature"] == "rouge-1|alpha:0.5|stem:no|tok:rouge-score|refs:1|v:1"
-    hashes = {base["rouge-1 hashvalue"], base["rouge-2 hashvalue"], base["rouge-l hashvalue"],
-              get_metric("rouge", alpha=0.3).compute(["a b"], [["a b c"]])["rouge-1 hashvalue"],
-              get_metric("rouge", stemmer=True).compute(["a b"], [["a b c"]])["rouge-1 hashvalue"],
-              get_metric("rouge").compute(["a b"], [["a b d"]])["rouge-1 hashvalue"]}
+    hashes = {
+        base["rouge-1 hashvalue"],
+        base["rouge-2 hashvalue"],
+        base["rouge-l hashvalue"],
+        get_metric("rouge", alpha=0.3).compute(["a b"], [["a b c"]])["rouge-1 hashvalue"],
+        get_metric("rouge", stemmer=True).compute(["a b"], [["a b c"]])["rouge-1 hashvalue"],
+        get_metric("rouge").compute(["a b"], [["a b d"]])["rouge-1 hashvalue"],
+    }
     assert len(hashes) == 6
     # the model's tokenization does not matter: ROUGE re-tokenizes
     assert get_metric("rouge").compute(["A, b"], [["a b c"]])["rouge-1 hashvalue"] == base["rouge-1 hashvalue"]
 
 
-@pytest.mark.parametrize("options, hyps, refs, message", [
-    ({"types": ["rougeW"]}, ["a"], [["a"]], "ROUGE types"),
-    ({"types": ["rougeLSum"]}, ["a"], [["a"]], "ROUGE types"),
-    ({"sentence_separator": " "}, ["a"], [["a"]], "sentence_separator"),
-    ({"sentence_separator": 3}, ["a"], [["a"]], "sentence_separator"),
-    ({"alpha": 1.5}, ["a"], [["a"]], "alpha"),
-    ({}, ["a", "b"], [["a"]], "2 hypotheses but 1 reference"),
-    ({}, ["a"], None, "needs references"),
-    ({}, ["a"], [[]], "no reference"),
-    ({}, [], [], "at least one hypothesis"),
-])
+@pytest.mark.parametrize(
+    "options, hyps, refs, message",
+    [
+        ({"types": ["rougeW"]}, ["a"], [["a"]], "ROUGE types"),
+        ({"types": ["rougeLSum"]}, ["a"], [["a"]], "ROUGE types"),
+        ({"sentence_separator": " "}, ["a"], [["a"]], "sentence_separator"),
+        ({"sentence_separator": 3}, ["a"], [["a"]], "sentence_separator"),
+        ({"alpha": 1.5}, ["a"], [["a"]], "alpha"),
+        ({}, ["a", "b"], [["a"]], "2 hypotheses but 1 reference"),
+        ({}, ["a"], None, "needs references"),
+        ({}, ["a"], [[]], "no reference"),
+        ({}, [], [], "at least one hypothesis"),
+    ],
+)
 def test_errors(options, hyps, refs, message):
     with pytest.raises(MetricError, match=message):
         get_metric("rouge", **options).compute(hyps, refs)
@@ -100,14 +114,17 @@ def test_errors(options, hyps, refs, message):
 
 # rouge-score's own rougeLsum cases (rouge_score/rouge_scorer_test.py, Apache-2.0, Google): testRougeLsum and
 # testRougeLSumSentenceSplitting, values transcribed
-@pytest.mark.parametrize("target, prediction, stemmer, p, r, f", [
-    ("w1 w2 w3 w4 w5", "w1 w2 w6 w7 w8\nw1 w3 w8 w9 w5", False, 0.4, 0.8, 0.5333),
-    ("w1 w2 w3 w4 w5", "", False, 0.0, 0.0, 0.0),
-    ("", "w1", False, 0.0, 0.0, 0.0),
-    ("w1 w2 w3 w4 w5", "/", False, 0.0, 0.0, 0.0),
-    ("First sentence.\nSecond Sentence.", "Second sentence.\nFirst Sentence.", True, 1.0, 1.0, 1.0),
-    ("First sentence. Second Sentence.", "Second sentence. First Sentence.", True, 0.5, 0.5, 0.5),
-])
+@pytest.mark.parametrize(
+    "target, prediction, stemmer, p, r, f",
+    [
+        ("w1 w2 w3 w4 w5", "w1 w2 w6 w7 w8\nw1 w3 w8 w9 w5", False, 0.4, 0.8, 0.5333),
+        ("w1 w2 w3 w4 w5", "", False, 0.0, 0.0, 0.0),
+        ("", "w1", False, 0.0, 0.0, 0.0),
+        ("w1 w2 w3 w4 w5", "/", False, 0.0, 0.0, 0.0),
+        ("First sentence.\nSecond Sentence.", "Second sentence.\nFirst Sentence.", True, 1.0, 1.0, 1.0),
+        ("First sentence. Second Sentence.", "Second sentence. First Sentence.", True, 0.5, 0.5, 0.5),
+    ],
+)
 def test_rouge_lsum_on_rouge_scores_own_cases(target, prediction, stemmer, p, r, f):
     ours = get_metric("rouge", types=["rougeLsum"], stemmer=stemmer).compute([prediction], [[target]])
     assert ours["rouge-lsum"] == pytest.approx(f, abs=1e-4)
@@ -121,8 +138,8 @@ def test_rouge_lsum_equals_rouge_score_on_multi_sentence_texts(fixtures_dir, ste
     hyps, refs = _texygen(fixtures_dir, 240)
     rng = random.Random(3)
     join = lambda lines: "\n".join(lines)  # noqa: E731
-    hyps = [join(hyps[i:i + rng.randint(1, 3)]) for i in range(0, 120)]
-    refs = [[join([r for rs in refs[i:i + rng.randint(1, 4)] for r in rs[:1]]), refs[i][1]] for i in range(0, 120)]
+    hyps = [join(hyps[i : i + rng.randint(1, 3)]) for i in range(0, 120)]
+    refs = [[join([r for rs in refs[i : i + rng.randint(1, 4)] for r in rs[:1]]), refs[i][1]] for i in range(0, 120)]
     scorer = rouge_scorer.RougeScorer(["rougeLsum", "rougeL"], use_stemmer=stemmer)
     ours = get_metric("rouge", types=["rougeLsum", "rougeL"], stemmer=stemmer).compute(hyps, refs)
     for rtype, key in (("rougeLsum", "rouge-lsum"), ("rougeL", "rouge-l")):
@@ -152,8 +169,20 @@ def test_sentence_separator_for_one_line_texts(cli, tmp_path):
     assert "sentence_separator" not in get_metric("rouge").settings
     (tmp_path / "h.txt").write_text("\n".join(hyps) + "\n")
     (tmp_path / "r.txt").write_text("\n".join(rs[0] for rs in refs) + "\n")
-    r = cli("evaluate", "--hyps", str(tmp_path / "h.txt"), "--refs", str(tmp_path / "r.txt"), "-m", "rouge",
-            "-o", 'rouge.types=["rougeLsum","rouge1"]', "-o", "rouge.sentence_separator=<n>", "--json")
+    r = cli(
+        "evaluate",
+        "--hyps",
+        str(tmp_path / "h.txt"),
+        "--refs",
+        str(tmp_path / "r.txt"),
+        "-m",
+        "rouge",
+        "-o",
+        'rouge.types=["rougeLsum","rouge1"]',
+        "-o",
+        "rouge.sentence_separator=<n>",
+        "--json",
+    )
     assert r.returncode == 0, r
     out = json.loads(r.stdout)
     assert out["rouge-lsum"] == pytest.approx(sep["rouge-lsum"], rel=1e-12)
@@ -161,11 +190,14 @@ def test_sentence_separator_for_one_line_texts(cli, tmp_path):
 
 
 @pytest.mark.parametrize("name,options", [("meteor", {"wordnet": False}), ("nist", {}), ("rouge", {})])
-@pytest.mark.parametrize("hypotheses,references,message", [
-    ([], [], "{name} needs at least one hypothesis"),
-    ("a b", [["a b"]], "hypotheses is a single string"),
-    (["a b", "c"], [["a b"], []], "sample 1 has no reference"),
-])
+@pytest.mark.parametrize(
+    "hypotheses,references,message",
+    [
+        ([], [], "{name} needs at least one hypothesis"),
+        ("a b", [["a b"]], "hypotheses is a single string"),
+        (["a b", "c"], [["a b"], []], "sample 1 has no reference"),
+    ],
+)
 def test_meteor_nist_and_rouge_check_their_samples_alike(name, options, hypotheses, references, message):
     """One preamble (metrics/_text.py check_samples) for the three: the same sentence for the same bad input."""
     with pytest.raises(MetricError, match="^" + message.format(name=name)):

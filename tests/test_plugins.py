@@ -13,8 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT, run_cli
+
 from cotk_repro import hookspecs
 from cotk_repro.errors import PluginError
 from cotk_repro.plugins import BUILTIN_PLUGINS, KINDS, Plugins
@@ -26,7 +26,8 @@ def make_distribution(folder: Path, name: str, version: str, module: str, body: 
     """A tiny plugin package: pyproject.toml with an entry point in group cotk_repro, one module."""
     pkg = folder / name
     (pkg / module).mkdir(parents=True)
-    (pkg / "pyproject.toml").write_text(textwrap.dedent(f"""
+    (pkg / "pyproject.toml").write_text(
+        textwrap.dedent(f"""
         [build-system]
         requires = ["hatchling"]
         build-backend = "hatchling.build"
@@ -40,7 +41,8 @@ def make_distribution(folder: Path, name: str, version: str, module: str, body: 
 
         [tool.hatch.build.targets.wheel]
         packages = ["{module}"]
-    """))
+    """)
+    )
     (pkg / module / "__init__.py").write_text(textwrap.dedent(body))
     return pkg
 
@@ -48,8 +50,22 @@ def make_distribution(folder: Path, name: str, version: str, module: str, body: 
 def pip_install(python: str, package: Path, *extra: str) -> None:
     # hatchling from the test environment when there is one (no network needed), else pip fetches it
     isolation = ["--no-build-isolation"] if importlib.util.find_spec("hatchling") else []
-    proc = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-                           *isolation, *extra, str(package)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+            *isolation,
+            *extra,
+            str(package),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -73,8 +89,12 @@ def parent_env_venv(venv: Path) -> str:
     """
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     lines = [f"import site; site.addsitedir({d!r})" for d in _site_dirs()]
     Path(purelib, "_cotk_repro_parent_env.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return python
@@ -91,8 +111,9 @@ def plugin_venv(tmp_path_factory) -> str:
 def extra_distribution(tmp_path: Path, name: str, module: str, body: str) -> dict[str, str]:
     """Install another plugin distribution into a folder; the env that puts it on the path."""
     target = tmp_path / f"site-{name}"
-    pip_install(sys.executable, make_distribution(tmp_path / "src", name, "0.0.1", module, body),
-                "--target", str(target))
+    pip_install(
+        sys.executable, make_distribution(tmp_path / "src", name, "0.0.1", module, body), "--target", str(target)
+    )
     return {"PYTHONPATH": str(target)}
 
 
@@ -111,7 +132,12 @@ def test_installed_plugin_is_listed_with_version_and_metric(plugin_venv):
     assert set(BUILTIN_PLUGINS) <= set(by_name)
     # the human table too
     res = run_cli("plugins", python=plugin_venv)
-    assert res.returncode == 0 and "cotk-repro-example" in res.stdout and "0.1.0" in res.stdout and "toy-metric" in res.stdout
+    assert (
+        res.returncode == 0
+        and "cotk-repro-example" in res.stdout
+        and "0.1.0" in res.stdout
+        and "toy-metric" in res.stdout
+    )
 
 
 def test_plugin_not_visible_outside_its_venv():
@@ -135,7 +161,11 @@ def test_record_lists_loaded_plugins_and_local_install(plugin_venv, make_project
     assert {"name": "cotk-repro-example", "version": "0.1.0"} in plugins
     assert {p["name"] for p in plugins} >= set(BUILTIN_PLUGINS)
     pkgs = {p["name"]: p for p in rec["environment"]["packages"]}
-    assert pkgs["cotk-repro-example"] == {"name": "cotk-repro-example", "version": "0.1.0", "install": "local"}  # PEP 610
+    assert pkgs["cotk-repro-example"] == {
+        "name": "cotk-repro-example",
+        "version": "0.1.0",
+        "install": "local",
+    }  # PEP 610
 
 
 def test_broken_plugin_is_listed_and_the_rest_works(plugin_venv, tmp_path, make_project):
@@ -192,8 +222,9 @@ def test_the_example_plugins_metric_and_tokenizer_work_through_evaluate(plugin_v
     assert values["toy-metric"] == 2.5  # (3 + 2) / 2 tokens
     assert len(values["toy-metric hashvalue"]) == 64
     # its tokenizer lower-cases: "A"/"a" and "b"/"B" are one token each -> 3 distinct unigrams of 5
-    res = run_cli("evaluate", "-m", "distinct", "-t", "toy-tokenizer", "--hyps", str(hyps), "--json",
-                  python=plugin_venv)
+    res = run_cli(
+        "evaluate", "-m", "distinct", "-t", "toy-tokenizer", "--hyps", str(hyps), "--json", python=plugin_venv
+    )
     assert res.returncode == 0, res
     out = json.loads(res.stdout)
     assert out.get("results", out)["distinct-1"] == 3 / 5
@@ -226,8 +257,10 @@ def test_a_component_that_does_not_honour_its_contract_is_refused_naming_the_plu
     assert len(careless["refused"]) == 2 and all("careless-plugin" in r for r in careless["refused"])
     hyps = tmp_path / "hyps.txt"
     hyps.write_text("a b\n", encoding="utf-8")
-    for args, what in ((["-m", "lazy-metric"], "metric 'lazy-metric'"),
-                       (["-m", "distinct", "-t", "split-tokenizer"], "tokenizer 'split-tokenizer'")):
+    for args, what in (
+        (["-m", "lazy-metric"], "metric 'lazy-metric'"),
+        (["-m", "distinct", "-t", "split-tokenizer"], "tokenizer 'split-tokenizer'"),
+    ):
         res = run_cli("evaluate", *args, "--hyps", str(hyps), python=plugin_venv, env=env)
         assert res.returncode == 2, res
         lines = [line for line in res.stderr.splitlines() if line.startswith("Error: ")]
@@ -238,6 +271,7 @@ def test_a_component_that_does_not_honour_its_contract_is_refused_naming_the_plu
 
 
 # -- in-process: the manager's bookkeeping ---------------------------------------------------------
+
 
 class _Plugin:
     def __init__(self, **hooks):
@@ -272,11 +306,14 @@ def test_a_built_in_name_stays_the_built_ins(monkeypatch):
     built-in: the lookup gives the built-in whether the plugins are loaded (the manager's answer) or not yet (the
     built-in modules' own hooks, no plugin loaded)."""
     import cotk_repro.plugins as plugins_module
-    from cotk_repro.builtins import dataloaders as builtin_loaders, tokenizers as builtin_tokenizers
-    from cotk_repro.data.tokenizers import get_tokenizer, WordPunctTokenizer
+    from cotk_repro.builtins import dataloaders as builtin_loaders
+    from cotk_repro.builtins import tokenizers as builtin_tokenizers
+    from cotk_repro.data.tokenizers import WordPunctTokenizer, get_tokenizer
 
-    thief = _Plugin(register_tokenizers=lambda register: register("nltk", lambda: "stolen"),
-                    register_dataloaders=lambda register: register("language-generation", lambda *a, **k: "stolen"))
+    thief = _Plugin(
+        register_tokenizers=lambda register: register("nltk", lambda: "stolen"),
+        register_dataloaders=lambda register: register("language-generation", lambda *a, **k: "stolen"),
+    )
     p = _manager_with(("thief", thief))
     assert p.get("tokenizer", "nltk").obj is builtin_tokenizers.nltk
     assert p.get("dataloader", "language-generation").obj is builtin_loaders.language_generation
@@ -317,9 +354,11 @@ def test_invalid_hookimpl_is_broken_not_fatal():
 
 # -- documentation -------------------------------------------------------------------------------
 
+
 def _hookspecs():
-    return [(name, fn) for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
-            if hasattr(fn, "cotk_repro_spec")]
+    return [
+        (name, fn) for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(fn, "cotk_repro_spec")
+    ]
 
 
 def test_every_hook_is_documented():
@@ -338,13 +377,19 @@ def test_builtin_plugins_are_cheap_to_import():
     Every CLI call loads them (benchmarks/run_overhead.py: `run` must cost <= 0.2 s more than
     `python entry.py`); heavy imports belong inside factories and command functions.
     """
-    code = ("import sys; import cotk_repro.plugins as p; p.get_plugins().conflicts();"
-            "import cotk_repro.cli as c; c._load_commands();"
-            "heavy = [m for m in ('numpy', 'nltk', 'torch', 'fastapi', 'uvicorn', 'sqlalchemy', 'alembic',"
-            " 'matplotlib', 'docker', 'git', 'requests', 'httpx', 'jinja2', 'pydantic', 'psycopg')"
-            " if m in sys.modules]; print(','.join(heavy))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "COTK_REPRO_BUILTINS_ONLY": "1"})
+    code = (
+        "import sys; import cotk_repro.plugins as p; p.get_plugins().conflicts();"
+        "import cotk_repro.cli as c; c._load_commands();"
+        "heavy = [m for m in ('numpy', 'nltk', 'torch', 'fastapi', 'uvicorn', 'sqlalchemy', 'alembic',"
+        " 'matplotlib', 'docker', 'git', 'requests', 'httpx', 'jinja2', 'pydantic', 'psycopg')"
+        " if m in sys.modules]; print(','.join(heavy))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COTK_REPRO_BUILTINS_ONLY": "1"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "", f"registering the built-ins imported: {proc.stdout.strip()}"
 
@@ -353,9 +398,11 @@ def _as_importlib_metadata_sees_them(path: list[str], group: str) -> list[tuple[
     """The independent reference: importlib.metadata's entry points of ``group`` on ``path``."""
     import importlib.metadata as md
 
-    return sorted((ep.dist.metadata["Name"], ep.dist.version, ep.name, ep.value)
-                  for ep in md.entry_points(group=group) if ep.dist is not None and any(
-                      str(getattr(ep.dist, "_path", "")).startswith(p) for p in path))
+    return sorted(
+        (ep.dist.metadata["Name"], ep.dist.version, ep.name, ep.value)
+        for ep in md.entry_points(group=group)
+        if ep.dist is not None and any(str(getattr(ep.dist, "_path", "")).startswith(p) for p in path)
+    )
 
 
 def test_entry_points_read_from_files_agree_with_importlib_metadata(tmp_path, monkeypatch):
@@ -374,15 +421,23 @@ def test_entry_points_read_from_files_agree_with_importlib_metadata(tmp_path, mo
     site, later, src = tmp_path / "site", tmp_path / "later", tmp_path / "src"
     dist(site, "other-1.0.dist-info", "other", "1.0", "[console_scripts]\nx = y:z\n")
     dist(site, "plain-2.0.dist-info", "plain", "2.0", None)
-    dist(site, "my_plugin-0.1.dist-info", "My.Plugin", "0.1",
-         f"# comment\n[console_scripts]\nmine = nope:x\n\n[{G}]\nmine = mine.plugin:hooks.impl\n"
-         f"second = mine.other [extra]\n")
+    dist(
+        site,
+        "my_plugin-0.1.dist-info",
+        "My.Plugin",
+        "0.1",
+        f"# comment\n[console_scripts]\nmine = nope:x\n\n[{G}]\nmine = mine.plugin:hooks.impl\n"
+        f"second = mine.other [extra]\n",
+    )
     dist(later, "my_plugin-0.2.dist-info", "my-plugin", "0.2", f"[{G}]\nmine = shadowed\n")  # shadowed
     dist(src, "dev.egg-info", "dev", "0.0.1", f"[{G}]\ndev = dev\n", header="PKG-INFO")
     path = [str(site), str(tmp_path / "missing"), str(later), str(src)]
     found = sorted((e.dist, e.version, e.name, e.value) for e in scan(G, path))
-    assert found == [("My.Plugin", "0.1", "mine", "mine.plugin:hooks.impl"), ("My.Plugin", "0.1", "second",
-                     "mine.other [extra]"), ("dev", "0.0.1", "dev", "dev")]
+    assert found == [
+        ("My.Plugin", "0.1", "mine", "mine.plugin:hooks.impl"),
+        ("My.Plugin", "0.1", "second", "mine.other [extra]"),
+        ("dev", "0.0.1", "dev", "dev"),
+    ]
     monkeypatch.setattr(sys, "path", path)
     assert found == _as_importlib_metadata_sees_them(path, G)
     assert scan(G, [str(site / "plain-2.0.dist-info")]) == []
@@ -456,8 +511,7 @@ def test_plugins_metrics_and_runs_json_share_one_top_level_shape(make_project):
         res = run_cli(command, "--json", cwd=root)
         assert res.returncode == 0, res
         data = json.loads(res.stdout)
-        assert isinstance(data, list) and data and all(isinstance(item, dict) and key in item for item in data), \
-            command
+        assert isinstance(data, list) and data and all(isinstance(item, dict) and key in item for item in data), command
         shapes[command] = type(data)
     assert len(set(shapes.values())) == 1
     plugins = json.loads(run_cli("plugins", "--json", cwd=root).stdout)

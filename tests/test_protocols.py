@@ -116,8 +116,10 @@ def test_each_kind_refuses_a_broken_component_with_one_sentence_naming_the_plugi
     with pytest.raises(PluginError) as err:
         p.get(kind, "broken-one")
     sentence = err.value.message
-    assert sentence.startswith(f"plugin 'wonky-dist' (wonky_module) registers the {said} 'broken-one', which does "
-                               f"not honour the {said} contract: "), sentence
+    assert sentence.startswith(
+        f"plugin 'wonky-dist' (wonky_module) registers the {said} 'broken-one', which does "
+        f"not honour the {said} contract: "
+    ), sentence
     assert words in sentence and "\n" not in sentence and sentence.count(". ") == 0, sentence
     assert p.infos["wonky-dist"].refused == [sentence] and p.infos["wonky-dist"].registers == {kind: ["good-one"]}
 
@@ -129,9 +131,12 @@ def test_what_a_factory_builds_is_checked_when_it_is_built():
 
     p = _manager(register_runtimes=register_runtimes)
     assert isinstance(p.build("runtime", "builds-good"), _Runtime)
-    with pytest.raises(PluginError, match=r"^plugin 'wonky-dist' \(wonky_module\) registers the runtime "
-                                          r"'builds-nothing', .*it built a object, which lacks name, description, "
-                                          r"prepare, run$"):
+    with pytest.raises(
+        PluginError,
+        match=r"^plugin 'wonky-dist' \(wonky_module\) registers the runtime "
+        r"'builds-nothing', .*it built a object, which lacks name, description, "
+        r"prepare, run$",
+    ):
         p.build("runtime", "builds-nothing")
     assert product_problem("generator", str.upper) is None  # a plain text -> text callable is a generator
     assert product_problem("tokenizer", _Tok()) is None and "lacks settings" in product_problem("tokenizer", object())
@@ -163,10 +168,21 @@ def test_every_built_in_and_first_party_component_honours_its_protocol():
             assert contract_problem(kind, name, comp.obj) is None, (kind, name, comp.plugin)
             seen.add(comp.plugin)
     assert all(not info.refused for info in plugins.infos.values()), [i.refused for i in plugins.infos.values()]
-    for kind, name in (("runtime", "docker"), ("runtime", "venv"), ("runtime", "local"), ("publish_target", "git"),
-                       ("publish_target", "dashboard"), ("generator", "copy"), ("generator", "ngram"),
-                       ("tokenizer", "space"), ("tokenizer", "nltk"), ("tokenizer", "13a"), ("metric", "bleu"),
-                       ("metric", "distinct"), ("metric", "rouge")):
+    for kind, name in (
+        ("runtime", "docker"),
+        ("runtime", "venv"),
+        ("runtime", "local"),
+        ("publish_target", "git"),
+        ("publish_target", "dashboard"),
+        ("generator", "copy"),
+        ("generator", "ngram"),
+        ("tokenizer", "space"),
+        ("tokenizer", "nltk"),
+        ("tokenizer", "13a"),
+        ("metric", "bleu"),
+        ("metric", "distinct"),
+        ("metric", "rouge"),
+    ):
         assert product_problem(kind, plugins.get(kind, name).obj()) is None, (kind, name)
     for comp in plugins.registry("template", strict=False).values():
         assert isinstance(comp.obj, protocols.Template)
@@ -236,10 +252,11 @@ def test_a_plugin_breaking_every_contract_is_refused_where_users_meet_it(tmp_pat
     assert all(r.startswith("plugin 'wonky-plugin' (wonky_plugin) registers the ") for r in wonky["refused"])
     hyps = tmp_path / "hyps.txt"
     hyps.write_text("a b\n", encoding="utf-8")
-    for args, what in ((["evaluate", "-m", "wonky-metric", "--hyps", str(hyps)], "metric 'wonky-metric'"),
-                       (["evaluate", "-m", "distinct", "-t", "wonky-tokenizer", "--hyps", str(hyps)],
-                        "tokenizer 'wonky-tokenizer'"),
-                       (["init", str(tmp_path / "proj"), "--template", "wonky-template"], "template 'wonky-template'")):
+    for args, what in (
+        (["evaluate", "-m", "wonky-metric", "--hyps", str(hyps)], "metric 'wonky-metric'"),
+        (["evaluate", "-m", "distinct", "-t", "wonky-tokenizer", "--hyps", str(hyps)], "tokenizer 'wonky-tokenizer'"),
+        (["init", str(tmp_path / "proj"), "--template", "wonky-template"], "template 'wonky-template'"),
+    ):
         res = run_cli(*args, python=sys.executable, env=env, cwd=tmp_path)
         assert res.returncode == 2, res
         lines = [line for line in res.stderr.splitlines() if line.startswith("Error: ")]

@@ -24,9 +24,16 @@ from test_reproduce_support import http_double
 
 
 def cli(*args: str, cwd: Path, timeout: float = 300):
-    return subprocess.run([sys.executable, "-m", "cotk_repro", *args], capture_output=True, text=True, check=False,
-                          env={**os.environ, "XDG_CONFIG_HOME": str(cwd / "cfg")}, cwd=cwd, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "cotk_repro", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "XDG_CONFIG_HOME": str(cwd / "cfg")},
+        cwd=cwd,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def one_sentence_exit_2(proc, *words: str) -> None:
@@ -89,22 +96,41 @@ def serve(record, signature, attachment):
         if "/records/" in path:
             return 200, {"record": record, "signature": signature, "publication": attachment, "reproductions": []}
         return 404, {"detail": "not found"}
+
     return http_double(answer)
 
 
 def reproduce_from(record, signature, attachment, tmp_path, *extra):
     with serve(record, signature, attachment) as (base, calls):
-        proc = cli("reproduce", f"{base}/records/{record['id']}", "--runtime", "local", "--trust-remote-code",
-                   *extra, cwd=tmp_path)
+        proc = cli(
+            "reproduce",
+            f"{base}/records/{record['id']}",
+            "--runtime",
+            "local",
+            "--trust-remote-code",
+            *extra,
+            cwd=tmp_path,
+        )
     assert calls, "the dashboard was asked"
     return proc
 
 
 # -- the attacks ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("url", ["--upload-pack=touch {c};#://x", "--upload-pack=id>{c};#://x",
-                                 "ext::sh -c touch% {c}", "file://{d}", "{d}", "local:x.git",
-                                 "ssh://-oProxyCommand=touch%20{c}/x", "git@-oProxyCommand=touch {c}:x"])
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "--upload-pack=touch {c};#://x",
+        "--upload-pack=id>{c};#://x",
+        "ext::sh -c touch% {c}",
+        "file://{d}",
+        "{d}",
+        "local:x.git",
+        "ssh://-oProxyCommand=touch%20{c}/x",
+        "git@-oProxyCommand=touch {c}:x",
+    ],
+)
 def test_a_publication_signed_by_the_author_pointing_at_a_git_option_is_refused(tmp_path, keys, url):
     """Even the record's own signer cannot make reproduce run a command or read this host's disk."""
     canary = tmp_path / "CANARY"
@@ -140,8 +166,11 @@ def test_a_publication_re_signed_by_another_key_is_refused(tmp_path, keys, liste
     record, sig = signed_record(keys["author"])
     attachment = publication(record, url, keys["attacker"])  # a valid signature, by the wrong key
     proc = reproduce_from(record, sig, attachment, tmp_path, "--allow-unsigned")
-    one_sentence_exit_2(proc, f"signed by key {keys['attacker'].public.fingerprint}",
-                        f"not by the key that signed the record ({keys['author'].public.fingerprint})")
+    one_sentence_exit_2(
+        proc,
+        f"signed by key {keys['attacker'].public.fingerprint}",
+        f"not by the key that signed the record ({keys['author'].public.fingerprint})",
+    )
     assert connections() == 0
 
 
@@ -184,8 +213,10 @@ def test_a_publication_for_another_record_or_of_another_shape_is_refused(tmp_pat
     elif change == "sig-type":
         attachment["signature"] = {"armored": attachment["signature"]}
     else:  # re-signed by the author's own key: each is refused for what it says, not for its signature
-        attachment = {"publication": doc, "signature": sign_bytes(publication_bytes(doc), NS_PUBLICATION,
-                                                                  keys["author"])}
+        attachment = {
+            "publication": doc,
+            "signature": sign_bytes(publication_bytes(doc), NS_PUBLICATION, keys["author"]),
+        }
     proc = reproduce_from(record, sig, attachment, tmp_path, "--allow-unsigned")
     one_sentence_exit_2(proc, "publication of record")
     assert connections() == 0
@@ -221,6 +252,7 @@ def test_a_record_that_names_its_own_remote_ignores_a_publication(keys):
 
 
 # -- the dashboard refuses the same ------------------------------------------------------------------------
+
 
 @pytest.fixture
 def dashboard(tmp_path):
@@ -264,8 +296,12 @@ def test_the_dashboard_stores_serves_and_refuses_publications(tmp_path, keys, da
     tampered = copy.deepcopy(good)
     tampered["publication"]["remote_url"] = "https://example.com/mallory/proj.git"
     refused(alice, tampered, 422, "BAD signature")
-    refused(mallory, publication(record, "https://example.com/mallory/proj.git", keys["attacker"]), 422,
-            "not by the key that signed the record")
+    refused(
+        mallory,
+        publication(record, "https://example.com/mallory/proj.git", keys["attacker"]),
+        422,
+        "not by the key that signed the record",
+    )
     refused(mallory, good, 403, "not by one of yours")  # the author's own publication, sent by somebody else
     refused(alice, publication(record, "--upload-pack=touch x;#://x", keys["author"]), 422, "git URL")
     refused(alice, publication(record, str(tmp_path), keys["author"]), 422, "author's machine")

@@ -8,9 +8,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import git, run_cli
-from test_reproduce_support import add_bare_remote, free_port, http_double, publish, record_in, remote_served_by_git_daemon
+from test_reproduce_support import (
+    add_bare_remote,
+    free_port,
+    http_double,
+    publish,
+    record_in,
+    remote_served_by_git_daemon,
+)
 
 ENTRY = """import json, sys
 refs = open("refs.txt", encoding="utf-8").read().split()
@@ -27,9 +33,12 @@ def project(make_project, tmp_path):
 
 
 def _state(root: Path) -> tuple[str, str, str, str]:
-    return (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain"),
-            git(root, "for-each-ref", "refs/heads/", "--format=%(refname)"),
-            (root / ".git" / "index").read_bytes().hex()[:64])
+    return (
+        git(root, "rev-parse", "HEAD"),
+        git(root, "status", "--porcelain"),
+        git(root, "for-each-ref", "refs/heads/", "--format=%(refname)"),
+        (root / ".git" / "index").read_bytes().hex()[:64],
+    )
 
 
 def test_publish_pushes_records_ref_without_touching_branches(project):
@@ -130,7 +139,9 @@ def test_dead_dashboard_keeps_the_record_and_says_how_to_retry(project):
     res = run_cli("publish", "--no-git", "--dashboard", url, cwd=root)
     assert res.returncode == 2
     assert "cannot reach the dashboard" in res.stderr
-    assert "kept locally" in res.stderr and f"cotk-repro publish {record['id'].removeprefix('sha256:')[:12]}" in res.stderr
+    assert (
+        "kept locally" in res.stderr and f"cotk-repro publish {record['id'].removeprefix('sha256:')[:12]}" in res.stderr
+    )
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == snapshot
 
 
@@ -138,16 +149,30 @@ def test_dashboard_without_token_asks_for_login(project):
     root, _bare = project
     git(root, "remote", "set-url", "origin", "https://example.invalid/alice/proj.git")
     record_in(root)
-    res = run_cli("publish", "--no-git", "--dashboard", "http://127.0.0.1:9", cwd=root,
-                  env={"XDG_CONFIG_HOME": str(root / "nocfg")})
+    res = run_cli(
+        "publish",
+        "--no-git",
+        "--dashboard",
+        "http://127.0.0.1:9",
+        cwd=root,
+        env={"XDG_CONFIG_HOME": str(root / "nocfg")},
+    )
     assert res.returncode == 2 and "cotk-repro login --dashboard http://127.0.0.1:9" in res.stderr
 
 
 def test_login_stores_token_0600_in_user_config(project, tmp_path):
     root, _bare = project
     cfg = tmp_path / "xdg"
-    res = run_cli("login", "--dashboard", "http://dash.example:8000/", "--token", "s3cret", "--no-check",
-                  env={"XDG_CONFIG_HOME": str(cfg)}, cwd=root)
+    res = run_cli(
+        "login",
+        "--dashboard",
+        "http://dash.example:8000/",
+        "--token",
+        "s3cret",
+        "--no-check",
+        env={"XDG_CONFIG_HOME": str(cfg)},
+        cwd=root,
+    )
     assert res.returncode == 0, res
     path = cfg / "cotk-repro" / "config.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -206,9 +231,19 @@ def test_github_repo_creation_against_a_test_double(monkeypatch):
         assert github.maybe_create(f"git@{host.split(':')[0]}:alice/there.git") == "exists"
         assert github.maybe_create("/some/local/bare.git") is None
     posts = [c for c in calls if c["method"] == "POST"]
-    assert posts == [{"method": "POST", "path": "/user/repos", "headers": posts[0]["headers"],
-                      "body": {"name": "newrepo", "private": False, "auto_init": False,
-                               "description": "published with cotk-repro"}}]
+    assert posts == [
+        {
+            "method": "POST",
+            "path": "/user/repos",
+            "headers": posts[0]["headers"],
+            "body": {
+                "name": "newrepo",
+                "private": False,
+                "auto_init": False,
+                "description": "published with cotk-repro",
+            },
+        }
+    ]
     assert all(c["headers"]["Authorization"] == "Bearer ghp_test" for c in calls)
 
 
@@ -298,15 +333,22 @@ def test_record_made_before_the_remote_is_published_without_a_rerun(make_project
         assert (folder / "record.json").read_bytes() == record_bytes  # the record itself is untouched
         assert len(list((root / ".cotk-repro" / "runs").iterdir())) == 1  # nothing was run again
         attachment = json.loads((folder / "publication.json").read_text())
-        assert attachment["publication"] == {"kind": "cotk-repro-publication", "record_id": early["id"],
-                                             "commit": early["code"]["commit"], "remote_url": served}
+        assert attachment["publication"] == {
+            "kind": "cotk-repro-publication",
+            "record_id": early["id"],
+            "commit": early["code"]["commit"],
+            "remote_url": served,
+        }
         # signed by the key that signed the record, checked here with ssh-keygen itself
         sig = tmp_path / "publication.sig"
         sig.write_text(attachment["signature"])
         from cotk_repro.core.canonical import canonical_json
 
-        check = subprocess.run(["ssh-keygen", "-Y", "check-novalidate", "-n", "cotk-repro-publication", "-s",
-                                str(sig)], input=canonical_json(attachment["publication"]), capture_output=True)
+        check = subprocess.run(
+            ["ssh-keygen", "-Y", "check-novalidate", "-n", "cotk-repro-publication", "-s", str(sig)],
+            input=canonical_json(attachment["publication"]),
+            capture_output=True,
+        )
         assert check.returncode == 0, check.stderr
         # beside the record on the records ref too
         hexid = early["id"].removeprefix("sha256:")
@@ -317,8 +359,9 @@ def test_record_made_before_the_remote_is_published_without_a_rerun(make_project
         source = resolve(record_url)
         assert source.git_url == served and source.record_id == early["id"]
         # (the local runtime: a venv one rebuilds this whole test environment; tests/test_reproduce.py has it)
-        res = run_cli("reproduce", record_url, "--runtime", "local", "--trust-remote-code", "--json", cwd=tmp_path,
-                      timeout=300)
+        res = run_cli(
+            "reproduce", record_url, "--runtime", "local", "--trust-remote-code", "--json", cwd=tmp_path, timeout=300
+        )
         assert res.returncode == 0, res
         verdict = json.loads(res.stdout)
         assert verdict["verdict"] == "reproduced" and verdict["record_id"] == early["id"]
@@ -327,8 +370,6 @@ def test_record_made_before_the_remote_is_published_without_a_rerun(make_project
         again = run_cli("publish", "--dashboard", url, "--json", early["id"][:19], cwd=root, env=signing)
         assert again.returncode == 0, again
         assert json.loads((folder / "publication.json").read_text()) == attachment
-
-
 
 
 def test_a_remote_taken_later_is_signed_by_the_key_that_signed_the_record(make_project, tmp_path):
@@ -343,13 +384,25 @@ def test_a_remote_taken_later_is_signed_by_the_key_that_signed_the_record(make_p
     env1, env2 = key_env(first, tmp_path / "h1"), key_env(second, tmp_path / "h2")
     assert run_cli("publish", "--push", "--no-dashboard", cwd=root, env=env1).returncode == 0  # record.sig by k1
     git(root, "remote", "set-url", "origin", "https://example.invalid/alice/keys.git")  # now others could fetch it
-    res = run_cli("publish", "--no-git", "--dashboard", "http://127.0.0.1:9", cwd=root,
-                  env={**env2, "XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    res = run_cli(
+        "publish",
+        "--no-git",
+        "--dashboard",
+        "http://127.0.0.1:9",
+        cwd=root,
+        env={**env2, "XDG_CONFIG_HOME": str(tmp_path / "cfg")},
+    )
     fp1 = subprocess.run(["ssh-keygen", "-lf", f"{first}.pub"], capture_output=True, text=True).stdout.split()[1]
     assert res.returncode == 2 and f"signed by key {fp1}" in res.stderr and "one key signed both" in res.stderr, res
     # with the record's key: past that check (to the missing token), the publication made again with it
-    res = run_cli("publish", "--no-git", "--dashboard", "http://127.0.0.1:9", cwd=root,
-                  env={**env1, "XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    res = run_cli(
+        "publish",
+        "--no-git",
+        "--dashboard",
+        "http://127.0.0.1:9",
+        cwd=root,
+        env={**env1, "XDG_CONFIG_HOME": str(tmp_path / "cfg")},
+    )
     assert res.returncode == 2 and "no token for the dashboard" in res.stderr, res
     folder = root / ".cotk-repro" / "runs" / record["id"].removeprefix("sha256:")
     attachment = json.loads((folder / "publication.json").read_text())
@@ -359,7 +412,21 @@ def test_a_remote_taken_later_is_signed_by_the_key_that_signed_the_record(make_p
 
     allowed = tmp_path / "allowed"
     allowed.write_text("alice " + (first.parent / f"{first.name}.pub").read_text())
-    check = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "alice", "-n",
-                            "cotk-repro-publication", "-s", str(sig)],
-                           input=canonical_json(attachment["publication"]), capture_output=True)
+    check = subprocess.run(
+        [
+            "ssh-keygen",
+            "-Y",
+            "verify",
+            "-f",
+            str(allowed),
+            "-I",
+            "alice",
+            "-n",
+            "cotk-repro-publication",
+            "-s",
+            str(sig),
+        ],
+        input=canonical_json(attachment["publication"]),
+        capture_output=True,
+    )
     assert check.returncode == 0, check.stderr

@@ -63,8 +63,9 @@ def test_plugin_target_runs_when_chosen_and_only_then(make_project, tmp_path):
     assert res.returncode == 0, res
     assert [s["target"] for s in json.loads(res.stdout)["steps"]] == ["note", "git"]
     assert published.read_text().split() == [record["id"]] * 2
-    assert record["id"].removeprefix("sha256:") in git(bare, "ls-tree", "-r", "--name-only",
-                                                       "refs/heads/cotk-repro-records")
+    assert record["id"].removeprefix("sha256:") in git(
+        bare, "ls-tree", "-r", "--name-only", "refs/heads/cotk-repro-records"
+    )
 
 
 def test_unknown_target_is_one_sentence(make_project):

@@ -41,8 +41,9 @@ def test_rank_is_competition_ranking():
 
 def test_a_lower_tier_ranks_first_and_ties_share_a_rank_only_within_a_tier():
     assert tier(signed=True, dirty=False) == TRUSTED
-    assert tier(signed=False, dirty=False) == tier(signed=True, dirty=True) == tier(signed=False, dirty=True) \
-        == UNTRUSTED
+    assert (
+        tier(signed=False, dirty=False) == tier(signed=True, dirty=True) == tier(signed=False, dirty=True) == UNTRUSTED
+    )
     # the dirty 0.9 never ranks above the clean 0.5; 0.5 of tier 0 and 0.5 of tier 1 do not tie
     assert rank([0.5, 0.9, 0.5, 0.1], tiers=[0, 1, 1, 0]) == [1, 3, 4, 2]
     rng = random.Random(5)
@@ -51,10 +52,12 @@ def test_a_lower_tier_ranks_first_and_ties_share_a_rank_only_within_a_tier():
         values = [rng.choice([0.0, 0.25, 0.5, 1.0, 2.5]) for _ in range(n)]
         tiers = [rng.choice([0, 1]) for _ in range(n)]
         # the reference: scipy ranks one number that orders by tier first (values lie in [0, 2.5])
-        assert rank(values, higher_is_better=False, tiers=tiers) == \
-            list(rankdata([t * 10 + v for t, v in zip(tiers, values)], method="min").astype(int))
-        assert rank(values, tiers=tiers) == \
-            list(rankdata([t * 10 - v for t, v in zip(tiers, values)], method="min").astype(int))
+        assert rank(values, higher_is_better=False, tiers=tiers) == list(
+            rankdata([t * 10 + v for t, v in zip(tiers, values)], method="min").astype(int)
+        )
+        assert rank(values, tiers=tiers) == list(
+            rankdata([t * 10 - v for t, v in zip(tiers, values)], method="min").astype(int)
+        )
 
 
 def test_a_page_reads_the_whole_ranking():
@@ -64,24 +67,32 @@ def test_a_page_reads_the_whole_ranking():
         whole = rank(values)
         per = rng.randint(1, 4)
         for offset in range(0, len(values), per):
-            page = values[offset:offset + per]
+            page = values[offset : offset + per]
             first = 1 + sum(v > page[0] for v in values)
-            assert page_ranks(page, offset=offset, first_rank=first) == whole[offset:offset + per]
+            assert page_ranks(page, offset=offset, first_rank=first) == whole[offset : offset + per]
         # with tiers: the list sorted by (tier, value best first)
-        rows = sorted(((rng.choice([0, 1]), rng.choice([1.0, 2.0, 3.0])) for _ in range(rng.randint(1, 10))),
-                      key=lambda r: (r[0], -r[1]))
+        rows = sorted(
+            ((rng.choice([0, 1]), rng.choice([1.0, 2.0, 3.0])) for _ in range(rng.randint(1, 10))),
+            key=lambda r: (r[0], -r[1]),
+        )
         tiers, values = [t for t, _ in rows], [v for _, v in rows]
         whole = rank(values, tiers=tiers)
         for offset in range(0, len(values), per):
             t0, v0 = rows[offset]
             first = 1 + sum(t < t0 or (t == t0 and v > v0) for t, v in rows)
-            assert page_ranks(values[offset:offset + per], offset=offset, first_rank=first,
-                              tiers=tiers[offset:offset + per]) == whole[offset:offset + per]
+            assert (
+                page_ranks(
+                    values[offset : offset + per], offset=offset, first_rank=first, tiers=tiers[offset : offset + per]
+                )
+                == whole[offset : offset + per]
+            )
 
 
 def test_compare_ranks_with_the_function():
-    cells = [Cell(system=f"s{i}", dataset="d", column="bleu", metric="bleu", key="bleu", value=v, hash=BLEU)
-             for i, v in enumerate(BLEU_VALUES)]
+    cells = [
+        Cell(system=f"s{i}", dataset="d", column="bleu", metric="bleu", key="bleu", value=v, hash=BLEU)
+        for i, v in enumerate(BLEU_VALUES)
+    ]
     analyze_column(cells, higher_is_better=True)
     assert [c.rank for c in cells] == rank(BLEU_VALUES) == [2, 5, 2, 8, 5, 5, 1, 2]
 
@@ -130,8 +141,17 @@ def test_table_and_leaderboard_rank_as_the_function(board, metric, values, highe
 
 # -- signed, unsigned and dirty-tree records on one board -----------------------------------------------------
 # (value, signed, dirty): the best BLEU (0.9) is dirty and the second (0.8) unsigned; ties inside each tier
-TIERED = [(0.5, True, False), (0.9, True, True), (0.8, False, False), (0.5, True, False), (0.3, True, False),
-          (0.5, False, False), (0.9, False, True), (0.3, True, True), (0.1, True, False)]
+TIERED = [
+    (0.5, True, False),
+    (0.9, True, True),
+    (0.8, False, False),
+    (0.5, True, False),
+    (0.3, True, False),
+    (0.5, False, False),
+    (0.9, False, True),
+    (0.3, True, True),
+    (0.1, True, False),
+]
 TIER_HASH = fake_hash("rank-tiers")
 
 
@@ -150,8 +170,7 @@ def tiered_board(db_url, tmp_path_factory):
     for i, (value, signed, dirty) in enumerate(TIERED):
         rec = make_record({"bleu": (value, TIER_HASH)}, name=f"tier{i}", task="tiers", dataset="d", dirty=dirty)
         body = {"record": rec, "signature": sign_record(rec, signing_key)} if signed else rec
-        r = requests.post(url + API + "/records", json=body, headers={"Authorization": f"Bearer {token}"},
-                          timeout=30)
+        r = requests.post(url + API + "/records", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert r.status_code == 201, r.text
         assert r.json()["signed"] is signed
         ids.append(rec["id"])
@@ -165,27 +184,33 @@ def test_dirty_and_unsigned_records_never_rank_above_a_clean_signed_one(tiered_b
     expected = dict(zip(ids, rank([v for v, _, _ in TIERED], tiers=tiers)))
     # the dirty 0.9s rank 5th, below the four clean signed values (0.5, 0.5, 0.3, 0.1)
     assert expected[ids[1]] == expected[ids[6]] == 5 and expected[ids[0]] == 1 and expected[ids[8]] == 4
-    table = requests.get(url + API + "/table", params={"task": "tiers", "dataset": "d", "per_page": 100},
-                         timeout=30).json()
+    table = requests.get(
+        url + API + "/table", params={"task": "tiers", "dataset": "d", "per_page": 100}, timeout=30
+    ).json()
     assert {row["id"]: row["cells"]["bleu"]["rank"] for row in table["rows"]} == expected
-    assert {row["id"]: (row["signed"], row["dirty"]) for row in table["rows"]} == \
-        {rid: (s, d) for rid, (_, s, d) in zip(ids, TIERED)}
-    by_rank = requests.get(url + API + "/table", params={"task": "tiers", "dataset": "d", "sort": "bleu"},
-                           timeout=30).json()
+    assert {row["id"]: (row["signed"], row["dirty"]) for row in table["rows"]} == {
+        rid: (s, d) for rid, (_, s, d) in zip(ids, TIERED)
+    }
+    by_rank = requests.get(
+        url + API + "/table", params={"task": "tiers", "dataset": "d", "sort": "bleu"}, timeout=30
+    ).json()
     assert [row["id"] for row in by_rank["rows"]] == sorted(ids, key=lambda i: (expected[i], ids.index(i)))
     for per_page in (1, 2, 4, 100):  # pages that start inside a tie and across the tiers' boundary
         seen = {}
         for page in range(1, len(ids) // per_page + 2):
-            board_page = requests.get(url + API + "/leaderboard", params={
-                "task": "tiers", "dataset": "d", "metric": "bleu", "page": page, "per_page": per_page},
-                timeout=30).json()
+            board_page = requests.get(
+                url + API + "/leaderboard",
+                params={"task": "tiers", "dataset": "d", "metric": "bleu", "page": page, "per_page": per_page},
+                timeout=30,
+            ).json()
             for entry in board_page["groups"][0]["entries"] if board_page["groups"] else []:
                 seen[entry["id"]] = entry["rank"]
                 assert entry["dirty"] is TIERED[ids.index(entry["id"])][2]
         assert seen == expected, per_page
     # the pages show the marker beside the record
-    html = requests.get(url + "/leaderboard", params={"task": "tiers", "dataset": "d", "metric": "bleu"},
-                        timeout=30).text
+    html = requests.get(
+        url + "/leaderboard", params={"task": "tiers", "dataset": "d", "metric": "bleu"}, timeout=30
+    ).text
     assert html.count('class="badge dirty"') == sum(d for _, _, d in TIERED)
     html = requests.get(url + "/leaderboard", params={"task": "tiers", "dataset": "d"}, timeout=30).text
     assert html.count('class="badge dirty"') == sum(d for _, _, d in TIERED)

@@ -9,13 +9,12 @@ import subprocess
 import sys
 
 import pytest
+from dashboard_support import make_record, make_verdict
 
 from cotk_repro.core.canonical import canonical_json
 from cotk_repro.errors import RecordError
 from cotk_repro.records import compute_id, finalize, validate_record
 from cotk_repro.records.model import Record, Reproduction, check_reproduction
-
-from dashboard_support import make_record, make_verdict
 
 ENTRY = 'import json\njson.dump({"bleu": 0.25, "bleu hashvalue": "ab" * 32}, open("result.json", "w"))\n'
 
@@ -29,19 +28,31 @@ def written(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("model") / "proj"
     root.mkdir()
-    write_files(root, {"main.py": ENTRY, ".gitignore": ".cotk-repro/\nresult.json\n",
-                       "cotk-repro.toml": '[project]\nname = "m"\ntask = "lm"\ndataset = "coco"\n'})
+    write_files(
+        root,
+        {
+            "main.py": ENTRY,
+            ".gitignore": ".cotk-repro/\nresult.json\n",
+            "cotk-repro.toml": '[project]\nname = "m"\ntask = "lm"\ndataset = "coco"\n',
+        },
+    )
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "x")
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(root.parent / "cache")}
     env.pop("COTK_REPRO_CACHE", None)
     # the first run validates the new cotk-repro.toml (pydantic, once per file content); the second is measured
-    first = subprocess.run([sys.executable, "-m", "cotk_repro", "run", "--json"], cwd=root, capture_output=True,
-                           text=True, env=env)
+    first = subprocess.run(
+        [sys.executable, "-m", "cotk_repro", "run", "--json"], cwd=root, capture_output=True, text=True, env=env
+    )
     assert first.returncode == 0, first.stderr[-2000:]
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "cotk_repro", "run", "--json"], cwd=root,
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cotk_repro", "run", "--json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     rid = json.loads(proc.stdout)["id"]
     record = json.loads((root / ".cotk-repro" / "runs" / rid.removeprefix("sha256:") / "record.json").read_text())
@@ -74,8 +85,17 @@ def test_the_model_names_every_field_run_writes(written):
         name = schema["properties"][key]["$ref"].rsplit("/", 1)[1]
         assert set(record[key]) <= set(defs[name]["properties"]), key
     assert set(record["results"]["bleu"]) <= set(defs["Result"]["properties"])
-    assert set(schema["required"]) == {"schema", "schema_version", "id", "status", "code", "environment", "project",
-                                       "command", "results"}
+    assert set(schema["required"]) == {
+        "schema",
+        "schema_version",
+        "id",
+        "status",
+        "code",
+        "environment",
+        "project",
+        "command",
+        "results",
+    }
 
 
 def test_validation_never_adds_defaults_nor_coerces():
@@ -93,20 +113,26 @@ def test_validation_never_adds_defaults_nor_coerces():
     assert "data" not in rec and "args" not in rec["command"]
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda r: r["results"]["bleu"].update(value=True), "'results.bleu.value' must be a number, got 'True'"),
-    (lambda r: r["results"]["bleu"].update(value="0.25"), "'results.bleu.value' must be a number"),
-    (lambda r: r["results"]["bleu"].update(hash="xyz"), "'results.bleu.hash' is malformed (expected 64 hex digits of SHA-256), got 'xyz'"),
-    (lambda r: r["results"].update(rouge=0.5), "'results.rouge' must be an object"),
-    (lambda r: r["code"].pop("commit"), "'code.commit' is missing"),
-    (lambda r: r.update(code=["abc"]), "'code' must be an object"),
-    (lambda r: r["command"].update(args="--fast"), "'command.args' must be a list"),
-    (lambda r: r["command"].update(args=[1]), "'command.args.0' must be a string"),
-    (lambda r: r["environment"].update(packages=[{"name": "x"}]), "'environment.packages.0.version' is missing"),
-    (lambda r: r.update(schema_version="1"), "'schema_version' must be an integer"),
-    (lambda r: r.update(status="x" * 33), "'status' string should have at most 32 characters"),
-    (lambda r: r.update(data={"raw": 1}), "'data.raw' must be a string"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda r: r["results"]["bleu"].update(value=True), "'results.bleu.value' must be a number, got 'True'"),
+        (lambda r: r["results"]["bleu"].update(value="0.25"), "'results.bleu.value' must be a number"),
+        (
+            lambda r: r["results"]["bleu"].update(hash="xyz"),
+            "'results.bleu.hash' is malformed (expected 64 hex digits of SHA-256), got 'xyz'",
+        ),
+        (lambda r: r["results"].update(rouge=0.5), "'results.rouge' must be an object"),
+        (lambda r: r["code"].pop("commit"), "'code.commit' is missing"),
+        (lambda r: r.update(code=["abc"]), "'code' must be an object"),
+        (lambda r: r["command"].update(args="--fast"), "'command.args' must be a list"),
+        (lambda r: r["command"].update(args=[1]), "'command.args.0' must be a string"),
+        (lambda r: r["environment"].update(packages=[{"name": "x"}]), "'environment.packages.0.version' is missing"),
+        (lambda r: r.update(schema_version="1"), "'schema_version' must be an integer"),
+        (lambda r: r.update(status="x" * 33), "'status' string should have at most 32 characters"),
+        (lambda r: r.update(data={"raw": 1}), "'data.raw' must be a string"),
+    ],
+)
 def test_refusals_name_the_key(change, message):
     rec = make_record({"bleu": (0.25, "ab" * 32)}, name="bad")
     change(rec)
@@ -159,9 +185,10 @@ def test_the_api_upload_schema_is_the_model(tmp_path):
 
 def test_verify_refuses_a_forged_id_under_a_valid_signature(tmp_path):
     """The signature covers the record without its id: verify checks the id (and shape) through the model too."""
+    from signing_support import make_key
+
     from cotk_repro.core.signing import key_from_path, sign_record
     from cotk_repro.remote.signatures import INVALID, VALID, check_signature
-    from signing_support import make_key
 
     key = key_from_path(make_key(tmp_path / "k"), "test")
     rec = make_record({"bleu": (0.25, "ab" * 32)}, name="signed")

@@ -13,17 +13,31 @@ ENTRY = 'import json, sys\njson.dump({"bleu": float(sys.argv[1])}, open("result.
 
 
 def fake_record(i: int, status: str = "ok", started: str | None = None) -> dict:
-    return finalize({
-        "schema": "cotk-repro/record", "schema_version": 1, "status": status,
-        "code": {"commit": "0" * 40, "branch": "main", "dirty": False},
-        "environment": {"python": {"version": "3.11.0", "implementation": "CPython"},
-                        "platform": {"system": "Linux", "machine": "x86_64"}, "packages": [], "plugins": []},
-        "project": {"name": "p", "task": "", "dataset": ""},
-        "command": {"entry": "main.py", "args": [], "cwd": ".", "started_at": started or f"2026-01-01T00:00:{i:02d}.000Z",
-                    "duration_s": 0.1, "exit_status": 0},
-        "results": {"bleu": {"value": i / 100, "hash": None, "signature": None, "metric": "bleu", "version": None}},
-        "data": None,
-    })
+    return finalize(
+        {
+            "schema": "cotk-repro/record",
+            "schema_version": 1,
+            "status": status,
+            "code": {"commit": "0" * 40, "branch": "main", "dirty": False},
+            "environment": {
+                "python": {"version": "3.11.0", "implementation": "CPython"},
+                "platform": {"system": "Linux", "machine": "x86_64"},
+                "packages": [],
+                "plugins": [],
+            },
+            "project": {"name": "p", "task": "", "dataset": ""},
+            "command": {
+                "entry": "main.py",
+                "args": [],
+                "cwd": ".",
+                "started_at": started or f"2026-01-01T00:00:{i:02d}.000Z",
+                "duration_s": 0.1,
+                "exit_status": 0,
+            },
+            "results": {"bleu": {"value": i / 100, "hash": None, "signature": None, "metric": "bleu", "version": None}},
+            "data": None,
+        }
+    )
 
 
 def test_runs_and_show_through_the_cli(make_project, cli):

@@ -15,20 +15,45 @@ from cotk_repro.text.reference_hashes import _generic_item, _sample_items, refer
 def _definition(metric, settings, references):
     """The reference-set hash as specified: sorted canonical JSON items of each sample's sorted references, each
     framed by its 8-byte length, after the label, the metric and its settings and the count."""
+
     def canon(obj):
-        return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
-                          ).encode("utf-8")
+        return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode(
+            "utf-8"
+        )
 
     items = sorted(canon(sorted(list(r) for r in refs)) for refs in references)
     h = hashlib.sha256()
-    for data in [canon("cotk-repro/reference-set/v1"), canon({"metric": metric, "settings": dict(settings)}),
-                 canon(len(items)), *items]:
+    for data in [
+        canon("cotk-repro/reference-set/v1"),
+        canon({"metric": metric, "settings": dict(settings)}),
+        canon(len(items)),
+        *items,
+    ]:
         h.update(len(data).to_bytes(8, "big") + data)
     return h.hexdigest()
 
 
-ALPHABET = ["a", "b", "<unk>", "é", "日本", "😀", "\U0001f600x", '"', "\\", "\x1f", "\n", "\t", "\x00", " ", "",
-            "a b", "\u2028", "ß", "\ufeff"]
+ALPHABET = [
+    "a",
+    "b",
+    "<unk>",
+    "é",
+    "日本",
+    "😀",
+    "\U0001f600x",
+    '"',
+    "\\",
+    "\x1f",
+    "\n",
+    "\t",
+    "\x00",
+    " ",
+    "",
+    "a b",
+    "\u2028",
+    "ß",
+    "\ufeff",
+]
 
 
 def _token(rng):
@@ -39,8 +64,7 @@ def _corpus(rng, n, multi=0.0, empty=0.1):
     out = []
     for _ in range(n):
         k = rng.randint(2, 3) if rng.random() < multi else 1
-        out.append([[] if rng.random() < empty else [_token(rng) for _ in range(rng.randint(1, 6))]
-                    for _ in range(k)])
+        out.append([[] if rng.random() < empty else [_token(rng) for _ in range(rng.randint(1, 6))] for _ in range(k)])
     return out
 
 

@@ -13,12 +13,23 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import git, run_cli
-from test_reproduce_support import (REPRO_MODES, build_published_project, expected_values, git_daemon)
+from test_reproduce_support import REPRO_MODES, build_published_project, expected_values, git_daemon
 
-VERDICT_KEYS = {"schema", "schema_version", "record_id", "verdict", "runtime", "metrics", "environment_differences",
-                "rerun", "error", "record_signature", "cotk_repro_version", "limits"}
+VERDICT_KEYS = {
+    "schema",
+    "schema_version",
+    "record_id",
+    "verdict",
+    "runtime",
+    "metrics",
+    "environment_differences",
+    "rerun",
+    "error",
+    "record_signature",
+    "cotk_repro_version",
+    "limits",
+}
 ROW_KEYS = {"metric", "verdict", "a_value", "b_value", "a_hash", "b_hash", "abs_diff", "rtol", "atol"}
 
 
@@ -140,7 +151,9 @@ def test_source_errors(pub, tmp_path):
     git(pub["root"], "push", "-q", str(lacking), "refs/heads/cotk-repro-records")
     res = reproduce("carol/nocode", "--record", rid(pub, "ok"), "--runtime", "local", env=env)
     assert res.returncode == 2
-    assert f"commit {pub['records']['ok']['code']['commit'][:12]}" in res.stderr and "is not on carol/nocode" in res.stderr
+    assert (
+        f"commit {pub['records']['ok']['code']['commit'][:12]}" in res.stderr and "is not on carol/nocode" in res.stderr
+    )
     # not a source at all
     res = reproduce("not a source!", "--runtime", "local")
     assert res.returncode == 2 and "is not user/repo" in res.stderr
@@ -210,6 +223,7 @@ def test_end_to_end_through_git_daemon(pub):
 
 
 # -- what the reproduced project's config may choose -------------------------------------------------
+
 
 def _config(tmp_path, text):
     from cotk_repro.core.config import load_config

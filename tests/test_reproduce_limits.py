@@ -23,8 +23,10 @@ from cotk_repro.reproduce.limits import DEFAULTS, apply_project, reproducer_limi
 def test_defaults_when_nothing_is_said():
     limits = reproducer_limits({}, {})
     assert (limits.timeout, limits.memory, limits.cpus, limits.disk) == (3600.0, "4g", 2.0, "1g")
-    assert limits.as_dict() == {name: {"value": value if name not in ("timeout", "cpus") else float(value),
-                                       "from": "default"} for name, value in DEFAULTS.items()}
+    assert limits.as_dict() == {
+        name: {"value": value if name not in ("timeout", "cpus") else float(value), "from": "default"}
+        for name, value in DEFAULTS.items()
+    }
 
 
 def test_flag_beats_user_config_beats_default():
@@ -57,14 +59,15 @@ def test_the_flag_grants_what_the_project_asks():
 
 
 def test_a_project_asking_for_less_gets_less():
-    applied = apply_project(reproducer_limits({}, {}), {"memory": "256m", "timeout": 5.0, "cpus": 0.5,
-                                                         "disk": "100m"})
+    applied = apply_project(reproducer_limits({}, {}), {"memory": "256m", "timeout": 5.0, "cpus": 0.5, "disk": "100m"})
     assert (applied.memory, applied.timeout, applied.cpus, applied.disk) == ("256m", 5.0, 0.5, "100m")
     assert set(applied.sources.values()) == {"project"}
 
 
-@pytest.mark.parametrize("bad", [{"memory": "lots"}, {"timeout": -1}, {"cpus": "nan"}, {"disk": "0"},
-                                 {"memory": True}, {"timeout": float("inf")}])
+@pytest.mark.parametrize(
+    "bad",
+    [{"memory": "lots"}, {"timeout": -1}, {"cpus": "nan"}, {"disk": "0"}, {"memory": True}, {"timeout": float("inf")}],
+)
 def test_a_project_value_that_is_not_a_limit_is_one_sentence(bad):
     with pytest.raises(ReproduceError) as err:
         apply_project(reproducer_limits({}, {}), bad)
@@ -80,8 +83,8 @@ def test_bad_flag_and_user_values_name_their_place():
 
 
 def test_sizes_read_as_docker_reads_them():
-    assert size_bytes("4g") == 4 * 1024 ** 3 and size_bytes("512m") == 512 * 1024 ** 2
-    assert size_bytes("1.5g") == int(1.5 * 1024 ** 3) and size_bytes("2048") == 2048
+    assert size_bytes("4g") == 4 * 1024**3 and size_bytes("512m") == 512 * 1024**2
+    assert size_bytes("1.5g") == int(1.5 * 1024**3) and size_bytes("2048") == 2048
     assert size_bytes("-1g") is None and size_bytes("g") is None and size_bytes("1 petabyte") is None
 
 
@@ -90,8 +93,9 @@ def test_user_config_reproduce_table(tmp_path, monkeypatch):
 
     monkeypatch.setenv("COTK_REPRO_CONFIG_DIR", str(tmp_path))
     assert userconfig.reproduce_settings() == {}
-    (tmp_path / "config.json").write_text(json.dumps({"reproduce": {"memory": "8g", "timeout": 60,
-                                                                    "allow_project_image": True}}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"reproduce": {"memory": "8g", "timeout": 60, "allow_project_image": True}})
+    )
     assert userconfig.reproduce_settings() == {"memory": "8g", "timeout": 60, "allow_project_image": True}
     (tmp_path / "config.json").write_text(json.dumps({"reproduce": {"memroy": "8g"}}))
     with pytest.raises(ConfigError, match=r"unknown key 'reproduce.memroy'"):
@@ -128,8 +132,13 @@ def test_base_image_is_the_reproducers_choice(monkeypatch):
 
 
 def _dead_owner() -> str:
-    out = subprocess.run([sys.executable, "-c", "from cotk_repro.reproduce.gc import owner; print(owner())"],
-                         capture_output=True, text=True, check=True, env=dict(os.environ))
+    out = subprocess.run(
+        [sys.executable, "-c", "from cotk_repro.reproduce.gc import owner; print(owner())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ),
+    )
     return out.stdout.strip()
 
 

@@ -22,13 +22,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import git, no_docker_reason, run_cli
 from test_reproduce_support import add_bare_remote, record_in, small_venv_python
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(1500)]  # reproduce: up to 1200 s
 
-ENTRY = r'''import json, os, sys, time
+ENTRY = r"""import json, os, sys, time
 mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
 arg = sys.argv[2] if len(sys.argv) > 2 else None
 if not os.path.exists("author.txt"):  # the rerun: behave as an attacker would
@@ -52,7 +51,7 @@ if not os.path.exists("author.txt"):  # the rerun: behave as an attacker would
         for _ in range(int(arg) // 10):
             os.write(2, block)
 json.dump({"x": 1.0}, open("result.json", "w"))
-'''
+"""
 MiB = 1024 * 1024
 
 
@@ -67,14 +66,14 @@ def engine():
         client = docker.from_env(timeout=120)
         client.ping()
         client.images.get(image)
-    except Exception as exc:  # noqa: BLE001 - any reason there is no engine or image is a skip
+    except Exception as exc:
         pytest.skip(f"no Docker engine or base image {image} ({type(exc).__name__}: {str(exc)[:120]})")
     info = {"client": client, "image": image, "built": set()}
     yield info
     for tag in info["built"]:
         try:
             client.images.remove(tag)
-        except Exception:  # noqa: BLE001 - best effort (another run may use it)
+        except Exception:
             pass
     client.close()
 
@@ -110,23 +109,50 @@ def _project(base: Path, name: str, toml: str | None, modes: dict[str, list[str]
 def projects(engine, tmp_path_factory):
     base = tmp_path_factory.mktemp("sandbox")
     return {
-        "plain": _project(base, "plain", None, {
-            "sleep": ["sleep", "3600"], "fill": ["fill"], "root": ["root"], "sparse": ["sparse"],
-            "bomb": ["bomb", "1200"], "flood": ["bomb", "2400"], "ok": ["ok"]}),
+        "plain": _project(
+            base,
+            "plain",
+            None,
+            {
+                "sleep": ["sleep", "3600"],
+                "fill": ["fill"],
+                "root": ["root"],
+                "sparse": ["sparse"],
+                "bomb": ["bomb", "1200"],
+                "flood": ["bomb", "2400"],
+                "ok": ["ok"],
+            },
+        ),
         # issue 26's project: a stranger's config choosing its own sandbox
-        "greedy": _project(base, "greedy", '[reproduce]\ntimeout = 999999999.0\nmemory = "20g"\ncpus = 2.0\n'
-                                           'base_image = "registry.invalid/miner:latest"\n',
-                           {"sleep": ["sleep", "6"]}, signed=True),
-        "modest": _project(base, "modest", '[reproduce]\ntimeout = 90.0\nmemory = "256m"\ncpus = 0.5\n',
-                           {"sleep": ["sleep", "600"]}),
+        "greedy": _project(
+            base,
+            "greedy",
+            '[reproduce]\ntimeout = 999999999.0\nmemory = "20g"\ncpus = 2.0\n'
+            'base_image = "registry.invalid/miner:latest"\n',
+            {"sleep": ["sleep", "6"]},
+            signed=True,
+        ),
+        "modest": _project(
+            base, "modest", '[reproduce]\ntimeout = 90.0\nmemory = "256m"\ncpus = 0.5\n', {"sleep": ["sleep", "600"]}
+        ),
     }
 
 
 def _args(projects, which, mode, engine, *extra):
     record = projects[which]["records"][mode]["id"]
     trust = [] if projects[which].get("signed") else ["--allow-unsigned"]
-    return ["reproduce", str(projects[which]["bare"]), "--record", record, "--runtime", "docker", *trust,
-            "--base-image", engine["image"], *extra]
+    return [
+        "reproduce",
+        str(projects[which]["bare"]),
+        "--record",
+        record,
+        "--runtime",
+        "docker",
+        *trust,
+        "--base-image",
+        engine["image"],
+        *extra,
+    ]
 
 
 def _note(engine, text: str) -> None:
@@ -146,13 +172,29 @@ def said(res) -> str:
 def measured(projects, which, mode, engine, tmp_path, *extra) -> tuple[subprocess.CompletedProcess, int, str]:
     """Reproduce in a child and return (the process, the peak RSS in bytes of the reproducer, its stderr)."""
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
-    wrapper = ("import resource, subprocess, sys\n"
-               "with open(sys.argv[1], 'wb') as o, open(sys.argv[2], 'wb') as e:\n"
-               "    rc = subprocess.run(sys.argv[3:], stdout=o, stderr=e).returncode\n"
-               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, rc)\n")
-    proc = subprocess.run([sys.executable, "-c", wrapper, str(out), str(err), sys.executable, "-m", "cotk_repro",
-                           *_args(projects, which, mode, engine, *extra)],
-                          capture_output=True, text=True, timeout=1200, env=dict(os.environ))
+    wrapper = (
+        "import resource, subprocess, sys\n"
+        "with open(sys.argv[1], 'wb') as o, open(sys.argv[2], 'wb') as e:\n"
+        "    rc = subprocess.run(sys.argv[3:], stdout=o, stderr=e).returncode\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, rc)\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            wrapper,
+            str(out),
+            str(err),
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            *_args(projects, which, mode, engine, *extra),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env=dict(os.environ),
+    )
     rss, rc = map(int, proc.stdout.split())
     stderr = err.read_text(errors="replace")
     _note(engine, stderr)
@@ -165,7 +207,8 @@ def running_container(engine, record_id: str, proc: subprocess.Popen, log: Path,
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         found = engine["client"].containers.list(
-            filters={"label": [f"{LABEL}=run", f"cotk-repro.record={record_id}"], "status": "running"})
+            filters={"label": [f"{LABEL}=run", f"cotk-repro.record={record_id}"], "status": "running"}
+        )
         if found:
             return found[0]
         if proc.poll() is not None:
@@ -177,8 +220,12 @@ def running_container(engine, record_id: str, proc: subprocess.Popen, log: Path,
 def start(projects, which, mode, engine, tmp_path, *extra):
     log = tmp_path / f"{which}-{mode}.log"
     fh = log.open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", *_args(projects, which, mode, engine, *extra)],
-                            stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(tmp_path)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cotk_repro", *_args(projects, which, mode, engine, *extra)],
+        stdout=fh,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
     fh.close()
     return proc, log
 
@@ -196,6 +243,7 @@ def finish(proc, log: Path, engine, timeout=300) -> int:
 
 # -- 1. the reproducer's limits, not the project's ------------------------------------------------
 
+
 def test_a_project_asking_for_more_stops_before_anything_is_built_naming_the_flags(projects, engine, tmp_path):
     out = tmp_path / "verdict.json"
     res = reproduce(projects, "greedy", "sleep", engine, "--json", str(out))
@@ -211,11 +259,22 @@ def test_a_project_asking_for_more_stops_before_anything_is_built_naming_the_fla
 
 
 def test_the_flags_grant_it_and_the_container_gets_exactly_that(projects, engine, tmp_path):
-    proc, log = start(projects, "greedy", "sleep", engine, tmp_path, "--memory", "20g", "--timeout", "999999999",
-                      "--json", str(tmp_path / "v.json"))
+    proc, log = start(
+        projects,
+        "greedy",
+        "sleep",
+        engine,
+        tmp_path,
+        "--memory",
+        "20g",
+        "--timeout",
+        "999999999",
+        "--json",
+        str(tmp_path / "v.json"),
+    )
     container = running_container(engine, projects["greedy"]["records"]["sleep"]["id"], proc, log)
     host = container.attrs["HostConfig"]
-    assert host["Memory"] == 20 * 1024 ** 3 and host["NanoCpus"] == 2 * 10 ** 9
+    assert host["Memory"] == 20 * 1024**3 and host["NanoCpus"] == 2 * 10**9
     assert finish(proc, log, engine) == 0, log.read_text()
     verdict = json.loads((tmp_path / "v.json").read_text())
     assert verdict["limits"]["memory"] == {"value": "20g", "from": "flag", "project_asked": "20g"}
@@ -231,14 +290,14 @@ def test_no_flags_the_container_is_confined_by_the_defaults(projects, engine, tm
     proc, log = start(projects, "plain", "sleep", engine, tmp_path, "--timeout", "8")
     container = running_container(engine, projects["plain"]["records"]["sleep"]["id"], proc, log)
     host, config = container.attrs["HostConfig"], container.attrs["Config"]
-    assert host["Memory"] == 4 * 1024 ** 3 and host["NanoCpus"] == 2 * 10 ** 9  # the documented defaults
+    assert host["Memory"] == 4 * 1024**3 and host["NanoCpus"] == 2 * 10**9  # the documented defaults
     assert host["ReadonlyRootfs"] is True and host["NetworkMode"] == "none"
-    assert host["Tmpfs"] == {"/tmp": f"size={1024 ** 3},mode=1777,exec,nosuid,nodev"}
+    assert host["Tmpfs"] == {"/tmp": f"size={1024**3},mode=1777,exec,nosuid,nodev"}
     assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-size": "1m", "max-file": "2"}}
     home = [m for m in container.attrs["Mounts"] if m["Destination"] == "/home/runner"]
     assert home and home[0]["Type"] == "volume"
     volume = engine["client"].volumes.get(home[0]["Name"])
-    assert volume.attrs["Options"]["type"] == "tmpfs" and f"size={1024 ** 3}" in volume.attrs["Options"]["o"]
+    assert volume.attrs["Options"]["type"] == "tmpfs" and f"size={1024**3}" in volume.attrs["Options"]["o"]
     # the container keeps its own deadline: pid 1 sleeps until then, and the labels say when and whose
     assert config["Entrypoint"] == ["sleep", str(int(8 + GRACE))]
     assert float(config["Labels"][DEADLINE]) <= time.time() + 8 + GRACE + 1 and config["Labels"][OWNER]
@@ -254,7 +313,7 @@ def test_a_project_asking_for_less_gets_less(projects, engine, tmp_path):
     proc, log = start(projects, "modest", "sleep", engine, tmp_path, "--json", str(tmp_path / "v.json"))
     container = running_container(engine, projects["modest"]["records"]["sleep"]["id"], proc, log)
     host = container.attrs["HostConfig"]
-    assert host["Memory"] == 256 * MiB and host["NanoCpus"] == 5 * 10 ** 8
+    assert host["Memory"] == 256 * MiB and host["NanoCpus"] == 5 * 10**8
     t0 = time.monotonic()
     rc = finish(proc, log, engine)
     assert rc == 2 and "ran past the time limit of 90 s and was killed" in " ".join(log.read_text().split())
@@ -266,6 +325,7 @@ def test_a_project_asking_for_less_gets_less(projects, engine, tmp_path):
 
 # -- 2. the container cannot fill the host ----------------------------------------------------------
 
+
 def test_filling_the_work_folder_stops_at_the_disk_limit_and_the_host_disk_is_untouched(projects, engine):
     before = shutil.disk_usage("/var/lib/docker" if os.path.isdir("/var/lib/docker") else "/").free
     res = reproduce(projects, "plain", "fill", engine)
@@ -274,17 +334,20 @@ def test_filling_the_work_folder_stops_at_the_disk_limit_and_the_host_disk_is_un
     assert "the entry ran out of disk space (limit 1g for its work folder and for /tmp) and failed" in said(res)
     assert "--disk" in said(res)
     # 5 GB were attempted; at most the container's own budget could have reached any disk (none did: tmpfs)
-    assert before - after < 1024 ** 3, (before, after)
+    assert before - after < 1024**3, (before, after)
 
 
 def test_writing_into_the_root_filesystem_is_refused(projects, engine):
     res = reproduce(projects, "plain", "root", engine)
     assert res.returncode == 2, res
-    assert ("the entry tried to write outside its work folder and /tmp (the container's root filesystem is "
-            "read-only) and failed") in said(res)
+    assert (
+        "the entry tried to write outside its work folder and /tmp (the container's root filesystem is "
+        "read-only) and failed"
+    ) in said(res)
 
 
 # -- 3. bounded reads --------------------------------------------------------------------------------
+
 
 def test_a_400mb_sparse_result_file_is_refused_by_its_size_in_bounded_memory(projects, engine, tmp_path):
     res, rss, stderr = measured(projects, "plain", "sparse", engine, tmp_path)
@@ -322,8 +385,8 @@ def test_gigabytes_on_stdout_keep_the_reproducer_small_and_the_verdict_clear(pro
 
 # -- 4. limits hold when the reproducer dies ------------------------------------------------------
 
-def test_sigkilled_reproducer_the_container_stops_by_its_deadline_and_gc_removes_everything(projects, engine,
-                                                                                           tmp_path):
+
+def test_sigkilled_reproducer_the_container_stops_by_its_deadline_and_gc_removes_everything(projects, engine, tmp_path):
     from cotk_repro.reproduce.gc import GRACE
 
     record = projects["plain"]["records"]["sleep"]["id"]

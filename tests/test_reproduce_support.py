@@ -32,8 +32,8 @@ def small_venv_python(extra: tuple[tuple[str, ...], ...] = (), name: str = "test
     ``extra``: further ``pip install`` argument groups, installed in order after the small set;
     give such a venv its own ``name`` (its folder in the user cache dir).
     """
-    from cotk_repro.reproduce.wheelhouse import self_fingerprint
     from cotk_repro.core.userconfig import cache_dir
+    from cotk_repro.reproduce.wheelhouse import self_fingerprint
 
     root = cache_dir() / name
     vdir = root / self_fingerprint()
@@ -54,8 +54,9 @@ def small_venv_python(extra: tuple[tuple[str, ...], ...] = (), name: str = "test
             shutil.rmtree(old, ignore_errors=True)
     shutil.rmtree(vdir, ignore_errors=True)  # an earlier build of this state that did not complete
     wheels = vdir.with_name(vdir.name + "-wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO_ROOT)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO_ROOT)], check=True
+    )
     subprocess.run([sys.executable, "-m", "venv", str(vdir)], check=True)
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run([*pip, "--no-deps", *map(str, wheels.glob("*.whl"))], check=True)
@@ -102,8 +103,14 @@ def http_double(handler_fn):
         def _do(self):
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(n) if n else b""
-            calls.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
-                          "body": json.loads(body) if body else None})
+            calls.append(
+                {
+                    "method": self.command,
+                    "path": self.path,
+                    "headers": dict(self.headers),
+                    "body": json.loads(body) if body else None,
+                }
+            )
             status, payload = handler_fn(self.command, self.path, self.headers, body)
             data = json.dumps(payload).encode()
             self.send_response(status)
@@ -148,9 +155,25 @@ def dashboard_server(tmp_path: Path):
     token = add.stdout.strip().split()[-1]
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "cotk_repro", "dashboard", "serve", "--db", db, "--host",
-                             "127.0.0.1", "--port", str(port), "--allow-unsigned"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=dict(os.environ))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            "dashboard",
+            "serve",
+            "--db",
+            db,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--allow-unsigned",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
     try:
         for _ in range(100):
             try:
@@ -179,7 +202,7 @@ def dashboard_server(tmp_path: Path):
 
 #: The entry of the test project. ``author.txt`` is git-ignored: it exists on the author's machine
 #: only, so an entry can behave differently in a rerun (a different seed, a crash, a runaway loop).
-REPRO_ENTRY = r'''import hashlib, json, os, random, socket, sys
+REPRO_ENTRY = r"""import hashlib, json, os, random, socket, sys
 author = open("author.txt").read().strip() if os.path.exists("author.txt") else None
 rerun = author is None
 mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
@@ -205,7 +228,7 @@ words = text.split()
 json.dump({"tokens": float(len(words)), "tokens hashvalue": hashlib.sha256(text.encode()).hexdigest(),
            "score": random.Random(seed).random(), "score hashvalue": hashlib.sha256(b"score").hexdigest()},
           open("result.json", "w"))
-'''
+"""
 REPRO_REFS = "the cat sat on the mat\n"
 #: record name -> entry arguments
 REPRO_MODES = {"ok": [], "seeded": ["seeded"], "crash": ["crash"], "noresult": ["noresult"], "spin": ["spin"]}
@@ -215,8 +238,11 @@ def reproduce_project(root: Path) -> Path:
     """The test project (REPRO_ENTRY over REPRO_REFS) committed in a new git repository at ``root``."""
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
-    for name, text in {".gitignore": ".cotk-repro/\nresult.json\n__pycache__/\nauthor.txt\n",
-                       "main.py": REPRO_ENTRY, "refs.txt": REPRO_REFS}.items():
+    for name, text in {
+        ".gitignore": ".cotk-repro/\nresult.json\n__pycache__/\nauthor.txt\n",
+        "main.py": REPRO_ENTRY,
+        "refs.txt": REPRO_REFS,
+    }.items():
         (root / name).write_text(text, encoding="utf-8")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "start")
@@ -309,9 +335,21 @@ def git_daemon(base_path: Path):
     import time
 
     port = free_port()
-    proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", f"--base-path={base_path}",
-                             "--listen=127.0.0.1", f"--port={port}", "--informative-errors", str(base_path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            f"--base-path={base_path}",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            "--informative-errors",
+            str(base_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         for _ in range(100):
             try:

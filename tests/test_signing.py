@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import git, run_cli
 from signing_support import agent_add, fingerprint_of, key_env, make_key, ssh_agent
 from test_reproduce_support import add_bare_remote, record_in, remote_served_by_git_daemon
@@ -47,8 +46,11 @@ def ssh_verify(tmp: Path, principal: str, pub: Path, data: bytes, sig_text: str,
     signers.write_text(f"{principal} {pub.read_text().strip()}\n")
     sig = tmp / "check.sig"
     sig.write_text(sig_text + "\n")
-    return subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(signers), "-I", principal, "-n", namespace,
-                           "-s", str(sig)], input=data, capture_output=True)
+    return subprocess.run(
+        ["ssh-keygen", "-Y", "verify", "-f", str(signers), "-I", principal, "-n", namespace, "-s", str(sig)],
+        input=data,
+        capture_output=True,
+    )
 
 
 @pytest.mark.parametrize("key_type", ["ed25519", "rsa"])
@@ -66,19 +68,27 @@ def test_published_signature_verifies_with_ssh_keygen(project, tmp_path, key_typ
     # interop: OpenSSH itself accepts it, over the bytes the id is computed from ...
     ok = ssh_verify(tmp_path, "alice", key.with_suffix(".pub"), signed_bytes(record), sig)
     assert ok.returncode == 0, ok.stderr
-    assert b"Good \"cotk-repro-record\" signature for alice" in ok.stdout
+    assert b'Good "cotk-repro-record" signature for alice' in ok.stdout
     # the docs' recipe (docs/reproduce.md, "Signing") yields exactly the signed bytes
-    recipe = ("import json,sys; r=json.load(sys.stdin); r.pop(\"id\"); sys.stdout.write(json.dumps(r, sort_keys=True, "
-              "separators=(\",\", \":\"), ensure_ascii=False))")
-    via_docs = subprocess.run([sys.executable, "-c", recipe], input=on_ref(bare, record, "record.json").encode(),
-                              capture_output=True, check=True).stdout
+    recipe = (
+        'import json,sys; r=json.load(sys.stdin); r.pop("id"); sys.stdout.write(json.dumps(r, sort_keys=True, '
+        'separators=(",", ":"), ensure_ascii=False))'
+    )
+    via_docs = subprocess.run(
+        [sys.executable, "-c", recipe],
+        input=on_ref(bare, record, "record.json").encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
     assert via_docs == signed_bytes(record)
     # ... and the id is still content-addressed (the signature is not part of what it hashes)
     assert json.loads(on_ref(bare, record, "record.json"))["id"] == record["id"]
     # ... and not over anything else
     assert ssh_verify(tmp_path, "alice", key.with_suffix(".pub"), signed_bytes(record) + b" ", sig).returncode != 0
-    assert ssh_verify(tmp_path, "alice", key.with_suffix(".pub"), signed_bytes(record), sig,
-                      namespace="git").returncode != 0
+    assert (
+        ssh_verify(tmp_path, "alice", key.with_suffix(".pub"), signed_bytes(record), sig, namespace="git").returncode
+        != 0
+    )
 
 
 def test_ssh_keygen_signature_verifies_with_cotk_repro_verify(project, tmp_path):
@@ -90,8 +100,11 @@ def test_ssh_keygen_signature_verifies_with_cotk_repro_verify(project, tmp_path)
     # the signature made by OpenSSH's own tool, by hand, as a user without cotk-repro's help would
     data = tmp_path / "record.bytes"
     data.write_bytes(signed_bytes(record))
-    subprocess.run(["ssh-keygen", "-Y", "sign", "-f", str(key), "-n", "cotk-repro-record", str(data)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["ssh-keygen", "-Y", "sign", "-f", str(key), "-n", "cotk-repro-record", str(data)],
+        check=True,
+        capture_output=True,
+    )
     (folder / "record.sig").write_text(Path(str(data) + ".sig").read_text())
     assert publish_with(root, env).returncode == 0
     assert on_ref(bare, record, "record.sig") == Path(str(data) + ".sig").read_text().strip()
@@ -129,8 +142,15 @@ def test_verify_finds_a_tampered_record_on_the_ref(project, tmp_path):
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", "--bare", str(bare), str(clone)], check=True)
     fhex = forged["id"].removeprefix("sha256:")
-    add_to_ref(clone, REF, {f"records/{fhex}/record.json": json.dumps(forged).encode(),
-                            f"records/{fhex}/record.sig": (sig + "\n").encode()}, message="forged")
+    add_to_ref(
+        clone,
+        REF,
+        {
+            f"records/{fhex}/record.json": json.dumps(forged).encode(),
+            f"records/{fhex}/record.sig": (sig + "\n").encode(),
+        },
+        message="forged",
+    )
     git(clone, "push", "-q", str(bare), f"{REF}:{REF}")
     res = run_cli("verify", str(bare), "--json", env=env)
     assert res.returncode == 1, res
@@ -161,8 +181,9 @@ def test_no_key_publishes_unsigned_with_a_warning(project, tmp_path):
     verdict = json.loads(refused.stdout)
     assert verdict["verdict"] == "could not run" and verdict["metrics"] == [] and verdict["rerun"]["results"] == {}
     assert "is unsigned" in verdict["error"] and "--allow-unsigned" in verdict["error"]
-    anyway = run_cli("reproduce", str(bare), "--record", record["id"], *_local_runtime(), "--allow-unsigned",
-                     "--json", env=env)
+    anyway = run_cli(
+        "reproduce", str(bare), "--record", record["id"], *_local_runtime(), "--allow-unsigned", "--json", env=env
+    )
     assert anyway.returncode == 0, anyway
     assert json.loads(anyway.stdout)["record_signature"]["status"] == "unsigned"
     assert "is unsigned" in anyway.stderr
@@ -232,8 +253,15 @@ def _forge_on_ref(bare: Path, tmp_path: Path, record: dict) -> None:
     old_sig = git(clone, "show", f"{REF}:records/{hexid}/record.sig")
     forged = finalize(forged)
     fhex = forged["id"].removeprefix("sha256:")
-    add_to_ref(clone, REF, {f"records/{fhex}/record.json": json.dumps(forged).encode(),
-                            f"records/{fhex}/record.sig": (old_sig + "\n").encode()}, message="forged")
+    add_to_ref(
+        clone,
+        REF,
+        {
+            f"records/{fhex}/record.json": json.dumps(forged).encode(),
+            f"records/{fhex}/record.sig": (old_sig + "\n").encode(),
+        },
+        message="forged",
+    )
     git(clone, "push", "-q", str(bare), f"{REF}:{REF}")
     return forged
 
@@ -251,20 +279,20 @@ def test_reproduce_names_the_signer_and_refuses_a_bad_signature(project, tmp_pat
     env = key_env(key, tmp_path / "home")
     record = record_in(root, env=env)
     assert publish_with(root, env).returncode == 0
-    good = run_cli("reproduce", str(bare), "--record", record["id"], *LOCAL,
-                   "--json", env=env)
+    good = run_cli("reproduce", str(bare), "--record", record["id"], *LOCAL, "--json", env=env)
     verdict = json.loads(good.stdout)
-    assert verdict["record_signature"] == {"status": "valid", "signer": None,
-                                           "fingerprint": fingerprint_of(key.with_suffix(".pub"))}
+    assert verdict["record_signature"] == {
+        "status": "valid",
+        "signer": None,
+        "fingerprint": fingerprint_of(key.with_suffix(".pub")),
+    }
     assert "signature valid" in good.stderr
     forged = _forge_on_ref(bare, tmp_path, record)
-    bad = run_cli("reproduce", str(bare), "--record", forged["id"], *LOCAL,
-                  "--json", env=env)
+    bad = run_cli("reproduce", str(bare), "--record", forged["id"], *LOCAL, "--json", env=env)
     assert bad.returncode == 2, bad
     verdict = json.loads(bad.stdout)
     assert verdict["verdict"] == "could not run" and "BAD signature" in verdict["error"]
-    anyway = run_cli("reproduce", str(bare), "--record", forged["id"], *LOCAL,
-                     "--allow-unsigned", "--json", env=env)
+    anyway = run_cli("reproduce", str(bare), "--record", forged["id"], *LOCAL, "--allow-unsigned", "--json", env=env)
     verdict = json.loads(anyway.stdout)
     assert verdict["record_signature"]["status"] == "invalid"
     assert verdict["verdict"] == "not reproduced"  # it ran: 4.0 measured against the forged 99.0
@@ -306,8 +334,9 @@ def test_publish_uploads_the_signed_record_and_reproduce_from_the_dashboard_chec
         assert json.loads(res.stdout)["record_signature"]["status"] == "valid"
         # without a key the same publish is refused by this dashboard with a sentence saying why
         other = record_in(root, env=key_env(None, tmp_path / "home2"))
-        res = run_cli("publish", other["id"], "--no-git", "--dashboard", url, cwd=root,
-                      env=key_env(None, tmp_path / "home2"))
+        res = run_cli(
+            "publish", other["id"], "--no-git", "--dashboard", url, cwd=root, env=key_env(None, tmp_path / "home2")
+        )
         assert res.returncode == 2 and "accepts only signed records" in res.stderr, res
     finally:
         stack.close()

@@ -8,12 +8,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from signing_support import make_key
 
 from cotk_repro.core import sshsig
-from cotk_repro.core.signing import (ARMOR_BEGIN, ARMOR_END, SigningError, parse_public_key, parse_signature,
-                                     verify_bytes)
+from cotk_repro.core.signing import (
+    ARMOR_BEGIN,
+    ARMOR_END,
+    SigningError,
+    parse_public_key,
+    parse_signature,
+    verify_bytes,
+)
 
 NS = "cotk-repro-record"
 MESSAGE = b'{"code":{"commit":"abc"},"results":{"bleu":{"value":0.25}}}'
@@ -25,8 +30,9 @@ def string(data: bytes) -> bytes:
 
 def ssh_sign(key: Path, data: bytes, namespace: str = NS) -> str:
     """A signature made by OpenSSH's own tool (the independent reference)."""
-    proc = subprocess.run(["ssh-keygen", "-Y", "sign", "-f", str(key), "-n", namespace], input=data,
-                          capture_output=True, check=True)
+    proc = subprocess.run(
+        ["ssh-keygen", "-Y", "sign", "-f", str(key), "-n", namespace], input=data, capture_output=True, check=True
+    )
     return proc.stdout.decode()
 
 
@@ -35,8 +41,14 @@ def ssh_verifies(tmp: Path, pub: Path, data: bytes, sig_text: str, namespace: st
     signers.write_text(f"alice {pub.read_text().strip()}\n")
     sig = tmp / "check.sig"
     sig.write_text(sig_text)
-    return subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(signers), "-I", "alice", "-n", namespace,
-                           "-s", str(sig)], input=data, capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["ssh-keygen", "-Y", "verify", "-f", str(signers), "-I", "alice", "-n", namespace, "-s", str(sig)],
+            input=data,
+            capture_output=True,
+        ).returncode
+        == 0
+    )
 
 
 def ours_verifies(pub: Path, data: bytes, sig_text: str, namespace: str = NS) -> bool:
@@ -49,22 +61,31 @@ def ours_verifies(pub: Path, data: bytes, sig_text: str, namespace: str = NS) ->
 
 
 def blob_of(sig_text: str) -> bytes:
-    body = sig_text.strip()[len(ARMOR_BEGIN):-len(ARMOR_END)]
+    body = sig_text.strip()[len(ARMOR_BEGIN) : -len(ARMOR_END)]
     return base64.b64decode("".join(body.split()))
 
 
 def armor(blob: bytes) -> str:
     b64 = base64.b64encode(blob).decode()
-    return ARMOR_BEGIN + "\n" + "\n".join(b64[i:i + 70] for i in range(0, len(b64), 70)) + "\n" + ARMOR_END + "\n"
+    return ARMOR_BEGIN + "\n" + "\n".join(b64[i : i + 70] for i in range(0, len(b64), 70)) + "\n" + ARMOR_END + "\n"
 
 
 def rebuild(sig_text: str, **fields: bytes) -> str:
     """The same signature with some of its SSHSIG fields replaced."""
     parsed = sshsig.parse(blob_of(sig_text))
-    parts = {"public_key": parsed.public_key, "namespace": parsed.namespace, "reserved": parsed.reserved,
-             "hash_alg": parsed.hash_alg, "signature": parsed.signature, **fields}
-    return armor(b"SSHSIG" + (1).to_bytes(4, "big") + b"".join(string(parts[k]) for k in
-                 ("public_key", "namespace", "reserved", "hash_alg", "signature")))
+    parts = {
+        "public_key": parsed.public_key,
+        "namespace": parsed.namespace,
+        "reserved": parsed.reserved,
+        "hash_alg": parsed.hash_alg,
+        "signature": parsed.signature,
+        **fields,
+    }
+    return armor(
+        b"SSHSIG"
+        + (1).to_bytes(4, "big")
+        + b"".join(string(parts[k]) for k in ("public_key", "namespace", "reserved", "hash_alg", "signature"))
+    )
 
 
 def flip(sig_text: str, offset_from_end: int) -> str:
@@ -95,20 +116,36 @@ def test_in_process_verifier_agrees_with_ssh_keygen(keys, tmp_path, key_type):
         "namespace rewritten in the blob": (MESSAGE, rebuild(good, namespace=b"git"), "git", False),
         "signature bit flipped": (MESSAGE, flip(good, 5), NS, False),
         "hash algorithm rewritten": (MESSAGE, rebuild(good, hash_alg=b"sha256"), NS, False),
-        "another key's signature": (MESSAGE, rebuild(ssh_sign(other, MESSAGE), public_key=parsed.public_key), NS,
-                                    False),
-        "signature of other bytes": (MESSAGE, rebuild(good, signature=sshsig.parse(
-            blob_of(ssh_sign(key, MESSAGE + b"!"))).signature), NS, False),
+        "another key's signature": (
+            MESSAGE,
+            rebuild(ssh_sign(other, MESSAGE), public_key=parsed.public_key),
+            NS,
+            False,
+        ),
+        "signature of other bytes": (
+            MESSAGE,
+            rebuild(good, signature=sshsig.parse(blob_of(ssh_sign(key, MESSAGE + b"!"))).signature),
+            NS,
+            False,
+        ),
         "trailing data in the signature": (MESSAGE, rebuild(good, signature=parsed.signature + b"\0"), NS, False),
         # OpenSSH signs the reserved field empty and ignores what the blob carries there
         "reserved field filled in": (MESSAGE, rebuild(good, reserved=b"x"), NS, True),
     }
     if key_type == "rsa":  # relabelled as SHA-1 "ssh-rsa", which SSHSIG refuses
-        sig_blob = parsed.signature[4 + sig_type_len:]
-        cases["rsa signature relabelled ssh-rsa"] = (MESSAGE, rebuild(good, signature=string(b"ssh-rsa") + sig_blob),
-                                                     NS, False)
-        cases["rsa-sha2-256 signature"] = (MESSAGE, rebuild(good, signature=string(b"rsa-sha2-256") + sig_blob), NS,
-                                           False)
+        sig_blob = parsed.signature[4 + sig_type_len :]
+        cases["rsa signature relabelled ssh-rsa"] = (
+            MESSAGE,
+            rebuild(good, signature=string(b"ssh-rsa") + sig_blob),
+            NS,
+            False,
+        )
+        cases["rsa-sha2-256 signature"] = (
+            MESSAGE,
+            rebuild(good, signature=string(b"rsa-sha2-256") + sig_blob),
+            NS,
+            False,
+        )
     for name, (data, sig, namespace, expected) in cases.items():
         theirs = ssh_verifies(tmp_path, pub, data, sig, namespace)
         ours = ours_verifies(pub, data, sig, namespace)

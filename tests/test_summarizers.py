@@ -11,27 +11,33 @@ import re
 
 import pytest
 
-pytest.importorskip("cotk_repro_summarizers",
-                    reason="plugin cotk-repro-summarizers not installed (pip install -e plugins/cotk-repro-summarizers)")
+pytest.importorskip(
+    "cotk_repro_summarizers",
+    reason="plugin cotk-repro-summarizers not installed (pip install -e plugins/cotk-repro-summarizers)",
+)
 pytest.importorskip("sumy", reason="sumy (the plugin's dependency) is not installed")
 
-from sumy.models.dom import ObjectDocumentModel, Paragraph, Sentence  # noqa: E402
-from sumy.nlp.stemmers import Stemmer  # noqa: E402
-from sumy.utils import get_stop_words  # noqa: E402
+from sumy.models.dom import ObjectDocumentModel, Paragraph, Sentence
+from sumy.nlp.stemmers import Stemmer
+from sumy.utils import get_stop_words
 
-from cotk_repro.compare.generate import generate_cached, make_generator  # noqa: E402
-from cotk_repro.plugins import get_plugins  # noqa: E402
-from cotk_repro_summarizers.sentences import ABBREVIATIONS, rule_split  # noqa: E402
+from cotk_repro.compare.generate import generate_cached, make_generator
+from cotk_repro.plugins import get_plugins
+from cotk_repro_summarizers.sentences import ABBREVIATIONS, rule_split
 
 NAMES = ("lexrank", "textrank", "lsa", "luhn", "random", "lead", "smmry")
 
 DOCS = [
-    ("The city council met on Monday to discuss the river park. Mr. Smith proposed a new park near the river. "
-    "The park would cost 2.5 million dollars, paid by the city. Residents at the meeting supported the park plan. "
-    "J. Doe, a local teacher, said children need the park. The council will vote on the park plan next week."),
-    ("A storm hit the coast on Tuesday night. Strong winds knocked down trees and power lines across the coast. "
-    "About 40,000 homes lost power during the storm. Crews worked through the night to restore power. "
-    "Schools on the coast stayed closed on Wednesday. Forecasters expect calmer weather by the weekend."),
+    (
+        "The city council met on Monday to discuss the river park. Mr. Smith proposed a new park near the river. "
+        "The park would cost 2.5 million dollars, paid by the city. Residents at the meeting supported the park plan. "
+        "J. Doe, a local teacher, said children need the park. The council will vote on the park plan next week."
+    ),
+    (
+        "A storm hit the coast on Tuesday night. Strong winds knocked down trees and power lines across the coast. "
+        "About 40,000 homes lost power during the storm. Crews worked through the night to restore power. "
+        "Schools on the coast stayed closed on Wednesday. Forecasters expect calmer weather by the weekend."
+    ),
     "Only one sentence here.",
 ]
 
@@ -69,10 +75,15 @@ def test_plugin_registers_every_generator_through_its_entry_point():
         assert registry[name].plugin != "cotk_repro.builtins.generators"
 
 
-@pytest.mark.parametrize("name,module,cls", [
-    ("lexrank", "lex_rank", "LexRankSummarizer"), ("textrank", "text_rank", "TextRankSummarizer"),
-    ("lsa", "lsa", "LsaSummarizer"), ("luhn", "luhn", "LuhnSummarizer"),
-])
+@pytest.mark.parametrize(
+    "name,module,cls",
+    [
+        ("lexrank", "lex_rank", "LexRankSummarizer"),
+        ("textrank", "text_rank", "TextRankSummarizer"),
+        ("lsa", "lsa", "LsaSummarizer"),
+        ("luhn", "luhn", "LuhnSummarizer"),
+    ],
+)
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_sumy_generators_choose_what_sumy_chooses(name, module, cls, count):
     gen = make_generator(name, {"sentences": count, "sentence_splitter": "rule"})
@@ -92,9 +103,11 @@ def test_summaries_do_not_depend_on_the_hash_seed(tmp_path):
     import subprocess
     import sys
 
-    script = ("import json, sys\nfrom cotk_repro.compare.generate import make_generator\n"
-              f"docs = {DOCS!r}\n"
-              f"print(json.dumps({{n: make_generator(n, {{'sentences': 3}}).generate(docs) for n in {NAMES!r}}}))\n")
+    script = (
+        "import json, sys\nfrom cotk_repro.compare.generate import make_generator\n"
+        f"docs = {DOCS!r}\n"
+        f"print(json.dumps({{n: make_generator(n, {{'sentences': 3}}).generate(docs) for n in {NAMES!r}}}))\n"
+    )
     outs = set()
     for seed in ("1", "2", "3"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
@@ -117,12 +130,13 @@ def test_lead_and_word_budget():
 
 
 def test_smmry_rates_sentences_by_the_counts_of_their_words():
-    doc = ("Cats chase mice. Dogs chase cats and cats run. The sun is warm. Mice hide from cats.")
+    doc = "Cats chase mice. Dogs chase cats and cats run. The sun is warm. Mice hide from cats."
     # stems with counts: cat 4, chase 2, mice 2, dog 1, run 1, sun 1, warm 1, hide 1
     # ratings: s1 = chase 2 + mice 2 + cat 4 = 8; s2 = dog 1 + chase 2 + cat 4 + cat 4 + run 1 = 12;
     # s3 = sun 1 + warm 1 = 2; s4 = mice 2 + hide 1 + cat 4 = 7
     assert make_generator("smmry", {"sentences": 2}).generate([doc]) == [
-        "Cats chase mice. Dogs chase cats and cats run."]
+        "Cats chase mice. Dogs chase cats and cats run."
+    ]
     assert make_generator("smmry", {"sentences": 1}).generate([doc]) == ["Dogs chase cats and cats run."]
 
 
@@ -141,11 +155,17 @@ def test_random_is_seeded_per_document_and_batch_independent():
 
 
 def test_rule_splitter():
-    text = ('Mr. Smith met Dr. J. Watson at 5 p.m. on Baker St. in London. "Is it true?" he asked. '
-            "Prices rose 2.5 percent (a record). It was late! 3 people left.")
+    text = (
+        'Mr. Smith met Dr. J. Watson at 5 p.m. on Baker St. in London. "Is it true?" he asked. '
+        "Prices rose 2.5 percent (a record). It was late! 3 people left."
+    )
     assert rule_split(text) == [
-        "Mr. Smith met Dr. J. Watson at 5 p.m. on Baker St. in London.", '"Is it true?" he asked.',
-        "Prices rose 2.5 percent (a record).", "It was late!", "3 people left."]
+        "Mr. Smith met Dr. J. Watson at 5 p.m. on Baker St. in London.",
+        '"Is it true?" he asked.',
+        "Prices rose 2.5 percent (a record).",
+        "It was late!",
+        "3 people left.",
+    ]
     assert "st" in ABBREVIATIONS and rule_split("") == []
 
 
@@ -173,11 +193,17 @@ def test_settings_go_into_the_cache_key(tmp_path):
     assert len(out1.read_text().splitlines()) == len(DOCS)
 
 
-@pytest.mark.parametrize("settings,message", [
-    ({"sentences": 0}, "sentences"), ({"words": "ten"}, "words"), ({"stemmer": "yes"}, "stemmer"),
-    ({"sentence_splitter": "magic"}, "sentence_splitter"), ({"colour": "red"}, "unknown setting"),
-    ({"language": "klingon"}, "klingon"),
-])
+@pytest.mark.parametrize(
+    "settings,message",
+    [
+        ({"sentences": 0}, "sentences"),
+        ({"words": "ten"}, "words"),
+        ({"stemmer": "yes"}, "stemmer"),
+        ({"sentence_splitter": "magic"}, "sentence_splitter"),
+        ({"colour": "red"}, "unknown setting"),
+        ({"language": "klingon"}, "klingon"),
+    ],
+)
 def test_bad_settings(settings, message):
     with pytest.raises((ValueError, LookupError), match=message):
         make_generator("lexrank", settings)
@@ -194,8 +220,10 @@ def test_plugins_command_lists_them(cli):
 # -- the summarization example against its committed reference report ------------------------------------
 
 EXAMPLE = __import__("pathlib").Path(__file__).resolve().parent.parent / "examples" / "summarization"
-REGENERATE = ("if a summarizer or metric changed on purpose, regenerate the reference: cotk-repro compare "
-              "examples/summarization/benchmark.toml --out examples/summarization/reference-report")
+REGENERATE = (
+    "if a summarizer or metric changed on purpose, regenerate the reference: cotk-repro compare "
+    "examples/summarization/benchmark.toml --out examples/summarization/reference-report"
+)
 
 
 def _csv_files(folder):
@@ -219,7 +247,9 @@ def test_summarization_example_reproduces_its_reference_report(tmp_path):
     assert sorted(fresh) == sorted(committed)
     for name in committed:
         assert fresh[name] == committed[name], (name, REGENERATE)
-    assert {p.name for p in (tmp_path / "report").glob("chart-*.png")} == {p.name for p in reference.glob("chart-*.png")}
+    assert {p.name for p in (tmp_path / "report").glob("chart-*.png")} == {
+        p.name for p in reference.glob("chart-*.png")
+    }
     cells = lambda p: json.loads((p / "results.json").read_text(encoding="utf-8"))["cells"]  # noqa: E731
     assert cells(tmp_path / "report") == cells(reference)
     columns = {c.column for c in result.cells}
@@ -241,8 +271,10 @@ def test_summarization_reference_lead_values_equal_independent_implementations()
     norm = lambda text: " ".join(tok(text)).lower()  # noqa: E731
     docs = sorted((EXAMPLE / "data" / "news" / "inputs").glob("*.txt"))
     hyps = [norm(" ".join(d.read_text(encoding="utf-8").splitlines()[:2])) for d in docs]
-    refs = [[norm(r) for r in json.loads(line)["references"]]
-            for line in (EXAMPLE / "data" / "news" / "gold" / "refs.jsonl").read_text(encoding="utf-8").splitlines()]
+    refs = [
+        [norm(r) for r in json.loads(line)["references"]]
+        for line in (EXAMPLE / "data" / "news" / "gold" / "refs.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     with open(EXAMPLE / "reference-report" / "corpus-news.csv", newline="", encoding="utf-8") as fh:
         committed = {row["system"]: row for row in csv.DictReader(fh)}["lead-2"]
     cider, _ = Cider().compute_score({i: r for i, r in enumerate(refs)}, {i: [h] for i, h in enumerate(hyps)})

@@ -19,12 +19,17 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT, git, run_cli
 from test_reproduce_support import add_bare_remote, publish, small_venv_python
 
-TEMPLATES = ["lm-gru", "lm-transformer", "lm-gpt2-finetune", "seq2seq-gru", "seq2seq-transformer",
-             "dialog-gpt2-finetune"]
+TEMPLATES = [
+    "lm-gru",
+    "lm-transformer",
+    "lm-gpt2-finetune",
+    "seq2seq-gru",
+    "seq2seq-transformer",
+    "dialog-gpt2-finetune",
+]
 LM_KEYS = {"perplexity", "bleu", "self-bleu", "fw-bleu", "bw-bleu", "fw-bw-bleu", "fw-ppl", "rv-ppl", "distinct-2"}
 DIALOG_KEYS = {"perplexity", "bleu", "distinct-1", "distinct-2"}
 PLUGIN = importlib.util.find_spec("cotk_repro_templates") is not None
@@ -32,10 +37,12 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 HAVE_HF = importlib.util.find_spec("transformers") is not None and importlib.util.find_spec("tokenizers") is not None
 TORCH_WHEEL = "torch==2.13.0"  # the CPU build pip finds on local disk (never a CUDA build from an index)
 
-needs_plugin = pytest.mark.skipif(not PLUGIN, reason="the plugin cotk-repro-templates is not installed "
-                                  "(pip install -e plugins/cotk-repro-templates)")
-needs_torch = pytest.mark.skipif(not (PLUGIN and HAVE_TORCH and HAVE_HF),
-                                 reason="the templates need torch, transformers and tokenizers installed")
+needs_plugin = pytest.mark.skipif(
+    not PLUGIN, reason="the plugin cotk-repro-templates is not installed (pip install -e plugins/cotk-repro-templates)"
+)
+needs_torch = pytest.mark.skipif(
+    not (PLUGIN and HAVE_TORCH and HAVE_HF), reason="the templates need torch, transformers and tokenizers installed"
+)
 
 
 def trust_flag() -> list[str]:
@@ -47,18 +54,24 @@ def trust_flag() -> list[str]:
 def record_venv_python() -> str:
     """A venv for records: cotk-repro (a wheel of this checkout), the few packages it imports, the
     CPU torch wheel (first, so nothing else resolves another torch), transformers and tokenizers."""
-    return small_venv_python(extra=((TORCH_WHEEL,), ("numpy", "nltk", "transformers", "tokenizers")),
-                             name="test-venvs-templates")
+    return small_venv_python(
+        extra=((TORCH_WHEEL,), ("numpy", "nltk", "transformers", "tokenizers")), name="test-venvs-templates"
+    )
 
 
 def distinct(lines: list[str], n: int) -> float:
     """Distinct-n written out here: distinct n-grams / all n-grams over WordPunct tokens."""
-    grams = [tuple(toks[i:i + n]) for line in lines
-             for toks in [re.findall(r"\w+|[^\w\s]+", line)] for i in range(len(toks) - n + 1)]
+    grams = [
+        tuple(toks[i : i + n])
+        for line in lines
+        for toks in [re.findall(r"\w+|[^\w\s]+", line)]
+        for i in range(len(toks) - n + 1)
+    ]
     return len(set(grams)) / len(grams) if grams else 0.0
 
 
 # -- listing and scaffolding ---------------------------------------------------------------------
+
 
 @needs_plugin
 def test_list_templates_json_and_table(cli, tmp_path):
@@ -85,12 +98,14 @@ def test_list_templates_json_and_table(cli, tmp_path):
 
 def test_core_never_imports_torch(tmp_path):
     """`import cotk_repro`, `cotk-repro --help` and `init --list-templates` stay free of torch."""
-    code = ("import sys\nfrom cotk_repro.cli import main\n"
-            "for argv in (['--help'], ['init', '--list-templates', '--json'], ['init', '--help']):\n"
-            "    sys.argv = ['cotk-repro', *argv]\n"
-            "    try:\n        main()\n    except SystemExit:\n        pass\n"
-            "bad = sorted(m for m in ('torch', 'transformers', 'tokenizers') if m in sys.modules)\n"
-            "print('HEAVY', bad)\n")
+    code = (
+        "import sys\nfrom cotk_repro.cli import main\n"
+        "for argv in (['--help'], ['init', '--list-templates', '--json'], ['init', '--help']):\n"
+        "    sys.argv = ['cotk-repro', *argv]\n"
+        "    try:\n        main()\n    except SystemExit:\n        pass\n"
+        "bad = sorted(m for m in ('torch', 'transformers', 'tokenizers') if m in sys.modules)\n"
+        "print('HEAVY', bad)\n"
+    )
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "HEAVY []" in res.stdout
@@ -124,8 +139,12 @@ def template_presets(root: Path) -> dict[str, dict]:
     import ast
 
     tree = ast.parse((root / "model.py").read_text())
-    node = next(n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-                and any(getattr(t, "id", None) == "PRESETS" for t in getattr(n, "targets", [getattr(n, "target", None)])))
+    node = next(
+        n.value
+        for n in tree.body
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        and any(getattr(t, "id", None) == "PRESETS" for t in getattr(n, "targets", [getattr(n, "target", None)]))
+    )
     return eval(compile(ast.Expression(node), "model.py", "eval"), {"dict": dict})  # dict(...) calls of literals
 
 
@@ -142,12 +161,16 @@ def test_templates_of_a_task_share_the_data_settings_so_their_hashes_agree(prese
             assert cli("init", template, "--template", template, cwd=tmp_path).returncode == 0
             settings = template_presets(tmp_path / template)[preset]
             lm = template.startswith("lm-")
-            seen[template] = (tuple(settings[k] for k in keys), settings.get("lowercase", False),
-                              settings["samples"] if lm else None)
+            seen[template] = (
+                tuple(settings[k] for k in keys),
+                settings.get("lowercase", False),
+                settings["samples"] if lm else None,
+            )
         assert len(set(seen.values())) == 1, seen
 
 
 # -- run, publish, reproduce ---------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def record_python():
@@ -191,14 +214,19 @@ def test_template_runs_and_reproduces_with_the_venv_runtime(template, record_pyt
     assert all(r["hash"] for r in record["results"].values())
     # independent references: the data hashes and the perplexity hash from a loader built here,
     # Distinct-n recomputed from the generated text the entry wrote
-    dl = data.load("language-generation" if lm else "single-turn-dialog", root / "data", tokenizer="space",
-                   min_frequent_vocab_times=2, max_sent_length=50 if lm else 30)
+    dl = data.load(
+        "language-generation" if lm else "single-turn-dialog",
+        root / "data",
+        tokenizer="space",
+        min_frequent_vocab_times=2,
+        max_sent_length=50 if lm else 30,
+    )
     assert record["data"] == dl.hash_codes
     assert record["results"]["perplexity"]["hash"] == dl.reference_hashes("test")["perplexity"]
     assert 1.0 < values["perplexity"] < float("inf")
     samples = (root / "outputs" / "samples.txt").read_text(encoding="utf-8").splitlines()
     assert len(samples) == 100
-    for n in ((2,) if lm else (1, 2)):
+    for n in (2,) if lm else (1, 2):
         assert values[f"distinct-{n}"] == pytest.approx(distinct(samples, n), abs=1e-12)
     assert (root / "checkpoints").is_dir() and list((root / "checkpoints").glob("*.pt"))
     assert git(root, "status", "--porcelain") == ""  # checkpoints and outputs are ignored
@@ -206,8 +234,18 @@ def test_template_runs_and_reproduces_with_the_venv_runtime(template, record_pyt
     add_bare_remote(root, tmp_path / "remotes", f"alice/{template}")
     pub = publish(root, record["id"], "--push")
     assert pub.returncode == 0, pub
-    res = run_cli("reproduce", str(tmp_path / "remotes" / "alice" / f"{template}.git"), "--record", record["id"],
-                  "--runtime", "venv", *trust_flag(), "--allow-unsigned", "--json", timeout=600)
+    res = run_cli(
+        "reproduce",
+        str(tmp_path / "remotes" / "alice" / f"{template}.git"),
+        "--record",
+        record["id"],
+        "--runtime",
+        "venv",
+        *trust_flag(),
+        "--allow-unsigned",
+        "--json",
+        timeout=600,
+    )
     assert res.returncode == 0, res
     verdict = json.loads(res.stdout)
     assert verdict["verdict"] == "reproduced"
@@ -230,8 +268,19 @@ def test_template_reproduces_with_the_docker_runtime(record_python, docker_base_
     record = json.loads(res.stdout)
     add_bare_remote(root, tmp_path / "remotes", "alice/lm-gru")
     assert publish(root, record["id"], "--push").returncode == 0
-    res = run_cli("reproduce", str(tmp_path / "remotes" / "alice" / "lm-gru.git"), "--record", record["id"],
-                  "--runtime", "docker", "--base-image", docker_base_image, "--allow-unsigned", "--json", timeout=1200)
+    res = run_cli(
+        "reproduce",
+        str(tmp_path / "remotes" / "alice" / "lm-gru.git"),
+        "--record",
+        record["id"],
+        "--runtime",
+        "docker",
+        "--base-image",
+        docker_base_image,
+        "--allow-unsigned",
+        "--json",
+        timeout=1200,
+    )
     assert res.returncode == 0, res
     verdict = json.loads(res.stdout)
     assert verdict["verdict"] == "reproduced"
@@ -246,12 +295,19 @@ def test_presets_and_overrides(tmp_path, cli):
     assert res.returncode == 0, res
     root = tmp_path / "p"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    help_ = subprocess.run([sys.executable, "train.py", "--help"], cwd=root, capture_output=True, text=True, env=env,
-                           timeout=120)
+    help_ = subprocess.run(
+        [sys.executable, "train.py", "--help"], cwd=root, capture_output=True, text=True, env=env, timeout=120
+    )
     assert help_.returncode == 0, help_.stderr
     assert "--preset {paper,tiny}" in help_.stdout and "paper: 300" in help_.stdout  # embedding 300 in the paper
-    run = subprocess.run([sys.executable, "train.py", "--epochs", "1", "--samples", "7", "--result", "r.json"],
-                         cwd=root, capture_output=True, text=True, env=env, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "train.py", "--epochs", "1", "--samples", "7", "--result", "r.json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     assert "epoch 1/1" in run.stdout and len((root / "outputs" / "samples.txt").read_text().splitlines()) == 7
     assert json.loads((root / "r.json").read_text())["results"]["perplexity"]["value"] > 1
@@ -264,8 +320,13 @@ def test_an_editable_first_party_plugin_is_rebuilt_from_this_source(tmp_path):
     import zipfile
 
     from cotk_repro.reproduce.lock import Package
-    from cotk_repro.reproduce.wheelhouse import (Builders, ensure_local_wheels, first_party_plugin, host_mm,
-                                                 local_identity)
+    from cotk_repro.reproduce.wheelhouse import (
+        Builders,
+        ensure_local_wheels,
+        first_party_plugin,
+        host_mm,
+        local_identity,
+    )
 
     assert first_party_plugin("cotk-repro-templates", "0.1.0") == REPO_ROOT / "plugins" / "cotk-repro-templates"
     assert first_party_plugin("cotk-repro-templates", "9.9") is None  # another version: not this source

@@ -13,7 +13,6 @@ import json
 
 import pytest
 import requests
-
 from conftest import run_cli
 from dashboard_support import signed_dashboard
 from test_reproduce_support import add_bare_remote, remote_served_by_git_daemon
@@ -22,8 +21,10 @@ from test_templates import DIALOG_KEYS, LM_KEYS, TEMPLATES, make_template_projec
 API = "/api/v1"
 #: the paper's directions, written out here (the independent reference for the dashboard's ranking)
 LOWER_IS_BETTER = {"perplexity", "self-bleu", "fw-ppl", "rv-ppl"}
-TASKS = {"language-generation": ("mscoco-small", TEMPLATES[:3], LM_KEYS),
-         "single-turn-dialog": ("opensubtitles-small", TEMPLATES[3:], DIALOG_KEYS)}
+TASKS = {
+    "language-generation": ("mscoco-small", TEMPLATES[:3], LM_KEYS),
+    "single-turn-dialog": ("opensubtitles-small", TEMPLATES[3:], DIALOG_KEYS),
+}
 
 
 @pytest.fixture
@@ -64,8 +65,9 @@ def test_the_templates_of_a_task_share_one_leaderboard(task, dashboard, tmp_path
 
     # every metric's leaderboard: one group, all three, best first in the metric's direction
     for metric in keys:
-        board = requests.get(url + API + "/leaderboard", params={"task": task, "dataset": dataset, "metric": metric},
-                             timeout=30).json()
+        board = requests.get(
+            url + API + "/leaderboard", params={"task": task, "dataset": dataset, "metric": metric}, timeout=30
+        ).json()
         assert board["higher_is_better"] == (metric not in LOWER_IS_BETTER), metric
         assert [g["hash"] for g in board["groups"]] == list(hashes[metric]), metric
         ranked = expected_ranks(values[metric], metric)
@@ -90,8 +92,9 @@ def test_the_templates_of_a_task_share_one_leaderboard(task, dashboard, tmp_path
 
     page = requests.get(url + "/leaderboard", params={"task": task, "dataset": dataset}, timeout=30).text
     for metric in keys:
-        assert f'data-metric="{metric}" data-higher-is-better="{"false" if metric in LOWER_IS_BETTER else "true"}"' \
-            in page
+        assert (
+            f'data-metric="{metric}" data-higher-is-better="{"false" if metric in LOWER_IS_BETTER else "true"}"' in page
+        )
     for template in templates:
         row = page.split(f'data-record="{records[template]["id"]}"', 1)[1].split("</tr>", 1)[0]
         assert template in row and row.count("data-rank=") == len(keys) and "not-comparable" not in row

@@ -33,10 +33,12 @@ def register_commands(cli):
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 - reported below, naming the module
+        except Exception as exc:
             failed.append(f"{name} ({type(exc).__name__}: {exc})")
             continue
         module.register(cli)
     if failed:
-        raise PluginError(f"the command module {failed[0]} failed to import"
-                          + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""))
+        raise PluginError(
+            f"the command module {failed[0]} failed to import"
+            + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")
+        )

@@ -29,6 +29,7 @@ def _check_int(name: str, value: Any, low: int) -> int:
 
 class CopyGenerator:
     """Returns each input unchanged, optionally lowercased and cut to its first `max_tokens` words."""
+
     name = "copy"
     version = "1"
     batch_size = 1024
@@ -80,7 +81,7 @@ class NgramGenerator:
         for text in inputs:
             tokens = [self.BOS] * k + text.split() + [self.EOS]
             for i in range(k, len(tokens)):
-                ctx = tuple(tokens[i - k:i])
+                ctx = tuple(tokens[i - k : i])
                 nxt = counts.setdefault(ctx, {})
                 nxt[tokens[i]] = nxt.get(tokens[i], 0) + 1
         model = {}
@@ -105,7 +106,7 @@ class NgramGenerator:
             ctx = [self.BOS] * k
             words: list[str] = []
             while len(words) < self.max_length:
-                entry = model.get(tuple(ctx[len(ctx) - k:]) if k else ())
+                entry = model.get(tuple(ctx[len(ctx) - k :]) if k else ())
                 if entry is None:
                     break
                 choices, cum = entry

@@ -19,11 +19,24 @@ def register_templates(register):
     from ..scaffold import ProjectTemplate  # imported here: a data load imports this module and needs neither
 
     root = templates_dir() / "project"
-    register("minimal", ProjectTemplate(
-        name="minimal", description="an entry that evaluates fixed sentences with BLEU and Distinct; start here",
-        folders=(root / "minimal",), dataset="-", metrics=("bleu", "distinct")))
-    register("demo", ProjectTemplate(
-        name="demo", description="a smoothed bigram language model on a small sample corpus (the demo)",
-        folders=(root / "demo",), task="language-generation",
-        dataset="data/{train,dev,test}.txt (sample shipped)",
-        metrics=("perplexity", "bleu", "self-bleu", "distinct")))
+    register(
+        "minimal",
+        ProjectTemplate(
+            name="minimal",
+            description="an entry that evaluates fixed sentences with BLEU and Distinct; start here",
+            folders=(root / "minimal",),
+            dataset="-",
+            metrics=("bleu", "distinct"),
+        ),
+    )
+    register(
+        "demo",
+        ProjectTemplate(
+            name="demo",
+            description="a smoothed bigram language model on a small sample corpus (the demo)",
+            folders=(root / "demo",),
+            task="language-generation",
+            dataset="data/{train,dev,test}.txt (sample shipped)",
+            metrics=("perplexity", "bleu", "self-bleu", "distinct"),
+        ),
+    )

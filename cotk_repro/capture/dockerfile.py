@@ -14,8 +14,9 @@ def default_base_image(python_major_minor: str) -> str:
     return f"python:{python_major_minor}-slim"
 
 
-def render_dockerfile(*, python_major_minor: str, entry: str, args: list[str], cwd: str,
-                      base_image: str | None = None) -> tuple[str, str]:
+def render_dockerfile(
+    *, python_major_minor: str, entry: str, args: list[str], cwd: str, base_image: str | None = None
+) -> tuple[str, str]:
     """Return (Dockerfile text, its sha256 hex)."""
     text = render_remembered(
         "Dockerfile.j2",

@@ -11,7 +11,8 @@ import platform
 import shutil
 import subprocess
 import sys
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..core.entrypoints import metadata_folders, name_and_version, normalize_name, read_metadata, read_text
@@ -44,7 +45,7 @@ def _install_kind(dist: md.Distribution) -> str | None:
     """:func:`install_kind` of an importlib.metadata distribution."""
     try:
         text = dist.read_text("direct_url.json")
-    except Exception:  # noqa: BLE001 - unreadable metadata is just "unknown"
+    except Exception:
         return None
     return install_kind(text)
 
@@ -68,7 +69,7 @@ def _distributions(path: list[str] | None) -> Iterator[tuple[str | None, str | N
     for dist in md.distributions() if path is None else md.distributions(path=path):
         try:
             text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
-        except Exception:  # noqa: BLE001 - unreadable metadata: skip the distribution
+        except Exception:
             continue
         name, version = name_and_version(text) if text else (None, None)
         yield name, version, (_install_kind(dist) if name and version else None)
@@ -106,8 +107,10 @@ def requirement_closure(names: list[str], packages: list[dict[str, Any]]) -> lis
     todo, seen = [normalize_name(n) for n in names], set()
     for n in todo:
         if n not in by_name:
-            raise ConfigError(f"[run] requires names {n}, which is not installed here",
-                              hint=f"install it (pip install {n}) or remove it from [run] requires")
+            raise ConfigError(
+                f"[run] requires names {n}, which is not installed here",
+                hint=f"install it (pip install {n}) or remove it from [run] requires",
+            )
     while todo:
         name = todo.pop()
         if name in seen or name not in by_name:
@@ -148,7 +151,10 @@ def accelerators() -> list[dict[str, str]]:
     try:
         out = subprocess.run(  # noqa: S603 - nvidia-smi found by shutil.which, fixed arguments
             [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return []

@@ -17,6 +17,7 @@ from ..errors import CaptureError
 @dataclass
 class GitState:
     """The commit, branch, remote and dirty files of the repository a run came from."""
+
     root: Path
     commit: str
     branch: str | None
@@ -56,8 +57,10 @@ def strip_credentials(url: str | None, remote: str | None = None) -> str | None:
             host = parts.hostname or ""
             port = parts.port
         except ValueError as exc:
-            raise CaptureError(f"the git remote {remote or 'URL'!r} has a malformed URL ({exc})",
-                               hint="fix it with `git remote set-url NAME URL`") from None
+            raise CaptureError(
+                f"the git remote {remote or 'URL'!r} has a malformed URL ({exc})",
+                hint="fix it with `git remote set-url NAME URL`",
+            ) from None
         if parts.scheme == "file" or not host:
             return _local(parts.path)
         if ":" in host:  # IPv6 literal: keep its brackets
@@ -98,8 +101,9 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
         raw = run_git(cwd, *args, env={"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}, check=False, timeout=None)
     except GitError as exc:
         raise CaptureError(exc.message) from None
-    proc = subprocess.CompletedProcess(raw.args, raw.returncode, raw.stdout.decode("utf-8", "replace"),
-                                       raw.stderr.decode("utf-8", "replace"))
+    proc = subprocess.CompletedProcess(
+        raw.args, raw.returncode, raw.stdout.decode("utf-8", "replace"), raw.stderr.decode("utf-8", "replace")
+    )
     if check and proc.returncode != 0:
         first = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         raise CaptureError(f"git {args[0]} failed in {cwd}: {first.removeprefix('fatal: ')}")
@@ -150,10 +154,10 @@ def capture_git(path: Path) -> GitState:
         if not entry:
             continue
         if entry.startswith("# branch.oid "):
-            oid = entry[len("# branch.oid "):]
+            oid = entry[len("# branch.oid ") :]
             commit = None if oid == "(initial)" else oid
         elif entry.startswith("# branch.head "):
-            head = entry[len("# branch.head "):]
+            head = entry[len("# branch.head ") :]
             branch = None if head == "(detached)" else head
         elif entry.startswith("#"):
             continue
@@ -175,7 +179,7 @@ def capture_git(path: Path) -> GitState:
     if remote_name == ".":  # tracking a local branch
         remote_name = None
     if remote_name is None:
-        names = [k[len("remote."):-len(".url")] for k in config if k.startswith("remote.") and k.endswith(".url")]
+        names = [k[len("remote.") : -len(".url")] for k in config if k.startswith("remote.") and k.endswith(".url")]
         if names:
             remote_name = "origin" if "origin" in names else names[0]
     remote_url = strip_credentials(config.get(f"remote.{remote_name}.url"), remote_name) if remote_name else None

@@ -77,9 +77,13 @@ def install() -> bool:
                 desc = self.type_descriptor
                 info = desc.parameter_info
                 kind = _kind(desc.annotation)
-                plain = (desc.file_annotation is None and not desc.is_choice
-                         and getattr(info, "parser", None) is None and getattr(info, "click_type", None) is None)
-            except Exception:  # noqa: BLE001 - unknown Typer internals: leave it to Typer
+                plain = (
+                    desc.file_annotation is None
+                    and not desc.is_choice
+                    and getattr(info, "parser", None) is None
+                    and getattr(info, "click_type", None) is None
+                )
+            except Exception:
                 kind, plain = None, False
             if kind is not None and plain:
                 self._runtime_param = _Strings(parameter_info=info, annotation=desc.annotation, kind=kind)
@@ -156,6 +160,7 @@ def import_rich_help() -> Any:
     finally:
         for name in placed:
             if isinstance(sys.modules.get(name), types.ModuleType) and getattr(
-                    sys.modules[name], "__doc__", "").startswith("cotk-repro's stand-in"):
+                sys.modules[name], "__doc__", ""
+            ).startswith("cotk-repro's stand-in"):
                 del sys.modules[name]
     return typer.rich_utils

@@ -5,5 +5,5 @@ from __future__ import annotations
 
 def asks_for_help(args: list[str]) -> bool:
     """Return whether the command line ``args`` prints help: none given, or -h/--help before any ``--``."""
-    own = args[:args.index("--")] if "--" in args else args
+    own = args[: args.index("--")] if "--" in args else args
     return not args or "--help" in own or "-h" in own

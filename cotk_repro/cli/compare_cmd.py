@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -38,7 +38,9 @@ def render_tables(result: Any) -> None:
             for s in result.systems:
                 t.add_column(Text(s), overflow="fold", justify="right")
             for c in columns:
-                t.add_row(Text(output.safe(c)), *[Text(output.safe(_cell_text(result.cell(s, d, c)))) for s in result.systems])
+                t.add_row(
+                    Text(output.safe(c)), *[Text(output.safe(_cell_text(result.cell(s, d, c)))) for s in result.systems]
+                )
         else:
             t.add_column("system", overflow="fold")
             for c in columns:
@@ -48,8 +50,12 @@ def render_tables(result: Any) -> None:
         output.console.print(t)
     flagged = [c for c in result.cells if c.flag and c.error is None]
     if flagged:
-        output.console.print(Text("[B], [C]...: hash differs from the column's main group A: not ranked together; "
-                                  "#n: rank within its group"))
+        output.console.print(
+            Text(
+                "[B], [C]...: hash differs from the column's main group A: not ranked together; "
+                "#n: rank within its group"
+            )
+        )
         for c in flagged:
             output.console.print(Text(output.safe(f"  {c.system} / {c.dataset} / {c.column}: {c.flag}")))
 
@@ -89,25 +95,45 @@ Writes metric-<column>.csv (rows systems, columns datasets), corpus-<dataset>.cs
 
 def register(cli: typer.Typer) -> None:
     """Add the `compare` command (benchmark report over systems x datasets x metrics) to `cli`."""
+
     @cli.command("compare", help=HELP)
     def compare(
-        config: Path = typer.Argument(..., metavar="CONFIG", help="The benchmark config (TOML): datasets, systems, "
-                                      "metrics, text formats; see docs/compare.md."),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for the report (default: report.out in "
-                                           "the config, else reports/ beside it)."),
-        jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="Worker processes evaluating "
-                                           "(system, dataset, metric) tasks in parallel (default: report.jobs, else "
-                                           "the number of CPUs); they also draw the charts. 1 runs everything in this process."),
+        config: Path = typer.Argument(
+            ...,
+            metavar="CONFIG",
+            help="The benchmark config (TOML): datasets, systems, metrics, text formats; see docs/compare.md.",
+        ),
+        out: Path | None = typer.Option(
+            None,
+            "--out",
+            "-o",
+            help="Folder for the report (default: report.out in the config, else reports/ beside it).",
+        ),
+        jobs: int | None = typer.Option(
+            None,
+            "--jobs",
+            "-j",
+            min=1,
+            help="Worker processes evaluating "
+            "(system, dataset, metric) tasks in parallel (default: report.jobs, else "
+            "the number of CPUs); they also draw the charts. 1 runs everything in this process.",
+        ),
         open_report: bool = typer.Option(False, "--open", help="Open report.html in the web browser when done."),
-        json_out: bool = typer.Option(False, "--json", help="Print the whole result (cells with values, hashes, "
-                                      "groups, ranks, flags; failures; files) as JSON on stdout."),
+        json_out: bool = typer.Option(
+            False,
+            "--json",
+            help="Print the whole result (cells with values, hashes, "
+            "groups, ranks, flags; failures; files) as JSON on stdout.",
+        ),
     ) -> None:
         from ..compare import as_json, evaluate_config, load_config, write_report
         from ..compare.engine import count_tasks
 
         cfg = load_config(config, out=out, jobs=jobs)
-        output.info(f"comparing {output.plural(len(cfg.systems), 'system')} on "
-                    f"{output.plural(len(cfg.datasets), 'dataset')} with {output.plural(len(cfg.metrics), 'metric')}")
+        output.info(
+            f"comparing {output.plural(len(cfg.systems), 'system')} on "
+            f"{output.plural(len(cfg.datasets), 'dataset')} with {output.plural(len(cfg.metrics), 'metric')}"
+        )
         with output.progress("evaluating", total=count_tasks(cfg)) as advance:
             result = evaluate_config(cfg, jobs=jobs, on_progress=lambda done, total: advance())
         files = write_report(result)

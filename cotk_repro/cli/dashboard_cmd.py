@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from . import output
 
-DB_HELP = ("Database URL: sqlite:////abs/path.sqlite3 or postgresql+psycopg://user@host:port/db "
-           "(default: $COTK_REPRO_DASHBOARD_DB, else dashboard.sqlite3 in the user data dir, $XDG_DATA_HOME/cotk-repro).")
+DB_HELP = (
+    "Database URL: sqlite:////abs/path.sqlite3 or postgresql+psycopg://user@host:port/db "
+    "(default: $COTK_REPRO_DASHBOARD_DB, else dashboard.sqlite3 in the user data dir, $XDG_DATA_HOME/cotk-repro)."
+)
 
 
 def _read_pub(path: Path) -> str:
-    from ..errors import CotkError
-
     from ..core.signing import SigningError, parse_public_key
+    from ..errors import CotkError
 
     try:
         text = path.expanduser().read_text(encoding="utf-8", errors="replace").strip()
@@ -48,20 +48,44 @@ def register(cli: typer.Typer) -> None:
 
     @group.command()
     def serve(
-        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
-        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0 to expose it; put TLS in front)."),
+        db: str | None = typer.Option(None, "--db", help=DB_HELP),
+        host: str = typer.Option(
+            "127.0.0.1", "--host", help="Address to listen on (0.0.0.0 to expose it; put TLS in front)."
+        ),
         port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
-        workers: int = typer.Option(1, "--workers", min=1, max=64, help="Worker processes (use PostgreSQL for more than a few)."),
-        max_body: int = typer.Option(5 * 1024 * 1024, "--max-body", min=1024, help="Largest request body accepted, in bytes (larger: 413)."),
-        rate_limit: str = typer.Option("3000/60", "--rate-limit", help="Writes allowed per token (or client address), as N/SECONDS, e.g. 600/60; 'off' to disable."),
-        read_rate_limit: Optional[str] = typer.Option(None, "--read-rate-limit", help="Reads allowed per client address, as N/SECONDS (default: unlimited)."),
-        public_url: Optional[str] = typer.Option(None, "--public-url", help="The URL users reach the dashboard at, for links in API answers (default: from each request)."),
+        workers: int = typer.Option(
+            1, "--workers", min=1, max=64, help="Worker processes (use PostgreSQL for more than a few)."
+        ),
+        max_body: int = typer.Option(
+            5 * 1024 * 1024, "--max-body", min=1024, help="Largest request body accepted, in bytes (larger: 413)."
+        ),
+        rate_limit: str = typer.Option(
+            "3000/60",
+            "--rate-limit",
+            help="Writes allowed per token (or client address), as N/SECONDS, e.g. 600/60; 'off' to disable.",
+        ),
+        read_rate_limit: str | None = typer.Option(
+            None, "--read-rate-limit", help="Reads allowed per client address, as N/SECONDS (default: unlimited)."
+        ),
+        public_url: str | None = typer.Option(
+            None,
+            "--public-url",
+            help="The URL users reach the dashboard at, for links in API answers (default: from each request).",
+        ),
         access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request."),
-        allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Accept records and reproductions without "
-                                            "an SSH signature (shown as unsigned; default: refused with 403)."),
-        reproduce_queue: bool = typer.Option(False, "--reproduce-queue", help="Give every record accepted a "
-                                             "reproduction job, drained by `cotk-repro dashboard worker` processes "
-                                             "(PostgreSQL only; docs/fleet.md)."),
+        allow_unsigned: bool = typer.Option(
+            False,
+            "--allow-unsigned",
+            help="Accept records and reproductions without "
+            "an SSH signature (shown as unsigned; default: refused with 403).",
+        ),
+        reproduce_queue: bool = typer.Option(
+            False,
+            "--reproduce-queue",
+            help="Give every record accepted a "
+            "reproduction job, drained by `cotk-repro dashboard worker` processes "
+            "(PostgreSQL only; docs/fleet.md).",
+        ),
     ) -> None:
         """Run the dashboard (creates or upgrades its database first) and print its URL."""
         from ..dashboard.server import serve as do_serve
@@ -71,32 +95,69 @@ def register(cli: typer.Typer) -> None:
             sys.stdout.flush()
             output.info(f"dashboard at {url} (Ctrl-C to stop)")
 
-        do_serve(db, host=host, port=port, workers=workers, max_body=max_body, rate_limit=rate_limit,
-                 read_rate_limit=read_rate_limit, public_url=public_url, access_log=access_log, on_ready=ready,
-                 allow_unsigned=allow_unsigned, reproduce_queue=reproduce_queue)
+        do_serve(
+            db,
+            host=host,
+            port=port,
+            workers=workers,
+            max_body=max_body,
+            rate_limit=rate_limit,
+            read_rate_limit=read_rate_limit,
+            public_url=public_url,
+            access_log=access_log,
+            on_ready=ready,
+            allow_unsigned=allow_unsigned,
+            reproduce_queue=reproduce_queue,
+        )
 
     @group.command()
     def worker(
-        db: str = typer.Option(..., "--db", help="The dashboard's PostgreSQL URL, postgresql+psycopg://USER@HOST/DB "
-                                                 "(the queue lives there)."),
-        key: Path = typer.Option(..., "--key", metavar="PRIVATE_KEY", help="The pool's SSH private key (its .pub "
-                                 "beside it), registered for the pool's user: `dashboard add-user NAME --ssh-key "
-                                 "KEY.pub`. Every reproduction is signed with it."),
-        concurrency: int = typer.Option(1, "--concurrency", min=1, max=64, help="Reproductions run at once by this "
-                                        "worker."),
-        base_image: Optional[str] = typer.Option(None, "--base-image", help="Docker base image (default: "
-                                                 "COTK_REPRO_BASE_IMAGE, else the project's or the recorded "
-                                                 "python:X.Y-slim)."),
-        timeout: Optional[float] = typer.Option(None, "--timeout", min=1.0, help="Wall-time limit in seconds of each "
-                                                "step that runs a record's code, as `reproduce --timeout` (default: "
-                                                "the project's config, else 3600)."),
-        max_attempts: int = typer.Option(3, "--max-attempts", min=1, max=20, help="Runs of a job that could not "
-                                         "run before it is marked failed."),
-        stalled_after: float = typer.Option(30.0, "--stalled-after", min=2.0, help="Seconds without a heartbeat "
-                                            "after which a worker's jobs go back on the queue."),
-        graceful_timeout: Optional[float] = typer.Option(None, "--graceful-timeout", min=0.0, help="On SIGTERM, "
-                                                         "seconds to let running jobs finish before abandoning them "
-                                                         "(default: wait for them)."),
+        db: str = typer.Option(
+            ...,
+            "--db",
+            help="The dashboard's PostgreSQL URL, postgresql+psycopg://USER@HOST/DB (the queue lives there).",
+        ),
+        key: Path = typer.Option(
+            ...,
+            "--key",
+            metavar="PRIVATE_KEY",
+            help="The pool's SSH private key (its .pub "
+            "beside it), registered for the pool's user: `dashboard add-user NAME --ssh-key "
+            "KEY.pub`. Every reproduction is signed with it.",
+        ),
+        concurrency: int = typer.Option(
+            1, "--concurrency", min=1, max=64, help="Reproductions run at once by this worker."
+        ),
+        base_image: str | None = typer.Option(
+            None,
+            "--base-image",
+            help="Docker base image (default: "
+            "COTK_REPRO_BASE_IMAGE, else the project's or the recorded "
+            "python:X.Y-slim).",
+        ),
+        timeout: float | None = typer.Option(
+            None,
+            "--timeout",
+            min=1.0,
+            help="Wall-time limit in seconds of each "
+            "step that runs a record's code, as `reproduce --timeout` (default: "
+            "the project's config, else 3600).",
+        ),
+        max_attempts: int = typer.Option(
+            3, "--max-attempts", min=1, max=20, help="Runs of a job that could not run before it is marked failed."
+        ),
+        stalled_after: float = typer.Option(
+            30.0,
+            "--stalled-after",
+            min=2.0,
+            help="Seconds without a heartbeat after which a worker's jobs go back on the queue.",
+        ),
+        graceful_timeout: float | None = typer.Option(
+            None,
+            "--graceful-timeout",
+            min=0.0,
+            help="On SIGTERM, seconds to let running jobs finish before abandoning them (default: wait for them).",
+        ),
     ) -> None:
         """Drain the reproduction queue: reproduce each record with the Docker runtime, sign, attach.
 
@@ -108,20 +169,33 @@ def register(cli: typer.Typer) -> None:
 
         logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
         logging.getLogger("cotk_repro.dashboard.worker").setLevel(logging.INFO)  # one line per job
-        run_worker(db, key, concurrency=concurrency, base_image=base_image, timeout=timeout, max_attempts=max_attempts,
-                   stalled_after=stalled_after, graceful_timeout=graceful_timeout,
-                   on_ready=lambda line: output.info(line))
+        run_worker(
+            db,
+            key,
+            concurrency=concurrency,
+            base_image=base_image,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            stalled_after=stalled_after,
+            graceful_timeout=graceful_timeout,
+            on_ready=lambda line: output.info(line),
+        )
 
     @group.command("add-user")
     def add_user(
         name: str = typer.Argument(..., help="User name (letters, digits, '.', '_', '-')."),
-        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
-        ssh_key: List[Path] = typer.Option([], "--ssh-key", metavar="FILE.pub", help="Register this SSH public key "
-                                           "for the user on your word as the administrator (repeatable; no proof "
-                                           "of possession is asked: vouch only for keys you got from the user "
-                                           "themself): records and reproductions it signs are theirs. Users "
-                                           "register their own keys with `cotk-repro keys add`, which proves "
-                                           "they hold them."),
+        db: str | None = typer.Option(None, "--db", help=DB_HELP),
+        ssh_key: list[Path] = typer.Option(
+            [],
+            "--ssh-key",
+            metavar="FILE.pub",
+            help="Register this SSH public key "
+            "for the user on your word as the administrator (repeatable; no proof "
+            "of possession is asked: vouch only for keys you got from the user "
+            "themself): records and reproductions it signs are theirs. Users "
+            "register their own keys with `cotk-repro keys add`, which proves "
+            "they hold them.",
+        ),
     ) -> None:
         """Create a user (or give an existing one another token) and print the token once.
 
@@ -135,15 +209,17 @@ def register(cli: typer.Typer) -> None:
         database = open_database(db)
         token, created = do_add(database, name)
         _add_keys(database, name, keys)
-        output.info(f"{'created user' if created else 'new token for the existing user'} {name} on "
-                    f"{database.safe_url()}; this token is shown only once:")
+        output.info(
+            f"{'created user' if created else 'new token for the existing user'} {name} on "
+            f"{database.safe_url()}; this token is shown only once:"
+        )
         sys.stdout.write(token + "\n")
 
     @group.command("add-key")
     def add_key(
         name: str = typer.Argument(..., help="An existing user."),
-        ssh_key: List[Path] = typer.Argument(..., metavar="FILE.pub", help="SSH public key file(s)."),
-        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+        ssh_key: list[Path] = typer.Argument(..., metavar="FILE.pub", help="SSH public key file(s)."),
+        db: str | None = typer.Option(None, "--db", help=DB_HELP),
     ) -> None:
         """Register SSH public keys for a user on your word as the administrator (no proof of possession asked).
 
@@ -159,7 +235,7 @@ def register(cli: typer.Typer) -> None:
     def revoke_key(
         name: str = typer.Argument(..., help="The key's user."),
         fingerprint: str = typer.Argument(..., help="The key's fingerprint, SHA256:... (see `dashboard keys NAME`)."),
-        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+        db: str | None = typer.Option(None, "--db", help=DB_HELP),
     ) -> None:
         """Revoke a user's SSH key: uploads it signs are refused from now on (403)."""
         from ..dashboard.db import open_database
@@ -171,7 +247,7 @@ def register(cli: typer.Typer) -> None:
     @group.command("keys")
     def keys(
         name: str = typer.Argument(..., help="User whose keys to list."),
-        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+        db: str | None = typer.Option(None, "--db", help=DB_HELP),
         json_out: bool = typer.Option(False, "--json", help="Print the keys as JSON on stdout."),
     ) -> None:
         """List a user's SSH keys with their fingerprints."""
@@ -182,14 +258,18 @@ def register(cli: typer.Typer) -> None:
         if json_out:
             output.print_json(rows)
             return
-        output.console.print(output.table(f"SSH keys of {name}", ["fingerprint", "type", "comment", "added", "revoked"],
-                                          [[k["fingerprint"], k["type"], k["comment"], k["created_at"],
-                                            k["revoked_at"] or ""] for k in rows]))
+        output.console.print(
+            output.table(
+                f"SSH keys of {name}",
+                ["fingerprint", "type", "comment", "added", "revoked"],
+                [[k["fingerprint"], k["type"], k["comment"], k["created_at"], k["revoked_at"] or ""] for k in rows],
+            )
+        )
 
     @group.command("revoke-token")
     def revoke_token(
         name: str = typer.Argument(..., help="User whose tokens to revoke."),
-        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+        db: str | None = typer.Option(None, "--db", help=DB_HELP),
     ) -> None:
         """Revoke every token of a user (their records and reproductions stay)."""
         from ..dashboard.auth import revoke_token as do_revoke
@@ -200,7 +280,7 @@ def register(cli: typer.Typer) -> None:
 
     @group.command("users")
     def users(
-        db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+        db: str | None = typer.Option(None, "--db", help=DB_HELP),
         json_out: bool = typer.Option(False, "--json", help="Print the users as JSON on stdout."),
     ) -> None:
         """List the users and how many active tokens each holds."""
@@ -211,11 +291,16 @@ def register(cli: typer.Typer) -> None:
         if json_out:
             output.print_json(rows)
             return
-        output.console.print(output.table("users", ["name", "active tokens", "created"],
-                                          [[u["name"], u["active_tokens"], u["created_at"]] for u in rows]))
+        output.console.print(
+            output.table(
+                "users",
+                ["name", "active tokens", "created"],
+                [[u["name"], u["active_tokens"], u["created_at"]] for u in rows],
+            )
+        )
 
     @group.command("migrate")
-    def migrate(db: Optional[str] = typer.Option(None, "--db", help=DB_HELP)) -> None:
+    def migrate(db: str | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
         """Create or upgrade the database schema (alembic upgrade head); serve does this too."""
         from ..dashboard.db import open_database
 

@@ -6,8 +6,8 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 import typer
 
@@ -17,6 +17,7 @@ from . import output
 @contextlib.contextmanager
 def _sigterm_as_exit() -> Iterator[None]:
     """SIGTERM as an exit (status 143) that runs the demo's clean-up, not a kill that leaves its folder behind."""
+
     def _terminated(signum: int, _frame: object) -> None:
         output.error("terminated (SIGTERM)")
         raise SystemExit(128 + signum)
@@ -34,24 +35,48 @@ def _sigterm_as_exit() -> Iterator[None]:
 
 def register(cli: typer.Typer) -> None:
     """Add the `demo` command (the whole evaluate, publish, reproduce loop) to `cli`."""
+
     @cli.command()
     def demo(
-        folder: Optional[Path] = typer.Option(None, "--dir", help="Folder for the demo, kept afterwards (default: a new "
-                                              "temporary folder, removed at the end unless --keep)."),
-        keep: bool = typer.Option(False, "--keep", help="Keep the temporary folder (project, git remote, dashboard "
-                                  "database) and print how to serve its dashboard again."),
-        runtime: Optional[str] = typer.Option(None, "--runtime", help="Runtime of the reproduction: venv or docker "
-                                              "(default: docker when an engine and the base image are there, else venv)."),
-        base_image: Optional[str] = typer.Option(None, "--base-image", help="Docker base image for the docker runtime "
-                                                 "(default: COTK_REPRO_BASE_IMAGE, else cotk-repro-base:bookworm)."),
+        folder: Path | None = typer.Option(
+            None,
+            "--dir",
+            help="Folder for the demo, kept afterwards (default: a new "
+            "temporary folder, removed at the end unless --keep).",
+        ),
+        keep: bool = typer.Option(
+            False,
+            "--keep",
+            help="Keep the temporary folder (project, git remote, dashboard "
+            "database) and print how to serve its dashboard again.",
+        ),
+        runtime: str | None = typer.Option(
+            None,
+            "--runtime",
+            help="Runtime of the reproduction: venv or docker "
+            "(default: docker when an engine and the base image are there, else venv).",
+        ),
+        base_image: str | None = typer.Option(
+            None,
+            "--base-image",
+            help="Docker base image for the docker runtime "
+            "(default: COTK_REPRO_BASE_IMAGE, else cotk-repro-base:bookworm).",
+        ),
         host: str = typer.Option("127.0.0.1", "--host", help="Address of the embedded dashboard."),
         port: int = typer.Option(0, "--port", help="Port of the embedded dashboard (default: a free one)."),
-        serve: bool = typer.Option(True, "--serve/--no-serve", help="Keep the dashboard serving until Ctrl-C (default), "
-                                   "or exit when the loop is done."),
+        serve: bool = typer.Option(
+            True,
+            "--serve/--no-serve",
+            help="Keep the dashboard serving until Ctrl-C (default), or exit when the loop is done.",
+        ),
         json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout (implies --no-serve)."),
-        trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Accepted as `reproduce` takes it; the "
-                                               "demo reproduces the sample project it wrote itself, which it trusts "
-                                               "for the venv runtime either way."),
+        trust_remote_code: bool = typer.Option(
+            False,
+            "--trust-remote-code",
+            help="Accepted as `reproduce` takes it; the "
+            "demo reproduces the sample project it wrote itself, which it trusts "
+            "for the venv runtime either way.",
+        ),
     ) -> None:
         """The whole loop on one machine: scaffold a sample project, run it, publish it to a local bare git
         remote and an embedded dashboard, reproduce it from the remote, print the verdict and the dashboard URL.
@@ -61,8 +86,9 @@ def register(cli: typer.Typer) -> None:
 
         image = base_image or os.environ.get("COTK_REPRO_BASE_IMAGE") or "cotk-repro-base:bookworm"
         with _sigterm_as_exit():
-            result = run_demo(folder, runtime=runtime, base_image=image, host=host, port=port, keep=keep,
-                              on_status=output.info)
+            result = run_demo(
+                folder, runtime=runtime, base_image=image, host=host, port=port, keep=keep, on_status=output.info
+            )
         kept = keep or folder is not None
         outcome = result.reproduction
         verdict = outcome.verdict
@@ -71,19 +97,33 @@ def register(cli: typer.Typer) -> None:
         view = RecordView.of(result.record)
         try:
             if json_out:
-                output.print_json({"folder": str(result.folder), "kept": kept, "record_id": view.id,
-                                   "results": view.recorded_results(), "dashboard": result.dashboard_url,
-                                   "record_url": result.record_url, "runtime": result.runtime,
-                                   "reproduction": verdict, "timings_s": result.timings})
+                output.print_json(
+                    {
+                        "folder": str(result.folder),
+                        "kept": kept,
+                        "record_id": view.id,
+                        "results": view.recorded_results(),
+                        "dashboard": result.dashboard_url,
+                        "record_url": result.record_url,
+                        "runtime": result.runtime,
+                        "reproduction": verdict,
+                        "timings_s": result.timings,
+                    }
+                )
             else:
-                rows = [[name, output.fmt_value(item.value), output.fmt_hash(item.hash)]
-                        for name, item in view.results.items()]
+                rows = [
+                    [name, output.fmt_value(item.value), output.fmt_hash(item.hash)]
+                    for name, item in view.results.items()
+                ]
                 output.console.print(output.table(f"record {(view.id or '')[:19]}", ["metric", "value", "hash"], rows))
                 if outcome.error is not None:
                     output.error(outcome.error.message, outcome.error.hint, outcome.error.log)
                 else:
-                    render_verdicts(outcome.rows, verdict["verdict"],
-                                    title=f"reproduction from the git remote ({result.runtime} runtime)")
+                    render_verdicts(
+                        outcome.rows,
+                        verdict["verdict"],
+                        title=f"reproduction from the git remote ({result.runtime} runtime)",
+                    )
                 if kept:
                     output.console.print(f"project:   {result.project}", markup=False)
                 stopped = "" if serve else " (stopped when this command exits)"
@@ -102,8 +142,10 @@ def register(cli: typer.Typer) -> None:
             if result.stop:
                 result.stop()
             if kept:
-                output.info(f"the demo is kept in {result.folder}; serve its dashboard again with: "
-                            f"cotk-repro dashboard serve --db sqlite:///{result.folder / 'dashboard.db'}")
+                output.info(
+                    f"the demo is kept in {result.folder}; serve its dashboard again with: "
+                    f"cotk-repro dashboard serve --db sqlite:///{result.folder / 'dashboard.db'}"
+                )
             else:
                 cleanup(result.folder)
                 output.info(f"removed the demo folder {result.folder} (--keep keeps it)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any
 
 import typer
 
@@ -14,45 +14,89 @@ def result_rows(result: dict[str, Any]) -> list[list[Any]]:
     """One row per value: key, value, hash (shortened), signature."""
     from ..core.results import parse_result_dict
 
-    return [[key, output.fmt_value(r["value"]), output.fmt_hash(r["hash"]), r["signature"] or ""]
-            for key, r in parse_result_dict(result, skip_extras=True).items()]
+    return [
+        [key, output.fmt_value(r["value"]), output.fmt_hash(r["hash"]), r["signature"] or ""]
+        for key, r in parse_result_dict(result, skip_extras=True).items()
+    ]
 
 
 def register(cli: typer.Typer) -> None:
     """Add the `evaluate` command (score hypothesis files with metrics) to `cli`."""
+
     @cli.command("evaluate")
     def evaluate(
-        hyps: Optional[Path] = typer.Option(None, "--hyps", metavar="FILE", help="Generated sentences: a UTF-8 text "
-                                            "file, one sentence per line (needed unless --groups is given)."),
-        refs: Optional[Path] = typer.Option(None, "--refs", metavar="FILE", help="References: a text file with one "
-                                            "reference per line, or JSONL with one {\"references\": [...]} object "
-                                            "per line for several references per hypothesis. Needed by every metric "
-                                            "but self-bleu and distinct-like ones."),
-        metric: Optional[List[str]] = typer.Option(None, "--metric", "-m", metavar="NAME", help="A metric to compute "
-                                                   "(repeatable; default: bleu). `cotk-repro plugins` lists the "
-                                                   "registered metrics."),
-        option: Optional[List[str]] = typer.Option(None, "--option", "-o", metavar="METRIC.KEY=VALUE",
-                                                   help="A metric option (repeatable), e.g. bleu.ngram=2 or "
-                                                   "self-bleu.sample=1000; VALUE is read as JSON when it is JSON "
-                                                   "(numbers, lists, null), else as a string."),
-        tokenizer: Optional[str] = typer.Option(None, "--tokenizer", "-t", metavar="NAME", help="Tokenizer for the "
-                                                "metrics that split text with one (e.g. distinct): a registered "
-                                                "name such as nltk or space. The BLEU family keeps its own "
-                                                "(WordPunct, or -o bleu.tokenizer=NAME: 13a, intl, zh, char, "
-                                                "ja-mecab, ko-mecab, space, ...)."),
-        queries: Optional[Path] = typer.Option(None, "--queries", metavar="FILE", help="The query (context) each "
-                                               "hypothesis answers, one per line, for metrics that read it (e.g. "
-                                               "coherence from the cotk-repro-lm plugin)."),
-        groups: Optional[Path] = typer.Option(None, "--groups", metavar="FILE", help="Groups of responses, JSONL with "
-                                              "one {\"responses\": [...]} object per line (e.g. a system's answers "
-                                              "to `cotk-repro augment` variants), for metrics that score groups "
-                                              "(group-entropy)."),
-        per_sentence: bool = typer.Option(False, "--per-sentence", help="Also report per-sentence scores (lists, "
-                                          "shown with --json) for the metrics that have them."),
-        batch_size: Optional[int] = typer.Option(None, "--batch-size", min=1, help="Batch size for the metrics "
-                                                 "that run a model (e.g. fluency, coherence)."),
-        json_out: bool = typer.Option(False, "--json", help="Print the result dict (values, hashes, signatures) as "
-                                      "JSON on stdout, ready for a result file."),
+        hyps: Path | None = typer.Option(
+            None,
+            "--hyps",
+            metavar="FILE",
+            help="Generated sentences: a UTF-8 text file, one sentence per line (needed unless --groups is given).",
+        ),
+        refs: Path | None = typer.Option(
+            None,
+            "--refs",
+            metavar="FILE",
+            help="References: a text file with one "
+            'reference per line, or JSONL with one {"references": [...]} object '
+            "per line for several references per hypothesis. Needed by every metric "
+            "but self-bleu and distinct-like ones.",
+        ),
+        metric: list[str] | None = typer.Option(
+            None,
+            "--metric",
+            "-m",
+            metavar="NAME",
+            help="A metric to compute (repeatable; default: bleu). `cotk-repro plugins` lists the registered metrics.",
+        ),
+        option: list[str] | None = typer.Option(
+            None,
+            "--option",
+            "-o",
+            metavar="METRIC.KEY=VALUE",
+            help="A metric option (repeatable), e.g. bleu.ngram=2 or "
+            "self-bleu.sample=1000; VALUE is read as JSON when it is JSON "
+            "(numbers, lists, null), else as a string.",
+        ),
+        tokenizer: str | None = typer.Option(
+            None,
+            "--tokenizer",
+            "-t",
+            metavar="NAME",
+            help="Tokenizer for the "
+            "metrics that split text with one (e.g. distinct): a registered "
+            "name such as nltk or space. The BLEU family keeps its own "
+            "(WordPunct, or -o bleu.tokenizer=NAME: 13a, intl, zh, char, "
+            "ja-mecab, ko-mecab, space, ...).",
+        ),
+        queries: Path | None = typer.Option(
+            None,
+            "--queries",
+            metavar="FILE",
+            help="The query (context) each "
+            "hypothesis answers, one per line, for metrics that read it (e.g. "
+            "coherence from the cotk-repro-lm plugin).",
+        ),
+        groups: Path | None = typer.Option(
+            None,
+            "--groups",
+            metavar="FILE",
+            help="Groups of responses, JSONL with "
+            'one {"responses": [...]} object per line (e.g. a system\'s answers '
+            "to `cotk-repro augment` variants), for metrics that score groups "
+            "(group-entropy).",
+        ),
+        per_sentence: bool = typer.Option(
+            False,
+            "--per-sentence",
+            help="Also report per-sentence scores (lists, shown with --json) for the metrics that have them.",
+        ),
+        batch_size: int | None = typer.Option(
+            None, "--batch-size", min=1, help="Batch size for the metrics that run a model (e.g. fluency, coherence)."
+        ),
+        json_out: bool = typer.Option(
+            False,
+            "--json",
+            help="Print the result dict (values, hashes, signatures) as JSON on stdout, ready for a result file.",
+        ),
     ) -> None:
         """Score generated text with hashed metrics: each value with its comparability hash and signature.
 
@@ -63,14 +107,22 @@ def register(cli: typer.Typer) -> None:
         names = list(dict.fromkeys(metric or ["bleu"]))
         opts = parse_options(list(option or []), names)
         with output.progress("evaluating", total=len(names)) as advance:
-            result = evaluate_files(hyps, refs, names, opts, tokenizer=tokenizer, on_metric=lambda _name: advance(),
-                                    queries_path=queries, groups_path=groups, per_sentence=per_sentence,
-                                    batch_size=batch_size)
+            result = evaluate_files(
+                hyps,
+                refs,
+                names,
+                opts,
+                tokenizer=tokenizer,
+                on_metric=lambda _name: advance(),
+                queries_path=queries,
+                groups_path=groups,
+                per_sentence=per_sentence,
+                batch_size=batch_size,
+            )
         if json_out:
             output.print_json(result)
             return
         source = hyps or groups
         assert source is not None  # evaluate_files refused a run given neither
         title = source.name + (f" vs {refs.name}" if refs else "")
-        output.console.print(output.table(title,
-                                          ["metric", "value", "hash", "signature"], result_rows(result)))
+        output.console.print(output.table(title, ["metric", "value", "hash", "signature"], result_rows(result)))

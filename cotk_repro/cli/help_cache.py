@@ -23,14 +23,26 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from .._version import __version__
 
 FORMAT = 1
-_ENV_NAMES = ("COLUMNS", "LINES", "TERMINAL_WIDTH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "PYTHONUTF8",
-              "GITHUB_ACTIONS", "DATABRICKS_RUNTIME_VERSION", "CI")
+_ENV_NAMES = (
+    "COLUMNS",
+    "LINES",
+    "TERMINAL_WIDTH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "PYTHONIOENCODING",
+    "PYTHONUTF8",
+    "GITHUB_ACTIONS",
+    "DATABRICKS_RUNTIME_VERSION",
+    "CI",
+)
 _ENV_PREFIXES = ("COTK_REPRO_", "TYPER_", "_TYPER_", "CLICK_", "JUPYTER_")
 _ENV_PARTS = ("COLOR", "TERM", "TTY")  # NO_COLOR, FORCE_COLOR, PY_COLORS, TERM, COLORTERM, TTY_COMPATIBLE, ...
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -76,12 +88,23 @@ def _terminal(fd: int) -> list[int] | None:
 
 def key(args: list[str]) -> str:
     """The cache key of the help that ``args`` prints here (see the module's docstring)."""
-    env = {k: v for k, v in os.environ.items()
-           if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES) or any(part in k for part in _ENV_PARTS)}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES) or any(part in k for part in _ENV_PARTS)
+    }
     streams: list[list[Any] | None] = [_terminal(fd) for fd in (0, 1, 2)]
     streams.append([getattr(s, "encoding", None) for s in (sys.stdout, sys.stderr)])
-    facts = [FORMAT, __version__, sys.executable, sys.version, args, env, streams,
-             [[p, _distributions(p)] for p in sys.path]]
+    facts = [
+        FORMAT,
+        __version__,
+        sys.executable,
+        sys.version,
+        args,
+        env,
+        streams,
+        [[p, _distributions(p)] for p in sys.path],
+    ]
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
 
 

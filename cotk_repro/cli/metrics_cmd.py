@@ -16,13 +16,19 @@ def _range(r: list[Any]) -> str:
 
 def register(cli: typer.Typer) -> None:
     """Add the `metrics` command (list registered metrics and their facts) to `cli`."""
+
     @cli.command("metrics")
-    def metrics(json_out: bool = typer.Option(False, "--json", help="A JSON list on stdout: per metric its name, "
-                                              "plugin, higher_is_better, value_range ([low, high], null = "
-                                              "unbounded), needs_references, paired_references, references "
-                                              "(aligned/set/none), level, cost, result_keys, key_facts, "
-                                              "version and options."),
-                ) -> None:
+    def metrics(
+        json_out: bool = typer.Option(
+            False,
+            "--json",
+            help="A JSON list on stdout: per metric its name, "
+            "plugin, higher_is_better, value_range ([low, high], null = "
+            "unbounded), needs_references, paired_references, references "
+            "(aligned/set/none), level, cost, result_keys, key_facts, "
+            "version and options.",
+        ),
+    ) -> None:
         """Every registered metric (built-in or plugin) with the facts it declares about itself.
 
         Direction, value range, reference use, level and cost come from the metric's own class (see
@@ -40,7 +46,17 @@ def register(cli: typer.Typer) -> None:
                 rows.append([m["name"], "", "", "", "", "", "BROKEN: " + m["error"]])
                 continue
             opts = ", ".join(o["name"] for o in m["options"])
-            rows.append([m["name"], "higher" if m["higher_is_better"] else "lower", _range(m["value_range"]),
-                         m["references"], m["level"], f"{m['cost']:g}", opts])
-        output.console.print(output.table("metrics", ["metric", "better", "range", "references", "level", "cost",
-                                                      "options"], rows))
+            rows.append(
+                [
+                    m["name"],
+                    "higher" if m["higher_is_better"] else "lower",
+                    _range(m["value_range"]),
+                    m["references"],
+                    m["level"],
+                    f"{m['cost']:g}",
+                    opts,
+                ]
+            )
+        output.console.print(
+            output.table("metrics", ["metric", "better", "range", "references", "level", "cost", "options"], rows)
+        )

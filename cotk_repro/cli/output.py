@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -98,6 +99,7 @@ def widen_help_when_piped() -> None:
 
     columns = os.environ.get("COLUMNS", "")
     import_rich_help().MAX_WIDTH = int(columns) if columns.isdigit() else HELP_WIDTH
+
 
 _state = {"debug": os.environ.get("COTK_REPRO_DEBUG", "") not in ("", "0")}
 
@@ -204,12 +206,20 @@ def progress(description: str, total: float | None = None, *, thread: bool = Tru
         return
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                  console=_console("err_console"), transient=True, auto_refresh=thread) as bar:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=_console("err_console"),
+        transient=True,
+        auto_refresh=thread,
+    ) as bar:
         task = bar.add_task(description, total=total)
         if thread:
             yield lambda n=1: bar.advance(task, n)
         else:
+
             def advance(n: float = 1) -> None:
                 bar.advance(task, n)
                 bar.refresh()

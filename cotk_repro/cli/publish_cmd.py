@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -16,25 +15,44 @@ def _render_steps(steps) -> None:
         where = s.get("url") or s.get("dashboard") or ""
         detail = s.get("detail") or ""
         if s.get("target") == "git":
-            detail = f"ref {s.get('ref')}; code {s.get('code')}" + (f"; GitHub repository {s['github']}" if s.get("github") else "")
+            detail = f"ref {s.get('ref')}; code {s.get('code')}" + (
+                f"; GitHub repository {s['github']}" if s.get("github") else ""
+            )
         rows.append([s.get("target"), s.get("status"), where, detail])
     output.console.print(output.table("published", ["target", "status", "where", "detail"], rows))
 
 
 def register(cli: typer.Typer) -> None:
     """Add the `publish` and `login` commands to `cli`."""
+
     @cli.command()
     def publish(
-        record_id: str = typer.Argument("latest", metavar="[ID]", help="Local record id, unique prefix, or `latest` (default)."),
-        remote: Optional[str] = typer.Option(None, "--remote", help="Git remote to push to (default: publish.remote in cotk-repro.toml, else origin)."),
-        dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard URL (default: dashboard.url in cotk-repro.toml, else the one you logged in to)."),
-        target: Optional[List[str]] = typer.Option(None, "--target", "-T", metavar="NAME", help="A publish target to "
-                                                   "run (repeatable, in order; default: publish.targets in "
-                                                   "cotk-repro.toml, else git then dashboard). Any registered "
-                                                   "target, see `cotk-repro plugins`."),
+        record_id: str = typer.Argument(
+            "latest", metavar="[ID]", help="Local record id, unique prefix, or `latest` (default)."
+        ),
+        remote: str | None = typer.Option(
+            None, "--remote", help="Git remote to push to (default: publish.remote in cotk-repro.toml, else origin)."
+        ),
+        dashboard: str | None = typer.Option(
+            None,
+            "--dashboard",
+            help="Dashboard URL (default: dashboard.url in cotk-repro.toml, else the one you logged in to).",
+        ),
+        target: list[str] | None = typer.Option(
+            None,
+            "--target",
+            "-T",
+            metavar="NAME",
+            help="A publish target to "
+            "run (repeatable, in order; default: publish.targets in "
+            "cotk-repro.toml, else git then dashboard). Any registered "
+            "target, see `cotk-repro plugins`.",
+        ),
         no_git: bool = typer.Option(False, "--no-git", help="Do not push to the git remote."),
         no_dashboard: bool = typer.Option(False, "--no-dashboard", help="Do not upload to the dashboard."),
-        push: bool = typer.Option(False, "--push", help="Also push the recorded commit's branch when the remote does not have the commit yet."),
+        push: bool = typer.Option(
+            False, "--push", help="Also push the recorded commit's branch when the remote does not have the commit yet."
+        ),
         json_out: bool = typer.Option(False, "--json", help="Print the publish report as JSON on stdout."),
     ) -> None:
         """Push the record's commit and the record (records ref) to the git remote, and upload it to the dashboard.
@@ -45,9 +63,17 @@ def register(cli: typer.Typer) -> None:
         from ..publish.core import publish as do_publish
 
         try:
-            report = do_publish(Path.cwd(), record_id, remote=remote, dashboard=dashboard, use_git=not no_git,
-                                use_dashboard=not no_dashboard, push=True if push else None,
-                                targets=list(target) if target else None, on_status=output.info)
+            report = do_publish(
+                Path.cwd(),
+                record_id,
+                remote=remote,
+                dashboard=dashboard,
+                use_git=not no_git,
+                use_dashboard=not no_dashboard,
+                push=True if push else None,
+                targets=list(target) if target else None,
+                on_status=output.info,
+            )
         except PublishError as exc:
             if exc.steps and not json_out:
                 _render_steps(exc.steps)
@@ -63,13 +89,25 @@ def register(cli: typer.Typer) -> None:
     @cli.command()
     def login(
         dashboard: str = typer.Option(..., "--dashboard", help="Dashboard URL, e.g. https://dash.example.org."),
-        token: Optional[str] = typer.Option(None, "--token", help="Your token (from `cotk-repro dashboard add-user` on "
-                                            "the server). Left out or `-`: read from standard input (a hidden prompt "
-                                            "on a terminal); a value here shows in `ps` and in your shell history."),
-        check: bool = typer.Option(True, "--check/--no-check", help="Check with the dashboard that it answers and "
-                                   "accepts the token before saving (default); --no-check saves without asking it."),
-        register_key: bool = typer.Option(False, "--register-key", help="Also register your signing key on the "
-                                          "dashboard, proving you hold it (the same as `cotk-repro keys add`)."),
+        token: str | None = typer.Option(
+            None,
+            "--token",
+            help="Your token (from `cotk-repro dashboard add-user` on "
+            "the server). Left out or `-`: read from standard input (a hidden prompt "
+            "on a terminal); a value here shows in `ps` and in your shell history.",
+        ),
+        check: bool = typer.Option(
+            True,
+            "--check/--no-check",
+            help="Check with the dashboard that it answers and "
+            "accepts the token before saving (default); --no-check saves without asking it.",
+        ),
+        register_key: bool = typer.Option(
+            False,
+            "--register-key",
+            help="Also register your signing key on the "
+            "dashboard, proving you hold it (the same as `cotk-repro keys add`).",
+        ),
     ) -> None:
         """Store dashboard credentials in your user config (file mode 0600, never in a repository).
 
@@ -105,6 +143,7 @@ def _read_token(url: str) -> str:
     else:
         token = (sys.stdin.readline() if sys.stdin is not None else "").strip()
     if not token:
-        raise CotkError("no token was given (type it at the prompt, or pipe it: `cotk-repro login --dashboard URL "
-                        "< token-file`)")
+        raise CotkError(
+            "no token was given (type it at the prompt, or pipe it: `cotk-repro login --dashboard URL < token-file`)"
+        )
     return token

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from typer.core import TyperCommand
@@ -28,12 +27,22 @@ class _OptionalJsonValue(TyperCommand):
 
 
 def _render_list(records) -> None:
-    rows = [[(r["id"] or "").removeprefix("sha256:")[:12], r.get("status"), r.get("started_at"),
-             (r.get("commit") or "")[:8], r.get("entry"),
-             ", ".join(f"{k}={output.fmt_value(v)}" for k, v in (r.get("results") or {}).items())]
-            for r in records]
-    output.console.print(output.table("published records (newest first)",
-                                      ["id", "status", "started", "commit", "entry", "results"], rows))
+    rows = [
+        [
+            (r["id"] or "").removeprefix("sha256:")[:12],
+            r.get("status"),
+            r.get("started_at"),
+            (r.get("commit") or "")[:8],
+            r.get("entry"),
+            ", ".join(f"{k}={output.fmt_value(v)}" for k, v in (r.get("results") or {}).items()),
+        ]
+        for r in records
+    ]
+    output.console.print(
+        output.table(
+            "published records (newest first)", ["id", "status", "started", "commit", "entry", "results"], rows
+        )
+    )
 
 
 def _write_json(path: str, data) -> None:
@@ -56,59 +65,116 @@ def _confirm(consent) -> bool:
 
 def register(cli: typer.Typer) -> None:
     """Add the `reproduce` command (rerun a published record and compare) to `cli`."""
+
     @cli.command(cls=_OptionalJsonValue)
     def reproduce(
-        source: str = typer.Argument(..., help="user/repo (against COTK_REPRO_GIT_BASE, default https://github.com/), "
-                                               "a git URL, a local path, or a dashboard record URL."),
-        record: Optional[str] = typer.Option(None, "--record", help="Record id or unique prefix (default: the newest successful one)."),
+        source: str = typer.Argument(
+            ...,
+            help="user/repo (against COTK_REPRO_GIT_BASE, default https://github.com/), "
+            "a git URL, a local path, or a dashboard record URL.",
+        ),
+        record: str | None = typer.Option(
+            None, "--record", help="Record id or unique prefix (default: the newest successful one)."
+        ),
         list_: bool = typer.Option(False, "--list", help="List the published records of SOURCE and exit."),
-        runtime: Optional[str] = typer.Option(None, "--runtime", help="docker (default: isolated container), venv (a "
-                                              "virtual environment on this host) or local (this Python environment); host "
-                                              "runtimes must be chosen here: the project's reproduce.runtime may only "
-                                              "pick one that isolates the code."),
-        base_image: Optional[str] = typer.Option(None, "--base-image", help="Docker base image (default: reproduce.base_image "
-                                                 "of your user config, else COTK_REPRO_BASE_IMAGE, else the recorded "
-                                                 "python:X.Y-slim). The project's reproduce.base_image is used only with "
-                                                 "--allow-project-image."),
-        allow_project_image: Optional[bool] = typer.Option(None, "--allow-project-image/--no-project-image",
-                                                           help="Use the base image the reproduced project's config names "
-                                                           "(it may be pulled from a registry; default: "
-                                                           "reproduce.allow_project_image of your user config, else no)."),
-        rtol: Optional[float] = typer.Option(None, "--rtol", help="Relative tolerance (default: the project's config, else 1e-6)."),
-        atol: Optional[float] = typer.Option(None, "--atol", help="Absolute tolerance (default: the project's config, else 1e-12)."),
-        timeout: Optional[float] = typer.Option(None, "--timeout", help="Wall-time limit in seconds of each step that runs "
-                                                "the record's code: every sandbox wheel build, the image build, and the "
-                                                "run (default: reproduce.timeout of your user config, else 3600). The "
-                                                "project's config may only lower it."),
-        memory: Optional[str] = typer.Option(None, "--memory", help="Memory limit of the container, e.g. 4g (docker; "
-                                             "default: your user config, else 4g; the project may only lower it)."),
-        cpus: Optional[float] = typer.Option(None, "--cpus", help="CPU limit of the container (docker; default: your "
-                                             "user config, else 2; the project may only lower it)."),
-        disk: Optional[str] = typer.Option(None, "--disk", help="Writable space of the container, e.g. 1g: its work "
-                                           "folder (home) and /tmp are each a tmpfs of this size, the rest is read-only "
-                                           "(docker; default: your user config, else 1g; the project may only lower it)."),
-        trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Let --runtime venv or local run the "
-                                               "record's code on this host (and build its packages here) without asking. "
-                                               "Without it they ask on a terminal, and refuse (exit 2) without one. "
-                                               "The docker runtime needs no flag."),
-        submit: bool = typer.Option(False, "--submit", help="Send the verdict to your dashboard (needs `cotk-repro login`)."),
-        dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard for --submit (default: "
-                                                "COTK_REPRO_DASHBOARD_URL, else the one you logged in to; never one "
-                                                "named by the reproduced project)."),
-        allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Reproduce even when the record is "
-                                            "unsigned or its signature does not verify (otherwise: could not run, "
-                                            "before anything from the record is built or run)."),
-        keep: bool = typer.Option(False, "--keep", help="Keep the work folder (checkout, build context, logs) for debugging."),
-        json_out: Optional[str] = typer.Option(None, "--json", metavar="[FILE]", help="Print the verdict JSON on stdout "
-                                               "(nothing else), or write it to FILE and still show the table."),
+        runtime: str | None = typer.Option(
+            None,
+            "--runtime",
+            help="docker (default: isolated container), venv (a "
+            "virtual environment on this host) or local (this Python environment); host "
+            "runtimes must be chosen here: the project's reproduce.runtime may only "
+            "pick one that isolates the code.",
+        ),
+        base_image: str | None = typer.Option(
+            None,
+            "--base-image",
+            help="Docker base image (default: reproduce.base_image "
+            "of your user config, else COTK_REPRO_BASE_IMAGE, else the recorded "
+            "python:X.Y-slim). The project's reproduce.base_image is used only with "
+            "--allow-project-image.",
+        ),
+        allow_project_image: bool | None = typer.Option(
+            None,
+            "--allow-project-image/--no-project-image",
+            help="Use the base image the reproduced project's config names "
+            "(it may be pulled from a registry; default: "
+            "reproduce.allow_project_image of your user config, else no).",
+        ),
+        rtol: float | None = typer.Option(
+            None, "--rtol", help="Relative tolerance (default: the project's config, else 1e-6)."
+        ),
+        atol: float | None = typer.Option(
+            None, "--atol", help="Absolute tolerance (default: the project's config, else 1e-12)."
+        ),
+        timeout: float | None = typer.Option(
+            None,
+            "--timeout",
+            help="Wall-time limit in seconds of each step that runs "
+            "the record's code: every sandbox wheel build, the image build, and the "
+            "run (default: reproduce.timeout of your user config, else 3600). The "
+            "project's config may only lower it.",
+        ),
+        memory: str | None = typer.Option(
+            None,
+            "--memory",
+            help="Memory limit of the container, e.g. 4g (docker; "
+            "default: your user config, else 4g; the project may only lower it).",
+        ),
+        cpus: float | None = typer.Option(
+            None,
+            "--cpus",
+            help="CPU limit of the container (docker; default: your "
+            "user config, else 2; the project may only lower it).",
+        ),
+        disk: str | None = typer.Option(
+            None,
+            "--disk",
+            help="Writable space of the container, e.g. 1g: its work "
+            "folder (home) and /tmp are each a tmpfs of this size, the rest is read-only "
+            "(docker; default: your user config, else 1g; the project may only lower it).",
+        ),
+        trust_remote_code: bool = typer.Option(
+            False,
+            "--trust-remote-code",
+            help="Let --runtime venv or local run the "
+            "record's code on this host (and build its packages here) without asking. "
+            "Without it they ask on a terminal, and refuse (exit 2) without one. "
+            "The docker runtime needs no flag.",
+        ),
+        submit: bool = typer.Option(
+            False, "--submit", help="Send the verdict to your dashboard (needs `cotk-repro login`)."
+        ),
+        dashboard: str | None = typer.Option(
+            None,
+            "--dashboard",
+            help="Dashboard for --submit (default: "
+            "COTK_REPRO_DASHBOARD_URL, else the one you logged in to; never one "
+            "named by the reproduced project).",
+        ),
+        allow_unsigned: bool = typer.Option(
+            False,
+            "--allow-unsigned",
+            help="Reproduce even when the record is "
+            "unsigned or its signature does not verify (otherwise: could not run, "
+            "before anything from the record is built or run).",
+        ),
+        keep: bool = typer.Option(
+            False, "--keep", help="Keep the work folder (checkout, build context, logs) for debugging."
+        ),
+        json_out: str | None = typer.Option(
+            None,
+            "--json",
+            metavar="[FILE]",
+            help="Print the verdict JSON on stdout (nothing else), or write it to FILE and still show the table.",
+        ),
     ) -> None:
         """Fetch a published record and its code, rebuild the environment, rerun the entry and diff the results.
 
         Exit status: 0 reproduced, 1 not reproduced, 2 could not run.
         """
         from ..reproduce.core import ReproduceOptions, list_records
-        from ..reproduce.job import describe_steps
         from ..reproduce.core import reproduce as do_reproduce
+        from ..reproduce.job import describe_steps
         from .core import render_verdicts
 
         if list_:
@@ -123,11 +189,24 @@ def register(cli: typer.Typer) -> None:
             else:
                 _render_list(records)
             return
-        opts = ReproduceOptions(record=record, runtime=runtime, base_image=base_image, rtol=rtol, atol=atol,
-                                timeout=timeout, memory=memory, cpus=cpus, disk=disk,
-                                allow_project_image=allow_project_image, keep=keep, submit=submit,
-                                dashboard=dashboard, allow_unsigned=allow_unsigned, trust_remote_code=trust_remote_code,
-                                confirm=_confirm if _on_terminal() else None)
+        opts = ReproduceOptions(
+            record=record,
+            runtime=runtime,
+            base_image=base_image,
+            rtol=rtol,
+            atol=atol,
+            timeout=timeout,
+            memory=memory,
+            cpus=cpus,
+            disk=disk,
+            allow_project_image=allow_project_image,
+            keep=keep,
+            submit=submit,
+            dashboard=dashboard,
+            allow_unsigned=allow_unsigned,
+            trust_remote_code=trust_remote_code,
+            confirm=_confirm if _on_terminal() else None,
+        )
         outcome = do_reproduce(source, opts, on_status=output.info, progress=lambda d: output.progress(d))
         verdict = outcome.verdict
         for n in outcome.notices:
@@ -145,8 +224,11 @@ def register(cli: typer.Typer) -> None:
             diffs = verdict["environment_differences"]
             if diffs:
                 shown = ", ".join(f"{d['what']} {d['a']} -> {d['b']}" for d in diffs[:8])
-                output.console.print(output.safe(f"environment differs from the record: {shown}")
-                                     + (f" ... ({len(diffs)} in all)" if len(diffs) > 8 else ""), markup=False)
+                output.console.print(
+                    output.safe(f"environment differs from the record: {shown}")
+                    + (f" ... ({len(diffs)} in all)" if len(diffs) > 8 else ""),
+                    markup=False,
+                )
         elif getattr(outcome.error, "step", None) != "source":  # a SOURCE that names nothing: the error says it all
             output.console.print("[bold]could not run[/bold]")
         for w in outcome.warnings:
@@ -166,6 +248,7 @@ def register(cli: typer.Typer) -> None:
 
 def register_gc(cli: typer.Typer) -> None:
     """Add the `gc` command: remove what reproductions left behind past their deadline."""
+
     @cli.command("gc")
     def gc(
         dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
@@ -176,9 +259,9 @@ def register_gc(cli: typer.Typer) -> None:
 
         Exit status: 0 done (also when nothing was left), 2 when something could not be removed.
         """
+        from ..reproduce import ReproduceError
         from ..reproduce.engine import connect
         from ..reproduce.gc import collect
-        from ..reproduce import ReproduceError
 
         client = None
         notes: list[str] = []
@@ -194,8 +277,11 @@ def register_gc(cli: typer.Typer) -> None:
                 output.warn(n)
             verb = "would remove" if dry_run else "removed"
             output.info(f"{verb} {report.describe()}")
-            for kind, names in (("container", report.containers), ("volume", report.volumes),
-                                ("work folder", report.workdirs)):
+            for kind, names in (
+                ("container", report.containers),
+                ("volume", report.volumes),
+                ("work folder", report.workdirs),
+            ):
                 for name in names:
                     output.console.print(f"{kind} {name}", markup=False, highlight=False)
             for e in report.errors:

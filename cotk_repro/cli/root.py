@@ -53,13 +53,18 @@ def keep_only(name: str) -> bool:
     """
     from typer.main import get_command_name
 
-    if any(not (g.name or getattr(getattr(g.typer_instance, "info", None), "name", None))
-           for g in app.registered_groups):
+    if any(
+        not (g.name or getattr(getattr(g.typer_instance, "info", None), "name", None)) for g in app.registered_groups
+    ):
         return False  # a group without a name merges its commands into the root: they may shadow one of ours
-    commands = [c for c in app.registered_commands
-                if (c.name or get_command_name(getattr(c.callback, "__name__", ""))) == name]
-    groups = [g for g in app.registered_groups
-              if (g.name or getattr(getattr(g.typer_instance, "info", None), "name", None)) == name]
+    commands = [
+        c for c in app.registered_commands if (c.name or get_command_name(getattr(c.callback, "__name__", ""))) == name
+    ]
+    groups = [
+        g
+        for g in app.registered_groups
+        if (g.name or getattr(getattr(g.typer_instance, "info", None), "name", None)) == name
+    ]
     if len(commands) + len(groups) != 1:
         return False
     app.registered_commands[:] = commands
@@ -113,12 +118,13 @@ def run(args: list[str], *, one_command: bool = False) -> None:
         if output.debug_enabled() or sentence is None:
             traceback.print_exc()
         if sentence is None:
-            output.error(f"unexpected ModuleNotFoundError: {exc}", hint="cotk-repro's own files are incomplete; "
-                         "reinstall it")
+            output.error(
+                f"unexpected ModuleNotFoundError: {exc}", hint="cotk-repro's own files are incomplete; reinstall it"
+            )
         else:
             output.error(sentence)
         sys.exit(2)
-    except Exception as exc:  # noqa: BLE001 - last resort: one sentence, not a traceback
+    except Exception as exc:
         if output.debug_enabled():
             traceback.print_exc()
         output.error(f"unexpected {type(exc).__name__}: {exc}", hint="rerun with --debug for the traceback")

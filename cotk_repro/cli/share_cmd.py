@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -30,8 +29,9 @@ def _load(record_ref: str) -> tuple[dict, str | None]:
 
     rid = RecordView.of(doc).id
     if not rid:
-        raise CotkError(f"{record_ref} is a result file, not a record: export needs a record (`cotk-repro run` "
-                        "writes one)")
+        raise CotkError(
+            f"{record_ref} is a result file, not a record: export needs a record (`cotk-repro run` writes one)"
+        )
     signature = None
     if store is not None:
         try:
@@ -47,15 +47,32 @@ def register(cli: typer.Typer) -> None:
 
     @cli.command("export")
     def export(
-        record: str = typer.Argument("latest", metavar="RECORD", help="Record id, unique prefix or `latest`, a "
-                                     "record.json file or folder, or a dashboard record URL."),
-        fmt: str = typer.Option("model-index", "--format", "-f", metavar="FORMAT", help="model-index (Hugging Face "
-                                "model card metadata, YAML) or json (results with hashes and signatures)."),
-        card: Optional[Path] = typer.Option(None, "--card", metavar="README.md", help="With model-index: update this "
-                                            "model card's metadata in place (created when missing) instead of "
-                                            "printing it."),
-        model_name: Optional[str] = typer.Option(None, "--model-name", metavar="NAME", help="The model's name in the "
-                                                 "model-index (default: the card's, else the project's name)."),
+        record: str = typer.Argument(
+            "latest",
+            metavar="RECORD",
+            help="Record id, unique prefix or `latest`, a record.json file or folder, or a dashboard record URL.",
+        ),
+        fmt: str = typer.Option(
+            "model-index",
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="model-index (Hugging Face model card metadata, YAML) or json (results with hashes and signatures).",
+        ),
+        card: Path | None = typer.Option(
+            None,
+            "--card",
+            metavar="README.md",
+            help="With model-index: update this "
+            "model card's metadata in place (created when missing) instead of "
+            "printing it.",
+        ),
+        model_name: str | None = typer.Option(
+            None,
+            "--model-name",
+            metavar="NAME",
+            help="The model's name in the model-index (default: the card's, else the project's name).",
+        ),
     ) -> None:
         """Write a record's results for other places: Hugging Face model-index metadata or JSON.
 
@@ -82,8 +99,9 @@ def register(cli: typer.Typer) -> None:
         else:
             typer.echo(exp.model_index_yaml(doc, model_name), nl=False)
 
-    ci = typer.Typer(help="Continuous integration: a workflow that reproduces the latest published record.",
-                     no_args_is_help=True)
+    ci = typer.Typer(
+        help="Continuous integration: a workflow that reproduces the latest published record.", no_args_is_help=True
+    )
     cli.add_typer(ci, name="ci")
 
     @ci.command("github")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -17,8 +16,9 @@ def register(cli: typer.Typer) -> None:
     keys_group = typer.Typer(invoke_without_command=True)  # help: the callback's docstring
 
     @keys_group.callback()
-    def keys(ctx: typer.Context,
-             json_out: bool = typer.Option(False, "--json", help="Print the key as JSON on stdout.")) -> None:
+    def keys(
+        ctx: typer.Context, json_out: bool = typer.Option(False, "--json", help="Print the key as JSON on stdout.")
+    ) -> None:
         """Show the SSH key that signs records and reproductions.
 
         The key is git's `user.signingkey` (a key file, or `key::ssh-ed25519 ...` to sign through ssh-agent),
@@ -30,26 +30,40 @@ def register(cli: typer.Typer) -> None:
         from ..core.signing import find_signing_key
 
         key = find_signing_key(Path.cwd())
-        info = None if key is None else {"fingerprint": key.public.fingerprint, "type": key.public.key_type,
-                                         "public_key": key.public.line, "comment": key.public.comment,
-                                         "source": key.source, "agent": key.agent}
+        info = (
+            None
+            if key is None
+            else {
+                "fingerprint": key.public.fingerprint,
+                "type": key.public.key_type,
+                "public_key": key.public.line,
+                "comment": key.public.comment,
+                "source": key.source,
+                "agent": key.agent,
+            }
+        )
         if json_out:
             output.print_json({"key": info})
             return
         if key is None or info is None:
             output.warn("no SSH key to sign with: records are published unsigned")
-            output.info("set one up with `ssh-keygen -t ed25519` (writes ~/.ssh/id_ed25519), or point git at a "
-                        "key: `git config --global user.signingkey ~/.ssh/KEY` (a .pub or key::... literal signs "
-                        "through ssh-agent)")
+            output.info(
+                "set one up with `ssh-keygen -t ed25519` (writes ~/.ssh/id_ed25519), or point git at a "
+                "key: `git config --global user.signingkey ~/.ssh/KEY` (a .pub or key::... literal signs "
+                "through ssh-agent)"
+            )
             raise typer.Exit(EXIT_NEGATIVE)
-        output.console.print(f"{info['fingerprint']} ({info['type']}) from {info['source']}"
-                             + (" via ssh-agent" if key.agent else ""), markup=False)
+        output.console.print(
+            f"{info['fingerprint']} ({info['type']}) from {info['source']}" + (" via ssh-agent" if key.agent else ""),
+            markup=False,
+        )
         output.console.print(key.public.line + (f" {key.public.comment}" if key.public.comment else ""), markup=False)
 
     @keys_group.command("add")
     def keys_add(
-        dashboard: Optional[str] = typer.Option(None, "--dashboard", help="Dashboard URL (default: the one "
-                                                "`cotk-repro login` saved last)."),
+        dashboard: str | None = typer.Option(
+            None, "--dashboard", help="Dashboard URL (default: the one `cotk-repro login` saved last)."
+        ),
         json_out: bool = typer.Option(False, "--json", help="Print the registered key as JSON on stdout."),
     ) -> None:
         """Register your signing key on a dashboard, proving you hold it.
@@ -65,18 +79,28 @@ def register(cli: typer.Typer) -> None:
         if json_out:
             output.print_json(out)
             return
-        output.info(f"registered the key {out['fingerprint']} for {out['user']} on {out['dashboard']}"
-                    + (f"; it was registered to {out['moved_from']} without proof: what it signed is yours now"
-                       if out.get("moved_from") else ""))
+        output.info(
+            f"registered the key {out['fingerprint']} for {out['user']} on {out['dashboard']}"
+            + (
+                f"; it was registered to {out['moved_from']} without proof: what it signed is yours now"
+                if out.get("moved_from")
+                else ""
+            )
+        )
 
     cli.add_typer(keys_group, name="keys")
 
     @cli.command()
     def verify(
         source: str = typer.Argument(..., help="user/repo (against COTK_REPRO_GIT_BASE), a git URL or a local path."),
-        allowed_signers: Optional[str] = typer.Option(None, "--allowed-signers", metavar="FILE", help="Allowed-signers "
-                                                      "file (ssh-keygen format: 'PRINCIPAL KEYTYPE BASE64') naming the "
-                                                      "authors' keys (default: git's gpg.ssh.allowedSignersFile)."),
+        allowed_signers: str | None = typer.Option(
+            None,
+            "--allowed-signers",
+            metavar="FILE",
+            help="Allowed-signers "
+            "file (ssh-keygen format: 'PRINCIPAL KEYTYPE BASE64') naming the "
+            "authors' keys (default: git's gpg.ssh.allowedSignersFile).",
+        ),
         allow_unsigned: bool = typer.Option(False, "--allow-unsigned", help="Unsigned records do not fail the check."),
         json_out: bool = typer.Option(False, "--json", help="Print one row per record as JSON on stdout."),
     ) -> None:
@@ -92,10 +116,16 @@ def register(cli: typer.Typer) -> None:
         if json_out:
             output.print_json(rows)
         else:
-            output.console.print(output.table(f"signatures of the records of {source}",
-                                              ["id", "status", "signer", "key", "detail"],
-                                              [[r["short_id"], r["status"], r["signer"] or "", r["fingerprint"] or "",
-                                                r["detail"]] for r in rows]))
+            output.console.print(
+                output.table(
+                    f"signatures of the records of {source}",
+                    ["id", "status", "signer", "key", "detail"],
+                    [
+                        [r["short_id"], r["status"], r["signer"] or "", r["fingerprint"] or "", r["detail"]]
+                        for r in rows
+                    ],
+                )
+            )
             output.info(f"{len(rows) - len(bad)} of {len(rows)} record(s) pass")
         if bad:
             raise typer.Exit(EXIT_NEGATIVE)

@@ -32,7 +32,8 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors (also COTK_REPRO_DEBUG=1)."),
-    version: bool = typer.Option(False, "--version", help="Print cotk-repro's version and exit.", is_eager=True,
-                                 callback=_print_version),
+    version: bool = typer.Option(
+        False, "--version", help="Print cotk-repro's version and exit.", is_eager=True, callback=_print_version
+    ),
 ) -> None:
     output.set_debug(debug)

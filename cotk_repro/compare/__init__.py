@@ -12,20 +12,35 @@ line), :func:`evaluate_config` (parallel, failures collected, never fatal) and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .config import CompareConfig, load_config
 from .engine import Cell, CompareResult, Failure, evaluate_config
 from .groups import analyze
 from .report import as_json, write_report
 
-__all__ = ["Cell", "CompareConfig", "CompareResult", "Failure", "analyze", "as_json", "compare",
-           "evaluate_config", "load_config", "write_report"]
+__all__ = [
+    "Cell",
+    "CompareConfig",
+    "CompareResult",
+    "Failure",
+    "analyze",
+    "as_json",
+    "compare",
+    "evaluate_config",
+    "load_config",
+    "write_report",
+]
 
 
-def compare(config: str | Path, *, out: str | Path | None = None, jobs: int | None = None,
-            on_progress: Callable[[int, int], None] | None = None) -> tuple[CompareResult, list[Path]]:
+def compare(
+    config: str | Path,
+    *,
+    out: str | Path | None = None,
+    jobs: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[CompareResult, list[Path]]:
     """Load ``config``, evaluate everything and write the report; returns the result and the files."""
     cfg = load_config(config, out=out, jobs=jobs)
     result = evaluate_config(cfg, jobs=jobs, on_progress=on_progress)

@@ -13,11 +13,10 @@ import io
 from pathlib import Path
 
 from .engine import CompareResult
-from .paper import display
 from .naming import safe_name
+from .paper import display
 
-PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
-           "#CCB974", "#64B5CD"]
+PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD"]
 
 
 def ranked_systems(result: CompareResult, column: str) -> tuple[list[str], list[str]]:
@@ -68,9 +67,16 @@ def chart_png(result: CompareResult, column: str) -> bytes:
             label = None if d in labelled else d
             labelled.add(d)
             incomparable = c.group not in (None, "A") or c.hash is None
-            ax.barh(y, c.value, height=bar_h * 0.9, color=PALETTE[j % len(PALETTE)], label=label,
-                    hatch="///" if incomparable else None, edgecolor="black" if incomparable else None,
-                    linewidth=0.5 if incomparable else 0)
+            ax.barh(
+                y,
+                c.value,
+                height=bar_h * 0.9,
+                color=PALETTE[j % len(PALETTE)],
+                label=label,
+                hatch="///" if incomparable else None,
+                edgecolor="black" if incomparable else None,
+                linewidth=0.5 if incomparable else 0,
+            )
             note = display(c.value)
             if c.hash is None:
                 note += " (no hash)"
@@ -87,8 +93,9 @@ def chart_png(result: CompareResult, column: str) -> bytes:
     ax.set_title(f"{column} ({direction}); sorted by mean over datasets", fontsize=10)
     ax.set_xlabel(column, fontsize=9)
     if labelled:
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="dataset", title_fontsize=8,
-                  frameon=False)
+        ax.legend(
+            fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="dataset", title_fontsize=8, frameon=False
+        )
     ax.grid(axis="x", linestyle=":", linewidth=0.5)
     fig.tight_layout()
     buf = io.BytesIO()
@@ -137,8 +144,12 @@ def write_charts(result: CompareResult, out: Path, jobs: int | None = None) -> d
 
         chunks = [columns[i::jobs] for i in range(jobs)]
         with ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context()) as pool:
-            pngs = dict(zip([c for chunk in chunks for c in chunk],
-                            [png for part in pool.map(_chart_job, [(result, ch) for ch in chunks]) for png in part]))
+            pngs = dict(
+                zip(
+                    [c for chunk in chunks for c in chunk],
+                    [png for part in pool.map(_chart_job, [(result, ch) for ch in chunks]) for png in part],
+                )
+            )
     else:
         pngs = {c: chart_png(result, c) for c in columns}
     files = {}

@@ -21,11 +21,11 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10
     import tomli as tomllib
 
+from ..core.tomlpos import key_lines, line_of
 from ..errors import ConfigError, CotkError
 from ..metrics.facts import facts_of
 from .schema import validate_shape
 from .textfmt import TextFileError, TextFormat, count_documents, count_lines
-from ..core.tomlpos import key_lines, line_of
 
 #: how a metric uses the gold references (a metric's own facts choose; a [[metric]] may override):
 #: ``aligned`` one reference list per sample line; ``set`` the whole gold set, not aligned; ``none`` none.
@@ -33,9 +33,11 @@ REFERENCE_MODES = ("aligned", "set", "none")
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
+
 @dataclass
 class DatasetSpec:
     """One `[[dataset]]` of a compare config: gold file, text formats, samples folder, inputs."""
+
     name: str
     index: int
     gold: Path
@@ -52,6 +54,7 @@ class DatasetSpec:
 @dataclass
 class MetricSpec:
     """One `[[metric]]` of a compare config: metric name, options, references, direction, cost."""
+
     label: str
     name: str
     index: int
@@ -77,6 +80,7 @@ class MetricSpec:
 @dataclass
 class SystemSpec:
     """One system of a compare config: sample files per dataset, or a generator and its settings."""
+
     name: str
     index: int | None  # position among [[system]] tables; None when found in samples/ folders
     samples: dict[str, Path] = field(default_factory=dict)  # dataset -> file (file systems)
@@ -91,6 +95,7 @@ class SystemSpec:
 @dataclass
 class CompareConfig:
     """A parsed, checked compare config: datasets, systems, metrics and report settings."""
+
     path: Path
     display: str
     root: Path
@@ -134,19 +139,21 @@ def _dotted(path: tuple) -> str:
 
 def _check_name(value: str, what: str, path: tuple, fail) -> None:
     if not _NAME_RE.match(value):
-        raise fail(path, f"{what} name {value!r} may hold only letters, digits and . _ + - "
-                         "(it names report files)")
+        raise fail(path, f"{what} name {value!r} may hold only letters, digits and . _ + - (it names report files)")
 
 
-def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | None = None,
-                check_files: bool = True) -> CompareConfig:
+def load_config(
+    path: str | Path, *, out: str | Path | None = None, jobs: int | None = None, check_files: bool = True
+) -> CompareConfig:
     """Read, validate and resolve a compare config. Raises :class:`ConfigError` naming file and line."""
     path = Path(path)
     display = str(path)
     if path.is_dir():
         inside = sorted(p.name for p in path.glob("*.toml"))
-        raise ConfigError(f"{display} is a folder; give the compare config file (TOML) itself"
-                          + (f", e.g. {path / inside[0]}" if inside else ""))
+        raise ConfigError(
+            f"{display} is a folder; give the compare config file (TOML) itself"
+            + (f", e.g. {path / inside[0]}" if inside else "")
+        )
     try:
         text = path.read_text(encoding="utf-8-sig")  # a leading BOM (Windows editors) is not part of the TOML
     except FileNotFoundError:
@@ -177,8 +184,7 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
 
     # -- formats -------------------------------------------------------------
     default_fmt = _make_format(data.get("format", {}), None, ("format",), fail)
-    named = {name: _make_format(d, default_fmt, ("formats", name), fail)
-             for name, d in data.get("formats", {}).items()}
+    named = {name: _make_format(d, default_fmt, ("formats", name), fail) for name, d in data.get("formats", {}).items()}
 
     def fmt_of(value: Any, p: tuple, base: TextFormat) -> TextFormat:
         if value is None:
@@ -238,8 +244,19 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
         sample_fmt = fmt_of(d.get("format"), p + ("format",), default_fmt)
         gold_fmt = fmt_of(d.get("gold_format"), p + ("gold_format",), sample_fmt)
         inputs_fmt = fmt_of(d.get("inputs_format"), p + ("inputs_format",), sample_fmt)
-        datasets.append(DatasetSpec(name, i, gold, gold_fmt, sample_fmt, samples_dir, inputs,
-                                    samples_given="samples" in d, inputs_format=inputs_fmt))
+        datasets.append(
+            DatasetSpec(
+                name,
+                i,
+                gold,
+                gold_fmt,
+                sample_fmt,
+                samples_dir,
+                inputs,
+                samples_given="samples" in d,
+                inputs_format=inputs_fmt,
+            )
+        )
     by_name = {ds.name: ds for ds in datasets}
 
     # -- metrics -------------------------------------------------------------
@@ -265,25 +282,37 @@ def load_config(path: str | Path, *, out: str | Path | None = None, jobs: int | 
                 if source is None:
                     continue
                 n = count_documents(source) if sysm.generator else count_lines(source)
-                where = sysm.where.get(dname, ("system", sysm.index) if sysm.index is not None else
-                                       ("dataset", ds.index))
+                where = sysm.where.get(
+                    dname, ("system", sysm.index) if sysm.index is not None else ("dataset", ds.index)
+                )
                 if n == 0:
-                    raise fail(where, f"system {sysm.name!r} has an empty file for dataset {dname!r}: "
-                                      f"{_rel(source, root)}")
+                    raise fail(
+                        where, f"system {sysm.name!r} has an empty file for dataset {dname!r}: {_rel(source, root)}"
+                    )
                 if aligned and n != ds.gold_lines:
                     what = "inputs" if sysm.generator else "samples"
-                    raise fail(where, f"system {sysm.name!r} has {n} lines of {what} in {_rel(source, root)} but "
-                                      f"the gold file {_rel(ds.gold, root)} of dataset {dname!r} has "
-                                      f"{ds.gold_lines}; metric {aligned[0].label!r} compares them line by line")
+                    raise fail(
+                        where,
+                        f"system {sysm.name!r} has {n} lines of {what} in {_rel(source, root)} but "
+                        f"the gold file {_rel(ds.gold, root)} of dataset {dname!r} has "
+                        f"{ds.gold_lines}; metric {aligned[0].label!r} compares them line by line",
+                    )
 
     out_dir = Path(out) if out is not None else resolve(report.get("out", "reports"))
     return CompareConfig(
-        path=path, display=display, root=root, lines=lines,
+        path=path,
+        display=display,
+        root=root,
+        lines=lines,
         title=report.get("title", path.stem),
-        out=out_dir, jobs=jobs if jobs is not None else report.get("jobs"),
+        out=out_dir,
+        jobs=jobs if jobs is not None else report.get("jobs"),
         cache=resolve(report.get("cache", ".cotk-repro/compare-cache")),
-        charts=report.get("charts", True), html=report.get("html", True),
-        datasets=datasets, systems=systems, metrics=metrics,
+        charts=report.get("charts", True),
+        html=report.get("html", True),
+        datasets=datasets,
+        systems=systems,
+        metrics=metrics,
     )
 
 
@@ -311,14 +340,17 @@ def expand_vars(value: str) -> str:
 
 def _expand_paths(data: dict[str, Any], fail) -> None:
     """Expand environment variables in every path value of the config, in place."""
+
     def expand(container: dict, key: str, p: tuple) -> None:
         value = container.get(key)
         if isinstance(value, str) and "${" in value:
             try:
                 container[key] = expand_vars(value)
             except KeyError as exc:
-                raise fail(p, f"environment variable {exc.args[0]} in {value!r} is not set "
-                              "(give a default: ${NAME:-default})") from None
+                raise fail(
+                    p,
+                    f"environment variable {exc.args[0]} in {value!r} is not set (give a default: ${{NAME:-default}})",
+                ) from None
 
     report = data.get("report", {})
     for key in ("out", "cache"):
@@ -362,8 +394,11 @@ def _make_format(d: dict[str, Any], base: TextFormat | None, p: tuple, fail) -> 
         except CotkError as exc:
             raise fail(p + ("tokenizer",), exc.message) from None
         if fmt.tokenizer not in known:
-            raise fail(p + ("tokenizer",), refusal("tokenizer", fmt.tokenizer)
-                       or f"unknown tokenizer {fmt.tokenizer!r}; registered: {', '.join(sorted(known)) or 'none'}")
+            raise fail(
+                p + ("tokenizer",),
+                refusal("tokenizer", fmt.tokenizer)
+                or f"unknown tokenizer {fmt.tokenizer!r}; registered: {', '.join(sorted(known)) or 'none'}",
+            )
     return fmt
 
 
@@ -379,8 +414,10 @@ def _find_gold(folder: Path, p: tuple, fail) -> Path:
         return found[0]
     if not found:
         raise fail(p, f"{folder.name}/gold/ holds no refs.txt or refs.jsonl")
-    raise fail(p, f"{folder.name}/gold/ holds several reference files ({', '.join(f.name for f in found)}); "
-                  "name one with 'gold'")
+    raise fail(
+        p,
+        f"{folder.name}/gold/ holds several reference files ({', '.join(f.name for f in found)}); name one with 'gold'",
+    )
 
 
 def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
@@ -400,13 +437,17 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
         if name is None:
             raise fail(p, "every [[metric]] needs a 'name'")
         if name not in known:
-            raise fail(p + ("name",), refusal("metric", name)
-                       or f"unknown metric {name!r}; registered: {', '.join(sorted(known)) or 'none'}")
+            raise fail(
+                p + ("name",),
+                refusal("metric", name) or f"unknown metric {name!r}; registered: {', '.join(sorted(known)) or 'none'}",
+            )
         label = m.get("label", name)
         _check_name(label.replace("{key}", "k"), "metric label", p + ("label" if "label" in m else "name",), fail)
         if label in labels:
-            raise fail(p + ("label" if "label" in m else "name",),
-                       f"metric label {label!r} is used twice; give each [[metric]] of the same name its own 'label'")
+            raise fail(
+                p + ("label" if "label" in m else "name",),
+                f"metric label {label!r} is used twice; give each [[metric]] of the same name its own 'label'",
+            )
         labels[label] = i
         refs = m.get("references")
         options = dict(m.get("options", {}))
@@ -423,7 +464,7 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
             raise fail(p + ("options",), f"metric {name!r} rejected its options: {exc}") from None
         except CotkError as exc:
             raise fail(p + ("options",), f"metric {name!r}: {exc.message}") from None
-        except Exception as exc:  # noqa: BLE001 - a plugin may fail any way it likes
+        except Exception as exc:
             raise fail(p + ("options",), f"metric {name!r} could not be created: {type(exc).__name__}: {exc}") from None
         try:  # the metric's own facts (docs/metrics.md, "The metric contract"); the config may override them
             facts = facts_of(metric, name)
@@ -437,12 +478,21 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
         if hib is None:
             hib = facts.higher_is_better
         settings = getattr(metric, "settings", None)
-        metrics.append(MetricSpec(
-            label=label, name=name, index=i, options=options, references=refs, higher_is_better=bool(hib),
-            keys=tuple(m["keys"]) if "keys" in m else None, label_given="label" in m, cost=facts.cost,
-            version=str(getattr(metric, "version", "")) or None,
-            settings=dict(settings) if isinstance(settings, dict) else {},
-        ))
+        metrics.append(
+            MetricSpec(
+                label=label,
+                name=name,
+                index=i,
+                options=options,
+                references=refs,
+                higher_is_better=bool(hib),
+                keys=tuple(m["keys"]) if "keys" in m else None,
+                label_given="label" in m,
+                cost=facts.cost,
+                version=str(getattr(metric, "version", "")) or None,
+                settings=dict(settings) if isinstance(settings, dict) else {},
+            )
+        )
     return metrics
 
 
@@ -465,13 +515,22 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
             for ds in datasets:
                 if ds.name not in found[name]:
                     where = "samples/" if ds.samples_dir is None else _rel(ds.samples_dir, resolve("."))
-                    raise fail(("dataset", ds.index, "samples" if ds.samples_given else "path"),
-                               f"dataset {ds.name!r} has no sample file for system {name!r} "
-                               f"(expected {where}/{name}.txt)")
-            systems.append(SystemSpec(
-                name=name, index=None, samples=found[name], formats={ds.name: ds.sample_format for ds in datasets},
-                datasets=all_names,
-                where={ds.name: ("dataset", ds.index, "samples" if ds.samples_given else "path") for ds in datasets}))
+                    raise fail(
+                        ("dataset", ds.index, "samples" if ds.samples_given else "path"),
+                        f"dataset {ds.name!r} has no sample file for system {name!r} (expected {where}/{name}.txt)",
+                    )
+            systems.append(
+                SystemSpec(
+                    name=name,
+                    index=None,
+                    samples=found[name],
+                    formats={ds.name: ds.sample_format for ds in datasets},
+                    datasets=all_names,
+                    where={
+                        ds.name: ("dataset", ds.index, "samples" if ds.samples_given else "path") for ds in datasets
+                    },
+                )
+            )
         return systems
 
     generators = None
@@ -501,8 +560,11 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                     raise fail(p + ("generator",), exc.message) from None
             gen = s["generator"]
             if gen not in generators:
-                raise fail(p + ("generator",), refusal("generator", gen)
-                           or f"unknown generator {gen!r}; registered: {', '.join(sorted(generators)) or 'none'}")
+                raise fail(
+                    p + ("generator",),
+                    refusal("generator", gen)
+                    or f"unknown generator {gen!r}; registered: {', '.join(sorted(generators)) or 'none'}",
+                )
             settings = dict(s.get("settings", {}))
             try:
                 generators[gen].obj(**settings)
@@ -510,15 +572,19 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                 raise fail(p + ("settings",), f"generator {gen!r} rejected its settings: {exc}") from None
             except CotkError as exc:
                 raise fail(p + ("settings",), f"generator {gen!r}: {exc.message}") from None
-            except Exception as exc:  # noqa: BLE001
-                raise fail(p + ("settings",), f"generator {gen!r} could not be created: "
-                                              f"{type(exc).__name__}: {exc}") from None
+            except Exception as exc:
+                raise fail(
+                    p + ("settings",), f"generator {gen!r} could not be created: {type(exc).__name__}: {exc}"
+                ) from None
             spec.generator, spec.settings = gen, settings
             spec.where = {dname: p + ("generator",) for dname in names}
             for dname in names:
                 if by_name[dname].inputs is None:
-                    raise fail(p + ("generator",), f"generator system {name!r} needs inputs for dataset {dname!r}: "
-                                                   "set 'inputs' in its [[dataset]] or add inputs.txt to its folder")
+                    raise fail(
+                        p + ("generator",),
+                        f"generator system {name!r} needs inputs for dataset {dname!r}: "
+                        "set 'inputs' in its [[dataset]] or add inputs.txt to its folder",
+                    )
             systems.append(spec)
             continue
         if "settings" in s:
@@ -545,8 +611,11 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                 file = ds.samples_dir / f"{name}.txt"
                 rel = _rel(file, resolve("."))
             if file is None:
-                raise fail(key_path, f"system {name!r} has no sample file for dataset {dname!r} "
-                                     "(set 'samples' or give the dataset a samples/ folder)")
+                raise fail(
+                    key_path,
+                    f"system {name!r} has no sample file for dataset {dname!r} "
+                    "(set 'samples' or give the dataset a samples/ folder)",
+                )
             if check_files and not file.is_file():
                 raise fail(key_path, f"system {name!r} has no sample file for dataset {dname!r} (expected {rel})")
             spec.samples[dname] = file

@@ -14,17 +14,19 @@ import multiprocessing
 import os
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
+from ..core.results import epoch_key, parse_result_dict
 from ..errors import CotkError
 from ..metrics.base import score, score_batches
-from ..core.results import epoch_key, parse_result_dict
 from .config import CompareConfig, MetricSpec, SystemSpec
 from .textfmt import TextFormat, batched, iter_gold, iter_texts
+
 
 @dataclass
 class Cell:
@@ -45,13 +47,29 @@ class Cell:
     flag: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("system", "dataset", "metric", "column", "key", "value", "hash",
-                                              "signature", "group", "rank", "flag", "error")}
+        return {
+            k: getattr(self, k)
+            for k in (
+                "system",
+                "dataset",
+                "metric",
+                "column",
+                "key",
+                "value",
+                "hash",
+                "signature",
+                "group",
+                "rank",
+                "flag",
+                "error",
+            )
+        }
 
 
 @dataclass
 class Failure:
     """A system (metric None) or one metric of it that failed on a dataset, with the error message."""
+
     system: str
     dataset: str
     metric: str | None  # None: the system failed (generation or reading), every metric of it is missing
@@ -64,6 +82,7 @@ class Failure:
 @dataclass
 class CompareResult:
     """Everything a compare run produced: cells, failures, columns, timings and warnings."""
+
     config: CompareConfig
     cells: list[Cell] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
@@ -151,15 +170,19 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
             pairs = (_aligned(h, g) for h, g in itertools.zip_longest(hyps, gold, fillvalue=_MISSING))
         else:
             pairs = ((h, None) for h in hyps)
-        batches = ({"hyps": [h for h, _ in batch], **({"refs": [g for _, g in batch]} if mode == "aligned" else {})}
-                   for batch in batched(pairs, STREAM_BATCH))
+        batches = (
+            {"hyps": [h for h, _ in batch], **({"refs": [g for _, g in batch]} if mode == "aligned" else {})}
+            for batch in batched(pairs, STREAM_BATCH)
+        )
         raw = score_batches(metric, batches)
     values, curves = split_curves(parse_result(raw))
     if task.get("keys"):
         missing = [k for k in task["keys"] if k not in values]
         if missing:
-            raise CotkError(f"the metric returned no {', '.join(map(repr, missing))} "
-                            f"(it returned {', '.join(map(repr, values)) or 'nothing'})")
+            raise CotkError(
+                f"the metric returned no {', '.join(map(repr, missing))} "
+                f"(it returned {', '.join(map(repr, values)) or 'nothing'})"
+            )
         values = {k: values[k] for k in task["keys"]}
     return {"values": values, "curves": curves, "seconds": time.perf_counter() - start}
 
@@ -176,8 +199,9 @@ def parse_result(raw: Any) -> dict[str, dict[str, Any]]:
     return {k: {"value": float(v["value"]), "hash": v["hash"], "signature": v["signature"]} for k, v in parsed.items()}
 
 
-def split_curves(values: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]],
-                                                               dict[str, list[tuple[int, float]]]]:
+def split_curves(
+    values: dict[str, dict[str, Any]],
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[tuple[int, float]]]]:
     """Parsed values -> (final values, per-epoch points): ``NAME@epoch-N`` keys go to the curves only."""
     finals: dict[str, dict[str, Any]] = {}
     curves: dict[str, list[tuple[int, float]]] = {}
@@ -196,14 +220,20 @@ def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
     from .generate import generate_cached, read_generator_result
 
     start = time.perf_counter()
-    path, reused = generate_cached(task["generator"], task["settings"], Path(task["inputs"]), Path(task["cache"]),
-                                   TextFormat.from_dict(task["input_format"]))
+    path, reused = generate_cached(
+        task["generator"],
+        task["settings"],
+        Path(task["inputs"]),
+        Path(task["cache"]),
+        TextFormat.from_dict(task["input_format"]),
+    )
     own = read_generator_result(path)
     curves = split_curves(parse_result(own))[1] if own is not None else {}
     return {"path": str(path), "reused": reused, "curves": curves, "seconds": time.perf_counter() - start}
 
 
 # -- scheduling ----------------------------------------------------------------------
+
 
 class _Inline:
     """A stand-in executor that runs each task at submit time (jobs=1)."""
@@ -212,7 +242,7 @@ class _Inline:
         fut: Future = Future()
         try:
             fut.set_result(fn(*args))
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             fut.set_exception(exc)
@@ -239,9 +269,13 @@ def _message(exc: BaseException) -> str:
 def _metric_task(cfg: CompareConfig, sysm: SystemSpec, dataset: str, m: MetricSpec, hyps: Path) -> dict[str, Any]:
     ds = next(d for d in cfg.datasets if d.name == dataset)
     return {
-        "hyps": str(hyps), "hyp_format": sysm.formats[dataset].as_dict(),
-        "gold": str(ds.gold), "gold_format": ds.gold_format.as_dict(),
-        "references": m.references, "metric": m.name, "options": m.options,
+        "hyps": str(hyps),
+        "hyp_format": sysm.formats[dataset].as_dict(),
+        "gold": str(ds.gold),
+        "gold_format": ds.gold_format.as_dict(),
+        "references": m.references,
+        "metric": m.name,
+        "options": m.options,
         "keys": list(m.keys) if m.keys else None,
     }
 
@@ -252,8 +286,9 @@ def count_tasks(cfg: CompareConfig) -> int:
     return total + sum(len(s.datasets) for s in cfg.systems if s.generator)
 
 
-def evaluate_config(cfg: CompareConfig, *, jobs: int | None = None,
-                    on_progress: Callable[[int, int], None] | None = None) -> CompareResult:
+def evaluate_config(
+    cfg: CompareConfig, *, jobs: int | None = None, on_progress: Callable[[int, int], None] | None = None
+) -> CompareResult:
     """Run every task of ``cfg``; never raises for a failing system or metric (see ``failures``)."""
     started = time.perf_counter()
     result = CompareResult(config=cfg)
@@ -284,10 +319,16 @@ def evaluate_config(cfg: CompareConfig, *, jobs: int | None = None,
             for dataset in sysm.datasets:
                 if sysm.generator:
                     ds = next(d for d in cfg.datasets if d.name == dataset)
-                    fut = executor.submit(run_generate_task, {
-                        "generator": sysm.generator, "settings": sysm.settings,
-                        "inputs": str(ds.inputs), "cache": str(cfg.cache),
-                        "input_format": (ds.inputs_format or ds.sample_format).as_dict()})
+                    fut = executor.submit(
+                        run_generate_task,
+                        {
+                            "generator": sysm.generator,
+                            "settings": sysm.settings,
+                            "inputs": str(ds.inputs),
+                            "cache": str(cfg.cache),
+                            "input_format": (ds.inputs_format or ds.sample_format).as_dict(),
+                        },
+                    )
                     pending[fut] = ("generate", sysm, dataset, None)
         for sysm in sorted(cfg.systems, key=lambda s: s.generator is not None):
             if not sysm.generator:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from .charts import PALETTE
 from .engine import CompareResult
-from .paper import Family, display, families
 from .naming import curve_stem, safe_name
+from .paper import Family, display, families
 
 FORMATS = ("svg", "pdf", "png")
 
@@ -33,8 +33,7 @@ def _draw(result: CompareResult, family: Family):
     nd, ns, no = len(datasets), len(systems), len(family.columns)
     width = max(4.0, min(16.0, 1.2 + no * (0.35 * ns + 0.4))) * min(nd, 3)
     fig = Figure(figsize=(width, 3.6 * ((nd + 2) // 3)), dpi=100)
-    direction = "higher is better" if result.metric_of_column(family.columns[0]).higher_is_better \
-        else "lower is better"
+    direction = "higher is better" if result.metric_of_column(family.columns[0]).higher_is_better else "lower is better"
     bar_w = 0.8 / max(ns, 1)
     for k, dataset in enumerate(datasets):
         ax = fig.add_subplot((nd + 2) // 3, min(nd, 3), k + 1)
@@ -53,9 +52,16 @@ def _draw(result: CompareResult, family: Family):
                     bar.set_hatch("///")
                     bar.set_edgecolor("black")
                 if no * ns <= 24:  # labels only where they fit
-                    ax.annotate(display(value), (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                                ha="center", va="bottom", fontsize=6, rotation=90 if ns > 3 else 0,
-                                xytext=(0, 2), textcoords="offset points")
+                    ax.annotate(
+                        display(value),
+                        (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center",
+                        va="bottom",
+                        fontsize=6,
+                        rotation=90 if ns > 3 else 0,
+                        xytext=(0, 2),
+                        textcoords="offset points",
+                    )
         ax.set_xticks(range(no))
         ax.set_xticklabels(family.orders, fontsize=8)
         ax.set_title(f"{family.name} on {dataset} ({direction})", fontsize=9)
@@ -81,8 +87,15 @@ def _draw_curve(result: CompareResult, name: str):
             points = by_run.get((system, dataset))
             if not points:
                 continue
-            (line,) = ax.plot([e for e, _ in points], [v for _, v in points], marker="o", markersize=3,
-                              linewidth=1.2, color=PALETTE[i % len(PALETTE)], label=system)
+            (line,) = ax.plot(
+                [e for e, _ in points],
+                [v for _, v in points],
+                marker="o",
+                markersize=3,
+                linewidth=1.2,
+                color=PALETTE[i % len(PALETTE)],
+                label=system,
+            )
             line.set_gid(f"curve-{safe_name(system)}")
         ax.set_xlabel("epoch", fontsize=8)
         ax.set_ylabel(name, fontsize=8)
@@ -101,8 +114,9 @@ def _direction(result: CompareResult, name: str) -> str:
     from ..metrics.facts import facts_for_result_key
 
     spec = next((m for m in result.config.metrics if name in (m.label, m.name)), None)
-    higher = spec.higher_is_better if spec is not None else getattr(facts_for_result_key(name), "higher_is_better",
-                                                                     None)
+    higher = (
+        spec.higher_is_better if spec is not None else getattr(facts_for_result_key(name), "higher_is_better", None)
+    )
     return "" if higher is None else " (higher is better)" if higher else " (lower is better)"
 
 
@@ -126,8 +140,11 @@ def _render(fig) -> dict[str, bytes]:
         canvas(fig)
         buf = io.BytesIO()
         # fixed metadata: the same result gives the same bytes (no dates, no software version)
-        meta = {"svg": {"Date": None, "Creator": None}, "pdf": {"CreationDate": None, "Creator": None,
-                "Producer": None}, "png": {"Software": None}}[fmt]
+        meta = {
+            "svg": {"Date": None, "Creator": None},
+            "pdf": {"CreationDate": None, "Creator": None, "Producer": None},
+            "png": {"Software": None},
+        }[fmt]
         fig.savefig(buf, format=fmt, metadata=meta)
         out[fmt] = buf.getvalue()
     return out
@@ -158,4 +175,3 @@ def write_figures(result: CompareResult, out: Path) -> list[Path]:
             atomic_write(path, data)
             written.append(path)
     return written
-

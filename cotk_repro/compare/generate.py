@@ -42,13 +42,19 @@ def make_generator(name: str, settings: dict[str, Any]) -> Any:
 
     generator = get_component("generator", name)(**settings)
     if not callable(getattr(generator, "generate", None)) and not callable(generator):
-        raise GeneratorError(f"generator {name!r} gave a {type(generator).__name__}, which has no generate() "
-                             "and is not callable")
+        raise GeneratorError(
+            f"generator {name!r} gave a {type(generator).__name__}, which has no generate() and is not callable"
+        )
     return generator
 
 
-def cache_key(generator: Any, registered_name: str, settings: dict[str, Any], input_sha256: str,
-              input_format: TextFormat | None = None) -> dict[str, Any]:
+def cache_key(
+    generator: Any,
+    registered_name: str,
+    settings: dict[str, Any],
+    input_sha256: str,
+    input_format: TextFormat | None = None,
+) -> dict[str, Any]:
     """What identifies an output: generator name, version, settings, input hash and input format."""
     gen_settings = getattr(generator, "settings", None)
     if not isinstance(gen_settings, dict):
@@ -66,8 +72,9 @@ def cache_key(generator: Any, registered_name: str, settings: dict[str, Any], in
     }
 
 
-def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path, cache_dir: Path,
-                    input_format: TextFormat | None = None) -> tuple[Path, bool]:
+def generate_cached(
+    generator_name: str, settings: dict[str, Any], inputs: Path, cache_dir: Path, input_format: TextFormat | None = None
+) -> tuple[Path, bool]:
     """Outputs of ``generator_name`` on ``inputs`` (normalized by ``input_format``); returns (output file,
     reused from cache)."""
     generator = make_generator(generator_name, settings)
@@ -92,16 +99,16 @@ def generate_cached(generator_name: str, settings: dict[str, Any], inputs: Path,
                     outputs = [generator(text) for text in batch]
             except CotkError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - any generator failure is reported, not fatal
+            except Exception as exc:
                 raise GeneratorError(f"generator {generator_name!r} failed: {type(exc).__name__}: {exc}") from None
             outputs = list(outputs)
             if len(outputs) != len(batch):
-                raise GeneratorError(f"generator {generator_name!r} returned {len(outputs)} outputs "
-                                     f"for {len(batch)} inputs")
+                raise GeneratorError(
+                    f"generator {generator_name!r} returned {len(outputs)} outputs for {len(batch)} inputs"
+                )
             for text in outputs:
                 if not isinstance(text, str):
-                    raise GeneratorError(f"generator {generator_name!r} returned a {type(text).__name__}, "
-                                         "not a string")
+                    raise GeneratorError(f"generator {generator_name!r} returned a {type(text).__name__}, not a string")
                 fh.write(" ".join(text.splitlines()) + "\n")
                 n_out += 1
     if reports:
@@ -121,7 +128,7 @@ def _write_result(generator: Any, name: str, path: Path) -> None:
         raw = generator.result()
     except CotkError:
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise GeneratorError(f"generator {name!r} failed to report its result: {type(exc).__name__}: {exc}") from None
     values = parse_result_dict(raw, f"generator {name!r}'s result", skip_extras=True)
     kept = {k: v for k, v in raw.items() if k in values or (is_companion_key(k) and k.rsplit(" ", 1)[0] in values)}

@@ -36,8 +36,10 @@ def analyze_column(cells: list[Cell], higher_is_better: bool) -> None:
         for c in members:
             c.group = letter
             if h != main:
-                c.flag = (f"not comparable with group A: hash {h[:12]} differs from {order[0][:12]}; "
-                          f"ranked only within group {letter}")
+                c.flag = (
+                    f"not comparable with group A: hash {h[:12]} differs from {order[0][:12]}; "
+                    f"ranked only within group {letter}"
+                )
         # members come from `ok`: every value is a float
         for c, r in zip(members, rank([cast(float, c.value) for c in members], higher_is_better=higher_is_better)):
             c.rank = r

@@ -22,9 +22,20 @@ from .naming import curve_stem
 from .paper import best_cells, display
 
 _SPECIALS = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-    "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
-    "|": r"\textbar{}", '"': r"\textquotedbl{}",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    '"': r"\textquotedbl{}",
 }
 
 
@@ -58,10 +69,19 @@ def _environment():
     from ..core.templating import templates_dir
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False,
-        finalize=escape, block_start_string="<%", block_end_string="%>", variable_start_string="<<",
-        variable_end_string=">>", comment_start_string="<#", comment_end_string="#>",
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+        finalize=escape,
+        block_start_string="<%",
+        block_end_string="%>",
+        variable_start_string="<<",
+        variable_end_string=">>",
+        comment_start_string="<#",
+        comment_end_string="#>",
     )
     env.filters["cells"] = lambda items: Tex(" & ".join(escape(i) for i in items))  # a table row, each escaped
     return env
@@ -96,25 +116,50 @@ def render_latex(result: CompareResult, curves: Sequence[str] = ()) -> str:
         transposed = len(columns) > len(result.systems)
         if transposed:  # rows metrics, columns systems (Texygen's Tables 1-3 and CoTK's Table 7 are laid out so)
             head = [Tex("metric")] + [Tex(escape(s)) for s in result.systems]
-            rows = [[_header(result, c)] + [_cell(result, s, dataset, c, best[c]) for s in result.systems]
-                    for c in columns]
+            rows = [
+                [_header(result, c)] + [_cell(result, s, dataset, c, best[c]) for s in result.systems] for c in columns
+            ]
         else:
             head = [Tex("system")] + [_header(result, c) for c in columns]
-            rows = [[Tex(escape(s))] + [_cell(result, s, dataset, c, best[c]) for c in columns]
-                    for s in result.systems]
+            rows = [[Tex(escape(s))] + [_cell(result, s, dataset, c, best[c]) for c in columns] for s in result.systems]
         notes = []
         for c in columns:
             cells = [x for x in (result.cell(s, dataset, c) for s in result.systems) if x is not None]
             main = next((x for x in cells if x.group == "A"), None)
-            notes.append({"column": c, "signature": (main.signature if main else None) or "(no signature)",
-                          "hash": ((main.hash or "")[:12]) if main else ""})
-        flagged = any(x is not None and x.value is not None and (x.group not in (None, "A") or x.hash is None)
-                      for s in result.systems for c in columns for x in [result.cell(s, dataset, c)])
-        tables.append({"dataset": dataset, "align": Tex("l" + "r" * (len(head) - 1)), "head": head, "rows": rows,
-                       "notes": notes, "flagged": flagged, "wide": len(head) > 8})
-    return _environment().get_template("compare/report.tex.j2").render(
-        title=result.config.title, tables=tables, systems=result.systems,
-        curves=[{"name": n, "file": Tex("{" + curve_stem(n) + "}.pdf")} for n in curves])
+            notes.append(
+                {
+                    "column": c,
+                    "signature": (main.signature if main else None) or "(no signature)",
+                    "hash": ((main.hash or "")[:12]) if main else "",
+                }
+            )
+        flagged = any(
+            x is not None and x.value is not None and (x.group not in (None, "A") or x.hash is None)
+            for s in result.systems
+            for c in columns
+            for x in [result.cell(s, dataset, c)]
+        )
+        tables.append(
+            {
+                "dataset": dataset,
+                "align": Tex("l" + "r" * (len(head) - 1)),
+                "head": head,
+                "rows": rows,
+                "notes": notes,
+                "flagged": flagged,
+                "wide": len(head) > 8,
+            }
+        )
+    return (
+        _environment()
+        .get_template("compare/report.tex.j2")
+        .render(
+            title=result.config.title,
+            tables=tables,
+            systems=result.systems,
+            curves=[{"name": n, "file": Tex("{" + curve_stem(n) + "}.pdf")} for n in curves],
+        )
+    )
 
 
 def write_latex(result: CompareResult, out: Path, curves: Sequence[str] = ()) -> Path:

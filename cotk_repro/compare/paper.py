@@ -31,6 +31,7 @@ def display(value: float | None) -> str:
 @dataclass
 class Family:
     """Report columns drawn in one figure: one base name at several orders (or a single column)."""
+
     name: str
     columns: list[str]
     orders: list[str]  # the x-axis labels ("2", "3", ...) or the column names for a single-column family
@@ -56,8 +57,11 @@ def families(result: CompareResult) -> list[Family]:
 def best_cells(result: CompareResult, dataset: str, column: str) -> set[str]:
     """Systems holding the best value of ``column`` on ``dataset`` within its main comparability group."""
     metric = result.metric_of_column(column)
-    cells: list[Cell] = [c for c in (result.cell(s, dataset, column) for s in result.systems)
-                         if c is not None and c.error is None and c.value is not None and c.group == "A"]
+    cells: list[Cell] = [
+        c
+        for c in (result.cell(s, dataset, column) for s in result.systems)
+        if c is not None and c.error is None and c.value is not None and c.group == "A"
+    ]
     if not cells:
         return set()
     key = max if metric.higher_is_better else min

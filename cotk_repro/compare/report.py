@@ -91,26 +91,57 @@ def write_csvs(result: CompareResult, out: Path) -> list[Path]:
     for column, rows in t["metric"].items():
         header = ["system"] + result.datasets
         base = out / f"metric-{safe_name(column)}"
-        _write_csv(base.with_name(base.name + ".csv"), header,
-                   [[r[0]] + [fmt_number(c.value if c else None) for c in r[1:]] for r in rows])
-        _write_csv(base.with_name(base.name + "-hashes.csv"), header,
-                   [[r[0]] + [_hash_text(c) for c in r[1:]] for r in rows])
+        _write_csv(
+            base.with_name(base.name + ".csv"),
+            header,
+            [[r[0]] + [fmt_number(c.value if c else None) for c in r[1:]] for r in rows],
+        )
+        _write_csv(
+            base.with_name(base.name + "-hashes.csv"), header, [[r[0]] + [_hash_text(c) for c in r[1:]] for r in rows]
+        )
         written += [base.with_name(base.name + ".csv"), base.with_name(base.name + "-hashes.csv")]
     for dataset, rows in t["corpus"].items():
         header = ["system"] + result.all_columns()
         base = out / f"corpus-{safe_name(dataset)}"
-        _write_csv(base.with_name(base.name + ".csv"), header,
-                   [[r[0]] + [fmt_number(c.value if c else None) for c in r[1:]] for r in rows])
-        _write_csv(base.with_name(base.name + "-hashes.csv"), header,
-                   [[r[0]] + [_hash_text(c) for c in r[1:]] for r in rows])
+        _write_csv(
+            base.with_name(base.name + ".csv"),
+            header,
+            [[r[0]] + [fmt_number(c.value if c else None) for c in r[1:]] for r in rows],
+        )
+        _write_csv(
+            base.with_name(base.name + "-hashes.csv"), header, [[r[0]] + [_hash_text(c) for c in r[1:]] for r in rows]
+        )
         written += [base.with_name(base.name + ".csv"), base.with_name(base.name + "-hashes.csv")]
-    long_header = ["system", "dataset", "metric", "column", "value", "hash", "signature", "group", "rank", "flag",
-                   "error"]
+    long_header = [
+        "system",
+        "dataset",
+        "metric",
+        "column",
+        "value",
+        "hash",
+        "signature",
+        "group",
+        "rank",
+        "flag",
+        "error",
+    ]
     long_rows = []
     for c in result.cells:
-        long_rows.append([c.system, c.dataset, c.metric, c.column, fmt_number(c.value), c.hash or "",
-                          c.signature or "", c.group or "", "" if c.rank is None else str(c.rank), c.flag or "",
-                          c.error or ""])
+        long_rows.append(
+            [
+                c.system,
+                c.dataset,
+                c.metric,
+                c.column,
+                fmt_number(c.value),
+                c.hash or "",
+                c.signature or "",
+                c.group or "",
+                "" if c.rank is None else str(c.rank),
+                c.flag or "",
+                c.error or "",
+            ]
+        )
     _write_csv(out / "results.csv", long_header, long_rows)
     written.append(out / "results.csv")
     return written
@@ -118,8 +149,12 @@ def write_csvs(result: CompareResult, out: Path) -> list[Path]:
 
 def write_curves_csv(result: CompareResult, out: Path) -> Path:
     """``curves.csv``: every per-epoch point, one row each (exact values)."""
-    rows = [[name, s, d, str(e), fmt_number(v)] for name, runs in result.curves.items()
-            for (s, d), points in runs.items() for e, v in points]
+    rows = [
+        [name, s, d, str(e), fmt_number(v)]
+        for name, runs in result.curves.items()
+        for (s, d), points in runs.items()
+        for e, v in points
+    ]
     _write_csv(out / "curves.csv", ["metric", "system", "dataset", "epoch", "value"], rows)
     return out / "curves.csv"
 
@@ -132,27 +167,53 @@ def as_json(result: CompareResult, files: list[Path] | None = None) -> dict[str,
         "schema_version": 1,
         "title": cfg.title,
         "config": cfg.rel(cfg.path),
-        "datasets": [{"name": d.name, "gold": cfg.rel(d.gold), "gold_lines": d.gold_lines,
-                      "format": d.sample_format.as_dict()} for d in cfg.datasets],
-        "systems": [{"name": s.name,
-                     "generator": s.generator, "settings": s.settings if s.generator else None,
-                     "samples": {d: cfg.rel(p) for d, p in s.samples.items()}} for s in cfg.systems],
-        "metrics": [{"label": m.label, "name": m.name, "version": m.version, "options": m.options,
-                     "settings": m.settings, "references": m.references, "higher_is_better": m.higher_is_better,
-                     "columns": result.columns.get(m.label, [])} for m in cfg.metrics],
+        "datasets": [
+            {"name": d.name, "gold": cfg.rel(d.gold), "gold_lines": d.gold_lines, "format": d.sample_format.as_dict()}
+            for d in cfg.datasets
+        ],
+        "systems": [
+            {
+                "name": s.name,
+                "generator": s.generator,
+                "settings": s.settings if s.generator else None,
+                "samples": {d: cfg.rel(p) for d, p in s.samples.items()},
+            }
+            for s in cfg.systems
+        ],
+        "metrics": [
+            {
+                "label": m.label,
+                "name": m.name,
+                "version": m.version,
+                "options": m.options,
+                "settings": m.settings,
+                "references": m.references,
+                "higher_is_better": m.higher_is_better,
+                "columns": result.columns.get(m.label, []),
+            }
+            for m in cfg.metrics
+        ],
         "cells": [c.as_dict() for c in result.cells],
-        "conflicts": [{"column": col, "dataset": d} for col in result.all_columns() for d in result.datasets
-                      if column_has_conflict(result, col, d)],
+        "conflicts": [
+            {"column": col, "dataset": d}
+            for col in result.all_columns()
+            for d in result.datasets
+            if column_has_conflict(result, col, d)
+        ],
         "failures": [f.as_dict() for f in result.failures],
         "generated": [{"system": s, "dataset": d, "outputs": how} for (s, d), how in sorted(result.generated.items())],
-        "curves": [{"metric": name, "system": s, "dataset": d, "points": [[e, v] for e, v in points]}
-                   for name, runs in result.curves.items() for (s, d), points in runs.items()],
+        "curves": [
+            {"metric": name, "system": s, "dataset": d, "points": [[e, v] for e, v in points]}
+            for name, runs in result.curves.items()
+            for (s, d), points in runs.items()
+        ],
         "files": [Path(os.path.relpath(f, cfg.out)).as_posix() for f in (files or [])],
     }
 
 
-def write_report(result: CompareResult, out: Path | None = None, *, charts: bool | None = None,
-                 html: bool | None = None) -> list[Path]:
+def write_report(
+    result: CompareResult, out: Path | None = None, *, charts: bool | None = None, html: bool | None = None
+) -> list[Path]:
     """Write every report file into ``out`` (default: the config's). Returns the files written."""
     cfg = result.config
     out = Path(out or cfg.out)
@@ -167,7 +228,6 @@ def write_report(result: CompareResult, out: Path | None = None, *, charts: bool
     charts = cfg.charts if charts is None else charts
     if charts:
         from .charts import write_charts
-
         from .figures import write_figures
 
         chart_files = write_charts(result, out)

@@ -7,7 +7,8 @@ caller can name the file and line.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Union
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import StrictBool, StrictInt, StrictStr, ValidationError, create_model
 from pydantic_core import ErrorDetails
@@ -15,7 +16,7 @@ from pydantic_core import ErrorDetails
 from ..core.tomlmodel import TYPE_WORDS, StrictTable, annotation_at, known_keys
 from .textfmt import FORMAT_KEYS
 
-_STRICT: dict[type, Any] = {bool: StrictBool, str: StrictStr, list: List[StrictStr]}
+_STRICT: dict[type, Any] = {bool: StrictBool, str: StrictStr, list: list[StrictStr]}
 
 #: ``[format]`` / ``[formats.NAME]`` / an inline format: the keys of :data:`.textfmt.FORMAT_KEYS`
 _FORMAT_FIELDS: dict[str, Any] = {k: (_STRICT[t] | None, None) for k, t in FORMAT_KEYS.items()}
@@ -36,58 +37,58 @@ _UNION_TAGS = {"str", "FormatTable", "dict[str,any]"}
 class ReportTable(StrictTable):
     """``[report]``."""
 
-    out: Optional[StrictStr] = None
-    title: Optional[StrictStr] = None
-    jobs: Optional[StrictInt] = None
-    cache: Optional[StrictStr] = None
-    charts: Optional[StrictBool] = None
-    html: Optional[StrictBool] = None
+    out: StrictStr | None = None
+    title: StrictStr | None = None
+    jobs: StrictInt | None = None
+    cache: StrictStr | None = None
+    charts: StrictBool | None = None
+    html: StrictBool | None = None
 
 
 class DatasetTable(StrictTable):
     """One ``[[dataset]]``."""
 
-    name: Optional[StrictStr] = None
-    path: Optional[StrictStr] = None
-    gold: Optional[StrictStr] = None
-    samples: Optional[StrictStr] = None
-    inputs: Optional[StrictStr] = None
-    format: Optional[FormatRef] = None
-    gold_format: Optional[FormatRef] = None
-    inputs_format: Optional[FormatRef] = None
+    name: StrictStr | None = None
+    path: StrictStr | None = None
+    gold: StrictStr | None = None
+    samples: StrictStr | None = None
+    inputs: StrictStr | None = None
+    format: FormatRef | None = None
+    gold_format: FormatRef | None = None
+    inputs_format: FormatRef | None = None
 
 
 class SystemTable(StrictTable):
     """One ``[[system]]``."""
 
-    name: Optional[StrictStr] = None
-    samples: Optional[StrOrTable] = None
-    generator: Optional[StrictStr] = None
-    settings: Optional[Dict[str, Any]] = None
-    format: Optional[FormatRef] = None
-    datasets: Optional[List[StrictStr]] = None
+    name: StrictStr | None = None
+    samples: StrOrTable | None = None
+    generator: StrictStr | None = None
+    settings: dict[str, Any] | None = None
+    format: FormatRef | None = None
+    datasets: list[StrictStr] | None = None
 
 
 class MetricTable(StrictTable):
     """One ``[[metric]]``."""
 
-    name: Optional[StrictStr] = None
-    label: Optional[StrictStr] = None
-    options: Optional[Dict[str, Any]] = None
-    keys: Optional[List[StrictStr]] = None
-    references: Optional[StrictStr] = None
-    higher_is_better: Optional[StrictBool] = None
+    name: StrictStr | None = None
+    label: StrictStr | None = None
+    options: dict[str, Any] | None = None
+    keys: list[StrictStr] | None = None
+    references: StrictStr | None = None
+    higher_is_better: StrictBool | None = None
 
 
 class CompareFile(StrictTable):
     """The whole file."""
 
-    report: Optional[ReportTable] = None
-    format: Optional[FormatTable] = None
-    formats: Optional[Dict[str, FormatTable]] = None
-    dataset: Optional[List[DatasetTable]] = None
-    system: Optional[List[SystemTable]] = None
-    metric: Optional[List[MetricTable]] = None
+    report: ReportTable | None = None
+    format: FormatTable | None = None
+    formats: dict[str, FormatTable] | None = None
+    dataset: list[DatasetTable] | None = None
+    system: list[SystemTable] | None = None
+    metric: list[MetricTable] | None = None
 
 
 def _dotted(path: tuple) -> str:

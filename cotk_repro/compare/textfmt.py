@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from ..errors import CotkError
 
@@ -43,6 +44,7 @@ class TextFileError(CotkError):
 class TextFormat:
     #: lines are already tokenized with spaces; when false, ``tokenizer`` tokenizes them
     """How to turn the lines of a text file into sentences: tokenizing, tags to strip, separators, case."""
+
     tokenized: bool = True
     #: a registered tokenizer name, used only when ``tokenized`` is false
     tokenizer: str = "nltk"
@@ -58,7 +60,7 @@ class TextFormat:
     lowercase: bool = False
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], base: "TextFormat | None" = None) -> "TextFormat":
+    def from_dict(cls, data: dict[str, Any], base: TextFormat | None = None) -> TextFormat:
         values = asdict(base) if base is not None else {}
         for key, value in data.items():
             values[key] = tuple(value) if key == "strip_tags" else value
@@ -111,6 +113,7 @@ def normalizer(fmt: TextFormat) -> Normalizer:
 
 
 # -- streaming -------------------------------------------------------------------
+
 
 def iter_lines(path: Path) -> Iterator[str]:
     """The lines of a UTF-8 text file without their line ends (``\\n`` or ``\\r\\n``), one at a time.
@@ -198,8 +201,9 @@ def iter_gold(path: Path, fmt: TextFormat) -> Iterator[list[str]]:
                 raise TextFileError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
             refs = obj.get("references") if isinstance(obj, dict) else None
             if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-                raise TextFileError(f'{path}: line {lineno} must be an object {{"references": ["...", ...]}} '
-                                "with at least one string")
+                raise TextFileError(
+                    f'{path}: line {lineno} must be an object {{"references": ["...", ...]}} with at least one string'
+                )
             yield [norm(r) for r in refs]
     else:
         for line in iter_lines(path):
@@ -214,6 +218,7 @@ def iter_texts(path: Path, fmt: TextFormat) -> Iterator[str]:
 
 
 # -- documents (generator inputs) ---------------------------------------------------
+
 
 def document_normalizer(fmt: TextFormat) -> Callable[[str], str]:
     """A callable ``document -> normalized document`` for generator inputs: the format applied to each
@@ -268,4 +273,3 @@ def read_texts(path: Path, fmt: TextFormat) -> list[str]:
 def read_gold(path: Path, fmt: TextFormat) -> list[list[str]]:
     """Read a gold file as one list of references per line, cleaned as `fmt` says."""
     return list(iter_gold(path, fmt))
-

@@ -13,12 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from json.encoder import encode_basestring  # C-accelerated; the string part of canonical JSON
-from typing import Any, Sequence
+from typing import Any
 
-_ENCODER = json.JSONEncoder(
-    ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
-)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 _STR_ONLY = {str}
@@ -126,7 +125,7 @@ def string_items(texts: Sequence[str]) -> list[bytes]:
     """``canonical_json([text])`` of each text (``["a b"]``), in bulk."""
     out: list[bytes] = []
     for i in range(0, len(texts), TOKEN_PART):
-        part = texts[i:i + TOKEN_PART]
+        part = texts[i : i + TOKEN_PART]
         block = "\n".join(part).encode("utf-8")
         if block.count(b"\n") == len(part) - 1 and _no_bytes(block, _CONTROL_BUT_NL):
             out.extend((b'["' + _escaped(block).replace(b"\n", b'"]\n["') + b'"]').split(b"\n"))
@@ -139,12 +138,16 @@ def token_list_items(token_lists: Sequence[Sequence[str]]) -> list[bytes]:
     """``canonical_json([list(tokens)])`` of each token list (``[["a","b"]]``), in bulk."""
     out: list[bytes] = []
     for i in range(0, len(token_lists), TOKEN_PART):
-        part = token_lists[i:i + TOKEN_PART]
+        part = token_lists[i : i + TOKEN_PART]
         block = "\n".join(["\x1f".join(t) for t in part]).encode("utf-8")
         lens = list(map(len, part))
         # no empty list, so exactly one "\x1f" between two tokens: a separator inside a token breaks the counts
-        if 0 not in lens and block.count(b"\x1f") == sum(lens) - len(part) \
-                and block.count(b"\n") == len(part) - 1 and _no_bytes(block, _CONTROL_BUT_NL_US):
+        if (
+            0 not in lens
+            and block.count(b"\x1f") == sum(lens) - len(part)
+            and block.count(b"\n") == len(part) - 1
+            and _no_bytes(block, _CONTROL_BUT_NL_US)
+        ):
             body = _escaped(block).replace(b"\x1f", b'","').replace(b"\n", b'"]]\n[["')
             out.extend((b'[["' + body + b'"]]').split(b"\n"))
         else:
@@ -166,8 +169,4 @@ def spaced_token_list_items(spaced: bytes) -> list[bytes]:
 
 def is_sha256_hex(value: Any) -> bool:
     """Whether ``value`` is 64 lower-case hex digits."""
-    return (
-        isinstance(value, str)
-        and len(value) == 64
-        and all(c in "0123456789abcdef" for c in value)
-    )
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)

@@ -25,10 +25,23 @@ CONFIG_FILE = "cotk-repro.toml"
 DEFAULTS: dict[str, dict[str, Any]] = {
     "project": {"name": "", "task": "", "dataset": ""},
     "run": {"entry": "main.py", "args": [], "result": "result.json"},
-    "reproduce": {"runtime": "docker", "rtol": 1e-6, "atol": 1e-12, "timeout": 3600,
-                  "memory": "4g", "cpus": 2, "network": False, "tolerances": {}},
-    "publish": {"remote": "origin", "records_ref": "refs/heads/cotk-repro-records", "push": False,
-                "targets": ["git", "dashboard"], "logs": False},
+    "reproduce": {
+        "runtime": "docker",
+        "rtol": 1e-6,
+        "atol": 1e-12,
+        "timeout": 3600,
+        "memory": "4g",
+        "cpus": 2,
+        "network": False,
+        "tolerances": {},
+    },
+    "publish": {
+        "remote": "origin",
+        "records_ref": "refs/heads/cotk-repro-records",
+        "push": False,
+        "targets": ["git", "dashboard"],
+        "logs": False,
+    },
     "dashboard": {},
 }
 
@@ -89,7 +102,9 @@ def _validated_marker(raw: bytes, where: str) -> Path | None:
 
     here = Path(__file__).parent
     try:  # the rules: the models, the table they build on (tomlmodel), this module, git.py (RECORDS_REF_SUFFIX)
-        rules = b"".join((here / name).read_bytes() for name in ("config_model.py", "tomlmodel.py", "config.py", "git.py"))
+        rules = b"".join(
+            (here / name).read_bytes() for name in ("config_model.py", "tomlmodel.py", "config.py", "git.py")
+        )
     except OSError:
         return None
     digest = hashlib.sha256(b"\0".join([__version__.encode(), where.encode(), rules, raw])).hexdigest()

@@ -7,7 +7,7 @@ files that passed), so that ``cotk-repro run`` does not pay for pydantic on ever
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from pydantic import StrictBool, StrictFloat, StrictStr, ValidationError, field_validator
 
@@ -20,77 +20,79 @@ from .tomlpos import key_lines, line_of
 class ProjectTable(StrictTable):
     """``[project]``: what the runs of this project are (names shown on the dashboard)."""
 
-    name: Optional[StrictStr] = None
-    task: Optional[StrictStr] = None
-    dataset: Optional[StrictStr] = None
+    name: StrictStr | None = None
+    task: StrictStr | None = None
+    dataset: StrictStr | None = None
 
 
 class RunTable(StrictTable):
     """``[run]``: the entry script, its arguments and its result file."""
 
-    entry: Optional[StrictStr] = None
-    args: Optional[List[StrictStr]] = None
-    result: Optional[StrictStr] = None
-    python: Optional[StrictStr] = None
-    requires: Optional[List[StrictStr]] = None
+    entry: StrictStr | None = None
+    args: list[StrictStr] | None = None
+    result: StrictStr | None = None
+    python: StrictStr | None = None
+    requires: list[StrictStr] | None = None
 
 
 class Tolerance(StrictTable):
     """``[reproduce.tolerances.METRIC]``: one metric's tolerances."""
 
-    rtol: Optional[StrictFloat] = None
-    atol: Optional[StrictFloat] = None
+    rtol: StrictFloat | None = None
+    atol: StrictFloat | None = None
 
 
 class ReproduceTable(StrictTable):
     """``[reproduce]``: the runtime, its limits and the tolerances a reproduction is judged by."""
 
-    runtime: Optional[StrictStr] = None
-    base_image: Optional[StrictStr] = None
-    rtol: Optional[StrictFloat] = None
-    atol: Optional[StrictFloat] = None
-    timeout: Optional[StrictFloat] = None
-    memory: Optional[StrictStr] = None
-    cpus: Optional[StrictFloat] = None
-    disk: Optional[StrictStr] = None
-    network: Optional[StrictBool] = None
-    tolerances: Optional[Dict[str, Tolerance]] = None
+    runtime: StrictStr | None = None
+    base_image: StrictStr | None = None
+    rtol: StrictFloat | None = None
+    atol: StrictFloat | None = None
+    timeout: StrictFloat | None = None
+    memory: StrictStr | None = None
+    cpus: StrictFloat | None = None
+    disk: StrictStr | None = None
+    network: StrictBool | None = None
+    tolerances: dict[str, Tolerance] | None = None
 
 
 class PublishTable(StrictTable):
     """``[publish]``: the git remote, the records ref, the targets."""
 
-    remote: Optional[StrictStr] = None
-    records_ref: Optional[StrictStr] = None
-    push: Optional[StrictBool] = None
-    github_api: Optional[StrictStr] = None
-    github_private: Optional[StrictBool] = None
-    targets: Optional[List[StrictStr]] = None
-    logs: Optional[StrictBool] = None
+    remote: StrictStr | None = None
+    records_ref: StrictStr | None = None
+    push: StrictBool | None = None
+    github_api: StrictStr | None = None
+    github_private: StrictBool | None = None
+    targets: list[StrictStr] | None = None
+    logs: StrictBool | None = None
 
     @field_validator("records_ref")
     @classmethod
-    def _findable(cls, ref: Optional[str]) -> Optional[str]:
+    def _findable(cls, ref: str | None) -> str | None:
         if ref is not None and not (ref.startswith("refs/") and ref.endswith(RECORDS_REF_SUFFIX)):
-            raise ValueError(f"must be a full ref ending in {RECORDS_REF_SUFFIX!r} (e.g. refs/heads/team-"
-                             f"{RECORDS_REF_SUFFIX}), so that `cotk-repro reproduce` finds it; got {ref!r}")
+            raise ValueError(
+                f"must be a full ref ending in {RECORDS_REF_SUFFIX!r} (e.g. refs/heads/team-"
+                f"{RECORDS_REF_SUFFIX}), so that `cotk-repro reproduce` finds it; got {ref!r}"
+            )
         return ref
 
 
 class DashboardTable(StrictTable):
     """``[dashboard]``: where records are uploaded."""
 
-    url: Optional[StrictStr] = None
+    url: StrictStr | None = None
 
 
 class ConfigFile(StrictTable):
     """The whole of ``cotk-repro.toml`` (or ``[tool.cotk-repro]`` in ``pyproject.toml``)."""
 
-    project: Optional[ProjectTable] = None
-    run: Optional[RunTable] = None
-    reproduce: Optional[ReproduceTable] = None
-    publish: Optional[PublishTable] = None
-    dashboard: Optional[DashboardTable] = None
+    project: ProjectTable | None = None
+    run: RunTable | None = None
+    reproduce: ReproduceTable | None = None
+    publish: PublishTable | None = None
+    dashboard: DashboardTable | None = None
 
 
 def _sentence(err: Mapping[str, Any], data: dict[str, Any]) -> tuple[tuple[str | int, ...], str]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 
 @contextmanager
@@ -25,7 +26,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", *, perms: int | N
     try:
         if perms is not None and hasattr(os, "fchmod"):
             os.fchmod(fd, perms)
-        with (os.fdopen(fd, "wb") if mode == "wb" else os.fdopen(fd, "w", encoding="utf-8", newline="\n")) as fh:
+        with os.fdopen(fd, "wb") if mode == "wb" else os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             yield fh
         os.replace(tmp, path)
     except BaseException:

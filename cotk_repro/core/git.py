@@ -22,8 +22,15 @@ def tail(text: str, lines: int = 20) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def git(cwd: Path | str, *args: str, env: dict[str, str] | None = None, input: bytes | None = None,
-        check: bool = True, what: str | None = None, timeout: float | None = 600) -> subprocess.CompletedProcess[bytes]:
+def git(
+    cwd: Path | str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    input: bytes | None = None,
+    check: bool = True,
+    what: str | None = None,
+    timeout: float | None = 600,
+) -> subprocess.CompletedProcess[bytes]:
     """Run git; on failure raise :class:`GitError` with git's own message as the log."""
     full_env = dict(os.environ)
     full_env.setdefault("GIT_TERMINAL_PROMPT", "0")  # never hang on a password prompt

@@ -35,6 +35,6 @@ def read_bounded(resp: Any, where: str, limit: int = MAX_ANSWER_BYTES) -> Any:
             resp.close()
             raise AnswerTooLarge(refuse)
         chunks.append(chunk)
-    resp._content = b"".join(chunks)  # what requests itself sets when it reads the body  # noqa: SLF001
-    resp._content_consumed = True  # noqa: SLF001
+    resp._content = b"".join(chunks)  # what requests itself sets when it reads the body
+    resp._content_consumed = True
     return resp

@@ -34,8 +34,9 @@ class Challenge:
 
     def text(self) -> str:
         """The exact bytes (as text) the key signs: a header line and one ``field: value`` line each."""
-        return (f"{HEADER}\ndashboard: {self.dashboard}\nuser: {self.user}\nnonce: {self.nonce}\n"
-                f"expires: {self.expires}\n")
+        return (
+            f"{HEADER}\ndashboard: {self.dashboard}\nuser: {self.user}\nnonce: {self.nonce}\nexpires: {self.expires}\n"
+        )
 
 
 def parse_challenge(text: object) -> Challenge:
@@ -51,8 +52,9 @@ def parse_challenge(text: object) -> Challenge:
         if m is None or m.group(1) in fields:
             raise ChallengeError("the dashboard's key registration challenge holds an unexpected line")
         fields[m.group(1)] = m.group(2)
-    challenge = Challenge(fields.get("dashboard", ""), fields.get("user", ""), fields.get("nonce", ""),
-                          fields.get("expires", ""))
+    challenge = Challenge(
+        fields.get("dashboard", ""), fields.get("user", ""), fields.get("nonce", ""), fields.get("expires", "")
+    )
     if challenge.text() != text:
         raise ChallengeError("the dashboard's key registration challenge is not in the form this version writes")
     return challenge
@@ -63,9 +65,12 @@ def check_challenge(text: object, *, dashboard: str, user: str) -> Challenge:
     :class:`ChallengeError` otherwise (a dashboard relaying another dashboard's challenge to get it signed)."""
     challenge = parse_challenge(text)
     if challenge.dashboard.rstrip("/") != dashboard.rstrip("/"):
-        raise ChallengeError(f"the key registration challenge names the dashboard {challenge.dashboard}, not "
-                             f"{dashboard.rstrip('/')}: refusing to sign it (another site may be relaying it)")
+        raise ChallengeError(
+            f"the key registration challenge names the dashboard {challenge.dashboard}, not "
+            f"{dashboard.rstrip('/')}: refusing to sign it (another site may be relaying it)"
+        )
     if challenge.user != user:
-        raise ChallengeError(f"the key registration challenge names the user {challenge.user!r}, not {user!r}: "
-                             "refusing to sign it")
+        raise ChallengeError(
+            f"the key registration challenge names the user {challenge.user!r}, not {user!r}: refusing to sign it"
+        )
     return challenge

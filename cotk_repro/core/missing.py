@@ -11,9 +11,18 @@ import re
 
 #: import names whose distribution is called otherwise
 _DISTRIBUTION_OF = {
-    "git": "GitPython", "sqlalchemy": "SQLAlchemy", "PIL": "pillow", "yaml": "PyYAML", "sklearn": "scikit-learn",
-    "confusable_homoglyphs": "confusable-homoglyphs", "bert_score": "bert-score", "mauve": "mauve-text",
-    "psycopg": "psycopg", "jinja2": "jinja2", "markupsafe": "markupsafe", "dateutil": "python-dateutil",
+    "git": "GitPython",
+    "sqlalchemy": "SQLAlchemy",
+    "PIL": "pillow",
+    "yaml": "PyYAML",
+    "sklearn": "scikit-learn",
+    "confusable_homoglyphs": "confusable-homoglyphs",
+    "bert_score": "bert-score",
+    "mauve": "mauve-text",
+    "psycopg": "psycopg",
+    "jinja2": "jinja2",
+    "markupsafe": "markupsafe",
+    "dateutil": "python-dateutil",
 }
 #: the one torch line (the CPU build; docs/templates.md): a plain `pip install torch` is a CUDA build
 TORCH_LINE = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
@@ -32,9 +41,11 @@ def who_needs(distribution: str) -> tuple[str, str | None] | None:
     wanted = _canonical(distribution)
     names = ["cotk-repro"]
     try:
-        names += sorted({ep.dist.metadata["Name"] for ep in md.entry_points(group="cotk_repro") if ep.dist is not None}
-                        - {"cotk-repro"})
-    except Exception:  # noqa: BLE001 - unreadable metadata: cotk-repro's own requirements still tell
+        names += sorted(
+            {ep.dist.metadata["Name"] for ep in md.entry_points(group="cotk_repro") if ep.dist is not None}
+            - {"cotk-repro"}
+        )
+    except Exception:
         pass
     for name in names:
         try:
@@ -66,7 +77,11 @@ def missing_dependency(exc: ModuleNotFoundError) -> str | None:
         return f"the Python package {distribution} is not installed (no module named {module!r}): pip install {distribution}"
     owner, extra = found
     if extra:
-        return (f"{owner}[{extra}] needs the Python package {distribution}, which is not installed: "
-                f"pip install '{owner}[{extra}]'")
-    return (f"{owner} needs the Python package {distribution}, which is not installed (removed?): "
-            f"pip install '{distribution}' (or reinstall {owner})")
+        return (
+            f"{owner}[{extra}] needs the Python package {distribution}, which is not installed: "
+            f"pip install '{owner}[{extra}]'"
+        )
+    return (
+        f"{owner} needs the Python package {distribution}, which is not installed (removed?): "
+        f"pip install '{distribution}' (or reinstall {owner})"
+    )

@@ -11,7 +11,7 @@ three on the same cells with ties and with dirty and unsigned records.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 #: the tier of a signed record run from a clean tree, and of any other (dirty tree, or unsigned)
 TRUSTED, UNTRUSTED = 0, 1
@@ -22,8 +22,7 @@ def tier(*, signed: bool, dirty: bool) -> int:
     return TRUSTED if signed and not dirty else UNTRUSTED
 
 
-def rank(values: Sequence[float], *, higher_is_better: bool = True,
-         tiers: Sequence[int] | None = None) -> list[int]:
+def rank(values: Sequence[float], *, higher_is_better: bool = True, tiers: Sequence[int] | None = None) -> list[int]:
     """The competition rank of each of ``values``, in their order (1 is the best; equal values of one tier
     share a rank). ``tiers``: each value's tier (default: all :data:`TRUSTED`); a lower tier ranks first."""
     tiers = tiers if tiers is not None else [TRUSTED] * len(values)
@@ -41,8 +40,14 @@ def rank(values: Sequence[float], *, higher_is_better: bool = True,
     return ranks
 
 
-def page_ranks(page: Sequence[float], *, offset: int, first_rank: int, higher_is_better: bool = True,
-               tiers: Sequence[int] | None = None) -> list[int]:
+def page_ranks(
+    page: Sequence[float],
+    *,
+    offset: int,
+    first_rank: int,
+    higher_is_better: bool = True,
+    tiers: Sequence[int] | None = None,
+) -> list[int]:
     """The ranks of one page of a list sorted best first (by tier, then value): :func:`rank` of the whole
     list, read on the page.
 
@@ -51,5 +56,4 @@ def page_ranks(page: Sequence[float], *, offset: int, first_rank: int, higher_is
     with the first shares its rank; any other is worse than everything before the page, so its rank is
     ``offset`` plus its rank within the page.
     """
-    return [first_rank if r == 1 else offset + r
-            for r in rank(page, higher_is_better=higher_is_better, tiers=tiers)]
+    return [first_rank if r == 1 else offset + r for r in rank(page, higher_is_better=higher_is_better, tiers=tiers)]

@@ -30,12 +30,13 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
+from ..errors import RunError
 from .canonical import is_sha256_hex
 from .fileio import atomic_write
-from ..errors import RunError
 
 RESULT_SCHEMA = "cotk-repro/result"
 HASH_SUFFIX = " hashvalue"
@@ -103,8 +104,15 @@ def normalize_results(data: Any, where: str = "result file") -> dict[str, Any]:
         for name, item in raw.items():
             if not isinstance(item, dict):
                 raise RunError(f"{where}: result {name!r} must be an object with a 'value'")
-            results[name] = _entry(where, name, item.get("value"), item.get("hash"), item.get("signature"),
-                                   item.get("metric"), item.get("version"))
+            results[name] = _entry(
+                where,
+                name,
+                item.get("value"),
+                item.get("hash"),
+                item.get("signature"),
+                item.get("metric"),
+                item.get("version"),
+            )
         codes = data.get("data")
         if codes is not None and (not isinstance(codes, dict) or not all(isinstance(v, str) for v in codes.values())):
             raise RunError(f"{where}: 'data' must map hash names to hex strings")
@@ -112,8 +120,9 @@ def normalize_results(data: Any, where: str = "result file") -> dict[str, Any]:
     return {"results": parse_result_dict(data, where), "data": None}
 
 
-def parse_result_dict(data: Mapping[str, Any], where: str = "the result", *,
-                      skip_extras: bool = False) -> dict[str, dict[str, Any]]:
+def parse_result_dict(
+    data: Mapping[str, Any], where: str = "the result", *, skip_extras: bool = False
+) -> dict[str, dict[str, Any]]:
     """A CoTK-style result dict -> ``{key: {value, hash, signature, metric, version}}``, validated.
 
     ``skip_extras``: leave out values that are not numbers (e.g. per-sentence lists some metrics add)
@@ -130,8 +139,9 @@ def parse_result_dict(data: Mapping[str, Any], where: str = "the result", *,
             continue
         if skip_extras and (isinstance(value, bool) or not isinstance(value, (int, float))):
             continue
-        results[key] = _entry(where, key, value, data.get(key + HASH_SUFFIX), data.get(key + SIGNATURE_SUFFIX),
-                              key, None)
+        results[key] = _entry(
+            where, key, value, data.get(key + HASH_SUFFIX), data.get(key + SIGNATURE_SUFFIX), key, None
+        )
     if not results:
         raise RunError(f"{where}: holds no metric values")
     return results
@@ -151,12 +161,19 @@ def read_result_file(path: Path, *, not_before: float | None = None) -> dict[str
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise RunError(f"the result file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise RunError(
+            f"the result file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
     return normalize_results(data, where=str(path))
 
 
-def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: str | os.PathLike[str] = "result.json",
-                *, dataloader: Any = None, data: Mapping[str, str] | None = None) -> Path:
+def save_result(
+    results: Mapping[str, Any] | Iterable[Mapping[str, Any]],
+    path: str | os.PathLike[str] = "result.json",
+    *,
+    dataloader: Any = None,
+    data: Mapping[str, str] | None = None,
+) -> Path:
     """Write a rich result file from metric outputs (``close()`` dicts), merged.
 
     ``dataloader``: a cotk-repro dataloader whose ``hash_codes`` go into ``data``.
@@ -176,6 +193,6 @@ def save_result(results: Mapping[str, Any] | Iterable[Mapping[str, Any]], path: 
             item["version"] = fields["v"]
     codes = dict(data) if data is not None else None
     if dataloader is not None:
-        codes = dict(getattr(dataloader, "hash_codes"))
+        codes = dict(dataloader.hash_codes)
     doc = {"schema": RESULT_SCHEMA, "schema_version": 1, "results": normalized, "data": codes}
     return atomic_write(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

@@ -39,8 +39,15 @@ ENV_KEY = "COTK_REPRO_SIGNING_KEY"
 ARMOR_BEGIN = "-----BEGIN SSH SIGNATURE-----"
 ARMOR_END = "-----END SSH SIGNATURE-----"
 #: key types accepted for signing records (ed25519, RSA, ECDSA and their security-key forms)
-KNOWN_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
-                   "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com")
+KNOWN_KEY_TYPES = (
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+)
 MAX_SIGNATURE = 16 * 1024
 TIMEOUT = 60
 
@@ -95,7 +102,9 @@ def parse_public_key(text: str) -> PublicKey:
     except (ValueError, sshsig.SshsigError):
         raise SigningError("the SSH public key's base64 part is malformed") from None
     if inner.decode("ascii", "replace") != key_type:
-        raise SigningError(f"the SSH public key says {key_type!r} but holds a {inner[:40].decode('ascii', 'replace')!r} key")
+        raise SigningError(
+            f"the SSH public key says {key_type!r} but holds a {inner[:40].decode('ascii', 'replace')!r} key"
+        )
     if key_type not in KNOWN_KEY_TYPES:
         raise SigningError(f"unknown SSH key type {key_type!r}: use ed25519 (ssh-keygen -t ed25519), RSA or ECDSA")
     return PublicKey(key_type, blob, parts[2].strip() if len(parts) > 2 else "")
@@ -119,15 +128,20 @@ def parse_signature(text: Any) -> SignatureInfo:
     if not body.startswith(ARMOR_BEGIN) or not body.endswith(ARMOR_END):
         raise SigningError(f"the signature is malformed: it must start with {ARMOR_BEGIN} and end with {ARMOR_END}")
     try:
-        parsed = sshsig.parse(base64.b64decode("".join(body[len(ARMOR_BEGIN):-len(ARMOR_END)].split()),
-                                               validate=True))
+        parsed = sshsig.parse(
+            base64.b64decode("".join(body[len(ARMOR_BEGIN) : -len(ARMOR_END)].split()), validate=True)
+        )
     except (ValueError, sshsig.SshsigError):  # ValueError covers binascii.Error and non-ASCII text
         raise SigningError("the signature is malformed: its blob is not an SSHSIG signature") from None
     kt = parsed.key_type
     if kt not in KNOWN_KEY_TYPES:
         raise SigningError(f"the signature is made with an unknown key type {kt[:60]!r}")
-    return SignatureInfo(PublicKey(kt, parsed.public_key), parsed.namespace.decode("utf-8", "replace"),
-                         parsed.hash_alg.decode("ascii", "replace"), parsed)
+    return SignatureInfo(
+        PublicKey(kt, parsed.public_key),
+        parsed.namespace.decode("utf-8", "replace"),
+        parsed.hash_alg.decode("ascii", "replace"),
+        parsed,
+    )
 
 
 # -- what is signed -------------------------------------------------------------------------------------------
@@ -190,9 +204,11 @@ def key_from_path(path: Path, source: str) -> SigningKey:
             stdin=subprocess.DEVNULL,
         )
         if proc.returncode != 0:
-            raise SigningError(f"the signing key {path} ({source}) has no {pub_path.name} beside it and its public "
-                               "half cannot be read without its passphrase",
-                               hint=f"write it with `ssh-keygen -y -f {path} > {pub_path}`")
+            raise SigningError(
+                f"the signing key {path} ({source}) has no {pub_path.name} beside it and its public "
+                "half cannot be read without its passphrase",
+                hint=f"write it with `ssh-keygen -y -f {path} > {pub_path}`",
+            )
         text = proc.stdout.decode("utf-8", "replace")
     return SigningKey(path, parse_public_key(text), source, agent=path.suffix == ".pub")
 
@@ -237,8 +253,11 @@ def sign_bytes(data: bytes, namespace: str, key: SigningKey) -> str:
     text: str = proc.stdout.decode("ascii", "replace")
     if proc.returncode != 0 or ARMOR_BEGIN not in text:
         err = proc.stderr.decode("utf-8", "replace").strip()
-        hint = ("load the key into ssh-agent (ssh-add) or sign with a key without passphrase"
-                if "passphrase" in err.lower() or "agent" in err.lower() or key.agent else None)
+        hint = (
+            "load the key into ssh-agent (ssh-add) or sign with a key without passphrase"
+            if "passphrase" in err.lower() or "agent" in err.lower() or key.agent
+            else None
+        )
         raise SigningError(f"signing with {key.public.fingerprint} ({key.source}) failed", log=err[-2000:], hint=hint)
     return text.strip() + "\n"
 
@@ -253,8 +272,9 @@ def sign_reproduction(reproduction: dict[str, Any], key: SigningKey) -> str:
     return sign_bytes(reproduction_bytes(reproduction), NS_REPRODUCTION, key)
 
 
-def verify_bytes(data: bytes, signature: str, namespace: str, allowed: list[tuple[str, PublicKey]] | None = None
-                 ) -> SignatureInfo:
+def verify_bytes(
+    data: bytes, signature: str, namespace: str, allowed: list[tuple[str, PublicKey]] | None = None
+) -> SignatureInfo:
     """Check ``signature`` over ``data``; raises :class:`SigningError` when it does not verify.
 
     ``allowed``: ``(principal, key)`` pairs; the signature must be by one of these keys (as
@@ -269,20 +289,26 @@ def verify_bytes(data: bytes, signature: str, namespace: str, allowed: list[tupl
     if allowed is not None:
         match = next((p for p, k in allowed if k.blob == info.public.blob), None)
         if match is None:
-            raise SigningError(f"the signature is by key {info.public.fingerprint}, which is not one of the "
-                               "signer's keys")
+            raise SigningError(
+                f"the signature is by key {info.public.fingerprint}, which is not one of the signer's keys"
+            )
     if sshsig.supports(info.public.key_type) and info.parsed is not None:  # parse_signature always sets it
         ok = sshsig.verify(info.parsed, data, namespace)
     else:
-        ok = _ssh_keygen_verify(data, signature, namespace, None if allowed is None or match is None else (match, allowed))
+        ok = _ssh_keygen_verify(
+            data, signature, namespace, None if allowed is None or match is None else (match, allowed)
+        )
     if not ok:
-        raise SigningError(f"the signature by {info.public.fingerprint} does not match the signed content "
-                           "(tampered, or signed over other bytes)")
+        raise SigningError(
+            f"the signature by {info.public.fingerprint} does not match the signed content "
+            "(tampered, or signed over other bytes)"
+        )
     return info
 
 
-def _ssh_keygen_verify(data: bytes, signature: str, namespace: str,
-                       signer: tuple[str, list[tuple[str, PublicKey]]] | None) -> bool:
+def _ssh_keygen_verify(
+    data: bytes, signature: str, namespace: str, signer: tuple[str, list[tuple[str, PublicKey]]] | None
+) -> bool:
     """``ssh-keygen -Y verify`` (with an allowed-signers file) or ``-Y check-novalidate`` (``signer`` None)."""
     with tempfile.TemporaryDirectory(prefix="cotk-repro-verify-") as tmp:
         sig = Path(tmp) / "data.sig"
@@ -292,8 +318,9 @@ def _ssh_keygen_verify(data: bytes, signature: str, namespace: str,
         else:
             principal, allowed = signer
             signers = Path(tmp) / "allowed_signers"
-            signers.write_text("".join(f'"{_principal(p)}" namespaces="{namespace}" {k.line}\n' for p, k in allowed),
-                               encoding="utf-8")
+            signers.write_text(
+                "".join(f'"{_principal(p)}" namespaces="{namespace}" {k.line}\n' for p, k in allowed), encoding="utf-8"
+            )
             args = ["-Y", "verify", "-f", str(signers), "-I", _principal(principal), "-n", namespace, "-s", str(sig)]
         return _run(args, data, "verify a signature").returncode == 0
 
@@ -344,8 +371,10 @@ def sign_for_publish(folder: Path, record: dict[str, Any], cwd: Path | None = No
             pass
     key = find_signing_key(cwd)
     if key is None:
-        return None, ("no SSH key to sign with (git config user.signingkey, or ~/.ssh/id_ed25519): the record is "
-                      "published unsigned, and dashboards that require signatures refuse it; see `cotk-repro keys`")
+        return None, (
+            "no SSH key to sign with (git config user.signingkey, or ~/.ssh/id_ed25519): the record is "
+            "published unsigned, and dashboards that require signatures refuse it; see `cotk-repro keys`"
+        )
     signature = sign_record(record, key)
     atomic_write(path, signature)  # ASCII: the armoured SSHSIG text
     return signature, None
@@ -370,6 +399,7 @@ def make_key(path: Path, comment: str) -> Path | None:
         stdin=subprocess.DEVNULL,
     )
     if proc.returncode != 0:
-        raise SigningError(f"ssh-keygen could not make a key at {path}",
-                           log=proc.stderr.decode("utf-8", "replace")[-2000:])
+        raise SigningError(
+            f"ssh-keygen could not make a key at {path}", log=proc.stderr.decode("utf-8", "replace")[-2000:]
+        )
     return path

@@ -26,9 +26,11 @@ MAGIC = b"SSHSIG"
 VERSION = 1
 HASHES = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
 RSA_SIG_HASHES = {"rsa-sha2-256": "SHA256", "rsa-sha2-512": "SHA512"}
-EC_CURVES = {"ecdsa-sha2-nistp256": ("nistp256", "SECP256R1", "SHA256"),
-             "ecdsa-sha2-nistp384": ("nistp384", "SECP384R1", "SHA384"),
-             "ecdsa-sha2-nistp521": ("nistp521", "SECP521R1", "SHA512")}
+EC_CURVES = {
+    "ecdsa-sha2-nistp256": ("nistp256", "SECP256R1", "SHA256"),
+    "ecdsa-sha2-nistp384": ("nistp384", "SECP384R1", "SHA384"),
+    "ecdsa-sha2-nistp521": ("nistp521", "SECP521R1", "SHA512"),
+}
 RSA_MIN_BITS, RSA_MAX_BITS = 1024, 16384  # OpenSSH's SSH_RSA_MINIMUM/MAXIMUM_MODULUS_SIZE
 MPINT_MAX = 16384 // 8  # OpenSSH's SSHBUF_MAX_BIGNUM (leading zero bytes aside)
 IN_PROCESS_TYPES = ("ssh-ed25519", "ssh-rsa", *EC_CURVES)
@@ -63,7 +65,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
             raise SshsigError("truncated")
-        out = self.data[self.pos:self.pos + n]
+        out = self.data[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -112,8 +114,13 @@ def signed_data(namespace: bytes, hash_alg: str, message: bytes) -> bytes:
     """What the key signs: preamble, namespace, (empty) reserved, hash algorithm, H(message)."""
     if hash_alg not in HASHES:
         raise SshsigError(f"unsupported hash algorithm {hash_alg[:20]!r}")
-    return (MAGIC + _string(namespace) + _string(b"") + _string(hash_alg.encode())
-            + _string(HASHES[hash_alg](message).digest()))
+    return (
+        MAGIC
+        + _string(namespace)
+        + _string(b"")
+        + _string(hash_alg.encode())
+        + _string(HASHES[hash_alg](message).digest())
+    )
 
 
 def supports(key_type: str) -> bool:

@@ -26,22 +26,21 @@ class Tail:
             return
         self.total += len(data)
         if len(data) >= self.cap:
-            self._buf[:] = data[-self.cap:]
+            self._buf[:] = data[-self.cap :]
             return
         self._buf += data
         if len(self._buf) > 2 * self.cap:
-            del self._buf[:-self.cap]
+            del self._buf[: -self.cap]
 
     def value(self) -> bytes:
-        return bytes(self._buf[-self.cap:])
+        return bytes(self._buf[-self.cap :])
 
     @property
     def dropped(self) -> int:
         return max(0, self.total - self.cap)
 
     def text(self) -> str:
-        head = (f"[... {self.dropped} earlier bytes not kept: only the last {self.cap} are]\n"
-                if self.dropped else "")
+        head = f"[... {self.dropped} earlier bytes not kept: only the last {self.cap} are]\n" if self.dropped else ""
         return head + self.value().decode("utf-8", "replace")
 
     def dump(self, fh: BinaryIO) -> None:

@@ -38,8 +38,9 @@ def environment(lenient: bool = False) -> jinja2.Environment:
     import jinja2
 
     if lenient:
-        return environment().overlay(undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True,
-                                     keep_trailing_newline=False)
+        return environment().overlay(
+            undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False
+        )
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         keep_trailing_newline=True,

@@ -19,7 +19,8 @@ the file's lines give the same values and hashes.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 BOM = "\ufeff"
 BOM_BYTES = b"\xef\xbb\xbf"
@@ -28,12 +29,16 @@ BOM_BYTES = b"\xef\xbb\xbf"
 def encoding_problem(raw: bytes) -> str | None:
     """Why ``raw`` (a file's first bytes) is not UTF-8 text as read here, or None: UTF-16 is named."""
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "is UTF-16 text (it starts with a UTF-16 byte-order mark); convert it to UTF-8, e.g. iconv -f UTF-16 " \
-               "-t UTF-8"
+        return (
+            "is UTF-16 text (it starts with a UTF-16 byte-order mark); convert it to UTF-8, e.g. iconv -f UTF-16 "
+            "-t UTF-8"
+        )
     sample = raw[:4096]
     if len(sample) >= 4 and sample.count(b"\x00") * 3 >= len(sample):  # ASCII in UTF-16: every other byte NUL
-        return "looks like UTF-16 text (NUL bytes between the characters); convert it to UTF-8, e.g. iconv -f " \
-               "UTF-16 -t UTF-8"
+        return (
+            "looks like UTF-16 text (NUL bytes between the characters); convert it to UTF-8, e.g. iconv -f "
+            "UTF-16 -t UTF-8"
+        )
     return None
 
 
@@ -47,14 +52,18 @@ def nul_position(text: str, first_line: int = 1) -> tuple[int, int] | None:
 
 def nul_message(where: str, line: int, column: int) -> str:
     """The one sentence refusing a NUL at ``line``, ``column`` of ``where`` (a file's description)."""
-    return (f"{where} line {line} holds a NUL character at column {column}; NUL is never text (binary data, or a "
-            f"file in another encoding such as UTF-16): remove it or convert the file to UTF-8")
+    return (
+        f"{where} line {line} holds a NUL character at column {column}; NUL is never text (binary data, or a "
+        f"file in another encoding such as UTF-16): remove it or convert the file to UTF-8"
+    )
 
 
 def cr_only_message(where: str) -> str:
     """The one sentence refusing ``where`` (a file's description) for its CR-only line ends."""
-    return (f"{where} ends its lines with a carriage return (CR) only, not \\n or \\r\\n: convert its line ends "
-            f"(e.g. tr '\\r' '\\n') so that each line is one text")
+    return (
+        f"{where} ends its lines with a carriage return (CR) only, not \\n or \\r\\n: convert its line ends "
+        f"(e.g. tr '\\r' '\\n') so that each line is one text"
+    )
 
 
 def is_cr_only(text: str) -> bool:
@@ -72,8 +81,7 @@ def check_text(text: str, where: str) -> str | None:
     return None
 
 
-def drop_leading_bom(hypotheses: Sequence[Any], references: Sequence[Any] | None = None
-                     ) -> tuple[list[Any], Any]:
+def drop_leading_bom(hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> tuple[list[Any], Any]:
     """The API's start rule: a U+FEFF at the start of the first hypothesis and of the first reference (of the first
     sample, or the first string of a flat list) dropped; everything else as given."""
     hyps = list(hypotheses)
@@ -85,7 +93,12 @@ def drop_leading_bom(hypotheses: Sequence[Any], references: Sequence[Any] | None
     if refs and isinstance(refs[0], str):
         if refs[0].startswith(BOM):
             refs[0] = refs[0][1:]
-    elif refs and isinstance(refs[0], (list, tuple)) and refs[0] and isinstance(refs[0][0], str) \
-            and refs[0][0].startswith(BOM):
+    elif (
+        refs
+        and isinstance(refs[0], (list, tuple))
+        and refs[0]
+        and isinstance(refs[0][0], str)
+        and refs[0][0].startswith(BOM)
+    ):
         refs[0] = [refs[0][0][1:], *list(refs[0])[1:]]
     return hyps, refs

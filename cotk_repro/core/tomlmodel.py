@@ -16,9 +16,16 @@ class StrictTable(BaseModel):
 
 
 #: pydantic's error type -> what the value should have been, in a config error's words
-TYPE_WORDS = {"int_type": "an integer", "float_type": "a number", "string_type": "a string",
-              "bool_type": "true or false", "list_type": "a list", "dict_type": "a table", "model_type": "a table",
-              "model_attributes_type": "a table"}
+TYPE_WORDS = {
+    "int_type": "an integer",
+    "float_type": "a number",
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "list_type": "a list",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
+}
 
 
 def is_union(annotation: Any) -> bool:

@@ -15,8 +15,8 @@ locator, not a validator: the file has already been parsed by ``tomllib``.
 
 from __future__ import annotations
 
-import sys
 import re
+import sys
 from typing import Any
 
 Path_ = tuple[Any, ...]
@@ -38,7 +38,7 @@ def _parse_key(text: str, i: int) -> tuple[list[str], int]:
             j = i + 1
             while j < n and text[j] != c:
                 j += 2 if c == '"' and text[j] == "\\" and j + 1 < n else 1
-            raw = text[i + 1:j]
+            raw = text[i + 1 : j]
             parts.append(_basic_key(raw) if c == '"' else raw)
             i = j + 1
         else:
@@ -132,7 +132,7 @@ def key_lines(text: str) -> dict[Path_, int]:
         path = current + tuple(parts)
         for k in range(len(current) + 1, len(path) + 1):
             lines.setdefault(path[:k], lineno)
-        value = stripped[j + 1:].lstrip()
+        value = stripped[j + 1 :].lstrip()
         if value.startswith('"""') or value.startswith("'''"):
             q = value[:3]
             if value.count(q) < 2:

@@ -39,8 +39,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .fileio import atomic_write
 from ..errors import ConfigError
+from .fileio import atomic_write
 
 APP = "cotk-repro"
 CONFIG_NAME = "config.json"
@@ -171,8 +171,14 @@ def git_base() -> str | None:
 
 
 #: the keys of the user config's ``reproduce`` object and the types each takes
-REPRODUCE_KEYS: dict[str, tuple[type, ...]] = {"timeout": (int, float), "memory": (str,), "cpus": (int, float),
-                                               "disk": (str,), "base_image": (str,), "allow_project_image": (bool,)}
+REPRODUCE_KEYS: dict[str, tuple[type, ...]] = {
+    "timeout": (int, float),
+    "memory": (str,),
+    "cpus": (int, float),
+    "disk": (str,),
+    "base_image": (str,),
+    "allow_project_image": (bool,),
+}
 
 
 def reproduce_settings() -> dict[str, Any]:
@@ -187,9 +193,12 @@ def reproduce_settings() -> dict[str, Any]:
     for key, item in value.items():
         types = REPRODUCE_KEYS.get(key)
         if types is None:
-            raise ConfigError(f"the user config {path}: unknown key 'reproduce.{key}' (known: "
-                              f"{', '.join(REPRODUCE_KEYS)})")
+            raise ConfigError(
+                f"the user config {path}: unknown key 'reproduce.{key}' (known: {', '.join(REPRODUCE_KEYS)})"
+            )
         if item is not None and (not isinstance(item, types) or (isinstance(item, bool) and bool not in types)):
-            raise ConfigError(f"the user config {path}: 'reproduce.{key}' must be "
-                              f"{' or '.join(t.__name__ for t in types)}, not {type(item).__name__}")
+            raise ConfigError(
+                f"the user config {path}: 'reproduce.{key}' must be "
+                f"{' or '.join(t.__name__ for t in types)}, not {type(item).__name__}"
+            )
     return dict(value)

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .gcpause import without_gc
 
@@ -49,10 +50,11 @@ _SEPARATORS = "\x1c\x1d\x1e\x1f"  # whitespace for re and str.split, punctuation
 def _has_separator(text: str) -> bool:
     return "\x1c" in text or "\x1d" in text or "\x1e" in text or "\x1f" in text
 
+
 _PUNCT_RUNS_ASCII = re.compile(rb"([^A-Za-z0-9_\t\n\x0b\x0c\r ]+)")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled(pattern: str) -> Any:
     """``pattern`` compiled with ``regex`` and NLTK's flags, imported on first use (ASCII text never needs it)."""
     import regex
@@ -73,7 +75,7 @@ def findall(text: str) -> list[str]:
     return _regex_findall(text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def unicode_version() -> str:
     """The Unicode version of the installed ``regex`` module's character data (``"18.0.0"``), from its own
     description ("This module supports Unicode 18.0.0"); ``"regex-<version>"`` where the description does not say
@@ -86,7 +88,7 @@ def unicode_version() -> str:
     spec = importlib.util.find_spec("regex")  # located, not imported: ASCII data loading never imports it
     folder = os.path.dirname(os.path.dirname(spec.origin)) if spec and spec.origin else ""
     for meta in sorted(glob.glob(os.path.join(glob.escape(folder), "regex-*.dist-info", "METADATA")))[-1:]:
-        version = os.path.basename(os.path.dirname(meta))[len("regex-"):-len(".dist-info")]
+        version = os.path.basename(os.path.dirname(meta))[len("regex-") : -len(".dist-info")]
         try:  # the file beside the module: a fraction of importlib.metadata's search of the path
             with open(meta, encoding="utf-8") as f:
                 text = f.read(65536)
@@ -112,6 +114,8 @@ def tokenizer_id() -> str:
     while len(parts) > 1 and parts[-1] == "0":
         parts.pop()
     return "wordpunct-u" + ".".join(parts)
+
+
 _CONTROL_BUT_NL = bytes(range(32)).replace(b"\n", b"")
 _SPACE, _LINE_END, _WORD, _PUNCT, _CONTROL = range(5)
 
@@ -142,8 +146,7 @@ def spaced_ascii(block: bytes) -> bytes | None:
     if len(block) < _NUMPY_FROM:
         if len(block.translate(None, _CONTROL_BUT_NL)) != len(block):
             return None
-        return b"\n".join([b" ".join(b" ".join(_PUNCT_RUNS_ASCII.split(line)).split())
-                           for line in block.split(b"\n")])
+        return b"\n".join([b" ".join(b" ".join(_PUNCT_RUNS_ASCII.split(line)).split()) for line in block.split(b"\n")])
     import numpy as np
 
     raw = np.frombuffer(block, np.uint8)
@@ -216,8 +219,9 @@ def tokenize_many(texts: Sequence[str]) -> list[list[str]]:
         if spaced is not None:
             return split_spaced(spaced)
         # bytes.split splits on \t\n\v\f\r and space only: \x1c-\x1f stay inside the punctuation runs
-        return [[t.decode("ascii") for t in line.split()]
-                for line in b" ".join(_PUNCT_RUNS_ASCII.split(raw)).split(b"\n")]
+        return [
+            [t.decode("ascii") for t in line.split()] for line in b" ".join(_PUNCT_RUNS_ASCII.split(raw)).split(b"\n")
+        ]
     if _has_separator(block):  # str.split would split on \x1c-\x1f
         return list(map(compiled(PATTERN).findall, texts))
     if len(block) >= _NUMPY_FROM:
@@ -254,8 +258,13 @@ def _classes_upto(top: int) -> Any:
     if lo == 0:  # \x01 and \x02 themselves, read back as the marks: asked one by one
         for cp in (1, 2):
             char = chr(cp)
-            part[cp] = (_CLASS_WORD if compiled(r"\w").match(char) else
-                        _CLASS_SPACE if compiled(r"\s").match(char) else _CLASS_PUNCT)
+            part[cp] = (
+                _CLASS_WORD
+                if compiled(r"\w").match(char)
+                else _CLASS_SPACE
+                if compiled(r"\s").match(char)
+                else _CLASS_PUNCT
+            )
     _class_table = np.concatenate([table, part])
     return _class_table
 

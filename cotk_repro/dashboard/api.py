@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any, Optional, cast
+from typing import Any, cast
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -40,7 +40,7 @@ class Created(BaseModel):
     owner: str
     signed: bool
     mirror: bool
-    key: Optional[str]
+    key: str | None
     #: result keys no metric loaded on the dashboard reports: kept in the record, not ranked
     unranked: list[str] = []
 
@@ -78,24 +78,24 @@ class LeaderboardEntry(BaseModel):
 
     rank: int
     id: str
-    url: Optional[str]
+    url: str | None
     value: float
     user: str
-    signer: Optional[str]
+    signer: str | None
     signed: bool
-    key: Optional[str]
+    key: str | None
     project: str
     submitted_at: str
     reproductions: int
     reproduced_by: int
     unverifiable: bool
-    verified_by: Optional[str] = None
+    verified_by: str | None = None
 
 
 class LeaderboardGroup(BaseModel):
     """The results sharing one comparability hash (None: unverifiable), ranked."""
 
-    hash: Optional[str]
+    hash: str | None
     comparable: bool
     total: int
     entries: list[LeaderboardEntry]
@@ -120,7 +120,7 @@ class TableColumn(BaseModel):
 
     metric: str
     higher_is_better: bool
-    hash: Optional[str]
+    hash: str | None
     ranked: int
     other_groups: int
 
@@ -130,23 +130,23 @@ class TableCell(BaseModel):
 
     value: float
     comparable: bool
-    rank: Optional[int]
-    hash: Optional[str]
+    rank: int | None
+    hash: str | None
 
 
 class TableRow(BaseModel):
     """One record in the side-by-side table, with a cell per metric (None where it has no value)."""
 
     id: str
-    url: Optional[str]
+    url: str | None
     project: str
     user: str
-    signer: Optional[str]
+    signer: str | None
     signed: bool
     submitted_at: str
     reproduced_by: int
-    cells: dict[str, Optional[TableCell]]
-    verified_by: Optional[str] = None
+    cells: dict[str, TableCell | None]
+    verified_by: str | None = None
 
 
 class Table(BaseModel):
@@ -154,7 +154,7 @@ class Table(BaseModel):
 
     task: str
     dataset: str
-    sort: Optional[str]
+    sort: str | None
     page: int
     per_page: int
     total: int
@@ -194,7 +194,7 @@ class QueueCounts(BaseModel):
     running: int
     done: int
     failed: int
-    oldest_pending_age_s: Optional[float]
+    oldest_pending_age_s: float | None
 
 
 class ReproductionOut(BaseModel):
@@ -207,7 +207,7 @@ class ReproductionOut(BaseModel):
     by_author: bool
     superseded: bool
     signed: bool
-    key: Optional[str]
+    key: str | None
 
 
 class RecordOut(BaseModel):
@@ -217,17 +217,17 @@ class RecordOut(BaseModel):
     user: str
     submitted_at: str
     signed: bool
-    signature: Optional[str]
-    key: Optional[str]
+    signature: str | None
+    key: str | None
     #: the git remote taken when the record was published (``{"publication", "signature"}``), for a record made
     #: before its project had one; null when the record names its own
-    publication: Optional[dict[str, Any]] = None
+    publication: dict[str, Any] | None = None
     mirrored_by: list[str]
     reproductions: list[ReproductionOut]
     reproduced_by: int
     url: str
-    queue: Optional[dict[str, Any]] = None
-    verified_by: Optional[str] = None
+    queue: dict[str, Any] | None = None
+    verified_by: str | None = None
 
 
 @lru_cache(maxsize=1)
@@ -260,13 +260,18 @@ def add_upload_schemas(app) -> None:
     app.openapi = openapi
 
 
-ERRORS: dict[int | str, dict[str, Any]] = {401: {"model": Problem, "description": "missing or invalid token"},
-          403: {"model": Problem, "description": "unsigned where signatures are required, or signed by a key that "
-                                                 "is not registered, revoked or another user's"},
-          413: {"model": Problem, "description": "body too large"},
-          415: {"model": Problem, "description": "body is not JSON"},
-          422: {"description": "invalid body"},
-          429: {"model": Problem, "description": "rate limited"}}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "missing or invalid token"},
+    403: {
+        "model": Problem,
+        "description": "unsigned where signatures are required, or signed by a key that "
+        "is not registered, revoked or another user's",
+    },
+    413: {"model": Problem, "description": "body too large"},
+    415: {"model": Problem, "description": "body is not JSON"},
+    422: {"description": "invalid body"},
+    429: {"model": Problem, "description": "rate limited"},
+}
 
 
 def _dash(request: Request):
@@ -278,19 +283,19 @@ def record_url(base: str, record_id: str) -> str:
     return f"{base}/records/{quote(record_id, safe=':')}"
 
 
-def principal_of(db, credentials: Optional[HTTPAuthorizationCredentials]) -> Principal:
+def principal_of(db, credentials: HTTPAuthorizationCredentials | None) -> Principal:
     """The user holding the bearer token; HTTP 401 without a valid one (blocking: a database read)."""
     if credentials is None or credentials.scheme.lower() != "bearer":
-        raise HTTPException(401, "a bearer token is required (Authorization: Bearer TOKEN)",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            401, "a bearer token is required (Authorization: Bearer TOKEN)", headers={"WWW-Authenticate": "Bearer"}
+        )
     principal = authenticate(db, credentials.credentials)
     if principal is None:
         raise HTTPException(401, "the token is invalid or revoked", headers={"WWW-Authenticate": "Bearer"})
     return principal
 
 
-def require_user(request: Request,
-                 credentials: Optional[HTTPAuthorizationCredentials] = Depends(bearer)) -> Principal:
+def require_user(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> Principal:
     """FastAPI dependency: the user holding the request's bearer token; HTTP 401 without a valid one."""
     return principal_of(_dash(request).db, credentials)
 
@@ -306,7 +311,7 @@ def _json_body(raw: bytes) -> Any:
         raise HTTPException(422, f"the body is not valid JSON: {exc}") from None
 
 
-def _qs(value: Optional[str], what: str) -> Optional[str]:
+def _qs(value: str | None, what: str) -> str | None:
     if value is not None and ("\x00" in value or len(value) > QSTR):
         raise HTTPException(422, f"the {what} filter is not a valid name")
     return value
@@ -325,10 +330,14 @@ def me(user: Principal = Depends(require_user)) -> dict[str, str]:
     return {"user": user.name}
 
 
-@router.post("/records", status_code=201, response_model=Created,
-             responses={200: {"model": Created, "description": "the record was already stored (no-op)"}, **ERRORS},
-             openapi_extra=upload_body("record"))
-async def upload_record(request: Request, credentials: Optional[HTTPAuthorizationCredentials] = Depends(bearer)):
+@router.post(
+    "/records",
+    status_code=201,
+    response_model=Created,
+    responses={200: {"model": Created, "description": "the record was already stored (no-op)"}, **ERRORS},
+    openapi_extra=upload_body("record"),
+)
+async def upload_record(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer)):
     """Upload a record. 201 when stored, 200 when the same record is already there."""
     raw = await request.body()
     dash = _dash(request)
@@ -345,17 +354,21 @@ async def upload_record(request: Request, credentials: Optional[HTTPAuthorizatio
 
 
 @router.get("/records", response_model=RecordPage)
-def list_records(request: Request,
-                 task: Optional[str] = Query(None, max_length=QSTR),
-                 dataset: Optional[str] = Query(None, max_length=QSTR),
-                 user: Optional[str] = Query(None, max_length=QSTR),
-                 page: int = Query(1, ge=1, le=MAX_PAGE),
-                 per_page: int = Query(50, ge=1, le=MAX_PER_PAGE)):
+def list_records(
+    request: Request,
+    task: str | None = Query(None, max_length=QSTR),
+    dataset: str | None = Query(None, max_length=QSTR),
+    user: str | None = Query(None, max_length=QSTR),
+    page: int = Query(1, ge=1, le=MAX_PAGE),
+    per_page: int = Query(50, ge=1, le=MAX_PER_PAGE),
+):
     """A page of record summaries, newest first."""
     dash = _dash(request)
     args = (_qs(task, "task"), _qs(dataset, "dataset"), _qs(user, "user"), page, per_page)
-    data = dash.cached(("records",) + args, lambda: store.list_records(
-        dash.db, task=args[0], dataset=args[1], user=args[2], page=page, per_page=per_page))
+    data = dash.cached(
+        ("records",) + args,
+        lambda: store.list_records(dash.db, task=args[0], dataset=args[1], user=args[2], page=page, per_page=per_page),
+    )
     base = dash.base_url(request)
     return {**data, "records": [{**r, "url": record_url(base, r["id"])} for r in data["records"]]}
 
@@ -385,20 +398,26 @@ async def get_record(request: Request, record_id: str):
     return Response(body, status_code=status, media_type="application/json")
 
 
-@router.post("/records/{record_id}/reproductions", status_code=201, response_model=ReproductionCreated,
-             responses={404: {"model": Problem}, **ERRORS},
-             openapi_extra=upload_body("reproduction"))
+@router.post(
+    "/records/{record_id}/reproductions",
+    status_code=201,
+    response_model=ReproductionCreated,
+    responses={404: {"model": Problem}, **ERRORS},
+    openapi_extra=upload_body("reproduction"),
+)
 async def add_reproduction(request: Request, record_id: str, user: Principal = Depends(require_user)):
     """Attach a reproduction verdict (``cotk-repro reproduce --json``) to a record, attributed to you."""
     body = _json_body(await request.body())
     dash = _dash(request)
     with refusals():
-        added = await run_in_threadpool(store.add_reproduction, dash.db, record_id, user, body,
-                                        allow_unsigned=dash.allow_unsigned)
+        added = await run_in_threadpool(
+            store.add_reproduction, dash.db, record_id, user, body, allow_unsigned=dash.allow_unsigned
+        )
     dash.wrote()
     rid = cast(str, store.normalize_id(record_id))  # a str: add_reproduction found the record by this id
-    return JSONResponse({**added, "url": f"{record_url(dash.base_url(request), rid)}#reproduction-{added['id']}"},
-                        status_code=201)
+    return JSONResponse(
+        {**added, "url": f"{record_url(dash.base_url(request), rid)}#reproduction-{added['id']}"}, status_code=201
+    )
 
 
 @router.post("/records/{record_id}/publication", status_code=201, responses={404: {"model": Problem}, **ERRORS})
@@ -409,8 +428,9 @@ async def add_publication(request: Request, record_id: str, user: Principal = De
     body = _json_body(await request.body())
     dash = _dash(request)
     with refusals():
-        added = await run_in_threadpool(store.add_publication, dash.db, record_id, user, body,
-                                        allow_unsigned=dash.allow_unsigned)
+        added = await run_in_threadpool(
+            store.add_publication, dash.db, record_id, user, body, allow_unsigned=dash.allow_unsigned
+        )
     dash.wrote()
     return JSONResponse(added, status_code=201 if added["created"] else 200)
 
@@ -433,14 +453,17 @@ async def queue(request: Request):
 
 
 @router.get("/leaderboard", response_model=Leaderboard)
-async def leaderboard(request: Request,
-                task: str = Query(..., max_length=QSTR),
-                dataset: str = Query(..., max_length=QSTR),
-                metric: str = Query(..., max_length=QSTR),
-                page: int = Query(1, ge=1, le=MAX_PAGE),
-                per_page: int = Query(100, ge=1, le=MAX_PER_PAGE),
-                reproduced: bool = Query(False, description="Only entries reproduced by someone other than "
-                                                            "their author (reproduced=1).")):
+async def leaderboard(
+    request: Request,
+    task: str = Query(..., max_length=QSTR),
+    dataset: str = Query(..., max_length=QSTR),
+    metric: str = Query(..., max_length=QSTR),
+    page: int = Query(1, ge=1, le=MAX_PAGE),
+    per_page: int = Query(100, ge=1, le=MAX_PER_PAGE),
+    reproduced: bool = Query(
+        False, description="Only entries reproduced by someone other than their author (reproduced=1)."
+    ),
+):
     """Results of one task / dataset / metric, one group per comparability hash (largest first),
     best first within a group; unverifiable results (no hash) in their own group, ``hash: null``.
     Each entry names its signer and counts its independent reproductions (``reproduced_by``)."""
@@ -449,24 +472,36 @@ async def leaderboard(request: Request,
     base = dash.base_url(request)
 
     def compute() -> bytes:
-        data = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=per_page, page=page,
-                                                  record_url=lambda rid: record_url(base, rid),
-                                                  reproduced_only=reproduced))
+        data = dash.db.read(
+            lambda conn: lb.build(
+                conn,
+                task,
+                dataset,
+                metric,
+                limit=per_page,
+                page=page,
+                record_url=lambda rid: record_url(base, rid),
+                reproduced_only=reproduced,
+            )
+        )
         annotate_board(dash.db, data)  # "verified by <pool>" where the reproduction queue runs
         return json.dumps(data, separators=(",", ":")).encode()
 
-    body = await dash.cached_async(("leaderboard-api", base, task, dataset, metric, page, per_page, reproduced),
-                                   compute, stale_ok=True)
+    body = await dash.cached_async(
+        ("leaderboard-api", base, task, dataset, metric, page, per_page, reproduced), compute, stale_ok=True
+    )
     return Response(body, media_type="application/json")
 
 
 @router.get("/table", response_model=Table)
-async def table(request: Request,
-                task: str = Query(..., max_length=QSTR),
-                dataset: str = Query(..., max_length=QSTR),
-                sort: Optional[str] = Query(None, max_length=QSTR, description="Order rows by this metric's rank."),
-                page: int = Query(1, ge=1, le=MAX_PAGE),
-                per_page: int = Query(100, ge=1, le=MAX_PER_PAGE)):
+async def table(
+    request: Request,
+    task: str = Query(..., max_length=QSTR),
+    dataset: str = Query(..., max_length=QSTR),
+    sort: str | None = Query(None, max_length=QSTR, description="Order rows by this metric's rank."),
+    page: int = Query(1, ge=1, le=MAX_PAGE),
+    per_page: int = Query(100, ge=1, le=MAX_PER_PAGE),
+):
     """Every metric of one task / dataset side by side: records as rows, one column per metric (its ranked
     hash group), each cell a value with its rank in the metric's direction; a result with another hash is
     shown with ``comparable: false`` and no rank."""
@@ -475,8 +510,11 @@ async def table(request: Request,
     base = dash.base_url(request)
 
     def compute() -> bytes:
-        data = dash.db.read(lambda conn: tb.build(conn, task, dataset, sort=sort, limit=per_page, page=page,
-                                                  record_url=lambda rid: record_url(base, rid)))
+        data = dash.db.read(
+            lambda conn: tb.build(
+                conn, task, dataset, sort=sort, limit=per_page, page=page, record_url=lambda rid: record_url(base, rid)
+            )
+        )
         annotate_entries(dash.db, data["rows"])  # "verified by <pool>" where the reproduction queue runs
         return json.dumps(data, separators=(",", ":")).encode()
 

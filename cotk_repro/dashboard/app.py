@@ -24,7 +24,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .db import Database, open_database
 
@@ -36,9 +37,13 @@ DEFAULT_RATE_LIMIT = "3000/60"
 DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
 WRITE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 SECURITY_HEADERS = [
-    (b"content-security-policy",
-     (b"default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
-     b"base-uri 'none'; frame-ancestors 'none'")),
+    (
+        b"content-security-policy",
+        (
+            b"default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+            b"base-uri 'none'; frame-ancestors 'none'"
+        ),
+    ),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"same-origin"),
@@ -56,7 +61,9 @@ def parse_rate(value: str | tuple[float, float] | None) -> tuple[float, float] |
             n_text, _, s_text = str(value).partition("/")
             n, s = float(n_text), float(s_text or 1)
         except ValueError:
-            raise ValueError(f"{value!r} is not a rate limit: write N/S, e.g. 600/60 (600 requests per minute)") from None
+            raise ValueError(
+                f"{value!r} is not a rate limit: write N/S, e.g. 600/60 (600 requests per minute)"
+            ) from None
     if n <= 0 or s <= 0:
         raise ValueError(f"{value!r} is not a rate limit: both numbers must be positive")
     return float(n), float(s)
@@ -131,17 +138,33 @@ class TokenCache:
 
 async def _send_json(send, status: int, detail: str, extra_headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *SECURITY_HEADERS, *extra_headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *SECURITY_HEADERS,
+                *extra_headers,
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
 class GuardMiddleware:
     """ASGI middleware: security headers, rate limits, body size and JSON content-type checks before the app."""
 
-    def __init__(self, app, *, max_body: int, write_limiter: RateLimiter | None, read_limiter: RateLimiter | None,
-                 resolve: Callable[[str], int | None] | None = None):
+    def __init__(
+        self,
+        app,
+        *,
+        max_body: int,
+        write_limiter: RateLimiter | None,
+        read_limiter: RateLimiter | None,
+        resolve: Callable[[str], int | None] | None = None,
+    ):
         self.app = app
         self.max_body = max_body
         self.write_limiter = write_limiter
@@ -184,8 +207,12 @@ class GuardMiddleware:
         if limiter is not None:
             wait = limiter.take(await self._client_key(scope))
             if wait > 0:
-                return await _send_json(send, 429, "too many requests; slow down",
-                                        [(b"retry-after", str(max(1, int(wait + 0.999))).encode())])
+                return await _send_json(
+                    send,
+                    429,
+                    "too many requests; slow down",
+                    [(b"retry-after", str(max(1, int(wait + 0.999))).encode())],
+                )
         if method not in WRITE_METHODS:
             return await self.app(scope, receive, send_with_headers)
 
@@ -250,8 +277,17 @@ class Dashboard:
     process immediately.
     """
 
-    def __init__(self, db: Database, *, max_body: int, public_url: str | None = None, cache_size: int = 512,
-                 cache_bytes: int = DEFAULT_CACHE_BYTES, generation_ttl: float = 0.1, allow_unsigned: bool = False):
+    def __init__(
+        self,
+        db: Database,
+        *,
+        max_body: int,
+        public_url: str | None = None,
+        cache_size: int = 512,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        generation_ttl: float = 0.1,
+        allow_unsigned: bool = False,
+    ):
         self.db = db
         #: accept records and reproductions without a signature (shown as unsigned); off by default
         self.allow_unsigned = allow_unsigned
@@ -392,11 +428,18 @@ class Dashboard:
         return value
 
 
-def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
-               rate_limit: str | tuple[float, float] | None = DEFAULT_RATE_LIMIT,
-               read_rate_limit: str | tuple[float, float] | None = None,
-               public_url: str | None = None, migrate: bool = True, db: Database | None = None,
-               allow_unsigned: bool = False, reproduce_queue: bool = False):
+def create_app(
+    db_url: str | None = None,
+    *,
+    max_body: int = DEFAULT_MAX_BODY,
+    rate_limit: str | tuple[float, float] | None = DEFAULT_RATE_LIMIT,
+    read_rate_limit: str | tuple[float, float] | None = None,
+    public_url: str | None = None,
+    migrate: bool = True,
+    db: Database | None = None,
+    allow_unsigned: bool = False,
+    reproduce_queue: bool = False,
+):
     """The FastAPI app for the dashboard at ``db_url`` (default: SQLite in the user data dir).
 
     ``migrate``: run ``alembic upgrade head`` first (idempotent). ``allow_unsigned``: accept uploads
@@ -421,11 +464,15 @@ def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
     write_rate = parse_rate(rate_limit)
     read_rate = parse_rate(read_rate_limit)
 
-    app = FastAPI(title="cotk-repro dashboard", version=__version__,
-                  description="Records of text-generation runs, leaderboards grouped by comparability hash, "
-                              "and reproductions. Reading is public; writing needs a bearer token "
-                              "(`cotk-repro dashboard add-user NAME`).",
-                  docs_url="/docs", redoc_url=None)
+    app = FastAPI(
+        title="cotk-repro dashboard",
+        version=__version__,
+        description="Records of text-generation runs, leaderboards grouped by comparability hash, "
+        "and reproductions. Reading is public; writing needs a bearer token "
+        "(`cotk-repro dashboard add-user NAME`).",
+        docs_url="/docs",
+        redoc_url=None,
+    )
     app.state.dashboard = Dashboard(db, max_body=max_body, public_url=public_url, allow_unsigned=allow_unsigned)
 
     @app.exception_handler(Exception)
@@ -437,11 +484,16 @@ def create_app(db_url: str | None = None, *, max_body: int = DEFAULT_MAX_BODY,
     api.add_upload_schemas(app)
     app.include_router(keys_api.router)
     app.include_router(pages.router)
+
     def user_of_token(token: str) -> int | None:
         principal = authenticate(db, token)
         return principal.user_id if principal else None
 
-    app.add_middleware(GuardMiddleware, max_body=max_body,
-                       write_limiter=RateLimiter(write_rate) if write_rate else None,
-                       read_limiter=RateLimiter(read_rate) if read_rate else None, resolve=user_of_token)
+    app.add_middleware(
+        GuardMiddleware,
+        max_body=max_body,
+        write_limiter=RateLimiter(write_rate) if write_rate else None,
+        read_limiter=RateLimiter(read_rate) if read_rate else None,
+        resolve=user_of_token,
+    )
     return app

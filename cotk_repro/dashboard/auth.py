@@ -44,8 +44,10 @@ def hash_token(token: str) -> str:
 def check_user_name(name: str) -> str:
     """``name`` when it is a valid user name; else raises :class:`AuthError`."""
     if not isinstance(name, str) or not USER_RE.fullmatch(name):
-        raise AuthError(f"{name!r} is not a valid user name (letters, digits, '.', '_', '-'; at most 64; "
-                        "starting with a letter or digit)")
+        raise AuthError(
+            f"{name!r} is not a valid user name (letters, digits, '.', '_', '-'; at most 64; "
+            "starting with a letter or digit)"
+        )
     return name
 
 
@@ -96,8 +98,9 @@ def revoke_token(db: Database, name: str) -> int:
         user_id = conn.execute(select(User.id).where(User.name == name)).scalar()
         if user_id is None:
             raise AuthError(f"there is no user {name!r} on this dashboard")
-        res = conn.execute(update(Token).where(Token.user_id == user_id, Token.revoked_at.is_(None))
-                           .values(revoked_at=now_iso()))
+        res = conn.execute(
+            update(Token).where(Token.user_id == user_id, Token.revoked_at.is_(None)).values(revoked_at=now_iso())
+        )
         return res.rowcount
 
     return db.write(tx)
@@ -105,10 +108,11 @@ def revoke_token(db: Database, name: str) -> int:
 
 def list_users(db: Database) -> list[dict]:
     """Every user (by name) with their creation time and number of active tokens."""
+
     def q(conn):
         users = conn.execute(select(User.id, User.name, User.created_at).order_by(User.name)).all()
         active = {}
-        for uid, in conn.execute(select(Token.user_id).where(Token.revoked_at.is_(None))).all():
+        for (uid,) in conn.execute(select(Token.user_id).where(Token.revoked_at.is_(None))).all():
             active[uid] = active.get(uid, 0) + 1
         return [{"name": n, "created_at": c, "active_tokens": active.get(i, 0)} for i, n, c in users]
 
@@ -125,5 +129,8 @@ def authenticate(db: Database, token: str) -> Principal | None:
 
 
 # built once: every API write looks its token up (statement construction costs more than the query)
-_HOLDER = (select(User.id, User.name).join(Token, Token.user_id == User.id)
-           .where(Token.token_hash == bindparam("digest"), Token.revoked_at.is_(None)))
+_HOLDER = (
+    select(User.id, User.name)
+    .join(Token, Token.user_id == User.id)
+    .where(Token.token_hash == bindparam("digest"), Token.revoked_at.is_(None))
+)

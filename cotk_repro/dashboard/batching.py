@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sqlalchemy import text
 
@@ -74,7 +75,7 @@ class GroupCommit:
         if len(batch) > 1:
             try:
                 results = self.db.write(lambda conn: self._transaction(conn, [item for item, _f in batch]))
-            except BaseException:  # noqa: BLE001 - each item is written again alone and gets its own error
+            except BaseException:
                 pass
             else:
                 for (_item, future), result in zip(batch, results):
@@ -83,5 +84,5 @@ class GroupCommit:
         for item, future in batch:
             try:
                 future.set_result(self.db.write(lambda conn, item=item: self._transaction(conn, [item])[0]))
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller waiting on it
+            except BaseException as exc:
                 future.set_exception(exc)

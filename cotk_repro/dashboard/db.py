@@ -15,16 +15,17 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import create_engine, event, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from sqlalchemy.pool import StaticPool
 
-from ..errors import CotkError
 from ..core.userconfig import data_dir
+from ..errors import CotkError
 from .models import Meta
 
 T = TypeVar("T")
@@ -58,8 +59,9 @@ class Database:
         try:
             parsed = make_url(url)
         except ArgumentError:
-            raise DashboardDBError(f"{url!r} is not a database URL (e.g. sqlite:////path/db.sqlite3 or "
-                                   "postgresql+psycopg://user@host/db)") from None
+            raise DashboardDBError(
+                f"{url!r} is not a database URL (e.g. sqlite:////path/db.sqlite3 or postgresql+psycopg://user@host/db)"
+            ) from None
         self.url = parsed
         #: records written here get a reproduction job (:mod:`.queue`; set by ``serve --reproduce-queue``)
         self.reproduce_queue = False
@@ -75,28 +77,42 @@ class Database:
                 try:
                     Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
-                    raise DashboardDBError(f"cannot create the folder of the database {database}: {exc.strerror}") from None
-                self.write_engine = self._sqlite_engine(url, immediate=True, pool_size=pool_size,
-                                                        max_overflow=max_overflow)
-                self.read_engine = self._sqlite_engine(url, immediate=False, pool_size=pool_size,
-                                                       max_overflow=max_overflow)
+                    raise DashboardDBError(
+                        f"cannot create the folder of the database {database}: {exc.strerror}"
+                    ) from None
+                self.write_engine = self._sqlite_engine(
+                    url, immediate=True, pool_size=pool_size, max_overflow=max_overflow
+                )
+                self.read_engine = self._sqlite_engine(
+                    url, immediate=False, pool_size=pool_size, max_overflow=max_overflow
+                )
         elif self.dialect == "postgresql":
             # Reads: no ping per checkout (a round trip per lookup, two of an upload's four); a read on a
             # connection the server dropped is retried once instead (read()). Writes keep the ping: a
             # write cannot be retried blindly. Most writes go through the group-commit thread (a small pool).
             try:
-                self.read_engine = create_engine(parsed, pool_size=pool_size, max_overflow=max_overflow,
-                                                 pool_recycle=1800, pool_timeout=60, echo=echo)
-                self.write_engine = create_engine(parsed, pool_size=2, max_overflow=8, pool_pre_ping=True,
-                                                  pool_timeout=60, echo=echo)
+                self.read_engine = create_engine(
+                    parsed,
+                    pool_size=pool_size,
+                    max_overflow=max_overflow,
+                    pool_recycle=1800,
+                    pool_timeout=60,
+                    echo=echo,
+                )
+                self.write_engine = create_engine(
+                    parsed, pool_size=2, max_overflow=8, pool_pre_ping=True, pool_timeout=60, echo=echo
+                )
             except ModuleNotFoundError as exc:
-                raise DashboardDBError(f"PostgreSQL needs the driver {exc.name}: pip install 'psycopg[binary]'") from None
+                raise DashboardDBError(
+                    f"PostgreSQL needs the driver {exc.name}: pip install 'psycopg[binary]'"
+                ) from None
         else:
             raise DashboardDBError(f"the dashboard supports SQLite and PostgreSQL, not {self.dialect!r}")
 
     @staticmethod
-    def _sqlite_engine(url: str, *, immediate: bool, memory: bool = False, pool_size: int = 10,
-                       max_overflow: int = 30) -> Engine:
+    def _sqlite_engine(
+        url: str, *, immediate: bool, memory: bool = False, pool_size: int = 10, max_overflow: int = 30
+    ) -> Engine:
         kwargs: dict[str, Any] = {"connect_args": {"timeout": 30, "check_same_thread": False}}
         if memory:
             kwargs["poolclass"] = StaticPool
@@ -150,7 +166,7 @@ class Database:
             except OperationalError as exc:
                 if self.dialect != "sqlite" or not _is_locked(exc) or attempt + 1 == attempts:
                     raise
-                time.sleep(min(2.0, 0.05 * (2 ** attempt)) * (0.5 + random.random()))
+                time.sleep(min(2.0, 0.05 * (2**attempt)) * (0.5 + random.random()))
         raise AssertionError("unreachable")
 
     def group_commit(self, write_batch: Callable[[Connection, Any], list[Any]]):
@@ -192,8 +208,10 @@ class Database:
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, revision)
         except OperationalError as exc:
-            raise DashboardDBError(f"cannot open the dashboard database {self.safe_url()}: "
-                                   f"{str(exc.orig).strip().splitlines()[0] if exc.orig else exc}") from None
+            raise DashboardDBError(
+                f"cannot open the dashboard database {self.safe_url()}: "
+                f"{str(exc.orig).strip().splitlines()[0] if exc.orig else exc}"
+            ) from None
 
     def current_revision(self) -> str | None:
         from alembic.runtime.migration import MigrationContext

@@ -10,15 +10,15 @@ registered key it names (see :mod:`cotk_repro.core.signing`); the key's owner is
 from __future__ import annotations
 
 import re
-from typing import cast
 from dataclasses import dataclass
+from typing import cast
 
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ..errors import CotkError
 from ..core.signing import PublicKey, SigningError, parse_public_key, parse_signature, verify_bytes
-from .auth import AuthError, Principal, check_user_name, now_iso  # noqa: F401 - AuthError re-exported
+from ..errors import CotkError
+from .auth import AuthError, Principal, check_user_name, now_iso
 from .db import Database
 from .models import KeyAudit, SshKey, User
 
@@ -63,19 +63,33 @@ def add_key(db: Database, name: str, public_key: str) -> dict:
         user_id = conn.execute(select(User.id).where(User.name == name)).scalar()
         if user_id is None:
             raise AuthError(f"there is no user {name!r} on this dashboard")
-        row = conn.execute(select(SshKey.id, SshKey.user_id, SshKey.proof, SshKey.created_at, SshKey.revoked_at)
-                           .where(SshKey.fingerprint == key.fingerprint)).first()
+        row = conn.execute(
+            select(SshKey.id, SshKey.user_id, SshKey.proof, SshKey.created_at, SshKey.revoked_at).where(
+                SshKey.fingerprint == key.fingerprint
+            )
+        ).first()
         at = now_iso()
         if row is not None:
             if row[1] == user_id and row[2] is None and row[4] is None:
                 conn.execute(update(SshKey).where(SshKey.id == row[0]).values(proof=PROOF_OPERATOR, proven_at=at))
                 db.bump(conn)
                 return _listing(key, row[3], None, PROOF_OPERATOR)
-            raise AuthError(f"the key {key.fingerprint} is registered already"
-                            + (" to this user" if row[1] == user_id else " to another user"))
-        conn.execute(insert(SshKey).values(user_id=user_id, fingerprint=key.fingerprint, key_type=key.key_type,
-                                           public_key=key.line, comment=key.comment[:200], created_at=at,
-                                           proof=PROOF_OPERATOR, proven_at=at))
+            raise AuthError(
+                f"the key {key.fingerprint} is registered already"
+                + (" to this user" if row[1] == user_id else " to another user")
+            )
+        conn.execute(
+            insert(SshKey).values(
+                user_id=user_id,
+                fingerprint=key.fingerprint,
+                key_type=key.key_type,
+                public_key=key.line,
+                comment=key.comment[:200],
+                created_at=at,
+                proof=PROOF_OPERATOR,
+                proven_at=at,
+            )
+        )
         db.bump(conn)
         return _listing(key, at, None, PROOF_OPERATOR)
 
@@ -88,19 +102,28 @@ def add_key(db: Database, name: str, public_key: str) -> dict:
 def read_key(public_key: object) -> PublicKey:
     """The key in one ``.pub`` line, checked for what a database cannot store; raises :class:`AuthError`."""
     if isinstance(public_key, str) and _UNSTORABLE.search(public_key.strip()):
-        raise AuthError("the SSH public key line holds a control character or a lone surrogate; "
-                        "give one line of a .pub file")
+        raise AuthError(
+            "the SSH public key line holds a control character or a lone surrogate; give one line of a .pub file"
+        )
     try:
         return parse_public_key(public_key)  # type: ignore[arg-type]
     except (SigningError, AttributeError, TypeError) as exc:
-        raise AuthError(exc.message if isinstance(exc, SigningError) else
-                        "the SSH public key must be one line of a .pub file") from None
+        raise AuthError(
+            exc.message if isinstance(exc, SigningError) else "the SSH public key must be one line of a .pub file"
+        ) from None
 
 
-def _listing(key: PublicKey, created: str, revoked: str | None, proof: str | None, moved_to: str | None = None
-             ) -> dict:
-    return {"fingerprint": key.fingerprint, "type": key.key_type, "public_key": key.line, "comment": key.comment,
-            "created_at": created, "revoked_at": revoked, "proof": proof, "moved_to": moved_to}
+def _listing(key: PublicKey, created: str, revoked: str | None, proof: str | None, moved_to: str | None = None) -> dict:
+    return {
+        "fingerprint": key.fingerprint,
+        "type": key.key_type,
+        "public_key": key.line,
+        "comment": key.comment,
+        "created_at": created,
+        "revoked_at": revoked,
+        "proof": proof,
+        "moved_to": moved_to,
+    }
 
 
 def revoke_key(db: Database, name: str, fingerprint: str) -> None:
@@ -108,8 +131,11 @@ def revoke_key(db: Database, name: str, fingerprint: str) -> None:
     check_user_name(name)
 
     def tx(conn):
-        row = conn.execute(select(SshKey.id, SshKey.revoked_at).join(User, User.id == SshKey.user_id)
-                           .where(User.name == name, SshKey.fingerprint == fingerprint)).first()
+        row = conn.execute(
+            select(SshKey.id, SshKey.revoked_at)
+            .join(User, User.id == SshKey.user_id)
+            .where(User.name == name, SshKey.fingerprint == fingerprint)
+        ).first()
         if row is None:
             raise AuthError(f"user {name!r} has no key {fingerprint}")
         if row[1] is None:
@@ -123,20 +149,28 @@ def list_keys(db: Database, name: str) -> list[dict]:
     """The keys of ``name`` (revoked ones too, with ``revoked_at``), oldest first, each with how it was
     registered (``proof``: possession, operator, or None: unproven); then the keys moved away from
     ``name`` to a user who proved holding them, as revoked, with ``moved_to``."""
+
     def q(conn):
-        rows = conn.execute(select(SshKey.public_key, SshKey.comment, SshKey.created_at, SshKey.revoked_at,
-                                   SshKey.proof)
-                            .join(User, User.id == SshKey.user_id).where(User.name == name)
-                            .order_by(SshKey.id)).all()
+        rows = conn.execute(
+            select(SshKey.public_key, SshKey.comment, SshKey.created_at, SshKey.revoked_at, SshKey.proof)
+            .join(User, User.id == SshKey.user_id)
+            .where(User.name == name)
+            .order_by(SshKey.id)
+        ).all()
         out = [_listing(parse_public_key(f"{pk} {c}".strip()), at, rev, proof) for pk, c, at, rev, proof in rows]
-        gone = conn.execute(select(SshKey.public_key, SshKey.comment, KeyAudit.at, KeyAudit.to_user_id)
-                            .join(SshKey, SshKey.fingerprint == KeyAudit.fingerprint)
-                            .join(User, User.id == KeyAudit.from_user_id)
-                            .where(User.name == name).order_by(KeyAudit.id)).all()
-        names = dict(conn.execute(select(User.id, User.name).where(User.id.in_({g[3] for g in gone}))).all()) \
-            if gone else {}
-        out += [_listing(parse_public_key(f"{pk} {c}".strip()), at, at, None, names.get(to))
-                for pk, c, at, to in gone]
+        gone = conn.execute(
+            select(SshKey.public_key, SshKey.comment, KeyAudit.at, KeyAudit.to_user_id)
+            .join(SshKey, SshKey.fingerprint == KeyAudit.fingerprint)
+            .join(User, User.id == KeyAudit.from_user_id)
+            .where(User.name == name)
+            .order_by(KeyAudit.id)
+        ).all()
+        names = (
+            dict(conn.execute(select(User.id, User.name).where(User.id.in_({g[3] for g in gone}))).all())
+            if gone
+            else {}
+        )
+        out += [_listing(parse_public_key(f"{pk} {c}".strip()), at, at, None, names.get(to)) for pk, c, at, to in gone]
         return out
 
     return db.read(q)
@@ -156,14 +190,18 @@ def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> S
     fp = info.public.fingerprint
     row = db.read(lambda conn: conn.execute(_KEY_OWNER, {"fp": fp}).first())
     if row is None:
-        raise Forbidden(f"the signature is by key {fp}, which is not registered on this dashboard; "
-                        "register it with `cotk-repro keys add` (or an administrator's "
-                        "`cotk-repro dashboard add-user NAME --ssh-key FILE.pub`)")
+        raise Forbidden(
+            f"the signature is by key {fp}, which is not registered on this dashboard; "
+            "register it with `cotk-repro keys add` (or an administrator's "
+            "`cotk-repro dashboard add-user NAME --ssh-key FILE.pub`)"
+        )
     if row[3] is not None:
         raise Forbidden(f"the signature is by key {fp} of {row[1]}, which was revoked on {row[3]}")
     if row[4] is None:
-        raise Forbidden(f"the signature is by key {fp}, registered to {row[1]} without proof that they hold it: it "
-                        "signs nothing until its holder proves possession with `cotk-repro keys add`")
+        raise Forbidden(
+            f"the signature is by key {fp}, registered to {row[1]} without proof that they hold it: it "
+            "signs nothing until its holder proves possession with `cotk-repro keys add`"
+        )
     try:
         # parse_signature above refused anything but a str
         verify_bytes(data, cast(str, signature), namespace, [(row[1], parse_public_key(row[2]))])
@@ -173,12 +211,17 @@ def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> S
 
 
 # built once: every signed upload looks its key up
-_KEY_OWNER = (select(User.id, User.name, SshKey.public_key, SshKey.revoked_at, SshKey.proof)
-              .join(User, User.id == SshKey.user_id).where(SshKey.fingerprint == bindparam("fp")))
+_KEY_OWNER = (
+    select(User.id, User.name, SshKey.public_key, SshKey.revoked_at, SshKey.proof)
+    .join(User, User.id == SshKey.user_id)
+    .where(SshKey.fingerprint == bindparam("fp"))
+)
 
 
 def check_uploader(signer: Signer, principal: Principal, what: str) -> None:
     """A reproduction must be signed by a key of the user uploading it."""
     if signer.user_id != principal.user_id:
-        raise Forbidden(f"the {what} is signed by a key of {signer.name} ({signer.fingerprint}), not by one of "
-                        f"yours ({principal.name}): sign it with your own registered key")
+        raise Forbidden(
+            f"the {what} is signed by a key of {signer.name} ({signer.fingerprint}), not by one of "
+            f"yours ({principal.name}): sign it with your own registered key"
+        )

@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.responses import Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
 from pydantic import BaseModel
 
 from . import identity, key_proofs
@@ -24,8 +22,8 @@ class KeyIn(BaseModel):
     that challenge's text."""
 
     public_key: str
-    challenge: Optional[str] = None
-    signature: Optional[str] = None
+    challenge: str | None = None
+    signature: str | None = None
 
 
 class ChallengeOut(BaseModel):
@@ -47,16 +45,16 @@ class KeyOut(BaseModel):
     public_key: str
     comment: str
     created_at: str
-    revoked_at: Optional[str]
-    proof: Optional[str] = None
-    moved_to: Optional[str] = None
+    revoked_at: str | None
+    proof: str | None = None
+    moved_to: str | None = None
 
 
 class KeyAdded(KeyOut):
     """A key just registered by proof of possession; ``moved_from``: the user an unproven registration of it
     was taken from (their records and reproductions it signed are yours now)."""
 
-    moved_from: Optional[str] = None
+    moved_from: str | None = None
 
 
 @router.post("/keys/challenge", status_code=201, response_model=ChallengeOut, responses=ERRORS)
@@ -75,8 +73,15 @@ async def add_key(request: Request, body: KeyIn, user: Principal = Depends(requi
     moves to you, with what it signed."""
     dash = _dash(request)
     with refusals():
-        out = await run_in_threadpool(key_proofs.register_with_proof, dash.db, user, body.public_key,
-                                      body.challenge, body.signature, dash.base_url(request))
+        out = await run_in_threadpool(
+            key_proofs.register_with_proof,
+            dash.db,
+            user,
+            body.public_key,
+            body.challenge,
+            body.signature,
+            dash.base_url(request),
+        )
     dash.wrote()
     return out
 

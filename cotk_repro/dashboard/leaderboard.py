@@ -17,7 +17,7 @@ Only results with the same hash are ranked against each other (docs/spec.md sect
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, select
@@ -59,62 +59,102 @@ def reproduced_group_sizes(conn: Connection, task: str, dataset: str, metric: st
 
 # Statements built once (a leaderboard is rebuilt after every write; building SQLAlchemy statements
 # cost more than running them)
-_REPRODUCTIONS = (select(Reproduction.record_pk, func.count())
-                  .where(Reproduction.record_pk.in_(bindparam("pks", expanding=True)),
-                         Reproduction.superseded.is_(False), Reproduction.by_author.is_(False))
-                  .group_by(Reproduction.record_pk))
-_BOARD = (BoardGroup.task == bindparam("task"), BoardGroup.dataset == bindparam("dataset"),
-          BoardGroup.metric == bindparam("metric"))
+_REPRODUCTIONS = (
+    select(Reproduction.record_pk, func.count())
+    .where(
+        Reproduction.record_pk.in_(bindparam("pks", expanding=True)),
+        Reproduction.superseded.is_(False),
+        Reproduction.by_author.is_(False),
+    )
+    .group_by(Reproduction.record_pk)
+)
+_BOARD = (
+    BoardGroup.task == bindparam("task"),
+    BoardGroup.dataset == bindparam("dataset"),
+    BoardGroup.metric == bindparam("metric"),
+)
 _GROUP_SIZES = select(BoardGroup.hash, BoardGroup.n).where(*_BOARD, BoardGroup.n > 0)
 _REPRODUCED_GROUP_SIZES = (
-    select(Result.hash, func.count()).join(Record, Record.id == Result.record_pk)
-    .where(Result.task == bindparam("task"), Result.dataset == bindparam("dataset"),
-           Result.metric == bindparam("metric"), Record.reproduced_by > 0)
-    .group_by(Result.hash))
+    select(Result.hash, func.count())
+    .join(Record, Record.id == Result.record_pk)
+    .where(
+        Result.task == bindparam("task"),
+        Result.dataset == bindparam("dataset"),
+        Result.metric == bindparam("metric"),
+        Record.reproduced_by > 0,
+    )
+    .group_by(Result.hash)
+)
 
 
 def _group_query(columns, unverifiable: bool, reproduced_only: bool):
     """A query over one group's results of one tier (``tier`` bound): each tier is a range of the index."""
-    cond = [Result.task == bindparam("task"), Result.dataset == bindparam("dataset"),
-            Result.metric == bindparam("metric"),
-            Result.hash.is_(None) if unverifiable else Result.hash == bindparam("hash"),
-            Result.tier == bindparam("tier")]
+    cond = [
+        Result.task == bindparam("task"),
+        Result.dataset == bindparam("dataset"),
+        Result.metric == bindparam("metric"),
+        Result.hash.is_(None) if unverifiable else Result.hash == bindparam("hash"),
+        Result.tier == bindparam("tier"),
+    ]
     q = select(*columns).where(and_(*cond))
     if reproduced_only:
         q = q.join(Record, Record.id == Result.record_pk).where(Record.reproduced_by > 0)
     return q
 
 
-@lru_cache(maxsize=None)
+@cache
 def _count_stmt(unverifiable: bool, reproduced_only: bool):
     """How many results one tier of one group holds."""
     return _group_query([func.count()], unverifiable, reproduced_only)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _better_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
     """How many results of one tier of one group are strictly better than ``value``."""
     q = _group_query([func.count()], unverifiable, reproduced_only)
     return q.where(Result.value < bindparam("value") if lower else Result.value > bindparam("value"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
     """One page of one tier of one group: its (value, record) from the index alone, then the records it names."""
-    page_q = _group_query([Result.value.label("value"), Result.record_pk.label("record_pk")], unverifiable,
-                          reproduced_only)
-    page_q = (page_q.order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
-              .limit(bindparam("limit")).offset(bindparam("offset")).subquery())
-    return (select(page_q.c.value, Record.id, Record.record_id, Record.project_name, Record.submitted_at, User.name,
-                   Record.key_fingerprint, Record.reproduced_by, Record.dirty)
-            .select_from(page_q)
-            .join(Record, Record.id == page_q.c.record_pk)
-            .join(User, User.id == Record.user_id)
-            .order_by(page_q.c.value.asc() if lower else page_q.c.value.desc(), page_q.c.record_pk.asc()))
+    page_q = _group_query(
+        [Result.value.label("value"), Result.record_pk.label("record_pk")], unverifiable, reproduced_only
+    )
+    page_q = (
+        page_q.order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
+        .limit(bindparam("limit"))
+        .offset(bindparam("offset"))
+        .subquery()
+    )
+    return (
+        select(
+            page_q.c.value,
+            Record.id,
+            Record.record_id,
+            Record.project_name,
+            Record.submitted_at,
+            User.name,
+            Record.key_fingerprint,
+            Record.reproduced_by,
+            Record.dirty,
+        )
+        .select_from(page_q)
+        .join(Record, Record.id == page_q.c.record_pk)
+        .join(User, User.id == Record.user_id)
+        .order_by(page_q.c.value.asc() if lower else page_q.c.value.desc(), page_q.c.record_pk.asc())
+    )
 
 
-def _page(conn: Connection, params: dict[str, Any], lower: bool, unverifiable: bool, reproduced_only: bool,
-          offset: int, limit: int) -> tuple[list[tuple], list[int], int]:
+def _page(
+    conn: Connection,
+    params: dict[str, Any],
+    lower: bool,
+    unverifiable: bool,
+    reproduced_only: bool,
+    offset: int,
+    limit: int,
+) -> tuple[list[tuple], list[int], int]:
     """One page of one group in ranking order, tier 0 then tier 1: ``(rows with their tier, tiers, first rank)``.
 
     Each tier is read as its own range of the index (one ordered scan each, as fast as a group without
@@ -138,15 +178,26 @@ def _page(conn: Connection, params: dict[str, Any], lower: bool, unverifiable: b
         tiers += [t] * len(got)
     first = 1  # the page may start inside a tie: its first rank counts the results ranked strictly above
     if rows and offset:
-        first += conn.execute(_better_stmt(lower, unverifiable, reproduced_only),
-                              {**params, "tier": tiers[0], "value": rows[0][0]}).scalar_one()
+        first += conn.execute(
+            _better_stmt(lower, unverifiable, reproduced_only), {**params, "tier": tiers[0], "value": rows[0][0]}
+        ).scalar_one()
         if tiers[0] == UNTRUSTED:
             first += n_trusted or 0
     return rows, tiers, first
 
 
-def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int = 100, page: int = 1,
-          max_groups: int = 20, record_url=lambda rid: None, reproduced_only: bool = False) -> dict[str, Any]:
+def build(
+    conn: Connection,
+    task: str,
+    dataset: str,
+    metric: str,
+    *,
+    limit: int = 100,
+    page: int = 1,
+    max_groups: int = 20,
+    record_url=lambda rid: None,
+    reproduced_only: bool = False,
+) -> dict[str, Any]:
     """The leaderboard as the API returns it (``record_url`` turns an id into its page URL)."""
     lower = lower_is_better(metric)
     sizes = (reproduced_group_sizes if reproduced_only else group_sizes)(conn, task, dataset, metric)
@@ -155,25 +206,43 @@ def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int 
     for h, total in sizes[:max_groups]:
         params = {"task": task, "dataset": dataset, "metric": metric, "hash": h}
         rows, tiers, first = _page(conn, params, lower, h is None, reproduced_only, offset, limit)
-        ranks = page_ranks([r[0] for r in rows], offset=offset, first_rank=first, higher_is_better=not lower,
-                           tiers=tiers)
+        ranks = page_ranks(
+            [r[0] for r in rows], offset=offset, first_rank=first, higher_is_better=not lower, tiers=tiers
+        )
         pages.append((h, total, rows, tiers, ranks))
     counts = reproduction_counts(conn, [r[1] for _h, _t, rows, _ti, _r in pages for r in rows])  # one query
     groups = []
     for h, total, rows, tiers, ranks in pages:
         entries = []
         for rank, t, (value, pk, rid, project, submitted, user, key, by, dirty) in zip(ranks, tiers, rows):
-            entries.append({"rank": rank, "id": rid, "url": record_url(rid), "value": value,
-                            "user": user, "signer": user if key else None, "signed": key is not None, "key": key,
-                            "dirty": bool(dirty), "tier": t,
-                            "project": project, "submitted_at": submitted,
-                            "reproductions": counts.get(pk, 0), "reproduced_by": by, "unverifiable": h is None})
+            entries.append(
+                {
+                    "rank": rank,
+                    "id": rid,
+                    "url": record_url(rid),
+                    "value": value,
+                    "user": user,
+                    "signer": user if key else None,
+                    "signed": key is not None,
+                    "key": key,
+                    "dirty": bool(dirty),
+                    "tier": t,
+                    "project": project,
+                    "submitted_at": submitted,
+                    "reproductions": counts.get(pk, 0),
+                    "reproduced_by": by,
+                    "unverifiable": h is None,
+                }
+            )
         groups.append({"hash": h, "comparable": h is not None, "total": total, "entries": entries})
     return {
-        "task": task, "dataset": dataset, "metric": metric,
+        "task": task,
+        "dataset": dataset,
+        "metric": metric,
         "higher_is_better": not lower,
         "reproduced_only": reproduced_only,
-        "page": page, "per_page": limit,
+        "page": page,
+        "per_page": limit,
         "total_groups": len(sizes),
         "groups": groups,
     }
@@ -181,16 +250,24 @@ def build(conn: Connection, task: str, dataset: str, metric: str, *, limit: int 
 
 def catalogue(conn: Connection) -> list[dict[str, Any]]:
     """Every task / dataset with its metrics and record counts (the home page)."""
-    rows = conn.execute(select(BoardGroup.task, BoardGroup.dataset, BoardGroup.metric, func.sum(BoardGroup.n))
-                        .group_by(BoardGroup.task, BoardGroup.dataset, BoardGroup.metric)
-                        .order_by(BoardGroup.task, BoardGroup.dataset, BoardGroup.metric)).all()
-    records = dict(((t, d), n) for t, d, n in conn.execute(
-        select(Record.task, Record.dataset, func.count()).group_by(Record.task, Record.dataset)).all())
+    rows = conn.execute(
+        select(BoardGroup.task, BoardGroup.dataset, BoardGroup.metric, func.sum(BoardGroup.n))
+        .group_by(BoardGroup.task, BoardGroup.dataset, BoardGroup.metric)
+        .order_by(BoardGroup.task, BoardGroup.dataset, BoardGroup.metric)
+    ).all()
+    records = dict(
+        ((t, d), n)
+        for t, d, n in conn.execute(
+            select(Record.task, Record.dataset, func.count()).group_by(Record.task, Record.dataset)
+        ).all()
+    )
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for task, dataset, metric, n in rows:
         n = int(n)
-        item = out.setdefault((task, dataset), {"task": task, "dataset": dataset, "records": records.get((task, dataset), 0),
-                                                "metrics": []})
+        item = out.setdefault(
+            (task, dataset),
+            {"task": task, "dataset": dataset, "records": records.get((task, dataset), 0), "metrics": []},
+        )
         item["metrics"].append({"metric": metric, "results": n})
     for (task, dataset), n in records.items():
         out.setdefault((task, dataset), {"task": task, "dataset": dataset, "records": n, "metrics": []})

@@ -9,10 +9,19 @@ metric of every successful record (the leaderboard index).
 
 from __future__ import annotations
 
-from typing import Optional
-
-from sqlalchemy import (Boolean, Float, ForeignKey, Index, Integer, SmallInteger, String, Text, UniqueConstraint,
-                        false, text)
+from sqlalchemy import (
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 #: longest task / dataset / project / metric name the dashboard accepts
@@ -42,7 +51,7 @@ class Token(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False, index=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
     created_at: Mapped[str] = mapped_column(String(40), nullable=False)
-    revoked_at: Mapped[Optional[str]] = mapped_column(String(40), nullable=True)
+    revoked_at: Mapped[str | None] = mapped_column(String(40), nullable=True)
 
 
 class SshKey(Base):
@@ -57,12 +66,12 @@ class SshKey(Base):
     public_key: Mapped[str] = mapped_column(Text, nullable=False)
     comment: Mapped[str] = mapped_column(String(200), nullable=False, default="")
     created_at: Mapped[str] = mapped_column(String(40), nullable=False)
-    revoked_at: Mapped[Optional[str]] = mapped_column(String(40), nullable=True)
+    revoked_at: Mapped[str | None] = mapped_column(String(40), nullable=True)
     #: how the registration was made: "possession" (the holder signed a challenge), "operator" (the
     #: administrator vouched, ``dashboard add-user --ssh-key``), None (unproven: added through the API
     #: before proofs were asked; signs nothing until its holder proves possession)
-    proof: Mapped[Optional[str]] = mapped_column(String(16), nullable=True)
-    proven_at: Mapped[Optional[str]] = mapped_column(String(40), nullable=True)
+    proof: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    proven_at: Mapped[str | None] = mapped_column(String(40), nullable=True)
 
 
 class KeyChallenge(Base):
@@ -78,7 +87,7 @@ class KeyChallenge(Base):
     expires_at: Mapped[str] = mapped_column(String(40), nullable=False)
     #: epoch seconds of the expiry (compared; ``expires_at`` is what the challenge text says)
     expires_epoch: Mapped[int] = mapped_column(Integer, nullable=False)
-    used_at: Mapped[Optional[str]] = mapped_column(String(40), nullable=True)
+    used_at: Mapped[str | None] = mapped_column(String(40), nullable=True)
 
 
 class KeyAudit(Base):
@@ -90,8 +99,8 @@ class KeyAudit(Base):
     at: Mapped[str] = mapped_column(String(40), nullable=False)
     fingerprint: Mapped[str] = mapped_column(String(80), nullable=False, index=True)
     action: Mapped[str] = mapped_column(String(32), nullable=False)
-    from_user_id: Mapped[Optional[int]] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
-    to_user_id: Mapped[Optional[int]] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    from_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
+    to_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), nullable=True)
     records: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     reproductions: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     detail: Mapped[str] = mapped_column(Text, nullable=False, default="")
@@ -125,11 +134,11 @@ class Record(Base):
     status: Mapped[str] = mapped_column(String(32), nullable=False)
     submitted_at: Mapped[str] = mapped_column(String(40), nullable=False)
     body: Mapped[str] = mapped_column(Text, nullable=False)
-    signature: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
-    key_fingerprint: Mapped[Optional[str]] = mapped_column(String(80), nullable=True)
+    signature: Mapped[str | None] = mapped_column(Text, nullable=True)
+    key_fingerprint: Mapped[str | None] = mapped_column(String(80), nullable=True)
     #: the git remote taken at publish time, signed (``{"publication", "signature"}`` JSON), for a record made
     #: before its project had one (:mod:`cotk_repro.remote.publication`)
-    publication: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
+    publication: Mapped[str | None] = mapped_column(Text, nullable=True)
     #: distinct users other than the owner whose latest verdict is "reproduced" (kept on every reproduction)
     reproduced_by: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
     #: run from a work tree with uncommitted changes (the record's ``code.dirty``)
@@ -151,7 +160,7 @@ class Result(Base):
     task: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
     dataset: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
     metric: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
-    hash: Mapped[Optional[str]] = mapped_column(String(64), nullable=True)
+    hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     value: Mapped[float] = mapped_column(Float, nullable=False)
     #: the record's tier (:func:`cotk_repro.core.ranking.tier`): 0 signed and clean, 1 dirty or unsigned;
     #: every result of tier 0 ranks above every result of tier 1 (kept when a signed upload adopts the record)
@@ -202,9 +211,9 @@ class Reproduction(Base):
     submitted_at: Mapped[str] = mapped_column(String(40), nullable=False)
     verdict: Mapped[str] = mapped_column(String(32), nullable=False)
     body: Mapped[str] = mapped_column(Text, nullable=False)
-    client_verdict: Mapped[Optional[str]] = mapped_column(String(32), nullable=True)
-    signature: Mapped[Optional[str]] = mapped_column(Text, nullable=True)
-    key_fingerprint: Mapped[Optional[str]] = mapped_column(String(80), nullable=True)
+    client_verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    signature: Mapped[str | None] = mapped_column(Text, nullable=True)
+    key_fingerprint: Mapped[str | None] = mapped_column(String(80), nullable=True)
     #: the record's owner reproducing their own record (shown apart, never counted)
     by_author: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
     #: a newer reproduction by the same user replaced this one

@@ -84,12 +84,16 @@ def keys(name: str) -> frozenset[str]:
 def check_form(name: str, what: str) -> str:
     """``name`` when it is NFKC and holds no control/format/separator character; else :class:`NameError_`."""
     if unicodedata.normalize("NFKC", name) != name:
-        raise NameError_(f"the {what} {name[:60]!r} is not in Unicode NFKC form: write it as "
-                         f"{unicodedata.normalize('NFKC', name)[:60]!r}")
+        raise NameError_(
+            f"the {what} {name[:60]!r} is not in Unicode NFKC form: write it as "
+            f"{unicodedata.normalize('NFKC', name)[:60]!r}"
+        )
     for ch in name:
         if unicodedata.category(ch) in REFUSED_CATEGORIES:
-            raise NameError_(f"the {what} {name[:60]!r} holds the invisible or control character "
-                             f"U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')}): names are identifiers")
+            raise NameError_(
+                f"the {what} {name[:60]!r} holds the invisible or control character "
+                f"U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')}): names are identifiers"
+            )
     return name
 
 

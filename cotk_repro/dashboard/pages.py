@@ -12,7 +12,7 @@ import re
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
@@ -35,10 +35,13 @@ def _env():
     from ..core.templating import environment
 
     env = environment(lenient=True).overlay()
-    env.filters = {**env.filters, "fmt": fmt_value,  # its own dicts: the project's environments stay as they are
-                   "split_trusted": split_trusted, "when": when}
-    env.globals = {**env.globals, "board_url": board_url, "record_path": record_path,
-                   "entries_table": entries_table}
+    env.filters = {
+        **env.filters,
+        "fmt": fmt_value,  # its own dicts: the project's environments stay as they are
+        "split_trusted": split_trusted,
+        "when": when,
+    }
+    env.globals = {**env.globals, "board_url": board_url, "record_path": record_path, "entries_table": entries_table}
     return env
 
 
@@ -144,7 +147,7 @@ def _error(status: int, message: str) -> HTMLResponse:
     return _html(render("error.html", status=status, message=message), status)
 
 
-def _ok_name(v: Optional[str]) -> bool:
+def _ok_name(v: str | None) -> bool:
     return v is None or ("\x00" not in v and len(v) <= QSTR)
 
 
@@ -177,35 +180,75 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
     project, code, env, command = view.project, view.code, view.environment, view.command
     results = []
     for name, r in sorted(view.results.items()):
-        results.append({"name": name, "value": r.value, "hash": r.hash, "signature": r.signature,
-                        "metric": r.metric, "version": r.version,
-                        "board": board_url(_s(project.task), _s(project.dataset), name)})
+        results.append(
+            {
+                "name": name,
+                "value": r.value,
+                "hash": r.hash,
+                "signature": r.signature,
+                "metric": r.metric,
+                "version": r.version,
+                "board": board_url(_s(project.task), _s(project.dataset), name),
+            }
+        )
     repros = []
     for rep in data["reproductions"]:
         v = rep["verdict"]
         rows = [m for m in v.get("metrics", []) if isinstance(m, dict)] if isinstance(v.get("metrics"), list) else []
-        diffs = [x for x in v.get("environment_differences", []) if isinstance(x, dict)] \
-            if isinstance(v.get("environment_differences"), list) else []
-        repros.append({"id": rep["id"], "user": rep["user"], "submitted_at": rep["submitted_at"],
-                       "verdict": _s(v.get("verdict")), "runtime": _s(v.get("runtime")), "metrics": rows,
-                       "diffs": diffs, "error": v.get("error"), "version": _s(v.get("cotk_repro_version")),
-                       "claimed": _s(v.get("claimed_verdict")), "by_author": bool(rep.get("by_author")),
-                       "superseded": bool(rep.get("superseded")), "signed": bool(rep.get("signed")),
-                       "key": rep.get("key")})
+        diffs = (
+            [x for x in v.get("environment_differences", []) if isinstance(x, dict)]
+            if isinstance(v.get("environment_differences"), list)
+            else []
+        )
+        repros.append(
+            {
+                "id": rep["id"],
+                "user": rep["user"],
+                "submitted_at": rep["submitted_at"],
+                "verdict": _s(v.get("verdict")),
+                "runtime": _s(v.get("runtime")),
+                "metrics": rows,
+                "diffs": diffs,
+                "error": v.get("error"),
+                "version": _s(v.get("cotk_repro_version")),
+                "claimed": _s(v.get("claimed_verdict")),
+                "by_author": bool(rep.get("by_author")),
+                "superseded": bool(rep.get("superseded")),
+                "signed": bool(rep.get("signed")),
+                "key": rep.get("key"),
+            }
+        )
     return {
-        "id": view.id, "status": _s(view.status), "error": view.error,
-        "user": data["user"], "submitted_at": data["submitted_at"],
-        "signed": bool(data.get("signed")), "key": data.get("key"), "mirrored_by": data.get("mirrored_by") or [],
+        "id": view.id,
+        "status": _s(view.status),
+        "error": view.error,
+        "user": data["user"],
+        "submitted_at": data["submitted_at"],
+        "signed": bool(data.get("signed")),
+        "key": data.get("key"),
+        "mirrored_by": data.get("mirrored_by") or [],
         "project": {"name": _s(project.name), "task": _s(project.task), "dataset": _s(project.dataset)},
-        "code": {"commit": _s(code.commit), "branch": _s(code.branch), "remote_url": _s(code.remote_url),
-                 "dirty": bool(code.dirty), "link": commit_link(code.remote_url, code.commit)},
-        "command": {"entry": command.entry, "args": command.args, "cwd": command.cwd,
-                    "started_at": command.started_at, "duration_s": command.duration_s,
-                    "exit_status": command.exit_status},
+        "code": {
+            "commit": _s(code.commit),
+            "branch": _s(code.branch),
+            "remote_url": _s(code.remote_url),
+            "dirty": bool(code.dirty),
+            "link": commit_link(code.remote_url, code.commit),
+        },
+        "command": {
+            "entry": command.entry,
+            "args": command.args,
+            "cwd": command.cwd,
+            "started_at": command.started_at,
+            "duration_s": command.duration_s,
+            "exit_status": command.exit_status,
+        },
         "python": f"{_s(env.python_implementation)} {_s(env.python_version)}".strip(),
         "platform": " ".join(_s(env.platform.get(k)) for k in ("system", "release", "machine")).strip(),
         "cotk_repro_version": _s(env.cotk_repro_version or view.cotk_repro_version),
-        "packages": env.packages, "plugins": env.plugins, "accelerators": env.accelerators,
+        "packages": env.packages,
+        "plugins": env.plugins,
+        "accelerators": env.accelerators,
         "dockerfile": env.dockerfile,
         "dockerfile_sha256": _s(env.dockerfile_sha256),
         "data": view.data,
@@ -243,9 +286,15 @@ async def home(request: Request):
 
 
 @router.get("/leaderboard", response_class=HTMLResponse)
-async def leaderboard_page(request: Request, task: str = Query(""), dataset: str = Query(""),
-                     metric: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000),
-                     reproduced: bool = Query(False), sort: Optional[str] = Query(None)):
+async def leaderboard_page(
+    request: Request,
+    task: str = Query(""),
+    dataset: str = Query(""),
+    metric: str | None = Query(None),
+    page: int = Query(1, ge=1, le=100_000),
+    reproduced: bool = Query(False),
+    sort: str | None = Query(None),
+):
     """The leaderboard page of one metric, or without ``metric`` every metric side by side."""
     if not all(_ok_name(v) for v in (task, dataset, metric, sort)):
         return _error(400, "the task, dataset or metric is not a valid name")
@@ -255,41 +304,66 @@ async def leaderboard_page(request: Request, task: str = Query(""), dataset: str
         if metric is None and not task and not dataset:  # no board named: the tasks and datasets to choose from
             return render("home.html", catalogue=dash.db.read(lb.catalogue), recent=[]).encode()
         if metric is None:  # every metric side by side, each column linking to its leaderboard
-            table = dash.db.read(lambda conn: tb.build(conn, task, dataset, sort=sort, limit=PER_PAGE, page=page,
-                                                       record_url=record_path))
+            table = dash.db.read(
+                lambda conn: tb.build(conn, task, dataset, sort=sort, limit=PER_PAGE, page=page, record_url=record_path)
+            )
             annotate_entries(dash.db, table["rows"])  # "verified by <pool>" where the reproduction queue runs
             here = board_url(task, dataset) + (f"&sort={quote(sort, safe='')}" if sort else "")
-            nav = {"prev": (here + f"&page={page - 1}") if page > 1 else None,
-                   "next": (here + f"&page={page + 1}") if table["total"] > page * PER_PAGE else None}
+            nav = {
+                "prev": (here + f"&page={page - 1}") if page > 1 else None,
+                "next": (here + f"&page={page + 1}") if table["total"] > page * PER_PAGE else None,
+            }
             return render("metrics.html", task=task, dataset=dataset, table=table, nav=nav).encode()
-        board = dash.db.read(lambda conn: lb.build(conn, task, dataset, metric, limit=PER_PAGE, page=page,
-                                                   record_url=record_path, reproduced_only=reproduced))
+        board = dash.db.read(
+            lambda conn: lb.build(
+                conn,
+                task,
+                dataset,
+                metric,
+                limit=PER_PAGE,
+                page=page,
+                record_url=record_path,
+                reproduced_only=reproduced,
+            )
+        )
         annotate_board(dash.db, board)  # "verified by <pool>" where the reproduction queue runs
         more = any(g["total"] > page * PER_PAGE for g in board["groups"])
         here = board_url(task, dataset, metric) + ("&reproduced=1" if reproduced else "")
-        nav = {"prev": (here + f"&page={page - 1}") if page > 1 else None,
-               "next": (here + f"&page={page + 1}") if more else None,
-               "all": board_url(task, dataset, metric), "reproduced": board_url(task, dataset, metric) + "&reproduced=1"}
+        nav = {
+            "prev": (here + f"&page={page - 1}") if page > 1 else None,
+            "next": (here + f"&page={page + 1}") if more else None,
+            "all": board_url(task, dataset, metric),
+            "reproduced": board_url(task, dataset, metric) + "&reproduced=1",
+        }
         return render("leaderboard.html", board=board, nav=nav).encode()
 
-    body = await dash.cached_async(("leaderboard-page", task, dataset, metric, page, reproduced, sort), compute,
-                                   stale_ok=True)
+    body = await dash.cached_async(
+        ("leaderboard-page", task, dataset, metric, page, reproduced, sort), compute, stale_ok=True
+    )
     return Response(body, media_type="text/html; charset=utf-8")
 
 
 @router.get("/records", response_class=HTMLResponse)
-def records_page(request: Request, task: Optional[str] = Query(None), dataset: Optional[str] = Query(None),
-                 user: Optional[str] = Query(None), page: int = Query(1, ge=1, le=100_000)):
+def records_page(
+    request: Request,
+    task: str | None = Query(None),
+    dataset: str | None = Query(None),
+    user: str | None = Query(None),
+    page: int = Query(1, ge=1, le=100_000),
+):
     """The list of records, newest first, filtered by task, dataset or user."""
     if not all(_ok_name(v) for v in (task, dataset, user)):
         return _error(400, "the task, dataset or user is not a valid name")
     dash = request.app.state.dashboard
-    data = dash.cached(("records-page", task, dataset, user, page),
-                       lambda: store.list_records(dash.db, task=task, dataset=dataset, user=user, page=page,
-                                                  per_page=50))
+    data = dash.cached(
+        ("records-page", task, dataset, user, page),
+        lambda: store.list_records(dash.db, task=task, dataset=dataset, user=user, page=page, per_page=50),
+    )
     q = {k: v for k, v in (("task", task), ("dataset", dataset), ("user", user)) if v is not None}
-    nav = {"prev": "/records?" + urlencode({**q, "page": page - 1}) if page > 1 else None,
-           "next": "/records?" + urlencode({**q, "page": page + 1}) if page < data["pages"] else None}
+    nav = {
+        "prev": "/records?" + urlencode({**q, "page": page - 1}) if page > 1 else None,
+        "next": "/records?" + urlencode({**q, "page": page + 1}) if page < data["pages"] else None,
+    }
     return _html(render("records.html", data=data, filters=q, nav=nav))
 
 

@@ -22,7 +22,8 @@ job for each record without one (:func:`enqueue_missing`).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from sqlalchemy import text
 
@@ -35,8 +36,15 @@ _SCHEMA_LOCK = 7268210002  # pg_advisory_xact_lock key (the migrations use ...00
 _SWEEP_LOCK = 7268210003  # one stalled-job sweep at a time, across every worker
 
 #: procrastinate's job status -> what the dashboard calls it
-STATES = {"todo": "pending", "doing": "running", "succeeded": "done", "failed": "failed",
-          "cancelled": "failed", "aborting": "running", "aborted": "failed"}
+STATES = {
+    "todo": "pending",
+    "doing": "running",
+    "succeeded": "done",
+    "failed": "failed",
+    "cancelled": "failed",
+    "aborting": "running",
+    "aborted": "failed",
+}
 
 _MAPPING_DDL = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -52,7 +60,7 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
 CREATE INDEX IF NOT EXISTS {TABLE}_job_idx ON {TABLE} (job_id);
 """
 
-_DEFER = text(f"""
+_DEFER = text("""
 SELECT unnest(procrastinate_defer_jobs_v1(ARRAY(
     SELECT ROW(:queue, :task, 0, NULL, rid, jsonb_build_object('record_id', rid),
                NULL::timestamptz)::procrastinate_job_to_defer_v1
@@ -71,9 +79,11 @@ class QueueError(CotkError):
 def require_postgresql(db) -> None:
     """Refuse, in one sentence, a database the queue cannot live in."""
     if db.dialect != "postgresql":
-        raise QueueError(f"the reproduction queue needs PostgreSQL: {db.safe_url()} is {db.dialect}; serve with "
-                         "--db postgresql+psycopg://USER@HOST/DB, or reproduce by hand with "
-                         "`cotk-repro reproduce URL --submit`")
+        raise QueueError(
+            f"the reproduction queue needs PostgreSQL: {db.safe_url()} is {db.dialect}; serve with "
+            "--db postgresql+psycopg://USER@HOST/DB, or reproduce by hand with "
+            "`cotk-repro reproduce URL --submit`"
+        )
     try:
         import procrastinate  # noqa: F401
     except ModuleNotFoundError:
@@ -130,10 +140,19 @@ def write_records_and_enqueue(conn, items) -> list:
 
 def enqueue_missing(db) -> int:
     """A job for every stored record that has none (the queue turned on after records arrived); how many."""
+
     def tx(conn):
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
-        rids = conn.execute(text(f"SELECT r.record_id FROM records r WHERE NOT EXISTS "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
-                                 f"(SELECT 1 FROM {TABLE} m WHERE m.record_id = r.record_id)")).scalars().all()
+        rids = (
+            conn.execute(
+                text(
+                    f"SELECT r.record_id FROM records r WHERE NOT EXISTS "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
+                    f"(SELECT 1 FROM {TABLE} m WHERE m.record_id = r.record_id)"
+                )
+            )
+            .scalars()
+            .all()
+        )
         return len(enqueue(conn, rids))
 
     return db.write(tx)
@@ -154,6 +173,7 @@ def retry_stalled(db, seconds: float) -> list[int]:
     One transaction under an advisory lock: the jobs are found and retried (procrastinate's
     ``procrastinate_retry_job_v2``) together, so two workers sweeping at once never put back a job that
     a live worker took in between."""
+
     def tx(conn):
         if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": _SWEEP_LOCK}).scalar():
             return []  # another worker is sweeping
@@ -170,10 +190,16 @@ def counts(db) -> dict[str, Any]:
     out: dict[str, Any] = {"pending": 0, "running": 0, "done": 0, "failed": 0}
 
     def q(conn):
-        rows = conn.execute(text("SELECT status::text, count(*) FROM procrastinate_jobs WHERE queue_name = :q "
-                                 "GROUP BY status"), {"q": QUEUE}).all()
-        oldest = conn.execute(text(f"SELECT extract(epoch FROM now() - min(m.enqueued_at)) FROM {TABLE} m "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
-                                   "JOIN procrastinate_jobs j ON j.id = m.job_id WHERE j.status = 'todo'")).scalar()
+        rows = conn.execute(
+            text("SELECT status::text, count(*) FROM procrastinate_jobs WHERE queue_name = :q GROUP BY status"),
+            {"q": QUEUE},
+        ).all()
+        oldest = conn.execute(
+            text(
+                f"SELECT extract(epoch FROM now() - min(m.enqueued_at)) FROM {TABLE} m "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
+                "JOIN procrastinate_jobs j ON j.id = m.job_id WHERE j.status = 'todo'"
+            )
+        ).scalar()
         return rows, oldest
 
     rows, oldest = db.read(q)
@@ -185,16 +211,28 @@ def counts(db) -> dict[str, Any]:
 
 def record_state(conn, record_id: str) -> dict[str, Any] | None:
     """The record's job: ``{"state", "attempts", "reason", "verified_by"}``; None when it has none."""
-    row = conn.execute(text(f"SELECT j.status::text, m.attempts, m.reason, m.pool_user, m.reproduction_pk, j.id, "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
-                            f"r.verdict FROM {TABLE} m JOIN procrastinate_jobs j ON j.id = m.job_id "
-                            "LEFT JOIN reproductions r ON r.id = m.reproduction_pk "
-                            "WHERE m.record_id = :rid"), {"rid": record_id}).first()
+    row = conn.execute(
+        text(
+            f"SELECT j.status::text, m.attempts, m.reason, m.pool_user, m.reproduction_pk, j.id, "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
+            f"r.verdict FROM {TABLE} m JOIN procrastinate_jobs j ON j.id = m.job_id "
+            "LEFT JOIN reproductions r ON r.id = m.reproduction_pk "
+            "WHERE m.record_id = :rid"
+        ),
+        {"rid": record_id},
+    ).first()
     if row is None:
         return None
     status, attempts, reason, pool, repro, job_id, verdict = row
-    return {"job": job_id, "state": STATES.get(status, "failed"), "attempts": attempts, "reason": reason,
-            "pool": pool, "reproduction": repro, "verdict": verdict,
-            "verified_by": pool if verdict == "reproduced" else None}
+    return {
+        "job": job_id,
+        "state": STATES.get(status, "failed"),
+        "attempts": attempts,
+        "reason": reason,
+        "pool": pool,
+        "reproduction": repro,
+        "verdict": verdict,
+        "verified_by": pool if verdict == "reproduced" else None,
+    }
 
 
 def pool_verdicts(conn, record_ids: Iterable[str]) -> dict[str, str]:
@@ -202,10 +240,14 @@ def pool_verdicts(conn, record_ids: Iterable[str]) -> dict[str, str]:
     rids = sorted(set(record_ids))
     if not rids:
         return {}
-    rows = conn.execute(text(f"SELECT m.record_id, m.pool_user FROM {TABLE} m "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
-                             "JOIN reproductions r ON r.id = m.reproduction_pk "
-                             "WHERE m.record_id = ANY(CAST(:rids AS text[])) AND r.verdict = 'reproduced'"),
-                        {"rids": rids}).all()
+    rows = conn.execute(
+        text(
+            f"SELECT m.record_id, m.pool_user FROM {TABLE} m "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
+            "JOIN reproductions r ON r.id = m.reproduction_pk "
+            "WHERE m.record_id = ANY(CAST(:rids AS text[])) AND r.verdict = 'reproduced'"
+        ),
+        {"rids": rids},
+    ).all()
     return {rid: user for rid, user in rows}
 
 

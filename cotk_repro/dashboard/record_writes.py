@@ -17,13 +17,12 @@ batch of known names costs no query, a batch with new ones one lookup and one in
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Sequence
-
 import threading
 import weakref
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
 
 from sqlalchemy import bindparam, insert, select, tuple_, update
 
@@ -62,23 +61,30 @@ class PendingRecord:
         return self.owner_id != self.uploader_id
 
 
-_FIND = select(Record.id, Record.record_id, Record.signature, Record.dirty).where(Record.record_id.in_(bindparam("rids",
-                                                                                               expanding=True)))
+_FIND = select(Record.id, Record.record_id, Record.signature, Record.dirty).where(
+    Record.record_id.in_(bindparam("rids", expanding=True))
+)
 _INSERT_RECORDS = insert(Record).returning(Record.id, Record.record_id, sort_by_parameter_order=True)
 _INSERT_RESULTS = insert(Result)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _count_stmt(dialect: str):
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as upsert
     else:
         # the same upsert in SQLite's dialect: its Insert is another class with the same on_conflict_do_update
         from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
-    stmt = upsert(BoardGroup).values(task=bindparam("task"), dataset=bindparam("dataset"),
-                                     metric=bindparam("metric"), hash=bindparam("hash"), n=bindparam("n"))
-    return stmt.on_conflict_do_update(index_elements=["task", "dataset", "metric", "hash"],
-                                      set_={"n": BoardGroup.n + stmt.excluded.n})
+    stmt = upsert(BoardGroup).values(
+        task=bindparam("task"),
+        dataset=bindparam("dataset"),
+        metric=bindparam("metric"),
+        hash=bindparam("hash"),
+        n=bindparam("n"),
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=["task", "dataset", "metric", "hash"], set_={"n": BoardGroup.n + stmt.excluded.n}
+    )
 
 
 #: per database engine: (kind, key digest) -> the name stored under it (names are never removed)
@@ -97,9 +103,13 @@ def _check_names(conn, new: dict[str, PendingRecord]) -> dict[str, NameError_]:
     stored: dict[tuple[str, str], str] = {}
     if missing:
         for i in range(0, len(missing), 500):
-            chunk = missing[i:i + 500]
-            stored.update(((k, h), n) for k, h, n in conn.execute(
-                select(Name.kind, Name.key, Name.name).where(tuple_(Name.kind, Name.key).in_(chunk))))
+            chunk = missing[i : i + 500]
+            stored.update(
+                ((k, h), n)
+                for k, h, n in conn.execute(
+                    select(Name.kind, Name.key, Name.name).where(tuple_(Name.kind, Name.key).in_(chunk))
+                )
+            )
     held = {**stored}
     refused: dict[str, NameError_] = {}
     rows: list[dict[str, str]] = []
@@ -128,8 +138,10 @@ def _check_names(conn, new: dict[str, PendingRecord]) -> dict[str, NameError_]:
 def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError_]:
     """Store the uploads ``items`` in the open transaction; one ``created`` flag per item (False: already there),
     or the :class:`.names.NameError_` that kept a new record out."""
-    found = {rid: (pk, sig, dirty) for pk, rid, sig, dirty in conn.execute(
-        _FIND, {"rids": sorted({i.record_id for i in items})})}
+    found = {
+        rid: (pk, sig, dirty)
+        for pk, rid, sig, dirty in conn.execute(_FIND, {"rids": sorted({i.record_id for i in items})})
+    }
     new: dict[str, PendingRecord] = {}
     for item in items:
         if item.record_id not in found and item.record_id not in new:
@@ -140,14 +152,40 @@ def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError
         del new[rid]
     if new:
         at = now_iso()
-        rows = conn.execute(_INSERT_RECORDS, [
-            {"record_id": i.record_id, "user_id": i.owner_id, "task": i.task, "dataset": i.dataset,
-             "project_name": i.project_name, "status": i.status, "submitted_at": at, "body": i.body,
-             "signature": i.signature, "key_fingerprint": i.fingerprint, "dirty": i.dirty}
-            for i in new.values()]).all()
+        rows = conn.execute(
+            _INSERT_RECORDS,
+            [
+                {
+                    "record_id": i.record_id,
+                    "user_id": i.owner_id,
+                    "task": i.task,
+                    "dataset": i.dataset,
+                    "project_name": i.project_name,
+                    "status": i.status,
+                    "submitted_at": at,
+                    "body": i.body,
+                    "signature": i.signature,
+                    "key_fingerprint": i.fingerprint,
+                    "dirty": i.dirty,
+                }
+                for i in new.values()
+            ],
+        ).all()
         pks = {rid: pk for pk, rid in rows}
-        results = [{"record_pk": pks[i.record_id], "task": i.task, "dataset": i.dataset, "metric": m, "hash": h,
-                    "value": v, "tier": i.tier} for i in new.values() if i.status == "ok" for m, v, h in i.results]
+        results = [
+            {
+                "record_pk": pks[i.record_id],
+                "task": i.task,
+                "dataset": i.dataset,
+                "metric": m,
+                "hash": h,
+                "value": v,
+                "tier": i.tier,
+            }
+            for i in new.values()
+            if i.status == "ok"
+            for m, v, h in i.results
+        ]
         if results:
             conn.execute(_INSERT_RESULTS, results)
             counts = Counter((r["task"], r["dataset"], r["metric"], r["hash"] or "") for r in results)
@@ -164,12 +202,23 @@ def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError
         if new.get(item.record_id) is item:
             created_flags[n] = True
         elif stored_sig is None and item.signature is not None:  # stored unsigned before: the signer owns it now
-            conn.execute(update(Record).where(Record.id == pk).values(
-                user_id=item.owner_id, signature=item.signature, key_fingerprint=item.fingerprint))
-            conn.execute(update(Result).where(Result.record_pk == pk).values(
-                tier=tier(signed=item.fingerprint is not None, dirty=stored_dirty)))
+            conn.execute(
+                update(Record)
+                .where(Record.id == pk)
+                .values(user_id=item.owner_id, signature=item.signature, key_fingerprint=item.fingerprint)
+            )
+            conn.execute(
+                update(Result)
+                .where(Result.record_pk == pk)
+                .values(tier=tier(signed=item.fingerprint is not None, dirty=stored_dirty))
+            )
             found[item.record_id] = (pk, item.signature, stored_dirty)
-        if item.mirror and conn.execute(select(Mirror.id).where(Mirror.record_pk == pk,
-                                                                Mirror.user_id == item.uploader_id)).first() is None:
+        if (
+            item.mirror
+            and conn.execute(
+                select(Mirror.id).where(Mirror.record_pk == pk, Mirror.user_id == item.uploader_id)
+            ).first()
+            is None
+        ):
             conn.execute(insert(Mirror).values(record_pk=pk, user_id=item.uploader_id, submitted_at=now_iso()))
     return created_flags

@@ -11,7 +11,8 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import CotkError
 from .app import DEFAULT_MAX_BODY, DEFAULT_RATE_LIMIT
@@ -55,14 +56,16 @@ def app_from_env():
     """App factory for worker processes (``uvicorn --factory``): settings from the environment."""
     from .app import create_app
 
-    app = create_app(os.environ.get(ENV_PREFIX + "DB") or None,
-                      max_body=int(os.environ.get(ENV_PREFIX + "MAX_BODY", DEFAULT_MAX_BODY)),
-                      rate_limit=os.environ.get(ENV_PREFIX + "RATE_LIMIT", DEFAULT_RATE_LIMIT),
-                      read_rate_limit=os.environ.get(ENV_PREFIX + "READ_RATE_LIMIT") or None,
-                      public_url=os.environ.get(ENV_PREFIX + "PUBLIC_URL") or None,
-                      allow_unsigned=os.environ.get(ENV_PREFIX + "ALLOW_UNSIGNED") == "1",
-                      reproduce_queue=os.environ.get(ENV_PREFIX + "REPRODUCE_QUEUE") == "1",
-                      migrate=False)
+    app = create_app(
+        os.environ.get(ENV_PREFIX + "DB") or None,
+        max_body=int(os.environ.get(ENV_PREFIX + "MAX_BODY", DEFAULT_MAX_BODY)),
+        rate_limit=os.environ.get(ENV_PREFIX + "RATE_LIMIT", DEFAULT_RATE_LIMIT),
+        read_rate_limit=os.environ.get(ENV_PREFIX + "READ_RATE_LIMIT") or None,
+        public_url=os.environ.get(ENV_PREFIX + "PUBLIC_URL") or None,
+        allow_unsigned=os.environ.get(ENV_PREFIX + "ALLOW_UNSIGNED") == "1",
+        reproduce_queue=os.environ.get(ENV_PREFIX + "REPRODUCE_QUEUE") == "1",
+        migrate=False,
+    )
     _freeze_heap()
     return app
 
@@ -75,11 +78,22 @@ def _freeze_heap() -> None:
     gc.freeze()
 
 
-def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
-          max_body: int = DEFAULT_MAX_BODY, rate_limit: str | None = DEFAULT_RATE_LIMIT,
-          read_rate_limit: str | None = None, public_url: str | None = None, access_log: bool = True,
-          log_level: str = "info", on_ready: Callable[[str], None] | None = None, allow_unsigned: bool = False,
-          reproduce_queue: bool = False) -> None:
+def serve(
+    db_url: str | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    max_body: int = DEFAULT_MAX_BODY,
+    rate_limit: str | None = DEFAULT_RATE_LIMIT,
+    read_rate_limit: str | None = None,
+    public_url: str | None = None,
+    access_log: bool = True,
+    log_level: str = "info",
+    on_ready: Callable[[str], None] | None = None,
+    allow_unsigned: bool = False,
+    reproduce_queue: bool = False,
+) -> None:
     """Migrate the database, bind, report the URL through ``on_ready``, and serve until interrupted."""
     import uvicorn
 
@@ -105,12 +119,25 @@ def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 800
     actual_port = sock.getsockname()[1]
     if on_ready:
         on_ready(url_for(host, actual_port))
-    common = dict(host=host, port=actual_port, access_log=access_log, log_level=log_level,
-                  proxy_headers=True, timeout_keep_alive=5)
+    common = dict(
+        host=host,
+        port=actual_port,
+        access_log=access_log,
+        log_level=log_level,
+        proxy_headers=True,
+        timeout_keep_alive=5,
+    )
     if workers <= 1:
-        app = create_app(db=db, migrate=False, max_body=max_body, rate_limit=rate_limit,
-                         read_rate_limit=read_rate_limit, public_url=public_url, allow_unsigned=allow_unsigned,
-                         reproduce_queue=reproduce_queue)
+        app = create_app(
+            db=db,
+            migrate=False,
+            max_body=max_body,
+            rate_limit=rate_limit,
+            read_rate_limit=read_rate_limit,
+            public_url=public_url,
+            allow_unsigned=allow_unsigned,
+            reproduce_queue=reproduce_queue,
+        )
         server = uvicorn.Server(uvicorn.Config(app, **common))
         _freeze_heap()
         server.run(sockets=[sock])
@@ -135,8 +162,9 @@ def serve(db_url: str | None = None, *, host: str = "127.0.0.1", port: int = 800
         Multiprocess(config, sockets=[sock]).run()
 
 
-def start_in_thread(db_url: str | None = None, host: str = "127.0.0.1", port: int = 0, *,
-                    timeout: float = 30.0, **app_kwargs: Any) -> tuple[str, Callable[[], None]]:
+def start_in_thread(
+    db_url: str | None = None, host: str = "127.0.0.1", port: int = 0, *, timeout: float = 30.0, **app_kwargs: Any
+) -> tuple[str, Callable[[], None]]:
     """Serve the dashboard from a daemon thread; returns ``(url, stop)``."""
     import uvicorn
 
@@ -145,8 +173,9 @@ def start_in_thread(db_url: str | None = None, host: str = "127.0.0.1", port: in
     app = create_app(db_url, **app_kwargs)
     sock = bind(host, port)
     url = url_for(host, sock.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, access_log=False, log_level="warning", timeout_keep_alive=5,
-                                           lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, access_log=False, log_level="warning", timeout_keep_alive=5, lifespan="off")
+    )
     failure: list[BaseException] = []
 
     def run() -> None:

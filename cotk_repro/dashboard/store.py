@@ -22,14 +22,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import distinct, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from ..core.signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproduction_bytes
 from ..errors import CotkError
 from ..records import ID_PREFIX, RecordView, validate_record
-from ..core.signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproduction_bytes
 from .auth import Principal, now_iso
 from .db import Database
 from .identity import Signer, check_uploader, signer_of
@@ -66,13 +67,16 @@ def unwrap(body: Any, kind: str) -> tuple[Any, str | None]:
     return body, None
 
 
-def _signer(db: Database, data: Callable[[], bytes], signature: str | None, namespace: str,
-            allow_unsigned: bool, what: str) -> Signer | None:
+def _signer(
+    db: Database, data: Callable[[], bytes], signature: str | None, namespace: str, allow_unsigned: bool, what: str
+) -> Signer | None:
     if signature is None:
         if not allow_unsigned:
-            raise Unsigned(f"this dashboard accepts only signed {what}s: sign it with your SSH key (cotk-repro "
-                           "publishes and submits signed when `cotk-repro keys` shows a key) and register the key "
-                           "with `cotk-repro dashboard add-user NAME --ssh-key FILE.pub`")
+            raise Unsigned(
+                f"this dashboard accepts only signed {what}s: sign it with your SSH key (cotk-repro "
+                "publishes and submits signed when `cotk-repro keys` shows a key) and register the key "
+                "with `cotk-repro dashboard add-user NAME --ssh-key FILE.pub`"
+            )
         return None
     return signer_of(db, data(), signature, namespace)
 
@@ -80,7 +84,7 @@ def _signer(db: Database, data: Callable[[], bytes], signature: str | None, name
 def normalize_id(ref: str) -> str | None:
     """``sha256:<hex>`` from a full id or its bare hex (any case); None when it is neither."""
     ref = (ref or "").strip().lower()
-    hexpart = ref[len(ID_PREFIX):] if ref.startswith(ID_PREFIX) else ref
+    hexpart = ref[len(ID_PREFIX) :] if ref.startswith(ID_PREFIX) else ref
     return ID_PREFIX + hexpart if _HEX64.match(hexpart) else None
 
 
@@ -108,9 +112,11 @@ def record_names(cols: dict[str, Any]) -> tuple[tuple[str, str, str, bool], ...]
     """The names a record brings, ``(kind, name, what, register)``: its task, dataset, project and metric
     names, checked against the names the dashboard holds when it is written (:mod:`.record_writes`);
     metrics no loaded plugin declares are checked, never registered."""
-    out = [("task", cols["task"], "record's project task", True),
-           ("dataset", cols["dataset"], "record's project dataset", True),
-           ("project", cols["project_name"], "record's project name", True)]
+    out = [
+        ("task", cols["task"], "record's project task", True),
+        ("dataset", cols["dataset"], "record's project dataset", True),
+        ("project", cols["project_name"], "record's project name", True),
+    ]
     out += [("metric", m, "record's metric name", True) for m in cols["results"]]
     out += [("metric", m, "record's metric name", False) for m in cols["unranked"]]
     return tuple(out)
@@ -131,8 +137,11 @@ def validate_upload(record: Any) -> dict[str, Any]:
             _name(name, "metric name")
         # values of metrics no loaded metric declares are not taken: kept in the (signed) record, never ranked
         unranked = sorted(k for k in results if not known_metric(k))
-        columns = {k: (float(r.value), r.hash.lower() if r.hash else None) for k, r in results.items()
-                   if k not in unranked and r.value is not None}
+        columns = {
+            k: (float(r.value), r.hash.lower() if r.hash else None)
+            for k, r in results.items()
+            if k not in unranked and r.value is not None
+        }
         check_values(columns, "the record")
         project = view.project
         return {
@@ -158,8 +167,9 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=True, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def store_record(db: Database, body: Any, principal: Principal, *, allow_unsigned: bool = False
-                 ) -> tuple[bool, dict[str, Any]]:
+def store_record(
+    db: Database, body: Any, principal: Principal, *, allow_unsigned: bool = False
+) -> tuple[bool, dict[str, Any]]:
     """Store an uploaded record; ``(created, info)`` with ``info = {"id", "owner", "signed", "mirror"}``.
 
     ``created`` is False when it was already there (a signed upload of a record stored unsigned makes the
@@ -174,12 +184,28 @@ def store_record(db: Database, body: Any, principal: Principal, *, allow_unsigne
     mirror = owner_id != principal.user_id
     fp = signer.fingerprint if signer else None
     pending = PendingRecord(
-        record_id=rid, task=cols["task"], dataset=cols["dataset"], project_name=cols["project_name"],
-        status=cols["status"], body=dumps(record), owner_id=owner_id, uploader_id=principal.user_id,
+        record_id=rid,
+        task=cols["task"],
+        dataset=cols["dataset"],
+        project_name=cols["project_name"],
+        status=cols["status"],
+        body=dumps(record),
+        owner_id=owner_id,
+        uploader_id=principal.user_id,
         results=tuple((name, value, h) for name, (value, h) in cols["results"].items()),
-        signature=signature, fingerprint=fp, names=record_names(cols), dirty=cols["dirty"])
-    info = {"id": rid, "owner": owner_name, "signed": signer is not None, "mirror": mirror, "key": fp,
-            "unranked": cols["unranked"]}
+        signature=signature,
+        fingerprint=fp,
+        names=record_names(cols),
+        dirty=cols["dirty"],
+    )
+    info = {
+        "id": rid,
+        "owner": owner_name,
+        "signed": signer is not None,
+        "mirror": mirror,
+        "key": fp,
+        "unranked": cols["unranked"],
+    }
     try:
         if db.reproduce_queue:  # the record and its reproduction job in one transaction (see .queue)
             from .queue import write_records_and_enqueue as writer
@@ -209,9 +235,15 @@ def validate_reproduction(verdict: Any, record_id: str) -> str:
         raise Invalid("the reproduction is nested too deeply") from None
 
 
-def add_reproduction(db: Database, record_ref: str, principal: Principal, body: Any, *,
-                     allow_unsigned: bool = False, in_tx: Callable[[Any, int, str], None] | None = None
-                     ) -> dict[str, Any]:
+def add_reproduction(
+    db: Database,
+    record_ref: str,
+    principal: Principal,
+    body: Any,
+    *,
+    allow_unsigned: bool = False,
+    in_tx: Callable[[Any, int, str], None] | None = None,
+) -> dict[str, Any]:
     """Attach a reproduction; returns ``{"id", "verdict", "claimed", "by_author"}`` (the verdict is the server's).
 
     ``in_tx(conn, reproduction_pk, verdict)`` runs in the same transaction after the insert (the reproduction
@@ -221,12 +253,14 @@ def add_reproduction(db: Database, record_ref: str, principal: Principal, body: 
         raise NotFound(f"{record_ref!r} is not a record id")
     verdict, signature = unwrap(body, "reproduction")
     claimed = validate_reproduction(verdict, rid)
-    signer = _signer(db, lambda: reproduction_bytes(verdict), signature, NS_REPRODUCTION, allow_unsigned,
-                     "reproduction")
+    signer = _signer(
+        db, lambda: reproduction_bytes(verdict), signature, NS_REPRODUCTION, allow_unsigned, "reproduction"
+    )
     if signer is not None:
         check_uploader(signer, principal, "reproduction")
-    found = db.read(lambda c: c.execute(select(Record.id, Record.user_id, Record.body)
-                                        .where(Record.record_id == rid)).first())
+    found = db.read(
+        lambda c: c.execute(select(Record.id, Record.user_id, Record.body).where(Record.record_id == rid)).first()
+    )
     if found is None:
         raise NotFound(f"there is no record {rid} on this dashboard")
     pk, owner_id, record_body = found
@@ -238,15 +272,40 @@ def add_reproduction(db: Database, record_ref: str, principal: Principal, body: 
     stored = dumps({**verdict, "verdict": computed, "metrics": rows, "claimed_verdict": claimed})
 
     def tx(conn):
-        conn.execute(update(Reproduction).where(Reproduction.record_pk == pk, Reproduction.user_id == principal.user_id,
-                                                Reproduction.superseded.is_(False)).values(superseded=True))
-        new = conn.execute(insert(Reproduction).values(
-            record_pk=pk, user_id=principal.user_id, submitted_at=now_iso(), verdict=computed, body=stored,
-            client_verdict=claimed, signature=signature, key_fingerprint=signer.fingerprint if signer else None,
-            by_author=by_author, superseded=False))
-        n = conn.execute(select(func.count(distinct(Reproduction.user_id))).where(
-            Reproduction.record_pk == pk, Reproduction.verdict == "reproduced", Reproduction.by_author.is_(False),
-            Reproduction.superseded.is_(False))).scalar() or 0
+        conn.execute(
+            update(Reproduction)
+            .where(
+                Reproduction.record_pk == pk,
+                Reproduction.user_id == principal.user_id,
+                Reproduction.superseded.is_(False),
+            )
+            .values(superseded=True)
+        )
+        new = conn.execute(
+            insert(Reproduction).values(
+                record_pk=pk,
+                user_id=principal.user_id,
+                submitted_at=now_iso(),
+                verdict=computed,
+                body=stored,
+                client_verdict=claimed,
+                signature=signature,
+                key_fingerprint=signer.fingerprint if signer else None,
+                by_author=by_author,
+                superseded=False,
+            )
+        )
+        n = (
+            conn.execute(
+                select(func.count(distinct(Reproduction.user_id))).where(
+                    Reproduction.record_pk == pk,
+                    Reproduction.verdict == "reproduced",
+                    Reproduction.by_author.is_(False),
+                    Reproduction.superseded.is_(False),
+                )
+            ).scalar()
+            or 0
+        )
         conn.execute(update(Record).where(Record.id == pk).values(reproduced_by=n))
         if in_tx is not None:
             in_tx(conn, new.inserted_primary_key[0], computed)
@@ -256,8 +315,9 @@ def add_reproduction(db: Database, record_ref: str, principal: Principal, body: 
     return {"id": db.write(tx), "verdict": computed, "claimed": claimed, "by_author": by_author}
 
 
-def add_publication(db: Database, record_ref: str, principal: Principal, body: Any, *,
-                    allow_unsigned: bool = False) -> dict[str, Any]:
+def add_publication(
+    db: Database, record_ref: str, principal: Principal, body: Any, *, allow_unsigned: bool = False
+) -> dict[str, Any]:
     """Store the publication of a stored record (the git remote taken when it was published, signed by the
     record's signer: :mod:`cotk_repro.remote.publication`); ``{"id", "remote_url", "created"}``.
 
@@ -269,8 +329,11 @@ def add_publication(db: Database, record_ref: str, principal: Principal, body: A
     rid = normalize_id(record_ref)
     if rid is None:
         raise NotFound(f"{record_ref!r} is not a record id")
-    found = db.read(lambda c: c.execute(select(Record.id, Record.body, Record.signature, Record.publication)
-                                        .where(Record.record_id == rid)).first())
+    found = db.read(
+        lambda c: c.execute(
+            select(Record.id, Record.body, Record.signature, Record.publication).where(Record.record_id == rid)
+        ).first()
+    )
     if found is None:
         raise NotFound(f"there is no record {rid} on this dashboard")
     pk, record_body, record_sig, stored = found
@@ -305,23 +368,52 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
         raise NotFound(f"{record_ref!r} is not a record id")
 
     def q(conn):
-        row = conn.execute(select(Record.id, Record.body, Record.submitted_at, User.name, Record.signature,
-                                  Record.key_fingerprint, Record.publication)
-                           .join(User, User.id == Record.user_id).where(Record.record_id == rid)).first()
+        row = conn.execute(
+            select(
+                Record.id,
+                Record.body,
+                Record.submitted_at,
+                User.name,
+                Record.signature,
+                Record.key_fingerprint,
+                Record.publication,
+            )
+            .join(User, User.id == Record.user_id)
+            .where(Record.record_id == rid)
+        ).first()
         if row is None:
             raise NotFound(f"there is no record {rid} on this dashboard")
-        repros = conn.execute(select(Reproduction.id, User.name, Reproduction.submitted_at, Reproduction.body,
-                                     Reproduction.by_author, Reproduction.superseded, Reproduction.key_fingerprint)
-                              .join(User, User.id == Reproduction.user_id)
-                              .where(Reproduction.record_pk == row[0]).order_by(Reproduction.id)).all()
-        mirrors = conn.execute(select(User.name).join(Mirror, Mirror.user_id == User.id)
-                               .where(Mirror.record_pk == row[0]).order_by(Mirror.id)).scalars().all()
+        repros = conn.execute(
+            select(
+                Reproduction.id,
+                User.name,
+                Reproduction.submitted_at,
+                Reproduction.body,
+                Reproduction.by_author,
+                Reproduction.superseded,
+                Reproduction.key_fingerprint,
+            )
+            .join(User, User.id == Reproduction.user_id)
+            .where(Reproduction.record_pk == row[0])
+            .order_by(Reproduction.id)
+        ).all()
+        mirrors = (
+            conn.execute(
+                select(User.name)
+                .join(Mirror, Mirror.user_id == User.id)
+                .where(Mirror.record_pk == row[0])
+                .order_by(Mirror.id)
+            )
+            .scalars()
+            .all()
+        )
         extra = {}
         if db.reproduce_queue:  # the record's reproduction job and the pool's verdict (see .queue)
             from .queue import record_state
 
             extra["queue"] = record_state(conn, rid)
-        return {**extra,
+        return {
+            **extra,
             "record": json.loads(row[1]),
             "user": row[3],
             "submitted_at": row[2],
@@ -330,9 +422,19 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
             "key": row[5],
             "publication": json.loads(row[6]) if row[6] else None,
             "mirrored_by": list(mirrors),
-            "reproductions": [{"id": i, "user": u, "submitted_at": s, "verdict": json.loads(b),
-                               "by_author": bool(a), "superseded": bool(sup), "signed": k is not None, "key": k}
-                              for i, u, s, b, a, sup, k in repros],
+            "reproductions": [
+                {
+                    "id": i,
+                    "user": u,
+                    "submitted_at": s,
+                    "verdict": json.loads(b),
+                    "by_author": bool(a),
+                    "superseded": bool(sup),
+                    "signed": k is not None,
+                    "key": k,
+                }
+                for i, u, s, b, a, sup, k in repros
+            ],
         }
 
     return db.read(q)
@@ -340,13 +442,26 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
 
 def reproduced_by(reproductions: list[dict[str, Any]]) -> int:
     """Distinct users other than the author whose latest verdict (the server's) is ``reproduced``."""
-    return len({r["user"] for r in reproductions if r["verdict"].get("verdict") == "reproduced"
-                and not r.get("by_author") and not r.get("superseded")})
+    return len(
+        {
+            r["user"]
+            for r in reproductions
+            if r["verdict"].get("verdict") == "reproduced" and not r.get("by_author") and not r.get("superseded")
+        }
+    )
 
 
-def list_records(db: Database, *, task: str | None = None, dataset: str | None = None, user: str | None = None,
-                 page: int = 1, per_page: int = 50) -> dict[str, Any]:
+def list_records(
+    db: Database,
+    *,
+    task: str | None = None,
+    dataset: str | None = None,
+    user: str | None = None,
+    page: int = 1,
+    per_page: int = 50,
+) -> dict[str, Any]:
     """A page of record summaries, newest first, filtered by task / dataset / user; with its page counts."""
+
     def q(conn):
         cond = []
         if task is not None:
@@ -355,20 +470,53 @@ def list_records(db: Database, *, task: str | None = None, dataset: str | None =
             cond.append(Record.dataset == dataset)
         if user is not None:
             cond.append(User.name == user)
-        base = select(Record.id, Record.record_id, Record.project_name, Record.task, Record.dataset, Record.status,
-                      Record.submitted_at, User.name).join(User, User.id == Record.user_id).where(*cond)
-        total = conn.execute(select(func.count()).select_from(Record).join(User, User.id == Record.user_id)
-                             .where(*cond)).scalar() or 0
+        base = (
+            select(
+                Record.id,
+                Record.record_id,
+                Record.project_name,
+                Record.task,
+                Record.dataset,
+                Record.status,
+                Record.submitted_at,
+                User.name,
+            )
+            .join(User, User.id == Record.user_id)
+            .where(*cond)
+        )
+        total = (
+            conn.execute(
+                select(func.count()).select_from(Record).join(User, User.id == Record.user_id).where(*cond)
+            ).scalar()
+            or 0
+        )
         rows = conn.execute(base.order_by(Record.id.desc()).limit(per_page).offset((page - 1) * per_page)).all()
         pks = [r[0] for r in rows]
         results: dict[int, dict[str, Any]] = {pk: {} for pk in pks}
         if pks:
-            for pk, metric, value, h in conn.execute(select(Result.record_pk, Result.metric, Result.value, Result.hash)
-                                                     .where(Result.record_pk.in_(pks))).all():
+            for pk, metric, value, h in conn.execute(
+                select(Result.record_pk, Result.metric, Result.value, Result.hash).where(Result.record_pk.in_(pks))
+            ).all():
                 results[pk][metric] = {"value": value, "hash": h}
-        items = [{"id": rid, "project": name, "task": t, "dataset": d, "status": s, "submitted_at": at, "user": u,
-                  "results": results[pk]} for pk, rid, name, t, d, s, at, u in rows]
-        return {"records": items, "page": page, "per_page": per_page, "total": total,
-                "pages": max(1, math.ceil(total / per_page))}
+        items = [
+            {
+                "id": rid,
+                "project": name,
+                "task": t,
+                "dataset": d,
+                "status": s,
+                "submitted_at": at,
+                "user": u,
+                "results": results[pk],
+            }
+            for pk, rid, name, t, d, s, at, u in rows
+        ]
+        return {
+            "records": items,
+            "page": page,
+            "per_page": per_page,
+            "total": total,
+            "pages": max(1, math.ceil(total / per_page)),
+        }
 
     return db.read(q)

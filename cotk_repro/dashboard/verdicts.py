@@ -14,10 +14,10 @@ import math
 from functools import lru_cache
 from typing import Any
 
+from ..core.results import RESULT_SCHEMA, normalize_results
+from ..errors import CotkError
 from ..records.diffing import compare_results, overall
 from ..records.view import RecordView
-from ..errors import CotkError
-from ..core.results import RESULT_SCHEMA, normalize_results
 
 COULD_NOT_RUN = "could not run"
 DEFAULT_TOLERANCE = (1e-6, 1e-12)
@@ -42,8 +42,13 @@ def check_values(results: dict[str, tuple[float, str | None]], where: str) -> No
     """Every value within what its metric declares (range, finite); raises :class:`VerdictError` naming it."""
     for name, (value, _h) in results.items():
         facts = _facts(name)
-        problem = facts.check_value(value) if facts is not None else (
-            None if isinstance(value, (int, float)) and math.isfinite(value) else f"{name} must be a finite number")
+        problem = (
+            facts.check_value(value)
+            if facts is not None
+            else (
+                None if isinstance(value, (int, float)) and math.isfinite(value) else f"{name} must be a finite number"
+            )
+        )
         if problem:
             raise VerdictError(f"{where}: {problem}")
 
@@ -51,8 +56,11 @@ def check_values(results: dict[str, tuple[float, str | None]], where: str) -> No
 def _tolerances(reproduction: dict[str, Any]) -> dict[str, tuple[float, float]]:
     raw = reproduction.get("tolerances")
     if raw is None:
-        raw = {m.get("metric"): {"rtol": m.get("rtol"), "atol": m.get("atol")}
-               for m in reproduction.get("metrics") or [] if isinstance(m, dict)}
+        raw = {
+            m.get("metric"): {"rtol": m.get("rtol"), "atol": m.get("atol")}
+            for m in reproduction.get("metrics") or []
+            if isinstance(m, dict)
+        }
     if not isinstance(raw, dict):
         raise VerdictError("the reproduction's 'tolerances' must map metric names to {rtol, atol}")
     out = {}
@@ -66,9 +74,11 @@ def _tolerances(reproduction: dict[str, Any]) -> dict[str, tuple[float, float]]:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise VerdictError(f"the reproduction's {which} for {name[:60]!r} must be a finite number >= 0")
             if v > MAX_TOLERANCE[which]:
-                raise VerdictError(f"the reproduction's {which} for {name[:60]!r} is {v:g}, above this dashboard's "
-                                   f"cap of {MAX_TOLERANCE[which]:g} (with it almost any rerun would count as "
-                                   "reproduced): rerun the comparison with a smaller tolerance")
+                raise VerdictError(
+                    f"the reproduction's {which} for {name[:60]!r} is {v:g}, above this dashboard's "
+                    f"cap of {MAX_TOLERANCE[which]:g} (with it almost any rerun would count as "
+                    "reproduced): rerun the comparison with a smaller tolerance"
+                )
             pair.append(float(v))
         out[name] = (pair[0], pair[1])
     return out
@@ -84,14 +94,16 @@ def server_verdict(record: dict[str, Any], reproduction: dict[str, Any]) -> tupl
         raise VerdictError("the reproduction carries no rerun results ('rerun.results') to compute its verdict from")
     if results:
         try:
-            normalized = normalize_results({"schema": RESULT_SCHEMA, "results": results},
-                                           where="the reproduction's rerun")["results"]
+            normalized = normalize_results(
+                {"schema": RESULT_SCHEMA, "results": results}, where="the reproduction's rerun"
+            )["results"]
         except CotkError as exc:
             raise VerdictError(exc.message) from None
         check_values({k: (v["value"], v["hash"]) for k, v in normalized.items()}, "the reproduction's rerun")
     else:
         normalized = {}
     tolerances = _tolerances(reproduction)
-    rows = compare_results(RecordView.of(record).recorded_results(), normalized,
-                           lambda m: tolerances.get(m, DEFAULT_TOLERANCE))
+    rows = compare_results(
+        RecordView.of(record).recorded_results(), normalized, lambda m: tolerances.get(m, DEFAULT_TOLERANCE)
+    )
     return overall(rows), [r.as_dict() for r in rows]

@@ -34,9 +34,10 @@ import logging
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy import select, text
 
@@ -99,11 +100,18 @@ def pool_identity(db, key_path: str | Path) -> PoolIdentity:
     except SigningError as exc:
         raise WorkerError(exc.message) from None
     fp = key.public.fingerprint
-    row = db.read(lambda c: c.execute(select(User.id, User.name).join(SshKey, SshKey.user_id == User.id)
-                                      .where(SshKey.fingerprint == fp, SshKey.revoked_at.is_(None))).first())
+    row = db.read(
+        lambda c: c.execute(
+            select(User.id, User.name)
+            .join(SshKey, SshKey.user_id == User.id)
+            .where(SshKey.fingerprint == fp, SshKey.revoked_at.is_(None))
+        ).first()
+    )
     if row is None:
-        raise WorkerError(f"the key {fp} ({key_path}) is not registered on this dashboard (or is revoked): register "
-                          f"the pool's user with `cotk-repro dashboard add-user NAME --ssh-key {key_path}.pub`")
+        raise WorkerError(
+            f"the key {fp} ({key_path}) is not registered on this dashboard (or is revoked): register "
+            f"the pool's user with `cotk-repro dashboard add-user NAME --ssh-key {key_path}.pub`"
+        )
     from ..core.signing import NS_REPRODUCTION, sign_bytes
 
     try:  # a key that cannot sign (a passphrase, no agent) is said now, not after every job's reproduction
@@ -115,8 +123,10 @@ def pool_identity(db, key_path: str | Path) -> PoolIdentity:
 
 #: the git transports a worker fetches a stranger's record over (set as GIT_ALLOW_PROTOCOL for the process)
 ALLOWED_PROTOCOLS = "https:ssh:git"
-_PLAIN_URL = re.compile(r"^(?:(?:https|ssh|git)://[A-Za-z0-9._~@:\[\]-]+/|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:)"
-                        r"[A-Za-z0-9._~/%+@:=-]*$")
+_PLAIN_URL = re.compile(
+    r"^(?:(?:https|ssh|git)://[A-Za-z0-9._~@:\[\]-]+/|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:)"
+    r"[A-Za-z0-9._~/%+@:=-]*$"
+)
 
 
 def check_remote(url: Any) -> str:
@@ -133,11 +143,12 @@ def check_remote(url: Any) -> str:
     return url
 
 
-def docker_reproducer(base_image: str | None = None, *, timeout: float | None = None, memory: str | None = None,
-                      cpus: float | None = None) -> Reproducer:
+def docker_reproducer(
+    base_image: str | None = None, *, timeout: float | None = None, memory: str | None = None, cpus: float | None = None
+) -> Reproducer:
     """Reproduce a record with the Docker runtime from the git remote it names (never a host runtime)."""
-    from ..reproduce.core import ReproduceOptions, reproduce
     from ..records.view import RecordView
+    from ..reproduce.core import ReproduceOptions, reproduce
     from ..reproduce.source import source_for_record
 
     def run(record: dict[str, Any], publication: Any = None, record_signature: str | None = None) -> dict[str, Any]:
@@ -146,16 +157,26 @@ def docker_reproducer(base_image: str | None = None, *, timeout: float | None = 
             if url is None or (isinstance(url, str) and url.startswith("local:")):
                 # made before its project had a remote: `publish` uploads the remote it took (signed) right after
                 # the record, whose upload queued this job; a worker may be faster than that second upload
-                raise Retryable("the record names no git remote its code can be fetched from, and its publication "
-                                "(the remote taken when it was published) has not arrived")
+                raise Retryable(
+                    "the record names no git remote its code can be fetched from, and its publication "
+                    "(the remote taken when it was published) has not arrived"
+                )
             check_remote(url)
         try:
             source = source_for_record(record, publication=publication, record_signature=record_signature)
         except CotkError as exc:
             raise Permanent(one_sentence(exc.message)) from None
         check_remote(source.git_url)  # the publication's URL: verified, and held to the worker's own rule too
-        opts = ReproduceOptions(runtime="docker", base_image=base_image, timeout=timeout, memory=memory, cpus=cpus,
-                                submit=False, allow_unsigned=False, trust_remote_code=False)
+        opts = ReproduceOptions(
+            runtime="docker",
+            base_image=base_image,
+            timeout=timeout,
+            memory=memory,
+            cpus=cpus,
+            submit=False,
+            allow_unsigned=False,
+            trust_remote_code=False,
+        )
         return reproduce(source, opts).verdict
 
     return run
@@ -189,8 +210,10 @@ def with_database(fn: Callable[[], Any], what: str, patience: float = DB_PATIENC
             return fn()
         except (OperationalError, InterfaceError) as exc:
             if time.monotonic() + wait > deadline:
-                raise Retryable(f"could not run: the dashboard database did not answer while {what} "
-                                f"({one_sentence(str(exc.orig or exc), 160)})") from None
+                raise Retryable(
+                    f"could not run: the dashboard database did not answer while {what} "
+                    f"({one_sentence(str(exc.orig or exc), 160)})"
+                ) from None
             log.warning("the database did not answer while %s; trying again in %.1f s", what, wait)
             time.sleep(wait)
             wait = min(5.0, wait * 2)
@@ -199,8 +222,15 @@ def with_database(fn: Callable[[], Any], what: str, patience: float = DB_PATIENC
 class Pool:
     """What one job does: read the record, reproduce it, sign, attach; the job's reason kept beside it."""
 
-    def __init__(self, db, identity: PoolIdentity, reproducer: Reproducer, *,
-                 max_attempts: int = DEFAULT_MAX_ATTEMPTS, db_patience: float = DB_PATIENCE):
+    def __init__(
+        self,
+        db,
+        identity: PoolIdentity,
+        reproducer: Reproducer,
+        *,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        db_patience: float = DB_PATIENCE,
+    ):
         self.db = db
         self.identity = identity
         self.reproducer = reproducer
@@ -213,8 +243,10 @@ class Pool:
         def tx(conn):
             # a progress note: losing the last one in a server crash is harmless, so no wait for the WAL flush
             conn.execute(text("SET LOCAL synchronous_commit = off"))
-            conn.execute(text(f"UPDATE {TABLE} SET {sets}, updated_at = now() WHERE record_id = :rid"),  # noqa: S608 - only constant table/column names and fixed keys are interpolated
-                         {**values, "rid": record_id})
+            conn.execute(
+                text(f"UPDATE {TABLE} SET {sets}, updated_at = now() WHERE record_id = :rid"),  # noqa: S608 - only constant table/column names and fixed keys are interpolated
+                {**values, "rid": record_id},
+            )
             self.db.bump(conn)  # the record page shows the job's state
 
         with_database(lambda: self.db.write(tx), "noting the job's progress", self.db_patience)
@@ -222,13 +254,23 @@ class Pool:
     def run_job(self, record_id: str, attempt: int) -> str:
         """Reproduce ``record_id``; the verdict attached ("already verified" when it was before). Raises
         :class:`Retryable` or :class:`Permanent` with the one-sentence reason."""
-        from . import store
         from ..core.signing import sign_reproduction
+        from . import store
 
-        row = with_database(lambda: self.db.read(lambda c: c.execute(text(
-            f"SELECT m.reproduction_pk, r.body, r.status, r.publication, r.signature FROM {TABLE} m "
-            "JOIN records r ON r.record_id = m.record_id "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
-            "WHERE m.record_id = :rid"), {"rid": record_id}).first()), "reading the record", self.db_patience)
+        row = with_database(
+            lambda: self.db.read(
+                lambda c: c.execute(
+                    text(
+                        f"SELECT m.reproduction_pk, r.body, r.status, r.publication, r.signature FROM {TABLE} m "  # noqa: S608 - only the constant table name is interpolated
+                        "JOIN records r ON r.record_id = m.record_id "
+                        "WHERE m.record_id = :rid"
+                    ),
+                    {"rid": record_id},
+                ).first()
+            ),
+            "reading the record",
+            self.db_patience,
+        )
         if row is None:
             raise Permanent(f"there is no record {record_id} on this dashboard")
         if row[0] is not None:
@@ -236,11 +278,13 @@ class Pool:
         self._note(record_id, attempts=attempt, reason=None)
         record = json.loads(row[1])
         if row[2] != "ok":
-            return self._fail(record_id, Permanent, f"could not run: the record is marked {row[2]}; there is no "
-                                                    "successful result to reproduce")
+            return self._fail(
+                record_id,
+                Permanent,
+                f"could not run: the record is marked {row[2]}; there is no successful result to reproduce",
+            )
         try:  # a publication (the remote taken at publish time, signed) goes to reproducers that take one
-            verdict = self.reproducer(record) if row[3] is None else \
-                self.reproducer(record, json.loads(row[3]), row[4])
+            verdict = self.reproducer(record) if row[3] is None else self.reproducer(record, json.loads(row[3]), row[4])
         except Permanent as exc:
             return self._fail(record_id, Permanent, f"could not run: {exc}")
         except Retryable as exc:
@@ -257,20 +301,34 @@ class Pool:
         already: list[bool] = []
 
         def attach(conn, reproduction_pk: int, computed: str) -> None:
-            held = conn.execute(text(f"SELECT reproduction_pk FROM {TABLE} WHERE record_id = :rid FOR UPDATE"),  # noqa: S608 - only constant table/column names and fixed keys are interpolated
-                                {"rid": record_id}).scalar()
+            held = conn.execute(
+                text(f"SELECT reproduction_pk FROM {TABLE} WHERE record_id = :rid FOR UPDATE"),  # noqa: S608 - only constant table/column names and fixed keys are interpolated
+                {"rid": record_id},
+            ).scalar()
             if held is not None:  # another run of this job attached first (a worker killed after attaching)
                 already.append(True)
                 raise _AlreadyVerified
             reason = None if computed == "reproduced" else f"{computed}: the pool's rerun differs from the record"
-            conn.execute(text(f"UPDATE {TABLE} SET reproduction_pk = :pk, pool_user = :u, reason = :reason, "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
-                              "updated_at = now() WHERE record_id = :rid"),
-                         {"pk": reproduction_pk, "u": pool_user, "reason": reason, "rid": record_id})
+            conn.execute(
+                text(
+                    f"UPDATE {TABLE} SET reproduction_pk = :pk, pool_user = :u, reason = :reason, "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
+                    "updated_at = now() WHERE record_id = :rid"
+                ),
+                {"pk": reproduction_pk, "u": pool_user, "reason": reason, "rid": record_id},
+            )
 
         try:
-            added = with_database(lambda: store.add_reproduction(
-                self.db, record_id, self.identity.principal, {"reproduction": verdict, "signature": signature},
-                in_tx=attach), "attaching the reproduction", self.db_patience)
+            added = with_database(
+                lambda: store.add_reproduction(
+                    self.db,
+                    record_id,
+                    self.identity.principal,
+                    {"reproduction": verdict, "signature": signature},
+                    in_tx=attach,
+                ),
+                "attaching the reproduction",
+                self.db_patience,
+            )
         except _AlreadyVerified:
             return "already verified"
         except CotkError as exc:  # the server's checks refused it (Invalid, Forbidden, BadSignature): never retried
@@ -286,8 +344,9 @@ class _AlreadyVerified(Exception):
     pass
 
 
-def make_app(db, pool: Pool | None, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS, retry_wait: float = 5.0,
-             pool_size: int = 4):
+def make_app(
+    db, pool: Pool | None, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS, retry_wait: float = 5.0, pool_size: int = 4
+):
     """The procrastinate app over the dashboard's database, with the reproduction task (``pool`` runs it)."""
     import procrastinate
     from procrastinate import RetryStrategy
@@ -296,15 +355,27 @@ def make_app(db, pool: Pool | None, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     # server crash may lose the last few ms of them, which only reruns a job (a lost "started": it is taken
     # again; a lost "finished": retried as stalled), and a rerun attaches nothing twice (see Pool.run_job).
     # The attach transaction itself, on the dashboard's engine, stays durable.
-    options = " ".join(filter(None, [db.url.query.get("options") if isinstance(db.url.query.get("options"), str)
-                                     else None, "-c synchronous_commit=off"]))
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(db), min_size=1,
-                                                                     max_size=pool_size,
-                                                                     kwargs={"options": options}))
+    options = " ".join(
+        filter(
+            None,
+            [
+                db.url.query.get("options") if isinstance(db.url.query.get("options"), str) else None,
+                "-c synchronous_commit=off",
+            ],
+        )
+    )
+    app = procrastinate.App(
+        connector=procrastinate.PsycopgConnector(
+            conninfo=conninfo(db), min_size=1, max_size=pool_size, kwargs={"options": options}
+        )
+    )
 
     # procrastinate's max_attempts counts the retries, and 0 there means "no limit": one run is no retry at all
-    retry = RetryStrategy(max_attempts=max_attempts - 1, wait=int(retry_wait), retry_exceptions={Retryable}) \
-        if max_attempts > 1 else False
+    retry = (
+        RetryStrategy(max_attempts=max_attempts - 1, wait=int(retry_wait), retry_exceptions={Retryable})
+        if max_attempts > 1
+        else False
+    )
 
     @app.task(name=TASK, queue=QUEUE, pass_context=True, retry=retry)
     def reproduce_record(context, record_id: str) -> str:
@@ -335,18 +406,31 @@ async def _retry_stalled(db, stalled_after: float, every: float) -> None:
             log.warning("stalled-job sweep failed: %s", one_sentence(str(exc), 200))
 
 
-async def run_async(app, db, *, concurrency: int = 1, stalled_after: float = DEFAULT_STALLED_AFTER,
-                    graceful_timeout: float | None = None, name: str | None = None) -> None:
+async def run_async(
+    app,
+    db,
+    *,
+    concurrency: int = 1,
+    stalled_after: float = DEFAULT_STALLED_AFTER,
+    graceful_timeout: float | None = None,
+    name: str | None = None,
+) -> None:
     """Run a worker until SIGTERM / SIGINT: ``concurrency`` jobs at once, heartbeats every
     ``stalled_after / 4`` s, and the stalled-job sweep."""
     heartbeat = max(0.5, stalled_after / 4)
     async with app.open_async():
         sweep = asyncio.create_task(_retry_stalled(db, stalled_after, heartbeat))
         try:
-            await app.run_worker_async(queues=[QUEUE], concurrency=concurrency, name=name,
-                                       update_heartbeat_interval=heartbeat, stalled_worker_timeout=stalled_after,
-                                       shutdown_graceful_timeout=graceful_timeout, install_signal_handlers=True,
-                                       fetch_job_polling_interval=2.0)
+            await app.run_worker_async(
+                queues=[QUEUE],
+                concurrency=concurrency,
+                name=name,
+                update_heartbeat_interval=heartbeat,
+                stalled_worker_timeout=stalled_after,
+                shutdown_graceful_timeout=graceful_timeout,
+                install_signal_handlers=True,
+                fetch_job_polling_interval=2.0,
+            )
         finally:
             sweep.cancel()
             try:
@@ -355,10 +439,20 @@ async def run_async(app, db, *, concurrency: int = 1, stalled_after: float = DEF
                 pass
 
 
-def run_worker(db_url: str, key_path: str | Path, *, concurrency: int = 1, reproducer: Reproducer | None = None,
-               base_image: str | None = None, timeout: float | None = None, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-               stalled_after: float = DEFAULT_STALLED_AFTER, graceful_timeout: float | None = None,
-               retry_wait: float = 5.0, on_ready: Callable[[str], None] | None = None) -> None:
+def run_worker(
+    db_url: str,
+    key_path: str | Path,
+    *,
+    concurrency: int = 1,
+    reproducer: Reproducer | None = None,
+    base_image: str | None = None,
+    timeout: float | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    stalled_after: float = DEFAULT_STALLED_AFTER,
+    graceful_timeout: float | None = None,
+    retry_wait: float = 5.0,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
     """Serve reproduction jobs from the dashboard database at ``db_url`` until stopped (blocking).
 
     ``reproducer`` defaults to :func:`docker_reproducer` with ``base_image`` (else ``$COTK_REPRO_BASE_IMAGE``);
@@ -381,10 +475,19 @@ def run_worker(db_url: str, key_path: str | Path, *, concurrency: int = 1, repro
     pool = Pool(db, identity, reproducer, max_attempts=max_attempts)
     app = make_app(db, pool, max_attempts=max_attempts, retry_wait=retry_wait, pool_size=max(2, concurrency + 2))
     if on_ready:
-        on_ready(f"worker for {db.safe_url()} as {identity.principal.name} ({identity.fingerprint}), "
-                 f"{concurrency} at once")
+        on_ready(
+            f"worker for {db.safe_url()} as {identity.principal.name} ({identity.fingerprint}), {concurrency} at once"
+        )
     try:
-        asyncio.run(run_async(app, db, concurrency=concurrency, stalled_after=stalled_after,
-                              graceful_timeout=graceful_timeout, name=f"cotk-repro-{os.uname().nodename}-{os.getpid()}"))
+        asyncio.run(
+            run_async(
+                app,
+                db,
+                concurrency=concurrency,
+                stalled_after=stalled_after,
+                graceful_timeout=graceful_timeout,
+                name=f"cotk-repro-{os.uname().nodename}-{os.getpid()}",
+            )
+        )
     finally:
         db.dispose()

@@ -18,8 +18,16 @@ from .errors import DataError
 from .tokenizers import Tokenizer, get_tokenizer
 from .vocab import SPECIAL_TOKENS, Vocab
 
-__all__ = ["DataError", "SPECIAL_TOKENS", "Tokenizer", "Vocab", "get_tokenizer", "load", "loader_names",
-           "tokenizer_names"]
+__all__ = [
+    "DataError",
+    "SPECIAL_TOKENS",
+    "Tokenizer",
+    "Vocab",
+    "get_tokenizer",
+    "load",
+    "loader_names",
+    "tokenizer_names",
+]
 
 
 def loader_names() -> list[str]:

@@ -25,8 +25,9 @@ import os
 import pickle
 import signal
 import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, count
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 try:
     import fcntl
@@ -95,8 +96,9 @@ def tokenize(recipe: Recipe, utts: list[str]) -> tuple[list[list[str]], bytes | 
     return toks, spaced
 
 
-def prepare(recipe: Recipe, utts: list[str], sizes: list[int] | None, raw_digests: bytes | None,
-            clean: bool) -> Prepared | None:
+def prepare(
+    recipe: Recipe, utts: list[str], sizes: list[int] | None, raw_digests: bytes | None, clean: bool
+) -> Prepared | None:
     """Prepare one chunk. ``clean``: ``utts`` are file lines, stripped and blank ones dropped here
     (one sample each); ``raw_digests`` ``None``: one-utterance samples, digested here."""
     if clean:
@@ -113,7 +115,7 @@ def prepare(recipe: Recipe, utts: list[str], sizes: list[int] | None, raw_digest
         parts = []
         i = 0
         for k in sizes:
-            parts.append(hashing.data_digest(toks[i:i + k]))
+            parts.append(hashing.data_digest(toks[i : i + k]))
             i += k
         data_digests = b"".join(parts)
         size_arr = np.asarray(sizes, np.int64)
@@ -134,12 +136,13 @@ def token_table(toks: list[list[str]], n_tokens: int, recipe: Recipe) -> tuple[l
     if bad is not None:
         from .errors import DataError
 
-        raise DataError(f"tokenizer {getattr(recipe.tokenizer, 'name', '?')!r} returned a {bad.__name__} "
-                        f"token; tokens must be strings")
+        raise DataError(
+            f"tokenizer {getattr(recipe.tokenizer, 'name', '?')!r} returned a {bad.__name__} "
+            f"token; tokens must be strings"
+        )
     table = sorted(first)
     rank = np.zeros(n_tokens, np.int32)
-    rank[np.fromiter(map(first.__getitem__, table), np.int64, count=len(table))] = np.arange(len(table),
-                                                                                          dtype=np.int32)
+    rank[np.fromiter(map(first.__getitem__, table), np.int64, count=len(table))] = np.arange(len(table), dtype=np.int32)
     return table, rank[first_pos]
 
 
@@ -207,7 +210,7 @@ class Helper:
         """``(True, result)``, or ``(False, None)`` when the helper died before answering."""
         try:
             return True, pickle.load(self.results)
-        except Exception:  # noqa: BLE001 - EOF, or a result cut short by the helper's death: redo the chunk here
+        except Exception:
             return False, None
 
     def end(self, kill: bool = False) -> None:
@@ -373,4 +376,4 @@ class Preparer:
 def chunked(utts: Sequence[str], size: int = CHUNK_SAMPLES) -> Iterator[list[str]]:
     """``utts`` cut into lists of at most ``size``."""
     for i in range(0, len(utts), size):
-        yield list(utts[i:i + size])
+        yield list(utts[i : i + size])

@@ -17,8 +17,9 @@ Definitions (all through :mod:`cotk_repro.core.canonical`):
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from json.encoder import encode_basestring  # C-accelerated; the string part of canonical JSON
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -103,12 +104,18 @@ def setting_hash(settings: Mapping[str, Any]) -> str:
 
 def general_hash(raw: str, data: str, vocab: str, setting: str) -> str:
     """Combine the raw, data, vocab and setting hashes into the dataset's general hash."""
-    return hash_object({"hash": "general", "version": HASH_VERSION,
-                        "raw": raw, "data": data, "vocab": vocab, "setting": setting})
+    return hash_object(
+        {"hash": "general", "version": HASH_VERSION, "raw": raw, "data": data, "vocab": vocab, "setting": setting}
+    )
 
 
-def hash_codes(raw: Mapping[str, str], data: Mapping[str, str], frequent: Sequence[str],
-               rare: Sequence[str], settings: Mapping[str, Any]) -> dict[str, str]:
+def hash_codes(
+    raw: Mapping[str, str],
+    data: Mapping[str, str],
+    frequent: Sequence[str],
+    rare: Sequence[str],
+    settings: Mapping[str, Any],
+) -> dict[str, str]:
     """The five hash codes from per-split raw/data hashes, the vocabulary and the settings."""
     codes = {
         "raw": combine_splits("raw", raw),

@@ -19,9 +19,10 @@ sample digests (:mod:`.hashing`): shuffling samples never changes any hash.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from itertools import filterfalse, repeat
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Sequence, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -53,15 +54,15 @@ class Block:
         size = size or chunks.CHUNK_SAMPLES
         if self.sizes is None:
             for i in range(0, len(self.utts), size):
-                raw = None if self.raw_digests is None else self.raw_digests[32 * i:32 * (i + size)]
-                yield self.utts[i:i + size], None, raw, self.clean
+                raw = None if self.raw_digests is None else self.raw_digests[32 * i : 32 * (i + size)]
+                yield self.utts[i : i + size], None, raw, self.clean
             return
         u = 0
         for i in range(0, len(self.sizes), size):
-            sizes = self.sizes[i:i + size]
+            sizes = self.sizes[i : i + size]
             n = sum(sizes)
-            raw = None if self.raw_digests is None else self.raw_digests[32 * i:32 * (i + size)]
-            yield self.utts[u:u + n], sizes, raw, self.clean
+            raw = None if self.raw_digests is None else self.raw_digests[32 * i : 32 * (i + size)]
+            yield self.utts[u : u + n], sizes, raw, self.clean
             u += n
 
 
@@ -122,7 +123,7 @@ class RawStore:
             i -= self._ends[c - 1] if c else 0
             if isinstance(chunk, str):
                 off = self._line_offsets(c)
-                out.append(chunk[off[i]:off[i + 1] - 1])
+                out.append(chunk[off[i] : off[i + 1] - 1])
             else:
                 out.append(chunk[i])
         return out
@@ -178,30 +179,52 @@ class TextDataLoader:
     #: options a subclass accepts beyond the common ones, with defaults
     extra_options: ClassVar[dict[str, Any]] = {}
 
-    def __init__(self, path: str | Path, *, tokenizer: Any = "nltk", min_frequent_vocab_times: int = 10,
-                 min_rare_vocab_times: int = 0, lowercase: bool = False, max_sent_length: int | None = None,
-                 splits: Sequence[str] = DEFAULT_SPLITS, progress: Progress | None = None,
-                 workers: int | None = None, **options: Any):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        tokenizer: Any = "nltk",
+        min_frequent_vocab_times: int = 10,
+        min_rare_vocab_times: int = 0,
+        lowercase: bool = False,
+        max_sent_length: int | None = None,
+        splits: Sequence[str] = DEFAULT_SPLITS,
+        progress: Progress | None = None,
+        workers: int | None = None,
+        **options: Any,
+    ):
         unknown = sorted(set(options) - set(self.extra_options))
         if unknown:
-            accepted = ["tokenizer", "min_frequent_vocab_times", "min_rare_vocab_times", "lowercase",
-                        "max_sent_length", "splits", "workers", *self.extra_options]
+            accepted = [
+                "tokenizer",
+                "min_frequent_vocab_times",
+                "min_rare_vocab_times",
+                "lowercase",
+                "max_sent_length",
+                "splits",
+                "workers",
+                *self.extra_options,
+            ]
             raise DataError(f"dataloader {self.name!r} has no option {unknown[0]!r}; options: {', '.join(accepted)}")
         self.options = {**self.extra_options, **options}
         for key in ("min_frequent_vocab_times", "min_rare_vocab_times"):
             value = locals()[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise DataError(f"{key} must be a non-negative integer, got {value!r}")
-        if max_sent_length is not None and (isinstance(max_sent_length, bool) or not isinstance(max_sent_length, int)
-                                            or max_sent_length < 1):
+        if max_sent_length is not None and (
+            isinstance(max_sent_length, bool) or not isinstance(max_sent_length, int) or max_sent_length < 1
+        ):
             raise DataError(f"max_sent_length must be a positive integer or None, got {max_sent_length!r}")
         splits = list(splits)
         if "train" not in splits or len(set(splits)) != len(splits):
             raise DataError(f"splits must be distinct names including 'train', got {splits!r}")
         self.path = Path(path)
         if not self.path.is_dir():
-            raise DataError(f"dataset folder {self.path} does not exist" if not self.path.exists()
-                            else f"{self.path} is not a folder; a dataset is a folder of split files")
+            raise DataError(
+                f"dataset folder {self.path} does not exist"
+                if not self.path.exists()
+                else f"{self.path} is not a folder; a dataset is a folder of split files"
+            )
         self.tokenizer: Tokenizer = get_tokenizer(tokenizer)
         self.min_frequent_vocab_times = min_frequent_vocab_times
         self.min_rare_vocab_times = min_rare_vocab_times
@@ -311,18 +334,24 @@ class TextDataLoader:
         for name, split in self._splits.items():
             if name != "train":
                 all_counts += np.bincount(split.ids, minlength=n)
-        self.vocab = Vocab.from_counts(prov_tokens, train_counts, all_counts,
-                                       self.min_frequent_vocab_times, self.min_rare_vocab_times)
+        self.vocab = Vocab.from_counts(
+            prov_tokens, train_counts, all_counts, self.min_frequent_vocab_times, self.min_rare_vocab_times
+        )
         if not self.vocab.frequent:
             most = int(train_counts.max()) if n else 0
-            raise DataError(f"min_frequent_vocab_times={self.min_frequent_vocab_times} leaves the frequent vocabulary "
-                            f"empty: the most frequent training token is seen {most} times")
+            raise DataError(
+                f"min_frequent_vocab_times={self.min_frequent_vocab_times} leaves the frequent vocabulary "
+                f"empty: the most frequent training token is seen {most} times"
+            )
         lookup = self.vocab._ids
         self._perm = np.fromiter(map(lookup.get, prov_tokens, repeat(UNK_ID, n)), np.int64, count=n)
         self.hash_codes: dict[str, str] = hashing.hash_codes(
             {s: sp.raw_hash for s, sp in self._splits.items()},
             {s: sp.data_hash for s, sp in self._splits.items()},
-            self.vocab.frequent, self.vocab.rare, self.settings)
+            self.vocab.frequent,
+            self.vocab.rare,
+            self.settings,
+        )
 
     def _jobs(self) -> Iterator[tuple[Split, chunks.Job]]:
         """Every split's chunks, split after split in file order, each with its split."""
@@ -357,8 +386,8 @@ class TextDataLoader:
         tokens = self._prov_array[sp.ids].tolist()
         offs = sp.offsets.tolist()
         if indices is None:
-            return [tokens[offs[i]:offs[i + 1]] for i in range(len(offs) - 1)]
-        return [tokens[offs[i]:offs[i + 1]] for i in indices.tolist()]
+            return [tokens[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
+        return [tokens[offs[i] : offs[i + 1]] for i in indices.tolist()]
 
     def sentences(self, split: str) -> list[list[str]]:
         """The references of ``split`` as token lists (after lowercase/truncation, no special tokens).
@@ -408,7 +437,7 @@ class TextDataLoader:
             if ids and ids[0] == GO_ID:
                 ids = ids[1:]
             if EOS_ID in ids:
-                ids = ids[:ids.index(EOS_ID)]
+                ids = ids[: ids.index(EOS_ID)]
             ids = [i for i in ids if i != PAD_ID]
         return self.vocab.ids_to_tokens(ids)
 
@@ -443,8 +472,9 @@ class TextDataLoader:
         freq = np.where(allv >= self.vocab.frequent_vocab_size, UNK_ID, allv)
         return freq, allv, lens + 2
 
-    def batches(self, split: str, batch_size: int = 64, shuffle: bool = False, seed: int = 0
-                ) -> Iterator[dict[str, Any]]:
+    def batches(
+        self, split: str, batch_size: int = 64, shuffle: bool = False, seed: int = 0
+    ) -> Iterator[dict[str, Any]]:
         """Batches of samples as padded numpy arrays (see each loader for the keys);
         ``shuffle`` with ``seed`` gives the same order on every machine."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -452,7 +482,7 @@ class TextDataLoader:
         sp = self._split(split)
         order = self._order(sp.n_samples, shuffle, seed)
         for start in range(0, len(order), batch_size):
-            yield self._batch(split, sp, order[start:start + batch_size])
+            yield self._batch(split, sp, order[start : start + batch_size])
 
     def _batch(self, split: str, sp: Split, samples: np.ndarray) -> dict[str, Any]:  # pragma: no cover
         raise NotImplementedError
@@ -465,11 +495,16 @@ class TextDataLoader:
             "path": str(self.path),
             "tokenizer": self.tokenizer.name,
             "hash_codes": dict(self.hash_codes),
-            "vocab": {"frequent": len(self.vocab.frequent), "rare": len(self.vocab.rare),
-                      "frequent_vocab_size": self.vocab.frequent_vocab_size,
-                      "all_vocab_size": self.vocab.all_vocab_size},
-            "splits": {s: {"samples": sp.n_samples, "tokens": sp.n_tokens,
-                           "files": [str(p) for p in sp.sources]} for s, sp in self._splits.items()},
+            "vocab": {
+                "frequent": len(self.vocab.frequent),
+                "rare": len(self.vocab.rare),
+                "frequent_vocab_size": self.vocab.frequent_vocab_size,
+                "all_vocab_size": self.vocab.all_vocab_size,
+            },
+            "splits": {
+                s: {"samples": sp.n_samples, "tokens": sp.n_tokens, "files": [str(p) for p in sp.sources]}
+                for s, sp in self._splits.items()
+            },
             "settings": self.settings,
         }
         if reference_split is not None:
@@ -519,8 +554,9 @@ def _missing(loader: str, path: Path, split: str, looked: list[str]) -> DataErro
         return DataError(message, hint=f"the folder looks like {guess} data: add --loader {guess}")
     if split == "train":
         return DataError(message, hint="every dataset needs a training split; rename its file to one of these names")
-    return DataError(message, hint="load only the splits the folder has: --splits train,test, "
-                                   "or splits=['train', 'test'] in Python")
+    return DataError(
+        message, hint="load only the splits the folder has: --splits train,test, or splits=['train', 'test'] in Python"
+    )
 
 
 class LanguageGeneration(TextDataLoader):
@@ -542,8 +578,7 @@ class LanguageGeneration(TextDataLoader):
 
     def _batch(self, split: str, sp: Split, samples: np.ndarray) -> dict[str, Any]:
         freq, allv, lens = self._pad(sp, samples)
-        return {"sent": freq, "sent_allvocabs": allv, "sent_length": lens,
-                "sent_str": sp.raw.take(samples.tolist())}
+        return {"sent": freq, "sent_allvocabs": allv, "sent_length": lens, "sent_str": sp.raw.take(samples.tolist())}
 
 
 class SingleTurnDialog(TextDataLoader):
@@ -564,9 +599,17 @@ class SingleTurnDialog(TextDataLoader):
         jl = _prefixed(self.path, split, ".jsonl")
         if jl is not None:
             return [jl]
-        raise _missing(self.name, self.path, split, [f"{split}.post + {split}.response",
-                                                     f"PREFIX_{split}.post + PREFIX_{split}.response",
-                                                     f"{split}.jsonl", f"PREFIX_{split}.jsonl"])
+        raise _missing(
+            self.name,
+            self.path,
+            split,
+            [
+                f"{split}.post + {split}.response",
+                f"PREFIX_{split}.post + PREFIX_{split}.response",
+                f"{split}.jsonl",
+                f"PREFIX_{split}.jsonl",
+            ],
+        )
 
     def read_blocks(self, split: str, sources: list[Path], progress: Progress | None) -> Iterator[Block]:
         if len(sources) == 1:
@@ -605,8 +648,10 @@ class SingleTurnDialog(TextDataLoader):
                     r_buf.pop()
                     n_r -= 1
                 if len(p_buf) != len(r_buf):
-                    raise DataError(f"{post_path} has {n_p} lines but {resp_path} has {n_r}: posts and responses "
-                                    f"must pair line by line")
+                    raise DataError(
+                        f"{post_path} has {n_p} lines but {resp_path} has {n_r}: posts and responses "
+                        f"must pair line by line"
+                    )
                 k = len(p_buf)
             if k:
                 block = self._pairs(p_buf[:k], r_buf[:k])
@@ -626,7 +671,7 @@ class SingleTurnDialog(TextDataLoader):
         if not utts:
             return None
         n = len(utts) // 2
-        raw = b"".join(hashing.raw_digest(utts[2 * i:2 * i + 2]) for i in range(n))
+        raw = b"".join(hashing.raw_digest(utts[2 * i : 2 * i + 2]) for i in range(n))
         return Block(utts, [2] * n, raw)
 
     def _read_jsonl(self, path: Path, progress: Progress | None) -> Iterator[Block]:
@@ -653,8 +698,9 @@ class SingleTurnDialog(TextDataLoader):
         for key, k in (("post", 0), ("resp", 1)):
             idx = samples * 2 + k
             freq, allv, lens = self._pad(sp, idx)
-            out.update({key: freq, f"{key}_allvocabs": allv, f"{key}_length": lens,
-                        f"{key}_str": sp.raw.take(idx.tolist())})
+            out.update(
+                {key: freq, f"{key}_allvocabs": allv, f"{key}_length": lens, f"{key}_str": sp.raw.take(idx.tolist())}
+            )
         return out
 
 
@@ -708,8 +754,11 @@ class MultiTurnDialog(TextDataLoader):
     def _batch(self, split: str, sp: Split, samples: np.ndarray) -> dict[str, Any]:
         starts = sp.sample_offsets[samples]
         turns = sp.sample_offsets[samples + 1] - starts
-        idx = np.concatenate([np.arange(s, s + t) for s, t in zip(starts, turns)]) if len(samples) else \
-            np.zeros(0, np.int64)
+        idx = (
+            np.concatenate([np.arange(s, s + t) for s, t in zip(starts, turns)])
+            if len(samples)
+            else np.zeros(0, np.int64)
+        )
         freq, allv, lens = self._pad(sp, idx)
         b, t_max, width = len(samples), int(turns.max()) if len(turns) else 0, freq.shape[1]
         sent = np.full((b, t_max, width), PAD_ID, np.int64)
@@ -719,13 +768,18 @@ class MultiTurnDialog(TextDataLoader):
         out_strs: list[list[str]] = []
         pos = 0
         for r, t in enumerate(turns.tolist()):
-            sent[r, :t] = freq[pos:pos + t]
-            sent_all[r, :t] = allv[pos:pos + t]
-            sent_len[r, :t] = lens[pos:pos + t]
-            out_strs.append(strs[pos:pos + t])
+            sent[r, :t] = freq[pos : pos + t]
+            sent_all[r, :t] = allv[pos : pos + t]
+            sent_len[r, :t] = lens[pos : pos + t]
+            out_strs.append(strs[pos : pos + t])
             pos += t
-        return {"sent": sent, "sent_allvocabs": sent_all, "sent_length": sent_len, "turn_length": turns,
-                "sent_str": out_strs}
+        return {
+            "sent": sent,
+            "sent_allvocabs": sent_all,
+            "sent_length": sent_len,
+            "turn_length": turns,
+            "sent_str": out_strs,
+        }
 
 
 # factories for the plugin hooks --------------------------------------------------------------------
@@ -742,4 +796,3 @@ def single_turn_dialog(path: str | Path, **options: Any) -> SingleTurnDialog:
 def multi_turn_dialog(path: str | Path, **options: Any) -> MultiTurnDialog:
     """Load a multi-turn dialog dataset from `path` with the given options."""
     return MultiTurnDialog(path, **options)
-

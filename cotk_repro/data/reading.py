@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from ..core.textinput import cr_only_message, encoding_problem, nul_message, nul_position
 from .errors import DataError
@@ -29,7 +29,7 @@ def _decode(part: bytes, path: Path, first_line: int) -> str:
     except UnicodeDecodeError as exc:
         line = first_line + part.count(b"\n", 0, exc.start)
         col = exc.start - (part.rfind(b"\n", 0, exc.start) + 1) + 1
-        bad = part[exc.start:exc.start + 1].hex()
+        bad = part[exc.start : exc.start + 1].hex()
         raise DataError(f"{path} line {line} is not valid UTF-8 (byte 0x{bad} at column {col})") from None
     if b"\x00" in part:
         line, col = nul_position(text, first_line) or (first_line, 1)
@@ -37,8 +37,9 @@ def _decode(part: bytes, path: Path, first_line: int) -> str:
     return text
 
 
-def iter_line_blocks(path: Path, progress: Progress | None = None,
-                     block_bytes: int | None = None) -> Iterator[tuple[int, list[str]]]:
+def iter_line_blocks(
+    path: Path, progress: Progress | None = None, block_bytes: int | None = None
+) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(first_line_number, lines)`` blocks; lines without their ``\\n`` / ``\\r\\n``."""
     path = Path(path)
     block_bytes = block_bytes or BLOCK_BYTES
@@ -60,7 +61,7 @@ def iter_line_blocks(path: Path, progress: Progress | None = None,
                 if problem:
                     raise DataError(f"{path} {problem}")
                 if block.startswith(BOM):
-                    block = block[len(BOM):]
+                    block = block[len(BOM) :]
             if not block:
                 break
             data = rest + block if rest else block
@@ -68,7 +69,7 @@ def iter_line_blocks(path: Path, progress: Progress | None = None,
             if cut < 0:
                 rest = data
                 continue
-            part, rest = data[:cut], data[cut + 1:]
+            part, rest = data[:cut], data[cut + 1 :]
             text = _decode(part, path, line_no)
             lines = text.split("\n")
             if "\r" in text:
@@ -90,8 +91,7 @@ def count_nonblank_lines(path: Path) -> int:
     return n
 
 
-def iter_jsonl(path: Path, fields: tuple[str, ...], progress: Progress | None = None
-               ) -> Iterator[tuple[int, list]]:
+def iter_jsonl(path: Path, fields: tuple[str, ...], progress: Progress | None = None) -> Iterator[tuple[int, list]]:
     """Yield ``(line_number, [value of each field])`` for each non-blank JSONL line.
 
     A field must be a string, except ``session`` (a non-empty list of strings).
@@ -107,8 +107,9 @@ def iter_jsonl(path: Path, fields: tuple[str, ...], progress: Progress | None = 
             except json.JSONDecodeError as exc:
                 raise DataError(f"{path} line {n} is not valid JSON ({exc.msg} at column {exc.colno})") from None
             if not isinstance(obj, dict):
-                raise DataError(f"{path} line {n} must hold a JSON object with {_names(fields)}, "
-                                f"got {type(obj).__name__}")
+                raise DataError(
+                    f"{path} line {n} must hold a JSON object with {_names(fields)}, got {type(obj).__name__}"
+                )
             values = []
             for field in fields:
                 if field not in obj:

@@ -10,7 +10,8 @@ signature carries both (``tok:zh-sacrebleu2.6.0``). The mecab tokenizers need sa
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .tokenizers import Tokenizer
 
@@ -34,9 +35,11 @@ class SacrebleuTokenizer(Tokenizer):
             self._tok = BLEU(tokenize=name).tokenizer
         except (RuntimeError, ImportError, AssertionError) as exc:  # MeCab or its dictionary missing
             extra = _EXTRAS.get(name, "")
-            raise DataError(f"tokenizer {name!r} needs sacrebleu's optional dependencies, which are not installed "
-                            f"or not usable ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}): "
-                            f"pip install 'sacrebleu[{extra}]'") from None
+            raise DataError(
+                f"tokenizer {name!r} needs sacrebleu's optional dependencies, which are not installed "
+                f"or not usable ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}): "
+                f"pip install 'sacrebleu[{extra}]'"
+            ) from None
         self.name = name
         self.sacrebleu_version = sacrebleu.__version__
         self.tokenizer_signature = self._tok.signature()
@@ -51,8 +54,13 @@ class SacrebleuTokenizer(Tokenizer):
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {"name": self.name, "engine": "sacrebleu", "sacrebleu": self.sacrebleu_version,
-                "signature": self.tokenizer_signature, "version": self.version}
+        return {
+            "name": self.name,
+            "engine": "sacrebleu",
+            "sacrebleu": self.sacrebleu_version,
+            "signature": self.tokenizer_signature,
+            "version": self.version,
+        }
 
     @property
     def signature(self) -> str:

@@ -18,7 +18,8 @@ for every text (property-tested), so hashes computed on detokenized references
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..core import wordpunct
 
@@ -46,6 +47,7 @@ _ascii_word = re.compile(r"\w+").fullmatch  # the same as regex's on ASCII
 def _wordpunct_settings() -> dict[str, Any]:
     """What WordPunct's tokens depend on, for the setting hashes: the pattern, the engine and its Unicode data."""
     return {"pattern": WORDPUNCT_PATTERN, "engine": wordpunct.ENGINE, "unicode": wordpunct.unicode_version()}
+
 
 _CLOSING = frozenset(".,!?;:%)]}")
 _OPENING = frozenset("([{$#")
@@ -128,8 +130,14 @@ def wordpunct_detokenize(tokens: Sequence[str]) -> str:
                     attach = True  # word .  -> word.
                 elif word and not prev_word and prev[-1] in _OPENING:
                     attach = True  # ( word  -> (word
-                elif word and not prev_word and prev == "'" and i >= 2 and tok.lower() in _CONTRACTIONS \
-                        and _is_word(tokens[i - 2]) is not None:
+                elif (
+                    word
+                    and not prev_word
+                    and prev == "'"
+                    and i >= 2
+                    and tok.lower() in _CONTRACTIONS
+                    and _is_word(tokens[i - 2]) is not None
+                ):
                     attach = True  # don ' t -> don't
                 elif not word and prev_word and tok == "'" and i + 1 < n and tokens[i + 1].lower() in _CONTRACTIONS:
                     attach = True
@@ -180,15 +188,21 @@ class PunktTokenizer(Tokenizer):
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {"name": self.name, "sentences": "punkt", "trained_on": "train split, sorted",
-                "words": "wordpunct", **_wordpunct_settings(), "abbreviations": "attached",
-                "version": self.version}
+        return {
+            "name": self.name,
+            "sentences": "punkt",
+            "trained_on": "train split, sorted",
+            "words": "wordpunct",
+            **_wordpunct_settings(),
+            "abbreviations": "attached",
+            "version": self.version,
+        }
 
     @property
     def abbreviations(self) -> list[str]:
         return sorted(self._abbrevs)
 
-    def fit(self, texts: Iterable[str]) -> "PunktTokenizer":
+    def fit(self, texts: Iterable[str]) -> PunktTokenizer:
         from nltk.tokenize.punkt import PunktSentenceTokenizer, PunktTrainer
 
         trainer = PunktTrainer()
@@ -209,8 +223,13 @@ class PunktTokenizer(Tokenizer):
         prev_end = -1
         for m in _wordpunct_finditer(sentence):
             tok = m.group()
-            if tok == "." and out and m.start() == prev_end and out[-1].lower() in self._abbrevs \
-                    and _is_word(out[-1]) is not None:
+            if (
+                tok == "."
+                and out
+                and m.start() == prev_end
+                and out[-1].lower() in self._abbrevs
+                and _is_word(out[-1]) is not None
+            ):
                 out[-1] = out[-1] + "."
             else:
                 out.append(tok)

@@ -13,7 +13,8 @@ and *all vocab* (F ∪ R: what evaluation sees).
 
 from __future__ import annotations
 
-from typing import ClassVar, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -43,17 +44,24 @@ class Vocab:
             raise DataError(f"frequent and rare vocabularies overlap ({sorted(clash)[0]!r})")
         specials = set(SPECIAL_TOKENS) & (set(frequent) | set(rare))
         if specials:
-            raise DataError(f"the data holds the special token {sorted(specials)[0]!r}; "
-                            f"special tokens are {', '.join(SPECIAL_TOKENS)}")
+            raise DataError(
+                f"the data holds the special token {sorted(specials)[0]!r}; "
+                f"special tokens are {', '.join(SPECIAL_TOKENS)}"
+            )
         self.frequent: list[str] = frequent
         self.rare: list[str] = rare
         self.all_tokens: list[str] = [*SPECIAL_TOKENS, *frequent, *rare]
         self._ids: dict[str, int] = dict(zip(self.all_tokens, range(len(self.all_tokens))))
 
     @classmethod
-    def from_counts(cls, tokens: Sequence[str], train_counts: Sequence[int] | np.ndarray,
-                    all_counts: Sequence[int] | np.ndarray, min_frequent_vocab_times: int,
-                    min_rare_vocab_times: int) -> "Vocab":
+    def from_counts(
+        cls,
+        tokens: Sequence[str],
+        train_counts: Sequence[int] | np.ndarray,
+        all_counts: Sequence[int] | np.ndarray,
+        min_frequent_vocab_times: int,
+        min_rare_vocab_times: int,
+    ) -> Vocab:
         """Build F and R from per-token counts (``tokens[i]`` seen ``train_counts[i]`` times in
         the training split and ``all_counts[i]`` times in all splits)."""
         train = np.asarray(train_counts)

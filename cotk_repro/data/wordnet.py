@@ -30,18 +30,58 @@ from ..errors import CotkError
 DEFAULT_ROOTS = ("/usr/share/wordnet",)
 NEEDED = ("data.noun", "data.verb", "data.adj", "data.adv", "index.noun", "index.verb", "index.adj", "index.adv")
 LEXNAMES = [
-    "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact", "noun.attribute",
-    "noun.body", "noun.cognition", "noun.communication", "noun.event", "noun.feeling", "noun.food", "noun.group",
-    "noun.location", "noun.motive", "noun.object", "noun.person", "noun.phenomenon", "noun.plant",
-    "noun.possession", "noun.process", "noun.quantity", "noun.relation", "noun.shape", "noun.state",
-    "noun.substance", "noun.time", "verb.body", "verb.change", "verb.cognition", "verb.communication",
-    "verb.competition", "verb.consumption", "verb.contact", "verb.creation", "verb.emotion", "verb.motion",
-    "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather", "adj.ppl",
+    "adj.all",
+    "adj.pert",
+    "adv.all",
+    "noun.Tops",
+    "noun.act",
+    "noun.animal",
+    "noun.artifact",
+    "noun.attribute",
+    "noun.body",
+    "noun.cognition",
+    "noun.communication",
+    "noun.event",
+    "noun.feeling",
+    "noun.food",
+    "noun.group",
+    "noun.location",
+    "noun.motive",
+    "noun.object",
+    "noun.person",
+    "noun.phenomenon",
+    "noun.plant",
+    "noun.possession",
+    "noun.process",
+    "noun.quantity",
+    "noun.relation",
+    "noun.shape",
+    "noun.state",
+    "noun.substance",
+    "noun.time",
+    "verb.body",
+    "verb.change",
+    "verb.cognition",
+    "verb.communication",
+    "verb.competition",
+    "verb.consumption",
+    "verb.contact",
+    "verb.creation",
+    "verb.emotion",
+    "verb.motion",
+    "verb.perception",
+    "verb.possession",
+    "verb.social",
+    "verb.stative",
+    "verb.weather",
+    "adj.ppl",
 ]
 _SYNTACTIC = {"adj": 3, "adv": 4, "noun": 1, "verb": 2}
-INSTALL = ("install WordNet 3.0: Debian's packages (apt-get install wordnet-base wordnet-sense-index) or NLTK's "
-           "corpus (python -m nltk.downloader wordnet), or point COTK_REPRO_WORDNET at a folder with data.noun, "
-           "index.noun, ...")
+INSTALL = (
+    "install WordNet 3.0: Debian's packages (apt-get install wordnet-base wordnet-sense-index) or NLTK's "
+    "corpus (python -m nltk.downloader wordnet), or point COTK_REPRO_WORDNET at a folder with data.noun, "
+    "index.noun, ..."
+)
 
 
 class WordNetMissing(CotkError):
@@ -130,8 +170,9 @@ def _prepared(root: Path) -> Path:
     lex = shadow / "lexnames"
     if not lex.exists():
         tmp = shadow / f"lexnames.{os.getpid()}.tmp"
-        tmp.write_text("".join(f"{i:02d}\t{n}\t{_SYNTACTIC[n.split('.')[0]]}\n" for i, n in enumerate(LEXNAMES)),
-                       encoding="ascii")
+        tmp.write_text(
+            "".join(f"{i:02d}\t{n}\t{_SYNTACTIC[n.split('.')[0]]}\n" for i, n in enumerate(LEXNAMES)), encoding="ascii"
+        )
         os.replace(tmp, lex)
     if not (shadow / "index.sense").exists():
         from .wordnet_senses import write_sense_index
@@ -162,9 +203,10 @@ def load_wordnet(folder: str | None = None) -> Any:
             warnings.simplefilter("ignore", UserWarning)  # "multilingual functions are not available": not used
             reader = EnglishWordNet(str(root), None)
         reader.synsets("dog")  # reads the index and data files now, not in the middle of a metric
-    except Exception as exc:  # noqa: BLE001 - NLTK's reader fails on odd files with any of many errors
-        raise WordNetMissing(f"WordNet files in {found} cannot be read ({type(exc).__name__}: {exc}): "
-                             f"{INSTALL}") from None
+    except Exception as exc:
+        raise WordNetMissing(
+            f"WordNet files in {found} cannot be read ({type(exc).__name__}: {exc}): {INSTALL}"
+        ) from None
     reader.cotk_repro_root = str(found)
     return reader
 
@@ -173,7 +215,7 @@ def wordnet_version(wn: Any) -> str:
     """``3.0`` for Princeton WordNet 3.0 (read from the data files' licence header)."""
     try:
         return str(wn.get_version())
-    except Exception:  # noqa: BLE001 - an odd header: still usable, named as unknown
+    except Exception:
         return "unknown"
 
 

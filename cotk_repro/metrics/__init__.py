@@ -7,14 +7,35 @@ CoTK-style result dicts, ready for :func:`cotk_repro.save_result`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from .base import (Metric, MetricError, check_references, resolve_tokenizer, result_entry, score, score_batches,
-                   signature)
+from .base import (
+    Metric,
+    MetricError,
+    check_references,
+    resolve_tokenizer,
+    result_entry,
+    score,
+    score_batches,
+    signature,
+)
 
-__all__ = ["Metric", "MetricError", "get_metric", "evaluate", "metric_names", "check_references",
-           "result_entry", "signature", "resolve_tokenizer", "accepts_option", "takes_shared_tokenizer", "score",
-           "score_batches"]
+__all__ = [
+    "Metric",
+    "MetricError",
+    "get_metric",
+    "evaluate",
+    "metric_names",
+    "check_references",
+    "result_entry",
+    "signature",
+    "resolve_tokenizer",
+    "accepts_option",
+    "takes_shared_tokenizer",
+    "score",
+    "score_batches",
+]
 
 
 def metric_names() -> list[str]:
@@ -70,14 +91,16 @@ def check_option_names(name: str, options: dict[str, Any]) -> None:
         return
     close = difflib.get_close_matches(unknown[0], valid, n=1)
     suggestion = f" (did you mean {close[0]!r}?)" if close else ""
-    raise MetricError(f"metric {name!r} has no option {unknown[0]!r}{suggestion}; "
-                      f"its options: {', '.join(valid) or 'none'}")
+    raise MetricError(
+        f"metric {name!r} has no option {unknown[0]!r}{suggestion}; its options: {', '.join(valid) or 'none'}"
+    )
 
 
 def accepts_option(name: str, option: str) -> bool:
     """Whether the metric registered as ``name`` takes the keyword option ``option`` (e.g. ``tokenizer``)."""
     from ..plugins import get_plugins
-    from .facts import accepts_option as _accepts, class_of_factory
+    from .facts import accepts_option as _accepts
+    from .facts import class_of_factory
 
     registry = get_plugins().registry("metric")
     if name not in registry:
@@ -103,8 +126,12 @@ def _spec(spec: str | tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     return (spec, {}) if isinstance(spec, str) else (spec[0], dict(spec[1]))
 
 
-def evaluate(metrics: Iterable[str | tuple[str, dict[str, Any]]], hypotheses: Sequence[Any],
-             references: Sequence[Sequence[Any]] | None = None, tokenizer: Any = None) -> dict[str, Any]:
+def evaluate(
+    metrics: Iterable[str | tuple[str, dict[str, Any]]],
+    hypotheses: Sequence[Any],
+    references: Sequence[Sequence[Any]] | None = None,
+    tokenizer: Any = None,
+) -> dict[str, Any]:
     """Run several metrics on the same hypotheses/references and merge their results.
 
     ``metrics``: names or ``(name, options)`` pairs. ``tokenizer`` (a registered name or a tokenizer object)

@@ -7,7 +7,8 @@ model's own tokenizer; the tokenizer's name and settings go into every hash.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from ..core import wordpunct
 from ..text.reference_hashes import BLEU_TOKENIZER, bleu_tokenize
@@ -18,8 +19,13 @@ from .normalization import normalization, normalizer
 class TextTokenizer:
     """A resolved tokenizer: ``tokenize(text)``, ``name`` and ``spec`` (what goes into hashes)."""
 
-    def __init__(self, name: str, tokenize: Callable[[str], list[str]], settings: dict[str, Any] | None = None,
-                 detokenize: Callable[[Sequence[str]], str] | None = None):
+    def __init__(
+        self,
+        name: str,
+        tokenize: Callable[[str], list[str]],
+        settings: dict[str, Any] | None = None,
+        detokenize: Callable[[Sequence[str]], str] | None = None,
+    ):
         self.name = name
         self.tokenize = tokenize
         self.settings = dict(settings or {})
@@ -55,8 +61,9 @@ def resolve_tokenizer(tokenizer: Any = None, normalize: Any = "none") -> TextTok
     if norm is None:
         return tok
     plain = tok.tokenize
-    return TextTokenizer(f"{tok.name}+{form}", lambda text: plain(norm(text)), {**tok.settings, "normalize": form},
-                         tok.detokenize)
+    return TextTokenizer(
+        f"{tok.name}+{form}", lambda text: plain(norm(text)), {**tok.settings, "normalize": form}, tok.detokenize
+    )
 
 
 def _resolve(tokenizer: Any = None) -> TextTokenizer:
@@ -64,8 +71,9 @@ def _resolve(tokenizer: Any = None) -> TextTokenizer:
     ``regex`` with its Unicode data); another name: a registered
     tokenizer (``space``, ``punkt`` ...); or a Tokenizer object with ``name``/``tokenize``/``settings``."""
     if tokenizer is None or tokenizer in (BLEU_TOKENIZER, "wordpunct", "nltk"):
-        return TextTokenizer(BLEU_TOKENIZER, bleu_tokenize,
-                             {"engine": wordpunct.ENGINE, "unicode": wordpunct.unicode_version()})
+        return TextTokenizer(
+            BLEU_TOKENIZER, bleu_tokenize, {"engine": wordpunct.ENGINE, "unicode": wordpunct.unicode_version()}
+        )
     if isinstance(tokenizer, TextTokenizer):
         return tokenizer
     if isinstance(tokenizer, str):
@@ -73,6 +81,7 @@ def _resolve(tokenizer: Any = None) -> TextTokenizer:
             return TextTokenizer("space", str.split)
         try:
             from ..data.tokenizers import get_tokenizer
+
             tok = get_tokenizer(tokenizer)
         except Exception as exc:  # unknown name, or the data package is unavailable
             from ..plugins import get_plugins
@@ -87,8 +96,7 @@ def _resolve(tokenizer: Any = None) -> TextTokenizer:
         settings = settings()
     detok = getattr(tokenizer, "detokenize", None)
     name = getattr(tokenizer, "signature", None) or getattr(tokenizer, "name", type(tokenizer).__name__)
-    return TextTokenizer(str(name), tokenizer.tokenize,
-                         dict(settings), detok if callable(detok) else None)
+    return TextTokenizer(str(name), tokenizer.tokenize, dict(settings), detok if callable(detok) else None)
 
 
 T = TypeVar("T")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from ..text.reference_hashes import reference_set_hash
 from .base import Metric, MetricError
@@ -33,5 +34,8 @@ class AccuracyMetric(Metric):
             raise MetricError("accuracy needs at least one prediction")
         value = sum(1 for p, label in zip(preds, labels) if p == label) / len(preds)
         decl = Declaration(self.name, self.version, [Setting.signature_only("n", len(preds), why=COUNTED_INPUTS)])
-        return decl.entry(self.name, value, lambda settings: reference_set_hash(
-            self.name, settings, [[[repr(label)]] for label in labels]))
+        return decl.entry(
+            self.name,
+            value,
+            lambda settings: reference_set_hash(self.name, settings, [[[repr(label)]] for label in labels]),
+        )

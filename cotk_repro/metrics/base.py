@@ -20,13 +20,15 @@ mismatch is an error, never a silent truncation (unless the metric declares ``pa
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence, overload
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Literal, overload
 
 # the metric API re-exports them (the `as` spells the re-export for mypy's no_implicit_reexport)
 from ..core.results import HASH_SUFFIX as HASH_SUFFIX
 from ..core.results import SIGNATURE_SUFFIX as SIGNATURE_SUFFIX
 from ..core.results import result_entry as result_entry
 from ..errors import CotkError
+
 
 class MetricError(CotkError):
     """Bad input to a metric (one clear sentence)."""
@@ -49,13 +51,20 @@ def _fmt(value: Any) -> str:
 
 
 @overload
-def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None, *,
-                     required: Literal[True] = True, what: str = "references") -> list[list[str]]: ...
+def check_references(
+    hypotheses: Sequence[Any],
+    references: Sequence[Any] | None,
+    *,
+    required: Literal[True] = True,
+    what: str = "references",
+) -> list[list[str]]: ...
 @overload
-def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None, *, required: bool,
-                     what: str = "references") -> list[list[str]] | None: ...
-def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None, *, required: bool = True,
-                     what: str = "references") -> list[list[str]] | None:
+def check_references(
+    hypotheses: Sequence[Any], references: Sequence[Any] | None, *, required: bool, what: str = "references"
+) -> list[list[str]] | None: ...
+def check_references(
+    hypotheses: Sequence[Any], references: Sequence[Any] | None, *, required: bool = True, what: str = "references"
+) -> list[list[str]] | None:
     """Validate the one reference layout: a list of reference lists, one per hypothesis."""
     if references is None:
         if required:
@@ -65,7 +74,8 @@ def check_references(hypotheses: Sequence[Any], references: Sequence[Any] | None
     if len(refs) != len(hypotheses):
         raise MetricError(
             f"{len(hypotheses)} hypotheses but {len(refs)} reference lists: give exactly one list of "
-            f"references per hypothesis")
+            f"references per hypothesis"
+        )
     if not any(issubclass(t, str) for t in set(map(type, refs))):
         return list(map(list, refs))
     out = []
@@ -174,14 +184,16 @@ class Metric:
         self.forward(batch)
         return self.close()
 
-    def compute_groups(self, groups: Sequence[Sequence[Any]],
-                       references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+    def compute_groups(
+        self, groups: Sequence[Sequence[Any]], references: Sequence[Sequence[Any]] | None = None
+    ) -> dict[str, Any]:
         """The result dict of explicit groups of responses (``references``: optional, one list per group).
         Only a metric with ``takes_groups = True`` implements it."""
         raise MetricError(f"metric {self.name!r} does not score groups of responses")
 
-    def compute_with_queries(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None,
-                             queries: Sequence[str]) -> dict[str, Any]:
+    def compute_with_queries(
+        self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None, queries: Sequence[str]
+    ) -> dict[str, Any]:
         """:meth:`compute` of hypotheses that answer ``queries`` (one per hypothesis). Only a metric with
         ``takes_queries = True`` implements it."""
         raise MetricError(f"metric {self.name!r} takes no queries")
@@ -216,8 +228,9 @@ def score(metric: Any, hypotheses: Sequence[Any], references: Sequence[Any] | No
     hypotheses, references = drop_leading_bom(hypotheses, references)
     if callable(getattr(metric, "compute", None)):
         return _checked(metric, metric.compute(list(hypotheses), references))
-    return score_batches(metric, [{"hyps": list(hypotheses), **({} if references is None else
-                                                                   {"refs": list(references)})}])
+    return score_batches(
+        metric, [{"hyps": list(hypotheses), **({} if references is None else {"refs": list(references)})}]
+    )
 
 
 def score_batches(metric: Any, batches: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -228,8 +241,10 @@ def score_batches(metric: Any, batches: Iterable[Mapping[str, Any]]) -> dict[str
             metric.forward(batch)
         return _checked(metric, metric.close())
     if not callable(getattr(metric, "compute", None)):
-        raise MetricError(f"metric {_metric_name(metric)!r} has neither forward()/close() nor compute() "
-                          f"(see docs/metrics.md, \"The metric contract\")")
+        raise MetricError(
+            f"metric {_metric_name(metric)!r} has neither forward()/close() nor compute() "
+            f'(see docs/metrics.md, "The metric contract")'
+        )
     hyps: list[Any] = []
     refs: list[Any] | None = None
     for batch in batches:

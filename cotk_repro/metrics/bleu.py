@@ -30,25 +30,43 @@ from __future__ import annotations
 import math
 import random
 import sys
+from collections.abc import Mapping, Sequence
 from functools import partial
 from itertools import chain, count
 from json.encoder import encode_basestring  # C-accelerated; canonical JSON's string encoder
-from typing import Any, Literal, Mapping, Sequence, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from ..core.canonical import StreamHasher, frame_bytes, token_list_items
 from ..core.gcpause import without_gc
 from ..text.reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_tokenize, reference_set_hash
-from .bleu_tokenizers import get_bleu_tokenizer, normalization, normalizer
 from .base import Metric, MetricError, check_references
-from .declaration import COUNTED_INPUTS, Declaration, Setting
 from .bleu_smoothing import brevity_penalty
-from .ngrams import (NgramIndex, closest_lengths, closest_lengths_leave_one_out, dense_ranks, group_max, has_special,
-                     run_lengths, run_starts, run_top2, stable_order, token_ids, tokenize_texts, UNK)
+from .bleu_tokenizers import get_bleu_tokenizer, normalization, normalizer
+from .declaration import COUNTED_INPUTS, Declaration, Setting
+from .ngrams import (
+    UNK,
+    NgramIndex,
+    closest_lengths,
+    closest_lengths_leave_one_out,
+    dense_ranks,
+    group_max,
+    has_special,
+    run_lengths,
+    run_starts,
+    run_top2,
+    stable_order,
+    token_ids,
+    tokenize_texts,
+)
 
 SMOOTHINGS = ("method0", "method1", "method2", "method3", "method4", "method5", "method6", "method7")
-_SMOOTH_ALIASES = {"none": "method0", **{f"m{i}": f"method{i}" for i in range(8)}, **{str(i): f"method{i}" for i in range(8)}}
+_SMOOTH_ALIASES = {
+    "none": "method0",
+    **{f"m{i}": f"method{i}" for i in range(8)},
+    **{str(i): f"method{i}" for i in range(8)},
+}
 #: the smoothings only corpus ``bleu`` takes (they read the corpus' last sample: cotk_repro.metrics.bleu_smoothing)
 CORPUS_ONLY_SMOOTHINGS = ("method4", "method5", "method6", "method7")
 EPSILON = 0.1  # NLTK SmoothingFunction's epsilon (method1)
@@ -75,7 +93,7 @@ def smoothed_precisions(nums: Sequence[int], dens: Sequence[int], smoothing: str
         out, inc = [], 1
         for n, d in zip(nums, dens):
             if n == 0:
-                out.append(1 / (2 ** inc * d))
+                out.append(1 / (2**inc * d))
                 inc += 1
             else:
                 out.append(n / d)
@@ -87,8 +105,9 @@ def smoothed_precisions(nums: Sequence[int], dens: Sequence[int], smoothing: str
     return [n / d if n != 0 else sys.float_info.min for n, d in zip(nums, dens)]  # method0
 
 
-def bleu_from_counts(nums: Sequence[int], dens: Sequence[int], hyp_len: int, ref_len: int,
-                     weights: Sequence[float], smoothing: str) -> float:
+def bleu_from_counts(
+    nums: Sequence[int], dens: Sequence[int], hyp_len: int, ref_len: int, weights: Sequence[float], smoothing: str
+) -> float:
     """NLTK's ``corpus_bleu`` from its summed counts (``sentence_bleu`` is the one-sentence case)."""
     if nums[0] == 0:
         return 0.0
@@ -97,8 +116,14 @@ def bleu_from_counts(nums: Sequence[int], dens: Sequence[int], hyp_len: int, ref
     return float(bp * math.exp(math.fsum(w * math.log(p) for w, p in zip(weights, p_n) if p > 0)))
 
 
-def sentence_scores(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, ref_lens: np.ndarray,
-                    weights: Sequence[float], smoothing: str) -> list[float]:
+def sentence_scores(
+    nums: np.ndarray,
+    dens: np.ndarray,
+    hyp_lens: np.ndarray,
+    ref_lens: np.ndarray,
+    weights: Sequence[float],
+    smoothing: str,
+) -> list[float]:
     """Per-sentence NLTK ``sentence_bleu`` from (sentences x orders) count arrays.
 
     A sentence's score depends only on its counts and two lengths, and sentences share them often
@@ -110,7 +135,7 @@ def sentence_scores(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, re
     key = np.column_stack([nums, dens, np.asarray(hyp_lens, np.int64), np.asarray(ref_lens, np.int64)])
     rows, inverse = _unique_rows(key)
     m = nums.shape[1]
-    unique_scores = _score_rows(rows[:, :m], rows[:, m:2 * m], rows[:, 2 * m], rows[:, 2 * m + 1], weights, smoothing)
+    unique_scores = _score_rows(rows[:, :m], rows[:, m : 2 * m], rows[:, 2 * m], rows[:, 2 * m + 1], weights, smoothing)
     scores: list[float] = np.asarray(unique_scores, dtype=np.float64)[inverse.reshape(-1)].tolist()
     return scores
 
@@ -122,7 +147,7 @@ def _unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     total = 1
     for r in radices:
         total *= r
-    if key.min(initial=0) < 0 or total >= 2 ** 62:
+    if key.min(initial=0) < 0 or total >= 2**62:
         return np.unique(key, axis=0, return_inverse=True)
     code = np.zeros(len(key), np.int64)
     for j, r in enumerate(radices):
@@ -134,8 +159,14 @@ def _unique_rows(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return key[order[run_starts(sorted_code)]], inverse
 
 
-def _score_rows(nums: np.ndarray, dens: np.ndarray, hyp_lens: np.ndarray, ref_lens: np.ndarray,
-                weights: Sequence[float], smoothing: str) -> list[float]:
+def _score_rows(
+    nums: np.ndarray,
+    dens: np.ndarray,
+    hyp_lens: np.ndarray,
+    ref_lens: np.ndarray,
+    weights: Sequence[float],
+    smoothing: str,
+) -> list[float]:
     """:func:`bleu_from_counts` of each row, the same floats: precisions by correctly rounded divisions of exact
     integers (numpy's as Python's), ``math.log`` once per distinct precision, ``math.fsum`` (exact, so the
     order of the terms does not matter) and ``math.exp`` per row."""
@@ -185,8 +216,9 @@ def _denominators(lengths: np.ndarray, max_n: int) -> np.ndarray:
 # The linear-time algorithms
 
 
-def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence[str]]], max_n: int
-                  ) -> tuple[list[int], list[int], int, int]:
+def corpus_counts(
+    hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence[str]]], max_n: int
+) -> tuple[list[int], list[int], int, int]:
     """Summed clipped counts, denominators, hypothesis and closest reference lengths (``corpus_bleu``).
 
     Only n-grams found on both sides of a pair (a hypothesis and its references) count, and an n-gram can be found
@@ -257,7 +289,7 @@ def corpus_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequenc
         start = 0
         rl = ref_lens.tolist()
         for h, rs in zip(lengths_h.tolist(), refs):
-            cand = rl[start:start + len(rs)]
+            cand = rl[start : start + len(rs)]
             start += len(rs)
             closest += min(cand, key=lambda r: (abs(r - h), r))
     return nums, [int(d) for d in dens], int(lengths_h.sum()), closest
@@ -317,34 +349,55 @@ def _clip_vs_set(index: NgramIndex, lo: int, hi: int, rlo: int, rhi: int, max_n:
 
 
 @overload
-def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]], max_n: int,
-                    weights: Sequence[float], smoothing: str, *, both: Literal[True]
-                    ) -> tuple[list[float], list[float]]: ...
+def set_bleu_scores(
+    hyps: Sequence[Sequence[str]],
+    refs: Sequence[Sequence[str]],
+    max_n: int,
+    weights: Sequence[float],
+    smoothing: str,
+    *,
+    both: Literal[True],
+) -> tuple[list[float], list[float]]: ...
 @overload
-def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]], max_n: int,
-                    weights: Sequence[float], smoothing: str, *, both: bool = False
-                    ) -> tuple[list[float], list[float] | None]: ...
-def set_bleu_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[str]], max_n: int,
-                    weights: Sequence[float], smoothing: str, *, both: bool = False
-                    ) -> tuple[list[float], list[float] | None]:
+def set_bleu_scores(
+    hyps: Sequence[Sequence[str]],
+    refs: Sequence[Sequence[str]],
+    max_n: int,
+    weights: Sequence[float],
+    smoothing: str,
+    *,
+    both: bool = False,
+) -> tuple[list[float], list[float] | None]: ...
+def set_bleu_scores(
+    hyps: Sequence[Sequence[str]],
+    refs: Sequence[Sequence[str]],
+    max_n: int,
+    weights: Sequence[float],
+    smoothing: str,
+    *,
+    both: bool = False,
+) -> tuple[list[float], list[float] | None]:
     """``sentence_bleu(refs, h)`` for every h in hyps (and, with ``both``, ``sentence_bleu(hyps, r)`` for every
     r in refs), each against the whole other set, in linear time."""
     H, R = len(hyps), len(refs)
     index = NgramIndex(list(hyps) + list(refs), max_n, shared=H)  # the others never match
     lens = index.lengths
     fw_nums = _clip_vs_set(index, 0, H, H, H + R, max_n)
-    fw = sentence_scores(fw_nums, _denominators(lens[:H], max_n), lens[:H], closest_lengths(lens[:H], lens[H:]),
-                         weights, smoothing)
+    fw = sentence_scores(
+        fw_nums, _denominators(lens[:H], max_n), lens[:H], closest_lengths(lens[:H], lens[H:]), weights, smoothing
+    )
     if not both:
         return fw, None
     bw_nums = _clip_vs_set(index, H, H + R, 0, H, max_n)
-    bw = sentence_scores(bw_nums, _denominators(lens[H:], max_n), lens[H:], closest_lengths(lens[H:], lens[:H]),
-                         weights, smoothing)
+    bw = sentence_scores(
+        bw_nums, _denominators(lens[H:], max_n), lens[H:], closest_lengths(lens[H:], lens[:H]), weights, smoothing
+    )
     return fw, bw
 
 
-def self_bleu_scores(sents: Sequence[Sequence[str]], max_n: int, weights: Sequence[float], smoothing: str
-                     ) -> list[float]:
+def self_bleu_scores(
+    sents: Sequence[Sequence[str]], max_n: int, weights: Sequence[float], smoothing: str
+) -> list[float]:
     """``sentence_bleu(all others, s)`` for every sentence s (left out by position), in linear time."""
     S = len(sents)
     index = NgramIndex(sents, max_n, shared="any")  # the others never match
@@ -357,12 +410,14 @@ def self_bleu_scores(sents: Sequence[Sequence[str]], max_n: int, weights: Sequen
         clipped[index.code_has_unk[n][code]] = 0
         nums[:, n - 1] = np.bincount(sent, weights=clipped, minlength=S).astype(np.int64)
     lens = index.lengths
-    return sentence_scores(nums, _denominators(lens, max_n), lens, closest_lengths_leave_one_out(lens),
-                           weights, smoothing)
+    return sentence_scores(
+        nums, _denominators(lens, max_n), lens, closest_lengths_leave_one_out(lens), weights, smoothing
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Hashes
+
 
 def _encode_token_lists(token_lists: Sequence[Sequence[str]]) -> str:
     """``canonical_json`` of a list of token lists, as text: each token through the JSON string encoder
@@ -379,8 +434,12 @@ class ReferenceDigest:
     (used for texts without special tokens, where they equal :func:`bleu_tokenize`'s).
     """
 
-    def __init__(self, references: Sequence[Sequence[str]], tokens: Sequence[Sequence[Sequence[str]]] | None = None,
-                 given: bool = False):
+    def __init__(
+        self,
+        references: Sequence[Sequence[str]],
+        tokens: Sequence[Sequence[Sequence[str]]] | None = None,
+        given: bool = False,
+    ):
         if tokens is not None and set(map(len, tokens)) <= {1}:  # one reference each: in bulk
             toks = [t[0] for t in tokens]
             if not given:
@@ -404,11 +463,21 @@ class ReferenceDigest:
         self._count = len(items)
         self._framed = frame_bytes(items)
 
-    def hash(self, metric: str, ngram: int, weights: Sequence[float], smoothing: str,
-             extra: Mapping[str, Any] | None = None) -> str:
-        return self.hash_of(metric, {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
-                                     "tokenizer": BLEU_TOKENIZER, "normalize": "none", "version": BLEU_VERSION,
-                                     **(extra or {})})
+    def hash(
+        self, metric: str, ngram: int, weights: Sequence[float], smoothing: str, extra: Mapping[str, Any] | None = None
+    ) -> str:
+        return self.hash_of(
+            metric,
+            {
+                "ngram": ngram,
+                "weights": [float(w) for w in weights],
+                "smoothing": smoothing,
+                "tokenizer": BLEU_TOKENIZER,
+                "normalize": "none",
+                "version": BLEU_VERSION,
+                **(extra or {}),
+            },
+        )
 
     def hash_of(self, metric: str, settings: Mapping[str, Any]) -> str:
         """The hash of this reference set under the complete ``settings`` mapping (a declaration's)."""
@@ -458,8 +527,9 @@ def _smoothing_name(value: Any) -> str:
     s = str(value).strip().lower()
     s = _SMOOTH_ALIASES.get(s, s)
     if s not in SMOOTHINGS:
-        raise MetricError(f"unknown smoothing {value!r}; choose one of {', '.join(SMOOTHINGS)} (NLTK's "
-                          f"SmoothingFunction methods)")
+        raise MetricError(
+            f"unknown smoothing {value!r}; choose one of {', '.join(SMOOTHINGS)} (NLTK's SmoothingFunction methods)"
+        )
     return s
 
 
@@ -497,8 +567,9 @@ def _int_or_none(value: Any, name: str) -> int | None:
     return v
 
 
-def _sample_indices(count: int, sample: int | None, seed: int, mode: str = "subset", *, shuffle: bool = True
-                    ) -> list[int] | None:
+def _sample_indices(
+    count: int, sample: int | None, seed: int, mode: str = "subset", *, shuffle: bool = True
+) -> list[int] | None:
     """The positions of the ``sample`` sentences scored out of ``count``; None: all of them.
 
     ``"subset"``: a seeded random subset (Python's ``random``, stable across versions). ``"cotk"``: CoTK
@@ -531,9 +602,19 @@ class _BleuFamily(Metric):
     seed = 1229
     sample_mode = "subset"
 
-    def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
-                 tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True, normalize: str = "none",
-                 auto_reweigh: bool = False, _extra: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        ngram: int = 4,
+        weights: Sequence[float] | None = None,
+        smoothing: str | None = None,
+        tokenizer: Any = None,
+        dataloader: Any = None,
+        *,
+        retokenize: bool = True,
+        normalize: str = "none",
+        auto_reweigh: bool = False,
+        _extra: Mapping[str, Any] | None = None,
+    ):
         n, w = _weights(ngram, weights)
         if not isinstance(auto_reweigh, bool):
             raise MetricError(f"auto_reweigh must be true or false, not {auto_reweigh!r}")
@@ -557,12 +638,19 @@ class _BleuFamily(Metric):
         self.custom_weights = weights is not None and w != [1.0 / n] * n
         self.smoothing = _smoothing_name(smoothing if smoothing is not None else self.default_smoothing)
         if self.smoothing in CORPUS_ONLY_SMOOTHINGS and type(self).name != "bleu":
-            raise MetricError(f"smoothing {self.smoothing} is NLTK's corpus_bleu smoothing over the last sample; "
-                              f"{type(self).name} takes method0-method3")
+            raise MetricError(
+                f"smoothing {self.smoothing} is NLTK's corpus_bleu smoothing over the last sample; "
+                f"{type(self).name} takes method0-method3"
+            )
         self.tokenizer = None if tokenizer is None else self.bleu_tokenizer  # detokenizes token lists
         self.dataloader = dataloader
-        settings = {"ngram": n, "weights": w, "smoothing": self.smoothing, "tokenizer": self.token_rule,
-                    "normalize": self.normalize}
+        settings = {
+            "ngram": n,
+            "weights": w,
+            "smoothing": self.smoothing,
+            "tokenizer": self.token_rule,
+            "normalize": self.normalize,
+        }
         settings.update(_extra or {})
         super().__init__(**settings)
 
@@ -579,8 +667,9 @@ class _BleuFamily(Metric):
     def _text(self, item: Any, what: str) -> str:
         return as_text(item, self.tokenizer, self.dataloader, what)
 
-    def _texts_and_tokens(self, items: Sequence[Any], what: str, *, texts: bool = True
-                          ) -> tuple[list[str], list[list[str]]]:
+    def _texts_and_tokens(
+        self, items: Sequence[Any], what: str, *, texts: bool = True
+    ) -> tuple[list[str], list[list[str]]]:
         """The texts (for hashes) and BLEU tokens of ``items``, by the ``retokenize`` rule; without ``texts``, token
         lists scored as given are not joined into texts (an empty list instead: nothing reads them)."""
         norm = self._normalizer
@@ -598,38 +687,52 @@ class _BleuFamily(Metric):
                 tokens.append(self.bleu_tokenizer.tokenize(norm(x) if norm is not None else x))
             elif _is_ids(x):
                 if self.dataloader is None:
-                    raise MetricError(f"a {what} is a list of ids; pass dataloader= so that ids can be turned "
-                                      f"into words")
-                tokens.append([str(t) for t in self.dataloader.convert_ids_to_tokens([int(i) for i in x],
-                                                                                   trim=True)])
+                    raise MetricError(
+                        f"a {what} is a list of ids; pass dataloader= so that ids can be turned into words"
+                    )
+                tokens.append([str(t) for t in self.dataloader.convert_ids_to_tokens([int(i) for i in x], trim=True)])
             elif isinstance(x, (list, tuple, np.ndarray)):
                 tokens.append([str(t) for t in x])
             else:
-                raise MetricError(f"a {what} must be a string, a list of tokens or a list of ids, not "
-                                  f"{type(x).__name__}")
+                raise MetricError(
+                    f"a {what} must be a string, a list of tokens or a list of ids, not {type(x).__name__}"
+                )
         return [" ".join(t) for t in tokens], tokens
 
-    def _digest(self, ref_text: Sequence[Sequence[str]], ref_tok: Sequence[Sequence[Sequence[str]]]
-                ) -> "ReferenceDigest":
+    def _digest(self, ref_text: Sequence[Sequence[str]], ref_tok: Sequence[Sequence[Sequence[str]]]) -> ReferenceDigest:
         # tokens of another tokenizer than WordPunct are hashed as they were scored
         return ReferenceDigest(ref_text, ref_tok, given=not self.retokenize or not self.bleu_tokenizer.default)
 
     def _settings(self) -> list[Setting]:
         """The settings every BLEU-family value has (the hash keeps a default the signature leaves out)."""
-        hashed_tok = GIVEN_TOKENS if not self.retokenize else \
-            BLEU_TOKENIZER if self.bleu_tokenizer.default else self.bleu_tokenizer.spec
-        return [Setting("ngram", self.ngram, "n"),
-                Setting("weights", [float(x) for x in self.weights], "w", shown=[round(x, 6) for x in self.weights],
-                        elide=[1.0 / self.ngram] * self.ngram),
-                Setting("smoothing", self.smoothing, "smooth", shown="m" + self.smoothing[-1]),
-                Setting("tokenizer", hashed_tok, "tok", shown=self.token_rule),
-                Setting("normalize", self.normalize, "norm", elide="none")]
+        hashed_tok = (
+            GIVEN_TOKENS
+            if not self.retokenize
+            else BLEU_TOKENIZER
+            if self.bleu_tokenizer.default
+            else self.bleu_tokenizer.spec
+        )
+        return [
+            Setting("ngram", self.ngram, "n"),
+            Setting(
+                "weights",
+                [float(x) for x in self.weights],
+                "w",
+                shown=[round(x, 6) for x in self.weights],
+                elide=[1.0 / self.ngram] * self.ngram,
+            ),
+            Setting("smoothing", self.smoothing, "smooth", shown="m" + self.smoothing[-1]),
+            Setting("tokenizer", hashed_tok, "tok", shown=self.token_rule),
+            Setting("normalize", self.normalize, "norm", elide="none"),
+        ]
 
     def _sampling_settings(self, cotk_sampled: bool) -> list[Setting]:
         """The sampling settings of the set-level metrics: none when the whole sets were scored."""
-        return [Setting("sample", self.sample, "sample", elide=None),
-                Setting("seed", self.seed if self.sample else None, "seed", elide=None),
-                *([Setting("sample_mode", self.sample_mode, "pick")] if cotk_sampled else [])]
+        return [
+            Setting("sample", self.sample, "sample", elide=None),
+            Setting("seed", self.seed if self.sample else None, "seed", elide=None),
+            *([Setting("sample_mode", self.sample_mode, "pick")] if cotk_sampled else []),
+        ]
 
 
 class BleuMetric(_BleuFamily):
@@ -646,18 +749,38 @@ class BleuMetric(_BleuFamily):
     level = "corpus"
     cost = 1.0
 
-    def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
-                 tokenizer: Any = None, dataloader: Any = None, *, retokenize: bool = True, normalize: str = "none",
-                 denominators: str = "nltk", auto_reweigh: bool = False):
+    def __init__(
+        self,
+        ngram: int = 4,
+        weights: Sequence[float] | None = None,
+        smoothing: str | None = None,
+        tokenizer: Any = None,
+        dataloader: Any = None,
+        *,
+        retokenize: bool = True,
+        normalize: str = "none",
+        denominators: str = "nltk",
+        auto_reweigh: bool = False,
+    ):
         #: "nltk" (default): each hypothesis counts max(1, its n-grams) of each order (NLTK's corpus_bleu);
         #: "sacrebleu": the n-grams it has, and an order without any n-gram scores 0 (sacrebleu's corpus_bleu)
         self.denominators = str(denominators).strip().lower()
         if self.denominators not in DENOMINATORS:
-            raise MetricError(f"unknown denominators {denominators!r}; choose nltk (max(1, n-grams) per "
-                              f"hypothesis, NLTK's corpus_bleu) or sacrebleu (the n-grams there are)")
-        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize, normalize=normalize,
-                         auto_reweigh=auto_reweigh,
-                         _extra={"denominators": self.denominators} if self.denominators != "nltk" else None)
+            raise MetricError(
+                f"unknown denominators {denominators!r}; choose nltk (max(1, n-grams) per "
+                f"hypothesis, NLTK's corpus_bleu) or sacrebleu (the n-grams there are)"
+            )
+        super().__init__(
+            ngram,
+            weights,
+            smoothing,
+            tokenizer,
+            dataloader,
+            retokenize=retokenize,
+            normalize=normalize,
+            auto_reweigh=auto_reweigh,
+            _extra={"denominators": self.denominators} if self.denominators != "nltk" else None,
+        )
 
     @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
@@ -670,8 +793,9 @@ class BleuMetric(_BleuFamily):
                 raise MetricError(f"hypothesis {i} has no references; bleu needs at least one per hypothesis")
         _, hyp_tok = self._texts_and_tokens(hyps, "hypothesis", texts=False)
         # token lists scored as given are hashed as such (ReferenceDigest(given=True)): no texts to join
-        flat_text, flat_tok = self._texts_and_tokens(list(chain.from_iterable(refs)), "reference",
-                                                     texts=self.retokenize)
+        flat_text, flat_tok = self._texts_and_tokens(
+            list(chain.from_iterable(refs)), "reference", texts=self.retokenize
+        )
         ref_tok = _regroup(flat_tok, refs)
         ref_text = _regroup(flat_text, refs) if self.retokenize else refs
         nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
@@ -690,19 +814,30 @@ class BleuMetric(_BleuFamily):
         else:
             value = bleu_from_counts(nums, dens, hyp_len, ref_len, weights, self.smoothing)
         counts = sorted(set(map(len, refs)))
-        decl = Declaration(self.name, self.version, [
-            *self._settings(),
-            *([Setting("auto_reweigh", True, "reweigh", shown="yes")] if self.auto_reweigh else []),
-            *([Setting("denominators", self.denominators, "den")] if self.denominators != "nltk" else []),
-            Setting.signature_only("refs", str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}",
-                                   why=COUNTED_INPUTS)])
+        decl = Declaration(
+            self.name,
+            self.version,
+            [
+                *self._settings(),
+                *([Setting("auto_reweigh", True, "reweigh", shown="yes")] if self.auto_reweigh else []),
+                *([Setting("denominators", self.denominators, "den")] if self.denominators != "nltk" else []),
+                Setting.signature_only(
+                    "refs", str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}", why=COUNTED_INPUTS
+                ),
+            ],
+        )
         digest = self._digest(ref_text, ref_tok)
         return decl.entry(self.name, value, lambda settings: digest.hash_of(self.name, settings))
 
 
 @without_gc
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], ngram: int = 4,
-                weights: Sequence[float] | None = None, smoothing: str = "method3") -> float:
+def corpus_bleu(
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str]],
+    ngram: int = 4,
+    weights: Sequence[float] | None = None,
+    smoothing: str = "method3",
+) -> float:
     """Corpus BLEU of hypothesis strings against lists of reference strings (re-tokenized with WordPunct)."""
     n, w = _weights(ngram, weights)
     hyps = tokenize_texts(hypotheses)
@@ -741,13 +876,31 @@ class SelfBleuMetric(_BleuFamily):
     level = "sentence"
     cost = 2.0
 
-    def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
-                 tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
-                 sample_mode: str = "subset", retokenize: bool = True, normalize: str = "none"):
+    def __init__(
+        self,
+        ngram: int = 4,
+        weights: Sequence[float] | None = None,
+        smoothing: str | None = None,
+        tokenizer: Any = None,
+        dataloader: Any = None,
+        sample: int | None = None,
+        seed: int = 1229,
+        sample_mode: str = "subset",
+        retokenize: bool = True,
+        normalize: str = "none",
+    ):
         self.sample, self.seed = _sampling(sample, seed)
         self.sample_mode = _sample_mode(sample_mode)
-        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize, normalize=normalize,
-                         _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode})
+        super().__init__(
+            ngram,
+            weights,
+            smoothing,
+            tokenizer,
+            dataloader,
+            retokenize=retokenize,
+            normalize=normalize,
+            _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode},
+        )
 
     @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
@@ -756,14 +909,18 @@ class SelfBleuMetric(_BleuFamily):
         if idx is not None:
             items = [items[i] for i in idx]
         if len(items) < 2:
-            raise MetricError(f"self-bleu needs at least two sentences (each is scored against the others), "
-                              f"got {len(items)}")
+            raise MetricError(
+                f"self-bleu needs at least two sentences (each is scored against the others), got {len(items)}"
+            )
         _, tokens = self._texts_and_tokens(items, "hypothesis")
         scores = self_bleu_scores(tokens, self.ngram, self.weights, self.smoothing)
         value = math.fsum(scores) / len(scores)
         cotk_sampled = idx is not None and self.sample_mode == "cotk"  # another subset: never the default's hash
-        decl = Declaration(self.name, self.version, [*self._settings(), Setting("sentences", len(items), "size"),
-                                                     *self._sampling_settings(cotk_sampled)])
+        decl = Declaration(
+            self.name,
+            self.version,
+            [*self._settings(), Setting("sentences", len(items), "size"), *self._sampling_settings(cotk_sampled)],
+        )
         return decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, []))
 
 
@@ -786,13 +943,31 @@ class FwBwBleuMetric(_BleuFamily):
     cost = 3.0
     result_keys = r"fw-bleu|bw-bleu|fw-bw-bleu"
 
-    def __init__(self, ngram: int = 4, weights: Sequence[float] | None = None, smoothing: str | None = None,
-                 tokenizer: Any = None, dataloader: Any = None, sample: int | None = None, seed: int = 1229,
-                 sample_mode: str = "subset", retokenize: bool = True, normalize: str = "none"):
+    def __init__(
+        self,
+        ngram: int = 4,
+        weights: Sequence[float] | None = None,
+        smoothing: str | None = None,
+        tokenizer: Any = None,
+        dataloader: Any = None,
+        sample: int | None = None,
+        seed: int = 1229,
+        sample_mode: str = "subset",
+        retokenize: bool = True,
+        normalize: str = "none",
+    ):
         self.sample, self.seed = _sampling(sample, seed)
         self.sample_mode = _sample_mode(sample_mode)
-        super().__init__(ngram, weights, smoothing, tokenizer, dataloader, retokenize=retokenize, normalize=normalize,
-                         _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode})
+        super().__init__(
+            ngram,
+            weights,
+            smoothing,
+            tokenizer,
+            dataloader,
+            retokenize=retokenize,
+            normalize=normalize,
+            _extra={"sample": self.sample, "seed": self.seed, "sample_mode": self.sample_mode},
+        )
 
     def forward(self, batch: Mapping[str, Any]) -> None:
         hyps = batch["hyps"] if "hyps" in batch else batch.get("gen")
@@ -819,20 +994,19 @@ class FwBwBleuMetric(_BleuFamily):
             elif isinstance(r, (list, tuple)):
                 flat.extend(r)  # a reference list
             else:
-                raise MetricError(f"a reference must be a string, a token list or an id list, not "
-                                  f"{type(r).__name__}")
+                raise MetricError(f"a reference must be a string, a token list or an id list, not {type(r).__name__}")
         hyps = list(hypotheses)
         if not hyps or not flat:
-            raise MetricError(f"fw-bw-bleu needs generated sentences and references, got {len(hyps)} and "
-                              f"{len(flat)}")
+            raise MetricError(f"fw-bw-bleu needs generated sentences and references, got {len(hyps)} and {len(flat)}")
         hidx = _sample_indices(len(hyps), self.sample, self.seed, self.sample_mode, shuffle=False)
         ridx = _sample_indices(len(flat), self.sample, self.seed, self.sample_mode, shuffle=False)
         h_used = hyps if hidx is None else [hyps[i] for i in hidx]
         ref_text, ref_tok = self._texts_and_tokens(flat, "reference")
         r_used = ref_text if ridx is None else [ref_text[i] for i in ridx]
         r_tok = ref_tok if ridx is None else [ref_tok[i] for i in ridx]
-        fw, bw = set_bleu_scores(self._texts_and_tokens(h_used, "hypothesis")[1], r_tok, self.ngram, self.weights,
-                                 self.smoothing, both=True)
+        fw, bw = set_bleu_scores(
+            self._texts_and_tokens(h_used, "hypothesis")[1], r_tok, self.ngram, self.weights, self.smoothing, both=True
+        )
         digest = self._digest([[r] for r in ref_text], [[t] for t in ref_tok])
         fw_v = math.fsum(fw) / len(fw)
         bw_v = math.fsum(bw) / len(bw)
@@ -841,11 +1015,17 @@ class FwBwBleuMetric(_BleuFamily):
         # other sentences than the default's subset: never the same hash
         cotk_sampled = self.sample_mode == "cotk" and (hidx is not None or ridx is not None)
         for key, value, with_hyps in (("fw-bleu", fw_v, False), ("bw-bleu", bw_v, True), ("fw-bw-bleu", hm, True)):
-            decl = Declaration(key, self.version, [
-                *self._settings(), Setting("references", len(r_used), "refs"),
-                # backward BLEU grows with the generated set's size, as Self-BLEU does
-                *([Setting("hypotheses", len(h_used), "hyps")] if with_hyps else []),
-                *self._sampling_settings(cotk_sampled)])
+            decl = Declaration(
+                key,
+                self.version,
+                [
+                    *self._settings(),
+                    Setting("references", len(r_used), "refs"),
+                    # backward BLEU grows with the generated set's size, as Self-BLEU does
+                    *([Setting("hypotheses", len(h_used), "hyps")] if with_hyps else []),
+                    *self._sampling_settings(cotk_sampled),
+                ],
+            )
             out.update(decl.entry(key, value, partial(digest.hash_of, key)))
         return out
 
@@ -861,7 +1041,7 @@ def _regroup(flat: list[Any], groups: Sequence[Sequence[Any]]) -> list[list[Any]
         return [[x] for x in flat]
     out, start = [], 0
     for g in groups:
-        out.append(flat[start:start + len(g)])
+        out.append(flat[start : start + len(g)])
         start += len(g)
     return out
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 from .base import MetricError
 
@@ -25,7 +26,7 @@ Precision = Fraction | float  # an n-gram precision: NLTK's Fractions, floats on
 
 
 def _ngrams(tokens: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)) if len(tokens) >= n else Counter()
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)) if len(tokens) >= n else Counter()
 
 
 def modified_precision(references: Sequence[Sequence[str]], hypothesis: Sequence[str], n: int) -> Fraction:
@@ -44,13 +45,12 @@ def _method4(p_n: list[Precision], raw: Sequence[tuple[int, int]], hyp_len: int)
     inc = 1
     for i, (num, den) in enumerate(raw):
         if num == 0 and hyp_len > 1:
-            p_n[i] = (1 / (2 ** inc * K / math.log(hyp_len))) / den
+            p_n[i] = (1 / (2**inc * K / math.log(hyp_len))) / den
             inc += 1
     return p_n
 
 
-def _method5(p_n: list[Precision], references: Sequence[Sequence[str]], hypothesis: Sequence[str]
-             ) -> list[Precision]:
+def _method5(p_n: list[Precision], references: Sequence[Sequence[str]], hypothesis: Sequence[str]) -> list[Precision]:
     plus1 = p_n + [modified_precision(references, hypothesis, 5)]
     m = {-1: p_n[0] + 1}
     for i, p_i in enumerate(p_n):
@@ -59,11 +59,12 @@ def _method5(p_n: list[Precision], references: Sequence[Sequence[str]], hypothes
     return p_n
 
 
-def _method6(p_n: list[Precision], raw: Sequence[tuple[int, int]], hypothesis: Sequence[str]
-             ) -> list[Precision]:
+def _method6(p_n: list[Precision], raw: Sequence[tuple[int, int]], hypothesis: Sequence[str]) -> list[Precision]:
     if len(p_n) < 3 or not p_n[2]:
-        raise MetricError("smoothing method6 needs a non-zero trigram precision (NLTK refuses it too): use "
-                          "ngram >= 3 and hypotheses that share trigrams with their references")
+        raise MetricError(
+            "smoothing method6 needs a non-zero trigram precision (NLTK refuses it too): use "
+            "ngram >= 3 and hypotheses that share trigrams with their references"
+        )
     for i in range(2, len(p_n)):
         pi0 = 0 if p_n[i - 2] == 0 else p_n[i - 1] ** 2 / p_n[i - 2]
         m = raw[i][0]
@@ -72,8 +73,14 @@ def _method6(p_n: list[Precision], raw: Sequence[tuple[int, int]], hypothesis: S
     return p_n
 
 
-def smoothed(nums: Sequence[int], dens: Sequence[int], smoothing: str, hyp_len: int,
-             last_refs: Sequence[Sequence[str]], last_hyp: Sequence[str]) -> list[Any]:
+def smoothed(
+    nums: Sequence[int],
+    dens: Sequence[int],
+    smoothing: str,
+    hyp_len: int,
+    last_refs: Sequence[Sequence[str]],
+    last_hyp: Sequence[str],
+) -> list[Any]:
     """The modified precisions after ``SmoothingFunction().<smoothing>`` (``method4``-``method7``), as NLTK's
     ``corpus_bleu`` computes them: ``hyp_len`` the corpus' hypothesis length, ``last_refs``/``last_hyp`` the
     last sample's token lists."""
@@ -97,8 +104,16 @@ def brevity_penalty(closest_ref_len: int, hyp_len: int) -> float:
     return math.exp(1 - closest_ref_len / hyp_len)
 
 
-def corpus_value(nums: Sequence[int], dens: Sequence[int], hyp_len: int, ref_len: int, weights: Sequence[float],
-                 smoothing: str, last_refs: Sequence[Sequence[str]], last_hyp: Sequence[str]) -> float:
+def corpus_value(
+    nums: Sequence[int],
+    dens: Sequence[int],
+    hyp_len: int,
+    ref_len: int,
+    weights: Sequence[float],
+    smoothing: str,
+    last_refs: Sequence[Sequence[str]],
+    last_hyp: Sequence[str],
+) -> float:
     """NLTK ``corpus_bleu`` from the summed counts with ``method4``-``method7``."""
     if nums[0] == 0:
         return 0.0

@@ -16,12 +16,13 @@ readable join for ``nltk``, a space for the others) and tokenized again.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from ..text.reference_hashes import BLEU_TOKENIZER
 from .base import MetricError
 from .ngrams import _ATOMIC_SPLIT, has_special, tokenize_texts
 from .normalization import NORMALIZATIONS, normalization, normalizer
-from ..text.reference_hashes import BLEU_TOKENIZER
 
 DEFAULT_NAMES = (None, "nltk", "wordpunct", BLEU_TOKENIZER)
 
@@ -31,8 +32,15 @@ class BleuTokenizer:
     the dataloaders' ``reference_hashes``, else the tokenizer's settings), ``tokenize``/``tokenize_many`` (special
     tokens kept whole) and ``detokenize``."""
 
-    def __init__(self, name: str, spec: Any, many: Callable[[Sequence[str]], list[list[str]]],
-                 detokenize: Callable[[Sequence[str]], str], *, default: bool = False):
+    def __init__(
+        self,
+        name: str,
+        spec: Any,
+        many: Callable[[Sequence[str]], list[list[str]]],
+        detokenize: Callable[[Sequence[str]], str],
+        *,
+        default: bool = False,
+    ):
         self.name = name
         self.spec = spec
         self._many = many
@@ -81,8 +89,12 @@ def get_bleu_tokenizer(tokenizer: Any = None) -> BleuTokenizer:
     if tokenizer in DEFAULT_NAMES:
         return _default()
     if tokenizer == "space":
-        return BleuTokenizer("space", {"name": "space", "method": "whitespace", "version": "1"},
-                             _with_specials(lambda texts: list(map(str.split, texts))), " ".join)
+        return BleuTokenizer(
+            "space",
+            {"name": "space", "method": "whitespace", "version": "1"},
+            _with_specials(lambda texts: list(map(str.split, texts))),
+            " ".join,
+        )
     if isinstance(tokenizer, str):
         from ..data.tokenizers import get_tokenizer
         from ..errors import CotkError
@@ -90,10 +102,15 @@ def get_bleu_tokenizer(tokenizer: Any = None) -> BleuTokenizer:
         try:
             tok = get_tokenizer(tokenizer)
         except CotkError as exc:
-            message = exc.message if "unknown tokenizer" not in exc.message else (
-                f"unknown tokenizer {tokenizer!r} for the BLEU family; choose nltk (WordPunct, the default), 13a, "
-                f"intl, zh, char, ja-mecab, ko-mecab, space or a registered tokenizer "
-                f"({exc.message.partition('registered: ')[2] or 'none'})")
+            message = (
+                exc.message
+                if "unknown tokenizer" not in exc.message
+                else (
+                    f"unknown tokenizer {tokenizer!r} for the BLEU family; choose nltk (WordPunct, the default), 13a, "
+                    f"intl, zh, char, ja-mecab, ko-mecab, space or a registered tokenizer "
+                    f"({exc.message.partition('registered: ')[2] or 'none'})"
+                )
+            )
             raise MetricError(message) from None
     else:
         tok = tokenizer

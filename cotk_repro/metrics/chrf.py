@@ -15,12 +15,13 @@ reference streams). The signature names every setting as sacrebleu's does
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from .base import Metric, MetricError
-from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 from ..text.reference_hashes import reference_set_hash
 from ._text import as_text, check_samples
+from .base import Metric, MetricError
+from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 
 CHRF_VERSION = "1"
 
@@ -39,8 +40,9 @@ def check_int(value: Any, what: str, low: int, high: int) -> int:
     return value
 
 
-def text_inputs(name: str, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
-                ) -> tuple[list[str], list[list[str]], list[list[str | None]]]:
+def text_inputs(
+    name: str, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+) -> tuple[list[str], list[list[str]], list[list[str | None]]]:
     """Hypothesis strings, reference lists and sacrebleu's reference streams (padded with None where a
     hypothesis has fewer references). A token list is joined with spaces; an empty corpus or a hypothesis
     without a reference is refused."""
@@ -77,8 +79,16 @@ class ChrfMetric(Metric):
     cost = 3.0
     result_keys = "chrf"
 
-    def __init__(self, char_order: int = 6, word_order: int = 0, beta: int = 2, whitespace: bool = False,
-                 lowercase: bool = False, eps_smoothing: bool = False, per_sentence: bool = False) -> None:
+    def __init__(
+        self,
+        char_order: int = 6,
+        word_order: int = 0,
+        beta: int = 2,
+        whitespace: bool = False,
+        lowercase: bool = False,
+        eps_smoothing: bool = False,
+        per_sentence: bool = False,
+    ) -> None:
         self.char_order = check_int(char_order, "char_order", 0, 100)
         self.word_order = check_int(word_order, "word_order", 0, 100)
         if self.char_order + self.word_order == 0:
@@ -88,27 +98,44 @@ class ChrfMetric(Metric):
         self.lowercase = check_bool(lowercase, "lowercase")
         self.eps_smoothing = check_bool(eps_smoothing, "eps_smoothing")
         self.per_sentence = check_bool(per_sentence, "per_sentence")
-        super().__init__(char_order=self.char_order, word_order=self.word_order, beta=self.beta,
-                         whitespace=self.whitespace, lowercase=self.lowercase, eps_smoothing=self.eps_smoothing)
+        super().__init__(
+            char_order=self.char_order,
+            word_order=self.word_order,
+            beta=self.beta,
+            whitespace=self.whitespace,
+            lowercase=self.lowercase,
+            eps_smoothing=self.eps_smoothing,
+        )
 
     def sacrebleu_metric(self) -> Any:
         """sacrebleu's ``CHRF`` with these settings."""
         from sacrebleu.metrics import CHRF
 
-        return CHRF(char_order=self.char_order, word_order=self.word_order, beta=self.beta,
-                    lowercase=self.lowercase, whitespace=self.whitespace, eps_smoothing=self.eps_smoothing)
+        return CHRF(
+            char_order=self.char_order,
+            word_order=self.word_order,
+            beta=self.beta,
+            lowercase=self.lowercase,
+            whitespace=self.whitespace,
+            eps_smoothing=self.eps_smoothing,
+        )
 
     def declaration(self, refs: Sequence[Sequence[str]]) -> Declaration:
         """The hashed settings and the signature's fields (in sacrebleu's terms) of a score against ``refs``."""
-        return Declaration(self.name, self.version, [
-            Setting("char_order", self.char_order, "nc"),
-            Setting("word_order", self.word_order, "nw"),
-            Setting("beta", self.beta, "beta"),
-            Setting("lowercase", self.lowercase, "case", shown="lc" if self.lowercase else "mixed"),
-            Setting("eps_smoothing", self.eps_smoothing, "eff", shown="no" if self.eps_smoothing else "yes"),
-            Setting("whitespace", self.whitespace, "ws", shown="yes" if self.whitespace else "no"),
-            Setting.signature_only("refs", refs_label(refs), why=COUNTED_INPUTS),
-            Setting.hash_only("scale", "0-1", why=FIXED_BY_VERSION)])
+        return Declaration(
+            self.name,
+            self.version,
+            [
+                Setting("char_order", self.char_order, "nc"),
+                Setting("word_order", self.word_order, "nw"),
+                Setting("beta", self.beta, "beta"),
+                Setting("lowercase", self.lowercase, "case", shown="lc" if self.lowercase else "mixed"),
+                Setting("eps_smoothing", self.eps_smoothing, "eff", shown="no" if self.eps_smoothing else "yes"),
+                Setting("whitespace", self.whitespace, "ws", shown="yes" if self.whitespace else "no"),
+                Setting.signature_only("refs", refs_label(refs), why=COUNTED_INPUTS),
+                Setting.hash_only("scale", "0-1", why=FIXED_BY_VERSION),
+            ],
+        )
 
     def sentence_scores(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]]) -> list[float]:
         """sacrebleu's ``sentence_score`` of each hypothesis against its references, divided by 100."""
@@ -124,15 +151,15 @@ class ChrfMetric(Metric):
 
         return best_statistics(self.sacrebleu_metric(), hyps, refs)
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs, _ = text_inputs(self.name, hypotheses, references)
         m = self.sacrebleu_metric()
         best = self.best_statistics(hyps, refs)
         value = m._compute_f_score(best.sum(axis=0).tolist()) / 100.0
         hashed = ([[r.lower() if self.lowercase else r] for r in rs] for rs in refs)
-        out = self.declaration(refs).entry(self.name, value,
-                                           lambda settings: reference_set_hash(self.name, settings, hashed))
+        out = self.declaration(refs).entry(
+            self.name, value, lambda settings: reference_set_hash(self.name, settings, hashed)
+        )
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = [m._compute_f_score(row) / 100.0 for row in best.tolist()]
         return out

@@ -23,7 +23,8 @@ sacrebleu's. The texts' preparation is sacrebleu's too, done for the corpus at o
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,8 +52,9 @@ def _spans(flags: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return spans
 
 
-def text_symbols(texts: Sequence[str], whitespace: bool, words: bool, remove_punctuation: Callable[[str], list[str]]
-                 ) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[np.ndarray, np.ndarray] | None]:
+def text_symbols(
+    texts: Sequence[str], whitespace: bool, words: bool, remove_punctuation: Callable[[str], list[str]]
+) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[np.ndarray, np.ndarray] | None]:
     """``(chars, words)``: each ``(symbols, lengths)`` or None when ``words`` is false: the code points of every
     text (without whitespace unless ``whitespace``) and the ids of every text's chrF++ words
     (``remove_punctuation`` of each word ``str.split`` gives), concatenated, with each text's length."""
@@ -103,7 +105,9 @@ def text_symbols(texts: Sequence[str], whitespace: bool, words: bool, remove_pun
     return chars, (symbols, _spans(width, per_text) if len(width) else np.zeros(len(texts), dtype=np.int64))
 
 
-def _words_one_by_one(texts: Sequence[str], remove_punctuation: Callable[[str], list[str]]) -> tuple[np.ndarray, np.ndarray]:
+def _words_one_by_one(
+    texts: Sequence[str], remove_punctuation: Callable[[str], list[str]]
+) -> tuple[np.ndarray, np.ndarray]:
     ids: dict[str, int] = {}
     token_lists = [remove_punctuation(t) for t in texts]
     flat = [ids.setdefault(t, len(ids)) for tokens in token_lists for t in tokens]
@@ -144,8 +148,16 @@ def _ranked_in_pairs(seq: np.ndarray, pair: np.ndarray, pair_bits: int, distinct
     return out, int(local.max()) if total else 0
 
 
-def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
-                      owner: np.ndarray, *, key_bits: int = 63, totals: bool = False) -> np.ndarray | None:
+def sorted_statistics(
+    symbols: np.ndarray,
+    lengths: np.ndarray,
+    max_order: int,
+    n_hyps: int,
+    owner: np.ndarray,
+    *,
+    key_bits: int = 63,
+    totals: bool = False,
+) -> np.ndarray | None:
     """``(references, max_order, 3)`` int64 as :func:`order_statistics`, from one sort of one key per position of
     every (hypothesis, reference) pair; None when those keys need more than ``key_bits`` bits. ``totals``: only
     the matches of each order summed over the pairs, ``(max_order,)`` (corpus BLEU's clipped counts)."""
@@ -194,7 +206,7 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
     window = np.left_shift(seq, width * (max_order - 1))
     shifted = np.empty_like(window)
     for i in range(1, max_order):
-        np.left_shift(ext[i:i + total], width * (max_order - 1 - i), out=shifted)
+        np.left_shift(ext[i : i + total], width * (max_order - 1 - i), out=shifted)
         window |= shifted
     del ext, shifted
     # the last max_order - 1 positions of each text: padding after their k symbols
@@ -241,8 +253,9 @@ def sorted_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, 
     return matched if totals else out
 
 
-def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
-                     owner: np.ndarray, *, key_limit: int = 2 ** 62) -> np.ndarray:
+def order_statistics(
+    symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int, owner: np.ndarray, *, key_limit: int = 2**62
+) -> np.ndarray:
     """``(references, max_order, 3)`` int64: per reference and order, sacrebleu's [hyp, ref, match] counts.
 
     ``symbols``/``lengths``: the hypotheses (texts 0..n_hyps-1), then the references; ``owner[j]``: the
@@ -272,12 +285,12 @@ def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n
                 _, key = np.unique(key, return_inverse=True)
                 key = key.reshape(-1).astype(np.int64)
                 bound = int(key.max()) + 1 if len(key) else 1
-            key = key[:-1] * V + sym[n - 1:]
+            key = key[:-1] * V + sym[n - 1 :]
             bound *= V
-        valid = left[:len(key)] >= n
+        valid = left[: len(key)] >= n
         if not valid.any():
             break
-        texts = text_of[:len(key)][valid]
+        texts = text_of[: len(key)][valid]
         uniq, counts = np.unique(key[valid] * span + texts, return_counts=True)
         u_text = uniq % span
         per_text = np.bincount(u_text, weights=counts, minlength=n_texts).astype(np.int64)
@@ -289,7 +302,9 @@ def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n
         if len(h_key) and len(r_key):
             at = np.minimum(np.searchsorted(h_key, r_key), len(h_key) - 1)
             hit = h_key[at] == r_key
-            match: np.ndarray = np.bincount(r_idx[hit], weights=np.minimum(h_cnt[at[hit]], r_cnt[hit]), minlength=n_refs)
+            match: np.ndarray = np.bincount(
+                r_idx[hit], weights=np.minimum(h_cnt[at[hit]], r_cnt[hit]), minlength=n_refs
+            )
         else:
             match = np.zeros(n_refs, dtype=np.float64)
         ref_total = per_text[n_hyps:]
@@ -304,8 +319,7 @@ def order_statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n
 PAIR_BLOCK = 2048
 
 
-def pair_blocks(symbols: np.ndarray, lengths: np.ndarray, n_pairs: int
-                ) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+def pair_blocks(symbols: np.ndarray, lengths: np.ndarray, n_pairs: int) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
     """``(symbols, lengths, pairs)`` of each block of :data:`PAIR_BLOCK` pairs, in order, for texts laid out as
     ``n_pairs`` hypotheses then their ``n_pairs`` references (one each): the block's hypotheses, then theirs."""
     if n_pairs <= PAIR_BLOCK:
@@ -315,17 +329,23 @@ def pair_blocks(symbols: np.ndarray, lengths: np.ndarray, n_pairs: int
     ref_at = int(hyp_at[-1]) + np.concatenate(([0], np.cumsum(lengths[n_pairs:])))
     for lo in range(0, n_pairs, PAIR_BLOCK):
         hi = min(n_pairs, lo + PAIR_BLOCK)
-        yield (np.concatenate((symbols[hyp_at[lo]:hyp_at[hi]], symbols[ref_at[lo]:ref_at[hi]])),
-               np.concatenate((lengths[lo:hi], lengths[n_pairs + lo:n_pairs + hi])), hi - lo)
+        yield (
+            np.concatenate((symbols[hyp_at[lo] : hyp_at[hi]], symbols[ref_at[lo] : ref_at[hi]])),
+            np.concatenate((lengths[lo:hi], lengths[n_pairs + lo : n_pairs + hi])),
+            hi - lo,
+        )
 
 
-def statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int,
-               owner: np.ndarray) -> np.ndarray:
+def statistics(symbols: np.ndarray, lengths: np.ndarray, max_order: int, n_hyps: int, owner: np.ndarray) -> np.ndarray:
     """:func:`sorted_statistics`, or :func:`order_statistics` where its keys do not fit; with one reference each,
     on blocks of pairs (:func:`pair_blocks`)."""
     if len(owner) == n_hyps and n_hyps > PAIR_BLOCK and np.array_equal(owner, np.arange(n_hyps)):
-        return np.concatenate([statistics(s, n, max_order, k, np.arange(k, dtype=np.int64))
-                               for s, n, k in pair_blocks(symbols, lengths, n_hyps)])
+        return np.concatenate(
+            [
+                statistics(s, n, max_order, k, np.arange(k, dtype=np.int64))
+                for s, n, k in pair_blocks(symbols, lengths, n_hyps)
+            ]
+        )
     out = sorted_statistics(symbols, lengths, max_order, n_hyps, owner)
     return order_statistics(symbols, lengths, max_order, n_hyps, owner) if out is None else out
 
@@ -338,8 +358,7 @@ def chrf_statistics(metric: Any, hyps: Sequence[str], refs: Sequence[Sequence[st
         refs = [[r.lower() for r in rs] for rs in refs]
     flat = [r for rs in refs for r in rs]
     owner = np.repeat(np.arange(len(hyps), dtype=np.int64), [len(rs) for rs in refs])
-    chars, words = text_symbols(list(hyps) + flat, metric.whitespace, metric.word_order > 0,
-                                metric._remove_punctuation)
+    chars, words = text_symbols(list(hyps) + flat, metric.whitespace, metric.word_order > 0, metric._remove_punctuation)
     parts = []
     if metric.char_order and chars is not None:
         parts.append(statistics(chars[0], chars[1], metric.char_order, len(hyps), owner))

@@ -27,7 +27,8 @@ are comparable exactly when their reference sets are equal.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -40,8 +41,9 @@ from .ngrams import NgramIndex
 CIDER_VERSION = "1"
 
 
-def cider_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence[str]]], max_n: int = 4,
-                 sigma: float = 6.0) -> np.ndarray:
+def cider_scores(
+    hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence[str]]], max_n: int = 4, sigma: float = 6.0
+) -> np.ndarray:
     """Per-hypothesis CIDEr-D of token lists ``hyps`` against ``refs`` (for each hypothesis, its reference
     token lists), with the IDF from ``refs``; pycocoevalcap's ``CiderScorer`` values."""
     H = len(hyps)
@@ -58,7 +60,7 @@ def cider_scores(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence
     # pycocoevalcap's "length" is the number of bigram occurrences counted (none when max_n is 1)
     lengths = np.maximum(index.lengths - 1, 0).astype(np.float64) * (max_n >= 2)
     delta = lengths[H:] - lengths[owner]
-    penalty = np.e ** (-(delta ** 2) / (2 * sigma ** 2))
+    penalty = np.e ** (-(delta**2) / (2 * sigma**2))
     total = np.zeros(R)  # per (hypothesis, reference) pair: the sum over orders
     for n in range(1, max_n + 1):
         code, sent, cnt = index.counts(n)  # unique (code, sentence), sorted by code then sentence
@@ -109,8 +111,7 @@ class CiderMetric(Metric):
     result_keys = "cider"
     key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
-    def __init__(self, ngram: int = 4, sigma: float = 6.0, tokenizer: Any = "space", normalize: str = "none"
-                 ) -> None:
+    def __init__(self, ngram: int = 4, sigma: float = 6.0, tokenizer: Any = "space", normalize: str = "none") -> None:
         orders = as_int_list(ngram, "ngram")
         if len(orders) != 1:
             raise MetricError(f"ngram must be one integer (the largest order), not {ngram!r}")
@@ -119,26 +120,33 @@ class CiderMetric(Metric):
         self._tok = resolve_tokenizer(tokenizer, normalize)
         super().__init__(ngram=self.ngram, sigma=self.sigma, tokenizer=self._tok.spec)
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         """CIDEr-D of ``hypotheses`` (strings or token lists) against ``references`` (a list of references
         per hypothesis)."""
         hyps = check_hypotheses(hypotheses)
         refs = check_references(hyps, references)
         if not hyps:
             raise MetricError("cider needs at least one hypothesis")
-        if self._tok.name == "space" and all(type(h) is str for h in hyps) \
-                and all(type(r) is str for rs in refs for r in rs):  # the common case, without per-text checks
+        if (
+            self._tok.name == "space"
+            and all(type(h) is str for h in hyps)
+            and all(type(r) is str for rs in refs for r in rs)
+        ):  # the common case, without per-text checks
             hyp_toks = [h.split() for h in hyps]
             ref_toks = [[r.split() for r in rs] for rs in refs]
         else:
             hyp_toks = self._tok.many(hyps)
             ref_toks = [self._tok.many(rs) for rs in refs]
         score = float(np.mean(cider_scores(hyp_toks, ref_toks, self.ngram, self.sigma)))
-        decl = Declaration("cider-d", self.version, [
-            Setting("ngram", self.ngram, "n"),
-            Setting("sigma", self.sigma, "sigma"),
-            Setting("tokenizer", self._tok.spec, "tok", shown=self._tok.name),
-            Setting.signature_only("idf", "refs", why=FIXED_BY_VERSION),
-            Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS)])
+        decl = Declaration(
+            "cider-d",
+            self.version,
+            [
+                Setting("ngram", self.ngram, "n"),
+                Setting("sigma", self.sigma, "sigma"),
+                Setting("tokenizer", self._tok.spec, "tok", shown=self._tok.name),
+                Setting.signature_only("idf", "refs", why=FIXED_BY_VERSION),
+                Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS),
+            ],
+        )
         return decl.entry(self.name, score, lambda settings: reference_set_hash(self.name, settings, ref_toks))

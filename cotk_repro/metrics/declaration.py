@@ -53,9 +53,19 @@ REFERENCES_DIGEST: Final = "a digest of the references, hashed as every referenc
 #: a label the signature shows for readers, derived from hashed settings
 DERIVED_LABEL: Final = "a readable label derived from hashed settings"
 
-EXCEPTIONS: Final = (COUNTED_INPUTS, FIXED_BY_VERSION, NAMED_FIRST, PART_OF_HASHED, HASH_ONLY_AS_PUBLISHED,
-                     SHOWN_WITH_ANOTHER, SYSTEM_OUTPUT_SIZE, EVALUATED_MODEL_SIGNED, READABLE_NAME, REFERENCES_DIGEST,
-                     DERIVED_LABEL)
+EXCEPTIONS: Final = (
+    COUNTED_INPUTS,
+    FIXED_BY_VERSION,
+    NAMED_FIRST,
+    PART_OF_HASHED,
+    HASH_ONLY_AS_PUBLISHED,
+    SHOWN_WITH_ANOTHER,
+    SYSTEM_OUTPUT_SIZE,
+    EVALUATED_MODEL_SIGNED,
+    READABLE_NAME,
+    REFERENCES_DIGEST,
+    DERIVED_LABEL,
+)
 
 
 class _Unset(enum.Enum):
@@ -88,8 +98,10 @@ class Setting:
         if self.key is None and self.abbrev is None:
             raise ValueError("a setting needs a hash key, a signature abbreviation or both")
         if (self.key is None or self.abbrev is None) and self.why not in EXCEPTIONS:
-            raise ValueError(f"setting {self.key or self.abbrev!r} is on one side only: give why= one of "
-                             f"declaration.EXCEPTIONS, not {self.why!r}")
+            raise ValueError(
+                f"setting {self.key or self.abbrev!r} is on one side only: give why= one of "
+                f"declaration.EXCEPTIONS, not {self.why!r}"
+            )
 
     @classmethod
     def hash_only(cls, key: str, value: Any, *, why: str) -> Setting:
@@ -139,8 +151,9 @@ class Declaration:
 
     def signature(self) -> str:
         """The readable signature: ``name|abbrev:shown|...|v:version``."""
-        return signature(self.name, {s.abbrev: s.shown_value for s in self.settings if s.signed and s.abbrev},
-                         self.version)
+        return signature(
+            self.name, {s.abbrev: s.shown_value for s in self.settings if s.signed and s.abbrev}, self.version
+        )
 
     def entry(self, key: str, value: float, hasher: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
         """The result entry of ``key``: its value, ``hasher(self.hashed())`` and :meth:`signature`."""

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..core.canonical import hash_object
 from ..text.reference_hashes import reference_set_hash
+from ._text import as_int_list, check_hypotheses, ngrams, resolve_tokenizer
 from .base import Metric, MetricError, check_references
 from .declaration import COUNTED_INPUTS, NAMED_FIRST, Declaration, Setting
-from ._text import as_int_list, check_hypotheses, ngrams, resolve_tokenizer
 
 
 def distinct_n(token_lists: Sequence[Sequence[str]], n: int, padded: bool = False) -> float:
@@ -68,16 +69,22 @@ class _ReferenceFree(Metric):
         """Settings a subclass adds after the metric's own (group-entropy's augmentation)."""
         return []
 
-    def _entry(self, key: str, value: float, n: int, n_hyps: int, refs: list[list[Any]] | None,
-               extra: Sequence[Setting]) -> dict[str, Any]:
-        decl = Declaration(self.name, self.version, [
-            Setting.hash_only("metric", self.name, why=NAMED_FIRST),
-            Setting("ngram", n, "n"),
-            *extra,
-            *self.more_settings(),
-            Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
-            Setting("hypotheses", n_hyps, "hyps"),
-            Setting.signature_only("refs", "none" if refs is None else len(refs), why=COUNTED_INPUTS)])
+    def _entry(
+        self, key: str, value: float, n: int, n_hyps: int, refs: list[list[Any]] | None, extra: Sequence[Setting]
+    ) -> dict[str, Any]:
+        decl = Declaration(
+            self.name,
+            self.version,
+            [
+                Setting.hash_only("metric", self.name, why=NAMED_FIRST),
+                Setting("ngram", n, "n"),
+                *extra,
+                *self.more_settings(),
+                Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
+                Setting("hypotheses", n_hyps, "hyps"),
+                Setting.signature_only("refs", "none" if refs is None else len(refs), why=COUNTED_INPUTS),
+            ],
+        )
         return decl.entry(key, value, lambda settings: self._hash(settings, refs))
 
     def _hash(self, settings: dict[str, Any], refs: list[list[Any]] | None) -> str:
@@ -96,14 +103,18 @@ class DistinctMetric(_ReferenceFree):
     cost = 0.5
     result_keys = r"distinct-[0-9]+"
 
-    def __init__(self, ngram: Any = (1, 2), tokenizer: Any = None, padded: bool = False, normalize: str = "none"
-                 ) -> None:
+    def __init__(
+        self, ngram: Any = (1, 2), tokenizer: Any = None, padded: bool = False, normalize: str = "none"
+    ) -> None:
         self.padded = bool(padded)
-        super().__init__(list(ngram) if isinstance(ngram, tuple) else ngram, tokenizer, normalize,
-                         **({"padded": True} if self.padded else {}))
+        super().__init__(
+            list(ngram) if isinstance(ngram, tuple) else ngram,
+            tokenizer,
+            normalize,
+            **({"padded": True} if self.padded else {}),
+        )
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps = check_hypotheses(hypotheses)
         if not hyps:
             raise MetricError("distinct needs at least one hypothesis")
@@ -132,10 +143,17 @@ class NgramEntropyMetric(_ReferenceFree):
     cost = 0.5
     result_keys = r"ngram-entropy-[0-9]+"
 
-    def __init__(self, ngram: Any = (1, 2, 3), group_size: int | None = None, log_base: float | None = None,
-                 tokenizer: Any = None, normalize: str = "none") -> None:
-        if group_size is not None and (isinstance(group_size, bool) or not isinstance(group_size, int)
-                                       or group_size < 1):
+    def __init__(
+        self,
+        ngram: Any = (1, 2, 3),
+        group_size: int | None = None,
+        log_base: float | None = None,
+        tokenizer: Any = None,
+        normalize: str = "none",
+    ) -> None:
+        if group_size is not None and (
+            isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1
+        ):
             raise MetricError(f"group_size must be a positive integer or None, not {group_size!r}")
         if log_base is not None:
             try:
@@ -146,11 +164,15 @@ class NgramEntropyMetric(_ReferenceFree):
                 raise MetricError(f"log_base must be a number > 1 or None, not {log_base!r}")
         self.group_size = group_size
         self.log_base = log_base
-        super().__init__(list(ngram) if isinstance(ngram, tuple) else ngram, tokenizer, normalize,
-                         group_size=group_size, log_base=log_base)
+        super().__init__(
+            list(ngram) if isinstance(ngram, tuple) else ngram,
+            tokenizer,
+            normalize,
+            group_size=group_size,
+            log_base=log_base,
+        )
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps = check_hypotheses(hypotheses)
         if not hyps:
             raise MetricError("ngram-entropy needs at least one hypothesis")
@@ -160,24 +182,27 @@ class NgramEntropyMetric(_ReferenceFree):
         else:
             if len(hyps) % self.group_size:
                 raise MetricError(f"{len(hyps)} hypotheses do not split into groups of {self.group_size}")
-            groups = [hyps[i:i + self.group_size] for i in range(0, len(hyps), self.group_size)]
+            groups = [hyps[i : i + self.group_size] for i in range(0, len(hyps), self.group_size)]
         return self._score(groups, refs, [Setting("group", self.group_size or "all", "group")])
 
     takes_groups = True
 
-    def compute_groups(self, groups: Sequence[Sequence[Any]],
-                       references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+    def compute_groups(
+        self, groups: Sequence[Sequence[Any]], references: Sequence[Sequence[Any]] | None = None
+    ) -> dict[str, Any]:
         """Explicit groups of responses (``references``, optional: one list per group)."""
         checked = [check_hypotheses(g) for g in groups]
         if not checked or any(not g for g in checked):
             raise MetricError("ngram-entropy needs at least one group, and no empty group")
         refs = check_references(checked, references, required=False, what="reference lists, one per group")
         sizes = [len(g) for g in checked]
-        return self._score(checked, refs, [Setting("group", "given", "group")],
-                           [Setting("groups", sizes, "groups", shown=len(sizes))])
+        return self._score(
+            checked, refs, [Setting("group", "given", "group")], [Setting("groups", sizes, "groups", shown=len(sizes))]
+        )
 
-    def _score(self, groups: list[list[Any]], refs: Any, grouping: list[Setting],
-               given: Sequence[Setting] = ()) -> dict[str, Any]:
+    def _score(
+        self, groups: list[list[Any]], refs: Any, grouping: list[Setting], given: Sequence[Setting] = ()
+    ) -> dict[str, Any]:
         tok_groups = [self.tokenizer.many(g) for g in groups]
         n_hyps = sum(len(g) for g in groups)
         extra = [*grouping, Setting("log", "e" if self.log_base is None else self.log_base, "log"), *given]

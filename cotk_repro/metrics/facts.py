@@ -16,7 +16,6 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-
 #: how a metric uses the gold references: one list per hypothesis, the whole set unpaired, or none at all
 REFERENCE_MODES = ("aligned", "set", "none")
 LEVELS = ("sentence", "corpus")
@@ -150,7 +149,7 @@ def _lookup_key(plugins: Any, key: str) -> MetricFacts | None:
     for name in sorted(plugins.registry("metric")):
         try:
             cls = metric_class(name)
-        except Exception:  # noqa: BLE001 - a broken plugin must not break the lookup of every other key
+        except Exception:
             continue
         if cls is None:
             continue
@@ -206,10 +205,12 @@ def describe_metrics() -> list[dict[str, Any]]:
         try:
             cls = class_of_factory(entry.obj)
             if cls is None:
-                raise ValueError(f"metric {name!r}: its factory does not say which class it builds "
-                                 f"(register the class, or give the factory a metric_class attribute)")
+                raise ValueError(
+                    f"metric {name!r}: its factory does not say which class it builds "
+                    f"(register the class, or give the factory a metric_class attribute)"
+                )
             facts = facts_of(cls, name)
-        except Exception as exc:  # noqa: BLE001 - one broken plugin metric is reported, not fatal
+        except Exception as exc:
             item.update({"error": str(exc), "options": []})
             out.append(item)
             continue
@@ -220,7 +221,9 @@ def describe_metrics() -> list[dict[str, Any]]:
         if scale := getattr(cls, "scale", None):  # what the value's numbers mean, where a peer reports another scale
             item["scale"] = str(scale)
         item["result_keys"] = _result_keys(cls, name)
-        item["key_facts"] = {k: facts_of(cls, k, v).as_dict() for k, v in (getattr(cls, "key_facts", None) or {}).items()}
+        item["key_facts"] = {
+            k: facts_of(cls, k, v).as_dict() for k, v in (getattr(cls, "key_facts", None) or {}).items()
+        }
         item["options"] = metric_options(cls)
         item["doc"] = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
         out.append(item)

@@ -12,8 +12,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..core.textinput import BOM, check_text, encoding_problem
 from . import get_metric
@@ -36,8 +37,10 @@ def _read_lines(path: Path, what: str) -> list[str]:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise MetricError(f"{what} file {path} is not UTF-8 text: line {line}, column {col}, byte offset "
-                          f"{exc.start} (0x{raw[exc.start:exc.start + 1].hex()})") from None
+        raise MetricError(
+            f"{what} file {path} is not UTF-8 text: line {line}, column {col}, byte offset "
+            f"{exc.start} (0x{raw[exc.start : exc.start + 1].hex()})"
+        ) from None
     if text.startswith(BOM):
         text = text[1:]
     refusal = check_text(text, f"{what} file {path}")
@@ -92,8 +95,9 @@ def _string_lists(path: Path, lines: list[str], key: str, what: str) -> list[tup
             raise MetricError(f"{path} line {no} is not valid JSON ({exc.msg})") from None
         items = obj.get(key) if isinstance(obj, dict) else None
         if not isinstance(items, list) or not items or not all(isinstance(r, str) for r in items):
-            raise MetricError(f"{path} line {no} must be an object {{\"{key}\": [\"...\", ...]}} with at least "
-                              f"one {what} string")
+            raise MetricError(
+                f'{path} line {no} must be an object {{"{key}": ["...", ...]}} with at least one {what} string'
+            )
         out.append((obj, items))
     return out
 
@@ -108,8 +112,10 @@ def parse_options(items: Sequence[str], metrics: Sequence[str]) -> dict[str, dic
         if not sep or not dot or not metric or not key:
             raise MetricError(f"option {item!r} must look like METRIC.KEY=VALUE, e.g. bleu.ngram=2")
         if metric not in metrics:
-            raise MetricError(f"option {item!r} is for metric {metric!r}, which is not among the metrics asked for "
-                              f"({', '.join(metrics)})")
+            raise MetricError(
+                f"option {item!r} is for metric {metric!r}, which is not among the metrics asked for "
+                f"({', '.join(metrics)})"
+            )
         try:
             parsed: Any = json.loads(value)
         except ValueError:
@@ -137,11 +143,20 @@ def read_groups(path: Path) -> tuple[list[list[str]], list[Any]]:
     return groups, augmentations
 
 
-def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequence[str],
-                   options: dict[str, dict[str, Any]] | None = None, tokenizer: str | None = None,
-                   on_metric: Callable[[str], None] | None = None, *, queries_path: Path | None = None,
-                   groups_path: Path | None = None, per_sentence: bool = False, batch_size: int | None = None,
-                   progress: bool = False) -> dict[str, Any]:
+def evaluate_files(
+    hyps_path: Path | None,
+    refs_path: Path | None,
+    metrics: Sequence[str],
+    options: dict[str, dict[str, Any]] | None = None,
+    tokenizer: str | None = None,
+    on_metric: Callable[[str], None] | None = None,
+    *,
+    queries_path: Path | None = None,
+    groups_path: Path | None = None,
+    per_sentence: bool = False,
+    batch_size: int | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Score a hypotheses file (against a references file) with several metrics; one merged result dict.
 
     ``queries_path``: the query each hypothesis answers, for metrics that declare ``takes_queries``
@@ -170,8 +185,11 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
 
     for name in metrics:  # before building any metric: a model-based one loads its model
         cls = metric_class(name)
-        if queries_path is None and declared(cls, "needs_queries") \
-                and not (groups_path is not None and declared(cls, "takes_groups")):
+        if (
+            queries_path is None
+            and declared(cls, "needs_queries")
+            and not (groups_path is not None and declared(cls, "takes_groups"))
+        ):
             raise MetricError(f"metric {name!r} needs the queries the hypotheses answer: give --queries FILE")
     groups, augmentations = read_groups(groups_path) if groups_path is not None else (None, [])
     built: list[Metric] = []
@@ -179,22 +197,29 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
         opts = dict(options.get(name, {}))
         if tokenizer is not None and "tokenizer" not in opts and takes_shared_tokenizer(name):
             opts["tokenizer"] = tokenizer
-        for key, value in (("per_sentence", per_sentence or None), ("batch_size", batch_size),
-                           ("progress", progress or None)):
+        for key, value in (
+            ("per_sentence", per_sentence or None),
+            ("batch_size", batch_size),
+            ("progress", progress or None),
+        ):
             if value is not None and key not in opts and accepts_option(name, key):
                 opts[key] = value
         if augmentations and "augmentation" not in opts and accepts_option(name, "augmentation"):
             if len(augmentations) > 1:
-                raise MetricError(f"{groups_path} mixes {len(augmentations)} different augmentations; score groups "
-                                  f"made one way at a time")
+                raise MetricError(
+                    f"{groups_path} mixes {len(augmentations)} different augmentations; score groups "
+                    f"made one way at a time"
+                )
             opts["augmentation"] = augmentations[0]
         built.append(get_metric(name, **opts))
     hyps = read_hypotheses(hyps_path) if hyps_path is not None else None
     refs = read_references(refs_path) if refs_path is not None else None
     queries = read_queries(queries_path) if queries_path is not None else None
     if queries is not None and hyps is not None and len(queries) != len(hyps):
-        raise MetricError(f"{queries_path} has {len(queries)} lines but {hyps_path} has {len(hyps)}: give exactly "
-                          f"one query per hypothesis")
+        raise MetricError(
+            f"{queries_path} has {len(queries)} lines but {hyps_path} has {len(hyps)}: give exactly "
+            f"one query per hypothesis"
+        )
     facts = [facts_of(metric, name) for name, metric in zip(metrics, built)]
     for name, metric, f in zip(metrics, built, facts):
         if groups is not None and declared(metric, "takes_groups"):
@@ -206,8 +231,10 @@ def evaluate_files(hyps_path: Path | None, refs_path: Path | None, metrics: Sequ
         if refs is None and f.needs_references:
             raise MetricError(f"metric {name!r} needs references: give --refs FILE")
         if refs is not None and f.references == "aligned" and len(refs) != len(hyps):
-            raise MetricError(f"{hyps_path} has {len(hyps)} lines but {refs_path} has {len(refs)}: metric {name!r} "
-                              f"needs exactly one line of references per hypothesis")
+            raise MetricError(
+                f"{hyps_path} has {len(hyps)} lines but {refs_path} has {len(refs)}: metric {name!r} "
+                f"needs exactly one line of references per hypothesis"
+            )
     merged: dict[str, Any] = {}
     for name, metric, f in zip(metrics, built, facts):
         if groups is not None and declared(metric, "takes_groups"):

@@ -14,12 +14,13 @@ another; the hash covers the references as tokenized, the orders, the tokenizer 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from .base import Metric, MetricError
-from .declaration import COUNTED_INPUTS, SHOWN_WITH_ANOTHER, Declaration, Setting
 from ..text.reference_hashes import reference_set_hash
 from ._text import as_int_list, check_samples, resolve_tokenizer
+from .base import Metric, MetricError
+from .declaration import COUNTED_INPUTS, SHOWN_WITH_ANOTHER, Declaration, Setting
 
 GLEU_VERSION = "1"
 
@@ -27,12 +28,11 @@ GLEU_VERSION = "1"
 def _everygrams(tokens: Sequence[str], lo: int, hi: int) -> Counter[tuple[str, ...]]:
     out: Counter[tuple[str, ...]] = Counter()
     for n in range(lo, min(hi, len(tokens)) + 1):
-        out.update(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+        out.update(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
     return out
 
 
-def gleu_counts(hyp: Sequence[str], refs: Sequence[Sequence[str]], lo: int = 1, hi: int = 4
-                ) -> tuple[int, int] | None:
+def gleu_counts(hyp: Sequence[str], refs: Sequence[Sequence[str]], lo: int = 1, hi: int = 4) -> tuple[int, int] | None:
     """(matches, total) of one sentence against its best reference; None when every total is 0."""
     h = _everygrams(hyp, lo, hi)
     tpfp = sum(h.values())
@@ -62,8 +62,14 @@ class GleuMetric(Metric):
     cost = 1.5
     result_keys = "gleu"
 
-    def __init__(self, min_len: int = 1, max_len: int = 4, tokenizer: Any = None, per_sentence: bool = False,
-                 normalize: str = "none") -> None:
+    def __init__(
+        self,
+        min_len: int = 1,
+        max_len: int = 4,
+        tokenizer: Any = None,
+        per_sentence: bool = False,
+        normalize: str = "none",
+    ) -> None:
         self.min_len = as_int_list(min_len, "min_len")[0] if isinstance(min_len, int) else None
         self.max_len = as_int_list(max_len, "max_len")[0] if isinstance(max_len, int) else None
         if self.min_len is None or self.max_len is None or isinstance(min_len, bool) or isinstance(max_len, bool):
@@ -76,8 +82,7 @@ class GleuMetric(Metric):
         self._tok = resolve_tokenizer(tokenizer, normalize)
         super().__init__(min_len=self.min_len, max_len=self.max_len, tokenizer=self._tok.spec)
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs = check_samples("gleu", hypotheses, references)
         hyp_tok = self._tok.many(hyps)
         ref_tok = [self._tok.many(rs) for rs in refs]
@@ -90,11 +95,16 @@ class GleuMetric(Metric):
                 total += c[1]
             each.append(c[0] / c[1] if c is not None else 0.0)
         value = matches / total if total else 0.0
-        decl = Declaration(self.name, self.version, [
-            Setting("min_len", self.min_len, "n", shown=f"{self.min_len}-{self.max_len}"),
-            Setting.hash_only("max_len", self.max_len, why=SHOWN_WITH_ANOTHER),
-            Setting("tokenizer", self._tok.spec, "tok", shown=self._tok.name),
-            Setting.signature_only("refs", max(map(len, refs)), why=COUNTED_INPUTS)])
+        decl = Declaration(
+            self.name,
+            self.version,
+            [
+                Setting("min_len", self.min_len, "n", shown=f"{self.min_len}-{self.max_len}"),
+                Setting.hash_only("max_len", self.max_len, why=SHOWN_WITH_ANOTHER),
+                Setting("tokenizer", self._tok.spec, "tok", shown=self._tok.name),
+                Setting.signature_only("refs", max(map(len, refs)), why=COUNTED_INPUTS),
+            ],
+        )
         out = decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_tok))
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = each

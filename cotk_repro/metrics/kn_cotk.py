@@ -22,7 +22,7 @@ the vocabulary:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class CotkKneserNeyLM:
             raise MetricError(f"the n-gram order must be a positive integer, not {order!r}")
         self.order, self.cutoff, self.unk = order, unk_cutoff, unk
 
-    def fit(self, corpus: Iterable[Sequence[str]]) -> "CotkKneserNeyLM":
+    def fit(self, corpus: Iterable[Sequence[str]]) -> CotkKneserNeyLM:
         n = self.order
         sentences = [list(s) for s in corpus]
         if not sentences:
@@ -52,13 +52,13 @@ class CotkKneserNeyLM:
         self.word_count: Counter[Word] = Counter(w for s in sentences for w in s)
         self.word_count[PAD] = len(sentences) * (n - 1)
         counts: list[dict[Gram, int]] = [{} for _ in range(n + 1)]
-        left: dict[Gram, set[Word]] = defaultdict(set)     # suffix -> words seen before it
-        around: dict[Gram, set[tuple[Word, Word]]] = defaultdict(set)   # middle -> (before, after) pairs
+        left: dict[Gram, set[Word]] = defaultdict(set)  # suffix -> words seen before it
+        around: dict[Gram, set[tuple[Word, Word]]] = defaultdict(set)  # middle -> (before, after) pairs
         for s in sentences:
             padded: list[Word] = [PAD] * (n - 1) + s + [PAD] * (n - 1)
             for i in range(len(padded)):  # every n-gram of length 1..n, unigrams in first-seen order
                 for k in range(1, min(n, len(padded) - i) + 1):
-                    g = tuple(self._mask(w) for w in padded[i:i + k])
+                    g = tuple(self._mask(w) for w in padded[i : i + k])
                     counts[k][g] = counts[k].get(g, 0) + 1
                     if k >= 2:
                         left[g[1:]].add(g[0])
@@ -85,8 +85,12 @@ class CotkKneserNeyLM:
                 n[c - 1] += 1
         try:
             y = n[0] / (n[0] + 2 * n[1])
-            return [0, max(1 - 2 * y * n[1] / n[0], 0), max(2 - 3 * y * n[2] / n[1], 0),
-                    max(3 - 4 * y * n[3] / n[2], 0)]
+            return [
+                0,
+                max(1 - 2 * y * n[1] / n[0], 0),
+                max(2 - 3 * y * n[2] / n[1], 0),
+                max(3 - 4 * y * n[3] / n[2], 0),
+            ]
         except ZeroDivisionError:
             return [0, DEFAULT_DISCOUNT, DEFAULT_DISCOUNT, DEFAULT_DISCOUNT]
 
@@ -143,7 +147,7 @@ class CotkKneserNeyLM:
         padded = [PAD] * self.order + list(sentence) + [PAD]
         total = 0
         for i in range(len(sentence) + 1):
-            total += np.log(self.score(padded[i + self.order], tuple(padded[i + 1:i + self.order])))
+            total += np.log(self.score(padded[i + self.order], tuple(padded[i + 1 : i + self.order])))
         return total
 
     def perplexity(self, corpus: Sequence[Sequence[str]]) -> float:

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
+from ._text import check_float, check_hypotheses, resolve_tokenizer
 from .base import Metric, MetricError
 from .declaration import COUNTED_INPUTS, SYSTEM_OUTPUT_SIZE, Declaration, Setting
-from ._text import check_float, check_hypotheses, resolve_tokenizer
 
 BOS, EOS, UNK = "<s>", "</s>", "<UNK>"
 MODES = ("interpolated", "nltk")
@@ -50,8 +51,7 @@ METRIC_MODES = MODES + ("cotk",)
 class KneserNeyLM:
     """An interpolated Kneser-Ney n-gram LM (see the module docstring)."""
 
-    def __init__(self, order: int = 5, discount: float = 0.75, unk_cutoff: int = 1,
-                 mode: str = "interpolated") -> None:
+    def __init__(self, order: int = 5, discount: float = 0.75, unk_cutoff: int = 1, mode: str = "interpolated") -> None:
         if isinstance(order, bool) or not isinstance(order, int) or order < 1:
             raise MetricError(f"the n-gram order must be a positive integer, not {order!r}")
         if isinstance(unk_cutoff, bool) or not isinstance(unk_cutoff, int) or unk_cutoff < 1:
@@ -65,7 +65,7 @@ class KneserNeyLM:
         self._fitted = False
 
     # -- training ---------------------------------------------------------------------------------
-    def fit(self, sentences: Iterable[Sequence[str]]) -> "KneserNeyLM":
+    def fit(self, sentences: Iterable[Sequence[str]]) -> KneserNeyLM:
         n = self.order
         sents = [list(s) for s in sentences]
         if not sents:
@@ -82,23 +82,23 @@ class KneserNeyLM:
         for s in sents:
             padded = tuple(pad_l + [w if w in self.vocab else UNK for w in s] + pad_r)
             for k in range(1, n + 1):
-                counts[k].update(padded[i:i + k] for i in range(len(padded) - k + 1))
+                counts[k].update(padded[i : i + k] for i in range(len(padded) - k + 1))
         self.counts = counts
         # statistics of the formulas, each computed once
-        ctx_total: dict[tuple[str, ...], int] = defaultdict(int)      # top order: sum_w c(ctx w)
-        raw_types: dict[tuple[str, ...], int] = defaultdict(int)      # |{w: c(ctx w) > 0}|, any order
+        ctx_total: dict[tuple[str, ...], int] = defaultdict(int)  # top order: sum_w c(ctx w)
+        raw_types: dict[tuple[str, ...], int] = defaultdict(int)  # |{w: c(ctx w) > 0}|, any order
         for k in range(1, n + 1):
             for g, c in counts[k].items():
                 raw_types[g[:-1]] += 1
                 if k == n:
                     ctx_total[g[:-1]] += c
-        cont: dict[tuple[str, ...], int] = defaultdict(int)           # N1+(. s) for s of length 1..n-1
-        cont_total: dict[tuple[str, ...], int] = defaultdict(int)     # N1+(. c .) for c of length 0..n-2
+        cont: dict[tuple[str, ...], int] = defaultdict(int)  # N1+(. s) for s of length 1..n-1
+        cont_total: dict[tuple[str, ...], int] = defaultdict(int)  # N1+(. c .) for c of length 0..n-2
         for k in range(2, n + 1):
             for g in counts[k]:
                 cont[g[1:]] += 1
                 cont_total[g[1:-1]] += 1
-        cont_types: dict[tuple[str, ...], int] = defaultdict(int)     # |{w: N1+(. c w) > 0}|
+        cont_types: dict[tuple[str, ...], int] = defaultdict(int)  # |{w: N1+(. c w) > 0}|
         for suffix in cont:
             cont_types[suffix[:-1]] += 1
         self._ctx_total, self._raw_types = dict(ctx_total), dict(raw_types)
@@ -114,7 +114,7 @@ class KneserNeyLM:
         """P(word | context), OOV words (in the context too) mapped to ``<UNK>``."""
         if not self._fitted:
             raise MetricError("the n-gram language model is not trained yet")
-        ctx = tuple(self.lookup(w) for w in context)[-(self.order - 1):] if self.order > 1 else ()
+        ctx = tuple(self.lookup(w) for w in context)[-(self.order - 1) :] if self.order > 1 else ()
         return self._score(self.lookup(word), ctx)
 
     def _score(self, word: str, ctx: tuple[str, ...]) -> float:
@@ -160,7 +160,7 @@ class KneserNeyLM:
         padded = [BOS] * (self.order - 1) + list(sentence) + [EOS]
         out = []
         for i in range(self.order - 1, len(padded)):
-            p = self.score(padded[i], padded[i - self.order + 1:i] if self.order > 1 else ())
+            p = self.score(padded[i], padded[i - self.order + 1 : i] if self.order > 1 else ())
             out.append(math.log(p) if p > 0 else -math.inf)
         return out
 
@@ -169,8 +169,10 @@ class KneserNeyLM:
         for i, s in enumerate(sentences):
             lps = self.sentence_log_probs(s)
             if any(lp == -math.inf for lp in lps):
-                raise MetricError(f"the n-gram language model gives probability 0 to sentence {i}, so the "
-                                  f"perplexity is infinite (use mode='interpolated' or a larger unk_cutoff)")
+                raise MetricError(
+                    f"the n-gram language model gives probability 0 to sentence {i}, so the "
+                    f"perplexity is infinite (use mode='interpolated' or a larger unk_cutoff)"
+                )
             total += sum(lps)
             count += len(lps)
         if not count:
@@ -198,14 +200,22 @@ class FwRvPplMetric(Metric):
     cost = 3.0
     result_keys = r"fw-ppl|rv-ppl"
 
-    def __init__(self, ngram: int = 5, discount: float = 0.75, unk_cutoff: int = 1, mode: str = "interpolated",
-                 tokenizer: Any = None, normalize: str = "none") -> None:
+    def __init__(
+        self,
+        ngram: int = 5,
+        discount: float = 0.75,
+        unk_cutoff: int = 1,
+        mode: str = "interpolated",
+        tokenizer: Any = None,
+        normalize: str = "none",
+    ) -> None:
         self.mode = mode
         self._lm(ngram, discount, unk_cutoff)  # validates the options
         self.ngram, self.discount, self.unk_cutoff, self.mode = ngram, float(discount), unk_cutoff, mode
         self.tokenizer = resolve_tokenizer(tokenizer, normalize)
-        super().__init__(ngram=ngram, discount=self.discount, unk_cutoff=unk_cutoff, mode=mode,
-                         tokenizer=self.tokenizer.spec)
+        super().__init__(
+            ngram=ngram, discount=self.discount, unk_cutoff=unk_cutoff, mode=mode, tokenizer=self.tokenizer.spec
+        )
 
     def forward(self, batch: Mapping[str, Any]) -> None:
         self._hyps.extend(check_hypotheses(batch["hyps"]))
@@ -213,8 +223,7 @@ class FwRvPplMetric(Metric):
         if refs is not None:
             self._refs = (self._refs or []) + [[r] if isinstance(r, str) else list(r) for r in refs]
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps = check_hypotheses(hypotheses)
         if references is None:
             raise MetricError("fw-rv-ppl needs references (the real text)")
@@ -233,16 +242,20 @@ class FwRvPplMetric(Metric):
         out: dict[str, Any] = {}
         lm = "kn-" + {"nltk": "nltk", "cotk": "cotk"}.get(self.mode, "interp")
         for key, value in (("fw-ppl", fw), ("rv-ppl", rv)):
-            decl = Declaration(key, self.version, [
-                Setting("ngram", self.ngram, "n"),
-                Setting("mode", self.mode, "lm", shown=lm),
-                Setting("discount", self.discount, "d"),
-                Setting("unk_cutoff", self.unk_cutoff, "cutoff"),
-                Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
-                Setting.signature_only("refs", len(real), why=COUNTED_INPUTS),
-                Setting.signature_only("hyps", len(gen), why=SYSTEM_OUTPUT_SIZE)])
-            out.update(decl.entry(key, value,
-                                  partial(reference_set_hash, key, references=ref_tokens)))
+            decl = Declaration(
+                key,
+                self.version,
+                [
+                    Setting("ngram", self.ngram, "n"),
+                    Setting("mode", self.mode, "lm", shown=lm),
+                    Setting("discount", self.discount, "d"),
+                    Setting("unk_cutoff", self.unk_cutoff, "cutoff"),
+                    Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
+                    Setting.signature_only("refs", len(real), why=COUNTED_INPUTS),
+                    Setting.signature_only("hyps", len(gen), why=SYSTEM_OUTPUT_SIZE),
+                ],
+            )
+            out.update(decl.entry(key, value, partial(reference_set_hash, key, references=ref_tokens)))
         return out
 
     def _lm(self, ngram: int, discount: float, unk_cutoff: int) -> Any:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from itertools import chain
-from typing import Any, Sequence
+from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
+from ._text import check_float, check_samples, resolve_tokenizer
 from .base import Metric, MetricError
 from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, HASH_ONLY_AS_PUBLISHED, Declaration, Setting
-from ._text import check_float, check_samples, resolve_tokenizer
 
 Enum = list[tuple[int, str]]
 
@@ -54,8 +55,11 @@ def _match(hyp: Enum, ref: Enum) -> tuple[list[tuple[int, int]], Enum, Enum]:
             used_h.add(i)
             used_r.add(j)
             matches.append((hyp[i][0], ref[j][0]))
-    return (matches, [p for i, p in enumerate(hyp) if i not in used_h],
-            [p for j, p in enumerate(ref) if j not in used_r])
+    return (
+        matches,
+        [p for i, p in enumerate(hyp) if i not in used_h],
+        [p for j, p in enumerate(ref) if j not in used_r],
+    )
 
 
 def _synonym_match(hyp: Enum, ref: Enum, wordnet: Any) -> tuple[list[tuple[int, int]], Enum, Enum]:
@@ -64,9 +68,12 @@ def _synonym_match(hyp: Enum, ref: Enum, wordnet: Any) -> tuple[list[tuple[int, 
         positions[w].append(j)
     matches, used_h, used_r = [], set(), set()
     for i in range(len(hyp) - 1, -1, -1):
-        syns = set(chain.from_iterable(
-            (lemma.name() for lemma in synset.lemmas() if lemma.name().find("_") < 0)
-            for synset in wordnet.synsets(hyp[i][1]))).union({hyp[i][1]})
+        syns = set(
+            chain.from_iterable(
+                (lemma.name() for lemma in synset.lemmas() if lemma.name().find("_") < 0)
+                for synset in wordnet.synsets(hyp[i][1])
+            )
+        ).union({hyp[i][1]})
         best_j, best_word = -1, None
         for syn in syns:
             pos = positions.get(syn)
@@ -77,8 +84,11 @@ def _synonym_match(hyp: Enum, ref: Enum, wordnet: Any) -> tuple[list[tuple[int, 
             used_h.add(i)
             used_r.add(best_j)
             matches.append((hyp[i][0], ref[best_j][0]))
-    return (matches, [p for i, p in enumerate(hyp) if i not in used_h],
-            [p for j, p in enumerate(ref) if j not in used_r])
+    return (
+        matches,
+        [p for i, p in enumerate(hyp) if i not in used_h],
+        [p for j, p in enumerate(ref) if j not in used_r],
+    )
 
 
 def count_chunks(matches: Sequence[tuple[int, int]]) -> int:
@@ -101,8 +111,15 @@ class MeteorMetric(Metric):
     level = "sentence"
     cost = 2.5
 
-    def __init__(self, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5, wordnet: Any = True,
-                 tokenizer: Any = None, normalize: str = "none") -> None:
+    def __init__(
+        self,
+        alpha: float = 0.9,
+        beta: float = 3.0,
+        gamma: float = 0.5,
+        wordnet: Any = True,
+        tokenizer: Any = None,
+        normalize: str = "none",
+    ) -> None:
         from ..data.wordnet import WordNetMissing, load_wordnet, wordnet_version
 
         self.alpha = check_float(alpha, "alpha", 0.0, 1.0)
@@ -119,9 +136,11 @@ class MeteorMetric(Metric):
                 self._wordnet = load_wordnet(None if wordnet in ("auto", True) else str(wordnet))
             except WordNetMissing as exc:
                 if wordnet != "auto":
-                    raise MetricError(f"meteor uses WordNet synonyms by default, but {exc.message[0].lower()}"
-                                      f"{exc.message[1:]}; or score without synonyms: -o meteor.wordnet=false "
-                                      f"(signature mod:exact+stem)") from None
+                    raise MetricError(
+                        f"meteor uses WordNet synonyms by default, but {exc.message[0].lower()}"
+                        f"{exc.message[1:]}; or score without synonyms: -o meteor.wordnet=false "
+                        f"(signature mod:exact+stem)"
+                    ) from None
         if self._wordnet is not None:
             self.wordnet_version = wordnet_version(self._wordnet)
         self.use_wordnet = self._wordnet is not None
@@ -130,8 +149,15 @@ class MeteorMetric(Metric):
         self._stemmer = PorterStemmer()
         self.modules = ["exact", "stem"] + (["wordnet"] if self.use_wordnet else [])
         self.tokenizer = resolve_tokenizer(tokenizer, normalize)
-        super().__init__(alpha=self.alpha, beta=self.beta, gamma=self.gamma, modules=self.modules,
-                         wordnet_version=self.wordnet_version, stemmer="porter", tokenizer=self.tokenizer.spec)
+        super().__init__(
+            alpha=self.alpha,
+            beta=self.beta,
+            gamma=self.gamma,
+            modules=self.modules,
+            wordnet_version=self.wordnet_version,
+            stemmer="porter",
+            tokenizer=self.tokenizer.spec,
+        )
 
     def single(self, ref: Sequence[str], hyp: Sequence[str]) -> float:
         """METEOR of one hypothesis against one reference (token lists)."""
@@ -152,21 +178,25 @@ class MeteorMetric(Metric):
         penalty: float = self.gamma * (count_chunks(matches) / m) ** self.beta  # float ** float: typed Any
         return (1 - penalty) * fmean
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs = check_samples("meteor", hypotheses, references)
         hyp_toks = self.tokenizer.many(hyps)
         ref_toks = [self.tokenizer.many(r) for r in refs]
         value = sum(max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)) / len(hyps)
-        decl = Declaration(self.name, self.version, [
-            Setting("modules", self.modules, "mod", shown="+".join(self.modules)),
-            Setting("alpha", self.alpha, "a"),
-            Setting("beta", self.beta, "b"),
-            Setting("gamma", self.gamma, "g"),
-            Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
-            Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS),
-            Setting.hash_only("stemmer", "porter", why=FIXED_BY_VERSION),
-            Setting.hash_only("lowercase", True, why=FIXED_BY_VERSION),
-            # the signature's mod: says whether synonyms ran; which WordNet gave them is in the hash only
-            Setting.hash_only("wordnet_version", self.wordnet_version, why=HASH_ONLY_AS_PUBLISHED)])
+        decl = Declaration(
+            self.name,
+            self.version,
+            [
+                Setting("modules", self.modules, "mod", shown="+".join(self.modules)),
+                Setting("alpha", self.alpha, "a"),
+                Setting("beta", self.beta, "b"),
+                Setting("gamma", self.gamma, "g"),
+                Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
+                Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS),
+                Setting.hash_only("stemmer", "porter", why=FIXED_BY_VERSION),
+                Setting.hash_only("lowercase", True, why=FIXED_BY_VERSION),
+                # the signature's mod: says whether synonyms ran; which WordNet gave them is in the hash only
+                Setting.hash_only("wordnet_version", self.wordnet_version, why=HASH_ONLY_AS_PUBLISHED),
+            ],
+        )
         return decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_toks))

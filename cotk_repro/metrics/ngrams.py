@@ -19,8 +19,8 @@ turned into text scores its special tokens as one token each, as CoTK does.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from itertools import chain, count
-from typing import Sequence
 
 import numpy as np
 
@@ -113,8 +113,9 @@ def token_ids(sentences: Sequence[Sequence[str]], total: int) -> tuple[np.ndarra
     the ids in that order, number of ids)``. One dict operation a token: each gets the position of its first
     occurrence, then those are ranked."""
     first: dict[str, int] = {}
-    first_pos = np.fromiter(map(first.setdefault, chain((UNK,), chain.from_iterable(sentences)), count()),
-                            dtype=np.int64, count=total + 1)[1:]
+    first_pos = np.fromiter(
+        map(first.setdefault, chain((UNK,), chain.from_iterable(sentences)), count()), dtype=np.int64, count=total + 1
+    )[1:]
     order = stable_order(first_pos, total + 1)
     ranks = dense_ranks(first_pos[order])
     if total and first_pos[order[0]] != 0:  # <unk> absent: the ids start at 1

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
+from ._text import check_samples, ngrams, resolve_tokenizer
 from .base import Metric, MetricError
 from .declaration import COUNTED_INPUTS, Declaration, Setting
-from ._text import check_samples, ngrams, resolve_tokenizer
 
 
 def nist_length_penalty(ref_len: int, hyp_len: int) -> float:
@@ -34,8 +35,9 @@ def nist_length_penalty(ref_len: int, hyp_len: int) -> float:
     return max(min(ratio, 1.0), 0.0)
 
 
-def corpus_nist(list_of_references: Sequence[Sequence[Sequence[str]]], hypotheses: Sequence[Sequence[str]],
-                n: int = 5) -> float:
+def corpus_nist(
+    list_of_references: Sequence[Sequence[Sequence[str]]], hypotheses: Sequence[Sequence[str]], n: int = 5
+) -> float:
     """NIST of token lists, with NLTK's arithmetic (see the module docstring)."""
     ngram_freq: Counter[tuple[str, ...]] = Counter()
     total_reference_words = 0
@@ -100,14 +102,18 @@ class NistMetric(Metric):
         self.tokenizer = resolve_tokenizer(tokenizer, normalize)
         super().__init__(ngram=ngram, tokenizer=self.tokenizer.spec)
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs = check_samples("nist", hypotheses, references)
         hyp_toks = self.tokenizer.many(hyps)
         ref_toks = [self.tokenizer.many(r) for r in refs]
         value = corpus_nist(ref_toks, hyp_toks, self.ngram)
-        decl = Declaration(self.name, self.version, [
-            Setting("ngram", self.ngram, "n"),
-            Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
-            Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS)])
+        decl = Declaration(
+            self.name,
+            self.version,
+            [
+                Setting("ngram", self.ngram, "n"),
+                Setting("tokenizer", self.tokenizer.spec, "tok", shown=self.tokenizer.name),
+                Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS),
+            ],
+        )
         return decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_toks))

@@ -25,30 +25,32 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..text.reference_hashes import BLEU_TOKENIZER, reference_set_hash
 from .base import Metric, MetricError, check_references
-from .declaration import (COUNTED_INPUTS, HASH_ONLY_AS_PUBLISHED, PART_OF_HASHED, Declaration, Setting,
-                          with_settings)
 from .bleu import _is_ids, _weights, bleu_from_counts
 from .bleu_tokenizers import get_bleu_tokenizer
+from .declaration import COUNTED_INPUTS, HASH_ONLY_AS_PUBLISHED, PART_OF_HASHED, Declaration, Setting, with_settings
 from .ngrams import UNK, tokenize_text
 from .normalization import normalization, normalizer
 
 SCORE_DTYPES = ("float64", "float32")
 
 
-def pair_bleu(hyp: Sequence[str], ref: Sequence[str], ngram: int, weights: Sequence[float],
-              smoothing: str = "method1") -> float:
+def pair_bleu(
+    hyp: Sequence[str], ref: Sequence[str], ngram: int, weights: Sequence[float], smoothing: str = "method1"
+) -> float:
     """NLTK ``sentence_bleu([ref], hyp)``; an n-gram holding ``<unk>`` never matches."""
     nums, dens = [], []
     for n in range(1, ngram + 1):
-        h = Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
-        r = Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
+        h = Counter(tuple(hyp[i : i + n]) for i in range(len(hyp) - n + 1))
+        r = Counter(tuple(ref[i : i + n]) for i in range(len(ref) - n + 1))
         nums.append(sum(min(c, r[g]) for g, c in h.items() if UNK not in g))
         dens.append(max(1, len(hyp) - n + 1))
     return bleu_from_counts(nums, dens, len(hyp), len(ref), weights, smoothing)
@@ -89,8 +91,7 @@ def vectors_digest(vectors: Mapping[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def embedding_similarity(hyp: Sequence[str], ref: Sequence[str], vectors: Mapping[str, np.ndarray],
-                         mode: str) -> float:
+def embedding_similarity(hyp: Sequence[str], ref: Sequence[str], vectors: Mapping[str, np.ndarray], mode: str) -> float:
     """(cos + 1) / 2 of the bag-of-words embeddings (0 when a side has no word with a vector)."""
     g = [vectors[w] for w in hyp if w in vectors]
     r = [vectors[w] for w in ref if w in vectors]
@@ -126,8 +127,7 @@ class _PrecisionRecall(Metric):
             return tokenize_text(item)
         if _is_ids(item):
             if self.dataloader is None:
-                raise MetricError("a response is a list of ids; pass dataloader= so that ids can be turned into "
-                                  "words")
+                raise MetricError("a response is a list of ids; pass dataloader= so that ids can be turned into words")
             return [str(t) for t in self.dataloader.convert_ids_to_tokens([int(i) for i in item])]
         if isinstance(item, (list, tuple, np.ndarray)):
             return [str(t) for t in item]
@@ -140,8 +140,7 @@ class _PrecisionRecall(Metric):
         """The settings of this kind of similarity (hashed and shown in the signature)."""
         raise NotImplementedError
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         contexts = list(hypotheses)
         refs = check_references(contexts, references)
         if not contexts:
@@ -162,15 +161,25 @@ class _PrecisionRecall(Metric):
             prec.append(float(np.sum(np.max(matrix, 0))) / len(g_tok))
             rec.append(float(np.sum(np.max(matrix, 1))) / len(r_tok))
             ref_tokens.append(r_tok)
-        decl = Declaration(self.name, self.version, [
-            *self._settings(),
-            *([Setting("score_dtype", self.score_dtype, "dtype")] if self.score_dtype != "float64" else []),
-            Setting.signature_only("ctx", len(contexts), why=COUNTED_INPUTS)])
+        decl = Declaration(
+            self.name,
+            self.version,
+            [
+                *self._settings(),
+                *([Setting("score_dtype", self.score_dtype, "dtype")] if self.score_dtype != "float64" else []),
+                Setting.signature_only("ctx", len(contexts), why=COUNTED_INPUTS),
+            ],
+        )
         out: dict[str, Any] = {}
         for part, values in (("precision", prec), ("recall", rec)):
             key = f"{self.key_prefix}-{part}"
-            out.update(with_settings(decl, [], name=key).entry(
-                key, float(np.average(values)), lambda settings: reference_set_hash(key, settings, ref_tokens)))
+            out.update(
+                with_settings(decl, [], name=key).entry(
+                    key,
+                    float(np.average(values)),
+                    partial(_hash_of, key, ref_tokens),
+                )
+            )
         return out
 
 
@@ -186,8 +195,14 @@ class BleuPrecisionRecallMetric(_PrecisionRecall):
     key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
     takes_shared_tokenizer = False  # the BLEU family's own option, never evaluate()'s shared tokenizer
 
-    def __init__(self, ngram: int = 2, dataloader: Any = None, score_dtype: str = "float64", tokenizer: Any = None,
-                 normalize: str = "none") -> None:
+    def __init__(
+        self,
+        ngram: int = 2,
+        dataloader: Any = None,
+        score_dtype: str = "float64",
+        tokenizer: Any = None,
+        normalize: str = "none",
+    ) -> None:
         self.ngram, self.weights = _weights(ngram, None)
         self.key_prefix = f"bleu-{self.ngram}"
         #: the BLEU family's tokenizer for strings (WordPunct by default) and Unicode normalisation before it
@@ -214,10 +229,18 @@ class BleuPrecisionRecallMetric(_PrecisionRecall):
         if self.bleu_tokenizer.default:  # the default's hash and signature stay the ones they were
             tokenizer = Setting.hash_only("tokenizer", BLEU_TOKENIZER + "-or-given", why=HASH_ONLY_AS_PUBLISHED)
         else:
-            tokenizer = Setting("tokenizer", {"strings": self.bleu_tokenizer.spec, "token lists": "given"}, "tok",
-                                shown=self.bleu_tokenizer.name)
-        return [Setting("ngram", self.ngram, "n"), Setting("smoothing", "method1", "smooth", shown="m1"), tokenizer,
-                *([Setting("normalize", self.normalize, "norm")] if self.normalize != "none" else [])]
+            tokenizer = Setting(
+                "tokenizer",
+                {"strings": self.bleu_tokenizer.spec, "token lists": "given"},
+                "tok",
+                shown=self.bleu_tokenizer.name,
+            )
+        return [
+            Setting("ngram", self.ngram, "n"),
+            Setting("smoothing", "method1", "smooth", shown="m1"),
+            tokenizer,
+            *([Setting("normalize", self.normalize, "norm")] if self.normalize != "none" else []),
+        ]
 
 
 class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
@@ -231,11 +254,14 @@ class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
     result_keys = r"(avg|extrema)-bow-(precision|recall)"
     key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
-    def __init__(self, vectors: Any = None, mode: str = "avg", dataloader: Any = None,
-                 score_dtype: str = "float64") -> None:
+    def __init__(
+        self, vectors: Any = None, mode: str = "avg", dataloader: Any = None, score_dtype: str = "float64"
+    ) -> None:
         if vectors is None:
-            raise MetricError("embedding-precision-recall needs word vectors: vectors= a word2vec-text or GloVe "
-                              "file, or a mapping word -> vector")
+            raise MetricError(
+                "embedding-precision-recall needs word vectors: vectors= a word2vec-text or GloVe "
+                "file, or a mapping word -> vector"
+            )
         if mode not in ("avg", "extrema"):
             raise MetricError(f"mode must be 'avg' or 'extrema', not {mode!r}")
         self.vectors = load_vectors(vectors)
@@ -248,6 +274,14 @@ class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
         return embedding_similarity(hyp, ref, self.vectors, self.mode)
 
     def _settings(self) -> list[Setting]:
-        return [Setting("mode", self.mode, "mode"), Setting("vectors", self.digest, "vectors", shown=self.digest[:12]),
-                Setting.signature_only("dim", len(next(iter(self.vectors.values()), [])), why=PART_OF_HASHED),
-                Setting.hash_only("tokenizer", BLEU_TOKENIZER + "-or-given", why=HASH_ONLY_AS_PUBLISHED)]
+        return [
+            Setting("mode", self.mode, "mode"),
+            Setting("vectors", self.digest, "vectors", shown=self.digest[:12]),
+            Setting.signature_only("dim", len(next(iter(self.vectors.values()), [])), why=PART_OF_HASHED),
+            Setting.hash_only("tokenizer", BLEU_TOKENIZER + "-or-given", why=HASH_ONLY_AS_PUBLISHED),
+        ]
+
+
+def _hash_of(key: str, ref_tokens: Any, settings: dict[str, Any]) -> str:
+    """The reference-set hash of ``key`` (a declaration's hasher, bound per result key)."""
+    return reference_set_hash(key, settings, ref_tokens)

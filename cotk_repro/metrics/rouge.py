@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, Sequence
+from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
+from ._text import as_text, check_float, check_samples
 from .base import Metric, MetricError
 from .declaration import COUNTED_INPUTS, DERIVED_LABEL, NAMED_FIRST, Declaration, Setting
-from ._text import as_text, check_float, check_samples
 from .normalization import normalization, normalizer
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
@@ -120,7 +121,7 @@ def f_measure(p: float, r: float, alpha: float) -> float:
 
 
 def _ngram_counts(tokens: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def score_pair(rtype: str, ref: Sequence[Any], hyp: Sequence[Any]) -> tuple[float, float]:
@@ -151,15 +152,23 @@ class RougeMetric(Metric):
     cost = 1.5
     result_keys = r"rouge-([1-9]|l|lsum)"
 
-    def __init__(self, types: Sequence[str] = ("rouge1", "rouge2", "rougeL"), alpha: float = 0.5,
-                 stemmer: bool = False, sentence_separator: str | None = None, normalize: str = "none") -> None:
+    def __init__(
+        self,
+        types: Sequence[str] = ("rouge1", "rouge2", "rougeL"),
+        alpha: float = 0.5,
+        stemmer: bool = False,
+        sentence_separator: str | None = None,
+        normalize: str = "none",
+    ) -> None:
         types = [types] if isinstance(types, str) else list(types)
         if not types or any(not isinstance(t, str) or not _TYPE.match(t) for t in types):
             raise MetricError(f"ROUGE types must be rouge1..rouge9, rougeL or rougeLsum, not {types!r}")
-        if sentence_separator is not None and (not isinstance(sentence_separator, str) or not sentence_separator
-                                               or sentence_separator.isspace()):
-            raise MetricError(f"sentence_separator must be a non-blank string such as '<n>', not "
-                              f"{sentence_separator!r}")
+        if sentence_separator is not None and (
+            not isinstance(sentence_separator, str) or not sentence_separator or sentence_separator.isspace()
+        ):
+            raise MetricError(
+                f"sentence_separator must be a non-blank string such as '<n>', not {sentence_separator!r}"
+            )
         self.sentence_separator = sentence_separator
         self.types = list(dict.fromkeys(types))
         self.alpha = check_float(alpha, "alpha", 0.0, 1.0)
@@ -192,8 +201,7 @@ class RougeMetric(Metric):
         """rouge-score's ``rougeLsum`` sentences: split at newlines, empty ones dropped, each tokenized."""
         return [rouge_tokenize(s, self._stemmer) for s in text.split("\n") if s]
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs = check_samples("rouge", hypotheses, references)
         hyp_texts = [self._text(h, i) for i, h in enumerate(hyps)]
         ref_texts = [[self._text(r, i) for r in rs] for i, rs in enumerate(refs)]
@@ -205,8 +213,10 @@ class RougeMetric(Metric):
                 hyp_in: list[Any] = [self._sentences(h) for h in hyp_texts]
                 ref_in: list[Any] = [[self._sentences(r) for r in rs] for rs in ref_texts]
                 # sentence boundaries change the score: a newline token (never a ROUGE token) marks them
-                hashed = [[[t for k, sent in enumerate(r) for t in ([] if k == 0 else ["\n"]) + sent]
-                           for r in rs] for rs in ref_in]
+                hashed = [
+                    [[t for k, sent in enumerate(r) for t in ([] if k == 0 else ["\n"]) + sent] for r in rs]
+                    for rs in ref_in
+                ]
             else:
                 hyp_in, ref_in, hashed = hyp_toks, ref_toks, ref_toks
             total = 0.0
@@ -219,16 +229,23 @@ class RougeMetric(Metric):
                 assert best is not None  # check_samples refused a sample without references
                 total += best
             key = self.key(rtype)
-            decl = Declaration(key, self.version, [
-                Setting.hash_only("type", rtype, why=NAMED_FIRST),
-                Setting("alpha", self.alpha, "alpha"),
-                Setting("stemmer", self.use_stemmer, "stem", shown="yes" if self.use_stemmer else "no"),
-                Setting("tokenizer", "rouge-score", "tok"),
-                *([Setting.signature_only("split", "newline", why=DERIVED_LABEL)] if rtype == "rougeLsum" else []),
-                *([Setting("sentence_separator", self.sentence_separator, "sep")]
-                  if self.sentence_separator is not None else []),
-                *([Setting("normalize", self.normalize, "norm")] if self.normalize != "none" else []),
-                Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS)])
-            out.update(decl.entry(key, total / len(hyps),
-                                  partial(reference_set_hash, key, references=hashed)))
+            decl = Declaration(
+                key,
+                self.version,
+                [
+                    Setting.hash_only("type", rtype, why=NAMED_FIRST),
+                    Setting("alpha", self.alpha, "alpha"),
+                    Setting("stemmer", self.use_stemmer, "stem", shown="yes" if self.use_stemmer else "no"),
+                    Setting("tokenizer", "rouge-score", "tok"),
+                    *([Setting.signature_only("split", "newline", why=DERIVED_LABEL)] if rtype == "rougeLsum" else []),
+                    *(
+                        [Setting("sentence_separator", self.sentence_separator, "sep")]
+                        if self.sentence_separator is not None
+                        else []
+                    ),
+                    *([Setting("normalize", self.normalize, "norm")] if self.normalize != "none" else []),
+                    Setting.signature_only("refs", max(len(r) for r in refs), why=COUNTED_INPUTS),
+                ],
+            )
+            out.update(decl.entry(key, total / len(hyps), partial(reference_set_hash, key, references=hashed)))
         return out

@@ -14,12 +14,13 @@ refs:1|v:1``); the hash covers the reference texts, every setting and the versio
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from .base import Metric
-from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
-from .chrf import check_bool, refs_label, text_inputs
 from ..text.reference_hashes import reference_set_hash
+from .base import Metric
+from .chrf import check_bool, refs_label, text_inputs
+from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 
 TER_VERSION = "1"
 
@@ -43,34 +44,53 @@ class TerMetric(Metric):
     cost = 5.0
     result_keys = "ter"
 
-    def __init__(self, normalized: bool = False, no_punct: bool = False, asian_support: bool = False,
-                 case_sensitive: bool = False, per_sentence: bool = False) -> None:
+    def __init__(
+        self,
+        normalized: bool = False,
+        no_punct: bool = False,
+        asian_support: bool = False,
+        case_sensitive: bool = False,
+        per_sentence: bool = False,
+    ) -> None:
         self.normalized = check_bool(normalized, "normalized")
         self.no_punct = check_bool(no_punct, "no_punct")
         self.asian_support = check_bool(asian_support, "asian_support")
         self.case_sensitive = check_bool(case_sensitive, "case_sensitive")
         self.per_sentence = check_bool(per_sentence, "per_sentence")
-        super().__init__(normalized=self.normalized, no_punct=self.no_punct, asian_support=self.asian_support,
-                         case_sensitive=self.case_sensitive)
+        super().__init__(
+            normalized=self.normalized,
+            no_punct=self.no_punct,
+            asian_support=self.asian_support,
+            case_sensitive=self.case_sensitive,
+        )
 
     def sacrebleu_metric(self) -> Any:
         """sacrebleu's ``TER`` with these settings."""
         from sacrebleu.metrics import TER
 
-        return TER(normalized=self.normalized, no_punct=self.no_punct, asian_support=self.asian_support,
-                   case_sensitive=self.case_sensitive)
+        return TER(
+            normalized=self.normalized,
+            no_punct=self.no_punct,
+            asian_support=self.asian_support,
+            case_sensitive=self.case_sensitive,
+        )
 
     def declaration(self, refs: Sequence[Sequence[str]]) -> Declaration:
         """The hashed settings and the signature's fields (in sacrebleu's terms) of a score against ``refs``."""
         yes_no = {True: "yes", False: "no"}
-        return Declaration(self.name, self.version, [
-            Setting("case_sensitive", self.case_sensitive, "case", shown="mixed" if self.case_sensitive else "lc"),
-            Setting("tokenizer", "tercom", "tok"),
-            Setting("normalized", self.normalized, "norm", shown=yes_no[self.normalized]),
-            Setting("no_punct", self.no_punct, "punct", shown=yes_no[not self.no_punct]),
-            Setting("asian_support", self.asian_support, "asian", shown=yes_no[self.asian_support]),
-            Setting.signature_only("refs", refs_label(refs), why=COUNTED_INPUTS),
-            Setting.hash_only("scale", "0-inf", why=FIXED_BY_VERSION)])
+        return Declaration(
+            self.name,
+            self.version,
+            [
+                Setting("case_sensitive", self.case_sensitive, "case", shown="mixed" if self.case_sensitive else "lc"),
+                Setting("tokenizer", "tercom", "tok"),
+                Setting("normalized", self.normalized, "norm", shown=yes_no[self.normalized]),
+                Setting("no_punct", self.no_punct, "punct", shown=yes_no[not self.no_punct]),
+                Setting("asian_support", self.asian_support, "asian", shown=yes_no[self.asian_support]),
+                Setting.signature_only("refs", refs_label(refs), why=COUNTED_INPUTS),
+                Setting.hash_only("scale", "0-inf", why=FIXED_BY_VERSION),
+            ],
+        )
 
     def sentence_scores(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]]) -> list[float]:
         """sacrebleu's ``sentence_score`` of each hypothesis against its references, divided by 100."""
@@ -78,14 +98,14 @@ class TerMetric(Metric):
         m = self.sacrebleu_metric()
         return [m.sentence_score(h, rs).score / 100.0 for h, rs in zip(hyps, refs)]
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs, streams = text_inputs(self.name, hypotheses, references)
         m = self.sacrebleu_metric()
         value = m.corpus_score(hyps, streams).score / 100.0
         hashed = ([[r if self.case_sensitive else r.lower()] for r in rs] for rs in refs)
-        out = self.declaration(refs).entry(self.name, value,
-                                           lambda settings: reference_set_hash(self.name, settings, hashed))
+        out = self.declaration(refs).entry(
+            self.name, value, lambda settings: reference_set_hash(self.name, settings, hashed)
+        )
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = [m.sentence_score(h, rs).score / 100.0 for h, rs in zip(hyps, refs)]
         return out

@@ -12,15 +12,16 @@ message says how to retry.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..capture.git import open_repo
 from ..core.config import load_config
-from ..plugins import get_plugins
-from ..records import RecordView, RunStore, short_id, validate_record
 from ..core.signing import sign_for_publish
 from ..errors import CotkError
+from ..plugins import get_plugins
+from ..records import RecordView, RunStore, short_id, validate_record
 from . import PublishError
 from .targets import PublishContext, remote_name
 
@@ -30,8 +31,12 @@ def resolve_dashboard(explicit: str | None, config) -> str | None:
     project's, else the logged-in default."""
     from ..core import userconfig
 
-    return (explicit or os.environ.get("COTK_REPRO_DASHBOARD_URL") or config.get("dashboard", "url")
-            or userconfig.default_dashboard())
+    return (
+        explicit
+        or os.environ.get("COTK_REPRO_DASHBOARD_URL")
+        or config.get("dashboard", "url")
+        or userconfig.default_dashboard()
+    )
 
 
 def chosen_by_user(explicit: str | None, url: str | None) -> bool:
@@ -63,8 +68,9 @@ def current_remote_url(root: Path, name: str) -> str | None:
     return strip_credentials(proc.stdout.decode("utf-8", "replace").strip(), name) or None
 
 
-def publication_for(root: Path, folder: Path, record: dict[str, Any], remote: str, *, dashboard: bool
-                    ) -> tuple[dict[str, Any] | None, str | None]:
+def publication_for(
+    root: Path, folder: Path, record: dict[str, Any], remote: str, *, dashboard: bool
+) -> tuple[dict[str, Any] | None, str | None]:
     """``(publication, its remote URL)`` to publish beside ``record`` (:mod:`cotk_repro.remote.publication`).
 
     A record that names a remote a stranger can fetch needs none: ``(None, None)``. Otherwise the remote is the
@@ -94,32 +100,42 @@ def publication_for(root: Path, folder: Path, record: dict[str, Any], remote: st
         if recorded:
             url = recorded
         else:
-            raise PublishError(f"record {rid} names no git remote and this repository has no git remote named "
-                               f"{remote!r}, so a reproduction from the dashboard could not fetch its code",
-                               hint=f"add one with `git remote add {remote} URL` and publish again (the record "
-                                    "is not run again), or publish with --no-dashboard")
+            raise PublishError(
+                f"record {rid} names no git remote and this repository has no git remote named "
+                f"{remote!r}, so a reproduction from the dashboard could not fetch its code",
+                hint=f"add one with `git remote add {remote} URL` and publish again (the record "
+                "is not run again), or publish with --no-dashboard",
+            )
     try:
         pub.fetchable_remote(record["id"], url)
     except pub.PublicationError as exc:
         if dashboard:
-            raise PublishError(exc.message, hint="a dashboard's reproducers fetch the code from the remote: add "
-                                                 "one they can reach (https://, ssh:// or git://) with `git remote "
-                                                 f"set-url {remote} URL`, or publish with --no-dashboard") from None
+            raise PublishError(
+                exc.message,
+                hint="a dashboard's reproducers fetch the code from the remote: add "
+                "one they can reach (https://, ssh:// or git://) with `git remote "
+                f"set-url {remote} URL`, or publish with --no-dashboard",
+            ) from None
         return None, None
     path = folder / pub.PUBLICATION_FILE
     key = find_signing_key(root)
     existing = pub.loads(path.read_bytes()) if path.is_file() else None
-    if isinstance(existing, dict) and isinstance(existing.get("publication"), dict) \
-            and existing["publication"].get("remote_url") == url \
-            and existing["publication"].get("record_id") == record["id"] \
-            and _signed_by(existing.get("signature")) == (key.public.fingerprint if key else None):
+    if (
+        isinstance(existing, dict)
+        and isinstance(existing.get("publication"), dict)
+        and existing["publication"].get("remote_url") == url
+        and existing["publication"].get("record_id") == record["id"]
+        and _signed_by(existing.get("signature")) == (key.public.fingerprint if key else None)
+    ):
         return existing, url
     attachment = pub.make(record, url, key)
     atomic_write(path, pub.dumps(attachment))
     return attachment, url
 
 
-def choose_targets(explicit: list[str] | None, config, *, use_git: bool = True, use_dashboard: bool = True) -> list[str]:
+def choose_targets(
+    explicit: list[str] | None, config, *, use_git: bool = True, use_dashboard: bool = True
+) -> list[str]:
     """The publish targets to run, in order: ``explicit``, else ``publish.targets``; less git / dashboard when
     switched off. Unknown names are an error listing the registered targets."""
     from ..plugins import registry
@@ -138,10 +154,18 @@ def choose_targets(explicit: list[str] | None, config, *, use_git: bool = True, 
     return chosen
 
 
-def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None, dashboard: str | None = None,
-            use_git: bool = True, use_dashboard: bool = True, push: bool | None = None,
-            targets: list[str] | None = None,
-            on_status: Callable[[str], None] | None = None) -> dict[str, Any]:
+def publish(
+    cwd: Path,
+    record_ref: str = "latest",
+    *,
+    remote: str | None = None,
+    dashboard: str | None = None,
+    use_git: bool = True,
+    use_dashboard: bool = True,
+    push: bool | None = None,
+    targets: list[str] | None = None,
+    on_status: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Publish one local record; returns ``{"id", "folder", "steps": [...], "warnings": [...]}``."""
     repo = open_repo(Path(cwd))
     root = Path(repo.working_tree_dir)
@@ -155,32 +179,50 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
         raise PublishError(f"record {rid} is marked {view.status}; only successful records can be published")
     warnings = []
     if view.code.dirty:
-        warnings.append(f"record {rid} was made from a dirty work tree: a reproduction checks out commit "
-                        f"{(view.code.commit or '')[:12]} without those changes")
+        warnings.append(
+            f"record {rid} was made from a dirty work tree: a reproduction checks out commit "
+            f"{(view.code.commit or '')[:12]} without those changes"
+        )
     signature, note = sign_for_publish(folder, record, root)
     if note:
         warnings.append(note)
-    ctx = PublishContext(root=root, record=record, folder=folder, config=config, remote=remote,
-                         push=bool(config.get("publish", "push") if push is None else push),
-                         dashboard_url=resolve_dashboard(dashboard, config), dashboard_explicit=bool(dashboard),
-                         dashboard_user_chosen=chosen_by_user(dashboard, resolve_dashboard(dashboard, config)),
-                         on_status=on_status or (lambda _m: None), signature=signature)
+    ctx = PublishContext(
+        root=root,
+        record=record,
+        folder=folder,
+        config=config,
+        remote=remote,
+        push=bool(config.get("publish", "push") if push is None else push),
+        dashboard_url=resolve_dashboard(dashboard, config),
+        dashboard_explicit=bool(dashboard),
+        dashboard_user_chosen=chosen_by_user(dashboard, resolve_dashboard(dashboard, config)),
+        on_status=on_status or (lambda _m: None),
+        signature=signature,
+    )
     chosen = choose_targets(targets, config, use_git=use_git, use_dashboard=use_dashboard)
     # the remote taken now, beside the record (its id unchanged): before anything is sent anywhere
-    ctx.publication, publication_url = publication_for(root, folder, record, remote_name(remote, config),
-                                                       dashboard="dashboard" in chosen and bool(ctx.dashboard_url))
+    ctx.publication, publication_url = publication_for(
+        root, folder, record, remote_name(remote, config), dashboard="dashboard" in chosen and bool(ctx.dashboard_url)
+    )
     if ctx.publication is not None and _signer(signature) != _signed_by(ctx.publication.get("signature")):
         # a reproducer uses the remote only when the key that signed the record signed it too
-        raise PublishError(f"record {rid} is signed by key {_signer(signature) or 'none'}, but its git remote "
-                           f"would be signed by key {_signed_by(ctx.publication.get('signature')) or 'none'}; "
-                           "reproducers use the remote only when one key signed both",
-                           hint="sign with the key that signed the record (git config user.signingkey, or "
-                                "COTK_REPRO_SIGNING_KEY), then publish again")
+        raise PublishError(
+            f"record {rid} is signed by key {_signer(signature) or 'none'}, but its git remote "
+            f"would be signed by key {_signed_by(ctx.publication.get('signature')) or 'none'}; "
+            "reproducers use the remote only when one key signed both",
+            hint="sign with the key that signed the record (git config user.signingkey, or "
+            "COTK_REPRO_SIGNING_KEY), then publish again",
+        )
     steps: list[dict[str, Any]] = []
     for name in chosen:
         if name == "dashboard" and not ctx.dashboard_url:
-            steps.append({"target": "dashboard", "status": "skipped",
-                          "detail": "no dashboard configured (dashboard.url, --dashboard or `cotk-repro login`)"})
+            steps.append(
+                {
+                    "target": "dashboard",
+                    "status": "skipped",
+                    "detail": "no dashboard configured (dashboard.url, --dashboard or `cotk-repro login`)",
+                }
+            )
             continue
         target = get_plugins().build("publish_target", name)
         try:
@@ -188,9 +230,15 @@ def publish(cwd: Path, record_ref: str = "latest", *, remote: str | None = None,
         except PublishError as exc:
             exc.steps = steps + exc.steps
             raise
-    return {"id": record["id"], "folder": str(folder), "steps": steps, "warnings": warnings,
-            "signed_by": _signer(signature), "remote_url": publication_url or record["code"].get("remote_url"),
-            "remote_from": "publication" if publication_url else "record"}
+    return {
+        "id": record["id"],
+        "folder": str(folder),
+        "steps": steps,
+        "warnings": warnings,
+        "signed_by": _signer(signature),
+        "remote_url": publication_url or record["code"].get("remote_url"),
+        "remote_from": "publication" if publication_url else "record",
+    }
 
 
 def _signed_by(signature: Any) -> str | None:

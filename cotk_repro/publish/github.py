@@ -33,15 +33,18 @@ def api_base(configured: str | None = None) -> str:
     from ..core import userconfig
 
     user = userconfig.load().get("github_api")
-    return (os.environ.get("GITHUB_API_URL") or (user if isinstance(user, str) and user else None)
-            or DEFAULT_API).rstrip("/")
+    return (
+        os.environ.get("GITHUB_API_URL") or (user if isinstance(user, str) and user else None) or DEFAULT_API
+    ).rstrip("/")
 
 
 def ignored_project_api(configured: str | None, base: str) -> str | None:
     """A warning when the project's committed config names another GitHub API than the one the token goes to."""
     if configured and configured.rstrip("/") != base:
-        return (f"the project's publish.github_api {configured!r} is not used: GITHUB_TOKEN goes only to an API "
-                f"you chose (GITHUB_API_URL or github_api in your user config), here {base}")
+        return (
+            f"the project's publish.github_api {configured!r} is not used: GITHUB_TOKEN goes only to an API "
+            f"you chose (GITHUB_API_URL or github_api in your user config), here {base}"
+        )
     return None
 
 
@@ -86,13 +89,16 @@ def parse_remote(url: str, hosts: set[str]) -> tuple[str, str] | None:
     return owner, name
 
 
-def ensure_repo(owner: str, name: str, token: str, base: str, *, private: bool = False,
-                timeout: float = 20.0) -> str:
+def ensure_repo(owner: str, name: str, token: str, base: str, *, private: bool = False, timeout: float = 20.0) -> str:
     """``"exists"`` or ``"created"``; raises :class:`PublishError` with GitHub's message otherwise."""
     import requests
 
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-               "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "cotk-repro"}
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28",
+        "User-Agent": "cotk-repro",
+    }
     try:
         resp = requests.get(f"{base}/repos/{owner}/{name}", headers=headers, timeout=timeout)
         if resp.status_code == 200:
@@ -104,9 +110,12 @@ def ensure_repo(owner: str, name: str, token: str, base: str, *, private: bool =
             raise PublishError(f"GITHUB_TOKEN was refused by {base} ({me.status_code}): {_msg(me)}")
         login = me.json().get("login")
         url = f"{base}/user/repos" if login == owner else f"{base}/orgs/{owner}/repos"
-        made = requests.post(url, headers=headers, timeout=timeout,
-                             json={"name": name, "private": private, "auto_init": False,
-                                   "description": "published with cotk-repro"})
+        made = requests.post(
+            url,
+            headers=headers,
+            timeout=timeout,
+            json={"name": name, "private": private, "auto_init": False, "description": "published with cotk-repro"},
+        )
     except requests.RequestException as exc:
         raise PublishError(f"cannot reach the GitHub API at {base}: {type(exc).__name__}") from None
     if made.status_code == 201:

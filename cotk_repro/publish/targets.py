@@ -8,16 +8,17 @@ A publish target is ``factory() -> target`` with ``name`` and
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..capture.git import strip_credentials
 from ..core.config import ProjectConfig
-from ..records import RecordView, short_id
-from . import PublishError
 from ..core.git import GitError, git, out, rev_parse
+from ..records import RecordView, short_id
 from ..remote.gitrecords import DEFAULT_REF, add_to_ref, record_files, record_path
+from . import PublishError
 
 TMP_REMOTE_REF = "refs/cotk-repro/remote-records"
 
@@ -25,6 +26,7 @@ TMP_REMOTE_REF = "refs/cotk-repro/remote-records"
 @dataclass
 class PublishContext:
     """What a publish target gets: the record, its folder, the project config, remote and dashboard."""
+
     root: Path
     record: dict[str, Any]
     folder: Path
@@ -54,8 +56,11 @@ def _ls_remote(root: Path, remote: str, shown: str) -> dict[str, str]:
     try:
         text = out(root, "ls-remote", "--", remote, what=f"git ls-remote {remote}", timeout=120)
     except GitError as exc:
-        raise PublishError(f"cannot reach the git remote {remote!r} ({shown})", log=exc.log,
-                           hint="check the URL and your credentials (git credential helper or SSH key)") from None
+        raise PublishError(
+            f"cannot reach the git remote {remote!r} ({shown})",
+            log=exc.log,
+            hint="check the URL and your credentials (git credential helper or SSH key)",
+        ) from None
     refs = {}
     for line in text.splitlines():
         sha, _, ref = line.partition("\t")
@@ -74,7 +79,10 @@ def commit_on_remote(root: Path, remote: str, commit: str, refs: dict[str, str])
         if sha == commit:
             return ref
     for ref, sha in sorted(heads.items()):
-        if rev_parse(root, sha) and git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, sha, check=False).returncode == 0:
+        if (
+            rev_parse(root, sha)
+            and git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, sha, check=False).returncode == 0
+        ):
             return ref
     return None
 
@@ -95,12 +103,17 @@ class GitTarget:
             ref = "refs/heads/" + ref
         proc = git(root, "remote", "get-url", "--", remote, check=False)
         if proc.returncode != 0:
-            raise PublishError(f"this repository has no git remote named {remote!r}",
-                               hint=f"add one with `git remote add {remote} URL`, pass --remote NAME, or --no-git")
+            raise PublishError(
+                f"this repository has no git remote named {remote!r}",
+                hint=f"add one with `git remote add {remote} URL`, pass --remote NAME, or --no-git",
+            )
         url = proc.stdout.decode().strip()
         shown = strip_credentials(url, remote) or url
-        github = maybe_create(url, configured_api=ctx.config.get("publish", "github_api"),
-                              private=bool(ctx.config.get("publish", "github_private")))
+        github = maybe_create(
+            url,
+            configured_api=ctx.config.get("publish", "github_api"),
+            private=bool(ctx.config.get("publish", "github_private")),
+        )
         if os.environ.get("GITHUB_TOKEN"):
             from .github import api_base, ignored_project_api
 
@@ -120,12 +133,19 @@ class GitTarget:
                 what = f"git push {remote} {branch}" if branch else f"git push {remote} {commit}:refs/heads/BRANCH"
                 raise PublishError(
                     f"commit {commit[:12]} of record {short_id(rid)} is not on the remote {remote!r} ({shown})",
-                    hint=f"push it with `{what}`, or rerun `cotk-repro publish --push`")
+                    hint=f"push it with `{what}`, or rerun `cotk-repro publish --push`",
+                )
             if not branch:
-                raise PublishError(f"record {short_id(rid)} was made on a detached HEAD, so there is no branch to push",
-                                   hint=f"push commit {commit[:12]} to a branch yourself: git push {remote} {commit}:refs/heads/BRANCH")
+                raise PublishError(
+                    f"record {short_id(rid)} was made on a detached HEAD, so there is no branch to push",
+                    hint=f"push commit {commit[:12]} to a branch yourself: git push {remote} {commit}:refs/heads/BRANCH",
+                )
             local = rev_parse(root, f"refs/heads/{branch}")
-            contains = local and git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, local, check=False).returncode == 0
+            contains = (
+                local
+                and git(root, "merge-base", "--is-ancestor", "--end-of-options", commit, local, check=False).returncode
+                == 0
+            )
             src = f"refs/heads/{branch}" if contains else commit
             ctx.on_status(f"pushing {branch} to {remote}")
             try:
@@ -137,12 +157,25 @@ class GitTarget:
         # the records ref: build on top of the remote's copy (another machine may have published)
         merge_with = []
         if ref in refs:
-            git(root, "fetch", "-q", "--no-tags", "--", remote, f"+{ref}:{TMP_REMOTE_REF}", what="git fetch (records ref)")
+            git(
+                root,
+                "fetch",
+                "-q",
+                "--no-tags",
+                "--",
+                remote,
+                f"+{ref}:{TMP_REMOTE_REF}",
+                what="git fetch (records ref)",
+            )
             merge_with = [TMP_REMOTE_REF]
         try:
-            files = {f"{record_path(rid)}/{name}": data for name, data in record_files(ctx.folder, logs=bool(ctx.config.get("publish", "logs"))).items()}
-            update = add_to_ref(root, ref, files, merge_with=merge_with,
-                                message=f"cotk-repro record {rid}\n\ncommit {commit}\n")
+            files = {
+                f"{record_path(rid)}/{name}": data
+                for name, data in record_files(ctx.folder, logs=bool(ctx.config.get("publish", "logs"))).items()
+            }
+            update = add_to_ref(
+                root, ref, files, merge_with=merge_with, message=f"cotk-repro record {rid}\n\ncommit {commit}\n"
+            )
             if refs.get(ref) == update.commit:
                 status = "up to date"
             else:
@@ -150,14 +183,25 @@ class GitTarget:
                 try:
                     git(root, "push", "-q", "--", remote, f"{ref}:{ref}", what=f"git push {remote} {ref}")
                 except GitError as exc:
-                    raise PublishError(f"pushing the records ref {ref} to {remote!r} failed", log=exc.log,
-                                       hint="rerun `cotk-repro publish`; the local record is unchanged") from None
+                    raise PublishError(
+                        f"pushing the records ref {ref} to {remote!r} failed",
+                        log=exc.log,
+                        hint="rerun `cotk-repro publish`; the local record is unchanged",
+                    ) from None
                 status = "pushed"
         finally:
             if merge_with:
                 git(root, "update-ref", "-d", TMP_REMOTE_REF, check=False)
-        return {"target": "git", "status": status, "remote": remote, "url": shown, "ref": ref,
-                "records_commit": update.commit, "code": code_status, "github": github}
+        return {
+            "target": "git",
+            "status": status,
+            "remote": remote,
+            "url": shown,
+            "ref": ref,
+            "records_commit": update.commit,
+            "code": code_status,
+            "github": github,
+        }
 
 
 class DashboardTarget:
@@ -172,13 +216,18 @@ class DashboardTarget:
         url = userconfig.normalize_url(ctx.dashboard_url or "")
         token = userconfig.dashboard_token(url, user_chosen=ctx.dashboard_user_chosen)
         if not token and os.environ.get("COTK_REPRO_DASHBOARD_TOKEN"):
-            raise PublishError(f"the dashboard {url} is named only by the project's cotk-repro.toml, and "
-                               "COTK_REPRO_DASHBOARD_TOKEN is sent only to a dashboard you chose, so nothing was "
-                               "uploaded", hint=f"pass --dashboard {url}, set COTK_REPRO_DASHBOARD_URL, or run "
-                                                f"`cotk-repro login --dashboard {url}`")
+            raise PublishError(
+                f"the dashboard {url} is named only by the project's cotk-repro.toml, and "
+                "COTK_REPRO_DASHBOARD_TOKEN is sent only to a dashboard you chose, so nothing was "
+                "uploaded",
+                hint=f"pass --dashboard {url}, set COTK_REPRO_DASHBOARD_URL, or run "
+                f"`cotk-repro login --dashboard {url}`",
+            )
         if not token:
-            raise PublishError(f"no token for the dashboard {url}",
-                               hint=f"run `cotk-repro login --dashboard {url} --token TOKEN`, or pass --no-dashboard")
+            raise PublishError(
+                f"no token for the dashboard {url}",
+                hint=f"run `cotk-repro login --dashboard {url} --token TOKEN`, or pass --no-dashboard",
+            )
         ctx.on_status(f"uploading the record to {url}")
         try:
             client = DashboardClient(url, token)
@@ -190,7 +239,11 @@ class DashboardTarget:
             raise PublishError(
                 f"{exc.message}; the record is kept locally in {ctx.folder}",
                 hint=f"retry later with `cotk-repro publish {short_id(RecordView.of(ctx.record).id or '')} --no-git`"
-                     + (" " + exc.hint if exc.hint else ""),
+                + (" " + exc.hint if exc.hint else ""),
             ) from None
-        return {"target": "dashboard", "status": "uploaded" if answer["created"] else "already there",
-                "url": answer.get("url"), "dashboard": url}
+        return {
+            "target": "dashboard",
+            "status": "uploaded" if answer["created"] else "already there",
+            "url": answer.get("url"),
+            "dashboard": url,
+        }

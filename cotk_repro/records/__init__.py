@@ -6,9 +6,34 @@ read a record through its typed view, :class:`.view.RecordView` (no pydantic).
 The record store's API is importable from here (``from cotk_repro.records import RunStore``).
 """
 
-from .store import (ID_PREFIX, RECORD_SCHEMA, RECORD_SCHEMA_VERSION, REPRODUCTION_SCHEMA, STATE_DIR, VERDICTS,
-                    RunStore, compute_id, finalize, short_id, validate_record, write_json_atomic)
+from .store import (
+    ID_PREFIX,
+    RECORD_SCHEMA,
+    RECORD_SCHEMA_VERSION,
+    REPRODUCTION_SCHEMA,
+    STATE_DIR,
+    VERDICTS,
+    RunStore,
+    compute_id,
+    finalize,
+    short_id,
+    validate_record,
+    write_json_atomic,
+)
 from .view import RecordView
 
-__all__ = ["ID_PREFIX", "RECORD_SCHEMA", "RECORD_SCHEMA_VERSION", "REPRODUCTION_SCHEMA", "STATE_DIR", "VERDICTS",
-           "RecordView", "RunStore", "compute_id", "finalize", "short_id", "validate_record", "write_json_atomic"]
+__all__ = [
+    "ID_PREFIX",
+    "RECORD_SCHEMA",
+    "RECORD_SCHEMA_VERSION",
+    "REPRODUCTION_SCHEMA",
+    "STATE_DIR",
+    "VERDICTS",
+    "RecordView",
+    "RunStore",
+    "compute_id",
+    "finalize",
+    "short_id",
+    "validate_record",
+    "write_json_atomic",
+]

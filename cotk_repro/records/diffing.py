@@ -15,8 +15,9 @@ Verdict per metric (docs/spec.md section 7):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 NEGATIVE = ("differs", "not comparable", "missing")
 
@@ -46,8 +47,9 @@ def within(a: float, b: float, rtol: float, atol: float) -> bool:
     return math.isclose(a, b, rel_tol=rtol, abs_tol=atol) or abs(a - b) <= atol + rtol * abs(a)
 
 
-def compare_results(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any]],
-                    tolerance: ToleranceFn) -> list[MetricVerdict]:
+def compare_results(
+    a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any]], tolerance: ToleranceFn
+) -> list[MetricVerdict]:
     """One verdict per metric of ``a`` and ``b`` (normalized results), with each metric's tolerance."""
     rows: list[MetricVerdict] = []
     for name in list(a) + [n for n in b if n not in a]:

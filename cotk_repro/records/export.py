@@ -41,8 +41,10 @@ def results_document(record: dict[str, Any], signature: str | None = None) -> di
         "project": {"name": project.name, "task": project.task, "dataset": project.dataset},
         "commit": view.code.commit,
         "dirty": bool(view.code.dirty),
-        "results": {name: {"value": r.value, "hash": r.hash, "signature": r.signature}
-                    for name, r in sorted(view.results.items())},
+        "results": {
+            name: {"value": r.value, "hash": r.hash, "signature": r.signature}
+            for name, r in sorted(view.results.items())
+        },
         "record_signature": signature,
     }
 
@@ -56,14 +58,20 @@ def _eval_results(record: dict[str, Any]) -> list[EvalResult]:
     out = []
     for name, r in sorted(view.results.items()):
         args = {"hash": r.hash, "signature": r.signature, "record": view.id}
-        out.append(EvalResult(
-            task_type=HF_TASKS.get(task, "text-generation"), task_name=task,
-            dataset_type=dataset, dataset_name=dataset,
-            metric_type=r.metric or name, metric_name=name, metric_value=r.value,
-            metric_config=r.hash or "unverifiable",
-            metric_args={k: v for k, v in args.items() if v is not None},
-            verified=False,
-        ))
+        out.append(
+            EvalResult(
+                task_type=HF_TASKS.get(task, "text-generation"),
+                task_name=task,
+                dataset_type=dataset,
+                dataset_name=dataset,
+                metric_type=r.metric or name,
+                metric_name=name,
+                metric_value=r.value,
+                metric_config=r.hash or "unverifiable",
+                metric_args={k: v for k, v in args.items() if v is not None},
+                verified=False,
+            )
+        )
     if not out:
         raise CotkError(f"record {view.id} has no results to export")
     return out

@@ -29,8 +29,9 @@ def fetch_json(url: str, timeout: float = 30.0) -> Any:
     from ..core.httpread import AnswerTooLarge, read_bounded
 
     try:
-        resp = read_bounded(requests.get(api_url_for(url), timeout=timeout, headers={"Accept": "application/json"},
-                                         stream=True), url)
+        resp = read_bounded(
+            requests.get(api_url_for(url), timeout=timeout, headers={"Accept": "application/json"}, stream=True), url
+        )
     except AnswerTooLarge as exc:
         raise RecordError(exc.message) from None
     except requests.RequestException as exc:

@@ -19,7 +19,7 @@ records without it.
 from __future__ import annotations
 
 import types
-from typing import Annotated, Any, Dict, List, Literal, Optional, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
@@ -44,10 +44,10 @@ class Code(_Object):
 
     commit: StrictStr = Field(description="the commit sha (hex)", pattern=COMMIT_PATTERN)
     branch: Text = None
-    detached: Optional[StrictBool] = None
+    detached: StrictBool | None = None
     remote: Text = None
     remote_url: Text = Field(None, description="the remote's URL, credentials stripped (local remotes: `local:NAME`)")
-    dirty: Optional[StrictBool] = Field(None, description="uncommitted changes (only with `run --allow-dirty`)")
+    dirty: StrictBool | None = Field(None, description="uncommitted changes (only with `run --allow-dirty`)")
 
 
 class Python(_Object):
@@ -76,14 +76,14 @@ class Plugin(_Object):
 class Environment(_Object):
     """``environment``: what the run ran on. Never environment variables, tokens or home paths."""
 
-    python: Optional[Python] = None
-    platform: Optional[Dict[str, Any]] = None
-    packages: Optional[List[Package]] = None
+    python: Python | None = None
+    platform: dict[str, Any] | None = None
+    packages: list[Package] | None = None
     cotk_repro_version: Text = None
-    plugins: Optional[List[Plugin]] = None
-    accelerators: Optional[List[Dict[str, Any]]] = None
+    plugins: list[Plugin] | None = None
+    accelerators: list[dict[str, Any]] | None = None
     dockerfile: Text = None
-    dockerfile_sha256: Optional[Hash] = None
+    dockerfile_sha256: Hash | None = None
 
 
 class Project(_Object):
@@ -98,19 +98,19 @@ class Command(_Object):
     """``command``: what ran, where and how it ended."""
 
     entry: Text = None
-    args: Optional[List[StrictStr]] = None
+    args: list[StrictStr] | None = None
     cwd: Text = Field(None, description="relative to the repository root")
     result_file: Text = None
     started_at: Text = None
-    duration_s: Optional[Number] = None
-    exit_status: Optional[StrictInt] = None
+    duration_s: Number | None = None
+    exit_status: StrictInt | None = None
 
 
 class Result(_Object):
     """One metric's result: the normalized form of :mod:`cotk_repro.core.results`."""
 
     value: Number
-    hash: Optional[Hash] = Field(None, description="the comparability hash; null: unverifiable")
+    hash: Hash | None = Field(None, description="the comparability hash; null: unverifiable")
     signature: Text = None
     metric: Text = None
     version: Text = None
@@ -130,8 +130,8 @@ class Record(_Object):
     environment: Environment
     project: Project
     command: Command
-    results: Dict[str, Result]
-    data: Optional[Dict[str, StrictStr]] = Field(None, description="the dataloader hash codes, when known")
+    results: dict[str, Result]
+    data: dict[str, StrictStr] | None = Field(None, description="the dataloader hash codes, when known")
     error: Text = None
     cotk_repro_version: Text = None
 
@@ -146,27 +146,28 @@ class MetricRow(_Object):
 class Rerun(_Object):
     """``rerun``: the reproduction's own results, from which the dashboard recomputes the verdict."""
 
-    results: Dict[str, Result]
+    results: dict[str, Result]
     python: Text = None
     started_at: Text = None
-    duration_s: Optional[Number] = None
+    duration_s: Number | None = None
 
 
 class Reproduction(_Object):
     """A reproduction verdict (schema ``cotk-repro/reproduction``): the output of ``reproduce --json``."""
 
     schema_name: Literal[REPRODUCTION_SCHEMA] = Field(alias="schema")  # type: ignore[valid-type]
-    schema_version: Optional[StrictInt] = None
+    schema_version: StrictInt | None = None
     record_id: StrictStr = Field(max_length=80, description="the record it reproduces (required; signed with the rest)")
     verdict: Literal[VERDICTS]  # type: ignore[valid-type]
     runtime: Text = None
-    metrics: Optional[List[MetricRow]] = None
-    environment_differences: Optional[List[Dict[str, Any]]] = None
-    rerun: Optional[Rerun] = None
-    tolerances: Optional[Dict[str, Dict[str, Any]]] = Field(None, description="{metric: {rtol, atol}} it used")
+    metrics: list[MetricRow] | None = None
+    environment_differences: list[dict[str, Any]] | None = None
+    rerun: Rerun | None = None
+    tolerances: dict[str, dict[str, Any]] | None = Field(None, description="{metric: {rtol, atol}} it used")
     error: Text = None
-    limits: Optional[Dict[str, Dict[str, Any]]] = Field(
-        None, description="{timeout|memory|cpus|disk: {value, from, project_asked?}}: the limits it ran under")
+    limits: dict[str, dict[str, Any]] | None = Field(
+        None, description="{timeout|memory|cpus|disk: {value, from, project_asked?}}: the limits it ran under"
+    )
 
 
 class SignedRecord(BaseModel):
@@ -186,14 +187,25 @@ class SignedReproduction(BaseModel):
     signature: StrictStr = Field(max_length=16384, description="armored `ssh-keygen -Y sign` output")
 
 
-_WORDS = {"string_type": "must be a string", "int_type": "must be an integer", "float_type": "must be a number",
-          "bool_type": "must be true or false", "dict_type": "must be an object", "model_type": "must be an object",
-          "list_type": "must be a list", "finite_number": "must be a finite number",
-          "string_pattern_mismatch": "is malformed", "missing": "is missing"}
+_WORDS = {
+    "string_type": "must be a string",
+    "int_type": "must be an integer",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "list_type": "must be a list",
+    "finite_number": "must be a finite number",
+    "string_pattern_mismatch": "is malformed",
+    "missing": "is missing",
+}
 
 
-_EXPECTED = {HASH_PATTERN: "64 hex digits of SHA-256", COMMIT_PATTERN: "a hex commit sha",
-             ID_PATTERN: "'sha256:' and 64 hex digits"}
+_EXPECTED = {
+    HASH_PATTERN: "64 hex digits of SHA-256",
+    COMMIT_PATTERN: "a hex commit sha",
+    ID_PATTERN: "'sha256:' and 64 hex digits",
+}
 
 
 def _sentence(exc: ValidationError, where: str) -> str:
@@ -267,8 +279,13 @@ def _walk(tp: Any, value: Any, path: tuple[str | int, ...]) -> tuple[str | int, 
         return _walk(args[0], value, path)
     if origin in (Union, types.UnionType):  # Optional[X] and X | None alike
         for arg in args:
-            if isinstance(arg, type) and issubclass(arg, BaseModel) and isinstance(value, dict) or \
-                    get_origin(arg) in (list, dict) and isinstance(value, get_origin(arg)):
+            if (
+                isinstance(arg, type)
+                and issubclass(arg, BaseModel)
+                and isinstance(value, dict)
+                or get_origin(arg) in (list, dict)
+                and isinstance(value, get_origin(arg))
+            ):
                 return _walk(arg, value, path)
         return None
     if origin is list and isinstance(value, list) and args:
@@ -320,9 +337,11 @@ def upload_schemas(ref_template: str = "#/components/schemas/{model}") -> tuple[
     from pydantic.json_schema import models_json_schema
 
     keyed, defs = models_json_schema(
-        [(m, "validation") for m in (Record, SignedRecord, Reproduction, SignedReproduction)],
-        ref_template=ref_template)
+        [(m, "validation") for m in (Record, SignedRecord, Reproduction, SignedReproduction)], ref_template=ref_template
+    )
     ref = {m.__name__: keyed[(m, "validation")] for m in (Record, SignedRecord, Reproduction, SignedReproduction)}
-    bodies = {"record": {"oneOf": [ref["SignedRecord"], ref["Record"]]},
-              "reproduction": {"oneOf": [ref["SignedReproduction"], ref["Reproduction"]]}}
+    bodies = {
+        "record": {"oneOf": [ref["SignedRecord"], ref["Record"]]},
+        "reproduction": {"oneOf": [ref["SignedReproduction"], ref["Reproduction"]]},
+    }
     return bodies, defs.get("$defs", {})

@@ -14,10 +14,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 from .._version import __version__
 from ..capture.dockerfile import render_dockerfile
@@ -65,8 +66,17 @@ class EntryProcess:
     is forwarded to the child (SIGINT), which gets 10 s to stop before it is killed.
     """
 
-    def __init__(self, cmd: list[str], cwd: Path, stdout_log: Path, stderr_log: Path, *, echo: bool | str = True,
-                 env: dict[str, str] | None = None, log_cap: int | None = None):
+    def __init__(
+        self,
+        cmd: list[str],
+        cwd: Path,
+        stdout_log: Path,
+        stderr_log: Path,
+        *,
+        echo: bool | str = True,
+        env: dict[str, str] | None = None,
+        log_cap: int | None = None,
+    ):
         self.cmd, self.cwd, self.echo = cmd, cwd, echo
         #: keep only the last ``log_cap`` bytes of each stream in its log (somebody else's entry: reproduce)
         self.log_cap = log_cap
@@ -79,7 +89,7 @@ class EntryProcess:
         self._fhs: list[IO[bytes]] = []
         self._threads: list[threading.Thread] = []
 
-    def start(self) -> "EntryProcess":
+    def start(self) -> EntryProcess:
         if self.log_cap is not None:
             from ..core.tail import TailFile
 
@@ -165,8 +175,16 @@ class EntryProcess:
         return self.proc.returncode, interrupted
 
 
-def run_entry(cmd: list[str], cwd: Path, stdout_log: Path, stderr_log: Path, *, echo: bool | str = True,
-              env: dict[str, str] | None = None, timeout: float | None = None) -> tuple[int, bool]:
+def run_entry(
+    cmd: list[str],
+    cwd: Path,
+    stdout_log: Path,
+    stderr_log: Path,
+    *,
+    echo: bool | str = True,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> tuple[int, bool]:
     """Run ``cmd``; tee its output live to the terminal and to the logs.
 
     Returns (returncode, interrupted). Ctrl-C is forwarded to the child.
@@ -178,15 +196,20 @@ def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _capture_environment(config: ProjectConfig, entry_rel: str, args: list[str], rel_cwd: str,
-                         workdir: Path) -> dict[str, Any]:
+def _capture_environment(
+    config: ProjectConfig, entry_rel: str, args: list[str], rel_cwd: str, workdir: Path
+) -> dict[str, Any]:
     env_info = capture_environment(get_plugins().loaded())
     requires = config.get("run", "requires")
     if requires:  # the project names what it needs: pin that, not every distribution of this environment
         env_info["packages"] = requirement_closure(list(requires), env_info["packages"])
     dockerfile, dockerfile_sha = render_dockerfile(
-        python_major_minor=env_info["python"]["major_minor"], entry=entry_rel, args=args, cwd=rel_cwd,
-        base_image=config.get("reproduce", "base_image"))
+        python_major_minor=env_info["python"]["major_minor"],
+        entry=entry_rel,
+        args=args,
+        cwd=rel_cwd,
+        base_image=config.get("reproduce", "base_image"),
+    )
     env_info["dockerfile"] = dockerfile
     env_info["dockerfile_sha256"] = dockerfile_sha
     (workdir / "Dockerfile").write_text(dockerfile, encoding="utf-8")
@@ -194,8 +217,9 @@ def _capture_environment(config: ProjectConfig, entry_rel: str, args: list[str],
     return env_info
 
 
-def prepare(cwd: Path, *, entry: str | None, args: list[str] | None, result: str | None,
-            allow_dirty: bool) -> tuple[GitState, ProjectConfig, Path, list[str], Path]:
+def prepare(
+    cwd: Path, *, entry: str | None, args: list[str] | None, result: str | None, allow_dirty: bool
+) -> tuple[GitState, ProjectConfig, Path, list[str], Path]:
     """Everything checked before anything runs: repo, config, entry, store."""
     state = capture_git(cwd)
     config = load_config(state.root)
@@ -205,9 +229,11 @@ def prepare(cwd: Path, *, entry: str | None, args: list[str] | None, result: str
     entry_path = (cwd / entry).resolve()
     if not entry_path.is_file():
         if config.source is None and entry == config.get("run", "entry"):
-            raise RunError(f"the entry script {entry} does not exist in {cwd}, and the project has no "
-                           f"{CONFIG_FILE} naming another",
-                           hint="run `cotk-repro init` to scaffold one, or name the script: cotk-repro run --entry SCRIPT")
+            raise RunError(
+                f"the entry script {entry} does not exist in {cwd}, and the project has no "
+                f"{CONFIG_FILE} naming another",
+                hint="run `cotk-repro init` to scaffold one, or name the script: cotk-repro run --entry SCRIPT",
+            )
         raise RunError(f"the entry script {entry} does not exist in {cwd}")
     if not entry_path.is_relative_to(state.root.resolve()):
         raise RunError(f"the entry script {entry} is outside the git repository {state.root}")
@@ -232,16 +258,25 @@ def _dirty_error(state: GitState, result_path: Path) -> CaptureError:
     if not outputs:
         return CaptureError(message)
     missing = "" if (state.root / ".gitignore").is_file() else "the project has no .gitignore; "
-    return CaptureError(f"the work tree has uncommitted changes ({shown}): {', '.join(outputs)} "
-                        f"{'is an output' if len(outputs) == 1 else 'are outputs'} of a run, not code",
-                        hint=f"{missing}add {' and '.join(sorted({'*.log' if f.endswith('.log') else f for f in outputs}))} "
-                             f"to .gitignore and commit it (cotk-repro init writes such a .gitignore)")
+    return CaptureError(
+        f"the work tree has uncommitted changes ({shown}): {', '.join(outputs)} "
+        f"{'is an output' if len(outputs) == 1 else 'are outputs'} of a run, not code",
+        hint=f"{missing}add {' and '.join(sorted({'*.log' if f.endswith('.log') else f for f in outputs}))} "
+        f"to .gitignore and commit it (cotk-repro init writes such a .gitignore)",
+    )
 
 
-def execute(cwd: Path | None = None, *, entry: str | None = None, args: list[str] | None = None,
-            result: str | None = None, allow_dirty: bool = False, echo: bool | str = True,
-            on_status: Callable[[str], None] | None = None,
-            meanwhile: Callable[[], object] | None = None) -> RunOutcome:
+def execute(
+    cwd: Path | None = None,
+    *,
+    entry: str | None = None,
+    args: list[str] | None = None,
+    result: str | None = None,
+    allow_dirty: bool = False,
+    echo: bool | str = True,
+    on_status: Callable[[str], None] | None = None,
+    meanwhile: Callable[[], object] | None = None,
+) -> RunOutcome:
     """``cotk-repro run``: check, run the entry, write its record (failed or interrupted ones too).
 
     ``meanwhile`` is the caller's own preparation, done while the entry runs, after the environment is
@@ -250,12 +285,14 @@ def execute(cwd: Path | None = None, *, entry: str | None = None, args: list[str
     """
     cwd = Path(cwd or os.getcwd()).resolve()
     state, config, entry_path, args, result_path = prepare(
-        cwd, entry=entry, args=args, result=result, allow_dirty=allow_dirty)
+        cwd, entry=entry, args=args, result=result, allow_dirty=allow_dirty
+    )
     store = RunStore(state.root)
     workdir = store.new_workdir()  # fails early, clearly, when .cotk-repro is not writable
     try:
-        return _execute_in(workdir, store, cwd, state, config, entry_path, args, result_path, echo, on_status,
-                           meanwhile)
+        return _execute_in(
+            workdir, store, cwd, state, config, entry_path, args, result_path, echo, on_status, meanwhile
+        )
     except BaseException:
         # nothing half-written: a run that could not be recorded leaves no folder behind
         shutil.rmtree(workdir, ignore_errors=True)
@@ -270,9 +307,19 @@ def _stat_key(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, config: ProjectConfig,
-                entry_path: Path, args: list[str], result_path: Path, echo: bool | str,
-                on_status: Callable[[str], None] | None, meanwhile: Callable[[], object] | None) -> RunOutcome:
+def _execute_in(
+    workdir: Path,
+    store: RunStore,
+    cwd: Path,
+    state: GitState,
+    config: ProjectConfig,
+    entry_path: Path,
+    args: list[str],
+    result_path: Path,
+    echo: bool | str,
+    on_status: Callable[[str], None] | None,
+    meanwhile: Callable[[], object] | None,
+) -> RunOutcome:
     root = state.root.resolve()
     rel_cwd = cwd.relative_to(root).as_posix() if cwd != root else "."
     entry_rel = os.path.relpath(entry_path, cwd).replace(os.sep, "/")
@@ -282,8 +329,9 @@ def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, conf
         on_status(f"running {entry_rel} {' '.join(args)}".strip())
     started_at = _now_iso()
     t0 = time.time()
-    proc = EntryProcess([sys.executable, str(entry_path), *args], cwd,
-                        workdir / "stdout.log", workdir / "stderr.log", echo=echo).start()
+    proc = EntryProcess(
+        [sys.executable, str(entry_path), *args], cwd, workdir / "stdout.log", workdir / "stderr.log", echo=echo
+    ).start()
     # capture the environment while the entry runs (it does not depend on the entry)
     interrupted = False
     env_info: dict[str, Any] | None = None
@@ -292,7 +340,7 @@ def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, conf
         if meanwhile is not None:
             try:
                 meanwhile()
-            except Exception:  # noqa: BLE001 - only a head start on the caller's own work
+            except Exception:
                 pass
     except KeyboardInterrupt:
         interrupted = True
@@ -330,8 +378,10 @@ def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, conf
         error = RunError(f"the entry {entry_rel} was killed by signal {name}")
         record["status"] = "failed"
     elif rc != 0:
-        error = RunError(f"the entry {entry_rel} exited with status {rc}; see its stderr "
-                         + ("above" if echo else "in the run's stderr.log"))
+        error = RunError(
+            f"the entry {entry_rel} exited with status {rc}; see its stderr "
+            + ("above" if echo else "in the run's stderr.log")
+        )
         record["status"] = "failed"
     else:
         try:
@@ -349,5 +399,4 @@ def _execute_in(workdir: Path, store: RunStore, cwd: Path, state: GitState, conf
     folder = store.commit(workdir, record)
     if error is not None and not echo and rc not in (0, None) and rc > 0:
         error = RunError(f"the entry {entry_rel} exited with status {rc}; its stderr is in {folder / 'stderr.log'}")
-    return RunOutcome(record=record, folder=folder, error=error,
-                      exit_code=0 if error is None else error.exit_code)
+    return RunOutcome(record=record, folder=folder, error=error, exit_code=0 if error is None else error.exit_code)

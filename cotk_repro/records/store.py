@@ -12,11 +12,13 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..core.fileio import atomic_write
 from ..errors import RecordError
+
 # re-exported (`X as X`): the store's public names, compute_id among them (docs/spec.md)
 from .identity import ID_PREFIX as ID_PREFIX
 from .identity import RECORD_SCHEMA as RECORD_SCHEMA
@@ -35,8 +37,10 @@ MAX_RECORD_BYTES = 64 * 1024 * 1024
 
 
 def _not_ours(folder: Path) -> str:
-    return (f"record {folder.name[:12]} in {folder.parent} was not written by cotk-repro on this machine (it may have "
-            "come with the repository), so it is not shown or published; make your own with `cotk-repro run`")
+    return (
+        f"record {folder.name[:12]} in {folder.parent} was not written by cotk-repro on this machine (it may have "
+        "come with the repository), so it is not shown or published; make your own with `cotk-repro run`"
+    )
 
 
 def finalize(record: dict[str, Any]) -> dict[str, Any]:

@@ -57,8 +57,13 @@ class Code:
     def of(cls, value: Any) -> Code:
         """Read ``code`` as recorded."""
         d = _obj(value)
-        return cls(_str(d.get("commit")), _str(d.get("branch")), _str(d.get("remote")), _str(d.get("remote_url")),
-                   _bool(d.get("dirty")))
+        return cls(
+            _str(d.get("commit")),
+            _str(d.get("branch")),
+            _str(d.get("remote")),
+            _str(d.get("remote_url")),
+            _bool(d.get("dirty")),
+        )
 
 
 @dataclass(frozen=True)
@@ -95,10 +100,16 @@ class Command:
         d = _obj(value)
         args = d.get("args")
         status = d.get("exit_status")
-        return cls(value, _str(d.get("entry")), _str(d.get("cwd")), _str(d.get("result_file")),
-                   tuple(a for a in args if isinstance(a, str)) if isinstance(args, list) else (),
-                   _str(d.get("started_at")), _number(d.get("duration_s")),
-                   status if isinstance(status, int) and not isinstance(status, bool) else None)
+        return cls(
+            value,
+            _str(d.get("entry")),
+            _str(d.get("cwd")),
+            _str(d.get("result_file")),
+            tuple(a for a in args if isinstance(a, str)) if isinstance(args, list) else (),
+            _str(d.get("started_at")),
+            _number(d.get("duration_s")),
+            status if isinstance(status, int) and not isinstance(status, bool) else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -125,11 +136,20 @@ class Environment:
         """Read ``environment`` as recorded."""
         d = _obj(value)
         py = _obj(d.get("python"))
-        return cls(value, _str(py.get("version")), _str(py.get("implementation")), _str(py.get("major_minor")),
-                   _obj(d.get("platform")),
-                   d.get("packages", []), _objects(d.get("packages")), _objects(d.get("plugins")),
-                   _objects(d.get("accelerators")), _str(d.get("cotk_repro_version")), _str(d.get("dockerfile")),
-                   _str(d.get("dockerfile_sha256")))
+        return cls(
+            value,
+            _str(py.get("version")),
+            _str(py.get("implementation")),
+            _str(py.get("major_minor")),
+            _obj(d.get("platform")),
+            d.get("packages", []),
+            _objects(d.get("packages")),
+            _objects(d.get("plugins")),
+            _objects(d.get("accelerators")),
+            _str(d.get("cotk_repro_version")),
+            _str(d.get("dockerfile")),
+            _str(d.get("dockerfile_sha256")),
+        )
 
 
 @dataclass(frozen=True)
@@ -148,8 +168,14 @@ class Result:
     def of(cls, value: Any) -> Result:
         """Read one result as recorded."""
         d = _obj(value)
-        return cls(_number(d.get("value")), _str(d.get("hash")), _str(d.get("signature")), _str(d.get("metric")),
-                   _str(d.get("version")), d)
+        return cls(
+            _number(d.get("value")),
+            _str(d.get("hash")),
+            _str(d.get("signature")),
+            _str(d.get("metric")),
+            _str(d.get("version")),
+            d,
+        )
 
 
 @dataclass(frozen=True)
@@ -175,11 +201,19 @@ class RecordView:
         """The view of ``record`` (a record's JSON dict; anything else reads as an empty record)."""
         d = _obj(record)
         results = d.get("results")
-        return cls(d, _str(d.get("id")), _str(d.get("status")), _str(d.get("error")), Code.of(d.get("code")),
-                   Project.of(d.get("project")), Command.of(d.get("command")), Environment.of(d.get("environment")),
-                   {k: Result.of(v) for k, v in results.items() if isinstance(v, dict)}
-                   if isinstance(results, dict) else {},
-                   d.get("data") if isinstance(d.get("data"), dict) else None, _str(d.get("cotk_repro_version")))
+        return cls(
+            d,
+            _str(d.get("id")),
+            _str(d.get("status")),
+            _str(d.get("error")),
+            Code.of(d.get("code")),
+            Project.of(d.get("project")),
+            Command.of(d.get("command")),
+            Environment.of(d.get("environment")),
+            {k: Result.of(v) for k, v in results.items() if isinstance(v, dict)} if isinstance(results, dict) else {},
+            d.get("data") if isinstance(d.get("data"), dict) else None,
+            _str(d.get("cotk_repro_version")),
+        )
 
     @property
     def ok(self) -> bool:

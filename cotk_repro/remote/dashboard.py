@@ -22,8 +22,15 @@ RETRY_STATUS = (429, 502, 503, 504)
 class DashboardError(CotkError):
     """The dashboard could not be reached or refused the request."""
 
-    def __init__(self, message: str, *, hint: str | None = None, log: str | None = None,
-                 status: int | None = None, unreachable: bool = False):
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        log: str | None = None,
+        status: int | None = None,
+        unreachable: bool = False,
+    ):
         super().__init__(message, hint=hint, log=log)
         self.status = status
         self.unreachable = unreachable
@@ -45,8 +52,16 @@ def _detail(resp) -> str:
 class DashboardClient:
     """``DashboardClient(url, token)``; every method raises :class:`DashboardError` with one sentence."""
 
-    def __init__(self, url: str, token: str | None = None, *, timeout: tuple[float, float] = (5.0, 30.0),
-                 retries: int = 3, backoff: float = 0.5, session: Any = None):
+    def __init__(
+        self,
+        url: str,
+        token: str | None = None,
+        *,
+        timeout: tuple[float, float] = (5.0, 30.0),
+        retries: int = 3,
+        backoff: float = 0.5,
+        session: Any = None,
+    ):
         import requests
 
         self.url = url.rstrip("/")
@@ -57,8 +72,10 @@ class DashboardClient:
         self.session = session or requests.Session()
         self.session.headers.update({"Accept": "application/json", "User-Agent": "cotk-repro"})
         # one session per retry policy: every failure retried (idempotent requests), or only failed connects
-        self._sessions = {True: self._with_retries(self.session, idempotent=True),
-                          False: self._with_retries(requests.Session(), idempotent=False)}
+        self._sessions = {
+            True: self._with_retries(self.session, idempotent=True),
+            False: self._with_retries(requests.Session(), idempotent=False),
+        }
         self._sessions[False].headers.update(self.session.headers)
 
     def _with_retries(self, session: Any, *, idempotent: bool) -> Any:
@@ -66,9 +83,18 @@ class DashboardClient:
         from urllib3.util import Retry
 
         n = self.retries - 1
-        retry = Retry(total=n, connect=n, read=n if idempotent else 0, status=n if idempotent else 0,
-                      other=0, status_forcelist=RETRY_STATUS, allowed_methods=None, backoff_factor=self.backoff,
-                      raise_on_status=False, respect_retry_after_header=True)
+        retry = Retry(
+            total=n,
+            connect=n,
+            read=n if idempotent else 0,
+            status=n if idempotent else 0,
+            other=0,
+            status_forcelist=RETRY_STATUS,
+            allowed_methods=None,
+            backoff_factor=self.backoff,
+            raise_on_status=False,
+            respect_retry_after_header=True,
+        )
         adapter = HTTPAdapter(max_retries=retry)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
@@ -79,32 +105,38 @@ class DashboardClient:
         if not auth:
             return {}
         if not self.token:
-            raise DashboardError(f"no token for the dashboard {self.url}",
-                                 hint=f"run `cotk-repro login --dashboard {self.url} --token TOKEN` first")
+            raise DashboardError(
+                f"no token for the dashboard {self.url}",
+                hint=f"run `cotk-repro login --dashboard {self.url} --token TOKEN` first",
+            )
         return {"Authorization": f"Bearer {self.token}"}
 
-    def request(self, method: str, path: str, *, json: Any = None, auth: bool = False,
-                idempotent: bool = True):
+    def request(self, method: str, path: str, *, json: Any = None, auth: bool = False, idempotent: bool = True):
         import requests
 
         url = self.url + path
         headers = self._headers(auth)
         try:
-            resp = self._sessions[idempotent].request(method, url, json=json, headers=headers, timeout=self.timeout,
-                                                      stream=True)
+            resp = self._sessions[idempotent].request(
+                method, url, json=json, headers=headers, timeout=self.timeout, stream=True
+            )
             return read_bounded(resp, f"the dashboard at {self.url}")
         except AnswerTooLarge as exc:
             raise DashboardError(exc.message) from None
         except requests.ConnectionError as exc:
-            last = "no answer within {:.0f} s".format(self.timeout[0]) if isinstance(exc, requests.ConnectTimeout) \
+            last = (
+                f"no answer within {self.timeout[0]:.0f} s"
+                if isinstance(exc, requests.ConnectTimeout)
                 else _reason(exc)
+            )
         except requests.Timeout:
             last = f"no answer within {self.timeout[1]:.0f} s"
         except requests.RequestException as exc:
             raise DashboardError(f"cannot talk to the dashboard at {self.url}: {type(exc).__name__}") from None
         attempts = self.retries if idempotent or _not_sent(last) else 1
-        raise DashboardError(f"cannot reach the dashboard at {self.url} ({last}) after {attempts} attempt(s)",
-                             unreachable=True)
+        raise DashboardError(
+            f"cannot reach the dashboard at {self.url} ({last}) after {attempts} attempt(s)", unreachable=True
+        )
 
     def _check(self, resp, what: str) -> Any:
         code = resp.status_code
@@ -114,21 +146,30 @@ class DashboardClient:
             except (ValueError, RecursionError):
                 raise DashboardError(f"the dashboard at {self.url} did not answer JSON to {what}") from None
         if code == 403:
-            raise DashboardError(f"the dashboard at {self.url} refused {what} (403): {_detail(resp)}", status=code,
-                                 hint="`cotk-repro keys` shows your signing key; register its .pub on the dashboard")
+            raise DashboardError(
+                f"the dashboard at {self.url} refused {what} (403): {_detail(resp)}",
+                status=code,
+                hint="`cotk-repro keys` shows your signing key; register its .pub on the dashboard",
+            )
         if code == 401:
-            raise DashboardError(f"the dashboard at {self.url} refused the token ({code}) for {what}",
-                                 hint=f"get a token from its admin and run `cotk-repro login --dashboard {self.url} --token TOKEN`",
-                                 status=code)
+            raise DashboardError(
+                f"the dashboard at {self.url} refused the token ({code}) for {what}",
+                hint=f"get a token from its admin and run `cotk-repro login --dashboard {self.url} --token TOKEN`",
+                status=code,
+            )
         if code == 404:
             raise DashboardError(f"the dashboard at {self.url} has no such {what.split()[-1]} (404)", status=code)
         if code == 413:
             raise DashboardError(f"the dashboard at {self.url} refused {what}: it is too large (413)", status=code)
         if code == 422:
-            raise DashboardError(f"the dashboard at {self.url} rejected {what} as invalid (422): {_detail(resp)}",
-                                 status=code)
-        raise DashboardError(f"the dashboard at {self.url} answered HTTP {code} to {what}: {_detail(resp)}",
-                             status=code, unreachable=code in RETRY_STATUS)
+            raise DashboardError(
+                f"the dashboard at {self.url} rejected {what} as invalid (422): {_detail(resp)}", status=code
+            )
+        raise DashboardError(
+            f"the dashboard at {self.url} answered HTTP {code} to {what}: {_detail(resp)}",
+            status=code,
+            unreachable=code in RETRY_STATUS,
+        )
 
     # -- API ---------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
@@ -144,7 +185,11 @@ class DashboardClient:
         body = {"record": record, "signature": signature} if signature else record
         resp = self.request("POST", "/api/v1/records", json=body, auth=True, idempotent=True)
         body = self._check(resp, "the record upload")
-        return {"id": body.get("id", RecordView.of(record).id), "url": body.get("url"), "created": resp.status_code == 201}
+        return {
+            "id": body.get("id", RecordView.of(record).id),
+            "url": body.get("url"),
+            "created": resp.status_code == 201,
+        }
 
     def register_key(self, key: Any) -> dict[str, Any]:
         """Register the signing key ``key`` (:class:`cotk_repro.core.signing.SigningKey`) for the token's user
@@ -156,20 +201,28 @@ class DashboardClient:
         from ..core.signing import sign_bytes
 
         user = self.whoami()
-        issued = self._check(self.request("POST", "/api/v1/keys/challenge", json={}, auth=True, idempotent=False),
-                             "the key registration challenge")
+        issued = self._check(
+            self.request("POST", "/api/v1/keys/challenge", json={}, auth=True, idempotent=False),
+            "the key registration challenge",
+        )
         parts = urlsplit(self.url)
         try:
-            challenge = check_challenge(issued.get("challenge") if isinstance(issued, dict) else None,
-                                        dashboard=f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/"),
-                                        user=user)
+            challenge = check_challenge(
+                issued.get("challenge") if isinstance(issued, dict) else None,
+                dashboard=f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/"),
+                user=user,
+            )
         except ChallengeError as exc:
-            raise DashboardError(exc.message, hint="if the dashboard runs behind a proxy, its operator sets "
-                                 "`dashboard serve --public-url` to the URL you use") from None
+            raise DashboardError(
+                exc.message,
+                hint="if the dashboard runs behind a proxy, its operator sets "
+                "`dashboard serve --public-url` to the URL you use",
+            ) from None
         signature = sign_bytes(challenge.text().encode("utf-8"), NS_KEY_REGISTRATION, key)
         body = {"public_key": key.public.line, "challenge": challenge.nonce, "signature": signature}
-        out = self._check(self.request("POST", "/api/v1/keys", json=body, auth=True, idempotent=False),
-                          "the key registration")
+        out = self._check(
+            self.request("POST", "/api/v1/keys", json=body, auth=True, idempotent=False), "the key registration"
+        )
         return {**out, "user": user} if isinstance(out, dict) else out
 
     def get_record(self, record_id: str) -> dict[str, Any]:
@@ -177,15 +230,27 @@ class DashboardClient:
 
     def upload_publication(self, record_id: str, attachment: dict[str, Any]) -> dict[str, Any]:
         """POST a record's publication (``{"publication", "signature"}``: its git remote taken at publish time)."""
-        resp = self.request("POST", f"/api/v1/records/{quote(record_id, safe=':')}/publication", json=attachment,
-                            auth=True, idempotent=True)
+        resp = self.request(
+            "POST",
+            f"/api/v1/records/{quote(record_id, safe=':')}/publication",
+            json=attachment,
+            auth=True,
+            idempotent=True,
+        )
         return self._check(resp, "the publication of this record")
 
-    def submit_reproduction(self, record_id: str, verdict: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
+    def submit_reproduction(
+        self, record_id: str, verdict: dict[str, Any], signature: str | None = None
+    ) -> dict[str, Any]:
         """POST a reproduction verdict (``{"reproduction", "signature"}`` when signed)."""
         body = {"reproduction": verdict, "signature": signature} if signature else verdict
-        resp = self.request("POST", f"/api/v1/records/{quote(record_id, safe=':')}/reproductions", json=body,
-                            auth=True, idempotent=False)
+        resp = self.request(
+            "POST",
+            f"/api/v1/records/{quote(record_id, safe=':')}/reproductions",
+            json=body,
+            auth=True,
+            idempotent=False,
+        )
         return self._check(resp, "the reproduction for this record")
 
 
@@ -198,25 +263,42 @@ def register_signing_key(dashboard: str | None, cwd: Any = None) -> dict[str, An
 
     url = userconfig.normalize_url(dashboard) if dashboard else userconfig.default_dashboard()
     if not url:
-        raise DashboardError("no dashboard given and none saved", hint="pass --dashboard URL or run "
-                             "`cotk-repro login --dashboard URL --token TOKEN` first")
+        raise DashboardError(
+            "no dashboard given and none saved",
+            hint="pass --dashboard URL or run `cotk-repro login --dashboard URL --token TOKEN` first",
+        )
     key = find_signing_key(cwd)
     if key is None:
-        raise DashboardError("there is no SSH key to register", hint="`cotk-repro keys` says where it looks; "
-                             "make one with `ssh-keygen -t ed25519`")
+        raise DashboardError(
+            "there is no SSH key to register",
+            hint="`cotk-repro keys` says where it looks; make one with `ssh-keygen -t ed25519`",
+        )
     client = DashboardClient(url, userconfig.dashboard_token(url), retries=1)
     return {**client.register_key(key), "dashboard": url}
 
 
 def _reason(exc: Exception) -> str:
     text = str(exc)
-    for key in ("Connection refused", "Name or service not known", "nodename nor servname", "timed out",
-                "No route to host", "Network is unreachable", "Temporary failure in name resolution"):
+    for key in (
+        "Connection refused",
+        "Name or service not known",
+        "nodename nor servname",
+        "timed out",
+        "No route to host",
+        "Network is unreachable",
+        "Temporary failure in name resolution",
+    ):
         if key in text:
             return key.lower()
     return type(exc).__name__
 
 
 def _not_sent(reason: str) -> bool:
-    return reason in ("connection refused", "name or service not known", "nodename nor servname",
-                      "temporary failure in name resolution", "no route to host", "network is unreachable")
+    return reason in (
+        "connection refused",
+        "name or service not known",
+        "nodename nor servname",
+        "temporary failure in name resolution",
+        "no route to host",
+        "network is unreachable",
+    )

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..core.git import GitError, git, has_identity, out, rev_parse
 from ..records import ID_PREFIX, RecordView
@@ -28,8 +29,16 @@ DEFAULT_REF = "refs/heads/cotk-repro-records"
 RECORDS_DIR = "records"
 #: files of a local record folder that travel with it (the ones that exist)
 LOG_FILES = ("stdout.log", "stderr.log")
-RECORD_FILES = ("record.json", "record.sig", "publication.json", "requirements.lock", "Dockerfile", "stdout.log",
-                "stderr.log", "result.json")
+RECORD_FILES = (
+    "record.json",
+    "record.sig",
+    "publication.json",
+    "requirements.lock",
+    "Dockerfile",
+    "stdout.log",
+    "stderr.log",
+    "result.json",
+)
 #: a record.json on a records ref larger than this is not read
 MAX_REF_RECORD_BYTES = 16 * 1024 * 1024
 #: all the record.json of one records ref together larger than this: the rest is not read
@@ -37,8 +46,12 @@ MAX_REF_RECORDS_TOTAL = 512 * 1024 * 1024
 #: a file of a local record folder larger than this is not published
 MAX_FILE_BYTES = 256 * 1024 * 1024
 #: a name and address for commits on the records ref when the user has none configured
-FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "cotk-repro", "GIT_AUTHOR_EMAIL": "cotk-repro@localhost",
-                     "GIT_COMMITTER_NAME": "cotk-repro", "GIT_COMMITTER_EMAIL": "cotk-repro@localhost"}
+FALLBACK_IDENTITY = {
+    "GIT_AUTHOR_NAME": "cotk-repro",
+    "GIT_AUTHOR_EMAIL": "cotk-repro@localhost",
+    "GIT_COMMITTER_NAME": "cotk-repro",
+    "GIT_COMMITTER_EMAIL": "cotk-repro@localhost",
+}
 
 
 def tree_entries(cwd: Path | str, rev: str) -> dict[str, tuple[str, str]]:
@@ -86,13 +99,15 @@ def record_path(record_id: str) -> str:
 @dataclass
 class RefUpdate:
     """The outcome of adding files to a ref: its commit now, and whether a new commit was made."""
+
     ref: str
     commit: str
     changed: bool
 
 
-def add_to_ref(repo: Path, ref: str, files: dict[str, bytes], *, message: str,
-               merge_with: Iterable[str] = ()) -> RefUpdate:
+def add_to_ref(
+    repo: Path, ref: str, files: dict[str, bytes], *, message: str, merge_with: Iterable[str] = ()
+) -> RefUpdate:
     """Commit ``files`` (path -> bytes) onto ``ref`` on top of its current tree (and of ``merge_with``).
 
     Uses a temporary index; never touches the work tree, the real index or HEAD.
@@ -143,7 +158,9 @@ def add_to_ref(repo: Path, ref: str, files: dict[str, bytes], *, message: str,
 def tree_listing(repo: Path | str, rev: str) -> dict[str, tuple[str, str, int | None]]:
     """path -> (object type, sha, size in bytes; None for a gitlink) of every entry of ``rev``'s tree, sizes from
     ``git ls-tree -l``: known before any object is read."""
-    text = git(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", "--end-of-options", rev).stdout.decode("utf-8", "replace")
+    text = git(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", "--end-of-options", rev).stdout.decode(
+        "utf-8", "replace"
+    )
     entries: dict[str, tuple[str, str, int | None]] = {}
     for item in text.split("\0"):
         meta, tab, path = item.partition("\t")
@@ -170,16 +187,30 @@ def list_records(repo: Path, rev: str, skipped: list[tuple[str, str]] | None = N
         if kind != "blob":
             skipped.append((path, f"{path} is a {kind}, not a file, so it is not read"))
         elif size is None or size > MAX_REF_RECORD_BYTES:
-            skipped.append((path, (f"{path} is {size:,} bytes, over the {MAX_REF_RECORD_BYTES:,}-byte limit for a "
-                                  "record, so it is not read")))
+            skipped.append(
+                (
+                    path,
+                    (
+                        f"{path} is {size:,} bytes, over the {MAX_REF_RECORD_BYTES:,}-byte limit for a "
+                        "record, so it is not read"
+                    ),
+                )
+            )
         else:
             wanted.append((path, sha, size))
     total, bounded = 0, []
     for path, sha, size in wanted:
         total += size
         if total > MAX_REF_RECORDS_TOTAL:
-            skipped.append((path, (f"{path} is past the {MAX_REF_RECORDS_TOTAL:,}-byte limit for all records of a "
-                                  "ref, so it is not read")))
+            skipped.append(
+                (
+                    path,
+                    (
+                        f"{path} is past the {MAX_REF_RECORDS_TOTAL:,}-byte limit for all records of a "
+                        "ref, so it is not read"
+                    ),
+                )
+            )
         else:
             bounded.append((path, sha, size))
     if not bounded:
@@ -195,7 +226,7 @@ def list_records(repo: Path, rev: str, skipped: list[tuple[str, str]] | None = N
             skipped.append((path, f"{path} cannot be read from the records ref"))
             pos = header_end + 1 if header_end >= 0 else len(raw)
             continue
-        body = raw[header_end + 1: header_end + 1 + size]
+        body = raw[header_end + 1 : header_end + 1 + size]
         pos = header_end + 1 + size + 1
         try:
             record = json.loads(body.decode("utf-8"))
@@ -213,9 +244,15 @@ def list_records(repo: Path, rev: str, skipped: list[tuple[str, str]] | None = N
 def read_file(repo: Path, rev: str, path: str, limit: int = 1024 * 1024) -> bytes | None:
     """Return the bytes of `path` at revision `rev` of the repository, or None if it is not there, is not a file
     or is larger than ``limit`` (its type and size checked with ``git cat-file --batch-check`` first)."""
-    check = git(repo, "cat-file", "--batch-check", input=f"{rev}:{path}\n".encode("utf-8"), check=False)
+    check = git(repo, "cat-file", "--batch-check", input=f"{rev}:{path}\n".encode(), check=False)
     parts = check.stdout.decode("utf-8", "replace").split()
-    if check.returncode != 0 or len(parts) != 3 or parts[1] != "blob" or not parts[2].isdigit() or int(parts[2]) > limit:
+    if (
+        check.returncode != 0
+        or len(parts) != 3
+        or parts[1] != "blob"
+        or not parts[2].isdigit()
+        or int(parts[2]) > limit
+    ):
         return None
     proc = git(repo, "cat-file", "blob", parts[0], check=False)
     return proc.stdout if proc.returncode == 0 else None

@@ -52,9 +52,11 @@ def fetchable_remote(record_id: str, url: Any) -> str:
     """``url`` when a stranger could fetch the record's code from it; else :class:`PublicationError` with the
     sentence ``reproduce`` gives for it (a remote on the author's machine, or an unsafe URL)."""
     if isinstance(url, str) and url.startswith((_LOCAL, "~", "/")):
-        raise PublicationError(f"record {record_id[:19]} names only a remote on its author's machine ({shown(url)}), "
-                               "so its code cannot be fetched from here",
-                               hint="reproduce from the git repository itself: cotk-repro reproduce GIT_URL")
+        raise PublicationError(
+            f"record {record_id[:19]} names only a remote on its author's machine ({shown(url)}), "
+            "so its code cannot be fetched from here",
+            hint="reproduce from the git repository itself: cotk-repro reproduce GIT_URL",
+        )
     try:
         return check_stranger_url(url, f"record {record_id[:19]}'s git URL")
     except UnsafeUrlError as exc:
@@ -69,8 +71,12 @@ def publication_bytes(publication: dict[str, Any]) -> bytes:
 def make(record: dict[str, Any], remote_url: str, key: SigningKey | None) -> dict[str, Any]:
     """The publication of ``record`` at ``remote_url`` (checked with :func:`fetchable_remote`), signed with
     ``key`` (None: unsigned)."""
-    publication = {"kind": KIND, "record_id": record["id"], "commit": record["code"]["commit"],
-                   "remote_url": fetchable_remote(record["id"], remote_url)}
+    publication = {
+        "kind": KIND,
+        "record_id": record["id"],
+        "commit": record["code"]["commit"],
+        "remote_url": fetchable_remote(record["id"], remote_url),
+    }
     signature = sign_bytes(publication_bytes(publication), NS_PUBLICATION, key) if key is not None else None
     return {"publication": publication, "signature": signature}
 
@@ -90,8 +96,9 @@ def loads(data: bytes | str | None) -> Any:
         return None
 
 
-def verify(record: dict[str, Any], attachment: Any, record_signature: str | None, *,
-           allow_unsigned: bool = False) -> tuple[str, str | None]:
+def verify(
+    record: dict[str, Any], attachment: Any, record_signature: str | None, *, allow_unsigned: bool = False
+) -> tuple[str, str | None]:
     """``(remote_url, signer fingerprint or None)`` of a stranger's publication of ``record`` (already validated
     against its id). Raises :class:`PublicationError` unless it names this record and commit, its signature
     verifies and is by the key that signed the record (``record_signature``, checked here too), and its URL is
@@ -99,10 +106,14 @@ def verify(record: dict[str, Any], attachment: Any, record_signature: str | None
     rid = record["id"]
     what = f"the publication of record {rid[:19]}"
     if not isinstance(attachment, dict) or set(attachment) != {"publication", "signature"}:
-        raise PublicationError(f"{what} is not a publication ({{\"publication\", \"signature\"}})")
+        raise PublicationError(f'{what} is not a publication ({{"publication", "signature"}})')
     publication, signature = attachment["publication"], attachment["signature"]
-    if not isinstance(publication, dict) or set(publication) != set(FIELDS) \
-            or not all(isinstance(publication[k], str) for k in FIELDS) or publication["kind"] != KIND:
+    if (
+        not isinstance(publication, dict)
+        or set(publication) != set(FIELDS)
+        or not all(isinstance(publication[k], str) for k in FIELDS)
+        or publication["kind"] != KIND
+    ):
         raise PublicationError(f"{what} does not hold exactly the fields {', '.join(FIELDS)}")
     if publication["record_id"] != rid:
         raise PublicationError(f"{what} names another record ({shown(publication['record_id'], 30)})")
@@ -111,8 +122,10 @@ def verify(record: dict[str, Any], attachment: Any, record_signature: str | None
     url = fetchable_remote(rid, publication["remote_url"])
     if signature is None and record_signature is None:
         if not allow_unsigned:
-            raise PublicationError(f"{what} and the record are unsigned, so nothing proves who published them; "
-                                   "--allow-unsigned reproduces it anyway")
+            raise PublicationError(
+                f"{what} and the record are unsigned, so nothing proves who published them; "
+                "--allow-unsigned reproduces it anyway"
+            )
         return url, None
     if not isinstance(signature, str) or len(signature) > MAX_SIGNATURE:
         raise PublicationError(f"{what} is not signed, but the record is: the remote it names is not used")
@@ -129,7 +142,8 @@ def verify(record: dict[str, Any], attachment: Any, record_signature: str | None
     except SigningError as exc:
         raise PublicationError(f"record {rid[:19]} has a BAD signature: {exc.message}") from None
     if record_key.blob != info.public.blob:
-        raise PublicationError(f"{what} is signed by key {info.public.fingerprint}, not by the key that signed the "
-                               f"record ({record_key.fingerprint}): the remote it names is not used")
+        raise PublicationError(
+            f"{what} is signed by key {info.public.fingerprint}, not by the key that signed the "
+            f"record ({record_key.fingerprint}): the remote it names is not used"
+        )
     return url, info.public.fingerprint
-

@@ -14,7 +14,16 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ..core.signing import MAX_SIGNATURE, NS_RECORD, SIG_FILE, PublicKey, SigningError, read_allowed_signers, record_bytes, verify_bytes
+from ..core.signing import (
+    MAX_SIGNATURE,
+    NS_RECORD,
+    SIG_FILE,
+    PublicKey,
+    SigningError,
+    read_allowed_signers,
+    record_bytes,
+    verify_bytes,
+)
 from ..errors import RecordError
 from ..records import RecordView, short_id, validate_record
 
@@ -41,11 +50,17 @@ def allowed_signers(path: str | Path | None, cwd: Path | None = None) -> list[tu
     return read_allowed_signers(Path(path).expanduser())
 
 
-def check_signature(record: dict[str, Any], signature: str | None,
-                    allowed: list[tuple[str, PublicKey]] | None) -> dict[str, Any]:
+def check_signature(
+    record: dict[str, Any], signature: str | None, allowed: list[tuple[str, PublicKey]] | None
+) -> dict[str, Any]:
     """``{"id", "status", "signer", "fingerprint", "detail"}`` for one record and its signature text."""
-    row: dict[str, Any] = {"id": record.get("id"), "status": UNSIGNED, "signer": None, "fingerprint": None,
-                           "detail": f"no {SIG_FILE} beside the record"}
+    row: dict[str, Any] = {
+        "id": record.get("id"),
+        "status": UNSIGNED,
+        "signer": None,
+        "fingerprint": None,
+        "detail": f"no {SIG_FILE} beside the record",
+    }
     try:  # its shape and id: a valid signature over a malformed record, or under a forged id, is still invalid
         validate_record(record, "the record")
     except RecordError as exc:
@@ -62,8 +77,10 @@ def check_signature(record: dict[str, Any], signature: str | None,
     if allowed is not None:
         names = [p for p, k in allowed if k.blob == info.public.blob]
         if not names:
-            row.update(status=UNKNOWN_SIGNER,
-                       detail=f"valid signature, but key {info.public.fingerprint} is not in the allowed signers")
+            row.update(
+                status=UNKNOWN_SIGNER,
+                detail=f"valid signature, but key {info.public.fingerprint} is not in the allowed signers",
+            )
         else:
             row["signer"] = names[0]
     return row
@@ -80,8 +97,9 @@ def ref_signature(git_dir: Path, rev: str, record: dict[str, Any]) -> str | None
     return data.decode("ascii", "replace") if data else None
 
 
-def check_before_reproduce(git_dir: Path | None, rev: str, record: dict[str, Any], *,
-                           allow_unsigned: bool = False) -> tuple[dict[str, Any], str]:
+def check_before_reproduce(
+    git_dir: Path | None, rev: str, record: dict[str, Any], *, allow_unsigned: bool = False
+) -> tuple[dict[str, Any], str]:
     """The signature row of the record about to be reproduced and one line saying who signed it.
 
     Raises :class:`SigningError` when the record is unsigned or its signature is bad (tampered record,
@@ -93,14 +111,18 @@ def check_before_reproduce(git_dir: Path | None, rev: str, record: dict[str, Any
     if row["status"] == INVALID:
         line = f"record {sid} has a BAD signature: {row['detail']}"
         if not allow_unsigned:
-            raise SigningError(line, hint="the record may have been tampered with; --allow-unsigned reproduces it anyway")
+            raise SigningError(
+                line, hint="the record may have been tampered with; --allow-unsigned reproduces it anyway"
+            )
     elif row["status"] == UNSIGNED:
         line = f"record {sid} is unsigned: nothing proves who published it"
         if not allow_unsigned:
-            raise SigningError(f"record {sid} is unsigned, so nothing proves who published it; "
-                               "--allow-unsigned reproduces it anyway")
+            raise SigningError(
+                f"record {sid} is unsigned, so nothing proves who published it; --allow-unsigned reproduces it anyway"
+            )
     else:
         who = f"{row['signer']} ({row['fingerprint']})" if row["signer"] else row["fingerprint"]
         line = f"record {sid} is signed by {who}: signature valid" + (
-            "" if row["status"] == VALID else ", but the key is not in your allowed signers")
+            "" if row["status"] == VALID else ", but the key is not in your allowed signers"
+        )
     return row, line

@@ -23,14 +23,16 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..core.tail import TAIL, Tail
 from . import ReproduceError
 from .engine import NOBODY, engine_step, remove_quietly
-from .gc import GRACE, labels as gc_labels
+from .gc import GRACE
+from .gc import labels as gc_labels
 from .limits import docker_size, size_bytes
 
 #: Docker's own log of a confined container (json-file): never more than this on the host's disk
@@ -39,7 +41,7 @@ LOG_OPTIONS: dict[str, str] = {"max-size": "1m", "max-file": "2"}
 RESULT_CAP = 64 * 1024 * 1024
 #: an entry that prints more than this to stdout and stderr together is stopped: its run fails with that reason
 #: (only the last few MiB are kept anyway; printing without end must not hold a worker for its whole time limit)
-OUTPUT_CAP = 2 * 1024 ** 3
+OUTPUT_CAP = 2 * 1024**3
 _CHUNK = 1024 * 1024
 
 
@@ -47,11 +49,18 @@ def confinement(memory: str, cpus: float, disk: str) -> dict[str, Any]:
     """``containers.create`` arguments of every container that runs somebody else's code (build, run, probe)."""
     from docker.types import LogConfig
 
-    return {"network_mode": "none", "mem_limit": memory, "memswap_limit": memory,
-            "nano_cpus": int(float(cpus) * 1e9), "pids_limit": 512, "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"], "read_only": True,
-            "tmpfs": {"/tmp": f"size={size_bytes(disk)},mode=1777,exec,nosuid,nodev"},
-            "log_config": LogConfig(type="json-file", config=dict(LOG_OPTIONS))}
+    return {
+        "network_mode": "none",
+        "mem_limit": memory,
+        "memswap_limit": memory,
+        "nano_cpus": int(float(cpus) * 1e9),
+        "pids_limit": 512,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "read_only": True,
+        "tmpfs": {"/tmp": f"size={size_bytes(disk)},mode=1777,exec,nosuid,nodev"},
+        "log_config": LogConfig(type="json-file", config=dict(LOG_OPTIONS)),
+    }
 
 
 @dataclass
@@ -94,7 +103,7 @@ class Confined:
         self.name = self.name or f"cotk-repro-{self.kind}-{uuid.uuid4().hex[:16]}"
 
     # -- life ------------------------------------------------------------------------------------
-    def start(self, step: str) -> "Confined":
+    def start(self, step: str) -> Confined:
         """Create the volume and the container, and start it (pid 1 sleeps until the deadline)."""
         from docker.types import Mount
 
@@ -103,14 +112,27 @@ class Confined:
         with engine_step(step):
             if self.home is not None:
                 self.volume = self.client.volumes.create(
-                    name=self.name, driver="local", labels=marks,
-                    driver_opts={"type": "tmpfs", "device": "tmpfs",
-                                 "o": f"size={size_bytes(self.disk)},mode=1777,nosuid,nodev"})
+                    name=self.name,
+                    driver="local",
+                    labels=marks,
+                    driver_opts={
+                        "type": "tmpfs",
+                        "device": "tmpfs",
+                        "o": f"size={size_bytes(self.disk)},mode=1777,nosuid,nodev",
+                    },
+                )
                 mounts.append(Mount(self.home, self.volume.name, type="volume"))
             self.container = self.client.containers.create(
-                self.image, entrypoint=["sleep", str(int(self.timeout + GRACE))], command=[], name=self.name,
-                labels=marks, mounts=mounts, user=self.user or NOBODY, stop_signal="SIGKILL",
-                **confinement(self.memory, self.cpus, self.disk))
+                self.image,
+                entrypoint=["sleep", str(int(self.timeout + GRACE))],
+                command=[],
+                name=self.name,
+                labels=marks,
+                mounts=mounts,
+                user=self.user or NOBODY,
+                stop_signal="SIGKILL",
+                **confinement(self.memory, self.cpus, self.disk),
+            )
             self.container.start()
         self.started = time.time()
         return self
@@ -122,10 +144,10 @@ class Confined:
             try:
                 vol = self.volume or self.client.volumes.get(self.name)
                 vol.remove(force=True)
-            except Exception:  # noqa: BLE001 - gone, or still held: `gc` removes it by its deadline
+            except Exception:
                 pass
 
-    def __enter__(self) -> "Confined":
+    def __enter__(self) -> Confined:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -140,8 +162,10 @@ class Confined:
             uid = int(text.split("uid=", 1)[1].split("(", 1)[0].split()[0])
             gid = int(text.split("gid=", 1)[1].split("(", 1)[0].split()[0])
         except (IndexError, ValueError):
-            raise ReproduceError(f"cannot tell the user {user or self.user} of the image apart (`id` said "
-                                 f"{text.strip()[:80]!r})", step="run") from None
+            raise ReproduceError(
+                f"cannot tell the user {user or self.user} of the image apart (`id` said {text.strip()[:80]!r})",
+                step="run",
+            ) from None
         return uid, gid
 
     def put(self, dest: str, members: Callable[[tarfile.TarFile], None], scratch: Path, step: str) -> None:
@@ -155,10 +179,19 @@ class Confined:
                 self.client.api.put_archive(self.container.id, dest, fh)
 
     # -- run ---------------------------------------------------------------------------------------
-    def exec(self, cmd: list[str], *, user: str | None = None, workdir: str | None = None,
-             environment: dict[str, str] | None = None, timeout: float | None = None, step: str = "run",
-             tail: int = TAIL, sinks: tuple[Any, Any] | None = None,
-             max_output: int | None = None) -> ExecResult:
+    def exec(
+        self,
+        cmd: list[str],
+        *,
+        user: str | None = None,
+        workdir: str | None = None,
+        environment: dict[str, str] | None = None,
+        timeout: float | None = None,
+        step: str = "run",
+        tail: int = TAIL,
+        sinks: tuple[Any, Any] | None = None,
+        max_output: int | None = None,
+    ) -> ExecResult:
         """Run ``cmd`` in the container with a time limit; stdout/stderr streamed, the last ``tail`` bytes kept
         (and, given ``sinks``, two binary files, also written as a tail of ``tail`` bytes at the end).
         ``max_output``: the process is stopped once stdout and stderr together pass this many bytes
@@ -168,8 +201,15 @@ class Confined:
         out, err = Tail(tail), Tail(tail)
         t0 = time.monotonic()
         with engine_step(step):
-            ex = api.exec_create(self.container.id, cmd, user=user or self.user or "", workdir=workdir,
-                                 environment=environment, stdout=True, stderr=True)
+            ex = api.exec_create(
+                self.container.id,
+                cmd,
+                user=user or self.user or "",
+                workdir=workdir,
+                environment=environment,
+                stdout=True,
+                stderr=True,
+            )
             stream = api.exec_start(ex["Id"], stream=True, demux=True)
         reader = threading.Thread(target=_drain, args=(stream, out, err), daemon=True)
         reader.start()
@@ -196,8 +236,9 @@ class Confined:
         else:
             rc = info.get("ExitCode")
             rc = int(rc) if rc is not None else -1
-        result = ExecResult(rc=rc, stdout=out, stderr=err, seconds=seconds, timed_out=timed_out,
-                            output_exceeded=exceeded)
+        result = ExecResult(
+            rc=rc, stdout=out, stderr=err, seconds=seconds, timed_out=timed_out, output_exceeded=exceeded
+        )
         if sinks is not None:
             for sink, tail_ in zip(sinks, (out, err)):
                 tail_.dump(sink)
@@ -212,15 +253,19 @@ class Confined:
         """Whether the engine saw the memory limit kill a process of this container since the exec started."""
         since = int(time.time() - (time.monotonic() - t0_monotonic)) - 1
         try:
-            events = self.client.events(since=since, until=int(time.time()) + 1, decode=True,
-                                        filters={"container": self.container.id, "event": "oom"})
+            events = self.client.events(
+                since=since,
+                until=int(time.time()) + 1,
+                decode=True,
+                filters={"container": self.container.id, "event": "oom"},
+            )
             if any(True for _ in events):
                 return True
             stats = self.client.api.stats(self.container.id, stream=False, one_shot=True)
             mem = stats.get("memory_stats") or {}
             limit = mem.get("limit") or 0
             return bool(limit) and (mem.get("max_usage") or 0) >= limit * 0.98
-        except Exception:  # noqa: BLE001 - no way to tell: not an out-of-memory verdict then
+        except Exception:
             return False
 
     def kill(self) -> None:
@@ -230,7 +275,7 @@ class Confined:
             self.container.kill()
         except (APIError, NotFound):
             pass
-        except Exception:  # noqa: BLE001 - the engine went away; `remove` and `gc` finish the job
+        except Exception:
             pass
 
     def freeze(self) -> None:
@@ -273,8 +318,9 @@ class Confined:
                     return data
         return None
 
-    def copy_files(self, path: str, accept: Callable[[tarfile.TarInfo], Path | None], cap: int, what: str,
-                   step: str) -> list[Path]:
+    def copy_files(
+        self, path: str, accept: Callable[[tarfile.TarInfo], Path | None], cap: int, what: str, step: str
+    ) -> list[Path]:
         """Stream the tree at ``path`` out; each regular file ``accept`` gives a destination for is written there
         in chunks (never whole in memory), at most ``cap`` bytes in all."""
         written: list[Path] = []
@@ -307,13 +353,14 @@ class Confined:
         from docker.utils import decode_json_header
 
         api = self.client.api
-        res = api.head(api._url("/containers/{0}/archive", self.container.id), params={"path": path},
-                       timeout=api.timeout)
+        res = api.head(
+            api._url("/containers/{0}/archive", self.container.id), params={"path": path}, timeout=api.timeout
+        )
         api._raise_for_status(res)
         header = res.headers.get("x-docker-container-path-stat")
         return decode_json_header(header) if header else None
 
-    def _archive(self, path: str) -> "_Archive":
+    def _archive(self, path: str) -> _Archive:
         api = self.client.api
         res = api._get(api._url("/containers/{0}/archive", self.container.id), params={"path": path}, stream=True)
         api._raise_for_status(res)
@@ -341,8 +388,11 @@ class _Archive:
 
 def too_big(what: str, size: int, cap: int) -> ReproduceError:
     """The one sentence for stranger bytes over their read cap (nothing of them was read)."""
-    return ReproduceError(f"{what} is {docker_size(size) if size % 1024 == 0 else f'{size} bytes'}, more than the "
-                          f"{docker_size(cap)} the reproducer reads back, so it was not read", step="run")
+    return ReproduceError(
+        f"{what} is {docker_size(size) if size % 1024 == 0 else f'{size} bytes'}, more than the "
+        f"{docker_size(cap)} the reproducer reads back, so it was not read",
+        step="run",
+    )
 
 
 def _drain(stream: Iterable, out: Tail, err: Tail) -> None:
@@ -352,6 +402,5 @@ def _drain(stream: Iterable, out: Tail, err: Tail) -> None:
                 out.write(o)
             if e:
                 err.write(e)
-    except Exception:  # noqa: BLE001 - the container was killed (time limit) or the engine went away
+    except Exception:
         pass
-

@@ -14,14 +14,15 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .._version import __version__
-from ..records.diffing import MetricVerdict, compare_results, environment_differences, overall
 from ..errors import EXIT_ERROR, EXIT_NEGATIVE, EXIT_OK, CotkError
 from ..records import REPRODUCTION_SCHEMA, RecordView, short_id
+from ..records.diffing import MetricVerdict, compare_results, environment_differences, overall
 from . import ReproduceError
 from .job import Job, Steps
 from .lock import validate_lock, validate_python
@@ -31,6 +32,7 @@ from .paths import check_command
 @dataclass
 class ReproduceOptions:
     """The user's choices for one reproduce: record, runtime, image, tolerances, limits, submit."""
+
     record: str | None = None
     #: None: the project's ``reproduce.runtime`` when it keeps the code off this host, else docker
     runtime: str | None = None
@@ -52,7 +54,7 @@ class ReproduceOptions:
     #: --trust-remote-code: a host runtime (venv, local) may run the record's code (and build its packages) here
     trust_remote_code: bool = False
     #: asks the user on a terminal (see :class:`Consent`); None: no terminal, so no consent without the flag
-    confirm: Callable[["Consent"], bool] | None = None
+    confirm: Callable[[Consent], bool] | None = None
 
 
 @dataclass
@@ -66,13 +68,16 @@ class Consent:
     description: str
 
     def question(self) -> str:
-        return (f"Run the code of {self.repository} at commit {self.commit[:12]} on this host as user {self.user} "
-                f"({self.description})?")
+        return (
+            f"Run the code of {self.repository} at commit {self.commit[:12]} on this host as user {self.user} "
+            f"({self.description})?"
+        )
 
 
 @dataclass
 class Outcome:
     """The result of a reproduce: verdict document, exit code, per-metric rows, steps and warnings."""
+
     verdict: dict[str, Any]
     exit_code: int
     rows: list[MetricVerdict] = field(default_factory=list)
@@ -87,10 +92,20 @@ class Outcome:
 
 def empty_verdict(runtime: str) -> dict[str, Any]:
     """Return a `could not run` reproduction verdict document for `runtime`, to be filled in."""
-    return {"schema": REPRODUCTION_SCHEMA, "schema_version": 1, "record_id": None, "verdict": "could not run",
-            "runtime": runtime, "metrics": [], "environment_differences": [],
-            "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
-            "error": None, "record_signature": None, "cotk_repro_version": __version__, "limits": None}
+    return {
+        "schema": REPRODUCTION_SCHEMA,
+        "schema_version": 1,
+        "record_id": None,
+        "verdict": "could not run",
+        "runtime": runtime,
+        "metrics": [],
+        "environment_differences": [],
+        "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
+        "error": None,
+        "record_signature": None,
+        "cotk_repro_version": __version__,
+        "limits": None,
+    }
 
 
 def _as_sigint(signum, frame):  # SIGTERM, SIGHUP -> the same clean-up path as Ctrl-C
@@ -116,26 +131,31 @@ def _install_handlers() -> dict[int, Any]:
     return old
 
 
-def choose_base_image(opts: "ReproduceOptions", user: dict[str, Any], project_image: str | None,
-                      outcome: "Outcome") -> str | None:
+def choose_base_image(
+    opts: ReproduceOptions, user: dict[str, Any], project_image: str | None, outcome: Outcome
+) -> str | None:
     """The base image: ``--base-image``, else the project's (only when the reproducer allows it: the flag
     ``--allow-project-image`` or ``reproduce.allow_project_image`` in the user config), else the user config's
     ``reproduce.base_image``, else ``COTK_REPRO_BASE_IMAGE``; None: the runtime's default for the recorded Python."""
-    allowed = opts.allow_project_image if opts.allow_project_image is not None else bool(
-        user.get("allow_project_image"))
+    allowed = (
+        opts.allow_project_image if opts.allow_project_image is not None else bool(user.get("allow_project_image"))
+    )
     chosen: str | None
     if opts.base_image:
         chosen = opts.base_image
     elif project_image and allowed:
-        outcome.warnings.append(f"the base image {project_image[:120]} named by the project's config "
-                                "(reproduce.base_image) is used, as you allowed (--allow-project-image)")
+        outcome.warnings.append(
+            f"the base image {project_image[:120]} named by the project's config "
+            "(reproduce.base_image) is used, as you allowed (--allow-project-image)"
+        )
         return project_image
     else:
         chosen = user.get("base_image") or os.environ.get("COTK_REPRO_BASE_IMAGE") or None
     if project_image and project_image != chosen:
         why = "--base-image wins over it" if allowed else "--allow-project-image uses it"
-        outcome.notices.append(f"the project's config names the base image {project_image[:120]}; it is not used "
-                               f"({why})")
+        outcome.notices.append(
+            f"the project's config names the base image {project_image[:120]}; it is not used ({why})"
+        )
     return chosen
 
 
@@ -154,14 +174,18 @@ def _fetch(source_text, workdir: Path, wanted: str | None, steps: Steps):
             record = source.record
             rid = RecordView.of(record).id or ""
             if wanted and not rid.removeprefix("sha256:").startswith(wanted.removeprefix("sha256:").lower()):
-                raise ReproduceError(f"--record {wanted} does not match the record of the dashboard URL "
-                                     f"({short_id(rid)})", step="select record")
+                raise ReproduceError(
+                    f"--record {wanted} does not match the record of the dashboard URL ({short_id(rid)})",
+                    step="select record",
+                )
         else:
             record = select_record(_records_at(source, repo), wanted, source.text)
         view = RecordView.of(record)  # validated: every field below is there and of its type
         if not view.ok:
-            raise ReproduceError(f"record {short_id(view.id or '')} is marked {view.status}; "
-                                 "there is no successful result to reproduce", step="select record")
+            raise ReproduceError(
+                f"record {short_id(view.id or '')} is marked {view.status}; there is no successful result to reproduce",
+                step="select record",
+            )
         repo.fetch_commit(view.code.commit or "", view.id or "")
     return source, repo, record
 
@@ -207,9 +231,13 @@ def list_records(source_text: str, skipped: list[tuple[str, str]] | None = None)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def reproduce(source_text, opts: ReproduceOptions | None = None, *,
-              on_status: Callable[[str], None] | None = None,
-              progress: Callable[[str], Any] | None = None) -> Outcome:
+def reproduce(
+    source_text,
+    opts: ReproduceOptions | None = None,
+    *,
+    on_status: Callable[[str], None] | None = None,
+    progress: Callable[[str], Any] | None = None,
+) -> Outcome:
     """Fetch a published record's code, rerun it in a runtime and compare the results with the record.
 
     ``source_text``: what the user typed as SOURCE, or a resolved :class:`.source.Source` (a record in hand)."""
@@ -234,8 +262,11 @@ def reproduce(source_text, opts: ReproduceOptions | None = None, *,
 
         mark_workdir(workdir)
         user = userconfig.reproduce_settings()
-        limits = reproducer_limits({"timeout": opts.timeout, "memory": opts.memory, "cpus": opts.cpus,
-                                    "disk": opts.disk}, user, str(userconfig.config_path()))
+        limits = reproducer_limits(
+            {"timeout": opts.timeout, "memory": opts.memory, "cpus": opts.cpus, "disk": opts.disk},
+            user,
+            str(userconfig.config_path()),
+        )
         verdict["limits"] = limits.as_dict()
         from .source import Source, resolve
 
@@ -277,35 +308,57 @@ def reproduce(source_text, opts: ReproduceOptions | None = None, *,
             verdict["runtime"] = runtime_name
         outcome.warnings.extend(config_warnings(config, runtime))
         if getattr(runtime, "on_host", False) and not opts.trust_remote_code:
-            ask(opts.confirm, Consent(runtime_name, source.display, commit, host_user(),
-                                      runtime.description))
+            ask(opts.confirm, Consent(runtime_name, source.display, commit, host_user(), runtime.description))
         project = config.data.get("reproduce", {}) or {}
         limits = apply_project(limits, project)
         verdict["limits"] = limits.as_dict()
         config_base = project.get("base_image") or None
-        job = Job(record=record, workdir=workdir, code=code, tree=tree,
-                  base_image=choose_base_image(opts, user, config_base, outcome),
-                  timeout=limits.timeout, memory=limits.memory, cpus=limits.cpus, disk=limits.disk,
-                  steps=steps, packages=packages, trust_host_build=opts.trust_remote_code,
-                  config_base_image=config_base, on_status=on_status, warnings=outcome.warnings)
+        job = Job(
+            record=record,
+            workdir=workdir,
+            code=code,
+            tree=tree,
+            base_image=choose_base_image(opts, user, config_base, outcome),
+            timeout=limits.timeout,
+            memory=limits.memory,
+            cpus=limits.cpus,
+            disk=limits.disk,
+            steps=steps,
+            packages=packages,
+            trust_host_build=opts.trust_remote_code,
+            config_base_image=config_base,
+            on_status=on_status,
+            warnings=outcome.warnings,
+        )
         env_info = runtime.prepare(job)
         with steps.step("run", f"running {view.command.entry} ({runtime_name})"):
             rerun = runtime.run(job)
-        rows = compare_results(view.recorded_results(), rerun.results,
-                               lambda m: config.tolerance(m, opts.rtol, opts.atol))
+        rows = compare_results(
+            view.recorded_results(), rerun.results, lambda m: config.tolerance(m, opts.rtol, opts.atol)
+        )
         outcome.rows = rows
         verdict["verdict"] = overall(rows)
         verdict["metrics"] = [r.as_dict() for r in rows]
         verdict["environment_differences"] = environment_differences(
-            view.environment.recorded, {"python": {"version": rerun.python or (env_info.get("python") or {}).get("version")},
-                                    "packages": rerun.packages})
-        verdict["rerun"] = {"results": rerun.results, "python": rerun.python, "started_at": rerun.started_at,
-                            "duration_s": rerun.duration_s}
+            view.environment.recorded,
+            {
+                "python": {"version": rerun.python or (env_info.get("python") or {}).get("version")},
+                "packages": rerun.packages,
+            },
+        )
+        verdict["rerun"] = {
+            "results": rerun.results,
+            "python": rerun.python,
+            "started_at": rerun.started_at,
+            "duration_s": rerun.duration_s,
+        }
         outcome.exit_code = EXIT_OK if verdict["verdict"] == "reproduced" else EXIT_NEGATIVE
         if runtime_name == "local" and verdict["environment_differences"]:
             n = len(verdict["environment_differences"])
-            outcome.warnings.append(f"the current environment differs from the record in {n} place(s) "
-                                    "(see environment differences); --runtime docker or venv rebuilds it")
+            outcome.warnings.append(
+                f"the current environment differs from the record in {n} place(s) "
+                "(see environment differences); --runtime docker or venv rebuilds it"
+            )
     except CotkError as exc:
         verdict["verdict"] = "could not run"
         verdict["error"] = exc.message
@@ -335,7 +388,7 @@ def _collect_expired(runtime, outcome: Outcome) -> None:
 
     try:
         report = collect(getattr(runtime, "client", None))
-    except Exception:  # noqa: BLE001 - clean-up of others' leftovers must not fail this run
+    except Exception:
         return
     if report.removed:
         outcome.notices.append(f"removed {report.describe()} left by earlier reproductions past their deadline")
@@ -343,10 +396,13 @@ def _collect_expired(runtime, outcome: Outcome) -> None:
 
 def untrusted(runtime_name: str) -> ReproduceError:
     """No --trust-remote-code and no terminal to ask on: a host runtime runs nothing."""
-    return ReproduceError(f"the {runtime_name} runtime runs the record's code on this host, and nothing confirmed "
-                          "that you trust it; nothing was run", step="consent",
-                          hint="pass --trust-remote-code to run it on this host, or use --runtime docker "
-                               "(a container without network; needs no flag)")
+    return ReproduceError(
+        f"the {runtime_name} runtime runs the record's code on this host, and nothing confirmed "
+        "that you trust it; nothing was run",
+        step="consent",
+        hint="pass --trust-remote-code to run it on this host, or use --runtime docker "
+        "(a container without network; needs no flag)",
+    )
 
 
 def ask(confirm: Callable[[Consent], bool] | None, consent: Consent) -> None:
@@ -354,8 +410,11 @@ def ask(confirm: Callable[[Consent], bool] | None, consent: Consent) -> None:
     if confirm is None:
         raise untrusted(consent.runtime)
     if not confirm(consent):
-        raise ReproduceError(f"not confirmed: the code of {consent.repository} was not run", step="consent",
-                             hint="--runtime docker runs it in a container without network")
+        raise ReproduceError(
+            f"not confirmed: the code of {consent.repository} was not run",
+            step="consent",
+            hint="--runtime docker runs it in a container without network",
+        )
 
 
 def host_user() -> str:
@@ -387,13 +446,16 @@ def _configured_runtime(config, name: str, runtime, outcome: Outcome, steps: Ste
         return name, runtime
     registry = get_plugins().registry("runtime")
     if wanted not in registry:
-        outcome.warnings.append(f"the project's config names the runtime {wanted!r}, which is not installed here; "
-                                f"using {name}")
+        outcome.warnings.append(
+            f"the project's config names the runtime {wanted!r}, which is not installed here; using {name}"
+        )
         return name, runtime
     other = get_plugins().build("runtime", wanted)
     if getattr(other, "on_host", False):
-        outcome.warnings.append(f"the project's config asks for the {wanted} runtime, which runs its code on this "
-                                f"host; that takes an explicit --runtime {wanted}, so {name} is used")
+        outcome.warnings.append(
+            f"the project's config asks for the {wanted} runtime, which runs its code on this "
+            f"host; that takes an explicit --runtime {wanted}, so {name} is used"
+        )
         return name, runtime
     if hasattr(other, "connect"):
         with steps.step(wanted, f"connecting to the {wanted} runtime"):
@@ -404,8 +466,12 @@ def _configured_runtime(config, name: str, runtime, outcome: Outcome, steps: Ste
 def config_warnings(config, runtime) -> list[str]:
     """What the reproduced project's config asks for that this reproduction will not grant."""
     if config.get("reproduce", "network") and not getattr(runtime, "on_host", False):
-        return [("the project's config says its entry needs the network (reproduce.network = true), but "
-                "reproductions run without network: a failure may come from that")]
+        return [
+            (
+                "the project's config says its entry needs the network (reproduce.network = true), but "
+                "reproductions run without network: a failure may come from that"
+            )
+        ]
     return []
 
 
@@ -416,8 +482,10 @@ def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outc
     from .fetch import LOCAL_RECORDS
 
     if source.local_records:  # the user's own checkout: records are signed when they are published
-        outcome.notices.append(f"record {short_id(RecordView.of(record).id or '')} is an unpublished local record of {source.text}: "
-                               "unsigned (records are signed when published)")
+        outcome.notices.append(
+            f"record {short_id(RecordView.of(record).id or '')} is an unpublished local record of {source.text}: "
+            "unsigned (records are signed when published)"
+        )
         return {"status": "unsigned", "signer": None, "fingerprint": None}
     git_dir = repo.git_dir
     if source.record is not None:  # the record came from a dashboard: its signature is on the git remote's ref
@@ -431,9 +499,12 @@ def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outc
         raise ReproduceError(exc.message, hint=exc.hint, step="signature") from None
     if source.publisher is not None and row["fingerprint"] != source.publisher:
         # the git URL came from a publication signed by one key; the record on that remote is signed by another
-        raise ReproduceError(f"record {short_id(record['id'])} on {source.git_url} is signed by key "
-                             f"{row['fingerprint'] or 'none'}, not by the key that signed its publication "
-                             f"({source.publisher}), so it is not run", step="signature")
+        raise ReproduceError(
+            f"record {short_id(record['id'])} on {source.git_url} is signed by key "
+            f"{row['fingerprint'] or 'none'}, not by the key that signed its publication "
+            f"({source.publisher}), so it is not run",
+            step="signature",
+        )
     outcome.notices.append(line)
     return {k: row[k] for k in ("status", "signer", "fingerprint")}
 
@@ -470,8 +541,10 @@ def submit_dashboard(opts: ReproduceOptions, config, outcome: Outcome) -> str | 
     url = opts.dashboard or os.environ.get("COTK_REPRO_DASHBOARD_URL") or userconfig.default_dashboard()
     project_url = config.get("dashboard", "url") if config is not None else None
     if isinstance(project_url, str) and project_url and project_url.rstrip("/") != (url or "").strip().rstrip("/"):
-        outcome.notices.append(f"the reproduced project names the dashboard {project_url}; --submit does not use "
-                               "it (pass --dashboard URL to choose one yourself)")
+        outcome.notices.append(
+            f"the reproduced project names the dashboard {project_url}; --submit does not use "
+            "it (pass --dashboard URL to choose one yourself)"
+        )
     return url or None
 
 
@@ -493,7 +566,8 @@ def submit(verdict: dict[str, Any], opts: ReproduceOptions, config, outcome: Out
         if signature is None:
             outcome.warnings.append("--submit: no SSH key to sign the reproduction with (see `cotk-repro keys`)")
         answer = DashboardClient(url, userconfig.dashboard_token(url)).submit_reproduction(
-            verdict["record_id"], verdict, signature=signature)
+            verdict["record_id"], verdict, signature=signature
+        )
     except (DashboardError, CotkError) as exc:
         outcome.warnings.append(f"--submit: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
         return None

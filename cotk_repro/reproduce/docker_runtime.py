@@ -36,7 +36,6 @@ from ..capture.dockerfile import default_base_image, render_dockerfile
 from ..core.userconfig import cache_dir
 from . import ReproduceError
 from .container import OUTPUT_CAP, RESULT_CAP, Confined
-
 from .engine import LABEL, NOBODY, connect, engine_step, remove_quietly
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, now_iso, parse_result
 
@@ -58,6 +57,7 @@ BUILD_LINES = 5000
 
 class DockerRuntime:
     """Reruns a record in a Docker container without network, as non-root, with CPU/memory/time limits."""
+
     name = "docker"
     on_host = False
     description = "a Docker container without network, as a non-root user, with CPU/memory/time limits"
@@ -75,23 +75,40 @@ class DockerRuntime:
         """The Dockerfile this cotk-repro renders for the record; warns when the recorded one differs."""
         cwd = job.command.get("cwd") or "."
         if job.config_base_image is not None and not _IMAGE_NAME.fullmatch(str(job.config_base_image)):
-            raise ReproduceError(f"the project's reproduce.base_image {str(job.config_base_image)[:80]!r} is not an "
-                                 "image name", step="image build")
-        text, sha = render_dockerfile(python_major_minor=job.python_mm, entry=job.command["entry"], args=job.args,
-                                      cwd=cwd, base_image=job.config_base_image)
+            raise ReproduceError(
+                f"the project's reproduce.base_image {str(job.config_base_image)[:80]!r} is not an image name",
+                step="image build",
+            )
+        text, sha = render_dockerfile(
+            python_major_minor=job.python_mm,
+            entry=job.command["entry"],
+            args=job.args,
+            cwd=cwd,
+            base_image=job.config_base_image,
+        )
         recorded = job.env.get("dockerfile")
         if isinstance(recorded, str) and recorded != text:
             recorded_sha = hashlib.sha256(recorded.encode("utf-8")).hexdigest()
-            job.warnings.append(f"the record's Dockerfile (sha256 {recorded_sha}) differs from the one this cotk-repro "
-                                f"renders for it (sha256 {sha}); the recorded one was not used")
+            job.warnings.append(
+                f"the record's Dockerfile (sha256 {recorded_sha}) differs from the one this cotk-repro "
+                f"renders for it (sha256 {sha}); the recorded one was not used"
+            )
         return text
 
     def image_key(self, job: Job, base: str, dockerfile: str) -> str:
         from .wheelhouse import local_identity, split_packages
 
         _index, local = split_packages(job.packages)
-        payload = json.dumps({"lock": job.lock, "dockerfile": dockerfile, "base": base,
-                              "tree": job.tree, "local": local_identity(local, job.tree)}, sort_keys=True)
+        payload = json.dumps(
+            {
+                "lock": job.lock,
+                "dockerfile": dockerfile,
+                "base": base,
+                "tree": job.tree,
+                "local": local_identity(local, job.tree),
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(payload.encode()).hexdigest()
 
     def base_image(self, job: Job) -> str:
@@ -107,14 +124,18 @@ class DockerRuntime:
                     client.images.get(job.base_image)
                 except ImageNotFound:
                     job.on_status(f"the base image {job.base_image} is not on this machine; pulling it")
-                    job.warnings.append(f"the base image {job.base_image} was not on this machine and was pulled "
-                                        "from its registry")
+                    job.warnings.append(
+                        f"the base image {job.base_image} was not on this machine and was pulled from its registry"
+                    )
                     try:
                         client.images.pull(job.base_image)
                     except DockerException as exc:
-                        raise ReproduceError(f"the base image {job.base_image} is not on this machine and cannot be "
-                                             f"pulled ({_engine_message(exc)})", step="base image",
-                                             hint="pass --base-image with an image that has python3") from None
+                        raise ReproduceError(
+                            f"the base image {job.base_image} is not on this machine and cannot be "
+                            f"pulled ({_engine_message(exc)})",
+                            step="base image",
+                            hint="pass --base-image with an image that has python3",
+                        ) from None
             return job.base_image
         default = default_base_image(job.python_mm)
         with engine_step("base image"):
@@ -131,12 +152,17 @@ class DockerRuntime:
                 reason = _engine_message(exc)
             local = sorted(t for img in client.images.list(name=LOCAL_BASE_REPO) for t in img.tags)
         if local:
-            job.warnings.append(f"the base image {default} cannot be pulled ({reason}); the local {local[0]} was "
-                                "used instead (--base-image picks another)")
+            job.warnings.append(
+                f"the base image {default} cannot be pulled ({reason}); the local {local[0]} was "
+                "used instead (--base-image picks another)"
+            )
             return local[0]
-        raise ReproduceError(f"the base image {default} is not on this machine and cannot be pulled ({reason})",
-                             step="base image", hint="pass --base-image IMAGE (an image with python3), or build "
-                                                     f"a local {LOCAL_BASE_REPO} image with scripts/services.sh")
+        raise ReproduceError(
+            f"the base image {default} is not on this machine and cannot be pulled ({reason})",
+            step="base image",
+            hint="pass --base-image IMAGE (an image with python3), or build "
+            f"a local {LOCAL_BASE_REPO} image with scripts/services.sh",
+        )
 
     def prepare(self, job: Job) -> dict[str, Any]:
         from docker.errors import ImageNotFound
@@ -157,8 +183,15 @@ class DockerRuntime:
         else:
             from .sandbox import SandboxBuilder
 
-            sandbox = SandboxBuilder(client, base, timeout=job.timeout, memory=job.memory, cpus=job.cpus,
-                                     python_mm=job.python_mm, disk=job.disk)
+            sandbox = SandboxBuilder(
+                client,
+                base,
+                timeout=job.timeout,
+                memory=job.memory,
+                cpus=job.cpus,
+                python_mm=job.python_mm,
+                disk=job.disk,
+            )
             wheelhouse = job.wheelhouse(sandbox)
             with job.steps.step("image build", f"building the Docker image {tag}"):
                 image = self._build(job, wheelhouse, dockerfile, base, tag, key)
@@ -197,21 +230,32 @@ class DockerRuntime:
             for cid in build.containers:
                 remove_quietly(self.client, cid)
         if timed_out:
-            raise ReproduceError(f"building the Docker image ran past the time limit of {job.timeout:g} s and was "
-                                 "stopped", log="\n".join(build.lines[-20:]) or None, step="image build",
-                                 hint=f"raise it with --timeout SECONDS; full build log: {log_path}")
+            raise ReproduceError(
+                f"building the Docker image ran past the time limit of {job.timeout:g} s and was stopped",
+                log="\n".join(build.lines[-20:]) or None,
+                step="image build",
+                hint=f"raise it with --timeout SECONDS; full build log: {log_path}",
+            )
         if build.error is not None:
             lines, step_start = build.lines, build.step_start
-            failing = lines[step_start] if step_start < len(lines) and lines[step_start].startswith("Step ") else "the build"
-            raise ReproduceError(f"building the Docker image failed at {failing.strip()[:160]}",
-                                 log="\n".join(lines[step_start:][-30:]), step="image build",
-                                 hint=f"full build log: {log_path}; --base-image picks another base image")
+            failing = (
+                lines[step_start] if step_start < len(lines) and lines[step_start].startswith("Step ") else "the build"
+            )
+            raise ReproduceError(
+                f"building the Docker image failed at {failing.strip()[:160]}",
+                log="\n".join(lines[step_start:][-30:]),
+                step="image build",
+                hint=f"full build log: {log_path}; --base-image picks another base image",
+            )
         with engine_step("image build"):
             try:
                 return self.client.images.get(tag)
             except ImageNotFound:
-                raise ReproduceError("the Docker build finished but produced no image",
-                                     log="\n".join(build.lines[-20:]), step="image build") from None
+                raise ReproduceError(
+                    "the Docker build finished but produced no image",
+                    log="\n".join(build.lines[-20:]),
+                    step="image build",
+                ) from None
 
     def _drop_layers(self, layers: list[str]) -> None:
         """Remove the intermediate images a failed build left (its last untagged step image and the
@@ -230,8 +274,16 @@ class DockerRuntime:
     def _image_env(self, job: Job, tag: str) -> dict[str, Any]:
         """The image's Python and packages, asked of the image itself: confined like the run (a wheel may
         ship a ``.pth`` file, which Python runs at start-up)."""
-        box = Confined(self.client, tag, kind="env", timeout=min(job.timeout, 300.0), memory=job.memory,
-                       cpus=job.cpus, disk=job.disk, user=self._run_user())
+        box = Confined(
+            self.client,
+            tag,
+            kind="env",
+            timeout=min(job.timeout, 300.0),
+            memory=job.memory,
+            cpus=job.cpus,
+            disk=job.disk,
+            user=self._run_user(),
+        )
         try:
             box.start("environment probe")
             res = box.exec(["python", "-c", ENV_SNIPPET], step="environment probe", tail=ENV_CAP)
@@ -254,60 +306,102 @@ class DockerRuntime:
         config = self.image.attrs.get("Config") or {}
         workdir = config.get("WorkingDir") or ""
         if workdir != WORK_ROOT and not workdir.startswith(WORK_ROOT + "/"):
-            raise ReproduceError(f"the image's working directory {workdir!r} is not under {WORK_ROOT}",
-                                 step="run")
+            raise ReproduceError(f"the image's working directory {workdir!r} is not under {WORK_ROOT}", step="run")
         entry = list(config.get("Entrypoint") or []) + list(config.get("Cmd") or [])
         result_path = workdir.rstrip("/") + "/" + job.result_rel
         what = f"the rerun's result file {job.result_rel}"
-        box = Confined(self.client, self.tag, kind="run", timeout=job.timeout, memory=job.memory, cpus=job.cpus,
-                       disk=job.disk, home=HOME, user=self._run_user(),
-                       extra_labels={"cotk-repro.record": job.view.id or ""})
+        box = Confined(
+            self.client,
+            self.tag,
+            kind="run",
+            timeout=job.timeout,
+            memory=job.memory,
+            cpus=job.cpus,
+            disk=job.disk,
+            home=HOME,
+            user=self._run_user(),
+            extra_labels={"cotk-repro.record": job.view.id or ""},
+        )
         started_at = now_iso()
         try:
             box.start("run")
             uid, gid = box.ids()
             try:
-                box.put(HOME, lambda tar: _add_tree(tar, job.code, WORK_ROOT.removeprefix(HOME + "/"), uid, gid),
-                        job.workdir, "run")
+                box.put(
+                    HOME,
+                    lambda tar: _add_tree(tar, job.code, WORK_ROOT.removeprefix(HOME + "/"), uid, gid),
+                    job.workdir,
+                    "run",
+                )
             except ReproduceError as exc:
                 if "no space left" not in exc.message.lower():
                     raise
-                raise ReproduceError(f"the checkout does not fit in the container's disk limit ({job.disk})",
-                                     step="run", hint="raise it with --disk, e.g. --disk 4g") from None
+                raise ReproduceError(
+                    f"the checkout does not fit in the container's disk limit ({job.disk})",
+                    step="run",
+                    hint="raise it with --disk, e.g. --disk 4g",
+                ) from None
             with (job.logs / "stdout.log").open("wb") as out, (job.logs / "stderr.log").open("wb") as err:
                 res = box.exec(entry, workdir=workdir, step="run", sinks=(out, err), max_output=OUTPUT_CAP)
             err_tail = res.stderr.last_lines(20)
             if res.output_exceeded:
-                raise ReproduceError(f"the entry printed more than {OUTPUT_CAP / 1024 ** 3:g} GiB to stdout and stderr "
-                                     "and was stopped", log=err_tail, step="run")
+                raise ReproduceError(
+                    f"the entry printed more than {OUTPUT_CAP / 1024**3:g} GiB to stdout and stderr and was stopped",
+                    log=err_tail,
+                    step="run",
+                )
             if res.timed_out:
-                raise ReproduceError(f"the entry ran past the time limit of {job.timeout:g} s and was killed",
-                                     log=err_tail, step="run", hint="raise it with --timeout SECONDS")
+                raise ReproduceError(
+                    f"the entry ran past the time limit of {job.timeout:g} s and was killed",
+                    log=err_tail,
+                    step="run",
+                    hint="raise it with --timeout SECONDS",
+                )
             if res.oom:
-                raise ReproduceError(f"the entry ran out of memory (limit {job.memory}) and was killed",
-                                     log=err_tail, step="run", hint="raise it with --memory, e.g. --memory 8g")
+                raise ReproduceError(
+                    f"the entry ran out of memory (limit {job.memory}) and was killed",
+                    log=err_tail,
+                    step="run",
+                    hint="raise it with --memory, e.g. --memory 8g",
+                )
             if res.rc != 0 and res.disk_full:
-                raise ReproduceError(f"the entry ran out of disk space (limit {job.disk} for its work folder and "
-                                     f"for /tmp) and failed", log=err_tail, step="run",
-                                     hint="raise it with --disk, e.g. --disk 4g")
+                raise ReproduceError(
+                    f"the entry ran out of disk space (limit {job.disk} for its work folder and for /tmp) and failed",
+                    log=err_tail,
+                    step="run",
+                    hint="raise it with --disk, e.g. --disk 4g",
+                )
             if res.rc != 0 and res.read_only:
-                raise ReproduceError("the entry tried to write outside its work folder and /tmp (the container's "
-                                     "root filesystem is read-only) and failed", log=err_tail, step="run")
+                raise ReproduceError(
+                    "the entry tried to write outside its work folder and /tmp (the container's "
+                    "root filesystem is read-only) and failed",
+                    log=err_tail,
+                    step="run",
+                )
             if res.rc != 0:
-                raise ReproduceError(f"the entry {job.command.get('entry')} {describe_exit(res.rc or -1)} in the "
-                                     "rerun", log=err_tail, step="run")
+                raise ReproduceError(
+                    f"the entry {job.command.get('entry')} {describe_exit(res.rc or -1)} in the rerun",
+                    log=err_tail,
+                    step="run",
+                )
             box.freeze()  # what the entry left running in the background stops before its result is read
             raw = box.read_file(result_path, RESULT_CAP, what)
         finally:
             box.remove()
         parsed = parse_result(raw, job, f"the rerun's {job.result_rel}")
-        return Rerun(results=parsed["results"], data=parsed["data"],
-                     python=(self.env_info.get("python") or {}).get("version"),
-                     packages=self.env_info.get("packages", []), started_at=started_at, duration_s=res.seconds)
+        return Rerun(
+            results=parsed["results"],
+            data=parsed["data"],
+            python=(self.env_info.get("python") or {}).get("version"),
+            packages=self.env_info.get("packages", []),
+            started_at=started_at,
+            duration_s=res.seconds,
+        )
 
 
 def _add_tree(tar, folder, arcname: str, uid: int, gid: int) -> None:
     """``folder`` into ``tar`` as ``arcname``, owned by the user the entry runs as (it writes there)."""
+
     def owned(info):
         if not (info.isfile() or info.isdir() or info.issym()):
             return None
@@ -333,9 +427,17 @@ class _Build(threading.Thread):
 
     def run(self) -> None:
         try:
-            stream = self.client.api.build(path=self.path, tag=self.tag, buildargs={"BASE_IMAGE": self.base},
-                                           rm=True, forcerm=True, pull=False, decode=True, network_mode="none",
-                                           labels={LABEL: "image", "cotk-repro.key": self.key})
+            stream = self.client.api.build(
+                path=self.path,
+                tag=self.tag,
+                buildargs={"BASE_IMAGE": self.base},
+                rm=True,
+                forcerm=True,
+                pull=False,
+                decode=True,
+                network_mode="none",
+                labels={LABEL: "image", "cotk-repro.key": self.key},
+            )
             for chunk in stream:
                 for line in chunk.get("stream", "").splitlines():
                     if line.startswith("Step "):
@@ -352,7 +454,7 @@ class _Build(threading.Thread):
                 if "error" in chunk:
                     self.error = chunk.get("errorDetail", {}).get("message") or chunk["error"]
                     self.lines.append(self.error)
-        except Exception as exc:  # noqa: BLE001 - any engine failure ends the build; the caller reports it
+        except Exception as exc:
             self.error = _engine_message(exc)
             self.lines.append(self.error)
 

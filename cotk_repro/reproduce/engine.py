@@ -8,8 +8,8 @@ of the containers that run somebody else's code is :mod:`.container`'s.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
 
 from . import ReproduceError
 
@@ -20,9 +20,12 @@ NOBODY = "65534:65534"
 
 
 def _engine_error(exc: Exception) -> ReproduceError:
-    return ReproduceError(f"cannot reach a Docker engine ({type(exc).__name__}: {str(exc)[:160]})", step="docker",
-                          hint="start Docker (or set DOCKER_HOST), or rerun with --runtime venv to rebuild the "
-                               "environment in a virtual environment on this host")
+    return ReproduceError(
+        f"cannot reach a Docker engine ({type(exc).__name__}: {str(exc)[:160]})",
+        step="docker",
+        hint="start Docker (or set DOCKER_HOST), or rerun with --runtime venv to rebuild the "
+        "environment in a virtual environment on this host",
+    )
 
 
 def connect(timeout: int = 120):
@@ -37,7 +40,7 @@ def connect(timeout: int = 120):
         client.ping()
     except (DockerException, OSError) as exc:
         raise _engine_error(exc) from None
-    except Exception as exc:  # noqa: BLE001 - requests errors from a half-configured engine
+    except Exception as exc:
         raise _engine_error(exc) from None
     return client
 
@@ -56,8 +59,9 @@ def engine_step(step: str) -> Iterator[None]:
             detail = detail.decode("utf-8", "replace")
         raise ReproduceError(f"the Docker engine failed at {step}: {str(detail)[:300]}", step=step) from None
     except requests.exceptions.RequestException as exc:
-        raise ReproduceError(f"the Docker engine failed at {step}: {type(exc).__name__}: {str(exc)[:200]}",
-                             step=step) from None
+        raise ReproduceError(
+            f"the Docker engine failed at {step}: {type(exc).__name__}: {str(exc)[:200]}", step=step
+        ) from None
 
 
 def remove_quietly(client, name_or_container) -> None:
@@ -65,10 +69,11 @@ def remove_quietly(client, name_or_container) -> None:
     from docker.errors import APIError, NotFound
 
     try:
-        container = (client.containers.get(name_or_container) if isinstance(name_or_container, str)
-                     else name_or_container)
+        container = (
+            client.containers.get(name_or_container) if isinstance(name_or_container, str) else name_or_container
+        )
         container.remove(force=True)
     except (APIError, NotFound):
         pass
-    except Exception:  # noqa: BLE001 - the engine went away meanwhile: nothing left to remove from here
+    except Exception:
         pass

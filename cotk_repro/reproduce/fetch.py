@@ -14,8 +14,8 @@ from typing import Any
 
 from ..core.git import RECORDS_REF_SUFFIX, GitError, git, tail
 from ..core.giturl import transport_args, transport_env
-from ..remote.gitrecords import DEFAULT_REF, list_records
 from ..records import ID_PREFIX, short_id, validate_record
+from ..remote.gitrecords import DEFAULT_REF, list_records
 from . import ReproduceError
 
 LOCAL_RECORDS = "refs/cotk-repro/records"
@@ -31,6 +31,7 @@ class RemoteRepo:
     Every command that talks to the remote runs with only the transports :func:`transport_args` allows
     (``file`` and ``http`` only when ``user_typed``: the user named the location, not a record) and puts the
     URL and refs after ``--``; object names are checked hex before they reach git."""
+
     def __init__(self, url: str, display: str, workdir: Path, *, user_typed: bool = False):
         self.url, self.display = url, display
         self.git_dir = workdir / "repo.git"
@@ -56,10 +57,11 @@ class RemoteRepo:
         if proc.returncode != 0:
             # git's own words ("fatal: unable to access ...") add nothing to the sentence, and a stranger's server
             # chooses them: not shown
-            raise ReproduceError(f"the git repository {self.display} was not found or is not accessible ({self.url})",
-                                 step="source",
-                                 hint="check the name; for a self-hosted forge or a folder of bare repositories "
-                                      "set COTK_REPRO_GIT_BASE")
+            raise ReproduceError(
+                f"the git repository {self.display} was not found or is not accessible ({self.url})",
+                step="source",
+                hint="check the name; for a self-hosted forge or a folder of bare repositories set COTK_REPRO_GIT_BASE",
+            )
         refs = {}
         for line in proc.stdout.decode().splitlines():
             sha, _, ref = line.partition("\t")
@@ -81,22 +83,37 @@ class RemoteRepo:
         ref = self.find_records_ref()
         if ref is not None:
             return ref
-        raise ReproduceError(f"{self.display} has no cotk-repro records (no {DEFAULT_REF} ref)", step="clone",
-                             hint="its author publishes records with `cotk-repro publish`")
+        raise ReproduceError(
+            f"{self.display} has no cotk-repro records (no {DEFAULT_REF} ref)",
+            step="clone",
+            hint="its author publishes records with `cotk-repro publish`",
+        )
 
     def fetch_records(self) -> list[dict[str, Any]]:
         ref = self.records_ref()
         try:
-            self._remote("fetch", "-q", "--depth=1", "--no-tags", "--", self.url, f"+{ref}:{LOCAL_RECORDS}",
-                      what=f"fetching {ref}", timeout=600)
+            self._remote(
+                "fetch",
+                "-q",
+                "--depth=1",
+                "--no-tags",
+                "--",
+                self.url,
+                f"+{ref}:{LOCAL_RECORDS}",
+                what=f"fetching {ref}",
+                timeout=600,
+            )
         except GitError as exc:
             raise ReproduceError(f"fetching the records of {self.display} failed", log=exc.log, step="clone") from None
         self.skipped = []
         records = list_records(self.git_dir, LOCAL_RECORDS, self.skipped)
         if not records:
             why = f" ({self.skipped[0][1]})" if self.skipped else ""
-            raise ReproduceError(f"{self.display} has no readable cotk-repro records on {ref}{why}", step="clone",
-                                 hint="its author publishes records with `cotk-repro publish`")
+            raise ReproduceError(
+                f"{self.display} has no readable cotk-repro records on {ref}{why}",
+                step="clone",
+                hint="its author publishes records with `cotk-repro publish`",
+            )
         return records
 
     def fetch_commit(self, commit: str, record_id: str) -> None:
@@ -106,12 +123,22 @@ class RemoteRepo:
         proc = self._remote("fetch", "-q", "--depth=1", "--no-tags", "--", self.url, commit, check=False, timeout=600)
         if proc.returncode != 0 or not self._has(commit):
             # servers that refuse a fetch by id: fetch the branches and look for it
-            self._remote("fetch", "-q", "--no-tags", "--", self.url, "+refs/heads/*:refs/remotes/source/*",
-                         check=False, timeout=1200)
+            self._remote(
+                "fetch",
+                "-q",
+                "--no-tags",
+                "--",
+                self.url,
+                "+refs/heads/*:refs/remotes/source/*",
+                check=False,
+                timeout=1200,
+            )
         if not self._has(commit):
             raise ReproduceError(
-                f"commit {commit[:12]} of record {short_id(record_id)} is not on {self.display}", step="clone",
-                hint="its author has to push it, e.g. with `cotk-repro publish --push`")
+                f"commit {commit[:12]} of record {short_id(record_id)} is not on {self.display}",
+                step="clone",
+                hint="its author has to push it, e.g. with `cotk-repro publish --push`",
+            )
 
     def _has(self, commit: str) -> bool:
         _check_object_name(commit)
@@ -143,10 +170,11 @@ class RemoteRepo:
                 try:
                     tar.extractall(dest, members=members, filter="data")
                 except TypeError:  # Python < 3.11.4; every member was checked above
-                    tar.extractall(dest, members=members)  # noqa: S202
+                    tar.extractall(dest, members=members)
         except tarfile.TarError as exc:
-            raise ReproduceError(f"the files of commit {commit[:12]} cannot be checked out safely ({exc})",
-                                 step="checkout") from None
+            raise ReproduceError(
+                f"the files of commit {commit[:12]} cannot be checked out safely ({exc})", step="checkout"
+            ) from None
         finally:
             archive.unlink(missing_ok=True)
 
@@ -172,8 +200,11 @@ def _archive_to(git_dir: Path, commit: str, path: Path, limit: int) -> None:
             while chunk := proc.stdout.read(1 << 20):  # type: ignore[union-attr]
                 written += len(chunk)
                 if written > limit:
-                    raise ReproduceError(f"the files of commit {commit[:12]} are over the {limit:,}-byte limit for "
-                                         "a checkout, so the record is not run", step="checkout")
+                    raise ReproduceError(
+                        f"the files of commit {commit[:12]} are over the {limit:,}-byte limit for "
+                        "a checkout, so the record is not run",
+                        step="checkout",
+                    )
                 out.write(chunk)
         finally:
             if proc.poll() is None and written > limit:
@@ -182,8 +213,11 @@ def _archive_to(git_dir: Path, commit: str, path: Path, limit: int) -> None:
             proc.wait()
         if proc.returncode != 0:
             err.seek(0)
-            raise ReproduceError(f"git archive of commit {commit[:12]} failed", step="checkout",
-                                 log=tail(err.read(64 * 1024).decode("utf-8", "replace")))
+            raise ReproduceError(
+                f"git archive of commit {commit[:12]} failed",
+                step="checkout",
+                log=tail(err.read(64 * 1024).decode("utf-8", "replace")),
+            )
 
 
 def _check_object_name(name: str) -> None:
@@ -196,8 +230,10 @@ def _check_member(member: tarfile.TarInfo, commit: str) -> None:
     """A file of the commit: a plain path inside the checkout; a link only to somewhere inside it."""
     name = PurePosixPath(member.name)
     if name.is_absolute() or ".." in name.parts:
-        raise ReproduceError(f"commit {commit[:12]} holds a file named {member.name!r} outside the checkout, so it "
-                             "is not checked out", step="checkout")
+        raise ReproduceError(
+            f"commit {commit[:12]} holds a file named {member.name!r} outside the checkout, so it is not checked out",
+            step="checkout",
+        )
     if member.issym() or member.islnk():
         target = PurePosixPath(member.linkname)
         where = target if member.islnk() else name.parent / target
@@ -207,8 +243,11 @@ def _check_member(member: tarfile.TarInfo, commit: str) -> None:
             if depth < 0:
                 break
         if target.is_absolute() or depth < 0:
-            raise ReproduceError(f"commit {commit[:12]} holds a symbolic link {member.name} -> {member.linkname} "
-                                 "that points outside the checkout, so the record is not run", step="checkout")
+            raise ReproduceError(
+                f"commit {commit[:12]} holds a symbolic link {member.name} -> {member.linkname} "
+                "that points outside the checkout, so the record is not run",
+                step="checkout",
+            )
     elif not (member.isfile() or member.isdir()):
         raise ReproduceError(f"commit {commit[:12]} holds {member.name!r}, which is not a file", step="checkout")
 
@@ -222,15 +261,21 @@ def select_record(records: list[dict[str, Any]], wanted: str | None, display: st
         chosen = ok[0]
     else:
         hexpart = wanted.strip().removeprefix(ID_PREFIX).lower()
-        matches = [r for r in records if str(r.get("id", "")).removeprefix(ID_PREFIX).startswith(hexpart)] if hexpart else []
+        matches = (
+            [r for r in records if str(r.get("id", "")).removeprefix(ID_PREFIX).startswith(hexpart)] if hexpart else []
+        )
         if not matches:
             have = ", ".join(short_id(str(r.get("id"))) for r in records[:5])
-            raise ReproduceError(f"no record matches {wanted!r} in {display} (it has {len(records)}: {have}"
-                                 f"{', ...' if len(records) > 5 else ''})", step="select record",
-                                 hint="list them with `cotk-repro reproduce SOURCE --list`")
+            raise ReproduceError(
+                f"no record matches {wanted!r} in {display} (it has {len(records)}: {have}"
+                f"{', ...' if len(records) > 5 else ''})",
+                step="select record",
+                hint="list them with `cotk-repro reproduce SOURCE --list`",
+            )
         if len(matches) > 1:
-            raise ReproduceError(f"{wanted!r} is ambiguous in {display}: it matches {len(matches)} records",
-                                 step="select record")
+            raise ReproduceError(
+                f"{wanted!r} is ambiguous in {display}: it matches {len(matches)} records", step="select record"
+            )
         chosen = matches[0]
     try:
         return validate_record(chosen, f"record {short_id(str(chosen.get('id')))} of {display}")
@@ -243,8 +288,15 @@ def summaries(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for r in records:
         cmd = r.get("command") or {}
-        out.append({"id": r.get("id"), "status": r.get("status"), "started_at": cmd.get("started_at"),
-                    "commit": (r.get("code") or {}).get("commit"), "entry": cmd.get("entry"),
-                    "project": r.get("project"),
-                    "results": {k: (v or {}).get("value") for k, v in (r.get("results") or {}).items()}})
+        out.append(
+            {
+                "id": r.get("id"),
+                "status": r.get("status"),
+                "started_at": cmd.get("started_at"),
+                "commit": (r.get("code") or {}).get("commit"),
+                "entry": cmd.get("entry"),
+                "project": r.get("project"),
+                "results": {k: (v or {}).get("value") for k, v in (r.get("results") or {}).items()},
+            }
+        )
     return out

@@ -109,13 +109,24 @@ class Report:
         return len(self.containers) + len(self.volumes) + len(self.workdirs)
 
     def describe(self) -> str:
-        parts = [f"{len(v)} {k}" for k, v in (("container(s)", self.containers), ("volume(s)", self.volumes),
-                                               ("work folder(s)", self.workdirs)) if v]
+        parts = [
+            f"{len(v)} {k}"
+            for k, v in (
+                ("container(s)", self.containers),
+                ("volume(s)", self.volumes),
+                ("work folder(s)", self.workdirs),
+            )
+            if v
+        ]
         return ", ".join(parts) or "nothing"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"containers": self.containers, "volumes": self.volumes, "workdirs": self.workdirs,
-                "errors": self.errors}
+        return {
+            "containers": self.containers,
+            "volumes": self.volumes,
+            "workdirs": self.workdirs,
+            "errors": self.errors,
+        }
 
 
 def expired(item_labels: dict[str, str] | None, now: float | None = None) -> bool:
@@ -158,13 +169,13 @@ def collect(client=None, *, tmp: Path | None = None, dry_run: bool = False) -> R
 def _collect_docker(client, report: Report, now: float, dry_run: bool) -> None:
     try:
         containers = client.containers.list(all=True, filters={"label": DEADLINE})
-    except Exception as exc:  # noqa: BLE001 - the engine went away: nothing to collect there
+    except Exception as exc:
         report.errors.append(f"listing containers: {str(exc)[:200]}")
         return
     _remove_expired("container", containers, lambda c: c.labels or {}, report.containers, report, now, dry_run)
     try:
         volumes = client.volumes.list(filters={"label": DEADLINE})
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         report.errors.append(f"listing volumes: {str(exc)[:200]}")
         return
     _remove_expired("volume", volumes, lambda v: v.attrs.get("Labels") or {}, report.volumes, report, now, dry_run)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import signal
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..core.results import normalize_results
 from ..errors import CotkError
@@ -52,7 +53,7 @@ class Steps:
         status = "ok"
         self.on_status(description or name)
         try:
-            with (self.progress(description or name) if self.progress else nullcontext()):
+            with self.progress(description or name) if self.progress else nullcontext():
                 yield
         except BaseException:
             status = "failed"
@@ -78,6 +79,7 @@ def describe_steps(items: list[dict[str, Any]]) -> str:
 @dataclass
 class Job:
     """Everything a runtime needs to rerun one record: the record, checkout, packages, limits, paths."""
+
     record: dict[str, Any]
     workdir: Path
     code: Path
@@ -147,8 +149,13 @@ class Job:
         if self._wheelhouse is None:
             from .wheelhouse import Builders, build_wheelhouse
 
-            builders = Builders(self.python_mm, self.logs / "wheels.log", sandbox=sandbox,
-                                trust_host=self.trust_host_build, on_status=self.on_status)
+            builders = Builders(
+                self.python_mm,
+                self.logs / "wheels.log",
+                sandbox=sandbox,
+                trust_host=self.trust_host_build,
+                on_status=self.on_status,
+            )
             with self.steps.step("wheel download", "fetching the recorded packages (wheelhouse)"):
                 self._wheelhouse = build_wheelhouse(self.packages, self.code, self.tree, builders)
         return self._wheelhouse
@@ -157,6 +164,7 @@ class Job:
 @dataclass
 class Rerun:
     """What a runtime's rerun produced: results, data section, Python, packages and timing."""
+
     results: dict[str, Any]
     data: dict[str, Any] | None
     python: str | None
@@ -168,12 +176,17 @@ class Rerun:
 def parse_result(raw: bytes | None, job: Job, where: str) -> dict[str, Any]:
     """Read and normalize the rerun's result file; raise ReproduceError if missing or unusable."""
     if raw is None:
-        raise ReproduceError(f"the entry {job.command.get('entry')} finished but did not write its result file "
-                             f"{job.result_rel} in the rerun", step="run")
+        raise ReproduceError(
+            f"the entry {job.command.get('entry')} finished but did not write its result file "
+            f"{job.result_rel} in the rerun",
+            step="run",
+        )
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ReproduceError(f"the rerun's result file {job.result_rel} is not valid JSON ({exc})", step="run") from None
+        raise ReproduceError(
+            f"the rerun's result file {job.result_rel} is not valid JSON ({exc})", step="run"
+        ) from None
     try:
         return normalize_results(data, where)
     except CotkError as exc:

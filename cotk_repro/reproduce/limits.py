@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from . import ReproduceError
 
@@ -23,9 +24,9 @@ NAMES = ("timeout", "memory", "cpus", "disk")
 DEFAULTS: dict[str, Any] = {"timeout": 3600.0, "memory": "4g", "cpus": 2.0, "disk": "1g"}
 FLAGS = {"timeout": "--timeout", "memory": "--memory", "cpus": "--cpus", "disk": "--disk"}
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([bkmgt]?)i?b?", re.I)
-_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 #: a disk below 1 MiB holds no checkout (a memory below Docker's 6 MiB is the engine's to refuse, naming it)
-_FLOOR = {"memory": 1, "disk": 1024 ** 2}
+_FLOOR = {"memory": 1, "disk": 1024**2}
 
 
 def size_bytes(text: Any) -> int | None:
@@ -125,8 +126,9 @@ class Limits:
         for name in NAMES:
             row: dict[str, Any] = {"value": self.value(name), "from": self.sources[name]}
             if name in self.asked:
-                row["project_asked"] = (docker_size(int(self.asked[name])) if name in ("memory", "disk")
-                                        else self.asked[name])
+                row["project_asked"] = (
+                    docker_size(int(self.asked[name])) if name in ("memory", "disk") else self.asked[name]
+                )
             out[name] = row
         return out
 
@@ -135,7 +137,9 @@ class Limits:
         return f"{_shown(name, self.amounts[name])} ({self.sources[name]})"
 
 
-def reproducer_limits(flags: Mapping[str, Any], user: Mapping[str, Any], user_where: str = "your user config") -> Limits:
+def reproducer_limits(
+    flags: Mapping[str, Any], user: Mapping[str, Any], user_where: str = "your user config"
+) -> Limits:
     """The reproducer's limits: each flag, else the user config's ``reproduce`` value, else the default.
     A value that is not a limit is an error naming where it came from (ReproduceError, exit 2)."""
     amounts: dict[str, float] = {}
@@ -167,8 +171,9 @@ def apply_project(limits: Limits, project: Mapping[str, Any]) -> Limits:
             continue
         amount = _amount(name, value)
         if amount is None:
-            raise ReproduceError(f"the project's reproduce.{name} {str(value)[:40]!r} is not {_what(name)}",
-                                 step="limits")
+            raise ReproduceError(
+                f"the project's reproduce.{name} {str(value)[:40]!r} is not {_what(name)}", step="limits"
+            )
         asked[name] = amount
         if amount > limits.amounts[name]:
             more.append(f"{name} {_shown(name, amount)} (this reproduction allows {limits.describe(name)})")
@@ -176,7 +181,10 @@ def apply_project(limits: Limits, project: Mapping[str, Any]) -> Limits:
         elif amount < limits.amounts[name]:
             amounts[name], sources[name] = amount, "project"
     if more:
-        raise ReproduceError(f"the project's config asks for more than this reproduction grants: {'; '.join(more)}; "
-                             f"nothing was built or run ({' '.join(grants)} grants it)", step="limits",
-                             hint=f"rerun with {' '.join(grants)} if you accept that")
+        raise ReproduceError(
+            f"the project's config asks for more than this reproduction grants: {'; '.join(more)}; "
+            f"nothing was built or run ({' '.join(grants)} grants it)",
+            step="limits",
+            hint=f"rerun with {' '.join(grants)} if you accept that",
+        )
     return Limits(amounts, sources, asked)

@@ -38,9 +38,12 @@ class Package:
 
 def _refuse(name: Any, why: str) -> ReproduceError:
     shown = name if isinstance(name, str) else repr(name)
-    return ReproduceError(f"the record's package {shown[:120]!r} cannot be installed: {why}", step="lock",
-                          hint="a record lists packages as a canonical name and an exact version; this one was "
-                               "edited or made by another tool, so nothing of it was fetched or run")
+    return ReproduceError(
+        f"the record's package {shown[:120]!r} cannot be installed: {why}",
+        step="lock",
+        hint="a record lists packages as a canonical name and an exact version; this one was "
+        "edited or made by another tool, so nothing of it was fetched or run",
+    )
 
 
 def validate_package(entry: Any) -> Package:
@@ -51,10 +54,14 @@ def validate_package(entry: Any) -> Package:
     if not isinstance(entry, dict):
         raise _refuse(entry, "it is not an object with a name and a version")
     name, version, install = entry.get("name"), entry.get("version"), entry.get("install")
-    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", name) \
-            or canonicalize_name(name) != name:
-        raise _refuse(name, "its name is not a canonical package name (PEP 503: lower case letters, digits and "
-                            "single hyphens)")
+    if (
+        not isinstance(name, str)
+        or not re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", name)
+        or canonicalize_name(name) != name
+    ):
+        raise _refuse(
+            name, "its name is not a canonical package name (PEP 503: lower case letters, digits and single hyphens)"
+        )
     if not isinstance(version, str) or not _VERSION_CHARS.fullmatch(version):
         raise _refuse(name, f"its version {version!r} is not an exact version number")
     try:

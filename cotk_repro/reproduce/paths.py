@@ -18,19 +18,25 @@ def inside_checkout(code: Path, path: Path, what: str) -> Path:
     root = code.resolve()
     resolved = path.resolve()
     if resolved != root and not resolved.is_relative_to(root):
-        raise ReproduceError(f"{what} leads outside the checkout ({path.relative_to(code) if path.is_relative_to(code) else path} "
-                             "resolves elsewhere), so the record is not run", step="checkout")
+        raise ReproduceError(
+            f"{what} leads outside the checkout ({path.relative_to(code) if path.is_relative_to(code) else path} "
+            "resolves elsewhere), so the record is not run",
+            step="checkout",
+        )
     return resolved
 
 
 def _relative(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-        raise ReproduceError(f"the record's {what} {str(value)[:80]!r} is not a path (empty, or control "
-                             "characters)", step="checkout")
+        raise ReproduceError(
+            f"the record's {what} {str(value)[:80]!r} is not a path (empty, or control characters)", step="checkout"
+        )
     p = PurePosixPath(value)
     if p.is_absolute() or value.startswith("~") or "\\" in value:
-        raise ReproduceError(f"the record's {what} {value!r} is an absolute path, outside the checkout, so the "
-                             "record is not run", step="checkout")
+        raise ReproduceError(
+            f"the record's {what} {value!r} is an absolute path, outside the checkout, so the record is not run",
+            step="checkout",
+        )
     return value
 
 

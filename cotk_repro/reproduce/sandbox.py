@@ -10,8 +10,8 @@ source in; the finished wheel is copied out and checked to be the package asked 
 
 from __future__ import annotations
 
-import sys
 import re
+import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +41,9 @@ def build_requirements(source: Path) -> list[str]:
     try:
         requires = tomllib.loads(text).get("build-system", {}).get("requires")
     except ValueError as exc:
-        raise ReproduceError(f"the pyproject.toml of {source.name} is not valid TOML ({exc})", step="sandbox build") from None
+        raise ReproduceError(
+            f"the pyproject.toml of {source.name} is not valid TOML ({exc})", step="sandbox build"
+        ) from None
     if requires is None:
         return list(DEFAULT_BUILD_REQUIRES)
     out = []
@@ -49,11 +51,15 @@ def build_requirements(source: Path) -> list[str]:
         try:
             req = Requirement(str(item))
         except InvalidRequirement:
-            raise ReproduceError(f"the build requirement {str(item)[:80]!r} of {source.name} is not a valid "
-                                 "requirement", step="sandbox build") from None
+            raise ReproduceError(
+                f"the build requirement {str(item)[:80]!r} of {source.name} is not a valid requirement",
+                step="sandbox build",
+            ) from None
         if req.url:
-            raise ReproduceError(f"the build requirement {str(item)[:80]!r} of {source.name} is a URL; only index "
-                                 "packages are fetched", step="sandbox build")
+            raise ReproduceError(
+                f"the build requirement {str(item)[:80]!r} of {source.name} is a URL; only index packages are fetched",
+                step="sandbox build",
+            )
         out.append(str(req))
     return out
 
@@ -111,38 +117,79 @@ class SandboxBuilder:
         from .limits import size_bytes
 
         target = "/build/src/project" if source.is_dir() else f"/build/src/{source.name}"
-        script = ("python3 -m venv /tmp/b && /tmp/b/bin/python -m pip wheel --use-pep517 --no-deps --no-index "
-                  f"--find-links /build/deps --wheel-dir /build/out {target}")
+        script = (
+            "python3 -m venv /tmp/b && /tmp/b/bin/python -m pip wheel --use-pep517 --no-deps --no-index "
+            f"--find-links /build/deps --wheel-dir /build/out {target}"
+        )
         step = f"sandbox build of {pkg.name}"
-        box = Confined(self.client, self.image, kind="build", timeout=self.timeout, memory=self.memory,
-                       cpus=self.cpus, disk=self.disk, home="/build", user=NOBODY)
+        box = Confined(
+            self.client,
+            self.image,
+            kind="build",
+            timeout=self.timeout,
+            memory=self.memory,
+            cpus=self.cpus,
+            disk=self.disk,
+            home="/build",
+            user=NOBODY,
+        )
         try:
             box.start(step)
             box.put("/build", lambda tar: _context(tar, source, deps), log.parent, step)
-            res = box.exec(["/bin/sh", "-c", script], workdir="/build", step=step, tail=256 * 1024,
-                           environment={"HOME": "/tmp", "PIP_NO_INPUT": "1", "PIP_NO_CACHE_DIR": "1",
-                                        "PIP_CONFIG_FILE": "/dev/null", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+            res = box.exec(
+                ["/bin/sh", "-c", script],
+                workdir="/build",
+                step=step,
+                tail=256 * 1024,
+                environment={
+                    "HOME": "/tmp",
+                    "PIP_NO_INPUT": "1",
+                    "PIP_NO_CACHE_DIR": "1",
+                    "PIP_CONFIG_FILE": "/dev/null",
+                    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                },
+            )
             text = res.stdout.text() + res.stderr.text()
             with log.open("a", encoding="utf-8") as fh:
                 fh.write(f"$ (sandbox {self.image}) {script}\n{text}\n")
             tail = "\n".join(text.strip().splitlines()[-25:]) or None
             if res.timed_out:
-                raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox ran past the time limit of "
-                                     f"{self.timeout:g} s ({res.seconds:.0f} s) and was stopped",
-                                     log=tail, step=step, hint="raise it with --timeout SECONDS")
+                raise ReproduceError(
+                    f"building a wheel of {pkg.pin} in the sandbox ran past the time limit of "
+                    f"{self.timeout:g} s ({res.seconds:.0f} s) and was stopped",
+                    log=tail,
+                    step=step,
+                    hint="raise it with --timeout SECONDS",
+                )
             if res.disk_full:
-                raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox ran out of disk space (limit "
-                                     f"{self.disk} for /build and for /tmp)", log=tail, step=step,
-                                     hint="raise it with --disk, e.g. --disk 4g")
+                raise ReproduceError(
+                    f"building a wheel of {pkg.pin} in the sandbox ran out of disk space (limit "
+                    f"{self.disk} for /build and for /tmp)",
+                    log=tail,
+                    step=step,
+                    hint="raise it with --disk, e.g. --disk 4g",
+                )
             if res.oom:
-                raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox ran out of memory (limit "
-                                     f"{self.memory})", log=tail, step=step, hint="raise it with --memory")
+                raise ReproduceError(
+                    f"building a wheel of {pkg.pin} in the sandbox ran out of memory (limit {self.memory})",
+                    log=tail,
+                    step=step,
+                    hint="raise it with --memory",
+                )
             if res.rc != 0:
-                raise ReproduceError(f"building a wheel of {pkg.pin} in the sandbox failed (exit {res.rc}; full "
-                                     f"log: {log})", log=tail, step=step)
+                raise ReproduceError(
+                    f"building a wheel of {pkg.pin} in the sandbox failed (exit {res.rc}; full log: {log})",
+                    log=tail,
+                    step=step,
+                )
             box.freeze()
-            found = box.copy_files("/build/out", lambda m: _wheel_destination(m, pkg, dest),
-                                   size_bytes(self.disk) or 0, f"the wheel of {pkg.pin}", step)
+            found = box.copy_files(
+                "/build/out",
+                lambda m: _wheel_destination(m, pkg, dest),
+                size_bytes(self.disk) or 0,
+                f"the wheel of {pkg.pin}",
+                step,
+            )
         finally:
             box.remove()
         if not found:
@@ -163,6 +210,8 @@ def _wheel_destination(member: tarfile.TarInfo, pkg: Package, dest: Path) -> Pat
     except InvalidWheelFilename:
         return None
     if name != pkg.name or canonicalize_version(version) != canonicalize_version(pkg.version):
-        raise ReproduceError(f"the sandbox build of {pkg.pin} produced {base}, a wheel of another package "
-                             "or version", step=f"sandbox build of {pkg.name}")
+        raise ReproduceError(
+            f"the sandbox build of {pkg.pin} produced {base}, a wheel of another package or version",
+            step=f"sandbox build of {pkg.name}",
+        )
     return dest / base

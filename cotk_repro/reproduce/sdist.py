@@ -29,8 +29,14 @@ _HREF = re.compile(r"<a\s[^>]*href=[\"']([^\"']+)[\"']", re.I)
 
 def pip_locations() -> tuple[list[str], list[str]]:
     """(index URLs, find-links locations) from the host pip's configuration."""
-    proc = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                          env={**os.environ, "PIP_NO_INPUT": "1"}, timeout=60, check=False)  # no config: none
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PIP_NO_INPUT": "1"},
+        timeout=60,
+        check=False,
+    )  # no config: none
     values: dict[str, list[str]] = {}
     for line in proc.stdout.splitlines():
         key, _, value = line.partition("=")

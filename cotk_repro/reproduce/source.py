@@ -24,12 +24,15 @@ from . import ReproduceError
 DEFAULT_GIT_BASE = "https://github.com/"
 _USER_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
 _SCP = re.compile(r"^[^@/\s]+@[^:/\s]+:.+$")
-_DASHBOARD = re.compile(r"^(?P<base>https?://.+?)/(?:api/v1/)?records/(?P<id>(?:sha256(?::|%3[Aa]))?[0-9a-fA-F]{8,64})/?(?:[?#].*)?$")
+_DASHBOARD = re.compile(
+    r"^(?P<base>https?://.+?)/(?:api/v1/)?records/(?P<id>(?:sha256(?::|%3[Aa]))?[0-9a-fA-F]{8,64})/?(?:[?#].*)?$"
+)
 
 
 @dataclass
 class Source:
     """Where to reproduce from: its kind, the text given, the git URL and, for dashboards, the record."""
+
     kind: str  # "user/repo" | "url" | "path" | "dashboard"
     text: str
     git_url: str | None
@@ -88,35 +91,49 @@ def resolve(text: str, *, allow_unsigned: bool = False) -> Source:
     if _USER_REPO.match(text):
         return Source("user/repo", text, join_base(git_base(), text))
     if text.startswith(("/", "./", "../", "~")) or "\\" in text:
-        raise ReproduceError(f"{shown(text)} was not found: there is no such folder (SOURCE is user/repo, a git URL, "
-                             "an existing folder or a dashboard record URL)")
+        raise ReproduceError(
+            f"{shown(text)} was not found: there is no such folder (SOURCE is user/repo, a git URL, "
+            "an existing folder or a dashboard record URL)"
+        )
     raise ReproduceError(f"{shown(text)!r} is not user/repo, a git URL, an existing folder or a dashboard record URL")
 
 
 def _from_dashboard(text: str, base: str, record_id: str, *, allow_unsigned: bool = False) -> Source:
-    from ..remote.dashboard import DashboardClient, DashboardError
     from ..records import ID_PREFIX, validate_record
+    from ..remote.dashboard import DashboardClient, DashboardError
 
     if not record_id.startswith(ID_PREFIX):
         record_id = ID_PREFIX + record_id.lower()
     try:
         answer = DashboardClient(base, retries=2).get_record(record_id)
     except DashboardError as exc:
-        raise ReproduceError(f"cannot get record {record_id[:19]} from the dashboard: {exc.message}",
-                             step="fetch record") from None
+        raise ReproduceError(
+            f"cannot get record {record_id[:19]} from the dashboard: {exc.message}", step="fetch record"
+        ) from None
     record = answer.get("record") if isinstance(answer, dict) else None
     try:
         record = validate_record(record, f"the dashboard's record {record_id[:19]}")
     except Exception as exc:  # RecordError: tampered or not a record
         raise ReproduceError(str(exc), step="fetch record") from None
-    return source_for_record(record, text, base, publication=answer.get("publication"),
-                             record_signature=answer.get("signature") if isinstance(answer.get("signature"), str)
-                             else None, allow_unsigned=allow_unsigned)
+    return source_for_record(
+        record,
+        text,
+        base,
+        publication=answer.get("publication"),
+        record_signature=answer.get("signature") if isinstance(answer.get("signature"), str) else None,
+        allow_unsigned=allow_unsigned,
+    )
 
 
-def source_for_record(record: dict[str, Any], text: str | None = None, dashboard_url: str | None = None, *,
-                      publication: Any = None, record_signature: str | None = None,
-                      allow_unsigned: bool = False) -> Source:
+def source_for_record(
+    record: dict[str, Any],
+    text: str | None = None,
+    dashboard_url: str | None = None,
+    *,
+    publication: Any = None,
+    record_signature: str | None = None,
+    allow_unsigned: bool = False,
+) -> Source:
     """Where to reproduce a record already in hand (from a dashboard, or a dashboard's own worker pool): the
     record itself and the git remote it names, else the one its signed ``publication`` names (taken when it
     was published: :mod:`cotk_repro.remote.publication`, verified here against ``record_signature``); refused
@@ -131,12 +148,15 @@ def source_for_record(record: dict[str, Any], text: str | None = None, dashboard
         if publication is not None and (not url or (isinstance(url, str) and url.startswith("local:"))):
             url, publisher = verify(record, publication, record_signature, allow_unsigned=allow_unsigned)
         elif not url:
-            raise ReproduceError(f"record {record_id[:19]} names no git remote, so its code cannot be fetched",
-                                 hint="it was made before its project had a git remote: ask its author to publish "
-                                      "it again now that the remote exists (`cotk-repro publish`)")
+            raise ReproduceError(
+                f"record {record_id[:19]} names no git remote, so its code cannot be fetched",
+                hint="it was made before its project had a git remote: ask its author to publish "
+                "it again now that the remote exists (`cotk-repro publish`)",
+            )
         else:
             url = fetchable_remote(record_id, url)
     except PublicationError as exc:
         raise ReproduceError(exc.message, hint=exc.hint, step="fetch record") from None
-    return Source("dashboard", text, url, record=record, record_id=record["id"], dashboard_url=dashboard_url,
-                  publisher=publisher)
+    return Source(
+        "dashboard", text, url, record=record, record_id=record["id"], dashboard_url=dashboard_url, publisher=publisher
+    )

@@ -51,13 +51,19 @@ def find_python(mm: str) -> str:
             )
             if probe.stdout.strip() == mm:
                 return exe
-    raise ReproduceError(f"the record needs Python {mm}, which is not on this host (no python{mm} on PATH)",
-                         step="venv build", hint="install it, or use --runtime docker with a matching --base-image")
+    raise ReproduceError(
+        f"the record needs Python {mm}, which is not on this host (no python{mm} on PATH)",
+        step="venv build",
+        hint="install it, or use --runtime docker with a matching --base-image",
+    )
 
 
 def _entry_env(bin_dir: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE")
+    }
     if bin_dir is not None:
         env["PATH"] = str(bin_dir) + os.pathsep + env.get("PATH", "")
         env["VIRTUAL_ENV"] = str(bin_dir.parent)
@@ -69,7 +75,6 @@ def _entry_env(bin_dir: Path | None) -> dict[str, str]:
 def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str, Any]) -> Rerun:
     """Run the record's entry on this host with `python` and the job's timeout; return the Rerun."""
     from ..records.runner import EntryProcess
-
     from .paths import inside_checkout
 
     result = job.run_dir / job.result_rel
@@ -78,24 +83,40 @@ def run_on_host(job: Job, python: str, bin_dir: Path | None, env_info: dict[str,
     cmd = [python, entry, *job.args]
     started_at = now_iso()
     t0 = time.time()
-    proc = EntryProcess(cmd, job.run_dir, job.logs / "stdout.log", job.logs / "stderr.log", echo=False,
-                        env=_entry_env(bin_dir), log_cap=TAIL).start()
+    proc = EntryProcess(
+        cmd,
+        job.run_dir,
+        job.logs / "stdout.log",
+        job.logs / "stderr.log",
+        echo=False,
+        env=_entry_env(bin_dir),
+        log_cap=TAIL,
+    ).start()
     rc, interrupted = proc.wait(timeout=job.timeout)
     duration = round(time.time() - t0, 3)
     if interrupted:
         raise KeyboardInterrupt
     err_tail = log_tail(job.logs / "stderr.log")
     if rc < 0 and duration >= job.timeout - 0.5:
-        raise ReproduceError(f"the entry ran past the time limit of {job.timeout:g} s and was killed", log=err_tail,
-                             step="run", hint="raise it with --timeout SECONDS")
+        raise ReproduceError(
+            f"the entry ran past the time limit of {job.timeout:g} s and was killed",
+            log=err_tail,
+            step="run",
+            hint="raise it with --timeout SECONDS",
+        )
     if rc != 0:
         raise ReproduceError(f"the entry {entry} {describe_exit(rc)} in the rerun", log=err_tail, step="run")
     inside_checkout(job.code, result, "the result file")  # the entry may have made it a link out of the checkout
     raw = read_capped(result, RESULT_CAP, f"the rerun's result file {job.result_rel}")
     parsed = parse_result(raw, job, f"the rerun's {job.result_rel}")
-    return Rerun(results=parsed["results"], data=parsed["data"],
-                 python=(env_info.get("python") or {}).get("version"), packages=env_info.get("packages", []),
-                 started_at=started_at, duration_s=duration)
+    return Rerun(
+        results=parsed["results"],
+        data=parsed["data"],
+        python=(env_info.get("python") or {}).get("version"),
+        packages=env_info.get("packages", []),
+        started_at=started_at,
+        duration_s=duration,
+    )
 
 
 def read_capped(path: Path, cap: int, what: str) -> bytes | None:
@@ -137,9 +158,12 @@ def find_uv() -> str | None:
 
 class VenvRuntime:
     """Reruns a record in a cached virtual environment on this host, built from the wheelhouse."""
+
     name = "venv"
     on_host = True
-    description = "a virtual environment on THIS HOST, built from the wheelhouse (no isolation: network and files are reachable)"
+    description = (
+        "a virtual environment on THIS HOST, built from the wheelhouse (no isolation: network and files are reachable)"
+    )
 
     def prepare(self, job: Job) -> dict[str, Any]:
         from .wheelhouse import local_identity, pool_dir, split_packages
@@ -152,8 +176,11 @@ class VenvRuntime:
             check=False,
         ).stdout.strip()
         _index, local = split_packages(job.packages)
-        key = hashlib.sha256(json.dumps({"lock": job.lock, "python": [python, version],
-                                         "local": local_identity(local, job.tree)}).encode()).hexdigest()[:24]
+        key = hashlib.sha256(
+            json.dumps(
+                {"lock": job.lock, "python": [python, version], "local": local_identity(local, job.tree)}
+            ).encode()
+        ).hexdigest()[:24]
         vdir = cache_dir() / "venvs" / key
         vdir.parent.mkdir(parents=True, exist_ok=True)
         with _FileLock(vdir.parent / f"{key}.lock"):
@@ -190,19 +217,71 @@ class VenvRuntime:
         vpy = str(vdir / "bin" / "python")
         uv = find_uv()
         if uv:
-            cmds = [[uv, "venv", "--python", python, str(vdir)],
-                    [uv, "pip", "install", "--python", vpy, "--offline", "--no-index", "--no-deps", "--find-links",
-                     str(pool), "-r", str(lock_file)]]
+            cmds = [
+                [uv, "venv", "--python", python, str(vdir)],
+                [
+                    uv,
+                    "pip",
+                    "install",
+                    "--python",
+                    vpy,
+                    "--offline",
+                    "--no-index",
+                    "--no-deps",
+                    "--find-links",
+                    str(pool),
+                    "-r",
+                    str(lock_file),
+                ],
+            ]
             if local_wheels:
-                cmds.append([uv, "pip", "install", "--python", vpy, "--offline", "--no-index", "--no-deps",
-                             *map(str, local_wheels)])
+                cmds.append(
+                    [
+                        uv,
+                        "pip",
+                        "install",
+                        "--python",
+                        vpy,
+                        "--offline",
+                        "--no-index",
+                        "--no-deps",
+                        *map(str, local_wheels),
+                    ]
+                )
         else:
-            cmds = [[python, "-m", "venv", "--without-pip", str(vdir)],
-                    [sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", vpy, "install",
-                     "--no-index", "--no-deps", "--find-links", str(pool), "-r", str(lock_file)]]
+            cmds = [
+                [python, "-m", "venv", "--without-pip", str(vdir)],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "--disable-pip-version-check",
+                    "--python",
+                    vpy,
+                    "install",
+                    "--no-index",
+                    "--no-deps",
+                    "--find-links",
+                    str(pool),
+                    "-r",
+                    str(lock_file),
+                ],
+            ]
             if local_wheels:
-                cmds.append([sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", vpy, "install",
-                             "--no-index", "--no-deps", *map(str, local_wheels)])
+                cmds.append(
+                    [
+                        sys.executable,
+                        "-m",
+                        "pip",
+                        "--disable-pip-version-check",
+                        "--python",
+                        vpy,
+                        "install",
+                        "--no-index",
+                        "--no-deps",
+                        *map(str, local_wheels),
+                    ]
+                )
         with log.open("ab") as fh:
             for cmd in cmds:
                 fh.write(("$ " + " ".join(cmd) + "\n").encode())
@@ -216,8 +295,12 @@ class VenvRuntime:
                 )
                 if proc.returncode != 0:
                     shutil.rmtree(vdir, ignore_errors=True)
-                    raise ReproduceError(f"building the virtual environment failed at `{' '.join(cmd[:4])} ...`",
-                                         log=log_tail(log, 25), step="venv build", hint=f"full log: {log}")
+                    raise ReproduceError(
+                        f"building the virtual environment failed at `{' '.join(cmd[:4])} ...`",
+                        log=log_tail(log, 25),
+                        step="venv build",
+                        hint=f"full log: {log}",
+                    )
         (vdir / MARKER).write_text(now_iso())
 
     def run(self, job: Job) -> Rerun:
@@ -226,6 +309,7 @@ class VenvRuntime:
 
 class LocalRuntime:
     """Reruns a record in the current Python environment (a quick check; versions may differ)."""
+
     name = "local"
     on_host = True
     description = "the CURRENT Python environment on this host (quick check; versions may differ from the record)"
@@ -234,8 +318,10 @@ class LocalRuntime:
         from ..capture.environment import installed_distributions, python_info
 
         if f"{sys.version_info.major}.{sys.version_info.minor}" != job.python_mm:
-            job.warnings.append(f"the record used Python {job.python_mm}; this is Python "
-                                f"{sys.version_info.major}.{sys.version_info.minor}")
+            job.warnings.append(
+                f"the record used Python {job.python_mm}; this is Python "
+                f"{sys.version_info.major}.{sys.version_info.minor}"
+            )
         self.env_info = {"python": python_info(), "packages": installed_distributions()}
         return self.env_info
 

@@ -31,9 +31,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .._version import __version__
 from ..capture.environment import normalize_name
@@ -99,20 +100,35 @@ def _pip(args: list[str], log: Path, step: str, what: str, *, check: bool = True
         )
     if proc.returncode != 0 and check:
         text = log.read_text(encoding="utf-8", errors="replace")
-        raise ReproduceError(f"{what} failed (pip exited with status {proc.returncode}; full log: {log})",
-                             log=tail(text, 25), step=step)
+        raise ReproduceError(
+            f"{what} failed (pip exited with status {proc.returncode}; full log: {log})", log=tail(text, 25), step=step
+        )
     return proc.returncode
 
 
 def download_binary(pins: list[str], dest: Path, python_mm: str, log: Path, *, deps: bool = False) -> int:
     """``pip download --only-binary=:all:``: wheels only, so no build backend runs on this host."""
-    return _pip(["download", "--only-binary=:all:", *([] if deps else ["--no-deps"]), "--python-version", python_mm,
-                 "--dest", str(dest), *pins], log, "wheel download", "downloading the recorded packages", check=False)
+    return _pip(
+        [
+            "download",
+            "--only-binary=:all:",
+            *([] if deps else ["--no-deps"]),
+            "--python-version",
+            python_mm,
+            "--dest",
+            str(dest),
+            *pins,
+        ],
+        log,
+        "wheel download",
+        "downloading the recorded packages",
+        check=False,
+    )
 
 
-def ensure_index_wheels(packages: list[Package], python_mm: str, log: Path,
-                        on_status: Callable[[str], None] = lambda _m: None
-                        ) -> tuple[dict[tuple[str, str], Path], list[Package]]:
+def ensure_index_wheels(
+    packages: list[Package], python_mm: str, log: Path, on_status: Callable[[str], None] = lambda _m: None
+) -> tuple[dict[tuple[str, str], Path], list[Package]]:
     """The binary wheels of ``packages`` in the pool: (key -> wheel, the packages that have none)."""
     pool = pool_dir(python_mm)
     pool.mkdir(parents=True, exist_ok=True)
@@ -125,12 +141,16 @@ def ensure_index_wheels(packages: list[Package], python_mm: str, log: Path,
                 if (p.name, _norm_version(p.version)) not in pool_index(pool):
                     download_binary([p.pin], pool, python_mm, log)
         have = pool_index(pool)
-    found = {(p.name, _norm_version(p.version)): have[(p.name, _norm_version(p.version))] for p in packages
-             if (p.name, _norm_version(p.version)) in have}
+    found = {
+        (p.name, _norm_version(p.version)): have[(p.name, _norm_version(p.version))]
+        for p in packages
+        if (p.name, _norm_version(p.version)) in have
+    }
     return found, [p for p in packages if (p.name, _norm_version(p.version)) not in have]
 
 
 # -- editable / local installs ---------------------------------------------------
+
 
 def _pyproject(folder: Path) -> dict[str, Any]:
     """The folder's pyproject.toml as a dict (empty when it is missing or unreadable)."""
@@ -273,8 +293,12 @@ def _cached_wheel(dest: Path) -> Path | None:
 def _host_wheel(src: Path, dest: Path, log: Path, pkg: Package) -> Path:
     """``pip wheel`` on this host: only for code the user trusts (this cotk-repro, --trust-remote-code)."""
     dest.mkdir(parents=True, exist_ok=True)
-    _pip(["wheel", "--no-deps", "--wheel-dir", str(dest), str(src)], log, "local wheel build",
-         f"building a wheel of {pkg.pin} from {src}")
+    _pip(
+        ["wheel", "--no-deps", "--wheel-dir", str(dest), str(src)],
+        log,
+        "local wheel build",
+        f"building a wheel of {pkg.pin} from {src}",
+    )
     wheels = [w for w in dest.glob("*.whl") if (key := wheel_key(w.name)) and key[0] == pkg.name]
     if not wheels:
         raise ReproduceError(f"building a wheel of {pkg.name} from {src} produced no wheel", step="local wheel build")
@@ -303,10 +327,13 @@ class Builders:
         if self.trust_host:
             self.on_status(f"building a wheel of {pkg.pin} ({why}) on this host (--trust-remote-code)")
             return _host_wheel(source, dest, self.log, pkg)
-        raise ReproduceError(f"the record's package {pkg.pin} ({why}) has to be built, which runs its build code; "
-                             "the venv runtime has no sandbox to build it in", step="local wheel build",
-                             hint="use --runtime docker (it builds in a container without network), or pass "
-                                  "--trust-remote-code to build it on this host")
+        raise ReproduceError(
+            f"the record's package {pkg.pin} ({why}) has to be built, which runs its build code; "
+            "the venv runtime has no sandbox to build it in",
+            step="local wheel build",
+            hint="use --runtime docker (it builds in a container without network), or pass "
+            "--trust-remote-code to build it on this host",
+        )
 
     def build_deps(self, requires: list[str]) -> list[Path]:
         """The build requirements as binary wheels (with their dependencies), cached per set."""
@@ -316,9 +343,12 @@ class Builders:
             dest.mkdir(parents=True, exist_ok=True)
             self.on_status(f"downloading the build requirements {', '.join(requires)}")
             if download_binary(requires, dest, self.python_mm, self.log, deps=True) != 0:
-                raise ReproduceError(f"downloading the build requirements ({', '.join(requires)}) as wheels failed "
-                                     f"(full log: {self.log})", log=tail(self.log.read_text(errors="replace"), 25),
-                                     step="wheel download")
+                raise ReproduceError(
+                    f"downloading the build requirements ({', '.join(requires)}) as wheels failed "
+                    f"(full log: {self.log})",
+                    log=tail(self.log.read_text(errors="replace"), 25),
+                    step="wheel download",
+                )
             (dest / ".complete").write_text("ok")
         return sorted(dest.glob("*.whl"))
 
@@ -365,8 +395,10 @@ def ensure_local_wheels(local: list[Package], code: Path, tree: str, builders: B
         if missing:  # maybe it was released meanwhile; it was not
             raise ReproduceError(
                 f"the record's package {p.pin} was a {p.install} install that is neither in the checkout "
-                f"nor on the package index, so it cannot be rebuilt", step="local wheel build",
-                hint="its author can publish that package or add its source to the repository")
+                f"nor on the package index, so it cannot be rebuilt",
+                step="local wheel build",
+                hint="its author can publish that package or add its source to the repository",
+            )
         wheels.append(next(iter(found.values())))
     return wheels
 
@@ -379,18 +411,23 @@ def ensure_sdist_wheels(missing: list[Package], builders: Builders) -> dict[tupl
     for p in missing:
         sdist = fetch_sdist(p.name, p.version, cache_dir() / "sdists")
         if sdist is None:
-            raise ReproduceError(f"downloading the recorded packages failed: no wheel of {p.pin} for Python "
-                                 f"{builders.python_mm} and no source distribution of it on the configured indexes "
-                                 f"(full log: {builders.log})", log=tail(builders.log.read_text(errors="replace"), 25),
-                                 step="wheel download")
-        out[(p.name, _norm_version(p.version))] = builders.build(p, sdist, pool_dir(builders.python_mm),
-                                                                 "no wheel on the index")
+            raise ReproduceError(
+                f"downloading the recorded packages failed: no wheel of {p.pin} for Python "
+                f"{builders.python_mm} and no source distribution of it on the configured indexes "
+                f"(full log: {builders.log})",
+                log=tail(builders.log.read_text(errors="replace"), 25),
+                step="wheel download",
+            )
+        out[(p.name, _norm_version(p.version))] = builders.build(
+            p, sdist, pool_dir(builders.python_mm), "no wheel on the index"
+        )
     return out
 
 
 @dataclass
 class Wheelhouse:
     """The wheels a rerun installs from: index wheels by (name, version) plus local ones."""
+
     index: dict[tuple[str, str], Path] = field(default_factory=dict)
     local: list[Path] = field(default_factory=list)
 

@@ -17,7 +17,8 @@ the *same* hash for the same references, so both call these functions.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..core import wordpunct
 from ..core.canonical import StreamHasher, frame_bytes, token_list_items
@@ -41,8 +42,7 @@ def bleu_tokenize(text: str) -> list[str]:
     return wordpunct.findall(text)
 
 
-def reference_set_hash(metric: str, settings: Mapping[str, Any],
-                       references: Iterable[Sequence[Sequence[str]]]) -> str:
+def reference_set_hash(metric: str, settings: Mapping[str, Any], references: Iterable[Sequence[Sequence[str]]]) -> str:
     """Order-independent hash of tokenized references with the metric's name and settings.
 
     ``references``: for each sample, its references, each a list of tokens.
@@ -65,13 +65,17 @@ def _sample_items(samples: list[Any]) -> list[bytes]:
     """:func:`_generic_item` of each sample, the samples holding one reference (a list or tuple of strings) in bulk
     through :func:`cotk_repro.core.canonical.token_list_items`, the same bytes (tested against the generic path in
     tests/test_reference_hash_bulk.py): a sample of one reference is ``[[tokens]]`` either way."""
-    single = [i for i, refs in enumerate(samples) if type(refs) in _SEQUENCES and len(refs) == 1
-              and type(refs[0]) in _SEQUENCES]
+    single = [
+        i
+        for i, refs in enumerate(samples)
+        if type(refs) in _SEQUENCES and len(refs) == 1 and type(refs[0]) in _SEQUENCES
+    ]
     if len(single) < _BULK_FROM:
         return [_generic_item(refs) for refs in samples]
     try:  # a token that is not a string (a number, a list) makes the bulk join raise: the generic path decides
-        bulk = token_list_items([samples[i][0] for i in single] if len(single) < len(samples) else
-                                [refs[0] for refs in samples])
+        bulk = token_list_items(
+            [samples[i][0] for i in single] if len(single) < len(samples) else [refs[0] for refs in samples]
+        )
     except TypeError:
         return [_generic_item(refs) for refs in samples]
     if len(single) == len(samples):
@@ -86,25 +90,44 @@ def _sample_items(samples: list[Any]) -> list[bytes]:
     return items
 
 
-def bleu_reference_hash(references: Iterable[Sequence[str]], *, metric: str = "bleu", ngram: int = 4,
-                        weights: Sequence[float] | None = None, smoothing: str = "method3",
-                        version: str = BLEU_VERSION, extra: Mapping[str, Any] | None = None) -> str:
+def bleu_reference_hash(
+    references: Iterable[Sequence[str]],
+    *,
+    metric: str = "bleu",
+    ngram: int = 4,
+    weights: Sequence[float] | None = None,
+    smoothing: str = "method3",
+    version: str = BLEU_VERSION,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
     """Hash of a BLEU reference set. ``references``: for each sample, its reference strings."""
     if weights is None:
         weights = [1.0 / ngram] * ngram
-    settings = {"ngram": ngram, "weights": [float(w) for w in weights], "smoothing": smoothing,
-                "tokenizer": BLEU_TOKENIZER, "normalize": "none", "version": version, **(extra or {})}
+    settings = {
+        "ngram": ngram,
+        "weights": [float(w) for w in weights],
+        "smoothing": smoothing,
+        "tokenizer": BLEU_TOKENIZER,
+        "normalize": "none",
+        "version": version,
+        **(extra or {}),
+    }
     groups = [list(refs) for refs in references]
     flat = wordpunct.tokenize_many([r for refs in groups for r in refs])  # in bulk: bleu_tokenize of each
     tokens, start = [], 0
     for refs in groups:
-        tokens.append(flat[start:start + len(refs)])
+        tokens.append(flat[start : start + len(refs)])
         start += len(refs)
     return reference_set_hash(metric, settings, tokens)
 
 
-def perplexity_reference_hash(references: Iterable[Sequence[str]], all_vocab: Iterable[str], *,
-                              version: str = PERPLEXITY_VERSION, extra: Mapping[str, Any] | None = None) -> str:
+def perplexity_reference_hash(
+    references: Iterable[Sequence[str]],
+    all_vocab: Iterable[str],
+    *,
+    version: str = PERPLEXITY_VERSION,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
     """Hash of a perplexity reference set: tokenized references (one token list per sample) and F ∪ R."""
     settings = {"vocab": sorted(set(all_vocab)), "version": version, **(extra or {})}
     return reference_set_hash("perplexity", settings, ([list(tokens)] for tokens in references))

@@ -30,8 +30,9 @@ from cotk_repro.metrics.bleu_smoothing import modified_precision
 from cotk_repro.metrics.meteor import wordnet_available
 
 REF1 = ("It is a guide to action that ensures that the military will forever heed Party commands").split()
-REF2 = ("It is the guiding principle which guarantees the military forces always being under the command of the "
-        "Party").split()
+REF2 = (
+    "It is the guiding principle which guarantees the military forces always being under the command of the Party"
+).split()
 REF3 = "It is the practical guide for the army always to heed the directions of the party".split()
 HYP1 = "It is a guide to action which ensures that the military always obeys the commands of the party".split()
 HYP2 = "It is to insure the troops forever hearing the activity guidebook that party direct".split()
@@ -116,8 +117,10 @@ def test_numpy_weights():
 
 def test_corpus_bleu_with_bad_sentence():
     hyp = "Teo S yb , oe uNb , R , T t , , t Tue Ar saln S , , 5istsi l , 5oe R ulO sae oR R".split()
-    ref = ("Their tasks include changing a pump on the faulty stokehold .Likewise , two species that are very "
-           "similar in morphology were distinguished using genetics .").split()
+    ref = (
+        "Their tasks include changing a pump on the faulty stokehold .Likewise , two species that are very "
+        "similar in morphology were distinguished using genetics ."
+    ).split()
     assert round(corpus([[ref]], [hyp]), 4) == 0.0
 
 
@@ -140,10 +143,19 @@ def test_sentence_bleu_doctests():
     assert str(bleu([REF1, REF2, REF3], HYP1, ngram=5)).startswith("0.3920")
 
 
-@pytest.mark.parametrize("smoothing, expected", [
-    ("method0", "0.4118"), ("method1", "0.4118"), ("method2", "0.4452"), ("method3", "0.4118"),
-    ("method4", "0.4118"), ("method5", "0.4905"), ("method6", "0.4135"), ("method7", "0.4905"),
-])
+@pytest.mark.parametrize(
+    "smoothing, expected",
+    [
+        ("method0", "0.4118"),
+        ("method1", "0.4118"),
+        ("method2", "0.4452"),
+        ("method3", "0.4118"),
+        ("method4", "0.4118"),
+        ("method5", "0.4905"),
+        ("method6", "0.4135"),
+        ("method7", "0.4905"),
+    ],
+)
 def test_smoothing_function_doctests(smoothing, expected):
     value = bleu([REF1], HYP1, smoothing=smoothing)
     assert str(value).startswith(expected)  # NLTK's doctest: "0.4118..."
@@ -160,19 +172,20 @@ def test_method0_floor_is_not_zero():
 # -- doctests of gleu_score.py ------------------------------------------------------------------------------
 def gleu(refs_list, hyps, **options):
     return get_metric("gleu", tokenizer="space", **options).compute(
-        [" ".join(h) for h in hyps], [[" ".join(r) for r in rs] for rs in refs_list])["gleu"]
+        [" ".join(h) for h in hyps], [[" ".join(r) for r in rs] for rs in refs_list]
+    )["gleu"]
 
 
 def test_gleu_doctests():
-    assert str(gleu([["the cat is on the mat".split()]], ["the the the the the the the".split()])).startswith(
-        "0.0909")
+    assert str(gleu([["the cat is on the mat".split()]], ["the the the the the the the".split()])).startswith("0.0909")
     assert str(gleu([[REF1]], [HYP1])).startswith("0.4393")
     assert str(gleu([[REF1]], [HYP2])).startswith("0.1206")
     refs = [[REF1, REF2, REF3], ["he was interested in world history because he read the book".split()]]
     hyps = [HYP1, "he read the book because he was interested in world history".split()]
     assert str(gleu(refs, hyps)).startswith("0.5673")
     each = get_metric("gleu", tokenizer="space", per_sentence=True).compute(
-        [" ".join(h) for h in hyps], [[" ".join(REF1)], [" ".join(refs[1][0])]])["gleu per-sentence"]
+        [" ".join(h) for h in hyps], [[" ".join(REF1)], [" ".join(refs[1][0])]]
+    )["gleu per-sentence"]
     assert str(sum(each) / 2).startswith("0.6144")
 
 
@@ -190,23 +203,28 @@ def test_meteor():
 needs_wordnet = pytest.mark.skipif(not wordnet_available(), reason="WordNet 3.0 is not installed")
 
 MET_REF1 = "It is a guide to action that ensures that the military will forever heed Party commands"
-MET_REF2 = "It is the guiding principle which guarantees the military forces always being under the command of the Party"
+MET_REF2 = (
+    "It is the guiding principle which guarantees the military forces always being under the command of the Party"
+)
 MET_REF3 = "It is the practical guide for the army always to heed the directions of the party"
 MET_HYP1 = "It is a guide to action which ensures that the military always obeys the commands of the party"
 
 
 @needs_wordnet
-@pytest.mark.parametrize("refs,hyp,expected", [
-    # meteor.doctest
-    (["The candidate has no alignment to any of the references"], "John loves Mary", 0.0),
-    (["The cat sat on the mat"], "on the mat sat the cat", 0.5),
-    (["The cat sat on the mat"], "The cat was sat on the mat", 0.9654),
-    (["create or update a vm set"], "creates or updates a virtual machine scale set", 0.7806),  # NLTK issue #2751
-    # meteor_score.py: single_meteor_score and meteor_score
-    ([MET_REF1], MET_HYP1, 0.6944),
-    (["this is a cat"], "non matching hypothesis", 0.0),
-    ([MET_REF1, MET_REF2, MET_REF3], MET_HYP1, 0.6944),
-])
+@pytest.mark.parametrize(
+    "refs,hyp,expected",
+    [
+        # meteor.doctest
+        (["The candidate has no alignment to any of the references"], "John loves Mary", 0.0),
+        (["The cat sat on the mat"], "on the mat sat the cat", 0.5),
+        (["The cat sat on the mat"], "The cat was sat on the mat", 0.9654),
+        (["create or update a vm set"], "creates or updates a virtual machine scale set", 0.7806),  # NLTK issue #2751
+        # meteor_score.py: single_meteor_score and meteor_score
+        ([MET_REF1], MET_HYP1, 0.6944),
+        (["this is a cat"], "non matching hypothesis", 0.0),
+        ([MET_REF1, MET_REF2, MET_REF3], MET_HYP1, 0.6944),
+    ],
+)
 def test_meteor_doctests(refs, hyp, expected):
     # NLTK's meteor lowercases (preprocess=str.lower); ours too
     value = get_metric("meteor").compute([hyp], [refs])["meteor"]
@@ -233,7 +251,8 @@ def test_bleu_doctest_method4_short_hypothesis():
 # -- nist_score.py's doctests ----------------------------------------------------------------------------------
 def _nist(refs_list, hyps, n=5):
     return get_metric("nist", ngram=n, tokenizer="space").compute(
-        [" ".join(h) for h in hyps], [[" ".join(r) for r in rs] for rs in refs_list])["nist"]
+        [" ".join(h) for h in hyps], [[" ".join(r) for r in rs] for rs in refs_list]
+    )["nist"]
 
 
 def test_sentence_nist_doctests():
@@ -262,9 +281,12 @@ def test_corpus_bleu_vs_mteval13a(smoothing):
     for n, expected in zip(range(1, 10), mteval):
         ours = corpus(refs, hyps, ngram=n, smoothing=smoothing)
         assert abs(ours - expected) < 0.005  # NLTK's own tolerance
-        assert ours == pytest.approx(nltk_corpus_bleu(refs, hyps, weights=(1.0 / n,) * n,
-                                                      smoothing_function=getattr(SmoothingFunction(), smoothing)),
-                                     abs=1e-12)
+        assert ours == pytest.approx(
+            nltk_corpus_bleu(
+                refs, hyps, weights=(1.0 / n,) * n, smoothing_function=getattr(SmoothingFunction(), smoothing)
+            ),
+            abs=1e-12,
+        )
 
 
 def test_corpus_nist_vs_mteval13a():

@@ -23,8 +23,9 @@ KEYS = {"rouge1": "rouge-1", "rouge2": "rouge-2", "rouge9": "rouge-9", "rougeL":
 def prf(rtype, target, prediction, refs=None):
     """(precision, recall, F1) of one prediction against one target (or several: ``refs``)."""
     refs = [refs or [target]]
-    return tuple(get_metric("rouge", types=[rtype], alpha=a).compute([prediction], refs)[KEYS[rtype]]
-                 for a in (1.0, 0.0, 0.5))
+    return tuple(
+        get_metric("rouge", types=[rtype], alpha=a).compute([prediction], refs)[KEYS[rtype]] for a in (1.0, 0.0, 0.5)
+    )
 
 
 @pytest.mark.parametrize("rtype", ["rougen", "rouge0", "rouge10"])
@@ -48,8 +49,9 @@ def test_rouge1_multi():
 
 
 def test_rouge_all_multi():
-    r = get_metric("rouge", types=["rouge1", "rouge2", "rougeL"]).compute(["text first"],
-                                                                          [["first text", "first something"]])
+    r = get_metric("rouge", types=["rouge1", "rouge2", "rougeL"]).compute(
+        ["text first"], [["first text", "first something"]]
+    )
     assert (r["rouge-1"], r["rouge-2"], r["rouge-l"]) == pytest.approx((1, 0, 0.5))
 
 
@@ -95,8 +97,9 @@ def test_summary_level_lcs():
 
 
 def test_rouge_lsum():
-    assert prf("rougeLsum", "w1 w2 w3 w4 w5", "w1 w2 w6 w7 w8\nw1 w3 w8 w9 w5") == pytest.approx((0.4, 0.8, 0.5333),
-                                                                                               abs=1e-4)
+    assert prf("rougeLsum", "w1 w2 w3 w4 w5", "w1 w2 w6 w7 w8\nw1 w3 w8 w9 w5") == pytest.approx(
+        (0.4, 0.8, 0.5333), abs=1e-4
+    )
     assert prf("rougeLsum", "w1 w2 w3 w4 w5", "") == (0, 0, 0)
     assert prf("rougeLsum", "", "w1") == (0, 0, 0)
     assert prf("rougeLsum", "w1 w2 w3 w4 w5", "/") == (0, 0, 0)
@@ -127,9 +130,12 @@ def test_against_rouge155(rtype, stem):
     from rouge_score import rouge_scorer
 
     for (target, prediction), (r, p, f) in zip(_pairs(), ROUGE155[rtype, stem]):
-        got = [get_metric("rouge", types=[rtype], alpha=a, stemmer=stem).compute([prediction.strip()],
-                                                                                [[target.strip()]])[KEYS[rtype]]
-               for a in (0.0, 1.0, 0.5)]
+        got = [
+            get_metric("rouge", types=[rtype], alpha=a, stemmer=stem).compute([prediction.strip()], [[target.strip()]])[
+                KEYS[rtype]
+            ]
+            for a in (0.0, 1.0, 0.5)
+        ]
         assert got == pytest.approx([r, p, f], abs=5e-6)  # assertAlmostEqual(..., 5)
         theirs = rouge_scorer.RougeScorer([rtype], use_stemmer=stem).score(target, prediction)[rtype]
         assert got == pytest.approx([theirs.recall, theirs.precision, theirs.fmeasure], abs=1e-12)
@@ -138,8 +144,10 @@ def test_against_rouge155(rtype, stem):
 def test_rouge_lsum_against_rouge155_with_stemming():
     target = (TESTDATA / "target_multi.0.txt").read_text(encoding="utf-8")
     prediction = (TESTDATA / "prediction_multi.0.txt").read_text(encoding="utf-8")
-    got = [get_metric("rouge", types=["rougeLsum"], alpha=a, stemmer=True).compute([prediction], [[target]])
-           ["rouge-lsum"] for a in (0.0, 1.0, 0.5)]
+    got = [
+        get_metric("rouge", types=["rougeLsum"], alpha=a, stemmer=True).compute([prediction], [[target]])["rouge-lsum"]
+        for a in (0.0, 1.0, 0.5)
+    ]
     assert got == pytest.approx([0.36538, 0.66667, 0.47205], abs=5e-6)
 
 
@@ -155,7 +163,6 @@ def test_tokenizer_init_and_default_tokenizer():
     assert rouge_tokenize("this is a test") == ["this", "is", "a", "test"]
     from nltk.stem import porter
 
-    assert rouge_tokenize("the friends had a meeting", porter.PorterStemmer()) == ["the", "friend", "had", "a",
-                                                                                  "meet"]
+    assert rouge_tokenize("the friends had a meeting", porter.PorterStemmer()) == ["the", "friend", "had", "a", "meet"]
     assert rouge_tokenize("one Two three") == ["one", "two", "three"]
     assert rouge_tokenize("one\n Two \nthree") == ["one", "two", "three"]

@@ -48,45 +48,55 @@ def per_hypothesis(streams):
 
 
 def ours(hyps, streams, *, tokenize="13a", smooth="exp", **options):
-    metric = get_metric("bleu", tokenizer=TOKENIZER[tokenize], smoothing=SMOOTHING[smooth],
-                        denominators="sacrebleu", **options)
+    metric = get_metric(
+        "bleu", tokenizer=TOKENIZER[tokenize], smoothing=SMOOTHING[smooth], denominators="sacrebleu", **options
+    )
     return metric.compute(list(hyps), per_hypothesis(streams))["bleu"]
 
 
-@pytest.mark.parametrize("hyps,kwargs,expected", [
-    (_HYPS, {}, 48.530827),  # default BLEU settings
-    (("", "", ""), {}, 0.0),  # empty hypotheses are not removed
-    (_HYPS, {"tokenize": "none"}, 49.1919566),
-    (_HYPS, {"tokenize": "13a"}, 48.530827),
-    (_HYPS, {"tokenize": "intl"}, 43.91623493),
-    (_HYPS, {"smooth_method": "none"}, 48.530827),
-])
+@pytest.mark.parametrize(
+    "hyps,kwargs,expected",
+    [
+        (_HYPS, {}, 48.530827),  # default BLEU settings
+        (("", "", ""), {}, 0.0),  # empty hypotheses are not removed
+        (_HYPS, {"tokenize": "none"}, 49.1919566),
+        (_HYPS, {"tokenize": "13a"}, 48.530827),
+        (_HYPS, {"tokenize": "intl"}, 43.91623493),
+        (_HYPS, {"smooth_method": "none"}, 48.530827),
+    ],
+)
 def test_corpus_bleu(hyps, kwargs, expected):
     value = ours(hyps, _REFS, tokenize=kwargs.get("tokenize", "13a"), smooth=kwargs.get("smooth_method", "exp"))
     assert abs(value * 100 - expected) < 1e-6  # sacrebleu's own EPSILON is 1e-8 on 6-8 transcribed digits
     assert value == pytest.approx(sacrebleu.corpus_bleu(list(hyps), _REFS, **kwargs).score / 100, abs=1e-12)
 
 
-@pytest.mark.parametrize("order,expected", [(1, "77.65"), (2, "60.50"), (3, "53.93"), (4, "48.53"), (5, "46.14"),
-                                            (6, "43.28")])
+@pytest.mark.parametrize(
+    "order,expected", [(1, "77.65"), (2, "60.50"), (3, "53.93"), (4, "48.53"), (5, "46.14"), (6, "43.28")]
+)
 def test_max_ngram_order(order, expected):
     assert f"{ours(_HYPS, _REFS, ngram=order) * 100:.2f}" == expected
 
 
-@pytest.mark.parametrize("hyps,streams,expected", [
-    (["this is a test", "another test"], [["ref1", "ref2"]], 0.0),  # no unigram match: 0 (sacrebleu #141)
-    (["this is a test"], [["this is a test"]], 1.0),
-])
+@pytest.mark.parametrize(
+    "hyps,streams,expected",
+    [
+        (["this is a test", "another test"], [["ref1", "ref2"]], 0.0),  # no unigram match: 0 (sacrebleu #141)
+        (["this is a test"], [["this is a test"]], 1.0),
+    ],
+)
 def test_raw_bleu(hyps, streams, expected):
     assert abs(ours(hyps, streams, tokenize="none", smooth="floor") - expected) < EPSILON
 
 
-@pytest.mark.parametrize("hyps,streams,expected", [(["test"], [["a test"]], 0.3678794411714425),
-                                                   (["a test"], [["a test"]], 1.0)])
+@pytest.mark.parametrize(
+    "hyps,streams,expected", [(["test"], [["a test"]], 0.3678794411714425), (["a test"], [["a test"]], 1.0)]
+)
 def test_effective_order(hyps, streams, expected):
     # sacrebleu drops the orders a short hypothesis cannot have; NLTK's auto_reweigh spreads the weights over them
     value = get_metric("bleu", tokenizer="space", smoothing="method0", auto_reweigh=True).compute(
-        hyps, per_hypothesis(streams))["bleu"]
+        hyps, per_hypothesis(streams)
+    )["bleu"]
     assert abs(value - expected) < EPSILON
 
 
@@ -106,12 +116,15 @@ def test_offset():
     assert abs(ours(hyp, ref, tokenize="none", smooth="floor") - 0.1555722182) < EPSILON  # floor 0.1
 
 
-@pytest.mark.parametrize("nums,dens,hyp_len,ref_len", [
-    ([0, 0, 0, 0], [4, 4, 2, 1], 0, 1),
-    ([0, 0, 0, 0], [10, 11, 12, 0], 14, 10),
-    ([0, 0, 0, 0], [0, 0, 0, 0], 0, 0),
-    ([0, 0, 0, 0], [0, 0, 0, 0], 1, 5),
-])
+@pytest.mark.parametrize(
+    "nums,dens,hyp_len,ref_len",
+    [
+        ([0, 0, 0, 0], [4, 4, 2, 1], 0, 1),
+        ([0, 0, 0, 0], [10, 11, 12, 0], 14, 10),
+        ([0, 0, 0, 0], [0, 0, 0, 0], 0, 0),
+        ([0, 0, 0, 0], [0, 0, 0, 0], 1, 5),
+    ],
+)
 def test_degenerate_statistics(nums, dens, hyp_len, ref_len):
     # no unigram match: exactly 0 under every smoothing (sacrebleu: floor 0, 0.1 and 0.01)
     for smoothing in ("method0", "method1", "method3"):
@@ -123,22 +136,29 @@ REF = "producţia de zahăr brut se exprimă în zahăr alb;"
 SYS = "Producția de zahăr primă va fi exprimată în ceea ce privește zahărul alb;"
 
 
-@pytest.mark.parametrize("smooth,value,tokenize,expected", [
-    ("exp", None, "13a", 8.493),
-    ("none", None, "13a", 0.0),
-    ("floor", None, "13a", 4.51688),  # defaults to 0.1
-    ("floor", 0.1, "13a", 4.51688),
-    ("add-k", None, "13a", 14.882),  # defaults to 1
-    ("add-k", 1, "13a", 14.882),
-    ("exp", None, "none", 7.347),
-    ("exp", None, "intl", 8.493),
-    ("exp", None, "char", 40.8759),
-])
+@pytest.mark.parametrize(
+    "smooth,value,tokenize,expected",
+    [
+        ("exp", None, "13a", 8.493),
+        ("none", None, "13a", 0.0),
+        ("floor", None, "13a", 4.51688),  # defaults to 0.1
+        ("floor", 0.1, "13a", 4.51688),
+        ("add-k", None, "13a", 14.882),  # defaults to 1
+        ("add-k", 1, "13a", 14.882),
+        ("exp", None, "none", 7.347),
+        ("exp", None, "intl", 8.493),
+        ("exp", None, "char", 40.8759),
+    ],
+)
 def test_sentence_bleu(smooth, value, tokenize, expected):
     got = ours([SYS], [[REF]], tokenize=tokenize, smooth=smooth)
     assert abs(got * 100 - expected) < 1e-3  # sacrebleu's EPSILON here
-    reference = sacrebleu.metrics.BLEU(tokenize=tokenize, smooth_method=smooth, smooth_value=value,
-                                       effective_order=True).sentence_score(SYS, [REF]).score / 100
+    reference = (
+        sacrebleu.metrics.BLEU(tokenize=tokenize, smooth_method=smooth, smooth_value=value, effective_order=True)
+        .sentence_score(SYS, [REF])
+        .score
+        / 100
+    )
     if smooth != "none":
         assert got == pytest.approx(reference, abs=1e-12)
 
@@ -162,4 +182,4 @@ def test_difference_method0_floor_instead_of_zero():
     # sacrebleu: Statistics([6, 5, 4, 0], [6, 5, 4, 3]), floor 0.0 -> exactly 0.0; NLTK's method0: about 1e-77
     value = bleu_from_counts([6, 5, 4, 0], [6, 5, 4, 3], 6, 6, [0.25] * 4, "method0")
     assert 0.0 < value < 1e-70
-    assert math.isclose(value, sys.float_info.min ** 0.25, rel_tol=1e-9)  # the 4-gram precision floored
+    assert math.isclose(value, sys.float_info.min**0.25, rel_tol=1e-9)  # the 4-gram precision floored

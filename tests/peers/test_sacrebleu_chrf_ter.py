@@ -16,12 +16,21 @@ CHRF_EPS = 1e-4 / 100
 TER_EPS = 1e-3 / 100
 
 SENTENCE_LEVEL_CHRF = [
-    ("Co nás nejvíc trápí, protože lékaři si vybírají, kdo bude žít a kdo zemře.",
-     ["Nejvíce smutní jsme z toho, že musíme rozhodovat o tom, kdo bude žít a kdo zemře."], 39.14078509),
-    ("Nebo prostě nemají vybavení, které by jim pomohlo, uvedli lékaři.",
-     ["A někdy nemáme ani potřebný materiál, abychom jim pomohli, popsali lékaři."], 31.22557079),
-    ("Lapali po dechu, jejich životy skončily dřív, než skutečně začaly.",
-     ["Lapali po dechu a pak jejich život skončil - dřív, než skutečně mohl začít, připomněli."], 57.15704367),
+    (
+        "Co nás nejvíc trápí, protože lékaři si vybírají, kdo bude žít a kdo zemře.",
+        ["Nejvíce smutní jsme z toho, že musíme rozhodovat o tom, kdo bude žít a kdo zemře."],
+        39.14078509,
+    ),
+    (
+        "Nebo prostě nemají vybavení, které by jim pomohlo, uvedli lékaři.",
+        ["A někdy nemáme ani potřebný materiál, abychom jim pomohli, popsali lékaři."],
+        31.22557079,
+    ),
+    (
+        "Lapali po dechu, jejich životy skončily dřív, než skutečně začaly.",
+        ["Lapali po dechu a pak jejich život skončil - dřív, než skutečně mohl začít, připomněli."],
+        57.15704367,
+    ),
 ]
 
 EPS_SMOOTHING = [
@@ -35,14 +44,27 @@ EPS_SMOOTHING = [
     (["a"], ["a"], 16.6667),
     (["a b c"], ["a b c"], 50.0),
     (["a b c"], ["abc"], 50.0),
-    ([(" risk assessment must be made of those who are qualified and expertise in the sector - these are the "
-      "scientists .")],
-     [("risk assessment has to be undertaken by those who are qualified and expert in that area - that is the "
-      "scientists .")], 63.361730),
-    ([" Die    Beziehung zwischen  Obama und Netanjahu ist nicht gerade  freundlich. "],
-     ["Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."], 64.1302698),
-    (["Niemand hat die Absicht, eine Mauer zu errichten"], ["Niemand hat die Absicht, eine Mauer zu errichten"],
-     100.0),
+    (
+        [
+            (
+                " risk assessment must be made of those who are qualified and expertise in the sector - these are the "
+                "scientists ."
+            )
+        ],
+        [
+            (
+                "risk assessment has to be undertaken by those who are qualified and expert in that area - that is the "
+                "scientists ."
+            )
+        ],
+        63.361730,
+    ),
+    (
+        [" Die    Beziehung zwischen  Obama und Netanjahu ist nicht gerade  freundlich. "],
+        ["Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."],
+        64.1302698,
+    ),
+    (["Niemand hat die Absicht, eine Mauer zu errichten"], ["Niemand hat die Absicht, eine Mauer zu errichten"], 100.0),
 ]
 
 EFFECTIVE_ORDER = [
@@ -56,12 +78,26 @@ EFFECTIVE_ORDER = [
 ]
 
 KEEP_WHITESPACE = [
-    (["Die Beziehung zwischen Obama und Netanjahu ist nicht gerade freundlich."],
-     ["Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."], 67.3481606),
-    ([("risk assessment must be made of those who are qualified and expertise in the sector - these are the "
-      "scientists .")],
-     [("risk assessment has to be undertaken by those who are qualified and expert in that area - that is the "
-      "scientists .")], 65.2414427),
+    (
+        ["Die Beziehung zwischen Obama und Netanjahu ist nicht gerade freundlich."],
+        ["Das Verhältnis zwischen Obama und Netanyahu ist nicht gerade freundschaftlich."],
+        67.3481606,
+    ),
+    (
+        [
+            (
+                "risk assessment must be made of those who are qualified and expertise in the sector - these are the "
+                "scientists ."
+            )
+        ],
+        [
+            (
+                "risk assessment has to be undertaken by those who are qualified and expert in that area - that is the "
+                "scientists ."
+            )
+        ],
+        65.2414427,
+    ),
 ]
 
 TER = [
@@ -71,25 +107,41 @@ TER = [
     (["a"], [""], 1),
     ([""], [""], 0),
     (["d e f g h a b c"], ["a b c d e f g h"], 1 / 8),
-    ([
-        ('wählen Sie " Bild neu berechnen , " um beim Ändern der Bildgröße Pixel hinzuzufügen oder zu entfernen , '
-        'damit das Bild ungefähr dieselbe Größe aufweist wie die andere Größe .'),
-        ('wenn Sie alle Aufgaben im aktuellen Dokument aktualisieren möchten , wählen Sie im Menü des '
-        'Aufgabenbedienfelds die Option " Alle Aufgaben aktualisieren . "'),
-        ('klicken Sie auf der Registerkarte " Optionen " auf die Schaltfläche " Benutzerdefiniert " und geben Sie '
-        'Werte für " Fehlerkorrektur-Level " und " Y / X-Verhältnis " ein .'),
-        'Sie können beispielsweise ein Dokument erstellen , das ein Auto über die Bühne enthält .',
-        'wählen Sie im Dialogfeld " Neu aus Vorlage " eine Vorlage aus und klicken Sie auf " Neu . "',
-    ], [
-        ('wählen Sie " Bild neu berechnen , " um beim Ändern der Bildgröße Pixel hinzuzufügen oder zu entfernen , '
-        'damit die Darstellung des Bildes in einer anderen Größe beibehalten wird .'),
-        ('wenn Sie alle Aufgaben im aktuellen Dokument aktualisieren möchten , wählen Sie im Menü des '
-        'Aufgabenbedienfelds die Option " Alle Aufgaben aktualisieren . "'),
-        ('klicken Sie auf der Registerkarte " Optionen " auf die Schaltfläche " Benutzerdefiniert " und geben Sie '
-        'für " Fehlerkorrektur-Level " und " Y / X-Verhältnis " niedrigere Werte ein .'),
-        'Sie können beispielsweise ein Dokument erstellen , das ein Auto enthalt , das sich über die Bühne bewegt .',
-        'wählen Sie im Dialogfeld " Neu aus Vorlage " eine Vorlage aus und klicken Sie auf " Neu . "',
-    ], 0.136),
+    (
+        [
+            (
+                'wählen Sie " Bild neu berechnen , " um beim Ändern der Bildgröße Pixel hinzuzufügen oder zu entfernen , '
+                "damit das Bild ungefähr dieselbe Größe aufweist wie die andere Größe ."
+            ),
+            (
+                "wenn Sie alle Aufgaben im aktuellen Dokument aktualisieren möchten , wählen Sie im Menü des "
+                'Aufgabenbedienfelds die Option " Alle Aufgaben aktualisieren . "'
+            ),
+            (
+                'klicken Sie auf der Registerkarte " Optionen " auf die Schaltfläche " Benutzerdefiniert " und geben Sie '
+                'Werte für " Fehlerkorrektur-Level " und " Y / X-Verhältnis " ein .'
+            ),
+            "Sie können beispielsweise ein Dokument erstellen , das ein Auto über die Bühne enthält .",
+            'wählen Sie im Dialogfeld " Neu aus Vorlage " eine Vorlage aus und klicken Sie auf " Neu . "',
+        ],
+        [
+            (
+                'wählen Sie " Bild neu berechnen , " um beim Ändern der Bildgröße Pixel hinzuzufügen oder zu entfernen , '
+                "damit die Darstellung des Bildes in einer anderen Größe beibehalten wird ."
+            ),
+            (
+                "wenn Sie alle Aufgaben im aktuellen Dokument aktualisieren möchten , wählen Sie im Menü des "
+                'Aufgabenbedienfelds die Option " Alle Aufgaben aktualisieren . "'
+            ),
+            (
+                'klicken Sie auf der Registerkarte " Optionen " auf die Schaltfläche " Benutzerdefiniert " und geben Sie '
+                'für " Fehlerkorrektur-Level " und " Y / X-Verhältnis " niedrigere Werte ein .'
+            ),
+            "Sie können beispielsweise ein Dokument erstellen , das ein Auto enthalt , das sich über die Bühne bewegt .",
+            'wählen Sie im Dialogfeld " Neu aus Vorlage " eine Vorlage aus und klicken Sie auf " Neu . "',
+        ],
+        0.136,
+    ),
 ]
 
 

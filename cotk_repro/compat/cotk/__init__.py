@@ -18,20 +18,36 @@ from __future__ import annotations
 
 from .accuracy import AccuracyMetric
 from .base import CotkMetric
+from .bleu import BleuCorpusMetric, FwBwBleuCorpusMetric, MultiTurnBleuCorpusMetric, SelfBleuCorpusMetric
 from .chain import MetricChain
 from .distinct import DistinctNgrams, DistinctNgramsCorpus
-from .recorder import LanguageGenerationRecorder, MultiTurnDialogRecorder, SingleTurnDialogRecorder
-from .bleu import BleuCorpusMetric, FwBwBleuCorpusMetric, MultiTurnBleuCorpusMetric, SelfBleuCorpusMetric
 from .ngram_perplexity import NgramFwBwPerplexityMetric
-from .precision_recall import BleuPrecisionRecallMetric, EmbSimilarityPrecisionRecallMetric
 from .perplexity import MultiTurnPerplexityMetric, PerplexityMetric
+from .precision_recall import BleuPrecisionRecallMetric, EmbSimilarityPrecisionRecallMetric
+from .recorder import LanguageGenerationRecorder, MultiTurnDialogRecorder, SingleTurnDialogRecorder
 from .vocab import CotkVocabLoader, vocab_dataloader
 
 MetricBase = CotkMetric
 
-__all__ = ["MetricBase", "CotkMetric", "CotkVocabLoader", "vocab_dataloader", "BleuCorpusMetric",
-           "SelfBleuCorpusMetric", "FwBwBleuCorpusMetric", "MultiTurnBleuCorpusMetric",
-           "PerplexityMetric", "MultiTurnPerplexityMetric", "NgramFwBwPerplexityMetric",
-           "BleuPrecisionRecallMetric", "EmbSimilarityPrecisionRecallMetric", "AccuracyMetric",
-           "DistinctNgrams", "DistinctNgramsCorpus", "MetricChain", "SingleTurnDialogRecorder",
-           "MultiTurnDialogRecorder", "LanguageGenerationRecorder"]
+__all__ = [
+    "MetricBase",
+    "CotkMetric",
+    "CotkVocabLoader",
+    "vocab_dataloader",
+    "BleuCorpusMetric",
+    "SelfBleuCorpusMetric",
+    "FwBwBleuCorpusMetric",
+    "MultiTurnBleuCorpusMetric",
+    "PerplexityMetric",
+    "MultiTurnPerplexityMetric",
+    "NgramFwBwPerplexityMetric",
+    "BleuPrecisionRecallMetric",
+    "EmbSimilarityPrecisionRecallMetric",
+    "AccuracyMetric",
+    "DistinctNgrams",
+    "DistinctNgramsCorpus",
+    "MetricChain",
+    "SingleTurnDialogRecorder",
+    "MultiTurnDialogRecorder",
+    "LanguageGenerationRecorder",
+]

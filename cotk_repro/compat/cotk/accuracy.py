@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any
 
 from ...metrics.accuracy import AccuracyMetric as NativeAccuracy
 from .base import CotkMetric, as_list, need
@@ -17,10 +17,10 @@ class AccuracyMetric(CotkMetric):
         super().__init__()
         self.dataloader = dataloader
         self.label_key, self.prediction_key = label_key, prediction_key
-        self.hyps: List[Any] = []
-        self.refs: List[Any] = []
+        self.hyps: list[Any] = []
+        self.refs: list[Any] = []
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
         preds = as_list(need(data, self.prediction_key), "prediction")
         labels = as_list(need(data, self.label_key), "label")
@@ -29,7 +29,7 @@ class AccuracyMetric(CotkMetric):
         self.hyps.extend(preds)
         self.refs.extend(labels)
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         res = super().close()
         if not self.hyps:
             raise RuntimeError("The metric has not been forwarded data correctly.")

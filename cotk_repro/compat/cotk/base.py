@@ -8,7 +8,8 @@ to the CoTK rule; ``close()`` returns CoTK's keys with this library's hashes in 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -26,20 +27,21 @@ class CotkMetric:
         #: result key -> native signature, filled by close()
         self.signatures: dict[str, str] = {}
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         if self.closed:
             raise ValueError("The metric has been closed.")
         if not isinstance(data, dict):
             raise TypeError("Data must be a dict.")
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         if self.closed:
             raise ValueError("The metric has been closed.")
         self.closed = True
         return {}
 
-    def _native_result(self, native: Mapping[str, Any], keys: Mapping[str, str],
-                       hashes: Mapping[str, str]) -> dict[str, Any]:
+    def _native_result(
+        self, native: Mapping[str, Any], keys: Mapping[str, str], hashes: Mapping[str, str]
+    ) -> dict[str, Any]:
         """CoTK's keys from a native result: ``keys`` CoTK key -> native key, ``hashes`` CoTK hash key -> native
         key whose hash it carries."""
         out: dict[str, Any] = {}
@@ -56,8 +58,18 @@ class ReferenceSetMetric(CotkMetric):
     """CoTK's metrics that compare the generated set with ``reference_test_list`` (Fw/Bw-BLEU, n-gram
     fw/bw perplexity): the shared constructor and ``forward``; each subclass states CoTK's defaults."""
 
-    def __init__(self, dataloader: Any, reference_test_list: Any, ngram: int, *, tokenizer: Any, gen_key: str,
-                 sample: int, seed: int, cpu_count: Any):
+    def __init__(
+        self,
+        dataloader: Any,
+        reference_test_list: Any,
+        ngram: int,
+        *,
+        tokenizer: Any,
+        gen_key: str,
+        sample: int,
+        seed: int,
+        cpu_count: Any,
+    ):
         from .vocab import as_cotk_loader
 
         super().__init__()
@@ -68,7 +80,7 @@ class ReferenceSetMetric(CotkMetric):
         self.cpu_count = cpu_count  # accepted for CoTK compatibility: the native engines need no pool
         self.hyps: list = []
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
         self.hyps.extend(as_list(need(data, self.gen_key), "gen"))
 
@@ -92,5 +104,7 @@ def need(data: Mapping[str, Any], key: str) -> Any:
 def no_tokenizer(tokenizer: Any) -> None:
     """Raise MetricError unless `tokenizer` is None (the compat layer scores CoTK's own tokens)."""
     if tokenizer is not None:
-        raise MetricError("tokenizer= is not supported by the compat layer: CoTK scores the vocabulary's tokens "
-                          "with tokenizer=None; for re-tokenized BLEU use the native metrics")
+        raise MetricError(
+            "tokenizer= is not supported by the compat layer: CoTK scores the vocabulary's tokens "
+            "with tokenizer=None; for re-tokenized BLEU use the native metrics"
+        )

@@ -6,7 +6,7 @@ token), never matches ``<unk>``, and samples by its own rule (``sample_mode="cot
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from ...metrics.base import MetricError
 from ...metrics.bleu import BleuMetric, FwBwBleuMetric, SelfBleuMetric
@@ -19,10 +19,18 @@ class BleuCorpusMetric(CotkMetric):
 
     _name = "BleuCorpusMetric"
 
-    def __init__(self, dataloader: Any, ngram: int = 4, *, tokenizer: Any = None,
-                 reference_num: Optional[int] = 1, ignore_smoothing_error: bool = False,
-                 reference_allvocabs_key: str = "ref_allvocabs", gen_key: str = "gen",
-                 reference_str_key: str = "ref_str"):
+    def __init__(
+        self,
+        dataloader: Any,
+        ngram: int = 4,
+        *,
+        tokenizer: Any = None,
+        reference_num: int | None = 1,
+        ignore_smoothing_error: bool = False,
+        reference_allvocabs_key: str = "ref_allvocabs",
+        gen_key: str = "gen",
+        reference_str_key: str = "ref_str",
+    ):
         super().__init__()
         no_tokenizer(tokenizer)
         self.dataloader = as_cotk_loader(dataloader)
@@ -32,10 +40,10 @@ class BleuCorpusMetric(CotkMetric):
         self.reference_allvocabs_key = reference_allvocabs_key
         self.reference_str_key = reference_str_key
         self.gen_key = gen_key
-        self.hyps: List[List[str]] = []
-        self.refs: List[List[List[str]]] = []
+        self.hyps: list[list[str]] = []
+        self.refs: list[list[list[str]]] = []
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
         gen = as_list(need(data, self.gen_key), "gen")
         resp = as_list(need(data, self.reference_allvocabs_key), "resp")
@@ -52,7 +60,7 @@ class BleuCorpusMetric(CotkMetric):
             self.hyps.append(tokens(gen_sen))
             self.refs.append(refs)
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         result = super().close()
         if not self.hyps or not self.refs:
             raise RuntimeError("The metric has not been forwarded data correctly.")
@@ -67,19 +75,24 @@ class MultiTurnBleuCorpusMetric(CotkMetric):
 
     _name = "MultiTurnBleuCorpusMetric"
 
-    def __init__(self, dataloader: Any, ignore_smoothing_error: bool = False,
-                 multi_turn_reference_allvocabs_key: str = "reference_allvocabs",
-                 multi_turn_gen_key: str = "multi_turn_gen", turn_len_key: str = "turn_length"):
+    def __init__(
+        self,
+        dataloader: Any,
+        ignore_smoothing_error: bool = False,
+        multi_turn_reference_allvocabs_key: str = "reference_allvocabs",
+        multi_turn_gen_key: str = "multi_turn_gen",
+        turn_len_key: str = "turn_length",
+    ):
         super().__init__()
         self.dataloader = as_cotk_loader(dataloader)
         self.ignore_smoothing_error = ignore_smoothing_error
         self.multi_turn_reference_allvocabs_key = multi_turn_reference_allvocabs_key
         self.multi_turn_gen_key = multi_turn_gen_key
         self.turn_len_key = turn_len_key
-        self.hyps: List[List[str]] = []
-        self.refs: List[List[List[str]]] = []
+        self.hyps: list[list[str]] = []
+        self.refs: list[list[list[str]]] = []
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
         reference = as_list(need(data, self.multi_turn_reference_allvocabs_key), "reference_allvocabs")
         length = as_list(need(data, self.turn_len_key), "length")
@@ -92,7 +105,7 @@ class MultiTurnBleuCorpusMetric(CotkMetric):
                 self.hyps.append(dl.ids_to_tokens(dl.trim_in_ids(gen[i][j])))
                 self.refs.append([dl.ids_to_tokens(dl.trim_in_ids(reference[i][j])[1:])])
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         result = super().close()
         if not self.hyps or not self.refs:
             raise RuntimeError("The metric has not been forwarded data correctly.")
@@ -107,20 +120,29 @@ class SelfBleuCorpusMetric(CotkMetric):
 
     _name = "SelfBleuCorpusMetric"
 
-    def __init__(self, dataloader: Any, ngram: int = 4, *, tokenizer: Any = None, gen_key: str = "gen",
-                 sample: int = 1000, seed: int = 1229, cpu_count: Optional[int] = None):
+    def __init__(
+        self,
+        dataloader: Any,
+        ngram: int = 4,
+        *,
+        tokenizer: Any = None,
+        gen_key: str = "gen",
+        sample: int = 1000,
+        seed: int = 1229,
+        cpu_count: int | None = None,
+    ):
         super().__init__()
         no_tokenizer(tokenizer)
         self.dataloader = as_cotk_loader(dataloader)
         self.ngram, self.gen_key, self.sample, self.seed = ngram, gen_key, sample, seed
         self.cpu_count = cpu_count  # accepted for CoTK compatibility: the native engine needs no pool
-        self.hyps: List[Any] = []
+        self.hyps: list[Any] = []
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
         self.hyps.extend(as_list(need(data, self.gen_key), "gen"))
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         res = super().close()
         if not self.hyps:
             raise RuntimeError("The metric has not been forwarded data correctly.")
@@ -129,8 +151,9 @@ class SelfBleuCorpusMetric(CotkMetric):
         if self.sample <= 1:
             raise RuntimeError(f"`self.sample` should be more than 1, whose value is `{self.sample}`")
         tokens = [self.dataloader.convert_ids_to_tokens(ids) for ids in self.hyps]
-        native = SelfBleuMetric(self.ngram, sample=self.sample, seed=self.seed, sample_mode="cotk",
-                                retokenize=False).compute(tokens)
+        native = SelfBleuMetric(
+            self.ngram, sample=self.sample, seed=self.seed, sample_mode="cotk", retokenize=False
+        ).compute(tokens)
         res.update(self._native_result(native, {"self-bleu": "self-bleu"}, {"self-bleu hashvalue": "self-bleu"}))
         return res
 
@@ -140,12 +163,31 @@ class FwBwBleuCorpusMetric(ReferenceSetMetric):
     ``sample`` generated sentences and the first ``sample`` references)."""
 
     _name = "FwBwBleuCorpusMetric"
-    def __init__(self, dataloader: Any, reference_test_list: List[Any], ngram: int = 4, *, tokenizer: Any = None,
-                 gen_key: str = "gen", sample: int = 1000, seed: int = 1229, cpu_count: Optional[int] = None):
-        super().__init__(dataloader, reference_test_list, ngram, tokenizer=tokenizer, gen_key=gen_key,
-                         sample=sample, seed=seed, cpu_count=cpu_count)
 
-    def close(self) -> Dict[str, Any]:
+    def __init__(
+        self,
+        dataloader: Any,
+        reference_test_list: list[Any],
+        ngram: int = 4,
+        *,
+        tokenizer: Any = None,
+        gen_key: str = "gen",
+        sample: int = 1000,
+        seed: int = 1229,
+        cpu_count: int | None = None,
+    ):
+        super().__init__(
+            dataloader,
+            reference_test_list,
+            ngram,
+            tokenizer=tokenizer,
+            gen_key=gen_key,
+            sample=sample,
+            seed=seed,
+            cpu_count=cpu_count,
+        )
+
+    def close(self) -> dict[str, Any]:
         res = super().close()
         if not self.hyps:
             raise RuntimeError("The metric has not been forwarded data correctly.")
@@ -158,8 +200,12 @@ class FwBwBleuCorpusMetric(ReferenceSetMetric):
         refs = [r if isinstance(r, str) else tokens(r) for r in self.reference_test_list]
         if any(isinstance(r, str) for r in refs):
             raise MetricError("reference_test_list must hold id lists (CoTK's tokenizer=None form)")
-        native = FwBwBleuMetric(self.ngram, sample=self.sample, seed=self.seed, sample_mode="cotk",
-                                retokenize=False).compute([tokens(h) for h in self.hyps], refs)
-        res.update(self._native_result(native, {k: k for k in ("fw-bleu", "bw-bleu", "fw-bw-bleu")},
-                                       {"fw-bw-bleu hashvalue": "fw-bw-bleu"}))
+        native = FwBwBleuMetric(
+            self.ngram, sample=self.sample, seed=self.seed, sample_mode="cotk", retokenize=False
+        ).compute([tokens(h) for h in self.hyps], refs)
+        res.update(
+            self._native_result(
+                native, {k: k for k in ("fw-bleu", "bw-bleu", "fw-bw-bleu")}, {"fw-bw-bleu hashvalue": "fw-bw-bleu"}
+            )
+        )
         return res

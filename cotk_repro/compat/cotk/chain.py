@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 from .base import CotkMetric
 
@@ -21,12 +21,12 @@ class MetricChain(CotkMetric):
             raise TypeError("Metric must be a subclass of MetricBase")
         self.metric_list.append(metric)
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
         for metric in self.metric_list:
             metric.forward(data)
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         res = super().close()
         for metric in self.metric_list:
             res.update(metric.close())

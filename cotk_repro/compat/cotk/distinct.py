@@ -9,7 +9,7 @@ each sentence padded with ``n-1`` pad symbols on both sides.
 from __future__ import annotations
 
 import random
-from typing import Any, Dict, List
+from typing import Any
 
 from ...metrics.diversity import DistinctMetric
 from .base import CotkMetric, as_list, need, no_tokenizer
@@ -22,26 +22,34 @@ class DistinctNgramsCorpus(CotkMetric):
     _name = "DistinctNgrams"
     _version = 1
 
-    def __init__(self, dataloader: Any, ngram: int = 3, *, tokenizer: Any = None, sample: int = 10000,
-                 seed: int = 1234, gen_key: str = "gen"):
+    def __init__(
+        self,
+        dataloader: Any,
+        ngram: int = 3,
+        *,
+        tokenizer: Any = None,
+        sample: int = 10000,
+        seed: int = 1234,
+        gen_key: str = "gen",
+    ):
         super().__init__()
         no_tokenizer(tokenizer)
         self.dataloader = as_cotk_loader(dataloader)
         self.ngram, self.sample, self.seed, self.gen_key = ngram, sample, seed, gen_key
-        self.hyps: List[List[str]] = []
+        self.hyps: list[list[str]] = []
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
         for ids in as_list(need(data, self.gen_key), "gen"):
             self.hyps.append(self.dataloader.convert_ids_to_tokens(ids))
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         res = super().close()
         if not self.hyps:
             raise RuntimeError("The metric has not been forwarded data correctly.")
         order = list(range(len(self.hyps)))
         random.Random(self.seed).shuffle(order)
-        picked = [self.hyps[i] for i in order[:min(self.sample, len(self.hyps))]]
+        picked = [self.hyps[i] for i in order[: min(self.sample, len(self.hyps))]]
         # vocabulary tokens hold no space: the space tokenizer gives them back exactly
         native = DistinctMetric(self.ngram, tokenizer="space", padded=True).compute([" ".join(t) for t in picked])
         key = f"distinct-{self.ngram}"

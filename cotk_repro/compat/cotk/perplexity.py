@@ -6,7 +6,7 @@ Sentences are fed one at a time, so jagged (unpadded) CoTK batches work.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 
@@ -21,9 +21,11 @@ COTK_RULES: dict[str, Any] = {"unk_targets": "skip", "rare_words": "cotk", "refe
 def _check_width(logp: np.ndarray, dl: Any, generate_rare_vocab: bool) -> None:
     want = dl.all_vocab_size if generate_rare_vocab else dl.frequent_vocab_size
     if logp.shape[-1] != want:
-        raise ValueError(f"The third dimension gen_log_prob should be equals to "
-                         f"{'all_vocab_size' if generate_rare_vocab else 'frequent_vocab_size'} when "
-                         f"generate_rare_vocab = {generate_rare_vocab}, but {logp.shape[-1]} != {want}")
+        raise ValueError(
+            f"The third dimension gen_log_prob should be equals to "
+            f"{'all_vocab_size' if generate_rare_vocab else 'frequent_vocab_size'} when "
+            f"generate_rare_vocab = {generate_rare_vocab}, but {logp.shape[-1]} != {want}"
+        )
 
 
 class PerplexityMetric(CotkMetric):
@@ -31,9 +33,15 @@ class PerplexityMetric(CotkMetric):
 
     _name = "PerplexityMetric"
 
-    def __init__(self, dataloader: Any, reference_allvocabs_key: str = "ref_allvocabs",
-                 reference_len_key: str = "ref_length", gen_log_prob_key: str = "gen_log_prob",
-                 generate_rare_vocab: bool = False, full_check: bool = False):
+    def __init__(
+        self,
+        dataloader: Any,
+        reference_allvocabs_key: str = "ref_allvocabs",
+        reference_len_key: str = "ref_length",
+        gen_log_prob_key: str = "gen_log_prob",
+        generate_rare_vocab: bool = False,
+        full_check: bool = False,
+    ):
         super().__init__()
         self.dataloader = as_cotk_loader(dataloader)
         self.reference_allvocabs_key = reference_allvocabs_key
@@ -46,11 +54,13 @@ class PerplexityMetric(CotkMetric):
     def _native(self) -> NativePerplexity:
         return NativePerplexity(self.dataloader, check_probabilities=self.full_check, **COTK_RULES)
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
-        self._feed(as_list(need(data, self.reference_allvocabs_key), "resp_allvocabs"),
-                   as_list(need(data, self.reference_len_key), "resp_length"),
-                   as_list(need(data, self.gen_log_prob_key), "gen_log_prob"))
+        self._feed(
+            as_list(need(data, self.reference_allvocabs_key), "resp_allvocabs"),
+            as_list(need(data, self.reference_len_key), "resp_length"),
+            as_list(need(data, self.gen_log_prob_key), "gen_log_prob"),
+        )
 
     def _feed(self, ids: list, lengths: list, logp: list) -> None:
         if len(ids) != len(lengths) or len(ids) != len(logp):
@@ -61,12 +71,12 @@ class PerplexityMetric(CotkMetric):
                 raise ValueError("resp_length must no less than 2, because <go> and <eos> are always included.")
             rows = np.asarray(lp, dtype=np.float64)
             _check_width(rows, self.dataloader, self.generate_rare_vocab)
-            self._one(np.asarray(ref[:length], dtype=np.int64), length, rows[:length - 1])
+            self._one(np.asarray(ref[:length], dtype=np.int64), length, rows[: length - 1])
 
     def _one(self, ref: np.ndarray, length: int, rows: np.ndarray) -> None:
         self.native.forward({"sent_allvocabs": ref[None], "sent_length": [length], "gen_log_prob": rows[None]})
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         res = super().close()
         if self.native._count == 0:
             raise RuntimeError("The metric has not been forwarded data correctly.")
@@ -80,18 +90,30 @@ class MultiTurnPerplexityMetric(PerplexityMetric):
 
     _name = "MultiTurnPerplexityMetric"
 
-    def __init__(self, dataloader: Any, multi_turn_reference_allvocabs_key: str = "multi_turn_ref_allvocabs",
-                 multi_turn_reference_len_key: str = "multi_turn_ref_length",
-                 multi_turn_gen_log_prob_key: str = "multi_turn_gen_log_prob", generate_rare_vocab: bool = False,
-                 full_check: bool = False):
-        super().__init__(dataloader, multi_turn_reference_allvocabs_key, multi_turn_reference_len_key,
-                         multi_turn_gen_log_prob_key, generate_rare_vocab, full_check)
+    def __init__(
+        self,
+        dataloader: Any,
+        multi_turn_reference_allvocabs_key: str = "multi_turn_ref_allvocabs",
+        multi_turn_reference_len_key: str = "multi_turn_ref_length",
+        multi_turn_gen_log_prob_key: str = "multi_turn_gen_log_prob",
+        generate_rare_vocab: bool = False,
+        full_check: bool = False,
+    ):
+        super().__init__(
+            dataloader,
+            multi_turn_reference_allvocabs_key,
+            multi_turn_reference_len_key,
+            multi_turn_gen_log_prob_key,
+            generate_rare_vocab,
+            full_check,
+        )
 
     def _native(self) -> NativeMultiTurn:
-        return NativeMultiTurn(self.dataloader, skip_first_turn=False, check_probabilities=self.full_check,
-                               key="perplexity", **COTK_RULES)
+        return NativeMultiTurn(
+            self.dataloader, skip_first_turn=False, check_probabilities=self.full_check, key="perplexity", **COTK_RULES
+        )
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         CotkMetric.forward(self, data)
         ids = as_list(need(data, self.reference_allvocabs_key), "reference_allvocabs")
         lengths = as_list(need(data, self.reference_len_key), "length")
@@ -106,5 +128,10 @@ class MultiTurnPerplexityMetric(PerplexityMetric):
             self._feed(session[:turns], lens[:turns], lps[:turns])
 
     def _one(self, ref: np.ndarray, length: int, rows: np.ndarray) -> None:
-        self.native.forward({self.native.keys[0]: ref[None, None], self.native.keys[1]: [[length]],
-                             self.native.keys[2]: rows[None, None]})
+        self.native.forward(
+            {
+                self.native.keys[0]: ref[None, None],
+                self.native.keys[1]: [[length]],
+                self.native.keys[2]: rows[None, None],
+            }
+        )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any
 
 from .base import CotkMetric, as_list, need
 from .vocab import as_cotk_loader
@@ -13,16 +13,21 @@ class SingleTurnDialogRecorder(CotkMetric):
 
     _name = "SingleTurnDialogRecorder"
 
-    def __init__(self, dataloader: Any, post_allvocabs_key: str = "post_allvocabs",
-                 resp_allvocabs_key: str = "resp_allvocabs", gen_key: str = "gen"):
+    def __init__(
+        self,
+        dataloader: Any,
+        post_allvocabs_key: str = "post_allvocabs",
+        resp_allvocabs_key: str = "resp_allvocabs",
+        gen_key: str = "gen",
+    ):
         super().__init__()
         self.dataloader = as_cotk_loader(dataloader)
         self.post_allvocabs_key, self.resp_allvocabs_key, self.gen_key = post_allvocabs_key, resp_allvocabs_key, gen_key
-        self.post_list: List[str] = []
-        self.resp_list: List[str] = []
-        self.gen_list: List[str] = []
+        self.post_list: list[str] = []
+        self.resp_list: list[str] = []
+        self.gen_list: list[str] = []
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
         post = as_list(need(data, self.post_allvocabs_key), "post_allvocabs")
         resp = as_list(need(data, self.resp_allvocabs_key), "resp_allvocabs")
@@ -35,7 +40,7 @@ class SingleTurnDialogRecorder(CotkMetric):
             self.resp_list.append(sentence(r[1:]))
             self.gen_list.append(sentence(g))
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         res = super().close()
         res.update({"post": self.post_list, "resp": self.resp_list, "gen": self.gen_list})
         return res
@@ -46,16 +51,21 @@ class MultiTurnDialogRecorder(CotkMetric):
 
     _name = "MultiTurnDialogRecorder"
 
-    def __init__(self, dataloader: Any, multi_turn_reference_allvocabs_key: str = "multi_turn_ref_allvocabs",
-                 multi_turn_gen_key: str = "multi_turn_gen", turn_len_key: str = "turn_length"):
+    def __init__(
+        self,
+        dataloader: Any,
+        multi_turn_reference_allvocabs_key: str = "multi_turn_ref_allvocabs",
+        multi_turn_gen_key: str = "multi_turn_gen",
+        turn_len_key: str = "turn_length",
+    ):
         super().__init__()
         self.dataloader = as_cotk_loader(dataloader)
         self.multi_turn_reference_allvocabs_key = multi_turn_reference_allvocabs_key
         self.multi_turn_gen_key, self.turn_len_key = multi_turn_gen_key, turn_len_key
-        self.reference_list: List[List[str]] = []
-        self.gen_list: List[List[str]] = []
+        self.reference_list: list[list[str]] = []
+        self.gen_list: list[list[str]] = []
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
         reference = as_list(need(data, self.multi_turn_reference_allvocabs_key), "reference_allvocabs")
         gen = as_list(need(data, self.multi_turn_gen_key), "gen")
@@ -71,7 +81,7 @@ class MultiTurnDialogRecorder(CotkMetric):
             self.reference_list.append(refs)
             self.gen_list.append(gens)
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         res = super().close()
         res.update({"reference": self.reference_list, "gen": self.gen_list})
         return res
@@ -86,14 +96,14 @@ class LanguageGenerationRecorder(CotkMetric):
         super().__init__()
         self.dataloader = as_cotk_loader(dataloader)
         self.gen_key = gen_key
-        self.gen_list: List[str] = []
+        self.gen_list: list[str] = []
 
-    def forward(self, data: Dict[str, Any]) -> None:
+    def forward(self, data: dict[str, Any]) -> None:
         super().forward(data)
         for ids in as_list(need(data, self.gen_key), "gen"):
             self.gen_list.append(self.dataloader.convert_ids_to_sentence(ids))
 
-    def close(self) -> Dict[str, Any]:
+    def close(self) -> dict[str, Any]:
         res = super().close()
         res.update({"gen": self.gen_list})
         return res

@@ -10,7 +10,8 @@ CoTK's rules, which differ from this library's loaders only in corner cases:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...metrics.base import MetricError
 
@@ -29,13 +30,19 @@ class _Vocab:
 class CotkVocabLoader:
     """A CoTK-style dataloader view of one vocabulary (see the module docstring)."""
 
-    def __init__(self, all_vocab_list: Sequence[str], valid_vocab_len: int,
-                 detokenize: Callable[[Sequence[str]], str] | None = None):
+    def __init__(
+        self,
+        all_vocab_list: Sequence[str],
+        valid_vocab_len: int,
+        detokenize: Callable[[Sequence[str]], str] | None = None,
+    ):
         self.all_vocab_list = [str(t) for t in all_vocab_list]
         valid_vocab_len = int(valid_vocab_len)
         if not 0 < valid_vocab_len <= len(self.all_vocab_list):
-            raise MetricError(f"valid_vocab_len must be between 1 and the vocabulary size "
-                              f"{len(self.all_vocab_list)}, not {valid_vocab_len}")
+            raise MetricError(
+                f"valid_vocab_len must be between 1 and the vocabulary size "
+                f"{len(self.all_vocab_list)}, not {valid_vocab_len}"
+            )
         missing = [t for t in SPECIAL_TOKENS.values() if t not in self.all_vocab_list[:valid_vocab_len]]
         if missing:
             raise MetricError(f"the vocabulary has no {missing[0]} among its first {valid_vocab_len} tokens")
@@ -49,7 +56,7 @@ class CotkVocabLoader:
 
     @property
     def frequent_vocab_list(self) -> list[str]:
-        return self.all_vocab_list[:self.frequent_vocab_size]
+        return self.all_vocab_list[: self.frequent_vocab_size]
 
     def get_special_tokens_mapping(self) -> dict[str, str]:
         return dict(SPECIAL_TOKENS)
@@ -58,14 +65,13 @@ class CotkVocabLoader:
         """Cut at the first ``<eos>``, then drop trailing ``<pad>``."""
         ids = [int(i) for i in ids]
         if self.eos_id in ids:
-            ids = ids[:ids.index(self.eos_id)]
+            ids = ids[: ids.index(self.eos_id)]
         end = len(ids)
         while end and ids[end - 1] == self.pad_id:
             end -= 1
         return ids[:end]
 
-    def remove_special_in_ids(self, ids: Sequence[int], remove_special: bool = True, trim: bool = True
-                              ) -> list[int]:
+    def remove_special_in_ids(self, ids: Sequence[int], remove_special: bool = True, trim: bool = True) -> list[int]:
         ids = self.trim_in_ids(ids) if trim else [int(i) for i in ids]
         if remove_special and ids:
             start = 1 if ids[0] == self.go_id else 0
@@ -80,8 +86,7 @@ class CotkVocabLoader:
         except IndexError:
             raise MetricError(f"an id is outside the vocabulary (0..{self.all_vocab_size - 1})") from None
 
-    def convert_ids_to_tokens(self, ids: Sequence[int], remove_special: bool = True, trim: bool = True
-                              ) -> list[str]:
+    def convert_ids_to_tokens(self, ids: Sequence[int], remove_special: bool = True, trim: bool = True) -> list[str]:
         return self.ids_to_tokens(self.remove_special_in_ids(ids, remove_special, trim))
 
     def convert_tokens_to_sentence(self, tokens: Sequence[str]) -> str:
@@ -90,8 +95,9 @@ class CotkVocabLoader:
     def convert_ids_to_sentence(self, ids: Sequence[int], remove_special: bool = True, trim: bool = True) -> str:
         return self.convert_tokens_to_sentence(self.convert_ids_to_tokens(ids, remove_special, trim))
 
-    def convert_multi_turn_ids_to_tokens(self, session: Sequence[Sequence[int]], remove_special: bool = True,
-                                         trim: bool = True) -> list[list[str]]:
+    def convert_multi_turn_ids_to_tokens(
+        self, session: Sequence[Sequence[int]], remove_special: bool = True, trim: bool = True
+    ) -> list[list[str]]:
         """Each turn's tokens (CoTK's ``Session`` rule: every turn, converted alone)."""
         return [self.convert_ids_to_tokens(turn, remove_special, trim) for turn in session]
 
@@ -111,5 +117,7 @@ def as_cotk_loader(dataloader: Any) -> CotkVocabLoader:
     if vocab is not None and hasattr(vocab, "all_tokens") and hasattr(vocab, "frequent_vocab_size"):
         detok = getattr(dataloader, "convert_tokens_to_sentence", None)
         return CotkVocabLoader(vocab.all_tokens, vocab.frequent_vocab_size, detok)
-    raise MetricError("dataloader must be one of this library's dataloaders or "
-                      "cotk_repro.compat.cotk.vocab_dataloader(all_vocab_list, valid_vocab_len)")
+    raise MetricError(
+        "dataloader must be one of this library's dataloaders or "
+        "cotk_repro.compat.cotk.vocab_dataloader(all_vocab_list, valid_vocab_len)"
+    )

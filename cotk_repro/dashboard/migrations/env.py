@@ -12,12 +12,12 @@ config = context.config
 connection = config.attributes.get("connection")
 
 if connection is None:  # offline: emit SQL for the configured URL
-    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=Base.metadata,
-                      literal_binds=True)
+    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=Base.metadata, literal_binds=True)
     with context.begin_transaction():
         context.run_migrations()
 else:
-    context.configure(connection=connection, target_metadata=Base.metadata,
-                      render_as_batch=connection.dialect.name == "sqlite")
+    context.configure(
+        connection=connection, target_metadata=Base.metadata, render_as_batch=connection.dialect.name == "sqlite"
+    )
     with context.begin_transaction():
         context.run_migrations()

@@ -8,7 +8,8 @@ docs/core.md, "Writing a plugin"). Copy it to start a plugin.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from cotk_repro.hookspecs import hookimpl
 
@@ -29,19 +30,30 @@ def _metric_class() -> type:
         value_range = (0.0, float("inf"))
         level = "sentence"
 
-        def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                    ) -> dict[str, Any]:
+        def compute(
+            self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
+        ) -> dict[str, Any]:
             hyps = [h if isinstance(h, str) else " ".join(h) for h in hypotheses]
             if not hyps:
                 raise MetricError("toy-metric needs at least one hypothesis")
             value = sum(len(h.split()) for h in hyps) / len(hyps)
             # the hash settings and the signature, declared once (docs/metrics.md, "Hash and signature: one
             # declaration"); a setting on one side only says why
-            decl = Declaration(self.name, self.version, [
-                Setting.signature_only("tok", "whitespace", why=FIXED_BY_VERSION),
-                Setting.hash_only("hypotheses", len(hyps), why=HASH_ONLY_AS_PUBLISHED)])
-            return decl.entry(self.name, value, lambda settings: hash_object(
-                {"cotk-repro-example/toy-metric": settings["version"], "hypotheses": settings["hypotheses"]}))
+            decl = Declaration(
+                self.name,
+                self.version,
+                [
+                    Setting.signature_only("tok", "whitespace", why=FIXED_BY_VERSION),
+                    Setting.hash_only("hypotheses", len(hyps), why=HASH_ONLY_AS_PUBLISHED),
+                ],
+            )
+            return decl.entry(
+                self.name,
+                value,
+                lambda settings: hash_object(
+                    {"cotk-repro-example/toy-metric": settings["version"], "hypotheses": settings["hypotheses"]}
+                ),
+            )
 
     return ToyMetric
 

@@ -37,7 +37,9 @@ FIXTURES = ROOT / "tests" / "fixtures" / "texygen"
 
 
 def texts(n: int) -> list[str]:
-    files = [FIXTURES / "coco_test.txt"] + sorted((FIXTURES / "instances").glob("*.txt")) + [FIXTURES / "coco_train.txt"]
+    files = (
+        [FIXTURES / "coco_test.txt"] + sorted((FIXTURES / "instances").glob("*.txt")) + [FIXTURES / "coco_train.txt"]
+    )
     out: list[str] = []
     for f in files:
         out.extend(line.strip() for line in f.read_text(encoding="utf-8").splitlines() if line.strip())
@@ -53,22 +55,33 @@ def build_model(folder: Path, layers: int, dim: int, vocab: int) -> Path:
 
     train = (FIXTURES / "coco_train.txt").read_text(encoding="utf-8").splitlines()
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(train, vocab_size=vocab, min_frequency=2, special_tokens=["<|endoftext|>"],
-                            show_progress=False)
+    bpe.train_from_iterator(
+        train, vocab_size=vocab, min_frequency=2, special_tokens=["<|endoftext|>"], show_progress=False
+    )
     bpe.save(str(folder / "bpe.json"))
-    tok = PreTrainedTokenizerFast(tokenizer_file=str(folder / "bpe.json"), bos_token="<|endoftext|>",
-                                  eos_token="<|endoftext|>", unk_token="<|endoftext|>")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_file=str(folder / "bpe.json"),
+        bos_token="<|endoftext|>",
+        eos_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=len(tok), n_positions=256, n_layer=layers, n_head=4, n_embd=dim,
-                     bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    cfg = GPT2Config(
+        vocab_size=len(tok),
+        n_positions=256,
+        n_layer=layers,
+        n_head=4,
+        n_embd=dim,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     model_dir = folder / "model"
     GPT2LMHeadModel(cfg).save_pretrained(model_dir, safe_serialization=True)
     tok.save_pretrained(model_dir)
     return model_dir
 
 
-def peer_perplexity(model, tokenizer, predictions, batch_size=16, add_start_token=True, device="cpu",
-                    max_length=None):
+def peer_perplexity(model, tokenizer, predictions, batch_size=16, add_start_token=True, device="cpu", max_length=None):
     """evaluate's perplexity ``_compute``, transcribed (the model and tokenizer passed in, not loaded)."""
     import numpy as np
     import torch
@@ -85,9 +98,15 @@ def peer_perplexity(model, tokenizer, predictions, batch_size=16, add_start_toke
         max_tokenized_len = max_length - 1
     else:
         max_tokenized_len = max_length
-    encodings = tokenizer(predictions, add_special_tokens=False, padding=True,
-                          truncation=True if max_tokenized_len else False, max_length=max_tokenized_len,
-                          return_tensors="pt", return_attention_mask=True).to(device)
+    encodings = tokenizer(
+        predictions,
+        add_special_tokens=False,
+        padding=True,
+        truncation=True if max_tokenized_len else False,
+        max_length=max_tokenized_len,
+        return_tensors="pt",
+        return_attention_mask=True,
+    ).to(device)
     encoded_texts = encodings["input_ids"]
     attn_masks = encodings["attention_mask"]
     if add_start_token:
@@ -103,8 +122,9 @@ def peer_perplexity(model, tokenizer, predictions, batch_size=16, add_start_toke
         if add_start_token:
             bos_tokens_tensor = torch.tensor([[tokenizer.bos_token_id]] * encoded_batch.size(dim=0)).to(device)
             encoded_batch = torch.cat([bos_tokens_tensor, encoded_batch], dim=1)
-            attn_mask = torch.cat([torch.ones(bos_tokens_tensor.size(), dtype=torch.int64).to(device), attn_mask],
-                                  dim=1)
+            attn_mask = torch.cat(
+                [torch.ones(bos_tokens_tensor.size(), dtype=torch.int64).to(device), attn_mask], dim=1
+            )
         labels = encoded_batch
         with torch.no_grad():
             out_logits = model(encoded_batch, attention_mask=attn_mask).logits
@@ -113,7 +133,8 @@ def peer_perplexity(model, tokenizer, predictions, batch_size=16, add_start_toke
         shift_attention_mask_batch = attn_mask[..., 1:].contiguous()
         perplexity_batch = torch.exp(
             (loss_fct(shift_logits.transpose(1, 2), shift_labels) * shift_attention_mask_batch).sum(1)
-            / shift_attention_mask_batch.sum(1))
+            / shift_attention_mask_batch.sum(1)
+        )
         ppls += perplexity_batch.tolist()
     return {"perplexities": ppls, "mean_perplexity": np.mean(ppls)}
 
@@ -144,8 +165,9 @@ def main() -> None:
         from cotk_repro_lm.lm import load_model
 
         lm = load_model(model_dir, args.device)  # loading excluded from the timing (the peer's too)
-        metric = get_metric("fluency", model=str(model_dir), batch_size=args.batch_size, device=args.device,
-                            per_sentence=True)
+        metric = get_metric(
+            "fluency", model=str(model_dir), batch_size=args.batch_size, device=args.device, per_sentence=True
+        )
         t0 = time.perf_counter()
         ours = metric.compute(data)
         t_ours = time.perf_counter() - t0
@@ -161,12 +183,14 @@ def main() -> None:
     ppl_ours = [math.exp(-v) for v in ours["fluency-raw per-sentence"]]
     rel = max(abs(a - b) / b for a, b in zip(ppl_ours, peer["perplexities"]))
     result = {
-        "texts": len(data), "scored_tokens": n_tokens, "longest_text_tokens": width,
-        "model": {"layers": args.layers, "dim": args.dim, "vocab": args.vocab}, "threads": args.threads,
+        "texts": len(data),
+        "scored_tokens": n_tokens,
+        "longest_text_tokens": width,
+        "model": {"layers": args.layers, "dim": args.dim, "vocab": args.vocab},
+        "threads": args.threads,
         "device": args.device,
         "ours": {"seconds": t_ours, "tokens_per_s": n_tokens / t_ours, "batch_size": args.batch_size},
-        "evaluate-perplexity (transcribed)": {"seconds": t_peer, "tokens_per_s": n_tokens / t_peer,
-                                              "batch_size": 16},
+        "evaluate-perplexity (transcribed)": {"seconds": t_peer, "tokens_per_s": n_tokens / t_peer, "batch_size": 16},
         "speedup": t_peer / t_ours,
         "max_relative_difference_of_perplexities": rel,
         "values_equal": rel < 1e-4,
@@ -174,12 +198,16 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"fluency over {len(data)} texts ({n_tokens} scored tokens, longest {width}); GPT-2 {args.layers} layers x "
-          f"{args.dim}, vocab {args.vocab}, {args.device}, {args.threads} thread(s)")
+    print(
+        f"fluency over {len(data)} texts ({n_tokens} scored tokens, longest {width}); GPT-2 {args.layers} layers x "
+        f"{args.dim}, vocab {args.vocab}, {args.device}, {args.threads} thread(s)"
+    )
     print(f"  ours (cotk-repro-lm fluency)          {t_ours:8.2f} s  {n_tokens / t_ours:10.0f} tokens/s")
     print(f"  evaluate-perplexity (transcribed)     {t_peer:8.2f} s  {n_tokens / t_peer:10.0f} tokens/s")
-    print(f"  speedup {t_peer / t_ours:.2f}x (target >= 2x); per-text perplexities equal within "
-          f"{rel:.2e} relative ({'OK' if rel < 1e-4 else 'DIFFER'})")
+    print(
+        f"  speedup {t_peer / t_ours:.2f}x (target >= 2x); per-text perplexities equal within "
+        f"{rel:.2e} relative ({'OK' if rel < 1e-4 else 'DIFFER'})"
+    )
 
 
 if __name__ == "__main__":

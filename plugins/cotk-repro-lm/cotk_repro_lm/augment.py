@@ -16,7 +16,8 @@ Each group records how it was made (``augmentation``: method, seed, WordNet vers
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from cotk_repro.data.tokenizers import wordpunct_detokenize, wordpunct_tokenize
 from cotk_repro.errors import CotkError
@@ -25,7 +26,12 @@ from .wordnet import load_wordnet, wordnet_version
 
 VERSION = "1"
 CATEGORIES = ("verbs", "nouns", "adjectives-adverbs", "all")
-_CATEGORY_POS = {"verbs": {"v"}, "nouns": {"n"}, "adjectives-adverbs": {"a", "s", "r"}, "all": {"v", "n", "a", "s", "r"}}
+_CATEGORY_POS = {
+    "verbs": {"v"},
+    "nouns": {"n"},
+    "adjectives-adverbs": {"a", "s", "r"},
+    "all": {"v", "n", "a", "s", "r"},
+}
 _PENN = {"V": "v", "N": "n", "J": "a", "R": "r"}
 
 
@@ -68,15 +74,23 @@ class WordNetAugmenter:
             raise AugmentError(f"tagger must be auto, nltk or wordnet, not {tagger!r}")
         tag = _nltk_tagger() if tagger in ("auto", "nltk") else None
         if tag is None and tagger == "nltk":
-            raise AugmentError("NLTK's perceptron tagger data is not installed "
-                               "(python -m nltk.downloader averaged_perceptron_tagger_eng); use --tagger wordnet")
+            raise AugmentError(
+                "NLTK's perceptron tagger data is not installed "
+                "(python -m nltk.downloader averaged_perceptron_tagger_eng); use --tagger wordnet"
+            )
         self.tagger = "nltk-perceptron" if tag is not None else "wordnet-most-frequent-synset"
         self._tag = tag or _wordnet_tagger(self.wn)
 
     @property
     def info(self) -> dict[str, Any]:
-        return {"method": self.method, "version": VERSION, "seed": self.seed, "variants": self.variants,
-                "wordnet": wordnet_version(self.wn), "tagger": self.tagger}
+        return {
+            "method": self.method,
+            "version": VERSION,
+            "seed": self.seed,
+            "variants": self.variants,
+            "wordnet": wordnet_version(self.wn),
+            "tagger": self.tagger,
+        }
 
     def synonyms(self, word: str, pos: str) -> list[str]:
         """Sorted single-word synonyms of ``word`` in its ``pos`` synsets (without the word itself)."""
@@ -124,27 +138,49 @@ class GeneratorAugmenter:
 
     @property
     def info(self) -> dict[str, Any]:
-        return {"method": self.method, "version": VERSION, "seed": self.seed, "variants": self.variants,
-                "model": self.lm.identity, "beams": self.variants, "max_new_tokens": self.max_new_tokens}
+        return {
+            "method": self.method,
+            "version": VERSION,
+            "seed": self.seed,
+            "variants": self.variants,
+            "model": self.lm.identity,
+            "beams": self.variants,
+            "max_new_tokens": self.max_new_tokens,
+        }
 
     def augment(self, query: str, history: str = "") -> list[str]:
         import torch
 
         torch.manual_seed(self.seed)
-        ids = [self.lm.bos_id] + (self.lm.tokenizer(history, add_special_tokens=False)["input_ids"] + [self.lm.eos_id]
-                                  if history else [])
+        ids = [self.lm.bos_id] + (
+            self.lm.tokenizer(history, add_special_tokens=False)["input_ids"] + [self.lm.eos_id] if history else []
+        )
         inp = torch.tensor([ids], device=self.lm.device)
         with torch.inference_mode():
-            out = self.lm.model.generate(inp, attention_mask=torch.ones_like(inp), num_beams=self.variants,
-                                         num_return_sequences=self.variants, do_sample=False,
-                                         max_new_tokens=self.max_new_tokens, eos_token_id=self.lm.eos_id,
-                                         pad_token_id=self.lm.eos_id)
-        return [self.lm.tokenizer.decode(o[len(ids):], skip_special_tokens=True).strip() for o in out]
+            out = self.lm.model.generate(
+                inp,
+                attention_mask=torch.ones_like(inp),
+                num_beams=self.variants,
+                num_return_sequences=self.variants,
+                do_sample=False,
+                max_new_tokens=self.max_new_tokens,
+                eos_token_id=self.lm.eos_id,
+                pad_token_id=self.lm.eos_id,
+            )
+        return [self.lm.tokenizer.decode(o[len(ids) :], skip_special_tokens=True).strip() for o in out]
 
 
-def augment_queries(queries: Sequence[str], method: str = "wordnet", *, seed: int = 0, variants: int = 5,
-                    wordnet: str | None = None, tagger: str = "auto", model: str | None = None,
-                    histories: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def augment_queries(
+    queries: Sequence[str],
+    method: str = "wordnet",
+    *,
+    seed: int = 0,
+    variants: int = 5,
+    wordnet: str | None = None,
+    tagger: str = "auto",
+    model: str | None = None,
+    histories: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
     """One record per query: ``{"query", "variants", "augmentation"}`` (JSONL lines of ``cotk-repro augment``)."""
     if method == "wordnet":
         aug: Any = WordNetAugmenter(seed=seed, variants=variants, wordnet=wordnet, tagger=tagger)

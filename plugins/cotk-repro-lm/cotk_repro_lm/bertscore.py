@@ -31,13 +31,21 @@ from __future__ import annotations
 import csv
 import math
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from cotk_repro.core.canonical import hash_object
 from cotk_repro.metrics.base import Metric, MetricError, check_references
-from cotk_repro.metrics.declaration import (COUNTED_INPUTS, FIXED_BY_VERSION, HASH_ONLY_AS_PUBLISHED, READABLE_NAME,
-                                           Declaration, Setting, with_settings)
+from cotk_repro.metrics.declaration import (
+    COUNTED_INPUTS,
+    FIXED_BY_VERSION,
+    HASH_ONLY_AS_PUBLISHED,
+    READABLE_NAME,
+    Declaration,
+    Setting,
+    with_settings,
+)
 from cotk_repro.text.reference_hashes import reference_set_hash
 
 from .encoders import ModelFolder, check_batch_size, quiet_hf, resolve_model, torch_device
@@ -73,8 +81,10 @@ def read_baseline(path: Any, num_layers: int, depth: int | None) -> tuple[list[f
         raise MetricError(f"baseline file {p} is not a bert-score baseline (a CSV with the header LAYER,P,R,F)")
     data = rows[1:]
     if depth is not None and len(data) != depth + 1:
-        raise MetricError(f"baseline file {p} has rows for {len(data)} layers but the model has {depth} (and its "
-                          f"embeddings): it was computed for another model")
+        raise MetricError(
+            f"baseline file {p} has rows for {len(data)} layers but the model has {depth} (and its "
+            f"embeddings): it was computed for another model"
+        )
     if num_layers >= len(data):
         raise MetricError(f"baseline file {p} has no row for layer {num_layers}")
     try:
@@ -117,10 +127,19 @@ class BertScoreMetric(Metric):
     cost = 300.0
     result_keys = r"bertscore(-precision|-recall)?"
 
-    def __init__(self, model: Any = None, num_layers: int | None = None, idf: Any = False,
-                 rescale_with_baseline: bool = False, baseline_path: Any = None, lang: str | None = None,
-                 batch_size: int = 64, device: str = "auto", per_sentence: bool = False,
-                 progress: bool = False) -> None:
+    def __init__(
+        self,
+        model: Any = None,
+        num_layers: int | None = None,
+        idf: Any = False,
+        rescale_with_baseline: bool = False,
+        baseline_path: Any = None,
+        lang: str | None = None,
+        batch_size: int = 64,
+        device: str = "auto",
+        per_sentence: bool = False,
+        progress: bool = False,
+    ) -> None:
         utils = _bert_score()
         if model is None:
             if lang is None:
@@ -137,15 +156,18 @@ class BertScoreMetric(Metric):
 
             known = self.folder.label[3:] if self.folder.label.startswith("hf:") else None
             if known not in model2layers:
-                raise MetricError(f"bertscore needs num_layers for the model {self.folder.label} (the layer whose "
-                                  f"output is used; it has {depth if depth is not None else 'an unknown number of'} "
-                                  f"layers)")
+                raise MetricError(
+                    f"bertscore needs num_layers for the model {self.folder.label} (the layer whose "
+                    f"output is used; it has {depth if depth is not None else 'an unknown number of'} "
+                    f"layers)"
+                )
             num_layers = model2layers[known]
         if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 0:
             raise MetricError(f"num_layers must be a non-negative integer, not {num_layers!r}")
         if depth is not None and num_layers > depth:
-            raise MetricError(f"num_layers={num_layers} is beyond the model's depth: {self.folder.label} has "
-                              f"{depth} layers")
+            raise MetricError(
+                f"num_layers={num_layers} is beyond the model's depth: {self.folder.label} has {depth} layers"
+            )
         self.num_layers = num_layers
         self.batch_size = check_batch_size(batch_size)
         if not isinstance(rescale_with_baseline, bool):
@@ -160,11 +182,16 @@ class BertScoreMetric(Metric):
                 import bert_score
 
                 name = self.folder.label[3:] if self.folder.label.startswith("hf:") else None
-                bundled = (Path(bert_score.__file__).parent / "rescale_baseline" / str(lang or "").lower()
-                           / f"{name}.tsv") if name and lang else None
+                bundled = (
+                    (Path(bert_score.__file__).parent / "rescale_baseline" / str(lang or "").lower() / f"{name}.tsv")
+                    if name and lang
+                    else None
+                )
                 if bundled is None or not bundled.is_file():
-                    raise MetricError("rescale_with_baseline needs baseline_path=FILE (bert-score ships baselines "
-                                      "only for its hub models, found by lang)")
+                    raise MetricError(
+                        "rescale_with_baseline needs baseline_path=FILE (bert-score ships baselines "
+                        "only for its hub models, found by lang)"
+                    )
                 baseline_path = bundled
             self.baseline, self.baseline_hash = read_baseline(baseline_path, num_layers, depth)
         self.idf_mode, self.idf_corpus, self.idf_hash = self._idf_option(idf)
@@ -173,22 +200,34 @@ class BertScoreMetric(Metric):
             raise MetricError(f"per_sentence must be true or false, not {per_sentence!r}")
         self.per_sentence, self.progress = per_sentence, bool(progress)
         self.lang = lang
-        key = (str(self.folder.path.resolve()), self.folder.weights_hash, self.folder.tokenizer_hash, num_layers,
-               str(self.device))
+        key = (
+            str(self.folder.path.resolve()),
+            self.folder.weights_hash,
+            self.folder.tokenizer_hash,
+            num_layers,
+            str(self.device),
+        )
         if key not in _LOADED:
             try:
                 with quiet_hf():
                     tok = utils.get_tokenizer(str(self.folder.path), False)
                     net = utils.get_model(str(self.folder.path), num_layers)
             except (OSError, ValueError, AssertionError, KeyError) as exc:
-                raise MetricError(f"cannot load the model in {self.folder.path}: "
-                                  f"{(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
+                raise MetricError(
+                    f"cannot load the model in {self.folder.path}: {(str(exc).splitlines() or [type(exc).__name__])[0]}"
+                ) from None
             net.to(self.device).eval()
             _LOADED.clear()  # one model at a time per process
             _LOADED[key] = (tok, net)
         self.tokenizer, self.model = _LOADED[key]
-        super().__init__(model=self.folder.identity, num_layers=num_layers, idf=self.idf_mode,
-                         idf_corpus=self.idf_hash, rescale_with_baseline=self.rescale, baseline=self.baseline_hash)
+        super().__init__(
+            model=self.folder.identity,
+            num_layers=num_layers,
+            idf=self.idf_mode,
+            idf_corpus=self.idf_hash,
+            rescale_with_baseline=self.rescale,
+            baseline=self.baseline_hash,
+        )
 
     @staticmethod
     def _idf_option(idf: Any) -> tuple[str, list[str] | None, str | None]:
@@ -223,8 +262,12 @@ class BertScoreMetric(Metric):
         todo = [i for i, t in enumerate(stripped) if t]
         out: list[list[int]] = [[] for _ in texts]
         if todo:
-            ids = self.tokenizer([stripped[i] for i in todo], add_special_tokens=True,
-                                 max_length=self.tokenizer.model_max_length, truncation=True)["input_ids"]
+            ids = self.tokenizer(
+                [stripped[i] for i in todo],
+                add_special_tokens=True,
+                max_length=self.tokenizer.model_max_length,
+                truncation=True,
+            )["input_ids"]
             for i, row in zip(todo, ids):
                 out[i] = list(row)
         for i, t in enumerate(stripped):
@@ -249,7 +292,7 @@ class BertScoreMetric(Metric):
             for length in sorted(by_len, reverse=True):
                 idx = by_len[length]
                 for start in range(0, len(idx), self.batch_size):
-                    chunk = idx[start:start + self.batch_size]
+                    chunk = idx[start : start + self.batch_size]
                     x = torch.tensor([list(ids_list[i]) for i in chunk], dtype=torch.long, device=self.device)
                     emb = self.model(x)[0].float()  # no padding, so no mask: the fast attention path
                     emb = emb / torch.norm(emb, dim=-1, keepdim=True)
@@ -261,8 +304,9 @@ class BertScoreMetric(Metric):
             bar.close()
         return out
 
-    def sentence_scores(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]
-                        ) -> tuple[list[float], list[float], list[float]]:
+    def sentence_scores(
+        self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]
+    ) -> tuple[list[float], list[float], list[float]]:
         """Per-hypothesis (P, R, F), each the best over its references, rescaled when asked."""
         import torch
 
@@ -275,8 +319,11 @@ class BertScoreMetric(Metric):
             special = {self.tokenizer.sep_token_id, self.tokenizer.cls_token_id}
             weights = [torch.tensor([0.0 if i in special else 1.0 for i in ids]) for ids in encoded]
         else:
-            corpus = (self.encode_many(self.idf_corpus) if self.idf_corpus is not None  # idf_mode "corpus"
-                      else [encoded[pos[r]] for rs in refs for r in rs])
+            corpus = (
+                self.encode_many(self.idf_corpus)
+                if self.idf_corpus is not None  # idf_mode "corpus"
+                else [encoded[pos[r]] for rs in refs for r in rs]
+            )
             idf = idf_weights(corpus)
             weights = [torch.tensor([idf[i] for i in ids], dtype=torch.float32) for ids in encoded]
         embs = self._embed(encoded)
@@ -285,10 +332,14 @@ class BertScoreMetric(Metric):
         pairs.sort(key=lambda p: (len(encoded[p[0]]), len(encoded[p[1]])))
         with torch.inference_mode():
             for start in range(0, len(pairs), 256):
-                chunk = pairs[start:start + 256]
-                scores = self._match([embs[h] for h, _, _ in chunk], [embs[r] for _, r, _ in chunk],
-                                     [weights[h] for h, _, _ in chunk], [weights[r] for _, r, _ in chunk],
-                                     [len(encoded[h]) == 2 or len(encoded[r]) == 2 for h, r, _ in chunk])
+                chunk = pairs[start : start + 256]
+                scores = self._match(
+                    [embs[h] for h, _, _ in chunk],
+                    [embs[r] for _, r, _ in chunk],
+                    [weights[h] for h, _, _ in chunk],
+                    [weights[r] for _, r, _ in chunk],
+                    [len(encoded[h]) == 2 or len(encoded[r]) == 2 for h, r, _ in chunk],
+                )
                 owners = torch.tensor([k for _, _, k in chunk])[:, None].expand(-1, 3)
                 best.scatter_reduce_(0, owners, scores, "amax")
         if self.baseline is not None:
@@ -325,8 +376,7 @@ class BertScoreMetric(Metric):
         f = f.masked_fill(torch.isnan(f), 0.0)
         return torch.stack((p, rr, f), dim=-1).float().cpu()
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None
-                ) -> dict[str, Any]:
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         from cotk_repro.metrics._text import as_text, check_hypotheses
 
         hyps_in = check_hypotheses(hypotheses)
@@ -340,18 +390,27 @@ class BertScoreMetric(Metric):
                 raise MetricError(f"sample {i} has no reference; bertscore needs at least one per hypothesis")
         p, r, f = self.sentence_scores(hyps, refs)
         per = {"precision": p, "recall": r, "f1": f}
-        decl = Declaration(self.name, self.version, [
-            Setting.signature_only("model", self.folder.label, why=READABLE_NAME),
-            Setting("model", self.settings["model"], "w", shown=self.folder.weights_hash[:12]),
-            Setting("num_layers", self.settings["num_layers"], "layer", shown=self.num_layers),
-            Setting("idf", self.idf_mode, "idf", shown={"none": "no", "references": "refs", "corpus": "corpus"}[
-                self.idf_mode]),
-            Setting("rescale_with_baseline", self.rescale, "rescale", shown="yes" if self.rescale else "no"),
-            Setting.signature_only("refs", max(map(len, refs)), why=COUNTED_INPUTS),
-            Setting.hash_only("idf_corpus", self.idf_hash, why=HASH_ONLY_AS_PUBLISHED),
-            Setting.hash_only("baseline", self.baseline_hash, why=HASH_ONLY_AS_PUBLISHED),
-            Setting.hash_only("encoding", "bert_score.sent_encode", why=FIXED_BY_VERSION),
-            Setting.hash_only("match", "real tokens", why=FIXED_BY_VERSION)])
+        decl = Declaration(
+            self.name,
+            self.version,
+            [
+                Setting.signature_only("model", self.folder.label, why=READABLE_NAME),
+                Setting("model", self.settings["model"], "w", shown=self.folder.weights_hash[:12]),
+                Setting("num_layers", self.settings["num_layers"], "layer", shown=self.num_layers),
+                Setting(
+                    "idf",
+                    self.idf_mode,
+                    "idf",
+                    shown={"none": "no", "references": "refs", "corpus": "corpus"}[self.idf_mode],
+                ),
+                Setting("rescale_with_baseline", self.rescale, "rescale", shown="yes" if self.rescale else "no"),
+                Setting.signature_only("refs", max(map(len, refs)), why=COUNTED_INPUTS),
+                Setting.hash_only("idf_corpus", self.idf_hash, why=HASH_ONLY_AS_PUBLISHED),
+                Setting.hash_only("baseline", self.baseline_hash, why=HASH_ONLY_AS_PUBLISHED),
+                Setting.hash_only("encoding", "bert_score.sent_encode", why=FIXED_BY_VERSION),
+                Setting.hash_only("match", "real tokens", why=FIXED_BY_VERSION),
+            ],
+        )
         out: dict[str, Any] = {}
         for part, key in KEYS.items():
             values = per[part]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -18,49 +17,91 @@ def register(cli: typer.Typer) -> None:
 
     @lm.command("finetune")
     def finetune_cmd(
-        model: str = typer.Option(..., "--model", metavar="DIR", help="A causal LM folder (save_pretrained, "
-                                  "safetensors weights and its tokenizer), e.g. a local GPT-2."),
+        model: str = typer.Option(
+            ...,
+            "--model",
+            metavar="DIR",
+            help="A causal LM folder (save_pretrained, safetensors weights and its tokenizer), e.g. a local GPT-2.",
+        ),
         data: Path = typer.Option(..., "--data", metavar="DIR", help="A dialogue dataset folder."),
-        out: Path = typer.Option(..., "--out", metavar="DIR", help="Where to write the fine-tuned model (must be "
-                                 "new or empty); -o coherence.model=DIR accepts it."),
-        loader: str = typer.Option("single-turn-dialog", "--loader", "-l", help="single-turn-dialog or "
-                                   "multi-turn-dialog (consecutive turns become pairs)."),
+        out: Path = typer.Option(
+            ...,
+            "--out",
+            metavar="DIR",
+            help="Where to write the fine-tuned model (must be new or empty); -o coherence.model=DIR accepts it.",
+        ),
+        loader: str = typer.Option(
+            "single-turn-dialog",
+            "--loader",
+            "-l",
+            help="single-turn-dialog or multi-turn-dialog (consecutive turns become pairs).",
+        ),
         epochs: int = typer.Option(1, "--epochs", min=1, help="Passes over the training pairs."),
         lr: float = typer.Option(5e-5, "--lr", help="AdamW learning rate."),
         batch_size: int = typer.Option(8, "--batch-size", min=1, help="Pairs per step."),
         seed: int = typer.Option(0, "--seed", help="Seed of the data order and of torch."),
-        max_pairs: Optional[int] = typer.Option(None, "--max-pairs", min=1, help="Use the first N pairs only."),
+        max_pairs: int | None = typer.Option(None, "--max-pairs", min=1, help="Use the first N pairs only."),
         device: str = typer.Option("cpu", "--device", help="cpu (bit-reproducible), cuda, or auto."),
         json_out: bool = typer.Option(False, "--json", help="Print the settings and losses as JSON."),
     ) -> None:
         """Fine-tune a causal LM on (query, response) pairs with the loss on the response tokens only (seeded)."""
         from .finetune import finetune
 
-        info = finetune(model, data, out, loader=loader, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed,
-                        max_pairs=max_pairs, device=device, log=output.info)
+        info = finetune(
+            model,
+            data,
+            out,
+            loader=loader,
+            epochs=epochs,
+            lr=lr,
+            batch_size=batch_size,
+            seed=seed,
+            max_pairs=max_pairs,
+            device=device,
+            log=output.info,
+        )
         if json_out:
             output.print_json(info)
         else:
-            output.info(f"wrote {out}: {info['pairs']} pairs, response loss {info['loss_before']:.4f} -> "
-                        f"{info['loss_after']:.4f}")
+            output.info(
+                f"wrote {out}: {info['pairs']} pairs, response loss {info['loss_before']:.4f} -> "
+                f"{info['loss_after']:.4f}"
+            )
 
     cli.add_typer(lm, name="lm")
 
     @cli.command("augment")
     def augment_cmd(
         queries: Path = typer.Option(..., "--queries", metavar="FILE", help="Queries, one per line."),
-        method: str = typer.Option("wordnet", "--method", help="wordnet (synonym substitution) or ctg (top beams "
-                                   "of a causal LM given the history)."),
-        variants: int = typer.Option(5, "--variants", min=1, help="Group size: the query and its variants "
-                                     "(wordnet: verbs, nouns, adjectives/adverbs, all, then more draws)."),
+        method: str = typer.Option(
+            "wordnet",
+            "--method",
+            help="wordnet (synonym substitution) or ctg (top beams of a causal LM given the history).",
+        ),
+        variants: int = typer.Option(
+            5,
+            "--variants",
+            min=1,
+            help="Group size: the query and its variants "
+            "(wordnet: verbs, nouns, adjectives/adverbs, all, then more draws).",
+        ),
         seed: int = typer.Option(0, "--seed", help="Seed of the synonym draws."),
-        wordnet: Optional[Path] = typer.Option(None, "--wordnet", metavar="DIR", help="WordNet 3.0 files "
-                                               "(default: $COTK_REPRO_WORDNET, then /usr/share/wordnet)."),
-        tagger: str = typer.Option("auto", "--tagger", help="POS tags: nltk (perceptron data needed), wordnet "
-                                   "(most frequent synset), or auto."),
-        model: Optional[str] = typer.Option(None, "--model", metavar="DIR", help="ctg: the causal LM folder."),
-        history: Optional[Path] = typer.Option(None, "--history", metavar="FILE", help="ctg: the dialogue history "
-                                               "before each query, one line per query (default: none)."),
+        wordnet: Path | None = typer.Option(
+            None,
+            "--wordnet",
+            metavar="DIR",
+            help="WordNet 3.0 files (default: $COTK_REPRO_WORDNET, then /usr/share/wordnet).",
+        ),
+        tagger: str = typer.Option(
+            "auto", "--tagger", help="POS tags: nltk (perceptron data needed), wordnet (most frequent synset), or auto."
+        ),
+        model: str | None = typer.Option(None, "--model", metavar="DIR", help="ctg: the causal LM folder."),
+        history: Path | None = typer.Option(
+            None,
+            "--history",
+            metavar="FILE",
+            help="ctg: the dialogue history before each query, one line per query (default: none).",
+        ),
     ) -> None:
         """Augment each query into a group of close variants: JSONL on stdout, one {query, variants,
         augmentation} object per query. Answer every variant, add "responses", then score the groups with
@@ -71,21 +112,37 @@ def register(cli: typer.Typer) -> None:
 
         qs = _read_lines(queries, "queries")
         hist = _read_lines(history, "history") if history is not None else None
-        records = augment_queries(qs, method, seed=seed, variants=variants,
-                                  wordnet=str(wordnet) if wordnet else None, tagger=tagger, model=model,
-                                  histories=hist)
+        records = augment_queries(
+            qs,
+            method,
+            seed=seed,
+            variants=variants,
+            wordnet=str(wordnet) if wordnet else None,
+            tagger=tagger,
+            model=model,
+            histories=hist,
+        )
         for rec in records:
             sys.stdout.write(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
 
     @cli.command("correlate")
     def correlate_cmd(
-        scores: Path = typer.Option(..., "--scores", metavar="FILE", help="Metric scores: JSONL objects, evaluate "
-                                    "--per-sentence --json output, or one number per line."),
-        ratings: Path = typer.Option(..., "--ratings", metavar="FILE", help="Human ratings: CSV with a header, one "
-                                     "row per item, one column per rater (optional id column)."),
-        key: Optional[str] = typer.Option(None, "--key", help="Which score field (or metric) to use."),
-        plot: Optional[Path] = typer.Option(None, "--plot", metavar="PNG", help="Write a scatter plot with the "
-                                            "fitted line."),
+        scores: Path = typer.Option(
+            ...,
+            "--scores",
+            metavar="FILE",
+            help="Metric scores: JSONL objects, evaluate --per-sentence --json output, or one number per line.",
+        ),
+        ratings: Path = typer.Option(
+            ...,
+            "--ratings",
+            metavar="FILE",
+            help="Human ratings: CSV with a header, one row per item, one column per rater (optional id column).",
+        ),
+        key: str | None = typer.Option(None, "--key", help="Which score field (or metric) to use."),
+        plot: Path | None = typer.Option(
+            None, "--plot", metavar="PNG", help="Write a scatter plot with the fitted line."
+        ),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
         """Pearson and Spearman (with p-values) of a metric against human ratings, and the raters'
@@ -97,17 +154,31 @@ def register(cli: typer.Typer) -> None:
         values, rows = align(values, score_ids, rows, rating_ids)
         result = {"key": used, **correlate(values, rows, raters)}
         if plot is not None:
-            scatter_plot(values, [sum(r) / len(r) for r in rows], plot, xlabel=used,
-                         title=f"{used}: Pearson {result['pearson']:.3f}, Spearman {result['spearman']:.3f}")
+            scatter_plot(
+                values,
+                [sum(r) / len(r) for r in rows],
+                plot,
+                xlabel=used,
+                title=f"{used}: Pearson {result['pearson']:.3f}, Spearman {result['spearman']:.3f}",
+            )
             result["plot"] = str(plot)
         if json_out:
             output.print_json(result)
             return
-        table_rows = [["pearson", f"{result['pearson']:.4f}", f"{result['pearson_p']:.3g}"],
-                      ["spearman", f"{result['spearman']:.4f}", f"{result['spearman_p']:.3g}"]]
+        table_rows = [
+            ["pearson", f"{result['pearson']:.4f}", f"{result['pearson_p']:.3g}"],
+            ["spearman", f"{result['spearman']:.4f}", f"{result['spearman_p']:.3g}"],
+        ]
         if "inter_rater" in result:
             ir = result["inter_rater"]
-            table_rows += [["inter-rater pearson", f"{ir['pearson']:.4f}", ""],
-                           ["inter-rater spearman", f"{ir['spearman']:.4f}", ""]]
-        output.console.print(output.table(f"{used} vs human ({result['items']} items, {result['raters']} raters)",
-                                          ["statistic", "value", "p"], table_rows))
+            table_rows += [
+                ["inter-rater pearson", f"{ir['pearson']:.4f}", ""],
+                ["inter-rater spearman", f"{ir['spearman']:.4f}", ""],
+            ]
+        output.console.print(
+            output.table(
+                f"{used} vs human ({result['items']} items, {result['raters']} raters)",
+                ["statistic", "value", "p"],
+                table_rows,
+            )
+        )

@@ -15,8 +15,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from cotk_repro.errors import CotkError
 
@@ -52,12 +53,14 @@ def read_scores(path: Path, key: str | None = None) -> tuple[list[float], list[s
         if isinstance(obj, dict):
             lists = {k[: -len(" per-sentence")]: v for k, v in obj.items() if k.endswith(" per-sentence")}
             if not lists:
-                raise CorrelateError(f"{path} is one JSON object without per-sentence scores; run evaluate with "
-                                     f"--per-sentence --json")
+                raise CorrelateError(
+                    f"{path} is one JSON object without per-sentence scores; run evaluate with --per-sentence --json"
+                )
             if key is None:
                 if len(lists) > 1:
-                    raise CorrelateError(f"{path} has per-sentence scores of {', '.join(sorted(lists))}: pick one "
-                                         f"with --key")
+                    raise CorrelateError(
+                        f"{path} has per-sentence scores of {', '.join(sorted(lists))}: pick one with --key"
+                    )
                 key = next(iter(lists))
             if key not in lists:
                 raise CorrelateError(f"{path} has no per-sentence scores of {key!r} ({', '.join(sorted(lists))})")
@@ -74,8 +77,9 @@ def read_scores(path: Path, key: str | None = None) -> tuple[list[float], list[s
         if not isinstance(obj, dict):
             raise CorrelateError(f"{path} line {no} is not a JSON object")
         if key is None:
-            numeric = [k for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-                       and k != "id"]
+            numeric = [
+                k for k, v in obj.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "id"
+            ]
             if len(numeric) != 1:
                 raise CorrelateError(f"{path} line {no} has {len(numeric)} numeric fields; pick one with --key")
             key = numeric[0]
@@ -147,8 +151,9 @@ def correlate(scores: Sequence[float], ratings: Sequence[Sequence[float]], rater
     return result
 
 
-def align(scores: list[float], score_ids: list[str] | None, ratings: list[list[float]],
-          rating_ids: list[str] | None) -> tuple[list[float], list[list[float]]]:
+def align(
+    scores: list[float], score_ids: list[str] | None, ratings: list[list[float]], rating_ids: list[str] | None
+) -> tuple[list[float], list[list[float]]]:
     """Match items by id when both sides have ids, else by position."""
     if score_ids is None or rating_ids is None:
         return scores, ratings

@@ -62,11 +62,16 @@ def resolve_model(value: Any, option: str) -> ModelFolder:
         try:
             from huggingface_hub import snapshot_download
 
-            folder = Path(snapshot_download(name, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model",
-                                                                  "pytorch_model*.bin"]))
-        except Exception as exc:  # noqa: BLE001 - offline, unknown name, no access: one sentence either way
-            raise MetricError(f"cannot get the model hf:{name} ({type(exc).__name__}: "
-                              f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})") from None
+            folder = Path(
+                snapshot_download(
+                    name, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "pytorch_model*.bin"]
+                )
+            )
+        except Exception as exc:
+            raise MetricError(
+                f"cannot get the model hf:{name} ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else 'no detail'})"
+            ) from None
         label = text
     else:
         folder = Path(text).expanduser()

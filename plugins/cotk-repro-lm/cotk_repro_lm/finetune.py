@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cotk_repro.errors import CotkError
 
@@ -22,8 +23,9 @@ class FinetuneError(CotkError):
     """Bad input to ``lm finetune`` (one sentence)."""
 
 
-def dialogue_pairs(data: str | Path, loader: str = "single-turn-dialog", split: str = "train",
-                   max_pairs: int | None = None) -> list[tuple[str, str]]:
+def dialogue_pairs(
+    data: str | Path, loader: str = "single-turn-dialog", split: str = "train", max_pairs: int | None = None
+) -> list[tuple[str, str]]:
     """(query, response) pairs of a dialogue dataset folder, in file order (multi-turn: consecutive turns)."""
     from cotk_repro.data import load
 
@@ -37,8 +39,9 @@ def dialogue_pairs(data: str | Path, loader: str = "single-turn-dialog", split: 
             for session in batch["sent_str"]:
                 pairs.extend(zip(session[:-1], session[1:]))
         else:
-            raise FinetuneError(f"dataloader {loader!r} gives no dialogue pairs; use single-turn-dialog or "
-                                f"multi-turn-dialog")
+            raise FinetuneError(
+                f"dataloader {loader!r} gives no dialogue pairs; use single-turn-dialog or multi-turn-dialog"
+            )
     pairs = [(q, r) for q, r in pairs if r.strip()]
     if max_pairs is not None:
         pairs = pairs[:max_pairs]
@@ -47,9 +50,20 @@ def dialogue_pairs(data: str | Path, loader: str = "single-turn-dialog", split: 
     return pairs
 
 
-def finetune(model: str | Path, data: str | Path, out: str | Path, *, loader: str = "single-turn-dialog",
-             epochs: int = 1, lr: float = 5e-5, batch_size: int = 8, seed: int = 0, max_pairs: int | None = None,
-             device: str = "cpu", log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def finetune(
+    model: str | Path,
+    data: str | Path,
+    out: str | Path,
+    *,
+    loader: str = "single-turn-dialog",
+    epochs: int = 1,
+    lr: float = 5e-5,
+    batch_size: int = 8,
+    seed: int = 0,
+    max_pairs: int | None = None,
+    device: str = "cpu",
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Fine-tune and save; returns the settings and the mean response loss before and after."""
     import torch
 
@@ -63,8 +77,19 @@ def finetune(model: str | Path, data: str | Path, out: str | Path, *, loader: st
     deterministic = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:
-        return _finetune(model, data, out, pairs, loader=loader, epochs=epochs, lr=lr, batch_size=batch_size,
-                         seed=seed, device=device, log=log)
+        return _finetune(
+            model,
+            data,
+            out,
+            pairs,
+            loader=loader,
+            epochs=epochs,
+            lr=lr,
+            batch_size=batch_size,
+            seed=seed,
+            device=device,
+            log=log,
+        )
     finally:
         torch.use_deterministic_algorithms(deterministic)
 
@@ -83,16 +108,16 @@ def _finetune(model, data, out: Path, pairs, *, loader, epochs, lr, batch_size, 
 
     def batches(order):
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             width = max(len(items[i][0]) for i in idx)
             ids = torch.full((len(idx), width), lm.eos_id, dtype=torch.long)
             mask = torch.zeros_like(ids)
             labels = torch.full_like(ids, -100)
             for row, i in enumerate(idx):
                 seq, n_ctx = items[i]
-                ids[row, :len(seq)] = torch.tensor(seq)
-                mask[row, :len(seq)] = 1
-                labels[row, n_ctx:len(seq)] = torch.tensor(seq[n_ctx:])
+                ids[row, : len(seq)] = torch.tensor(seq)
+                mask[row, : len(seq)] = 1
+                labels[row, n_ctx : len(seq)] = torch.tensor(seq[n_ctx:])
             yield ids.to(lm.device), mask.to(lm.device), labels.to(lm.device)
 
     def mean_loss() -> float:
@@ -102,8 +127,9 @@ def _finetune(model, data, out: Path, pairs, *, loader, epochs, lr, batch_size, 
             for ids, mask, labels in batches(list(range(len(items)))):
                 logits = net(input_ids=ids, attention_mask=mask).logits[:, :-1]
                 tgt = labels[:, 1:]
-                loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1),
-                                                         ignore_index=-100, reduction="sum")
+                loss = torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100, reduction="sum"
+                )
                 total += float(loss)
                 count += int((tgt != -100).sum())
         return total / count
@@ -127,8 +153,20 @@ def _finetune(model, data, out: Path, pairs, *, loader, epochs, lr, batch_size, 
     out.mkdir(parents=True, exist_ok=True)
     net.save_pretrained(out, safe_serialization=True)
     lm.tokenizer.save_pretrained(out)
-    info = {"base_model": lm.identity, "data": str(Path(data).name), "loader": loader, "pairs": len(pairs),
-            "format": FORMAT, "loss": "response tokens only", "epochs": epochs, "lr": lr, "batch_size": batch_size,
-            "seed": seed, "optimizer": "AdamW", "loss_before": before, "loss_after": after}
+    info = {
+        "base_model": lm.identity,
+        "data": str(Path(data).name),
+        "loader": loader,
+        "pairs": len(pairs),
+        "format": FORMAT,
+        "loss": "response tokens only",
+        "epochs": epochs,
+        "lr": lr,
+        "batch_size": batch_size,
+        "seed": seed,
+        "optimizer": "AdamW",
+        "loss_before": before,
+        "loss_after": after,
+    }
     (out / "cotk_repro_lm.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return info

@@ -13,8 +13,9 @@ fast tokenizer.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from cotk_repro.data.errors import DataError
 from cotk_repro.data.tokenizers import Tokenizer
@@ -39,8 +40,9 @@ class HFTokenizer(Tokenizer):
         elif path.is_dir():
             files = tokenizer_files(path)
             if not files:
-                raise DataError(f"{path} holds no tokenizer files (tokenizer.json, vocab.json + merges.txt, "
-                                f"vocab.txt, ...)")
+                raise DataError(
+                    f"{path} holds no tokenizer files (tokenizer.json, vocab.json + merges.txt, vocab.txt, ...)"
+                )
             if (path / "tokenizer.json").is_file():
                 self._fast = _load_json(path / "tokenizer.json")
             else:
@@ -52,8 +54,11 @@ class HFTokenizer(Tokenizer):
             self._slow = _auto_tokenizer(name_or_path)
             backend = getattr(self._slow, "backend_tokenizer", None)
             serial = backend.to_str() if backend is not None else repr(sorted(self._slow.get_vocab().items()))
-            self._identity = {"kind": "hub", "hub": name_or_path,
-                              "serialized": hashlib.sha256(serial.encode("utf-8")).hexdigest()}
+            self._identity = {
+                "kind": "hub",
+                "hub": name_or_path,
+                "serialized": hashlib.sha256(serial.encode("utf-8")).hexdigest(),
+            }
         if self._slow is not None and getattr(self._slow, "is_fast", False):
             self._fast, self._slow = self._slow.backend_tokenizer, None
 
@@ -92,7 +97,7 @@ def _load_json(path: Path):
 
     try:
         return RustTokenizer.from_file(str(path))
-    except Exception as exc:  # noqa: BLE001 - the tokenizers library raises plain Exceptions
+    except Exception as exc:
         raise DataError(f"{path} is not a tokenizer.json the tokenizers library can read ({exc})") from None
 
 
@@ -104,8 +109,10 @@ def _auto_tokenizer(name: str):
     try:
         return AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError) as exc:
-        raise DataError(f"cannot load the Hugging Face tokenizer {name!r}: not a local folder or file, and not "
-                        f"available from the hub or its cache ({str(exc).splitlines()[0]})") from None
+        raise DataError(
+            f"cannot load the Hugging Face tokenizer {name!r}: not a local folder or file, and not "
+            f"available from the hub or its cache ({str(exc).splitlines()[0]})"
+        ) from None
 
 
 def _unk_id(tok) -> int | None:

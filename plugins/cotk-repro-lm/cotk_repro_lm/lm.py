@@ -9,16 +9,21 @@ score; the output layer is applied to the scored positions only where the archit
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from cotk_repro.metrics.base import MetricError
 
 from .fileshash import files_hash, tokenizer_files, weight_files
 
-FORMAT = {"fluency": "<bos> response", "coherence": "<bos> query <eos> response", "scored": "response tokens",
-          "length": "response tokens"}
+FORMAT = {
+    "fluency": "<bos> response",
+    "coherence": "<bos> query <eos> response",
+    "scored": "response tokens",
+    "length": "response tokens",
+}
 #: architectures whose output layer is ``get_output_embeddings()`` applied to ``base_model``'s last hidden state
 _HEAD_ONLY_ON_SCORED = {"gpt2", "gpt_neo", "llama", "mistral", "qwen2"}
 
@@ -49,22 +54,30 @@ def load_model(path: str | Path, device: str = "auto") -> LanguageModel:
     """Load a model folder saved with ``save_pretrained`` (safetensors weights and a tokenizer); cached per process."""
     folder = Path(path).expanduser()
     if not folder.is_dir():
-        raise MetricError(f"model folder {folder} does not exist" if not folder.exists()
-                          else f"{folder} is not a folder; give a folder saved with save_pretrained")
+        raise MetricError(
+            f"model folder {folder} does not exist"
+            if not folder.exists()
+            else f"{folder} is not a folder; give a folder saved with save_pretrained"
+        )
     weights = weight_files(folder)
     if not weights:
-        raise MetricError(f"{folder} has no *.safetensors weights; save the model with "
-                          f"save_pretrained(folder, safe_serialization=True)")
+        raise MetricError(
+            f"{folder} has no *.safetensors weights; save the model with "
+            f"save_pretrained(folder, safe_serialization=True)"
+        )
     toks = tokenizer_files(folder)
     if not toks:
-        raise MetricError(f"{folder} has no tokenizer files; save the tokenizer into the model folder too "
-                          f"(tokenizer.save_pretrained(folder))")
+        raise MetricError(
+            f"{folder} has no tokenizer files; save the tokenizer into the model folder too "
+            f"(tokenizer.save_pretrained(folder))"
+        )
     weights_hash = files_hash("weights", weights)
     tokenizer_hash = files_hash("tokenizer", toks)
     import torch
 
-    dev = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
-                       ("cpu" if device == "auto" else device))
+    dev = torch.device(
+        "cuda" if device == "auto" and torch.cuda.is_available() else ("cpu" if device == "auto" else device)
+    )
     key = (str(folder.resolve()), weights_hash, tokenizer_hash, str(dev))
     if key in _LOADED:
         return _LOADED[key]
@@ -94,14 +107,18 @@ def load_model(path: str | Path, device: str = "auto") -> LanguageModel:
     return lm
 
 
-def encode_pairs(lm: LanguageModel, contexts: Sequence[str] | None, responses: Sequence[str]
-                 ) -> list[tuple[list[int], int]]:
+def encode_pairs(
+    lm: LanguageModel, contexts: Sequence[str] | None, responses: Sequence[str]
+) -> list[tuple[list[int], int]]:
     """For each item, its input ids in the shared format and the number of leading context ids (``<bos>``
     and the query with its ``<eos>``). Empty responses and responses longer than the model are errors;
     a long query is cut from the left."""
     enc = lm.tokenizer(list(responses), add_special_tokens=False)["input_ids"]
-    ctx_ids = (lm.tokenizer(list(contexts), add_special_tokens=False)["input_ids"] if contexts is not None
-               else [[] for _ in responses])
+    ctx_ids = (
+        lm.tokenizer(list(contexts), add_special_tokens=False)["input_ids"]
+        if contexts is not None
+        else [[] for _ in responses]
+    )
     out = []
     for i, (c, r) in enumerate(zip(ctx_ids, enc)):
         if not r:
@@ -111,14 +128,19 @@ def encode_pairs(lm: LanguageModel, contexts: Sequence[str] | None, responses: S
         prefix = [lm.bos_id] + (list(c) + [lm.eos_id] if contexts is not None else [])
         room = lm.max_length - len(r)
         if len(prefix) > room:
-            prefix = [lm.bos_id] + prefix[len(prefix) - room + 1:]
+            prefix = [lm.bos_id] + prefix[len(prefix) - room + 1 :]
         out.append((prefix + list(r), len(prefix)))
     return out
 
 
-def log_likelihoods(lm: LanguageModel, items: Sequence[tuple[list[int], int]], *, batch_size: int = 32,
-                    padding_side: str = "right", progress: Callable[[int], None] | None = None
-                    ) -> tuple[list[float], list[int]]:
+def log_likelihoods(
+    lm: LanguageModel,
+    items: Sequence[tuple[list[int], int]],
+    *,
+    batch_size: int = 32,
+    padding_side: str = "right",
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[float], list[int]]:
     """Sum of the log-probabilities of each item's scored tokens (natural log) and their count."""
     import torch
 
@@ -133,7 +155,7 @@ def log_likelihoods(lm: LanguageModel, items: Sequence[tuple[list[int], int]], *
     head_only = getattr(lm.model.config, "model_type", "") in _HEAD_ONLY_ON_SCORED
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             width = max(len(items[i][0]) for i in idx)
             ids = torch.full((len(idx), width), pad, dtype=torch.long)
             mask = torch.zeros((len(idx), width), dtype=torch.long)
@@ -141,14 +163,16 @@ def log_likelihoods(lm: LanguageModel, items: Sequence[tuple[list[int], int]], *
             for row, i in enumerate(idx):
                 seq, n_ctx = items[i]
                 off = width - len(seq) if padding_side == "left" else 0
-                ids[row, off:off + len(seq)] = torch.tensor(seq)
-                mask[row, off:off + len(seq)] = 1
-                scored[row, off + n_ctx - 1:off + len(seq) - 1] = True
+                ids[row, off : off + len(seq)] = torch.tensor(seq)
+                mask[row, off : off + len(seq)] = 1
+                scored[row, off + n_ctx - 1 : off + len(seq) - 1] = True
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
             ids, mask, positions = ids.to(lm.device), mask.to(lm.device), positions.to(lm.device)
             targets = torch.roll(ids, -1, dims=1)[scored.to(lm.device)]
             if head_only:
-                hidden = lm.model.base_model(input_ids=ids, attention_mask=mask, position_ids=positions).last_hidden_state
+                hidden = lm.model.base_model(
+                    input_ids=ids, attention_mask=mask, position_ids=positions
+                ).last_hidden_state
                 logits = lm.model.get_output_embeddings()(hidden[scored.to(lm.device)])
             else:
                 logits = lm.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits
@@ -158,7 +182,7 @@ def log_likelihoods(lm: LanguageModel, items: Sequence[tuple[list[int], int]], *
             pos = 0
             for row, i in enumerate(idx):
                 n = per_row[row]
-                sums[i] = float(logp[pos:pos + n].sum())
+                sums[i] = float(logp[pos : pos + n].sum())
                 counts[i] = n
                 pos += n
             if progress is not None:

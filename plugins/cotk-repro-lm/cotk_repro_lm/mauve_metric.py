@@ -16,7 +16,8 @@ MAUVE setting and the human texts (as a set, not their order); not ``batch_size`
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from cotk_repro.core.canonical import hash_object
 from cotk_repro.metrics.base import Metric, MetricError
@@ -60,18 +61,30 @@ class MauveMetric(Metric):
     cost = 300.0
     result_keys = "mauve"
 
-    def __init__(self, featurizer: Any = None, max_text_length: int = 1024, num_buckets: Any = "auto",
-                 scaling_factor: float = 5.0, kmeans_num_redo: int = 5, kmeans_max_iter: int = 500,
-                 seed: int = 25, kmeans_explained_var: float = 0.9, pca_max_data: int = -1,
-                 divergence_curve_discretization_size: int = 25, batch_size: int = 32,
-                 device: str = "auto") -> None:
+    def __init__(
+        self,
+        featurizer: Any = None,
+        max_text_length: int = 1024,
+        num_buckets: Any = "auto",
+        scaling_factor: float = 5.0,
+        kmeans_num_redo: int = 5,
+        kmeans_max_iter: int = 500,
+        seed: int = 25,
+        kmeans_explained_var: float = 0.9,
+        pca_max_data: int = -1,
+        divergence_curve_discretization_size: int = 25,
+        batch_size: int = 32,
+        device: str = "auto",
+    ) -> None:
         try:
             import mauve  # noqa: F401
         except ImportError:
             raise MetricError("mauve needs the mauve-text package (pip install mauve-text)") from None
         if featurizer is None:
-            raise MetricError("mauve needs a featurizer: -o mauve.featurizer=DIR (a model folder) or hf:NAME "
-                              "(the paper uses hf:gpt2-large)")
+            raise MetricError(
+                "mauve needs a featurizer: -o mauve.featurizer=DIR (a model folder) or hf:NAME "
+                "(the paper uses hf:gpt2-large)"
+            )
         self.folder: ModelFolder = resolve_model(featurizer, "featurizer")
         self.max_text_length = _int_option(max_text_length, "max_text_length", 1)
         if num_buckets != "auto":
@@ -85,8 +98,9 @@ class MauveMetric(Metric):
         if pca_max_data != -1:
             pca_max_data = _int_option(pca_max_data, "pca_max_data", 1)
         self.pca_max_data = pca_max_data
-        self.discretization = _int_option(divergence_curve_discretization_size,
-                                          "divergence_curve_discretization_size", 2)
+        self.discretization = _int_option(
+            divergence_curve_discretization_size, "divergence_curve_discretization_size", 2
+        )
         self.batch_size = check_batch_size(batch_size)
         self.device = torch_device(device)
         key = (str(self.folder.path.resolve()), self.folder.weights_hash, self.folder.tokenizer_hash, str(self.device))
@@ -98,17 +112,26 @@ class MauveMetric(Metric):
                     tok = AutoTokenizer.from_pretrained(str(self.folder.path))
                     net = AutoModel.from_pretrained(str(self.folder.path), pad_token_id=tok.eos_token_id)
             except (OSError, ValueError, KeyError) as exc:
-                raise MetricError(f"cannot load the featurizer in {self.folder.path}: "
-                                  f"{(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
+                raise MetricError(
+                    f"cannot load the featurizer in {self.folder.path}: "
+                    f"{(str(exc).splitlines() or [type(exc).__name__])[0]}"
+                ) from None
             net.to(self.device).eval()
             _LOADED.clear()
             _LOADED[key] = (tok, net)
         self.tokenizer, self.model = _LOADED[key]
-        super().__init__(featurizer=self.folder.identity, max_text_length=self.max_text_length,
-                         num_buckets=self.num_buckets, scaling_factor=self.scaling_factor,
-                         kmeans_num_redo=self.kmeans_num_redo, kmeans_max_iter=self.kmeans_max_iter, seed=self.seed,
-                         kmeans_explained_var=self.kmeans_explained_var, pca_max_data=self.pca_max_data,
-                         divergence_curve_discretization_size=self.discretization)
+        super().__init__(
+            featurizer=self.folder.identity,
+            max_text_length=self.max_text_length,
+            num_buckets=self.num_buckets,
+            scaling_factor=self.scaling_factor,
+            kmeans_num_redo=self.kmeans_num_redo,
+            kmeans_max_iter=self.kmeans_max_iter,
+            seed=self.seed,
+            kmeans_explained_var=self.kmeans_explained_var,
+            pca_max_data=self.pca_max_data,
+            divergence_curve_discretization_size=self.discretization,
+        )
 
     def features(self, texts: Sequence[str], what: str = "text") -> Any:
         """The (n, d) float32 features of ``texts``: the final hidden state of each text's last token, as
@@ -130,10 +153,11 @@ class MauveMetric(Metric):
             for length in sorted(by_len, reverse=True):
                 idx = by_len[length]
                 for start in range(0, len(idx), self.batch_size):
-                    chunk = idx[start:start + self.batch_size]
+                    chunk = idx[start : start + self.batch_size]
                     x = torch.tensor([ids_list[i] for i in chunk], dtype=torch.long, device=self.device)
-                    outs = self.model(input_ids=x, attention_mask=torch.ones_like(x), output_hidden_states=True,
-                                      return_dict=True)
+                    outs = self.model(
+                        input_ids=x, attention_mask=torch.ones_like(x), output_hidden_states=True, return_dict=True
+                    )
                     last = outs.hidden_states[-1][:, -1].float().cpu()
                     for row, i in enumerate(chunk):
                         out[i] = last[row]
@@ -150,13 +174,23 @@ class MauveMetric(Metric):
         k = self.buckets(len(p_features), len(q_features))
         smaller = min(len(p_features), len(q_features))
         if k > smaller:
-            raise MetricError(f"MAUVE needs at least as many texts as clusters: {smaller} texts in the smaller set "
-                              f"but {k} clusters (give more texts or a smaller num_buckets)")
-        return mauve.compute_mauve(p_features=p_features, q_features=q_features, num_buckets=k,
-                                   pca_max_data=self.pca_max_data, kmeans_explained_var=self.kmeans_explained_var,
-                                   kmeans_num_redo=self.kmeans_num_redo, kmeans_max_iter=self.kmeans_max_iter,
-                                   divergence_curve_discretization_size=self.discretization,
-                                   mauve_scaling_factor=self.scaling_factor, seed=self.seed, verbose=False)
+            raise MetricError(
+                f"MAUVE needs at least as many texts as clusters: {smaller} texts in the smaller set "
+                f"but {k} clusters (give more texts or a smaller num_buckets)"
+            )
+        return mauve.compute_mauve(
+            p_features=p_features,
+            q_features=q_features,
+            num_buckets=k,
+            pca_max_data=self.pca_max_data,
+            kmeans_explained_var=self.kmeans_explained_var,
+            kmeans_num_redo=self.kmeans_num_redo,
+            kmeans_max_iter=self.kmeans_max_iter,
+            divergence_curve_discretization_size=self.discretization,
+            mauve_scaling_factor=self.scaling_factor,
+            seed=self.seed,
+            verbose=False,
+        )
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
         from cotk_repro.metrics._text import as_text, check_hypotheses
@@ -173,21 +207,29 @@ class MauveMetric(Metric):
         if not hyps or not human:
             raise MetricError("mauve needs at least one generation and one human text")
         out = self.mauve_of_features(self.features(human, "reference"), self.features(hyps, "hypothesis"))
-        decl = Declaration(self.name, self.version, [
-            Setting.signature_only("feat", self.folder.label, why=READABLE_NAME),
-            Setting("featurizer", self.folder.identity, "w", shown=self.folder.weights_hash[:12]),
-            Setting("max_text_length", self.max_text_length, "len"),
-            Setting("num_buckets", self.num_buckets, "k"),
-            Setting("scaling_factor", self.scaling_factor, "c"),
-            Setting("kmeans_num_redo", self.kmeans_num_redo, "redo"),
-            Setting("kmeans_max_iter", self.kmeans_max_iter, "iter"),
-            Setting("seed", self.seed, "seed"),
-            Setting("kmeans_explained_var", self.kmeans_explained_var, "var"),
-            Setting("pca_max_data", self.pca_max_data, "pca"),
-            Setting("divergence_curve_discretization_size", self.discretization, "disc"),
-            Setting.signature_only("human", len(human), why=COUNTED_INPUTS),
-            Setting.hash_only("p", "references", why=FIXED_BY_VERSION),
-            Setting.hash_only("q", "hypotheses", why=FIXED_BY_VERSION),
-            Setting.hash_only("feature", "last token, final layer", why=FIXED_BY_VERSION)])
-        return decl.entry(self.name, float(out.mauve),
-                          lambda settings: hash_object({"cotk-repro-lm/mauve": settings, "human": sorted(human)}))
+        decl = Declaration(
+            self.name,
+            self.version,
+            [
+                Setting.signature_only("feat", self.folder.label, why=READABLE_NAME),
+                Setting("featurizer", self.folder.identity, "w", shown=self.folder.weights_hash[:12]),
+                Setting("max_text_length", self.max_text_length, "len"),
+                Setting("num_buckets", self.num_buckets, "k"),
+                Setting("scaling_factor", self.scaling_factor, "c"),
+                Setting("kmeans_num_redo", self.kmeans_num_redo, "redo"),
+                Setting("kmeans_max_iter", self.kmeans_max_iter, "iter"),
+                Setting("seed", self.seed, "seed"),
+                Setting("kmeans_explained_var", self.kmeans_explained_var, "var"),
+                Setting("pca_max_data", self.pca_max_data, "pca"),
+                Setting("divergence_curve_discretization_size", self.discretization, "disc"),
+                Setting.signature_only("human", len(human), why=COUNTED_INPUTS),
+                Setting.hash_only("p", "references", why=FIXED_BY_VERSION),
+                Setting.hash_only("q", "hypotheses", why=FIXED_BY_VERSION),
+                Setting.hash_only("feature", "last token, final layer", why=FIXED_BY_VERSION),
+            ],
+        )
+        return decl.entry(
+            self.name,
+            float(out.mauve),
+            lambda settings: hash_object({"cotk-repro-lm/mauve": settings, "human": sorted(human)}),
+        )

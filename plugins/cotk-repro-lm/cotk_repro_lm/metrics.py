@@ -20,13 +20,20 @@ and the hash of the set it came from) and the scored data (the queries; the numb
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 from cotk_repro.core.canonical import hash_object
 from cotk_repro.metrics.base import Metric, MetricError
-from cotk_repro.metrics.declaration import (FIXED_BY_VERSION, HASH_ONLY_AS_PUBLISHED, NAMED_FIRST, PART_OF_HASHED,
-                                           Declaration, Setting)
+from cotk_repro.metrics.declaration import (
+    FIXED_BY_VERSION,
+    HASH_ONLY_AS_PUBLISHED,
+    NAMED_FIRST,
+    PART_OF_HASHED,
+    Declaration,
+    Setting,
+)
 from cotk_repro.metrics.diversity import NgramEntropyMetric
 
 from .lm import FORMAT, encode_pairs, load_model, log_likelihoods
@@ -76,19 +83,32 @@ class _LMScore(Metric):
     cost = 200.0
     version = "1"
 
-    def __init__(self, model: Any = None, *, batch_size: int = 32, padding_side: str = "right",
-                 device: str = "auto", per_sentence: bool = False, normalize: str | None = None,
-                 reference: Any = None, reference_queries: Any = None, lower_bound: float | None = None,
-                 lower_bound_from: str | None = None, progress: bool = False) -> None:
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        batch_size: int = 32,
+        padding_side: str = "right",
+        device: str = "auto",
+        per_sentence: bool = False,
+        normalize: str | None = None,
+        reference: Any = None,
+        reference_queries: Any = None,
+        lower_bound: float | None = None,
+        lower_bound_from: str | None = None,
+        progress: bool = False,
+    ) -> None:
         if model is None:
-            raise MetricError(f"{self.name} needs a language model folder: -o {self.name}.model=DIR (e.g. one "
-                              f"written by `cotk-repro lm finetune`)")
+            raise MetricError(
+                f"{self.name} needs a language model folder: -o {self.name}.model=DIR (e.g. one "
+                f"written by `cotk-repro lm finetune`)"
+            )
         if normalize is None:
             normalize = "reference" if reference is not None else "given" if lower_bound is not None else "none"
         if normalize not in NORMALIZE_MODES:
             raise MetricError(f"normalize must be one of {', '.join(NORMALIZE_MODES)}, not {normalize!r}")
         if normalize == "reference" and reference is None:
-            raise MetricError(f"normalize=reference needs reference=FILE (e.g. the human responses of the test split)")
+            raise MetricError("normalize=reference needs reference=FILE (e.g. the human responses of the test split)")
         if normalize == "given":
             try:
                 lower_bound = float(lower_bound)  # type: ignore[arg-type]
@@ -121,9 +141,13 @@ class _LMScore(Metric):
 
             bar = tqdm(total=len(items), desc=self.name, unit="resp", leave=False)
         try:
-            sums, counts = log_likelihoods(self.lm, items, batch_size=self.batch_size,
-                                           padding_side=self.padding_side,
-                                           progress=bar.update if bar is not None else None)
+            sums, counts = log_likelihoods(
+                self.lm,
+                items,
+                batch_size=self.batch_size,
+                padding_side=self.padding_side,
+                progress=bar.update if bar is not None else None,
+            )
         finally:
             if bar is not None:
                 bar.close()
@@ -134,8 +158,11 @@ class _LMScore(Metric):
         if self.normalize == "none":
             return None, {}, "none"
         if self.normalize == "given":
-            return self.lower_bound, {"given": self.lower_bound, "from": self.lower_bound_from}, \
-                f"given({self.lower_bound_from})"
+            return (
+                self.lower_bound,
+                {"given": self.lower_bound, "from": self.lower_bound_from},
+                f"given({self.lower_bound_from})",
+            )
         if self.normalize == "self":
             bound = percentile_bound(own_raw)
             return bound, {"self": True, "percentile": PERCENTILE}, f"self(p{PERCENTILE:g})"
@@ -148,8 +175,10 @@ class _LMScore(Metric):
                 ref_queries = queries
             if ref_queries is None or len(ref_queries) != len(refs):
                 have = "no" if ref_queries is None else len(ref_queries)
-                raise MetricError(f"the reference set has {len(refs)} responses but {have} queries: give "
-                                  f"reference_queries=FILE or line-aligned queries")
+                raise MetricError(
+                    f"the reference set has {len(refs)} responses but {have} queries: give "
+                    f"reference_queries=FILE or line-aligned queries"
+                )
         responses_hash = _texts_hash(refs)
         queries_hash = _texts_hash(ref_queries) if ref_queries else None
         source = {"responses": responses_hash, "queries": queries_hash, "percentile": PERCENTILE}
@@ -159,8 +188,12 @@ class _LMScore(Metric):
         bound = self._bounds[key]
         return bound, {"reference": source}, f"ref({label},p{PERCENTILE:g})"
 
-    def compute(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None = None,
-                queries: Sequence[str] | None = None) -> dict[str, Any]:
+    def compute(
+        self,
+        hypotheses: Sequence[str],
+        references: Sequence[Sequence[str]] | None = None,
+        queries: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
         hyps = [str(h) for h in hypotheses]
         if not hyps:
             raise MetricError(f"{self.name} needs at least one response")
@@ -174,23 +207,33 @@ class _LMScore(Metric):
             queries = None
         raw = self.raw_scores(hyps, queries)
         bound, bound_hash, bound_label = self._bound(raw, queries)
-        base = [Setting.hash_only("metric", self.name, why=NAMED_FIRST),
-                Setting("model", self.lm.identity, "model", shown=self.lm.weights_hash[:12]),
-                Setting.signature_only("tok", self.lm.tokenizer_hash[:12], why=PART_OF_HASHED),
-                Setting("responses", len(hyps), "n"),
-                Setting.hash_only("format", FORMAT, why=FIXED_BY_VERSION),
-                Setting.hash_only("queries", _texts_hash(queries) if queries is not None else None,
-                                  why=HASH_ONLY_AS_PUBLISHED)]
-        raw_decl = Declaration(f"{self.name}-raw", self.version,
-                               [*base, Setting.hash_only("value", "raw", why=NAMED_FIRST)])
+        base = [
+            Setting.hash_only("metric", self.name, why=NAMED_FIRST),
+            Setting("model", self.lm.identity, "model", shown=self.lm.weights_hash[:12]),
+            Setting.signature_only("tok", self.lm.tokenizer_hash[:12], why=PART_OF_HASHED),
+            Setting("responses", len(hyps), "n"),
+            Setting.hash_only("format", FORMAT, why=FIXED_BY_VERSION),
+            Setting.hash_only(
+                "queries", _texts_hash(queries) if queries is not None else None, why=HASH_ONLY_AS_PUBLISHED
+            ),
+        ]
+        raw_decl = Declaration(
+            f"{self.name}-raw", self.version, [*base, Setting.hash_only("value", "raw", why=NAMED_FIRST)]
+        )
         out = raw_decl.entry(f"{self.name}-raw", sum(raw) / len(raw), hash_object)
         scores = None
         if bound is not None:
             scores = [normalized(r, bound) for r in raw]
-            decl = Declaration(self.name, self.version, [
-                *base, Setting.hash_only("value", "normalized", why=NAMED_FIRST),
-                Setting("bound", bound_hash, "norm", shown=bound_label),
-                Setting("bound_value", float(bound), "bound", shown=round(float(bound), 6))])
+            decl = Declaration(
+                self.name,
+                self.version,
+                [
+                    *base,
+                    Setting.hash_only("value", "normalized", why=NAMED_FIRST),
+                    Setting("bound", bound_hash, "norm", shown=bound_label),
+                    Setting("bound_value", float(bound), "bound", shown=round(float(bound), 6)),
+                ],
+            )
             out.update(decl.entry(self.name, sum(scores) / len(scores), hash_object))
         if self.per_sentence:
             out[f"{self.name}-raw per-sentence"] = raw
@@ -198,8 +241,9 @@ class _LMScore(Metric):
                 out[f"{self.name} per-sentence"] = scores
         return out
 
-    def compute_with_queries(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None,
-                             queries: Sequence[str]) -> dict[str, Any]:
+    def compute_with_queries(
+        self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None, queries: Sequence[str]
+    ) -> dict[str, Any]:
         """:meth:`compute` with the query of each response (fluency takes them and leaves them unread)."""
         return self.compute(hypotheses, references, queries=queries)
 
@@ -250,8 +294,9 @@ class GroupEntropyMetric(NgramEntropyMetric):
     value_range = (0.0, math.inf)
     result_keys = r"group-entropy-\d+"
 
-    def __init__(self, ngram: Any = (1, 2, 3), group_size: int | None = None, tokenizer: Any = None,
-                 augmentation: Any = None) -> None:
+    def __init__(
+        self, ngram: Any = (1, 2, 3), group_size: int | None = None, tokenizer: Any = None, augmentation: Any = None
+    ) -> None:
         if augmentation is not None and not isinstance(augmentation, (dict, str)):
             raise MetricError("augmentation must be an object (as cotk-repro augment writes) or a string")
         self.augmentation = augmentation

@@ -35,8 +35,13 @@ def _lazy_metric(target: str):
     return build
 
 
-METRICS = {"coherence": "CoherenceMetric", "fluency": "FluencyMetric", "group-entropy": "GroupEntropyMetric",
-           "bertscore": "bertscore:BertScoreMetric", "mauve": "mauve_metric:MauveMetric"}
+METRICS = {
+    "coherence": "CoherenceMetric",
+    "fluency": "FluencyMetric",
+    "group-entropy": "GroupEntropyMetric",
+    "bertscore": "bertscore:BertScoreMetric",
+    "mauve": "mauve_metric:MauveMetric",
+}
 
 
 @hookimpl

@@ -4,7 +4,14 @@ Debian's ``/usr/share/wordnet``)."""
 
 from __future__ import annotations
 
-from cotk_repro.data.wordnet import (DEFAULT_ROOTS, LEXNAMES, NEEDED, WordNetMissing, find_root, load_wordnet,
-                                     wordnet_version)
+from cotk_repro.data.wordnet import (
+    DEFAULT_ROOTS,
+    LEXNAMES,
+    NEEDED,
+    WordNetMissing,
+    find_root,
+    load_wordnet,
+    wordnet_version,
+)
 
 __all__ = ["DEFAULT_ROOTS", "LEXNAMES", "NEEDED", "WordNetMissing", "find_root", "load_wordnet", "wordnet_version"]

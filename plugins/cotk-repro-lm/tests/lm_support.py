@@ -38,8 +38,9 @@ def train_bpe(out: Path, vocab_size: int = 400) -> Path:
     from tokenizers import ByteLevelBPETokenizer
 
     tok = ByteLevelBPETokenizer()
-    tok.train_from_iterator(corpus_lines(), vocab_size=vocab_size, min_frequency=2,
-                            special_tokens=["<|endoftext|>"], show_progress=False)
+    tok.train_from_iterator(
+        corpus_lines(), vocab_size=vocab_size, min_frequency=2, special_tokens=["<|endoftext|>"], show_progress=False
+    )
     out.mkdir(parents=True, exist_ok=True)
     path = out / "tokenizer.json"
     tok.save(str(path))
@@ -54,8 +55,9 @@ def train_wordpiece(out: Path, vocab_size: int = 600) -> Path:
     tok.normalizer = normalizers.BertNormalizer(lowercase=False)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[CLS]", "[SEP]", "[PAD]"],
-                                        show_progress=False)
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=vocab_size, special_tokens=["[UNK]", "[CLS]", "[SEP]", "[PAD]"], show_progress=False
+    )
     tok.train_from_iterator(corpus_lines(), trainer=trainer)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "tokenizer.json"
@@ -70,24 +72,40 @@ def make_gpt2(out: Path, seed: int = 0, tokenizer_json: Path | None = None) -> P
 
     if tokenizer_json is None:
         tokenizer_json = train_bpe(out.parent / f"{out.name}-bpe")
-    tok = PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_json), bos_token="<|endoftext|>",
-                                  eos_token="<|endoftext|>", unk_token="<|endoftext|>")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_file=str(tokenizer_json),
+        bos_token="<|endoftext|>",
+        eos_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
     torch.manual_seed(seed)
-    cfg = GPT2Config(vocab_size=len(tok), n_positions=128, n_layer=2, n_head=2, n_embd=32,
-                     bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    cfg = GPT2Config(
+        vocab_size=len(tok),
+        n_positions=128,
+        n_layer=2,
+        n_head=2,
+        n_embd=32,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     model = GPT2LMHeadModel(cfg)
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
     return out
 
 
-def run_cli(*args: str, cwd: Path | None = None, check: bool = True, env: dict | None = None
-            ) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, cwd: Path | None = None, check: bool = True, env: dict | None = None
+) -> subprocess.CompletedProcess:
     """``cotk-repro ARGS`` as a subprocess of this interpreter."""
-    full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                **(env or {})}
-    proc = subprocess.run([sys.executable, "-m", "cotk_repro", *args], cwd=cwd, capture_output=True, text=True,
-                          env=full_env, timeout=300)
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        **(env or {}),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "cotk_repro", *args], cwd=cwd, capture_output=True, text=True, env=full_env, timeout=300
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"cotk-repro {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc
@@ -134,11 +152,24 @@ def make_bert(out: Path, seed: int = 0, tokenizer_json: Path | None = None, laye
 
     if tokenizer_json is None:
         tokenizer_json = train_wordpiece(out.parent / f"{out.name}-wordpiece")
-    tok = BertTokenizerFast(tokenizer_file=str(tokenizer_json), unk_token="[UNK]", cls_token="[CLS]",
-                            sep_token="[SEP]", pad_token="[PAD]", mask_token="[UNK]", model_max_length=128)
+    tok = BertTokenizerFast(
+        tokenizer_file=str(tokenizer_json),
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        mask_token="[UNK]",
+        model_max_length=128,
+    )
     torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=layers, num_attention_heads=2,
-                     intermediate_size=64, max_position_embeddings=128)
+    cfg = BertConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     BertModel(cfg).save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
     return out

@@ -8,9 +8,16 @@ import json
 import shutil
 
 import pytest
-
 from lm_support import (  # noqa: F401
-    MSCOCO, OPENSUB, run_cli, _isolated_dirs, bpe_json, corpus_lines, tiny_bert, tiny_gpt2, wordpiece_json,
+    MSCOCO,
+    OPENSUB,
+    _isolated_dirs,
+    bpe_json,
+    corpus_lines,
+    run_cli,
+    tiny_bert,
+    tiny_gpt2,
+    wordpiece_json,
 )
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -41,8 +48,9 @@ def test_bertscore_equals_bert_score(tiny_bert, num_layers, idf):
     m = get_metric("bertscore", model=str(tiny_bert), num_layers=num_layers, idf=idf, per_sentence=True)
     ours = m.compute(HYPS, REFS)
     # batch_size=1 in the package: no padded greedy matching, whose padding counts as similarity 0
-    P, R, F = bert_score.score(HYPS, REFS, model_type=str(tiny_bert), num_layers=num_layers, idf=idf,
-                               batch_size=1, nthreads=0, device="cpu")
+    P, R, F = bert_score.score(
+        HYPS, REFS, model_type=str(tiny_bert), num_layers=num_layers, idf=idf, batch_size=1, nthreads=0, device="cpu"
+    )
     for key, ref in (("bertscore-precision", P), ("bertscore-recall", R), ("bertscore", F)):
         assert abs(ours[key] - float(ref.double().mean())) <= 1e-6
         assert max(abs(a - b) for a, b in zip(ours[f"{key} per-sentence"], ref.tolist())) <= 1e-6
@@ -57,28 +65,48 @@ def test_bertscore_batched_encoding_equals_sent_encode(tiny_bert):
 
 
 def test_bertscore_value_and_hash_do_not_depend_on_batch_size(tiny_bert):
-    results = [get_metric("bertscore", model=str(tiny_bert), num_layers=2, batch_size=b, per_sentence=True)
-               .compute(HYPS, REFS) for b in (1, 3, 64)]
+    results = [
+        get_metric("bertscore", model=str(tiny_bert), num_layers=2, batch_size=b, per_sentence=True).compute(HYPS, REFS)
+        for b in (1, 3, 64)
+    ]
     for r in results[1:]:
         assert r["bertscore hashvalue"] == results[0]["bertscore hashvalue"]
-        assert max(abs(a - b) for a, b in zip(r["bertscore per-sentence"], results[0]["bertscore per-sentence"])) \
-            <= 1e-6
+        assert (
+            max(abs(a - b) for a, b in zip(r["bertscore per-sentence"], results[0]["bertscore per-sentence"])) <= 1e-6
+        )
 
 
 def test_bertscore_rescaled_with_a_baseline_file(tiny_bert, tmp_path):
     baseline = tmp_path / "tiny.tsv"
     baseline.write_text("LAYER,P,R,F\n" + "".join(f"{i},0.{3 + i},0.{2 + i},0.{4 + i}\n" for i in range(4)))
-    ours = get_metric("bertscore", model=str(tiny_bert), num_layers=2, rescale_with_baseline=True,
-                      baseline_path=str(baseline), lang="en").compute(HYPS, REFS)
-    P, R, F = bert_score.score(HYPS, REFS, model_type=str(tiny_bert), num_layers=2, batch_size=1, nthreads=0,
-                               rescale_with_baseline=True, baseline_path=str(baseline), lang="en", device="cpu")
+    ours = get_metric(
+        "bertscore",
+        model=str(tiny_bert),
+        num_layers=2,
+        rescale_with_baseline=True,
+        baseline_path=str(baseline),
+        lang="en",
+    ).compute(HYPS, REFS)
+    P, R, F = bert_score.score(
+        HYPS,
+        REFS,
+        model_type=str(tiny_bert),
+        num_layers=2,
+        batch_size=1,
+        nthreads=0,
+        rescale_with_baseline=True,
+        baseline_path=str(baseline),
+        lang="en",
+        device="cpu",
+    )
     assert abs(ours["bertscore"] - float(F.double().mean())) <= 1e-6
     assert abs(ours["bertscore-recall"] - float(R.double().mean())) <= 1e-6
     plain = get_metric("bertscore", model=str(tiny_bert), num_layers=2).compute(HYPS, REFS)
     other = tmp_path / "other.tsv"
     other.write_text(baseline.read_text().replace("0.5", "0.51"))
-    changed = get_metric("bertscore", model=str(tiny_bert), num_layers=2, rescale_with_baseline=True,
-                         baseline_path=str(other)).compute(HYPS, REFS)
+    changed = get_metric(
+        "bertscore", model=str(tiny_bert), num_layers=2, rescale_with_baseline=True, baseline_path=str(other)
+    ).compute(HYPS, REFS)
     assert len({plain["bertscore hashvalue"], ours["bertscore hashvalue"], changed["bertscore hashvalue"]}) == 3
     assert "rescale:yes" in ours["bertscore signature"]
 
@@ -87,14 +115,17 @@ def test_bertscore_idf_corpus_file(tiny_bert, tmp_path):
     corpus = LINES[500:700]
     (tmp_path / "idf.txt").write_text("\n".join(corpus) + "\n")
     ours = get_metric("bertscore", model=str(tiny_bert), num_layers=2, idf=str(tmp_path / "idf.txt")).compute(
-        HYPS, REFS)
+        HYPS, REFS
+    )
     idf_dict = bert_score.utils.get_idf_dict(corpus, bert_score.utils.get_tokenizer(str(tiny_bert), False), nthreads=0)
-    P, R, F = bert_score.score(HYPS, REFS, model_type=str(tiny_bert), num_layers=2, idf=idf_dict, batch_size=1,
-                               nthreads=0, device="cpu")
+    P, R, F = bert_score.score(
+        HYPS, REFS, model_type=str(tiny_bert), num_layers=2, idf=idf_dict, batch_size=1, nthreads=0, device="cpu"
+    )
     assert abs(ours["bertscore"] - float(F.double().mean())) <= 1e-6
     (tmp_path / "idf2.txt").write_text("\n".join(corpus[:-1]) + "\n")
     other = get_metric("bertscore", model=str(tiny_bert), num_layers=2, idf=str(tmp_path / "idf2.txt")).compute(
-        HYPS, REFS)
+        HYPS, REFS
+    )
     refs_idf = get_metric("bertscore", model=str(tiny_bert), num_layers=2, idf=True).compute(HYPS, REFS)
     assert len({ours["bertscore hashvalue"], other["bertscore hashvalue"], refs_idf["bertscore hashvalue"]}) == 3
 
@@ -105,12 +136,16 @@ def test_bertscore_hash_follows_weights_tokenizer_layer_and_references(tiny_bert
     shutil.copytree(tiny_bert, copy)
     same = get_metric("bertscore", model=str(copy), num_layers=2).compute(HYPS[:8], REFS[:8])
     assert same["bertscore hashvalue"] == base["bertscore hashvalue"]  # content, not the path
-    assert get_metric("bertscore", model=str(tiny_bert), num_layers=1).compute(HYPS[:8], REFS[:8])[
-        "bertscore hashvalue"] != base["bertscore hashvalue"]
+    assert (
+        get_metric("bertscore", model=str(tiny_bert), num_layers=1).compute(HYPS[:8], REFS[:8])["bertscore hashvalue"]
+        != base["bertscore hashvalue"]
+    )
     refs = [list(r) for r in REFS[:8]]
     refs[0][0] += " too"
-    assert get_metric("bertscore", model=str(tiny_bert), num_layers=2).compute(HYPS[:8], refs)[
-        "bertscore hashvalue"] != base["bertscore hashvalue"]
+    assert (
+        get_metric("bertscore", model=str(tiny_bert), num_layers=2).compute(HYPS[:8], refs)["bertscore hashvalue"]
+        != base["bertscore hashvalue"]
+    )
     _bump_one_weight(copy)
     bumped = get_metric("bertscore", model=str(copy), num_layers=2).compute(HYPS[:8], REFS[:8])
     assert bumped["bertscore hashvalue"] != base["bertscore hashvalue"]
@@ -120,8 +155,10 @@ def test_bertscore_hash_follows_weights_tokenizer_layer_and_references(tiny_bert
     cfg = json.loads((tok / "tokenizer_config.json").read_text())
     cfg["model_max_length"] = 64
     (tok / "tokenizer_config.json").write_text(json.dumps(cfg))
-    assert get_metric("bertscore", model=str(tok), num_layers=2).compute(HYPS[:8], REFS[:8])[
-        "bertscore hashvalue"] != base["bertscore hashvalue"]
+    assert (
+        get_metric("bertscore", model=str(tok), num_layers=2).compute(HYPS[:8], REFS[:8])["bertscore hashvalue"]
+        != base["bertscore hashvalue"]
+    )
 
 
 def test_bertscore_bad_input_is_one_sentence(tiny_bert, tmp_path):
@@ -135,8 +172,9 @@ def test_bertscore_bad_input_is_one_sentence(tiny_bert, tmp_path):
     twelve = tmp_path / "roberta.tsv"
     twelve.write_text("LAYER,P,R,F\n" + "".join(f"{i},0.8,0.8,0.8\n" for i in range(25)))
     with pytest.raises(MetricError, match="another model"):
-        get_metric("bertscore", model=str(tiny_bert), num_layers=2, rescale_with_baseline=True,
-                   baseline_path=str(twelve))
+        get_metric(
+            "bertscore", model=str(tiny_bert), num_layers=2, rescale_with_baseline=True, baseline_path=str(twelve)
+        )
     m = get_metric("bertscore", model=str(tiny_bert), num_layers=2)
     with pytest.raises(MetricError, match="2 hypotheses but 1 reference"):
         m.compute(["a", "b"], [["a"]])
@@ -147,24 +185,63 @@ def test_bertscore_bad_input_is_one_sentence(tiny_bert, tmp_path):
 def test_bertscore_through_evaluate_and_metrics_listing(tiny_bert, tmp_path):
     (tmp_path / "h.txt").write_text("\n".join(HYPS[:10]) + "\n")
     (tmp_path / "r.txt").write_text("\n".join(r[0] for r in REFS[:10]) + "\n")
-    proc = run_cli("evaluate", "--hyps", str(tmp_path / "h.txt"), "--refs", str(tmp_path / "r.txt"), "-m",
-                   "bertscore", "-o", f"bertscore.model={tiny_bert}", "-o", "bertscore.num_layers=2", "--json")
+    proc = run_cli(
+        "evaluate",
+        "--hyps",
+        str(tmp_path / "h.txt"),
+        "--refs",
+        str(tmp_path / "r.txt"),
+        "-m",
+        "bertscore",
+        "-o",
+        f"bertscore.model={tiny_bert}",
+        "-o",
+        "bertscore.num_layers=2",
+        "--json",
+    )
     out = json.loads(proc.stdout)
-    P, R, F = bert_score.score(HYPS[:10], [r[0] for r in REFS[:10]], model_type=str(tiny_bert), num_layers=2,
-                               batch_size=1, nthreads=0, device="cpu")
+    P, R, F = bert_score.score(
+        HYPS[:10],
+        [r[0] for r in REFS[:10]],
+        model_type=str(tiny_bert),
+        num_layers=2,
+        batch_size=1,
+        nthreads=0,
+        device="cpu",
+    )
     assert abs(out["bertscore"] - float(F.double().mean())) <= 1e-6
     assert out["bertscore signature"].startswith("bertscore|model:bert|w:")
-    bad = run_cli("evaluate", "--hyps", str(tmp_path / "h.txt"), "--refs", str(tmp_path / "r.txt"), "-m",
-                  "bertscore", "-o", f"bertscore.model={tiny_bert}", "-o", "bertscore.num_layers=9", "--json",
-                  check=False)
+    bad = run_cli(
+        "evaluate",
+        "--hyps",
+        str(tmp_path / "h.txt"),
+        "--refs",
+        str(tmp_path / "r.txt"),
+        "-m",
+        "bertscore",
+        "-o",
+        f"bertscore.model={tiny_bert}",
+        "-o",
+        "bertscore.num_layers=9",
+        "--json",
+        check=False,
+    )
     assert bad.returncode == 2 and "beyond the model's depth" in bad.stderr and bad.stdout == ""
     listing = {m["name"]: m for m in json.loads(run_cli("metrics", "--json").stdout)}
     assert listing["bertscore"]["higher_is_better"] is True and listing["bertscore"]["level"] == "sentence"
     assert {"model", "num_layers", "idf", "rescale_with_baseline", "baseline_path", "batch_size", "lang"} <= {
-        o["name"] for o in listing["bertscore"]["options"]}
+        o["name"] for o in listing["bertscore"]["options"]
+    }
     assert listing["mauve"]["level"] == "corpus" and listing["mauve"]["references"] == "set"
-    assert {"featurizer", "max_text_length", "num_buckets", "scaling_factor", "kmeans_num_redo", "kmeans_max_iter",
-            "seed"} <= {o["name"] for o in listing["mauve"]["options"]}
+    assert {
+        "featurizer",
+        "max_text_length",
+        "num_buckets",
+        "scaling_factor",
+        "kmeans_num_redo",
+        "kmeans_max_iter",
+        "seed",
+    } <= {o["name"] for o in listing["mauve"]["options"]}
 
 
 # -- MAUVE ---------------------------------------------------------------------------------------------------
@@ -176,17 +253,27 @@ def test_mauve_equals_compute_mauve_on_features_and_end_to_end(tiny_gpt2):
     m = get_metric("mauve", featurizer=str(tiny_gpt2), num_buckets=4, kmeans_num_redo=2, kmeans_max_iter=100)
     ours = m.compute(GEN, [[h] for h in HUMAN])
     p, q = m.features(HUMAN), m.features(GEN)
-    on_features = mauve.compute_mauve(p_features=p, q_features=q, num_buckets=4, kmeans_num_redo=2,
-                                      kmeans_max_iter=100, verbose=False)
+    on_features = mauve.compute_mauve(
+        p_features=p, q_features=q, num_buckets=4, kmeans_num_redo=2, kmeans_max_iter=100, verbose=False
+    )
     assert abs(ours["mauve"] - on_features.mauve) <= 1e-6
-    end_to_end = mauve.compute_mauve(p_text=HUMAN, q_text=GEN, featurize_model_name=str(tiny_gpt2), num_buckets=4,
-                                     kmeans_num_redo=2, kmeans_max_iter=100, device_id=-1, verbose=False)
+    end_to_end = mauve.compute_mauve(
+        p_text=HUMAN,
+        q_text=GEN,
+        featurize_model_name=str(tiny_gpt2),
+        num_buckets=4,
+        kmeans_num_redo=2,
+        kmeans_max_iter=100,
+        device_id=-1,
+        verbose=False,
+    )
     assert abs(ours["mauve"] - end_to_end.mauve) <= 1e-6
     # the package's own (unbatched) features: the same up to float noise
     from mauve.compute_mauve import get_features_from_input
 
-    theirs = get_features_from_input(None, None, GEN[:20], str(tiny_gpt2), 1024, -1, name="q", verbose=False,
-                                     batch_size=1, use_float64=False)
+    theirs = get_features_from_input(
+        None, None, GEN[:20], str(tiny_gpt2), 1024, -1, name="q", verbose=False, batch_size=1, use_float64=False
+    )
     assert abs(theirs - q[:20]).max() <= 1e-5
 
 
@@ -199,8 +286,14 @@ def test_mauve_settings_and_weights_in_the_hash_not_batch_size(tiny_gpt2, tmp_pa
     assert run(batch_size=1)["mauve hashvalue"] == base["mauve hashvalue"]
     assert abs(run(batch_size=1)["mauve"] - base["mauve"]) <= 1e-6
     assert run(batch_size=1)["mauve"] == pytest.approx(base["mauve"], abs=1e-6)
-    variants = [run(seed=3), run(num_buckets=5), run(scaling_factor=2), run(kmeans_num_redo=2),
-                run(kmeans_max_iter=60), run(max_text_length=8)]
+    variants = [
+        run(seed=3),
+        run(num_buckets=5),
+        run(scaling_factor=2),
+        run(kmeans_num_redo=2),
+        run(kmeans_max_iter=60),
+        run(max_text_length=8),
+    ]
     hashes = {base["mauve hashvalue"]} | {v["mauve hashvalue"] for v in variants}
     assert len(hashes) == 1 + len(variants)
     copy = tmp_path / "gpt2-copy"
@@ -208,9 +301,12 @@ def test_mauve_settings_and_weights_in_the_hash_not_batch_size(tiny_gpt2, tmp_pa
     assert run(copy)["mauve hashvalue"] == base["mauve hashvalue"]
     _bump_one_weight(copy)
     assert run(copy)["mauve hashvalue"] != base["mauve hashvalue"]
-    assert run()["mauve hashvalue"] == get_metric("mauve", featurizer=str(tiny_gpt2), num_buckets=4, kmeans_num_redo=1,
-                                                  kmeans_max_iter=50).compute(GEN[:60], HUMAN[:60][::-1])[
-        "mauve hashvalue"]  # human texts are a set
+    assert (
+        run()["mauve hashvalue"]
+        == get_metric("mauve", featurizer=str(tiny_gpt2), num_buckets=4, kmeans_num_redo=1, kmeans_max_iter=50).compute(
+            GEN[:60], HUMAN[:60][::-1]
+        )["mauve hashvalue"]
+    )  # human texts are a set
 
 
 def test_mauve_bad_input(tiny_gpt2, tmp_path):
@@ -225,12 +321,38 @@ def test_mauve_bad_input(tiny_gpt2, tmp_path):
         get_metric("mauve", featurizer=str(tiny_gpt2), num_buckets=2).compute(["a", ""], ["b", "c"])
     (tmp_path / "h.txt").write_text("\n".join(GEN[:30]) + "\n")
     (tmp_path / "r.txt").write_text("\n".join(HUMAN[:45]) + "\n")  # a set of another size is fine
-    proc = run_cli("evaluate", "--hyps", str(tmp_path / "h.txt"), "--refs", str(tmp_path / "r.txt"), "-m", "mauve",
-                   "-o", f"mauve.featurizer={tiny_gpt2}", "-o", "mauve.max_text_length=32", "-o",
-                   "mauve.num_buckets=3", "--json")
+    proc = run_cli(
+        "evaluate",
+        "--hyps",
+        str(tmp_path / "h.txt"),
+        "--refs",
+        str(tmp_path / "r.txt"),
+        "-m",
+        "mauve",
+        "-o",
+        f"mauve.featurizer={tiny_gpt2}",
+        "-o",
+        "mauve.max_text_length=32",
+        "-o",
+        "mauve.num_buckets=3",
+        "--json",
+    )
     out = json.loads(proc.stdout)
     m = get_metric("mauve", featurizer=str(tiny_gpt2), max_text_length=32, num_buckets=3)
     assert out["mauve"] == pytest.approx(m.compute(GEN[:30], HUMAN[:45])["mauve"], abs=1e-6)
-    bad = run_cli("evaluate", "--hyps", str(tmp_path / "h.txt"), "--refs", str(tmp_path / "r.txt"), "-m", "mauve",
-                  "-o", f"mauve.featurizer={tiny_gpt2}", "-o", "mauve.num_buckets=40", "--json", check=False)
+    bad = run_cli(
+        "evaluate",
+        "--hyps",
+        str(tmp_path / "h.txt"),
+        "--refs",
+        str(tmp_path / "r.txt"),
+        "-m",
+        "mauve",
+        "-o",
+        f"mauve.featurizer={tiny_gpt2}",
+        "-o",
+        "mauve.num_buckets=40",
+        "--json",
+        check=False,
+    )
     assert bad.returncode == 2 and "clusters" in bad.stderr and bad.stdout == ""

@@ -30,8 +30,12 @@ def fixed_wordpiece(out: Path) -> Path:
 
     words = sorted({w for line in corpus_lines() for w in line.split()})
     chars = sorted({c for w in words for c in w})
-    vocab = {t: i for i, t in enumerate(["[UNK]", "[CLS]", "[SEP]", "[PAD]", *chars, *(f"##{c}" for c in chars),
-                                         *(w for w in words if len(w) > 1)])}
+    vocab = {
+        t: i
+        for i, t in enumerate(
+            ["[UNK]", "[CLS]", "[SEP]", "[PAD]", *chars, *(f"##{c}" for c in chars), *(w for w in words if len(w) > 1)]
+        )
+    }
     tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=False)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -53,19 +57,23 @@ def entries(folder: Path) -> dict[str, dict[str, list[Any]]]:
     results = {
         "fluency": get_metric("fluency", model=str(gpt2)).compute(hyps),
         "fluency-self": get_metric("fluency", model=str(gpt2), normalize="self").compute(hyps),
-        "fluency-given": get_metric("fluency", model=str(gpt2), lower_bound=-9.5, lower_bound_from="paper"
-                                    ).compute(hyps),
-        "coherence-reference": get_metric("coherence", model=str(gpt2), reference=human).compute(
-            hyps, queries=queries),
+        "fluency-given": get_metric("fluency", model=str(gpt2), lower_bound=-9.5, lower_bound_from="paper").compute(
+            hyps
+        ),
+        "coherence-reference": get_metric("coherence", model=str(gpt2), reference=human).compute(hyps, queries=queries),
         "bertscore": get_metric("bertscore", model=str(bert), num_layers=2).compute(hyps, refs),
         "bertscore-idf": get_metric("bertscore", model=str(bert), num_layers=1, idf=True).compute(hyps, refs),
-        "mauve": get_metric("mauve", featurizer=str(gpt2), num_buckets=4, kmeans_num_redo=1, kmeans_max_iter=50
-                            ).compute(hyps, [[h] for h in human]),
+        "mauve": get_metric(
+            "mauve", featurizer=str(gpt2), num_buckets=4, kmeans_num_redo=1, kmeans_max_iter=50
+        ).compute(hyps, [[h] for h in human]),
     }
     out = {}
     for case, result in results.items():
-        out[case] = {k: [result.get(k + " hashvalue"), result.get(k + " signature")]
-                     for k, v in result.items() if isinstance(v, float)}
+        out[case] = {
+            k: [result.get(k + " hashvalue"), result.get(k + " signature")]
+            for k, v in result.items()
+            if isinstance(v, float)
+        }
     return out
 
 

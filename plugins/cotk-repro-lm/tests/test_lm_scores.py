@@ -12,12 +12,18 @@ import pytest
 
 # fixtures are imported by name (no conftest.py: see lm_support)
 from lm_support import (  # noqa: F401
-    OPENSUB, REPO_ROOT, run_cli, _isolated_dirs, bpe_json, tiny_gpt2,
+    OPENSUB,
+    REPO_ROOT,
+    _isolated_dirs,
+    bpe_json,
+    run_cli,
+    tiny_gpt2,
 )
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
-pytest.importorskip("cotk_repro_lm", reason="the cotk-repro-lm plugin is not installed "
-                    "(pip install -e plugins/cotk-repro-lm)")
+pytest.importorskip(
+    "cotk_repro_lm", reason="the cotk-repro-lm plugin is not installed (pip install -e plugins/cotk-repro-lm)"
+)
 
 from cotk_repro.metrics import MetricError, get_metric  # noqa: E402
 
@@ -67,11 +73,13 @@ def test_plugin_registers_through_the_hooks():
 
 
 def test_core_and_help_do_not_import_torch():
-    code = ("import sys\nfrom cotk_repro.plugins import get_plugins\np = get_plugins()\n"
-            "[p.registry(k) for k in ('metric', 'tokenizer')]\nfrom cotk_repro.cli import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "assert 'cotk-repro-lm' in p.infos, sorted(p.infos)\n"
-            "print('TORCH' if 'torch' in sys.modules or 'transformers' in sys.modules else 'CLEAN')\n")
+    code = (
+        "import sys\nfrom cotk_repro.plugins import get_plugins\np = get_plugins()\n"
+        "[p.registry(k) for k in ('metric', 'tokenizer')]\nfrom cotk_repro.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'cotk-repro-lm' in p.infos, sorted(p.infos)\n"
+        "print('TORCH' if 'torch' in sys.modules or 'transformers' in sys.modules else 'CLEAN')\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("CLEAN")
@@ -119,7 +127,8 @@ def test_normalization_with_a_reference_set(tiny_gpt2, direct, tmp_path):
     human = tmp_path / "human.txt"
     human.write_text("\n".join(RESPONSES) + "\n", encoding="utf-8")
     res = get_metric("coherence", model=str(tiny_gpt2), reference=str(human), per_sentence=True).compute(
-        RESPONSES, queries=QUERIES)
+        RESPONSES, queries=QUERIES
+    )
     bound = float(np.percentile(direct["coherence"], 5))
     want = [(max(bound, s) - bound) / (-bound) for s in direct["coherence"]]
     for a, b in zip(res["coherence per-sentence"], want):
@@ -128,8 +137,9 @@ def test_normalization_with_a_reference_set(tiny_gpt2, direct, tmp_path):
     assert min(res["coherence per-sentence"]) == 0.0  # clipped below the 5th percentile
     assert "ref(human.txt,p5)" in res["coherence signature"]
     # the same bound given explicitly gives the same values; a different source a different hash
-    given = get_metric("coherence", model=str(tiny_gpt2), lower_bound=bound, lower_bound_from="human.txt",
-                       per_sentence=True).compute(RESPONSES, queries=QUERIES)
+    given = get_metric(
+        "coherence", model=str(tiny_gpt2), lower_bound=bound, lower_bound_from="human.txt", per_sentence=True
+    ).compute(RESPONSES, queries=QUERIES)
     assert given["coherence"] == pytest.approx(res["coherence"], abs=1e-5)
     assert given["coherence hashvalue"] != res["coherence hashvalue"]
     assert given["coherence-raw hashvalue"] == res["coherence-raw hashvalue"]
@@ -150,10 +160,11 @@ def test_normalized_is_zero_at_the_bound_and_clipped_below():
 def test_streaming_forward_close_equals_compute(tiny_gpt2):
     m = get_metric("coherence", model=str(tiny_gpt2), lower_bound=-8.0)
     for i in range(0, 20, 6):
-        m.forward({"hyps": RESPONSES[i:min(i + 6, 20)], "queries": QUERIES[i:min(i + 6, 20)]})
+        m.forward({"hyps": RESPONSES[i : min(i + 6, 20)], "queries": QUERIES[i : min(i + 6, 20)]})
     streamed = m.close()
-    whole = get_metric("coherence", model=str(tiny_gpt2), lower_bound=-8.0).compute(RESPONSES[:20],
-                                                                                   queries=QUERIES[:20])
+    whole = get_metric("coherence", model=str(tiny_gpt2), lower_bound=-8.0).compute(
+        RESPONSES[:20], queries=QUERIES[:20]
+    )
     assert streamed == whole
 
 
@@ -174,16 +185,33 @@ def test_evaluate_command_with_queries_and_per_sentence(tiny_gpt2, direct, tmp_p
     q, r = tmp_path / "q.txt", tmp_path / "r.txt"
     q.write_text("\n".join(QUERIES) + "\n", encoding="utf-8")
     r.write_text("\n".join(RESPONSES) + "\n", encoding="utf-8")
-    proc = run_cli("evaluate", "--queries", str(q), "--hyps", str(r), "-m", "coherence", "-o",
-                   f"coherence.model={tiny_gpt2}", "-o", f"coherence.reference={r}", "-m", "fluency", "-o",
-                   f"fluency.model={tiny_gpt2}", "--per-sentence", "--batch-size", "5", "--json")
+    proc = run_cli(
+        "evaluate",
+        "--queries",
+        str(q),
+        "--hyps",
+        str(r),
+        "-m",
+        "coherence",
+        "-o",
+        f"coherence.model={tiny_gpt2}",
+        "-o",
+        f"coherence.reference={r}",
+        "-m",
+        "fluency",
+        "-o",
+        f"fluency.model={tiny_gpt2}",
+        "--per-sentence",
+        "--batch-size",
+        "5",
+        "--json",
+    )
     res = json.loads(proc.stdout)
     assert res["coherence-raw"] == pytest.approx(sum(direct["coherence"]) / N, abs=1e-5)
     assert res["fluency-raw"] == pytest.approx(sum(direct["fluency"]) / N, abs=1e-5)
     assert len(res["fluency-raw per-sentence"]) == N
     assert 0.0 <= res["coherence"] <= 1.0
-    no_q = run_cli("evaluate", "--hyps", str(r), "-m", "coherence", "-o", f"coherence.model={tiny_gpt2}",
-                   check=False)
+    no_q = run_cli("evaluate", "--hyps", str(r), "-m", "coherence", "-o", f"coherence.model={tiny_gpt2}", check=False)
     assert no_q.returncode == 2 and "--queries FILE" in no_q.stderr and "Traceback" not in no_q.stderr
     no_model = run_cli("evaluate", "--hyps", str(r), "-m", "fluency", check=False)
     assert no_model.returncode == 2 and "fluency.model=DIR" in no_model.stderr
@@ -193,6 +221,12 @@ def test_evaluate_command_with_queries_and_per_sentence(tiny_gpt2, direct, tmp_p
 def test_evaluate_table_shows_averages_not_per_sentence_lists():
     from cotk_repro.cli.evaluate_cmd import result_rows
 
-    rows = result_rows({"fluency-raw": -3.5, "fluency-raw hashvalue": "ab" * 32, "fluency-raw signature": "s",
-                        "fluency-raw per-sentence": [-3.0, -4.0]})
+    rows = result_rows(
+        {
+            "fluency-raw": -3.5,
+            "fluency-raw hashvalue": "ab" * 32,
+            "fluency-raw signature": "s",
+            "fluency-raw per-sentence": [-3.0, -4.0],
+        }
+    )
     assert [r[0] for r in rows] == ["fluency-raw"]

@@ -9,15 +9,20 @@ import pytest
 
 # fixtures are imported by name (no conftest.py: see lm_support)
 from lm_support import (  # noqa: F401
-    MSCOCO, run_cli, _isolated_dirs, bpe_json, wordpiece_json,
+    MSCOCO,
+    _isolated_dirs,
+    bpe_json,
+    run_cli,
+    wordpiece_json,
 )
 
 pytest.importorskip("tokenizers", reason="the tokenizers library is not installed")
-pytest.importorskip("cotk_repro_lm", reason="the cotk-repro-lm plugin is not installed "
-                    "(pip install -e plugins/cotk-repro-lm)")
+pytest.importorskip(
+    "cotk_repro_lm", reason="the cotk-repro-lm plugin is not installed (pip install -e plugins/cotk-repro-lm)"
+)
 
-from cotk_repro import data  # noqa: E402
-from cotk_repro.metrics import get_metric  # noqa: E402
+from cotk_repro import data
+from cotk_repro.metrics import get_metric
 
 
 def test_hf_tokenizer_tokenizes_and_decodes(bpe_json, wordpiece_json):
@@ -59,8 +64,9 @@ def test_unknown_and_missing_tokenizers_are_clear_errors(tmp_path):
 
 
 def _coco(tok):
-    return data.load("language-generation", MSCOCO, tokenizer=tok, min_frequent_vocab_times=1,
-                     splits=["train", "dev", "test"])
+    return data.load(
+        "language-generation", MSCOCO, tokenizer=tok, min_frequent_vocab_times=1, splits=["train", "dev", "test"]
+    )
 
 
 def test_table9_bleu_is_comparable_across_tokenizers(bpe_json, wordpiece_json):
@@ -89,14 +95,18 @@ def test_table9_bleu_is_comparable_across_tokenizers(bpe_json, wordpiece_json):
 
 
 def test_cli_data_hashes_and_evaluate_accept_hf(bpe_json, tmp_path):
-    out = json.loads(run_cli("data", "hashes", str(MSCOCO), "-t", f"hf:{bpe_json}", "--min-frequent-vocab-times",
-                             "1", "--json").stdout)
+    out = json.loads(
+        run_cli(
+            "data", "hashes", str(MSCOCO), "-t", f"hf:{bpe_json}", "--min-frequent-vocab-times", "1", "--json"
+        ).stdout
+    )
     assert out["tokenizer"] == f"hf:{bpe_json}"
     assert out["hash_codes"]["setting"] == _coco(f"hf:{bpe_json}").hash_codes["setting"]
     hyps = tmp_path / "h.txt"
     hyps.write_text("a man rides a horse\na dog runs on the beach\n", encoding="utf-8")
-    res = json.loads(run_cli("evaluate", "--hyps", str(hyps), "-m", "distinct", "-t", f"hf:{bpe_json}",
-                             "--json").stdout)
+    res = json.loads(
+        run_cli("evaluate", "--hyps", str(hyps), "-m", "distinct", "-t", f"hf:{bpe_json}", "--json").stdout
+    )
     toks = data.get_tokenizer(f"hf:{bpe_json}").tokenize_many(hyps.read_text().splitlines())
     unigrams = [t for s in toks for t in s]
     assert res["distinct-1"] == pytest.approx(len(set(unigrams)) / len(unigrams))

@@ -12,16 +12,24 @@ import pytest
 
 # fixtures are imported by name (no conftest.py: see lm_support)
 from lm_support import (  # noqa: F401
-    OPENSUB, run_cli, _isolated_dirs, bpe_json, tiny_gpt2,
+    OPENSUB,
+    _isolated_dirs,
+    bpe_json,
+    run_cli,
+    tiny_gpt2,
 )
 
-pytest.importorskip("cotk_repro_lm", reason="the cotk-repro-lm plugin is not installed "
-                    "(pip install -e plugins/cotk-repro-lm)")
+pytest.importorskip(
+    "cotk_repro_lm", reason="the cotk-repro-lm plugin is not installed (pip install -e plugins/cotk-repro-lm)"
+)
 
-from cotk_repro.metrics import get_metric  # noqa: E402
+from cotk_repro.metrics import get_metric
 
-QUERIES = ["the old man walks his dog in the quiet park .", "she quickly reads a long book .",
-           "we eat warm bread at the small table ."]
+QUERIES = [
+    "the old man walks his dog in the quiet park .",
+    "she quickly reads a long book .",
+    "we eat warm bread at the small table .",
+]
 
 
 @pytest.fixture(scope="module")
@@ -79,12 +87,14 @@ def test_missing_wordnet_says_how_to_get_it(tmp_path):
 def test_ctg_augmentation_gives_the_top_beams(tiny_gpt2):
     from cotk_repro_lm.augment import augment_queries
 
-    recs = augment_queries(QUERIES[:2], "ctg", model=str(tiny_gpt2), variants=5,
-                           histories=["where are you going ?", "what is she doing ?"])
+    recs = augment_queries(
+        QUERIES[:2], "ctg", model=str(tiny_gpt2), variants=5, histories=["where are you going ?", "what is she doing ?"]
+    )
     assert all(len(r["variants"]) == 5 for r in recs)
     assert recs[0]["augmentation"]["method"] == "ctg"
-    assert recs == augment_queries(QUERIES[:2], "ctg", model=str(tiny_gpt2), variants=5,
-                                   histories=["where are you going ?", "what is she doing ?"])
+    assert recs == augment_queries(
+        QUERIES[:2], "ctg", model=str(tiny_gpt2), variants=5, histories=["where are you going ?", "what is she doing ?"]
+    )
 
 
 def _entropy_bits(group, n):
@@ -97,8 +107,12 @@ def test_group_entropy_equals_a_hand_computation(tmp_path):
     groups = [["i am fine .", "i am good .", "fine thanks ."], ["no", "no no", "yes no maybe"]]
     aug = {"method": "wordnet", "seed": 1, "wordnet": "3.0"}
     path = tmp_path / "responses.jsonl"
-    path.write_text("".join(json.dumps({"query": f"q{i}", "responses": g, "augmentation": aug}) + "\n"
-                            for i, g in enumerate(groups)), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({"query": f"q{i}", "responses": g, "augmentation": aug}) + "\n" for i, g in enumerate(groups)
+        ),
+        encoding="utf-8",
+    )
     res = json.loads(run_cli("evaluate", "--groups", str(path), "-m", "group-entropy", "--json").stdout)
     for n in (1, 2, 3):
         want = sum(_entropy_bits(g, n) for g in groups) / len(groups)
@@ -127,8 +141,9 @@ def test_correlate_equals_scipy(tmp_path):
     rng.shuffle(order)  # matched by id, not by position
     rp.write_text("id,r1,r2,r3\n" + "".join(f"s{i}," + ",".join(map(str, ratings[i])) + "\n" for i in order))
     png = tmp_path / "plot.png"
-    res = json.loads(run_cli("correlate", "--scores", str(sp), "--ratings", str(rp), "--plot", str(png),
-                             "--json").stdout)
+    res = json.loads(
+        run_cli("correlate", "--scores", str(sp), "--ratings", str(rp), "--plot", str(png), "--json").stdout
+    )
     human = [sum(r) / raters for r in ratings]
     assert res["pearson"] == pytest.approx(stats.pearsonr(scores, human)[0], abs=1e-12)
     assert res["pearson_p"] == pytest.approx(stats.pearsonr(scores, human)[1], rel=1e-9)
@@ -151,8 +166,23 @@ def _sha(folder):
 def test_finetune_lowers_the_loss_and_is_bit_identical(tiny_gpt2, tmp_path):
     from cotk_repro_lm.finetune import finetune
 
-    args = ["lm", "finetune", "--model", str(tiny_gpt2), "--data", str(OPENSUB), "--epochs", "2", "--lr", "3e-3",
-            "--batch-size", "16", "--seed", "3", "--json"]
+    args = [
+        "lm",
+        "finetune",
+        "--model",
+        str(tiny_gpt2),
+        "--data",
+        str(OPENSUB),
+        "--epochs",
+        "2",
+        "--lr",
+        "3e-3",
+        "--batch-size",
+        "16",
+        "--seed",
+        "3",
+        "--json",
+    ]
     first = json.loads(run_cli(*args, "--out", str(tmp_path / "a")).stdout)
     assert first["loss_after"] < first["loss_before"]
     second = finetune(str(tiny_gpt2), OPENSUB, tmp_path / "b", epochs=2, lr=3e-3, batch_size=16, seed=3)

@@ -25,7 +25,8 @@ Settings (all go into the generator's cache key, with the resolved sentence spli
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, overload
+from collections.abc import Callable
+from typing import Any, overload
 
 from .sentences import SumyTokenizer, make_splitter
 
@@ -58,6 +59,7 @@ def _check_str(name: str, value: Any, *, optional: bool = False) -> str | None:
 
 def word_budget(words: int) -> Callable[[list], list]:
     """A sumy ``sentences_count`` callable: the best-rated sentences while the words stay within ``words``."""
+
     def take(infos: list) -> list:
         out: list[Any] = []
         used = 0
@@ -68,6 +70,7 @@ def word_budget(words: int) -> Callable[[list], list]:
             out.append(info)
             used += n
         return out
+
     return take
 
 
@@ -78,18 +81,28 @@ class ExtractiveSummarizer:
     batch_size = 64
     uses_stop_words = True
 
-    def __init__(self, sentences: int = 3, words: int | None = None, language: str = "english",
-                 stemmer: bool = True, stop_words: bool = True, tokenizer: str = "nltk",
-                 sentence_separator: str | None = None, sentence_splitter: str = "auto", joiner: str = " ",
-                 **extra: Any) -> None:
+    def __init__(
+        self,
+        sentences: int = 3,
+        words: int | None = None,
+        language: str = "english",
+        stemmer: bool = True,
+        stop_words: bool = True,
+        tokenizer: str = "nltk",
+        sentence_separator: str | None = None,
+        sentence_splitter: str = "auto",
+        joiner: str = " ",
+        **extra: Any,
+    ) -> None:
         import sumy
 
         from cotk_repro.plugins import get_component
 
         if extra:
             raise ValueError(f"unknown setting(s) {', '.join(sorted(extra))} for generator {self.name!r}")
-        self.count: Any = word_budget(_check_int("words", words, 1)) if words is not None \
-            else _check_int("sentences", sentences, 1)
+        self.count: Any = (
+            word_budget(_check_int("words", words, 1)) if words is not None else _check_int("sentences", sentences, 1)
+        )
         self.language = _check_str("language", language)
         self.stemmer = _check_bool("stemmer", stemmer)
         self.stop_words = _check_bool("stop_words", stop_words)
@@ -105,10 +118,15 @@ class ExtractiveSummarizer:
         self.version = f"{GENERATOR_VERSION}+sumy{sumy.__version__}"
         tok_settings = getattr(word_tok, "settings", {})
         self.settings = {
-            "sentences": None if words is not None else sentences, "words": words, "language": self.language,
-            "stemmer": self.stemmer, "stop_words": self.stop_words if self.uses_stop_words else None,
+            "sentences": None if words is not None else sentences,
+            "words": words,
+            "language": self.language,
+            "stemmer": self.stemmer,
+            "stop_words": self.stop_words if self.uses_stop_words else None,
             "tokenizer": tok_settings() if callable(tok_settings) else tok_settings,
-            "sentence_separator": sentence_separator, "sentence_splitter": splitter_name, "joiner": joiner,
+            "sentence_separator": sentence_separator,
+            "sentence_splitter": splitter_name,
+            "joiner": joiner,
         }
 
     def _sumy_stemmer(self):

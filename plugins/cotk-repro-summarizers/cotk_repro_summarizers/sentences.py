@@ -16,13 +16,16 @@ the generator's settings, so outputs made with different splitters never share a
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: words after which a period does not end a sentence (the ``rule`` splitter), lowercase, without the period
-ABBREVIATIONS = frozenset("""
+ABBREVIATIONS = frozenset(
+    """
 mr mrs ms dr prof sr jr st mt ft no vs etc inc ltd co corp dept univ gen col lt sgt capt gov sen rep rev
 jan feb mar apr jun jul aug sep sept oct nov dec e.g i.e al approx fig eq
-""".split())
+""".split()
+)
 
 _BOUNDARY = re.compile(r"""([.!?]+["')\]\u201d\u2019]*)\s+(?=["'(\[\u201c\u2018]*[A-Z0-9\u00C0-\u024F])""")
 _LAST_WORD = re.compile(r"(\S+)$")
@@ -73,8 +76,10 @@ def make_splitter(splitter: str, separator: str | None, language: str) -> tuple[
         return "rule", rule_split
     if splitter == "punkt":
         if not punkt_available(language):
-            raise ValueError(f"sentence_splitter 'punkt' needs NLTK's Punkt data for {language!r} "
-                             "(python -m nltk.downloader punkt_tab), or use 'rule'")
+            raise ValueError(
+                f"sentence_splitter 'punkt' needs NLTK's Punkt data for {language!r} "
+                "(python -m nltk.downloader punkt_tab), or use 'rule'"
+            )
         from nltk.tokenize import sent_tokenize
 
         return "punkt", lambda text: [s for s in sent_tokenize(text, language=language) if s.strip()]

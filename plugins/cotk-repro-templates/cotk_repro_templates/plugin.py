@@ -24,19 +24,37 @@ GPT2 = ("torch", "transformers", "tokenizers")
 
 #: name -> (description, task, folders after "common", dependencies)
 TEMPLATES = {
-    "lm-gru": ("GRU language model (CoTK paper: LM-GRU)", "language-generation",
-               ("lm", "lm-scratch", "lm-gru"), TORCH),
-    "lm-transformer": ("Transformer language model (CoTK paper: LM-Transformer)", "language-generation",
-                       ("lm", "lm-scratch", "transformer", "lm-transformer"), TORCH),
-    "lm-gpt2-finetune": ("GPT-2 fine-tuned as a language model (CoTK paper: GPT2LM); --model NAME_OR_PATH",
-                         "language-generation", ("lm", "gpt2", "lm-gpt2-finetune"), GPT2),
-    "seq2seq-gru": ("GRU encoder-decoder with attention (CoTK paper: Seq2Seq-GRU)", "single-turn-dialog",
-                    ("dialog", "seq2seq", "seq2seq-gru"), TORCH),
-    "seq2seq-transformer": ("Transformer encoder-decoder (CoTK paper: Seq2Seq-Transformer)", "single-turn-dialog",
-                            ("dialog", "seq2seq", "transformer", "seq2seq-transformer"), TORCH),
-    "dialog-gpt2-finetune": (("GPT-2 fine-tuned on post/response pairs (CoTK paper: GPT2-dialog); "
-                             "--model NAME_OR_PATH"), "single-turn-dialog", ("dialog", "gpt2", "dialog-gpt2-finetune"),
-                             GPT2),
+    "lm-gru": ("GRU language model (CoTK paper: LM-GRU)", "language-generation", ("lm", "lm-scratch", "lm-gru"), TORCH),
+    "lm-transformer": (
+        "Transformer language model (CoTK paper: LM-Transformer)",
+        "language-generation",
+        ("lm", "lm-scratch", "transformer", "lm-transformer"),
+        TORCH,
+    ),
+    "lm-gpt2-finetune": (
+        "GPT-2 fine-tuned as a language model (CoTK paper: GPT2LM); --model NAME_OR_PATH",
+        "language-generation",
+        ("lm", "gpt2", "lm-gpt2-finetune"),
+        GPT2,
+    ),
+    "seq2seq-gru": (
+        "GRU encoder-decoder with attention (CoTK paper: Seq2Seq-GRU)",
+        "single-turn-dialog",
+        ("dialog", "seq2seq", "seq2seq-gru"),
+        TORCH,
+    ),
+    "seq2seq-transformer": (
+        "Transformer encoder-decoder (CoTK paper: Seq2Seq-Transformer)",
+        "single-turn-dialog",
+        ("dialog", "seq2seq", "transformer", "seq2seq-transformer"),
+        TORCH,
+    ),
+    "dialog-gpt2-finetune": (
+        ("GPT-2 fine-tuned on post/response pairs (CoTK paper: GPT2-dialog); --model NAME_OR_PATH"),
+        "single-turn-dialog",
+        ("dialog", "gpt2", "dialog-gpt2-finetune"),
+        GPT2,
+    ),
 }
 
 
@@ -46,10 +64,21 @@ def template(name: str) -> ProjectTemplate:
     lm = task == "language-generation"
     metrics = LM_METRICS if lm else DIALOG_METRICS
     return ProjectTemplate(
-        name=name, description=description, task=task, folders=tuple(FILES / f for f in ("common", *folders)),
-        dataset=LM_DATA if lm else DIALOG_DATA, metrics=metrics, dependencies=deps,
-        context={"description": description, "metrics": metrics, "dependencies": deps,
-                 "dataset_name": "mscoco-small" if lm else "opensubtitles-small", "gpt2": "gpt2" in folders})
+        name=name,
+        description=description,
+        task=task,
+        folders=tuple(FILES / f for f in ("common", *folders)),
+        dataset=LM_DATA if lm else DIALOG_DATA,
+        metrics=metrics,
+        dependencies=deps,
+        context={
+            "description": description,
+            "metrics": metrics,
+            "dependencies": deps,
+            "dataset_name": "mscoco-small" if lm else "opensubtitles-small",
+            "gpt2": "gpt2" in folders,
+        },
+    )
 
 
 @hookimpl

@@ -27,8 +27,15 @@ def build_tiny_gpt2(dest: str | Path, texts: list[str], vocab_size: int = 400, s
     tokenizer = GPT2TokenizerFast(tokenizer_object=bpe, bos_token=EOS, eos_token=EOS, unk_token=EOS)
     tokenizer.save_pretrained(dest)
     torch.manual_seed(seed)
-    config = GPT2Config(vocab_size=len(tokenizer), n_positions=256, n_layer=2, n_head=2, n_embd=32,
-                        bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=256,
+        n_layer=2,
+        n_head=2,
+        n_embd=32,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     GPT2LMHeadModel(config).save_pretrained(dest)
     return dest
 

@@ -17,6 +17,7 @@ import statistics
 import time
 
 import torch
+
 from cotk_repro_texygen.data import to_text
 from cotk_repro_texygen.metrics import NllOracle, mean_nll
 from cotk_repro_texygen.models.generator import START
@@ -30,7 +31,7 @@ PAPER = {"seed": 0, "vocab_size": 5000, "emb_dim": 32, "hidden_dim": 32, "seq_le
 def plain_nll(oracle, x, batch=500):
     total, n = 0.0, 0
     for i in range(0, len(x), batch):
-        b = x[i:i + batch]
+        b = x[i : i + batch]
         inp = torch.cat([torch.zeros(len(b), 1, dtype=torch.long), b[:, :-1]], 1)
         h, _ = oracle.lstm(oracle.emb(inp))
         logp = torch.log_softmax(oracle.out(h), -1)
@@ -45,7 +46,7 @@ def plain_rollout(gen, samples, reward, num, rng):
     out = torch.zeros(b, t)
     for _ in range(num):
         for i in range(1, t):
-            inp = torch.cat([torch.full((b, 1), START), samples[:, :i - 1]], 1)
+            inp = torch.cat([torch.full((b, 1), START), samples[:, : i - 1]], 1)
             _, state = gen.lstm(gen.emb(inp))
             tok, seq = samples[:, i - 1], [samples[:, :i]]
             for _ in range(i, t):
@@ -71,7 +72,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     oracle = build_oracle(**PAPER)
-    x = torch.randint(0, PAPER["vocab_size"], (args.samples, PAPER["seq_len"]), generator=torch.Generator().manual_seed(1))
+    x = torch.randint(
+        0, PAPER["vocab_size"], (args.samples, PAPER["seq_len"]), generator=torch.Generator().manual_seed(1)
+    )
     text = to_text(x.numpy())
     metric, ours, floor = [], [], []
     for _ in range(args.repeats):
@@ -91,8 +94,10 @@ def main(argv=None):
     torch.manual_seed(0)
     gen = build_oracle(seed=1, vocab_size=5000, emb_dim=32, hidden_dim=32, seq_len=20)
     samples = gen.sample(64, torch.Generator().manual_seed(2))
+
     def reward(s):
         return (s[:, -1] % 7).float()
+
     tokens = 64 * args.rollout_num * sum(20 - i for i in range(1, 20))
     shared, plain = [], []
     for _ in range(max(1, args.repeats // 2)):

@@ -44,11 +44,24 @@ class OracleData:
 
     name = "oracle-lstm"
 
-    def __init__(self, path: str | Path | None = None, *, seed: int = 0, vocab_size: int = 5000, seq_len: int = 20,
-                 emb_dim: int = 32, hidden_dim: int = 32, n_train: int = 10000, n_test: int = 10000, **options: Any):
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        seed: int = 0,
+        vocab_size: int = 5000,
+        seq_len: int = 20,
+        emb_dim: int = 32,
+        hidden_dim: int = 32,
+        n_train: int = 10000,
+        n_test: int = 10000,
+        **options: Any,
+    ):
         if options:
-            raise OracleError(f"the oracle-lstm loader has no option {min(options)!r}; it takes seed, "
-                              "vocab_size, seq_len, emb_dim, hidden_dim, n_train, n_test")
+            raise OracleError(
+                f"the oracle-lstm loader has no option {min(options)!r}; it takes seed, "
+                "vocab_size, seq_len, emb_dim, hidden_dim, n_train, n_test"
+            )
         check_sizes(vocab_size, seq_len, emb_dim, hidden_dim)
         for what, n in (("n_train", n_train), ("n_test", n_test)):
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -56,9 +69,17 @@ class OracleData:
         self.path = Path(path) if path is not None else None
         self.oracle = build_oracle(seed, vocab_size, emb_dim, hidden_dim, seq_len)
         self.seed = seed
-        self.settings = {"loader": self.name, "seed": seed, "vocab_size": vocab_size, "seq_len": seq_len,
-                         "emb_dim": emb_dim, "hidden_dim": hidden_dim, "n_train": n_train, "n_test": n_test,
-                         "oracle_weights": oracle_info(self.oracle, seed)["weights"]}
+        self.settings = {
+            "loader": self.name,
+            "seed": seed,
+            "vocab_size": vocab_size,
+            "seq_len": seq_len,
+            "emb_dim": emb_dim,
+            "hidden_dim": hidden_dim,
+            "n_train": n_train,
+            "n_test": n_test,
+            "oracle_weights": oracle_info(self.oracle, seed)["weights"],
+        }
         with torch.random.fork_rng(devices=[]):  # the global RNG is the caller's; ours is our own
             rng = torch.Generator().manual_seed(seed + 1)
             self.splits = {"train": self.oracle.sample(n_train, rng), "test": self.oracle.sample(n_test, rng)}
@@ -73,10 +94,13 @@ class OracleData:
     def batches(self, split: str, batch_size: int, shuffle: bool = True, seed: int = 0) -> Iterator[torch.Tensor]:
         """(B, T) token batches of a split, shuffled with ``seed``."""
         data = self.splits[split]
-        order = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed)) if shuffle \
+        order = (
+            torch.randperm(len(data), generator=torch.Generator().manual_seed(seed))
+            if shuffle
             else torch.arange(len(data))
+        )
         for i in range(0, len(data), batch_size):
-            yield data[order[i:i + batch_size]]
+            yield data[order[i : i + batch_size]]
 
     def write(self, folder: str | Path | None = None) -> Path:
         """Write ``train.txt``, ``test.txt`` and ``oracle.pt`` into ``folder`` (default: the loader's path)."""
@@ -92,13 +116,20 @@ class OracleData:
 
     def summary(self, reference_split: str | None = None) -> dict[str, Any]:
         """What ``cotk-repro data hashes`` shows for a loader."""
-        return {"loader": self.name, "path": str(self.path), "tokenizer": "space",
-                "hash_codes": dict(self.hash_codes),
-                "vocab": {"frequent": len(self.vocab), "rare": 0, "frequent_vocab_size": len(self.vocab),
-                          "all_vocab_size": len(self.vocab)},
-                "splits": {s: {"samples": len(t), "tokens": int(t.numel()), "files": []}
-                           for s, t in self.splits.items()},
-                "settings": self.settings}
+        return {
+            "loader": self.name,
+            "path": str(self.path),
+            "tokenizer": "space",
+            "hash_codes": dict(self.hash_codes),
+            "vocab": {
+                "frequent": len(self.vocab),
+                "rare": 0,
+                "frequent_vocab_size": len(self.vocab),
+                "all_vocab_size": len(self.vocab),
+            },
+            "splits": {s: {"samples": len(t), "tokens": int(t.numel()), "files": []} for s, t in self.splits.items()},
+            "settings": self.settings,
+        }
 
 
 def oracle_lstm(path=None, **options: Any) -> OracleData:

@@ -34,8 +34,13 @@ class TexygenGenerator:
         from .protocol import run
 
         if self._run is None:
-            self._run = run(self._model, self.settings["preset"], out_dir=None, log=lambda line: None,
-                            **{k: v for k, v in self.settings.items() if k not in ("model", "preset", "sample_seed")})
+            self._run = run(
+                self._model,
+                self.settings["preset"],
+                out_dir=None,
+                log=lambda line: None,
+                **{k: v for k, v in self.settings.items() if k not in ("model", "preset", "sample_seed")},
+            )
         r = self._run
         samples = r.model.sample(len(inputs), torch.Generator().manual_seed(self.settings["sample_seed"]))
         if r.real is not None:

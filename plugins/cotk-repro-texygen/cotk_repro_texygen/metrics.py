@@ -24,8 +24,16 @@ import numpy as np
 import torch
 
 from cotk_repro.metrics import Metric, MetricError
-from cotk_repro.metrics.declaration import (COUNTED_INPUTS, EVALUATED_MODEL_SIGNED, HASH_ONLY_AS_PUBLISHED, NAMED_FIRST,
-                                           PART_OF_HASHED, REFERENCES_DIGEST, Declaration, Setting)
+from cotk_repro.metrics.declaration import (
+    COUNTED_INPUTS,
+    EVALUATED_MODEL_SIGNED,
+    HASH_ONLY_AS_PUBLISHED,
+    NAMED_FIRST,
+    PART_OF_HASHED,
+    REFERENCES_DIGEST,
+    Declaration,
+    Setting,
+)
 
 from .data import from_text
 from .digest import array_digest, canonical, hash_settings, state_digest
@@ -41,10 +49,13 @@ def mean_nll(model: Generator, tokens: torch.Tensor, batch_size: int = 500) -> f
     """Mean per-token NLL of ``tokens`` (n, T) under ``model``, summed in float64 over batches."""
     total, count = 0.0, 0
     for i in range(0, len(tokens), batch_size):
-        x = tokens[i:i + batch_size]
+        x = tokens[i : i + batch_size]
         logits = model.logits(x)
-        total += float(torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), x.reshape(-1), reduction="sum").double())
+        total += float(
+            torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), x.reshape(-1), reduction="sum"
+            ).double()
+        )
         count += x.numel()
     if count == 0:
         raise MetricError("NLL needs at least one sentence")
@@ -85,9 +96,16 @@ def word2vec_table(sentences: Sequence[Sequence[str]], settings: dict[str, Any])
         from gensim.models import Word2Vec
     except ImportError:
         raise MetricError("embsim with tables=word2vec needs gensim (pip install gensim)") from None
-    return Word2Vec(sentences=[list(s) for s in sentences], vector_size=settings["vector_size"],
-                    window=settings["window"], min_count=settings["min_count"], sg=settings["sg"],
-                    epochs=settings["epochs"], seed=settings["seed"], workers=1)
+    return Word2Vec(
+        sentences=[list(s) for s in sentences],
+        vector_size=settings["vector_size"],
+        window=settings["window"],
+        min_count=settings["min_count"],
+        sg=settings["sg"],
+        epochs=settings["epochs"],
+        seed=settings["seed"],
+        workers=1,
+    )
 
 
 def _load_table(path: str) -> np.ndarray:
@@ -111,8 +129,9 @@ def _oracle_from(settings: dict[str, Any]) -> tuple[Generator, dict[str, Any]]:
         if settings.get("oracle"):
             model, blob = load_model_file(settings["oracle"], "oracle")
             return model, oracle_info(model, blob.get("seed"))
-        oracle = build_oracle(settings["seed"], settings["vocab_size"], settings["emb_dim"], settings["hidden_dim"],
-                              settings["seq_len"])
+        oracle = build_oracle(
+            settings["seed"], settings["vocab_size"], settings["emb_dim"], settings["hidden_dim"], settings["seq_len"]
+        )
         return oracle, oracle_info(oracle, settings["seed"])
     except OracleError as exc:
         raise MetricError(exc.message) from None
@@ -150,10 +169,19 @@ class NllOracle(Metric):
     level = "corpus"
     cost = 0.5
 
-    def __init__(self, seed: int = 0, vocab_size: int = 5000, emb_dim: int = 32, hidden_dim: int = 32,
-                 seq_len: int = 20, oracle: str | None = None, batch_size: int = 500):
-        super().__init__(seed=seed, vocab_size=vocab_size, emb_dim=emb_dim, hidden_dim=hidden_dim, seq_len=seq_len,
-                         oracle=oracle)
+    def __init__(
+        self,
+        seed: int = 0,
+        vocab_size: int = 5000,
+        emb_dim: int = 32,
+        hidden_dim: int = 32,
+        seq_len: int = 20,
+        oracle: str | None = None,
+        batch_size: int = 500,
+    ):
+        super().__init__(
+            seed=seed, vocab_size=vocab_size, emb_dim=emb_dim, hidden_dim=hidden_dim, seq_len=seq_len, oracle=oracle
+        )
         self.batch_size = batch_size
 
     def compute(self, hypotheses, references=None):
@@ -165,13 +193,18 @@ class NllOracle(Metric):
 
 def nll_oracle_entry(value: float, info: dict[str, Any], n: int) -> dict[str, Any]:
     """The ``nll-oracle`` result entry for a value computed under the oracle ``info`` over ``n`` samples."""
-    decl = Declaration("nll-oracle", VERSION, [
-        Setting.hash_only("metric", "nll-oracle", why=NAMED_FIRST),
-        Setting("oracle", info, "oracle", shown=info["weights"][:16]),
-        Setting.signature_only("seed", info["seed"], why=PART_OF_HASHED),
-        Setting.signature_only("V", info["vocab_size"], why=PART_OF_HASHED),
-        Setting.signature_only("T", info["seq_len"], why=PART_OF_HASHED),
-        Setting("samples", n, "n")])
+    decl = Declaration(
+        "nll-oracle",
+        VERSION,
+        [
+            Setting.hash_only("metric", "nll-oracle", why=NAMED_FIRST),
+            Setting("oracle", info, "oracle", shown=info["weights"][:16]),
+            Setting.signature_only("seed", info["seed"], why=PART_OF_HASHED),
+            Setting.signature_only("V", info["vocab_size"], why=PART_OF_HASHED),
+            Setting.signature_only("T", info["seq_len"], why=PART_OF_HASHED),
+            Setting("samples", n, "n"),
+        ],
+    )
     return decl.entry("nll-oracle", value, lambda settings: hash_settings("nll-oracle", settings))
 
 
@@ -192,8 +225,9 @@ class NllTest(Metric):
 
     def compute(self, hypotheses, references=None):
         if not self.settings.get("model"):
-            raise MetricError("nll-test needs the model: -o nll-test.model=PATH (a generator file of a texygen "
-                              "template)")
+            raise MetricError(
+                "nll-test needs the model: -o nll-test.model=PATH (a generator file of a texygen template)"
+            )
         try:
             model, blob = load_model_file(self.settings["model"], "generator")
         except OracleError as exc:
@@ -205,14 +239,22 @@ class NllTest(Metric):
 def nll_test_entry(value: float, model: Generator, tokens: torch.Tensor, vocab: list[str] | None) -> dict[str, Any]:
     """The ``nll-test`` result entry: hash over the test tokens, the model's sizes and vocabulary."""
     test = array_digest(tokens.numpy())
-    decl = Declaration("nll-test", VERSION, [
-        Setting.hash_only("metric", "nll-test", why=NAMED_FIRST),
-        Setting("test", test, "test", shown=test[:16]),
-        Setting.signature_only("n", len(tokens), why=COUNTED_INPUTS),
-        Setting.signature_only("model", state_digest(model.state_dict())[:16], why=EVALUATED_MODEL_SIGNED),
-        Setting.hash_only("model", model.config.as_dict(), why=HASH_ONLY_AS_PUBLISHED),
-        Setting.hash_only("vocab", hashlib.sha256(canonical(vocab)).hexdigest() if vocab is not None else None,
-                          why=HASH_ONLY_AS_PUBLISHED)])
+    decl = Declaration(
+        "nll-test",
+        VERSION,
+        [
+            Setting.hash_only("metric", "nll-test", why=NAMED_FIRST),
+            Setting("test", test, "test", shown=test[:16]),
+            Setting.signature_only("n", len(tokens), why=COUNTED_INPUTS),
+            Setting.signature_only("model", state_digest(model.state_dict())[:16], why=EVALUATED_MODEL_SIGNED),
+            Setting.hash_only("model", model.config.as_dict(), why=HASH_ONLY_AS_PUBLISHED),
+            Setting.hash_only(
+                "vocab",
+                hashlib.sha256(canonical(vocab)).hexdigest() if vocab is not None else None,
+                why=HASH_ONLY_AS_PUBLISHED,
+            ),
+        ],
+    )
     return decl.entry("nll-test", value, lambda settings: hash_settings("nll-test", settings))
 
 
@@ -231,20 +273,38 @@ class EmbSim(Metric):
     level = "corpus"
     cost = 2.0
 
-    def __init__(self, tables: str = "word2vec", table: str | None = None, reference_table: str | None = None,
-                 rows: int | None = None, vector_size: int = 32, window: int = 5, min_count: int = 1, sg: int = 0,
-                 epochs: int = 5, seed: int = 0):
+    def __init__(
+        self,
+        tables: str = "word2vec",
+        table: str | None = None,
+        reference_table: str | None = None,
+        rows: int | None = None,
+        vector_size: int = 32,
+        window: int = 5,
+        min_count: int = 1,
+        sg: int = 0,
+        epochs: int = 5,
+        seed: int = 0,
+    ):
         if tables not in ("word2vec", "files"):
             raise MetricError(f"embsim tables must be 'word2vec' or 'files', got {tables!r}")
-        w2v = {"vector_size": vector_size, "window": window, "min_count": min_count, "sg": sg, "epochs": epochs,
-               "seed": seed}
+        w2v = {
+            "vector_size": vector_size,
+            "window": window,
+            "min_count": min_count,
+            "sg": sg,
+            "epochs": epochs,
+            "seed": seed,
+        }
         super().__init__(tables=tables, table=table, reference_table=reference_table, rows=rows, **w2v)
         self.tables, self.rows, self.w2v = tables, rows, w2v
 
     def compute(self, hypotheses, references=None):
         if self.tables == "files":
             if not self.settings["table"] or not self.settings["reference_table"]:
-                raise MetricError("embsim with tables=files needs -o embsim.table=PATH and -o embsim.reference_table=PATH")
+                raise MetricError(
+                    "embsim with tables=files needs -o embsim.table=PATH and -o embsim.reference_table=PATH"
+                )
             ref, gen = _load_table(self.settings["reference_table"]), _load_table(self.settings["table"])
             value = embsim(ref, gen, self.rows)
             return embsim_entry(value, ref, gen, self.rows)
@@ -261,19 +321,25 @@ class EmbSim(Metric):
         ref = np.stack([ref_model.wv[w] for w in words])
         gen = np.stack([gen_model.wv[w] for w in words])
         value = embsim(ref, gen, self.rows)
-        decl = Declaration("embsim", VERSION, [
-            Setting.hash_only("metric", "embsim", why=NAMED_FIRST),
-            Setting("tables", "word2vec", "tables"),
-            Setting("word2vec", self.w2v, "dim", shown=self.w2v["vector_size"]),
-            Setting.signature_only("win", self.w2v["window"], why=PART_OF_HASHED),
-            Setting.signature_only("ep", self.w2v["epochs"], why=PART_OF_HASHED),
-            Setting.signature_only("seed", self.w2v["seed"], why=PART_OF_HASHED),
-            Setting.signature_only("words", len(words), why=COUNTED_INPUTS),
-            Setting("gensim", gensim.__version__, "gensim"),
-            Setting.hash_only("rows", self.rows, why=HASH_ONLY_AS_PUBLISHED),
-            Setting.hash_only("hypotheses", len(hypotheses), why=HASH_ONLY_AS_PUBLISHED),
-            Setting.hash_only("references", hashlib.sha256(canonical(sorted(refs))).hexdigest(),
-                              why=REFERENCES_DIGEST)])
+        decl = Declaration(
+            "embsim",
+            VERSION,
+            [
+                Setting.hash_only("metric", "embsim", why=NAMED_FIRST),
+                Setting("tables", "word2vec", "tables"),
+                Setting("word2vec", self.w2v, "dim", shown=self.w2v["vector_size"]),
+                Setting.signature_only("win", self.w2v["window"], why=PART_OF_HASHED),
+                Setting.signature_only("ep", self.w2v["epochs"], why=PART_OF_HASHED),
+                Setting.signature_only("seed", self.w2v["seed"], why=PART_OF_HASHED),
+                Setting.signature_only("words", len(words), why=COUNTED_INPUTS),
+                Setting("gensim", gensim.__version__, "gensim"),
+                Setting.hash_only("rows", self.rows, why=HASH_ONLY_AS_PUBLISHED),
+                Setting.hash_only("hypotheses", len(hypotheses), why=HASH_ONLY_AS_PUBLISHED),
+                Setting.hash_only(
+                    "references", hashlib.sha256(canonical(sorted(refs))).hexdigest(), why=REFERENCES_DIGEST
+                ),
+            ],
+        )
         return decl.entry("embsim", value, lambda settings: hash_settings("embsim", settings))
 
 
@@ -281,11 +347,16 @@ def embsim_entry(value: float, reference: np.ndarray, table: np.ndarray, rows: i
     """The ``embsim`` entry for two given tables: hash over the reference table, the shapes and ``rows``."""
     ref_digest = hashlib.sha256(np.ascontiguousarray(reference, dtype="<f4").tobytes()).hexdigest()
     gen_digest = hashlib.sha256(np.ascontiguousarray(table, dtype="<f4").tobytes()).hexdigest()
-    decl = Declaration("embsim", VERSION, [
-        Setting.hash_only("metric", "embsim", why=NAMED_FIRST),
-        Setting("tables", "files", "tables"),
-        Setting("reference", ref_digest, "ref", shown=ref_digest[:16]),
-        Setting.signature_only("table", gen_digest[:16], why=EVALUATED_MODEL_SIGNED),
-        Setting("rows", rows, "rows"),
-        Setting.hash_only("shape", list(np.shape(table)), why=HASH_ONLY_AS_PUBLISHED)])
+    decl = Declaration(
+        "embsim",
+        VERSION,
+        [
+            Setting.hash_only("metric", "embsim", why=NAMED_FIRST),
+            Setting("tables", "files", "tables"),
+            Setting("reference", ref_digest, "ref", shown=ref_digest[:16]),
+            Setting.signature_only("table", gen_digest[:16], why=EVALUATED_MODEL_SIGNED),
+            Setting("rows", rows, "rows"),
+            Setting.hash_only("shape", list(np.shape(table)), why=HASH_ONLY_AS_PUBLISHED),
+        ],
+    )
     return decl.entry("embsim", value, lambda settings: hash_settings("embsim", settings))

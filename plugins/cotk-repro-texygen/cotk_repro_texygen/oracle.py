@@ -24,14 +24,19 @@ class OracleError(CotkError):
 
 def check_sizes(vocab_size: Any, seq_len: Any, emb_dim: Any = 1, hidden_dim: Any = 1) -> None:
     """Refuse sizes that cannot make an oracle benchmark, in one sentence."""
-    for name, value, low in (("vocab_size", vocab_size, 4), ("seq_len", seq_len, 2), ("emb_dim", emb_dim, 1),
-                             ("hidden_dim", hidden_dim, 1)):
+    for name, value, low in (
+        ("vocab_size", vocab_size, 4),
+        ("seq_len", seq_len, 2),
+        ("emb_dim", emb_dim, 1),
+        ("hidden_dim", hidden_dim, 1),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise OracleError(f"the oracle's {name} must be an integer of at least {low}, got {value!r}")
 
 
-def build_oracle(seed: int = 0, vocab_size: int = 5000, emb_dim: int = 32, hidden_dim: int = 32,
-                 seq_len: int = 20) -> Generator:
+def build_oracle(
+    seed: int = 0, vocab_size: int = 5000, emb_dim: int = 32, hidden_dim: int = 32, seq_len: int = 20
+) -> Generator:
     """The oracle LSTM of these sizes, every parameter N(0, 1) from ``torch.Generator().manual_seed(seed)``."""
     check_sizes(vocab_size, seq_len, emb_dim, hidden_dim)
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -55,8 +60,9 @@ def oracle_info(oracle: Generator, seed: int | None) -> dict[str, Any]:
 def save_oracle(oracle: Generator, path: str | Path, seed: int | None = None) -> Path:
     """Save the oracle's sizes, seed and weights (``torch.save``), for ``-o nll-oracle.oracle=PATH``."""
     path = Path(path)
-    torch.save({"kind": "texygen-oracle", "config": oracle.config.as_dict(), "seed": seed,
-                "state": oracle.state_dict()}, path)
+    torch.save(
+        {"kind": "texygen-oracle", "config": oracle.config.as_dict(), "seed": seed, "state": oracle.state_dict()}, path
+    )
     return path
 
 
@@ -69,7 +75,7 @@ def load_model_file(path: str | Path, kind: str) -> tuple[Generator, dict[str, A
         blob = torch.load(path, map_location="cpu", weights_only=True)
         model = Generator(GenConfig(**blob["config"]))
         model.load_state_dict(blob["state"])
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is the same one sentence
+    except Exception as exc:
         raise OracleError(f"{path} is not a {kind} file saved by cotk-repro-texygen ({type(exc).__name__})") from None
     model.eval()
     return model, blob

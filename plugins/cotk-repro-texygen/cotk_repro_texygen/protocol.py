@@ -35,30 +35,90 @@ _NUM_FILTERS = (100, 200, 200, 200, 200, 100, 100, 100, 100, 100, 160, 160)
 
 #: the paper's protocol (Texygen's defaults: models/*/ and the paper, section 4)
 PAPER = {
-    "mode": "synthetic", "data": "data", "seed": 0,
-    "vocab_size": 5000, "seq_len": 20, "oracle_emb_dim": 32, "oracle_hidden_dim": 32, "n_train": 10000,
-    "n_test": 10000, "emb_dim": 32, "hidden_dim": 32,
-    "batch_size": 64, "gen_lr": 0.01, "dis_lr": 1e-4, "grad_clip": 5.0,
-    "pre_gen_epochs": 80, "pre_dis_epochs": 80, "adv_epochs": 100, "dis_steps": 15,
-    "rollout_num": 16, "rollout_update_rate": 0.8,
-    "dis_emb_dim": 64, "filter_sizes": _FILTERS, "num_filters": _NUM_FILTERS, "dis_dropout": 0.25,
-    "rank_gamma": 1.0, "gumbel_tau": 1.0, "textgan_tau": 1.0,
-    "leak_goal_dim": 16, "leak_step_size": 4, "leak_alpha": 1.0, "leak_interleave": 10, "leak_mle_epochs": 5,
-    "eval_every": 5, "eval_samples": 10000, "embsim_rows": 0, "threads": 1, "pretrained": "",
+    "mode": "synthetic",
+    "data": "data",
+    "seed": 0,
+    "vocab_size": 5000,
+    "seq_len": 20,
+    "oracle_emb_dim": 32,
+    "oracle_hidden_dim": 32,
+    "n_train": 10000,
+    "n_test": 10000,
+    "emb_dim": 32,
+    "hidden_dim": 32,
+    "batch_size": 64,
+    "gen_lr": 0.01,
+    "dis_lr": 1e-4,
+    "grad_clip": 5.0,
+    "pre_gen_epochs": 80,
+    "pre_dis_epochs": 80,
+    "adv_epochs": 100,
+    "dis_steps": 15,
+    "rollout_num": 16,
+    "rollout_update_rate": 0.8,
+    "dis_emb_dim": 64,
+    "filter_sizes": _FILTERS,
+    "num_filters": _NUM_FILTERS,
+    "dis_dropout": 0.25,
+    "rank_gamma": 1.0,
+    "gumbel_tau": 1.0,
+    "textgan_tau": 1.0,
+    "leak_goal_dim": 16,
+    "leak_step_size": 4,
+    "leak_alpha": 1.0,
+    "leak_interleave": 10,
+    "leak_mle_epochs": 5,
+    "eval_every": 5,
+    "eval_samples": 10000,
+    "embsim_rows": 0,
+    "threads": 1,
+    "pretrained": "",
 }
 #: seconds on one CPU thread; the same protocol at toy sizes
 TINY = {
-    **PAPER, "vocab_size": 40, "seq_len": 8, "oracle_emb_dim": 16, "oracle_hidden_dim": 16, "n_train": 1024,
-    "n_test": 256, "emb_dim": 16, "hidden_dim": 16, "batch_size": 64, "gen_lr": 0.005,
-    "pre_gen_epochs": 5, "pre_dis_epochs": 2, "adv_epochs": 3, "dis_steps": 3, "rollout_num": 2,
-    "dis_emb_dim": 16, "filter_sizes": (2, 3, 4), "num_filters": (16, 16, 16), "leak_interleave": 2,
-    "leak_mle_epochs": 1, "leak_step_size": 2, "leak_goal_dim": 8, "eval_every": 1, "eval_samples": 1024,
+    **PAPER,
+    "vocab_size": 40,
+    "seq_len": 8,
+    "oracle_emb_dim": 16,
+    "oracle_hidden_dim": 16,
+    "n_train": 1024,
+    "n_test": 256,
+    "emb_dim": 16,
+    "hidden_dim": 16,
+    "batch_size": 64,
+    "gen_lr": 0.005,
+    "pre_gen_epochs": 5,
+    "pre_dis_epochs": 2,
+    "adv_epochs": 3,
+    "dis_steps": 3,
+    "rollout_num": 2,
+    "dis_emb_dim": 16,
+    "filter_sizes": (2, 3, 4),
+    "num_filters": (16, 16, 16),
+    "leak_interleave": 2,
+    "leak_mle_epochs": 1,
+    "leak_step_size": 2,
+    "leak_goal_dim": 8,
+    "eval_every": 1,
+    "eval_samples": 1024,
 }
 #: the scaled-down CPU benchmark of docs/texygen.md (examples/texygen-synthetic)
 CPU = {
-    **PAPER, "vocab_size": 500, "seq_len": 20, "n_train": 2000, "n_test": 1000, "pre_gen_epochs": 20,
-    "pre_dis_epochs": 5, "adv_epochs": 10, "dis_steps": 5, "rollout_num": 4, "filter_sizes": (2, 3, 4, 5),
-    "num_filters": (32, 32, 32, 32), "eval_every": 5, "eval_samples": 1000, "leak_interleave": 5,
+    **PAPER,
+    "vocab_size": 500,
+    "seq_len": 20,
+    "n_train": 2000,
+    "n_test": 1000,
+    "pre_gen_epochs": 20,
+    "pre_dis_epochs": 5,
+    "adv_epochs": 10,
+    "dis_steps": 5,
+    "rollout_num": 4,
+    "filter_sizes": (2, 3, 4, 5),
+    "num_filters": (32, 32, 32, 32),
+    "eval_every": 5,
+    "eval_samples": 1000,
+    "leak_interleave": 5,
     "leak_mle_epochs": 1,
 }
 PRESETS = {"tiny": TINY, "cpu": CPU, "paper": PAPER}
@@ -81,8 +141,17 @@ def settings_for(preset: str, overrides: dict[str, Any] | None = None) -> dict[s
         s[key] = value
     if s["mode"] not in ("synthetic", "real"):
         raise ProtocolError(f"mode must be 'synthetic' or 'real', got {s['mode']!r}")
-    for key in ("n_train", "n_test", "batch_size", "eval_every", "eval_samples", "dis_steps", "rollout_num",
-                "threads", "leak_interleave"):
+    for key in (
+        "n_train",
+        "n_test",
+        "batch_size",
+        "eval_every",
+        "eval_samples",
+        "dis_steps",
+        "rollout_num",
+        "threads",
+        "leak_interleave",
+    ):
         value = s[key]
         if not isinstance(value, int) or value < 1:
             raise ProtocolError(f"{key} must be a positive integer, got {value!r}")
@@ -93,16 +162,20 @@ def check_model(model: str, s: dict[str, Any]) -> None:
     if model not in MODELS:
         raise ProtocolError(f"unknown model {model!r}; models: {', '.join(MODELS)}")
     if model not in NO_PRETRAIN and model != "mle" and s["pre_gen_epochs"] < 1 and not s["pretrained"]:
-        raise ProtocolError(f"{model} needs a pretrained generator: set pre_gen_epochs above 0 or pretrained to a "
-                            "generator file")
+        raise ProtocolError(
+            f"{model} needs a pretrained generator: set pre_gen_epochs above 0 or pretrained to a generator file"
+        )
     if s["pretrained"] and not Path(s["pretrained"]).is_file():
         raise ProtocolError(f"the pretrained generator file {s['pretrained']} is missing")
 
 
 def model_class(model: str):
     module = importlib.import_module(f"cotk_repro_texygen.models.{model}")
-    return next(v for v in vars(module).values() if isinstance(v, type) and getattr(v, "name", None) == model
-                and v.__module__ == module.__name__)
+    return next(
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and getattr(v, "name", None) == model and v.__module__ == module.__name__
+    )
 
 
 class Run:
@@ -119,9 +192,15 @@ class Run:
         if s["mode"] == "synthetic":
             from .data import OracleData
 
-            d = OracleData(seed=s["seed"], vocab_size=s["vocab_size"], seq_len=s["seq_len"],
-                           emb_dim=s["oracle_emb_dim"], hidden_dim=s["oracle_hidden_dim"], n_train=s["n_train"],
-                           n_test=s["n_test"])
+            d = OracleData(
+                seed=s["seed"],
+                vocab_size=s["vocab_size"],
+                seq_len=s["seq_len"],
+                emb_dim=s["oracle_emb_dim"],
+                hidden_dim=s["oracle_hidden_dim"],
+                n_train=s["n_train"],
+                n_test=s["n_test"],
+            )
             self.oracle = d.oracle
             from .oracle import oracle_info
 
@@ -134,8 +213,9 @@ class Run:
             self.vocab = d.vocab
         self.data = d
         self.train, self.test = d.splits["train"], d.splits["test"]
-        self.config = GenConfig(len(self.vocab) if self.vocab else s["vocab_size"], s["emb_dim"], s["hidden_dim"],
-                                s["seq_len"])
+        self.config = GenConfig(
+            len(self.vocab) if self.vocab else s["vocab_size"], s["emb_dim"], s["hidden_dim"], s["seq_len"]
+        )
         torch.manual_seed(s["seed"] + 2)
         self.model = model_class(model)(self.config, s, torch.Generator().manual_seed(s["seed"] + 3))
         if s["pretrained"]:
@@ -151,8 +231,9 @@ class Run:
 
     def epoch_batches(self) -> Iterator[torch.Tensor]:
         self._epoch_seed += 1
-        return self.data.batches("train", self.s["batch_size"], shuffle=True, seed=self.s["seed"] * 100003 +
-                                 self._epoch_seed)
+        return self.data.batches(
+            "train", self.s["batch_size"], shuffle=True, seed=self.s["seed"] * 100003 + self._epoch_seed
+        )
 
     def real_batches(self) -> Iterator[torch.Tensor]:
         while True:
@@ -240,17 +321,32 @@ class Run:
         (out / "checkpoints").mkdir(parents=True, exist_ok=True)
         (out / "outputs").mkdir(parents=True, exist_ok=True)
         gen = self.model.gen
-        torch.save({"kind": "texygen-generator", "model": self.model_name, "config": gen.config.as_dict(),
-                    "state": {k: v for k, v in gen.state_dict().items() if k.split(".")[0] in ("emb", "lstm", "out")},
-                    "vocab": self.vocab}, out / "checkpoints" / "generator.pt")
-        text = self.real.decode(self._samples) if self.real is not None else \
-            [" ".join(map(str, r)) for r in self._samples.tolist()]
+        torch.save(
+            {
+                "kind": "texygen-generator",
+                "model": self.model_name,
+                "config": gen.config.as_dict(),
+                "state": {k: v for k, v in gen.state_dict().items() if k.split(".")[0] in ("emb", "lstm", "out")},
+                "vocab": self.vocab,
+            },
+            out / "checkpoints" / "generator.pt",
+        )
+        text = (
+            self.real.decode(self._samples)
+            if self.real is not None
+            else [" ".join(map(str, r)) for r in self._samples.tolist()]
+        )
         (out / "outputs" / "samples.txt").write_text("\n".join(text) + "\n", encoding="utf-8")
         return save_result(self.entries, out / "result.json", data=self.data.hash_codes)
 
 
-def run(model: str, preset: str = "tiny", out_dir: str | Path | None = ".", log: Callable[[str], None] = print,
-        **overrides: Any) -> Run:
+def run(
+    model: str,
+    preset: str = "tiny",
+    out_dir: str | Path | None = ".",
+    log: Callable[[str], None] = print,
+    **overrides: Any,
+) -> Run:
     """Train ``model`` with a preset (and overrides), evaluate, and write the result under ``out_dir``
     (None: write nothing). Every setting is checked before anything is trained or written."""
     s = settings_for(preset, overrides)
@@ -259,6 +355,3 @@ def run(model: str, preset: str = "tiny", out_dir: str | Path | None = ".", log:
     if out_dir is not None:
         r.save(out_dir)
     return r
-
-
-

@@ -40,8 +40,12 @@ class RealData:
         self.vocab = sorted({w for split in words.values() for sent in split for w in sent}) + [EOF_TOKEN]
         index = {w: i for i, w in enumerate(self.vocab)}
         eof = len(self.vocab) - 1
-        self.splits = {s: torch.tensor([[index[w] for w in sent] + [eof] * (seq_len - len(sent)) for sent in split],
-                                       dtype=torch.long) for s, split in words.items()}
+        self.splits = {
+            s: torch.tensor(
+                [[index[w] for w in sent] + [eof] * (seq_len - len(sent)) for sent in split], dtype=torch.long
+            )
+            for s, split in words.items()
+        }
         self.texts = {s: [" ".join(sent) for sent in split] for s, split in words.items()}
         self.settings = {"loader": self.name, "seq_len": seq_len, "lowercase": lowercase, "vocab_size": len(self.vocab)}
         raw = {s: hashlib.sha256(canonical(lines)).hexdigest() for s, lines in texts.items()}
@@ -63,8 +67,10 @@ class RealData:
 
     def batches(self, split: str, batch_size: int, shuffle: bool = True, seed: int = 0):
         data = self.splits[split]
-        order = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed)) if shuffle \
+        order = (
+            torch.randperm(len(data), generator=torch.Generator().manual_seed(seed))
+            if shuffle
             else torch.arange(len(data))
+        )
         for i in range(0, len(data), batch_size):
-            yield data[order[i:i + batch_size]]
-
+            yield data[order[i : i + batch_size]]

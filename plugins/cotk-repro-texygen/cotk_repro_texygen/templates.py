@@ -31,6 +31,12 @@ def template(name: str) -> ProjectTemplate:
     """The :class:`ProjectTemplate` of one of :data:`TEMPLATES`."""
     model, description = TEMPLATES[name]
     return ProjectTemplate(
-        name=name, description=description, task="language-generation", folders=(FILES,),
+        name=name,
+        description=description,
+        task="language-generation",
+        folders=(FILES,),
         dataset="synthetic: the oracle-lstm loader (no files); real: data/{train,test}.txt (COCO sample shipped)",
-        metrics=METRICS, dependencies=DEPENDENCIES, context={"model": model, "description": description, "metrics": METRICS})
+        metrics=METRICS,
+        dependencies=DEPENDENCIES,
+        context={"model": model, "description": description, "metrics": METRICS},
+    )

@@ -29,10 +29,15 @@ def curves_report(tmp_path_factory):
     systems = "".join(
         f'[[system]]\nname = "{m.upper()}"\ngenerator = "texygen"\n'
         f'settings = {{ model = "{m}", preset = "tiny", pre_gen_epochs = {pre}, adv_epochs = {adv}, '
-        f'eval_every = 1 }}\n' for m, (pre, adv) in SETTINGS.items())
+        f"eval_every = 1 }}\n"
+        for m, (pre, adv) in SETTINGS.items()
+    )
     (root / "bench.toml").write_text(
-        '[report]\ntitle = "curves"\njobs = 1\n[[dataset]]\nname = "oracle"\npath = "data"\n' + systems
-        + '[[metric]]\nname = "distinct"\n', encoding="utf-8")
+        '[report]\ntitle = "curves"\njobs = 1\n[[dataset]]\nname = "oracle"\npath = "data"\n'
+        + systems
+        + '[[metric]]\nname = "distinct"\n',
+        encoding="utf-8",
+    )
     result, files = compare(root / "bench.toml", out=root / "r", jobs=1)
     assert not result.failures, result.failures
     return result, root / "r"
@@ -71,11 +76,18 @@ def test_the_tables_show_final_values_and_never_an_epoch_column(curves_report):
     assert r"\includegraphics[width=\linewidth]{{curve-nll-oracle}.pdf}" in tex
 
 
-@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)")
+@pytest.mark.skipif(
+    shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)"
+)
 def test_report_tex_with_curve_figures_compiles(curves_report):
     _, out = curves_report
-    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
-                           "report.tex"], cwd=out, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", "report.tex"],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert (out / "report.pdf").read_bytes().startswith(b"%PDF")
 

@@ -12,28 +12,39 @@ import sys
 import numpy as np
 import pytest
 import torch
-from cotk_repro_texygen.data import OracleData
-from cotk_repro_texygen.metrics import EmbSim, NllOracle, NllTest, embsim, mean_nll
-from cotk_repro_texygen.oracle import OracleError, build_oracle, save_oracle
 from scipy.spatial.distance import cosine
 
 from cotk_repro.metrics import MetricError
+from cotk_repro_texygen.data import OracleData
+from cotk_repro_texygen.metrics import EmbSim, NllOracle, NllTest, embsim, mean_nll
+from cotk_repro_texygen.oracle import OracleError, build_oracle, save_oracle
 
 SMALL = {"seed": 3, "vocab_size": 30, "seq_len": 6, "emb_dim": 8, "hidden_dim": 8, "n_train": 200, "n_test": 40}
 
 
 def _loader_fingerprint_script(settings):
-    return ("import json, hashlib\nfrom cotk_repro.data import load\n"
-            f"d = load('oracle-lstm', None, **{settings!r})\n"
-            "print(json.dumps({'codes': d.hash_codes, 'train': hashlib.sha256(d.splits['train'].numpy().tobytes())"
-            ".hexdigest(), 'test': d.sentences('test')[:5]}))")
+    return (
+        "import json, hashlib\nfrom cotk_repro.data import load\n"
+        f"d = load('oracle-lstm', None, **{settings!r})\n"
+        "print(json.dumps({'codes': d.hash_codes, 'train': hashlib.sha256(d.splits['train'].numpy().tobytes())"
+        ".hexdigest(), 'test': d.sentences('test')[:5]}))"
+    )
 
 
 def test_oracle_lstm_is_bit_identical_across_interpreters():
     here = OracleData(**SMALL)
-    outs = [json.loads(subprocess.run([sys.executable, "-c", _loader_fingerprint_script(SMALL)], capture_output=True,
-                                      text=True, check=True, env={**os.environ, "PYTHONHASHSEED": str(i)}).stdout)
-            for i in (1, 2)]
+    outs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", _loader_fingerprint_script(SMALL)],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONHASHSEED": str(i)},
+            ).stdout
+        )
+        for i in (1, 2)
+    ]
     import hashlib
 
     assert outs[0] == outs[1]
@@ -63,9 +74,25 @@ def test_oracle_bad_sizes_are_one_sentence(bad):
 
 def test_bad_oracle_sizes_on_the_command_line_exit_2_and_write_nothing(tmp_path):
     (tmp_path / "h.txt").write_text("1 2 3\n")
-    r = subprocess.run([sys.executable, "-m", "cotk_repro", "evaluate", "-m", "nll-oracle", "-o",
-                        "nll-oracle.vocab_size=3", "--hyps", "h.txt", "--json"], cwd=tmp_path, capture_output=True,
-                       text=True, check=False)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            "evaluate",
+            "-m",
+            "nll-oracle",
+            "-o",
+            "nll-oracle.vocab_size=3",
+            "--hyps",
+            "h.txt",
+            "--json",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert r.returncode == 2
     assert "vocab_size must be an integer of at least 4" in r.stderr and "Traceback" not in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.txt"]
@@ -88,7 +115,7 @@ def _direct_lstm_nll(oracle, x):
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         h = torch.sigmoid(o) * torch.tanh(c)
         logits = h @ sd["out.weight"].T + sd["out.bias"]
-        total -= torch.log_softmax(logits, -1).gather(1, x[:, s:s + 1]).sum()
+        total -= torch.log_softmax(logits, -1).gather(1, x[:, s : s + 1]).sum()
         inp = x[:, s]
     return float(total) / x.numel()
 
@@ -96,7 +123,8 @@ def _direct_lstm_nll(oracle, x):
 def test_nll_oracle_of_the_oracles_own_samples_equals_a_direct_torch_computation():
     d = OracleData(**SMALL)
     got = NllOracle(**{k: SMALL[k] for k in ("seed", "vocab_size", "seq_len", "emb_dim", "hidden_dim")}).compute(
-        d.sentences("train"))
+        d.sentences("train")
+    )
     assert got["nll-oracle"] == pytest.approx(_direct_lstm_nll(d.oracle, d.splits["train"]), rel=1e-5)
     assert len(got["nll-oracle hashvalue"]) == 64
 
@@ -139,9 +167,11 @@ def test_nll_test_reads_a_generator_file(tmp_path):
 
 def _paper_embsim(a, b):
     """Texygen's EmbSim as the paper states it, with scipy's cosine distance, row by row."""
+
     def sim(e):
-        en = e / np.sqrt((e ** 2).sum(1, keepdims=True))
+        en = e / np.sqrt((e**2).sum(1, keepdims=True))
         return en @ en.T
+
     sa, sb = sim(a), sim(b)
     return math.log10(sum(1 - cosine(sa[i], sb[i]) for i in range(len(sa))) / len(sa))
 
@@ -166,10 +196,31 @@ def test_embsim_refuses_tables_of_another_size_in_one_sentence(tmp_path):
     with pytest.raises(MetricError) as exc:
         EmbSim(tables="files", table=str(tmp_path / "b.npy"), reference_table=str(tmp_path / "a.npy")).compute([])
     assert "one row per word" in exc.value.message and "\n" not in exc.value.message
-    r = subprocess.run([sys.executable, "-m", "cotk_repro", "evaluate", "-m", "embsim", "-o", "embsim.tables=files",
-                        "-o", "embsim.table=b.npy", "-o", "embsim.reference_table=a.npy", "--hyps", "a.npy",
-                        "--refs", "a.npy", "--json"], cwd=tmp_path, capture_output=True, text=True,
-                       check=False)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cotk_repro",
+            "evaluate",
+            "-m",
+            "embsim",
+            "-o",
+            "embsim.tables=files",
+            "-o",
+            "embsim.table=b.npy",
+            "-o",
+            "embsim.reference_table=a.npy",
+            "--hyps",
+            "a.npy",
+            "--refs",
+            "a.npy",
+            "--json",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "b.npy"]
 
@@ -201,17 +252,20 @@ def test_the_plugin_registers_its_names():
     p = get_plugins()
     assert {"nll-oracle", "nll-test", "embsim"} <= set(p.registry("metric"))
     assert "oracle-lstm" in p.registry("dataloader")
-    out = subprocess.run([sys.executable, "-m", "cotk_repro", "metrics", "--json"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "cotk_repro", "metrics", "--json"], capture_output=True, text=True, check=True
+    ).stdout
     facts = {m["name"]: m for m in json.loads(out)}
     assert facts["nll-oracle"]["higher_is_better"] is False and facts["nll-test"]["higher_is_better"] is False
     assert facts["embsim"]["higher_is_better"] is True
 
 
 def test_loading_the_plugin_imports_neither_torch_nor_gensim():
-    code = ("import sys\nfrom cotk_repro.plugins import get_plugins\np = get_plugins()\n"
-            "for kind in ('template', 'metric', 'dataloader', 'generator'):\n    p.registry(kind)\n"
-            "assert 'texygen-gsgan' in p.registry('template')\n"
-            "print('torch' in sys.modules, 'gensim' in sys.modules)")
+    code = (
+        "import sys\nfrom cotk_repro.plugins import get_plugins\np = get_plugins()\n"
+        "for kind in ('template', 'metric', 'dataloader', 'generator'):\n    p.registry(kind)\n"
+        "assert 'texygen-gsgan' in p.registry('template')\n"
+        "print('torch' in sys.modules, 'gensim' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from cotk_repro.core.canonical import is_sha256_hex
 from cotk_repro_texygen.models import MODELS, base, discriminator, generator, reinforce
 from cotk_repro_texygen.models.generator import GenConfig, Generator
 from cotk_repro_texygen.protocol import ProtocolError, model_class, run
 from cotk_repro_texygen.templates import FILES, TEMPLATES
-
-from cotk_repro.core.canonical import is_sha256_hex
 
 QUIET = {"log": lambda line: None}
 
@@ -51,9 +51,12 @@ def test_every_tiny_preset_runs_deterministically_and_writes_each_metric_with_it
     for name in ("nll-oracle", "nll-test", "embsim"):
         assert len({d[name]["hash"] for d in docs}) == 1
     run("seqgan", "tiny", out_dir=tmp_path / "again", **QUIET)
-    assert json.loads((tmp_path / "again" / "result.json").read_text()) == \
-        json.loads((tmp_path / "seqgan" / "result.json").read_text())
-    print("tiny presets, seconds:", {k: round(v, 2) for k, v in seconds.items()}, "total", round(sum(seconds.values()), 1))
+    assert json.loads((tmp_path / "again" / "result.json").read_text()) == json.loads(
+        (tmp_path / "seqgan" / "result.json").read_text()
+    )
+    print(
+        "tiny presets, seconds:", {k: round(v, 2) for k, v in seconds.items()}, "total", round(sum(seconds.values()), 1)
+    )
 
 
 def test_the_gans_share_the_generator_discriminator_and_rollout():
@@ -91,36 +94,72 @@ def test_a_gan_without_its_pretrained_generator_is_one_sentence_and_writes_nothi
 
 def test_a_pretrained_generator_file_replaces_pretraining(tmp_path):
     run("mle", "tiny", out_dir=tmp_path / "mle", adv_epochs=0, **QUIET)
-    r = run("seqgan", "tiny", out_dir=None, pre_gen_epochs=0, adv_epochs=1,
-            pretrained=str(tmp_path / "mle" / "checkpoints" / "generator.pt"), **QUIET)
+    r = run(
+        "seqgan",
+        "tiny",
+        out_dir=None,
+        pre_gen_epochs=0,
+        adv_epochs=1,
+        pretrained=str(tmp_path / "mle" / "checkpoints" / "generator.pt"),
+        **QUIET,
+    )
     assert r.curve[0]["epoch"] == 1
 
 
 def test_real_mode_reports_bleu_self_bleu_embsim_and_nll_test():
-    r = run("mle", "tiny", out_dir=None, mode="real", data=str(FILES / "data"), seq_len=10, pre_gen_epochs=1,
-            adv_epochs=0, eval_samples=64, **QUIET)
+    r = run(
+        "mle",
+        "tiny",
+        out_dir=None,
+        mode="real",
+        data=str(FILES / "data"),
+        seq_len=10,
+        pre_gen_epochs=1,
+        adv_epochs=0,
+        eval_samples=64,
+        **QUIET,
+    )
     for name in ("nll-test", "bleu", "self-bleu", "embsim"):
         assert name in r.entries and is_sha256_hex(r.entries[name + " hashvalue"])
     assert "nll-oracle" not in r.entries
 
 
 def test_templates_are_listed_and_a_generated_project_runs(tmp_path):
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.org"}
-    out = subprocess.run([sys.executable, "-m", "cotk_repro", "init", "--list-templates", "--json"],
-                         capture_output=True, text=True, check=True).stdout
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.org",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.org",
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "cotk_repro", "init", "--list-templates", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     names = {row["name"] for row in json.loads(out)}
     assert set(TEMPLATES) <= names
-    subprocess.run([sys.executable, "-m", "cotk_repro", "init", "proj", "--template", "texygen-maligan"], cwd=tmp_path,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "cotk_repro", "init", "proj", "--template", "texygen-maligan"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
     proj = tmp_path / "proj"
     assert 'MODEL = "maligan"' in (proj / "train.py").read_text()
-    bad = subprocess.run([sys.executable, "train.py", "--vocab-size", "3"], cwd=proj, capture_output=True, text=True,
-                         check=False)
+    bad = subprocess.run(
+        [sys.executable, "train.py", "--vocab-size", "3"], cwd=proj, capture_output=True, text=True, check=False
+    )
     assert bad.returncode == 2 and "vocab_size must be an integer of at least 4" in bad.stderr
     assert not (proj / "result.json").exists() and not (proj / "checkpoints").exists()
-    subprocess.run([sys.executable, "train.py", "--pre-gen-epochs", "1", "--adv-epochs", "1"], cwd=proj, check=True,
-                   capture_output=True, env=env)
+    subprocess.run(
+        [sys.executable, "train.py", "--pre-gen-epochs", "1", "--adv-epochs", "1"],
+        cwd=proj,
+        check=True,
+        capture_output=True,
+        env=env,
+    )
     results = json.loads((proj / "result.json").read_text())["results"]
     assert {"nll-oracle", "nll-oracle@epoch-1", "nll-oracle@epoch-2", "embsim", "nll-test"} <= set(results)
 
@@ -129,8 +168,15 @@ def test_compare_drives_the_texygen_generator(tmp_path):
     from cotk_repro_texygen.data import OracleData
     from cotk_repro_texygen.protocol import TINY as T
 
-    d = OracleData(seed=0, vocab_size=T["vocab_size"], seq_len=T["seq_len"], emb_dim=T["oracle_emb_dim"],
-                   hidden_dim=T["oracle_hidden_dim"], n_train=T["n_train"], n_test=T["n_test"])
+    d = OracleData(
+        seed=0,
+        vocab_size=T["vocab_size"],
+        seq_len=T["seq_len"],
+        emb_dim=T["oracle_emb_dim"],
+        hidden_dim=T["oracle_hidden_dim"],
+        n_train=T["n_train"],
+        n_test=T["n_test"],
+    )
     (tmp_path / "data" / "gold").mkdir(parents=True)
     (tmp_path / "data" / "gold" / "refs.txt").write_text("\n".join(d.sentences("test")) + "\n")
     (tmp_path / "data" / "inputs.txt").write_text("".join(f"x{i}\n" for i in range(60)))
@@ -161,8 +207,12 @@ options = { seed = 0, vocab_size = 40, seq_len = 8, emb_dim = 16, hidden_dim = 1
 [[metric]]
 name = "embsim"
 """)
-    subprocess.run([sys.executable, "-m", "cotk_repro", "compare", "b.toml", "--out", "out"], cwd=tmp_path, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "cotk_repro", "compare", "b.toml", "--out", "out"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
     cells = json.loads((tmp_path / "out" / "results.json").read_text())["cells"]
     got = {(c["system"], c["metric"]): c for c in cells}
     assert got[("MLE", "nll-oracle")]["hash"] == got[("GSGAN", "nll-oracle")]["hash"]
@@ -177,9 +227,8 @@ name = "embsim"
 
 
 def test_the_synthetic_example_config_loads_and_names_the_seven_models():
-    from cotk_repro_texygen.generate import TexygenGenerator
-
     from cotk_repro.compare.config import load_config
+    from cotk_repro_texygen.generate import TexygenGenerator
 
     repo = Path(__file__).resolve().parents[3]
     config = load_config(repo / "examples" / "texygen-synthetic" / "benchmark.toml")

@@ -25,8 +25,10 @@ PLUGIN = REPO / "plugins" / "cotk-repro-texygen"
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # a venv with torch, run (600 s), reproduce (900 s)
 def test_texygen_mle_record_reproduces_with_the_venv_runtime(tmp_path):
-    python = small_venv_python(extra=(("torch==2.13.0",), ("numpy", "scipy", "gensim"),
-                                      ("--no-deps", "-e", str(PLUGIN))), name="test-venvs-texygen")
+    python = small_venv_python(
+        extra=(("torch==2.13.0",), ("numpy", "scipy", "gensim"), ("--no-deps", "-e", str(PLUGIN))),
+        name="test-venvs-texygen",
+    )
     res = run_cli("init", "mle", "--template", "texygen-mle", cwd=tmp_path)
     assert res.returncode == 0, res
     root = tmp_path / "mle"
@@ -42,8 +44,18 @@ def test_texygen_mle_record_reproduces_with_the_venv_runtime(tmp_path):
     assert {"nll-oracle", "nll-test", "embsim", "nll-oracle@epoch-3"} <= set(values)
     add_bare_remote(root, tmp_path / "remotes", "alice/mle")
     assert publish(root, record["id"], "--push").returncode == 0
-    res = run_cli("reproduce", str(tmp_path / "remotes" / "alice" / "mle.git"), "--record", record["id"],
-                  "--runtime", "venv", "--trust-remote-code", "--allow-unsigned", "--json", timeout=900)
+    res = run_cli(
+        "reproduce",
+        str(tmp_path / "remotes" / "alice" / "mle.git"),
+        "--record",
+        record["id"],
+        "--runtime",
+        "venv",
+        "--trust-remote-code",
+        "--allow-unsigned",
+        "--json",
+        timeout=900,
+    )
     assert res.returncode == 0, res
     verdict = json.loads(res.stdout)
     assert verdict["verdict"] == "reproduced"

@@ -4,8 +4,8 @@ Revision ID: 0002
 Revises: 0001
 """
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0002"
 down_revision = "0001"
@@ -25,9 +25,11 @@ def upgrade() -> None:
         sa.Column("n", sa.Integer, nullable=False),
         sa.UniqueConstraint("task", "dataset", "metric", "hash", name="uq_board_groups"),
     )
-    op.execute("INSERT INTO board_groups (task, dataset, metric, hash, n) "
-               "SELECT task, dataset, metric, COALESCE(hash, ''), COUNT(*) FROM results "
-               "GROUP BY task, dataset, metric, COALESCE(hash, '')")
+    op.execute(
+        "INSERT INTO board_groups (task, dataset, metric, hash, n) "
+        "SELECT task, dataset, metric, COALESCE(hash, ''), COUNT(*) FROM results "
+        "GROUP BY task, dataset, metric, COALESCE(hash, '')"
+    )
 
 
 def downgrade() -> None:

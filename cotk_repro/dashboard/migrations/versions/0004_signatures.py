@@ -5,8 +5,8 @@ Revision ID: 0004
 Revises: 0003
 """
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0004"
 down_revision = "0003"
@@ -46,13 +46,19 @@ def upgrade() -> None:
     op.add_column("reproductions", sa.Column("superseded", sa.Boolean, nullable=False, server_default=sa.false()))
     op.create_index("ix_reproductions_record_user", "reproductions", ["record_pk", "user_id", "superseded"])
     # existing reproductions: the owner's own ones are author reruns; only the newest per user counts
-    op.execute("UPDATE reproductions SET by_author = (user_id = (SELECT r.user_id FROM records r "
-               "WHERE r.id = reproductions.record_pk))")
-    op.execute("UPDATE reproductions SET superseded = (id < (SELECT MAX(p.id) FROM reproductions p "
-               "WHERE p.record_pk = reproductions.record_pk AND p.user_id = reproductions.user_id))")
-    op.execute("UPDATE records SET reproduced_by = (SELECT COUNT(DISTINCT p.user_id) FROM reproductions p "
-               "WHERE p.record_pk = records.id AND p.verdict = 'reproduced' AND NOT p.by_author "
-               "AND NOT p.superseded)")
+    op.execute(
+        "UPDATE reproductions SET by_author = (user_id = (SELECT r.user_id FROM records r "
+        "WHERE r.id = reproductions.record_pk))"
+    )
+    op.execute(
+        "UPDATE reproductions SET superseded = (id < (SELECT MAX(p.id) FROM reproductions p "
+        "WHERE p.record_pk = reproductions.record_pk AND p.user_id = reproductions.user_id))"
+    )
+    op.execute(
+        "UPDATE records SET reproduced_by = (SELECT COUNT(DISTINCT p.user_id) FROM reproductions p "
+        "WHERE p.record_pk = records.id AND p.verdict = 'reproduced' AND NOT p.by_author "
+        "AND NOT p.superseded)"
+    )
 
 
 def downgrade() -> None:

@@ -39,8 +39,12 @@ def upgrade() -> None:
                 seen.add((kind, row["key"]))
                 rows.append(row)
 
-    for kind, column, table in (("task", "task", "records"), ("dataset", "dataset", "records"),
-                                ("project", "project_name", "records"), ("metric", "metric", "results")):
+    for kind, column, table in (
+        ("task", "task", "records"),
+        ("dataset", "dataset", "records"),
+        ("project", "project_name", "records"),
+        ("metric", "metric", "results"),
+    ):
         for (name,) in conn.execute(sa.text(f"SELECT {column} FROM {table} GROUP BY {column} ORDER BY MIN(id)")):  # noqa: S608 - only constant table/column names and fixed keys are interpolated
             add(kind, name)
     if rows:

@@ -41,8 +41,10 @@ def upgrade() -> None:
     results = sa.table("results", sa.column("record_pk", sa.Integer), sa.column("tier", sa.SmallInteger))
     last = 0
     while True:
-        rows = conn.execute(sa.text("SELECT id, body, key_fingerprint FROM records WHERE id > :last "
-                                    "ORDER BY id LIMIT :n"), {"last": last, "n": BATCH}).all()
+        rows = conn.execute(
+            sa.text("SELECT id, body, key_fingerprint FROM records WHERE id > :last ORDER BY id LIMIT :n"),
+            {"last": last, "n": BATCH},
+        ).all()
         if not rows:
             break
         last = rows[-1][0]
@@ -52,8 +54,9 @@ def upgrade() -> None:
             conn.execute(records.update().where(records.c.id.in_(dirty)).values(dirty=True))
         if trusted:
             conn.execute(results.update().where(results.c.record_pk.in_(trusted)).values(tier=0))
-    op.create_index("ix_results_board_v3", "results",
-                    ["task", "dataset", "metric", "hash", "tier", "value", "record_pk"])
+    op.create_index(
+        "ix_results_board_v3", "results", ["task", "dataset", "metric", "hash", "tier", "value", "record_pk"]
+    )
     op.drop_index("ix_results_board_v2", table_name="results")
 
 

@@ -38,8 +38,9 @@ class Model:
 
     def make_discriminator(self, config: GenConfig) -> Discriminator:
         s = self.settings
-        return Discriminator(config.vocab_size, config.seq_len, s["dis_emb_dim"], s["filter_sizes"],
-                             s["num_filters"], s["dis_dropout"])
+        return Discriminator(
+            config.vocab_size, config.seq_len, s["dis_emb_dim"], s["filter_sizes"], s["num_filters"], s["dis_dropout"]
+        )
 
     # -- what evaluation asks ------------------------------------------------------------------------
     def sample(self, n: int, rng: torch.Generator | None = None) -> torch.Tensor:

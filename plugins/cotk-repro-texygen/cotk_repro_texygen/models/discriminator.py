@@ -11,9 +11,15 @@ from torch import nn
 
 
 class Discriminator(nn.Module):
-    def __init__(self, vocab_size: int, seq_len: int, emb_dim: int = 64, filter_sizes=(1, 2, 3, 4, 5, 6, 7, 8, 9,
-                 10, 15, 20), num_filters=(100, 200, 200, 200, 200, 100, 100, 100, 100, 100, 160, 160),
-                 dropout: float = 0.25):
+    def __init__(
+        self,
+        vocab_size: int,
+        seq_len: int,
+        emb_dim: int = 64,
+        filter_sizes=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20),
+        num_filters=(100, 200, 200, 200, 200, 100, 100, 100, 100, 100, 160, 160),
+        dropout: float = 0.25,
+    ):
         super().__init__()
         pairs = [(k, n) for k, n in zip(filter_sizes, num_filters) if k <= seq_len]
         self.emb = nn.Embedding(vocab_size, emb_dim)

@@ -94,8 +94,9 @@ class Generator(nn.Module):
             out.append(tok.unsqueeze(1))
         return torch.cat(out, dim=1)
 
-    def relaxed(self, n: int, tau: float, hard: bool = False, rng: torch.Generator | None = None,
-                gumbel: bool = True) -> torch.Tensor:
+    def relaxed(
+        self, n: int, tau: float, hard: bool = False, rng: torch.Generator | None = None, gumbel: bool = True
+    ) -> torch.Tensor:
         """Differentiable sentences (n, T, V): each step feeds the soft token's embedding back.
 
         ``gumbel``: Gumbel-softmax samples at temperature ``tau`` (GSGAN); otherwise the softmax of the

@@ -54,7 +54,7 @@ class LeakGenerator(Generator):
             mstate = self.manager(f, mstate)
             g = F.normalize(self.goal(mstate[0]), dim=1)
             goals.append(g)
-            w = self.psi(torch.stack(goals[-self.step_size:]).sum(0).detach())
+            w = self.psi(torch.stack(goals[-self.step_size :]).sum(0).detach())
             out, state = self.lstm(self.emb(inp).unsqueeze(1), state)
             h = out.squeeze(1)
             logits = self.out(h) + self.out_goal(self.proj(h) * w)
@@ -93,7 +93,7 @@ def intrinsic_rewards(feats: torch.Tensor, goals: torch.Tensor, c: int) -> torch
     for i in range(1, c + 1):
         if i > t:
             break
-        out[:, i:] += F.cosine_similarity(feats[:, i:t] - feats[:, :t - i], goals[:, :t - i], dim=2)
+        out[:, i:] += F.cosine_similarity(feats[:, i:t] - feats[:, : t - i], goals[:, : t - i], dim=2)
     return out / c
 
 
@@ -105,8 +105,9 @@ class LeakGAN(PolicyGradientGAN):
         super().__init__(config, settings, rng)
 
     def make_generator(self, config):
-        gen = LeakGenerator(config, self.dis.feature_dim, self.settings["leak_goal_dim"],
-                            self.settings["leak_step_size"])
+        gen = LeakGenerator(
+            config, self.dis.feature_dim, self.settings["leak_goal_dim"], self.settings["leak_step_size"]
+        )
         dis = self.dis
 
         def leak(x):

@@ -31,9 +31,10 @@ class RankGAN(PolicyGradientGAN):
         half = max(len(real) // 2, 1)
         refs, cand_real = real[:half], real[half:] if len(real) > 1 else real
         fake = self.sample(len(cand_real))
-        scores = rank_log_scores(self.dis.features(torch.cat([cand_real, fake])), self.dis.features(refs),
-                                 self.settings["rank_gamma"])
-        loss = -(scores[:len(cand_real)].mean() - scores[len(cand_real):].mean())
+        scores = rank_log_scores(
+            self.dis.features(torch.cat([cand_real, fake])), self.dis.features(refs), self.settings["rank_gamma"]
+        )
+        loss = -(scores[: len(cand_real)].mean() - scores[len(cand_real) :].mean())
         self.d_opt.zero_grad()
         loss.backward()
         self.d_opt.step()
@@ -46,6 +47,7 @@ class RankGAN(PolicyGradientGAN):
             raise RuntimeError("the ranker has seen no references yet")
         self.dis.eval()
         refs = self.references
-        scores = rank_log_scores(self.dis.features(torch.cat([sentences, refs])), self.dis.features(refs),
-                                 self.settings["rank_gamma"])
-        return scores[:len(sentences)].exp() * (len(sentences) + len(refs))
+        scores = rank_log_scores(
+            self.dis.features(torch.cat([sentences, refs])), self.dis.features(refs), self.settings["rank_gamma"]
+        )
+        return scores[: len(sentences)].exp() * (len(sentences) + len(refs))

@@ -35,8 +35,13 @@ class Rollout:
                 mine.mul_(self.update_rate).add_(theirs.detach(), alpha=1 - self.update_rate)
 
     @torch.no_grad()
-    def rewards(self, samples: torch.Tensor, reward: Callable[[torch.Tensor], torch.Tensor], num: int,
-                rng: torch.Generator | None = None) -> torch.Tensor:
+    def rewards(
+        self,
+        samples: torch.Tensor,
+        reward: Callable[[torch.Tensor], torch.Tensor],
+        num: int,
+        rng: torch.Generator | None = None,
+    ) -> torch.Tensor:
         """Per-token rewards (B, T) of ``samples`` by ``num`` Monte-Carlo completions of every prefix."""
         b, t = samples.shape
         out = torch.zeros(b, t)
@@ -47,8 +52,9 @@ class Rollout:
         return out / num
 
 
-def policy_gradient_step(generator: Generator, opt: torch.optim.Optimizer, samples: torch.Tensor,
-                         rewards: torch.Tensor, clip: float = 5.0) -> float:
+def policy_gradient_step(
+    generator: Generator, opt: torch.optim.Optimizer, samples: torch.Tensor, rewards: torch.Tensor, clip: float = 5.0
+) -> float:
     """One REINFORCE update: minimise ``-mean(log p(x_t | x_<t) * reward_t)`` (gradient clipped)."""
     loss = -(generator.token_log_probs(samples) * rewards).mean()
     opt.zero_grad()

@@ -23,15 +23,22 @@ def parse_args(description: str, presets: dict[str, dict], extra=None) -> argpar
 
     ``cotk-repro.toml``'s ``[run] args`` passes these, e.g. ``["--preset", "paper", "--epochs", "20"]``.
     """
-    parser = argparse.ArgumentParser(description=description,
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--preset", choices=sorted(presets), default="tiny",
-                        help="hyper-parameters: tiny (CPU, minutes) or paper (the CoTK paper's appendix)")
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument(
+        "--preset",
+        choices=sorted(presets),
+        default="tiny",
+        help="hyper-parameters: tiny (CPU, minutes) or paper (the CoTK paper's appendix)",
+    )
     parser.add_argument("--data", help="dataset folder (default: the preset's)")
     parser.add_argument("--seed", type=int, default=1229)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1 ...")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="CPU threads; fixed so that numbers do not depend on the machine's core count")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="CPU threads; fixed so that numbers do not depend on the machine's core count",
+    )
     parser.add_argument("--result", default="result.json")
     if extra is not None:
         extra(parser)
@@ -39,8 +46,13 @@ def parse_args(description: str, presets: dict[str, dict], extra=None) -> argpar
         if key == "data":
             continue
         kind = type(value) if not isinstance(value, bool) else (lambda s: s.lower() in ("1", "true", "yes"))
-        parser.add_argument("--" + key.replace("_", "-"), dest=key, type=kind, default=None,
-                            help=f"tiny: {value!r}, paper: {presets.get('paper', {}).get(key)!r}")
+        parser.add_argument(
+            "--" + key.replace("_", "-"),
+            dest=key,
+            type=kind,
+            default=None,
+            help=f"tiny: {value!r}, paper: {presets.get('paper', {}).get(key)!r}",
+        )
     args = parser.parse_args()
     settings = dict(presets[args.preset])
     for key in presets["tiny"]:
@@ -66,8 +78,14 @@ def progress():
     """A rich progress bar on a terminal; disabled under `cotk-repro run` (no terminal: ``fit`` prints lines)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("loss {task.fields[loss]:.3f}"), TimeRemainingColumn(), disable=not os.isatty(1))
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]:.3f}"),
+        TimeRemainingColumn(),
+        disable=not os.isatty(1),
+    )
 
 
 def fit(model, loss_fn, batches, settings: dict, device: str, name: str = "model") -> dict:
@@ -100,8 +118,15 @@ def fit(model, loss_fn, batches, settings: dict, device: str, name: str = "model
             bar.update(task, advance=1, loss=mean)
             if bar.disable:
                 print(f"epoch {epoch + 1}/{settings['epochs']}: loss {mean:.4f} ({epoch_tokens} tokens)", flush=True)
-            torch.save({"epoch": epoch + 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "settings": settings}, CHECKPOINTS / f"{name}-last.pt")
+            torch.save(
+                {
+                    "epoch": epoch + 1,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "settings": settings,
+                },
+                CHECKPOINTS / f"{name}-last.pt",
+            )
     return {"tokens": tokens, "seconds": seconds}
 
 

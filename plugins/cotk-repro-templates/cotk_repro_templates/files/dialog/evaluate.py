@@ -11,12 +11,25 @@ from __future__ import annotations
 from cotk_repro.metrics import get_metric
 
 
-def evaluate(dl, perplexity_batches, generated: list[str], posts: list[str], scoring_model: str | None = None,
-             split: str = "test", bleu_tokenizer: str = "nltk", **perplexity_options) -> list[dict]:
+def evaluate(
+    dl,
+    perplexity_batches,
+    generated: list[str],
+    posts: list[str],
+    scoring_model: str | None = None,
+    split: str = "test",
+    bleu_tokenizer: str = "nltk",
+    **perplexity_options,
+) -> list[dict]:
     """Every metric's ``close()``/``compute()`` output, for ``save_result``. ``bleu_tokenizer``: BLEU's tokenizer
     (``nltk``: WordPunct; ``zh``, ``char``, ``13a``, ``intl``, ``ja-mecab``, ``ko-mecab``: sacrebleu's)."""
-    perplexity = get_metric("perplexity", dataloader=dl, reference_allvocabs_key="resp_allvocabs",
-                            reference_len_key="resp_length", **perplexity_options)
+    perplexity = get_metric(
+        "perplexity",
+        dataloader=dl,
+        reference_allvocabs_key="resp_allvocabs",
+        reference_len_key="resp_length",
+        **perplexity_options,
+    )
     for batch in perplexity_batches:
         perplexity.forward(batch)
     references = dl.raw_sentences(split)
@@ -37,7 +50,8 @@ def model_scores(generated, posts, references, scoring_model) -> list[dict]:
     if not {"coherence", "fluency"} <= set(registry("metric")):
         print("note: coherence and fluency need the plugin cotk-repro-lm; skipped")
         return []
-    coherence = get_metric("coherence", model=scoring_model, normalize="reference", reference=references,
-                           reference_queries=posts)
+    coherence = get_metric(
+        "coherence", model=scoring_model, normalize="reference", reference=references, reference_queries=posts
+    )
     fluency = get_metric("fluency", model=scoring_model, normalize="reference", reference=references)
     return [coherence.compute(generated, queries=posts), fluency.compute(generated)]

@@ -12,8 +12,14 @@ from __future__ import annotations
 from cotk_repro.metrics import get_metric
 
 
-def evaluate(dl, perplexity_batches, generated: list[str], split: str = "test", bleu_tokenizer: str = "nltk",
-             **perplexity_options) -> list[dict]:
+def evaluate(
+    dl,
+    perplexity_batches,
+    generated: list[str],
+    split: str = "test",
+    bleu_tokenizer: str = "nltk",
+    **perplexity_options,
+) -> list[dict]:
     """Every metric's ``close()``/``compute()`` output, for ``save_result``. ``bleu_tokenizer``: the BLEU family's
     tokenizer (``nltk``: WordPunct; ``zh``, ``char``, ``13a``, ``intl``, ``ja-mecab``, ``ko-mecab``: sacrebleu's)."""
     perplexity = get_metric("perplexity", dataloader=dl, **perplexity_options)

@@ -9,8 +9,14 @@ from torch import nn
 class InputEmbedding(nn.Module):
     """``forward(ids [batch, time]) -> [batch, time, model_size]``, with input dropout."""
 
-    def __init__(self, vocab_size: int, embedding_size: int, model_size: int, input_dropout: float = 0.0,
-                 max_positions: int = 128):
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int,
+        model_size: int,
+        input_dropout: float = 0.0,
+        max_positions: int = 128,
+    ):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embedding_size)
         self.positions = nn.Embedding(max_positions, model_size)
