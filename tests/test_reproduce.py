@@ -266,6 +266,12 @@ def test_project_config_may_pick_an_isolating_plugin_runtime(tmp_path):
         def connect(self):
             Sandbox.connected = True
 
+        def prepare(self, job):  # the runtime contract (cotk_repro/protocols.py); never called here
+            raise AssertionError("not reached")
+
+        def run(self, job):
+            raise AssertionError("not reached")
+
     class Plugin:
         @hookimpl
         def register_runtimes(self, register):
