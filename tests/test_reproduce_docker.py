@@ -337,6 +337,11 @@ def test_second_reproduce_uses_the_cached_image(pub, base_image):
     assert "building the Docker image" not in second.stderr
 
 
+def _terminal_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
 def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_client, tmp_path, signum):
     from cotk_repro.reproduce.docker_runtime import LABEL
@@ -365,8 +370,9 @@ def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_clien
             stdout=fh,
             stderr=subprocess.STDOUT,
             env={**os.environ, "TMPDIR": str(tmp_path)},
-            # Ctrl-C works in it even when this runs as a background job (SIGINT ignored)
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            # Ctrl-C and a hang-up work in it even when this runs as a background job (SIGINT ignored) or under
+            # nohup (SIGHUP ignored, which reproduce respects on purpose: the user asked to outlive the terminal)
+            preexec_fn=_terminal_signals,
         )
     try:
         deadline = time.monotonic() + 180

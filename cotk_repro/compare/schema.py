@@ -7,11 +7,10 @@ caller can name the file and line.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import StrictBool, StrictInt, StrictStr, ValidationError, create_model
-from pydantic_core import ErrorDetails
 
 from ..core.tomlmodel import TYPE_WORDS, StrictTable, annotation_at, known_keys
 from .textfmt import FORMAT_KEYS
@@ -103,7 +102,7 @@ def _field_annotation(path: tuple) -> Any:
     return annotation_at(CompareFile, path)
 
 
-def _message(err: ErrorDetails, data: Any) -> tuple[tuple, str]:
+def _message(err: Mapping[str, Any], data: Any) -> tuple[tuple, str]:
     loc = tuple(p for p in err["loc"] if p not in _UNION_TAGS)
     kind = err["type"]
     if kind == "extra_forbidden":
