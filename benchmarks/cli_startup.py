@@ -21,14 +21,12 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_overhead import TARGET_S, bench_env, make_project
+from run_overhead import TARGET_S, bench_env, make_project, timed
 
 VARIANTS = {
     "shipped": "",
@@ -47,15 +45,6 @@ COMMANDS = {
     "evaluate --help (help cache)": (["evaluate", "--help"], True),
     "run": (["run", "-q"], False),
 }
-
-
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    elapsed = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode(errors='replace')}")
-    return elapsed
 
 
 def main() -> None:

@@ -70,6 +70,16 @@ def rev_parse(cwd: Path | str, rev: str) -> str | None:
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
 
+def config_value(cwd: Path | str | None, key: str) -> str | None:
+    """git's setting ``key`` as seen from ``cwd`` (None: this process's folder); None when unset, empty, or git
+    cannot say (not installed, not a folder, too slow)."""
+    try:
+        proc = git(cwd or ".", "config", "--get", key, check=False, timeout=30)
+    except GitError:
+        return None
+    return proc.stdout.decode("utf-8", "replace").strip() or None
+
+
 def has_identity(cwd: Path | str) -> bool:
     """Whether git can make a commit in ``cwd`` without being told who makes it."""
     if os.environ.get("GIT_COMMITTER_NAME") and os.environ.get("GIT_COMMITTER_EMAIL"):

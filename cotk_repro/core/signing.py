@@ -165,18 +165,9 @@ def _ssh_keygen() -> str:
 
 
 def _git_signing_key(cwd: Path | None) -> str | None:
-    try:
-        proc = subprocess.run(
-            ["git", "config", "--get", "user.signingkey"],  # noqa: S607 - git from PATH; fixed arguments
-            cwd=cwd,
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    value = proc.stdout.decode("utf-8", "replace").strip()
-    return value or None
+    from .git import config_value
+
+    return config_value(cwd, "user.signingkey")
 
 
 def _literal_key(text: str, source: str, workdir: Path) -> SigningKey:

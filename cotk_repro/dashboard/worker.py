@@ -148,13 +148,14 @@ def docker_reproducer(
 ) -> Reproducer:
     """Reproduce a record with the Docker runtime from the git remote it names (never a host runtime)."""
     from ..records.view import RecordView
+    from ..remote.publication import takes_publication
     from ..reproduce.core import ReproduceOptions, reproduce
     from ..reproduce.source import source_for_record
 
     def run(record: dict[str, Any], publication: Any = None, record_signature: str | None = None) -> dict[str, Any]:
         url = RecordView.of(record).code.remote_url
         if publication is None:
-            if url is None or (isinstance(url, str) and url.startswith("local:")):
+            if takes_publication(url):
                 # made before its project had a remote: `publish` uploads the remote it took (signed) right after
                 # the record, whose upload queued this job; a worker may be faster than that second upload
                 raise Retryable(

@@ -86,7 +86,7 @@ def publication_for(
 
     rid = short_id(record["id"])
     recorded = (record.get("code") or {}).get("remote_url")
-    if recorded and not str(recorded).startswith("local:"):
+    if not pub.takes_publication(recorded):
         if dashboard:
             try:
                 pub.fetchable_remote(record["id"], recorded)

@@ -48,6 +48,13 @@ class PublicationError(CotkError):
     """A publication (or a remote) that cannot be used to fetch a record's code; one sentence."""
 
 
+def takes_publication(url: Any) -> bool:
+    """Whether a record whose ``code.remote_url`` is ``url`` takes its remote from a publication: it names none,
+    or only one on its author's machine (``local:NAME``); a record naming any other remote is fetched from that
+    one (or refused by :func:`fetchable_remote`), never from a publication."""
+    return not url or (isinstance(url, str) and url.startswith(_LOCAL))
+
+
 def fetchable_remote(record_id: str, url: Any) -> str:
     """``url`` when a stranger could fetch the record's code from it; else :class:`PublicationError` with the
     sentence ``reproduce`` gives for it (a remote on the author's machine, or an unsafe URL)."""

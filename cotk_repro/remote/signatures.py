@@ -10,10 +10,10 @@ must also be one of those listed, and the signer is named by its principal there
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
+from ..core.git import config_value
 from ..core.signing import (
     MAX_SIGNATURE,
     NS_RECORD,
@@ -33,18 +33,8 @@ VALID, UNSIGNED, INVALID, UNKNOWN_SIGNER = "valid", "unsigned", "invalid", "unkn
 def allowed_signers(path: str | Path | None, cwd: Path | None = None) -> list[tuple[str, PublicKey]] | None:
     """The ``(principal, key)`` pairs of ``path``, else of git's ``gpg.ssh.allowedSignersFile``; None without either."""
     if path is None:
-        try:
-            proc = subprocess.run(
-                ["git", "config", "--get", "gpg.ssh.allowedSignersFile"],  # noqa: S607 - git from PATH; fixed arguments
-                cwd=cwd,
-                capture_output=True,
-                timeout=30,
-                check=False,
-            )
-            configured = proc.stdout.decode("utf-8", "replace").strip()
-        except (OSError, subprocess.TimeoutExpired):
-            configured = ""
-        if not configured:
+        configured = config_value(cwd, "gpg.ssh.allowedSignersFile")
+        if configured is None:
             return None
         path = configured
     return read_allowed_signers(Path(path).expanduser())

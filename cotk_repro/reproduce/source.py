@@ -138,14 +138,14 @@ def source_for_record(
     record itself and the git remote it names, else the one its signed ``publication`` names (taken when it
     was published: :mod:`cotk_repro.remote.publication`, verified here against ``record_signature``); refused
     when neither names one reachable from here."""
-    from ..remote.publication import PublicationError, fetchable_remote, verify
+    from ..remote.publication import PublicationError, fetchable_remote, takes_publication, verify
 
     record_id = record["id"]
     text = text or record_id
     url = (record.get("code") or {}).get("remote_url")
     publisher = None
     try:
-        if publication is not None and (not url or (isinstance(url, str) and url.startswith("local:"))):
+        if publication is not None and takes_publication(url):
             url, publisher = verify(record, publication, record_signature, allow_unsigned=allow_unsigned)
         elif not url:
             raise ReproduceError(
