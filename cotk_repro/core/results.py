@@ -35,8 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunError
+from . import jsonbudget
 from .canonical import is_sha256_hex
 from .fileio import atomic_write
+from .jsonbudget import shown
 
 RESULT_SCHEMA = "cotk-repro/result"
 HASH_SUFFIX = " hashvalue"
@@ -75,14 +77,16 @@ def _check_hash(where: str, name: str, value: Any) -> str | None:
         return None
     if isinstance(value, str) and is_sha256_hex(value.lower()):
         return value.lower()
-    raise RunError(f"{where}: the hash of {name!r} is malformed (expected 64 hex digits of SHA-256), got {value!r}")
+    raise RunError(
+        f"{where}: the hash of {shown(name)} is malformed (expected 64 hex digits of SHA-256), got {shown(value)}"
+    )
 
 
 def _entry(where: str, name: str, value: Any, hash_: Any, signature: Any, metric: Any, version: Any) -> dict[str, Any]:
     if not _is_number(value):
-        raise RunError(f"{where}: the value of {name!r} is not a finite number: {value!r}")
+        raise RunError(f"{where}: the value of {shown(name)} is not a finite number: {shown(value)}")
     if signature is not None and not isinstance(signature, str):
-        raise RunError(f"{where}: the signature of {name!r} must be a string")
+        raise RunError(f"{where}: the signature of {shown(name)} must be a string")
     return {
         "value": value,
         "hash": _check_hash(where, name, hash_),
@@ -103,7 +107,7 @@ def normalize_results(data: Any, where: str = "result file") -> dict[str, Any]:
         results = {}
         for name, item in raw.items():
             if not isinstance(item, dict):
-                raise RunError(f"{where}: result {name!r} must be an object with a 'value'")
+                raise RunError(f"{where}: result {shown(name)} must be an object with a 'value'")
             results[name] = _entry(
                 where,
                 name,
@@ -135,7 +139,7 @@ def parse_result_dict(
         if is_companion_key(key):
             base = key.rsplit(" ", 1)[0]
             if base not in data:
-                raise RunError(f"{where}: {key!r} has no metric {base!r} beside it")
+                raise RunError(f"{where}: {shown(key)} has no metric {shown(base)} beside it")
             continue
         if skip_extras and (isinstance(value, bool) or not isinstance(value, (int, float))):
             continue
@@ -155,15 +159,9 @@ def read_result_file(path: Path, *, not_before: float | None = None) -> dict[str
     if not_before is not None and path.stat().st_mtime < not_before - 1.0:
         raise RunError(f"the result file {path} is stale: it was not written during this run")
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise RunError(f"the result file {path} is not UTF-8 text") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RunError(
-            f"the result file {path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
+        data = jsonbudget.loads(path.read_bytes(), what=f"the result file {path}")
+    except jsonbudget.JSONBudgetError as exc:
+        raise RunError(exc.message) from None
     return normalize_results(data, where=str(path))
 
 

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
+from ..core import jsonbudget
 from . import leaderboard as lb
 from . import store
 from . import table as tb
@@ -302,13 +303,9 @@ def require_user(request: Request, credentials: HTTPAuthorizationCredentials | N
 
 def _json_body(raw: bytes) -> Any:
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise HTTPException(422, "the body is not UTF-8") from None
-    except RecursionError:
-        raise HTTPException(422, "the body is nested too deeply") from None
-    except ValueError as exc:
-        raise HTTPException(422, f"the body is not valid JSON: {exc}") from None
+        return jsonbudget.loads(raw, what="the body")
+    except jsonbudget.JSONBudgetError as exc:
+        raise HTTPException(422, exc.message) from None
 
 
 def _qs(value: str | None, what: str) -> str | None:

@@ -29,7 +29,6 @@ Faults:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
@@ -41,6 +40,7 @@ from typing import Any
 
 from sqlalchemy import select, text
 
+from ..core import jsonbudget
 from ..errors import CotkError
 from .auth import Principal
 from .queue import QUEUE, TABLE, TASK, conninfo, ensure_schema
@@ -277,7 +277,10 @@ class Pool:
         if row[0] is not None:
             return "already verified"
         self._note(record_id, attempts=attempt, reason=None)
-        record = json.loads(row[1])
+        try:  # stored after the API parsed it, yet parsed within the same budget as any stranger's JSON
+            record = jsonbudget.loads(row[1], what=f"the queued record {record_id}")
+        except jsonbudget.JSONBudgetError as exc:
+            return self._fail(record_id, Permanent, f"could not run: {exc.message}")
         if row[2] != "ok":
             return self._fail(
                 record_id,
@@ -285,7 +288,11 @@ class Pool:
                 f"could not run: the record is marked {row[2]}; there is no successful result to reproduce",
             )
         try:  # a publication (the remote taken at publish time, signed) goes to reproducers that take one
-            verdict = self.reproducer(record) if row[3] is None else self.reproducer(record, json.loads(row[3]), row[4])
+            verdict = (
+                self.reproducer(record)
+                if row[3] is None
+                else self.reproducer(record, jsonbudget.loads(row[3], what="the queued publication"), row[4])
+            )
         except Permanent as exc:
             return self._fail(record_id, Permanent, f"could not run: {exc}")
         except Retryable as exc:

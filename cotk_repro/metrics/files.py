@@ -11,11 +11,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core import jsonbudget
 from ..core.textinput import BOM, check_text, encoding_problem
 from . import get_metric
 from .base import Metric, MetricError, declared, resolve_tokenizer, score
@@ -72,8 +72,8 @@ def _is_jsonl(path: Path, lines: list[str]) -> bool:
     if not first.lstrip().startswith("{"):
         return False
     try:
-        return isinstance(json.loads(first), dict)
-    except ValueError:
+        return isinstance(jsonbudget.loads(first, what=f"{path} line 1"), dict)
+    except jsonbudget.JSONBudgetError:
         return False
 
 
@@ -90,9 +90,9 @@ def _string_lists(path: Path, lines: list[str], key: str, what: str) -> list[tup
     out = []
     for no, line in enumerate(lines, 1):
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise MetricError(f"{path} line {no} is not valid JSON ({exc.msg})") from None
+            obj = jsonbudget.loads(line, what=f"{path} line {no}")
+        except jsonbudget.JSONBudgetError as exc:
+            raise MetricError(exc.message) from None
         items = obj.get(key) if isinstance(obj, dict) else None
         if not isinstance(items, list) or not items or not all(isinstance(r, str) for r in items):
             raise MetricError(
@@ -117,8 +117,8 @@ def parse_options(items: Sequence[str], metrics: Sequence[str]) -> dict[str, dic
                 f"({', '.join(metrics)})"
             )
         try:
-            parsed: Any = json.loads(value)
-        except ValueError:
+            parsed: Any = jsonbudget.loads(value, what=f"option {item[:80]!r}")
+        except jsonbudget.JSONBudgetError:
             parsed = value
         out.setdefault(metric, {})[key] = parsed
     return out

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonbudget import DEFAULT, JSONBudgetError, loads
 from ..core.results import normalize_results
+from ..core.safe_read import UnsafeFileError, read_regular
 from ..errors import RecordError
 from .store import RECORD_SCHEMA, RunStore, validate_record
 
@@ -41,9 +42,9 @@ def fetch_json(url: str, timeout: float = 30.0) -> Any:
     if resp.status_code >= 400:
         raise RecordError(f"{url} answered {resp.status_code}")
     try:
-        return resp.json()
-    except (ValueError, RecursionError):
-        raise RecordError(f"{url} did not answer JSON") from None
+        return loads(resp.content, what=f"the answer of {url[:200]}")
+    except JSONBudgetError as exc:
+        raise RecordError(exc.message) from None
 
 
 def _as_document(data: Any, where: str) -> dict[str, Any]:
@@ -67,9 +68,11 @@ def load_document(ref: str, store: RunStore | None) -> dict[str, Any]:
         if not path.is_file():
             raise RecordError(f"no such file: {ref}")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise RecordError(f"{ref} is not valid JSON: {exc}") from None
+            data = loads(read_regular(path, DEFAULT.bytes, ref, follow_links=True), what=ref)
+        except (JSONBudgetError, UnsafeFileError) as exc:
+            raise RecordError(exc.message) from None
+        except OSError as exc:
+            raise RecordError(f"cannot read {ref}: {exc.strerror}") from None
         return _as_document(data, ref)
     if store is None:
         raise RecordError(f"{ref!r} is not a file or URL, and there is no project here to look it up in")

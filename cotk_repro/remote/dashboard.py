@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..core.httpread import AnswerTooLarge, read_bounded
+from ..core.jsonbudget import JSONBudgetError, loads
 from ..errors import CotkError
 from ..records.view import RecordView
 
@@ -38,9 +39,9 @@ class DashboardError(CotkError):
 
 def _detail(resp) -> str:
     try:
-        body = resp.json()
-    except ValueError:
-        return resp.text.strip()[:300]
+        body = loads(resp.content, what="the dashboard's answer")
+    except JSONBudgetError:
+        return resp.text[:300].strip()
     if isinstance(body, dict):
         detail = body.get("detail", body.get("error", body))
         if isinstance(detail, list):  # FastAPI validation errors
@@ -142,9 +143,9 @@ class DashboardClient:
         code = resp.status_code
         if code in (200, 201):
             try:
-                return resp.json()
-            except (ValueError, RecursionError):
-                raise DashboardError(f"the dashboard at {self.url} did not answer JSON to {what}") from None
+                return loads(resp.content, what=f"the answer of the dashboard at {self.url} to {what}")
+            except JSONBudgetError as exc:
+                raise DashboardError(exc.message) from None
         if code == 403:
             raise DashboardError(
                 f"the dashboard at {self.url} refused {what} (403): {_detail(resp)}",

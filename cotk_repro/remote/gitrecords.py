@@ -14,14 +14,14 @@ The same helpers read the ref on the reproduce side (list records, read files).
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core import jsonbudget
 from ..core.git import GitError, git, has_identity, out, rev_parse
 from ..records import ID_PREFIX, RecordView
 
@@ -40,9 +40,9 @@ RECORD_FILES = (
     "result.json",
 )
 #: a record.json on a records ref larger than this is not read
-MAX_REF_RECORD_BYTES = 16 * 1024 * 1024
-#: all the record.json of one records ref together larger than this: the rest is not read
-MAX_REF_RECORDS_TOTAL = 512 * 1024 * 1024
+MAX_REF_RECORD_BYTES = jsonbudget.RECORD.bytes
+#: all the record.json of one records ref together (each path counted) larger than this: the rest is not read
+MAX_REF_RECORDS_TOTAL = jsonbudget.REF_TOTAL.bytes
 #: a file of a local record folder larger than this is not published
 MAX_FILE_BYTES = 256 * 1024 * 1024
 #: a name and address for commits on the records ref when the user has none configured
@@ -175,11 +175,15 @@ def tree_listing(repo: Path | str, rev: str) -> dict[str, tuple[str, str, int | 
 def list_records(repo: Path, rev: str, skipped: list[tuple[str, str]] | None = None) -> list[dict[str, Any]]:
     """Every record on ``rev`` (parsed record.json), newest first.
 
-    Each ``records/<hex>/record.json`` is read only when it is a blob of at most :data:`MAX_REF_RECORD_BYTES`
-    (its size known before reading); any other entry (a gitlink, a huge blob, bytes that are not a JSON object)
-    is left out with a sentence in ``skipped`` as ``(path, reason)``, and the others stay usable."""
+    Each ``records/<hex>/record.json`` is read only when it is a blob within :data:`MAX_REF_RECORD_BYTES` and the
+    per-record parse budget (:data:`.jsonbudget.RECORD`), and while the ref's total budget
+    (:data:`.jsonbudget.REF_TOTAL`: bytes and values, a blob counted once for each path that names it) lasts.
+    Any other entry (a gitlink, a huge blob, bytes that are not a JSON object, one past the total) is left out
+    with a sentence in ``skipped`` as ``(path, reason)``, and the others stay usable. The blobs are streamed
+    from one ``git cat-file --batch``, each read once however many paths name it."""
     skipped = skipped if skipped is not None else []
     entries = tree_listing(repo, rev)
+    allowance = jsonbudget.Allowance(jsonbudget.REF_TOTAL)
     wanted = []
     for path, (kind, sha, size) in sorted(entries.items()):
         if not (path.startswith(RECORDS_DIR + "/") and path.endswith("/record.json") and path.count("/") == 2):
@@ -190,55 +194,97 @@ def list_records(repo: Path, rev: str, skipped: list[tuple[str, str]] | None = N
             skipped.append(
                 (
                     path,
-                    (
-                        f"{path} is {size:,} bytes, over the {MAX_REF_RECORD_BYTES:,}-byte limit for a "
-                        "record, so it is not read"
-                    ),
+                    f"{path} is {size:,} bytes, over the {MAX_REF_RECORD_BYTES:,}-byte limit for a record, so it is not read",
+                )
+            )
+        elif allowance.bytes + size > allowance.total.bytes:
+            skipped.append(
+                (
+                    path,
+                    f"{path} is past the {allowance.total.bytes:,}-byte limit for all records of a ref, so it is not read",
                 )
             )
         else:
+            allowance.bytes += size
             wanted.append((path, sha, size))
-    total, bounded = 0, []
-    for path, sha, size in wanted:
-        total += size
-        if total > MAX_REF_RECORDS_TOTAL:
+    if not wanted:
+        return []
+    allowance.bytes = 0  # spent again below, with each record's values
+    records: list[dict[str, Any]] = []
+    for path, size, body in _blobs(repo, wanted):
+        if isinstance(body, str):
+            skipped.append((path, f"{path} {body}"))
+            continue
+        shape, value = body
+        if not allowance.spend(size, shape):
             skipped.append(
                 (
                     path,
                     (
-                        f"{path} is past the {MAX_REF_RECORDS_TOTAL:,}-byte limit for all records of a "
-                        "ref, so it is not read"
+                        f"{path} is past the limit of {allowance.total.elements:,} values for all records of a ref, "
+                        "so it is not read"
                     ),
                 )
             )
-        else:
-            bounded.append((path, sha, size))
-    if not bounded:
-        return []
-    # one batch: every blob's size is known and bounded, so is the whole answer
-    raw = git(repo, "cat-file", "--batch", input="".join(f"{sha}\n" for _p, sha, _s in bounded).encode()).stdout
-    records: list[dict[str, Any]] = []
-    pos = 0
-    for path, _sha, size in bounded:
-        header_end = raw.find(b"\n", pos)
-        header = raw[pos:header_end].split() if header_end >= 0 else []
-        if len(header) != 3 or header[1] != b"blob" or header[2] != str(size).encode():
-            skipped.append((path, f"{path} cannot be read from the records ref"))
-            pos = header_end + 1 if header_end >= 0 else len(raw)
             continue
-        body = raw[header_end + 1 : header_end + 1 + size]
-        pos = header_end + 1 + size + 1
-        try:
-            record = json.loads(body.decode("utf-8"))
-        except (ValueError, RecursionError):
-            skipped.append((path, f"{path} is not JSON"))
-            continue
-        if isinstance(record, dict):  # as stored: every key is part of its id and signature
-            records.append(record)
+        if isinstance(value, dict):  # as stored: every key is part of its id and signature
+            records.append(value)
         else:
             skipped.append((path, f"{path} is not a JSON object"))
     records.sort(key=lambda r: RecordView.of(r).command.started_at or "", reverse=True)
     return records
+
+
+def _blobs(repo: Path, wanted: list[tuple[str, str, int]]) -> Iterator[tuple[str, int, tuple[int, Any] | str]]:
+    """``(path, size, (values, parsed JSON) or why it is not read)`` for each ``(path, sha, size)``: every blob
+    streamed once from ``git cat-file --batch`` (the same sha under many paths is parsed once), each within
+    :data:`.jsonbudget.RECORD` before it is parsed."""
+    import subprocess
+
+    order = list(dict.fromkeys(sha for _p, sha, _s in wanted))
+    done: dict[str, tuple[int, Any] | str] = {}
+    with tempfile.TemporaryFile() as shas:
+        shas.write("".join(f"{sha}\n" for sha in order).encode())
+        shas.seek(0)
+        # a fixed git command; object names come from git's own ls-tree
+        proc = subprocess.Popen(
+            ["git", "cat-file", "--batch"],  # noqa: S607
+            cwd=repo,
+            stdin=shas,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            stream = proc.stdout
+            assert stream is not None
+            in_step = True
+            for path, sha, size in wanted:
+                if sha not in done:
+                    header = stream.readline().split() if in_step else []
+                    if len(header) != 3 or header[1] != b"blob" or header[2] != str(size).encode():
+                        in_step = False  # the stream is out of step: nothing after it is trusted
+                        done[sha] = "cannot be read from the records ref"
+                        yield path, size, done[sha]
+                        continue
+                    body = stream.read(size)
+                    stream.read(1)
+                    done[sha] = _parsed(body, path)
+                    del body
+                yield path, size, done[sha]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            if proc.stdout is not None:
+                proc.stdout.close()
+            proc.wait()
+
+
+def _parsed(body: bytes, path: str) -> tuple[int, Any] | str:
+    """``(values, parsed JSON)`` of one record blob, or why it is not read (over its budget, not JSON)."""
+    try:
+        return jsonbudget.measured(body, what=path, budget=jsonbudget.RECORD)
+    except jsonbudget.JSONBudgetError as exc:
+        return exc.message.removeprefix(path).strip() + ", so it is not read"
 
 
 def read_file(repo: Path, rev: str, path: str, limit: int = 1024 * 1024) -> bytes | None:

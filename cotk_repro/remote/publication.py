@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core import jsonbudget
 from ..core.canonical import canonical_json
 from ..core.giturl import UnsafeUrlError, check_stranger_url, shown
 from ..core.signing import (
@@ -98,8 +99,8 @@ def loads(data: bytes | str | None) -> Any:
     if data is None or len(data) > MAX_BYTES:
         return None
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
+        return jsonbudget.loads(data, what="publication.json", budget=jsonbudget.RECORD)
+    except jsonbudget.JSONBudgetError:
         return None
 
 

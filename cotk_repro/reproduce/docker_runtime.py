@@ -33,6 +33,7 @@ import time
 from typing import Any
 
 from ..capture.dockerfile import default_base_image, render_dockerfile
+from ..core import jsonbudget
 from ..core.userconfig import cache_dir
 from . import ReproduceError
 from .container import OUTPUT_CAP, RESULT_CAP, Confined
@@ -290,8 +291,8 @@ class DockerRuntime:
         finally:
             box.remove()
         try:
-            return json.loads(res.stdout.value().decode("utf-8")) if res.rc == 0 else _NO_ENV
-        except ValueError:
+            return jsonbudget.loads(res.stdout.value(), what="the image's environment") if res.rc == 0 else _NO_ENV
+        except jsonbudget.JSONBudgetError:
             return _NO_ENV
 
     def _run_user(self) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core import jsonbudget
 from ..core.results import normalize_results
 from ..errors import CotkError
 from ..records.view import RecordView
@@ -182,11 +182,9 @@ def parse_result(raw: bytes | None, job: Job, where: str) -> dict[str, Any]:
             step="run",
         )
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ReproduceError(
-            f"the rerun's result file {job.result_rel} is not valid JSON ({exc})", step="run"
-        ) from None
+        data = jsonbudget.loads(raw, what=f"the rerun's result file {job.result_rel}")
+    except jsonbudget.JSONBudgetError as exc:
+        raise ReproduceError(exc.message, step="run") from None
     try:
         return normalize_results(data, where)
     except CotkError as exc:

@@ -25,8 +25,14 @@ DEFAULTS: dict[str, Any] = {"timeout": 3600.0, "memory": "4g", "cpus": 2.0, "dis
 FLAGS = {"timeout": "--timeout", "memory": "--memory", "cpus": "--cpus", "disk": "--disk"}
 _SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([bkmgt]?)i?b?", re.I)
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-#: a disk below 1 MiB holds no checkout (a memory below Docker's 6 MiB is the engine's to refuse, naming it)
-_FLOOR = {"memory": 1, "disk": 1024**2}
+#: the least of each limit (docs/reproduce.md, "Limits"): below it a limit stops limiting or nothing can run.
+#: Docker reads ``NanoCpus=0`` (what 1e-10 CPUs rounds to) as no CPU limit at all, and refuses a memory
+#: limit under 6 MiB; a disk under 1 MiB holds no checkout; a time limit under a second is no time to start.
+FLOORS: dict[str, float] = {"timeout": 1.0, "memory": 6 * 1024**2, "cpus": 0.01, "disk": 1024**2}
+#: the most of each limit a value may say: more is not a limit a machine has (and overflows the engine's fields)
+CEILINGS: dict[str, float] = {"timeout": 1e10, "memory": 1024.0**5, "cpus": 4096.0, "disk": 1024.0**5}
+#: processes and threads a confined container may hold at once (fixed: not the project's to set)
+PIDS = 512
 
 
 def size_bytes(text: Any) -> int | None:
@@ -53,10 +59,11 @@ def docker_size(n: int) -> str:
 
 
 def _amount(name: str, value: Any) -> float | None:
-    """The comparable amount of a limit value (seconds, bytes, CPUs), or None when it is not one."""
+    """The comparable amount of a limit value (seconds, bytes, CPUs), or None when it is not a number or size
+    (see :func:`_refusal` for a number outside the floor and ceiling)."""
     if name in ("memory", "disk"):
         n = size_bytes(value)
-        return float(n) if n is not None and n >= _FLOOR[name] else None
+        return float(n) if n is not None else None
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:
@@ -66,12 +73,25 @@ def _amount(name: str, value: Any) -> float | None:
     return x if math.isfinite(x) and x > 0 else None
 
 
+def _refusal(name: str, value: Any) -> tuple[float | None, str | None]:
+    """``(amount, None)`` for a usable limit value, else ``(None, why it is not one)``."""
+    amount = _amount(name, value)
+    if amount is None:
+        unit = "a size such as 4g or 512m" if name in ("memory", "disk") else "a positive number"
+        return None, f"is not {_what(name)} ({unit})"
+    if amount < FLOORS[name]:
+        return None, f"is below the least {_what(name)} of {_shown(name, FLOORS[name])}"
+    if amount > CEILINGS[name]:
+        return None, f"is above the most {_what(name)} of {_shown(name, CEILINGS[name])}"
+    return amount, None
+
+
 def _shown(name: str, amount: float) -> str:
     if name == "timeout":
         return f"{amount:g} s"
     if name == "cpus":
         return f"{amount:g} CPUs"
-    return docker_size(int(amount))
+    return docker_size(int(amount)) if amount < 1024**5 else f"{amount / 1024**5:g}p"
 
 
 def _flag_value(name: str, amount: float) -> str:
@@ -151,10 +171,9 @@ def reproducer_limits(
             value, source, where = user[name], "user config", f"reproduce.{name} in {user_where}"
         else:
             value, source, where = DEFAULTS[name], "default", "the default"
-        amount = _amount(name, value)
+        amount, why = _refusal(name, value)
         if amount is None:
-            unit = "a size such as 4g or 512m" if name in ("memory", "disk") else "a positive number"
-            raise ReproduceError(f"{where} {str(value)[:40]!r} is not {_what(name)} ({unit})", step="limits")
+            raise ReproduceError(f"{where} {str(value)[:40]!r} {why}", step="limits")
         amounts[name], sources[name] = amount, source
     return Limits(amounts, sources)
 
@@ -169,11 +188,9 @@ def apply_project(limits: Limits, project: Mapping[str, Any]) -> Limits:
         value = project.get(name)
         if value is None:
             continue
-        amount = _amount(name, value)
+        amount, why = _refusal(name, value)
         if amount is None:
-            raise ReproduceError(
-                f"the project's reproduce.{name} {str(value)[:40]!r} is not {_what(name)}", step="limits"
-            )
+            raise ReproduceError(f"the project's reproduce.{name} {str(value)[:40]!r} {why}", step="limits")
         asked[name] = amount
         if amount > limits.amounts[name]:
             more.append(f"{name} {_shown(name, amount)} (this reproduction allows {limits.describe(name)})")

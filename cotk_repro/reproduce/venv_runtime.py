@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core import jsonbudget
 from ..core.tail import TAIL
 from ..core.userconfig import cache_dir
 from . import ReproduceError
@@ -205,7 +206,12 @@ class VenvRuntime:
                 env=_entry_env(bin_dir),
                 check=False,
             )
-            self.env_info = json.loads(probe.stdout) if probe.returncode == 0 else {"python": {}, "packages": []}
+            try:  # the environment's Python is built from somebody else's lock: its answer is a stranger's JSON
+                self.env_info = jsonbudget.loads(probe.stdout, what="the environment") if probe.returncode == 0 else {}
+            except jsonbudget.JSONBudgetError:
+                self.env_info = {}
+            if not isinstance(self.env_info, dict) or not self.env_info:
+                self.env_info = {"python": {}, "packages": []}
             env_file.write_text(json.dumps(self.env_info))
         return self.env_info
 
