@@ -87,3 +87,72 @@ def has_identity(cwd: Path | str) -> bool:
     name = git(cwd, "config", "user.name", check=False).stdout.strip()
     email = git(cwd, "config", "user.email", check=False).stdout.strip()
     return bool(name and email)
+
+
+#: the most refs one ``ls-remote`` reads: a stranger's server may advertise millions, and past this the listing
+#: is stopped and refused (docs/reproduce.md, "Budgets")
+MAX_REFS = 10_000
+
+
+class TooManyRefs(GitError):
+    """A remote advertised more than :data:`MAX_REFS` refs matching what was asked."""
+
+
+def ls_remote(
+    cwd: Path | str,
+    url: str,
+    *patterns: str,
+    options: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    max_refs: int = MAX_REFS,
+    timeout: float = 120,
+) -> dict[str, str] | None:
+    """ref -> object id of ``git [OPTIONS] ls-remote -- URL PATTERN...`` (git keeps only the refs whose name ends
+    in a pattern), read line by line as git prints them; None when git fails (no such repository, no access).
+
+    Never more than ``max_refs`` refs are read: past that git is stopped and :class:`TooManyRefs` raised."""
+    import threading
+
+    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+    try:
+        # git from PATH; arguments are a list (no shell), the URL and patterns after --
+        proc = subprocess.Popen(  # noqa: S603
+            ["git", *options, "ls-remote", "--", url, *patterns],  # noqa: S607
+            cwd=cwd,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed; cotk-repro needs git to record, publish and reproduce code") from None
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        proc.kill()
+
+    late = threading.Timer(timeout, stop)
+    late.start()
+    refs: dict[str, str] = {}
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sha, tab, ref = line.rstrip(b"\n").decode("utf-8", "replace").partition("\t")
+            if not tab:
+                continue
+            if len(refs) >= max_refs:
+                raise TooManyRefs(f"{url[:200]} advertises more than {max_refs:,} refs, so it is not read")
+            refs[ref] = sha
+    finally:
+        late.cancel()
+        if proc.poll() is None:
+            proc.kill()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        proc.wait()
+    if proc.returncode != 0:
+        if fired.is_set():
+            raise GitError(f"git ls-remote {url[:200]} took longer than {timeout:.0f} s")
+        return None
+    return refs

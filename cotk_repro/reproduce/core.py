@@ -293,7 +293,7 @@ def reproduce(
         verdict["record_signature"] = _check_signature(repo, source, record, opts, outcome)
         code = workdir / "context" / "code"
         with steps.step("checkout", f"checking out {commit[:12]}"):
-            repo.export(commit, code)
+            repo.export(commit, code, limit=limits.disk_bytes)  # the checkout is part of what the disk limit bounds
             tree = repo.tree_of(commit)
             check_command(code, view.command.recorded)
             packages = validate_lock(view.environment.packages_recorded)
