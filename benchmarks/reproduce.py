@@ -96,6 +96,8 @@ def reproduce(bare: Path, record: str, runtime: str, base_image: str | None, env
     ]
     if runtime == "docker" and base_image:
         cmd += ["--base-image", base_image]
+    if runtime == "docker":
+        cmd += ["--image-cache", "8"]  # warm runs reuse the image (without a cache it is removed after each verdict)
     if runtime != "docker":
         cmd.append("--trust-remote-code")
     t0 = time.perf_counter()

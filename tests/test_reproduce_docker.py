@@ -326,9 +326,9 @@ def test_runaway_entry_is_killed_at_the_time_limit(pub, base_image, docker_clien
 
 
 def test_second_reproduce_uses_the_cached_image(pub, base_image):
-    first = reproduce(pub, "ok", base_image)
+    first = reproduce(pub, "ok", base_image, "--image-cache", "4")
     assert first.returncode == 0, first
-    second = reproduce(pub, "ok", base_image)
+    second = reproduce(pub, "ok", base_image, "--image-cache", "4")
     assert second.returncode == 0, second
     assert "reproduced" in second.stdout and "not reproduced" not in second.stdout
     steps = steps_line(second.stderr)

@@ -161,6 +161,16 @@ def register(cli: typer.Typer) -> None:
         keep: bool = typer.Option(
             False, "--keep", help="Keep the work folder (checkout, build context, logs) for debugging."
         ),
+        image_cache: int | None = typer.Option(
+            None,
+            "--image-cache",
+            min=0,
+            max=1000,
+            metavar="N",
+            help="Keep the N most recently used reproduction images (docker) after the verdict, for the next "
+            "reproduction of the same environment (default: reproduce.image_cache of your user config, else 0: "
+            "each image is removed once its verdict is in).",
+        ),
         json_out: str | None = typer.Option(
             None,
             "--json",
@@ -201,6 +211,7 @@ def register(cli: typer.Typer) -> None:
             disk=disk,
             allow_project_image=allow_project_image,
             keep=keep,
+            image_cache=image_cache,
             submit=submit,
             dashboard=dashboard,
             allow_unsigned=allow_unsigned,

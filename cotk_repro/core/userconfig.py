@@ -178,6 +178,7 @@ REPRODUCE_KEYS: dict[str, tuple[type, ...]] = {
     "disk": (str,),
     "base_image": (str,),
     "allow_project_image": (bool,),
+    "image_cache": (int,),
 }
 
 

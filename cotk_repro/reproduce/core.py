@@ -47,6 +47,9 @@ class ReproduceOptions:
     #: use the base image the reproduced project's config names (else only the reproducer's choice)
     allow_project_image: bool | None = None
     keep: bool = False
+    #: how many reproduction images (docker) to keep after the verdict, least recently used removed first;
+    #: None: the user config's ``reproduce.image_cache``, else 0 (this reproduction's image is removed too)
+    image_cache: int | None = None
     submit: bool = False
     dashboard: str | None = None
     #: reproduce a record that is unsigned or whose signature does not verify (otherwise: could not run)
@@ -255,6 +258,8 @@ def reproduce(
     old_handlers = _install_handlers()
     source = None
     config = None
+    runtime = None
+    user: dict[str, Any] = {}
     try:
         from ..core import userconfig
         from .gc import mark_workdir
@@ -369,6 +374,10 @@ def reproduce(
     finally:
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
+        if runtime is not None and hasattr(runtime, "finish"):
+            from .limits import image_cache
+
+            runtime.finish(image_cache(opts.image_cache, user))
         if not opts.keep:
             shutil.rmtree(workdir, ignore_errors=True)
             outcome.workdir = None

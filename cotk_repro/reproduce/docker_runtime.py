@@ -30,6 +30,7 @@ import json
 import re
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from ..capture.dockerfile import default_base_image, render_dockerfile
@@ -199,7 +200,9 @@ class DockerRuntime:
         self.image = image
         self.tag = tag
         env_cache = cache_dir() / "images" / f"{key}.json"
+        self.key = key
         if env_cache.is_file():
+            env_cache.touch()  # its time is when the image was last used (the cache's least recently used goes first)
             env = json.loads(env_cache.read_text())
         else:
             env = self._image_env(job, tag)
@@ -207,6 +210,34 @@ class DockerRuntime:
             env_cache.write_text(json.dumps(env))
         self.env_info = env
         return env
+
+    def finish(self, cache: int) -> None:
+        """After the verdict (whatever it is): with ``cache`` 0 this reproduction's image is removed; else at most
+        ``cache`` reproduction images stay, the least recently used removed first (a cached environment goes with
+        its image). An image a container still uses is left alone (``docker rmi`` without force)."""
+        from docker.errors import APIError, DockerException, ImageNotFound
+
+        tag = getattr(self, "tag", None)
+        if self.client is None or tag is None:  # nothing was built or looked up
+            return
+        folder = cache_dir() / "images"
+        try:
+            if cache <= 0:
+                doomed = [self.client.images.get(tag)]
+            else:
+                images = self.client.images.list(filters={"label": f"{LABEL}=image"})
+                ours = [i for i in images if any(t.startswith(IMAGE_REPO + ":") for t in i.tags)]
+                doomed = sorted(ours, key=lambda i: _last_used(folder, i), reverse=True)[cache:]
+        except (DockerException, ImageNotFound):
+            return
+        for image in doomed:
+            key = (image.labels or {}).get("cotk-repro.key", "")
+            try:
+                self.client.images.remove(image.id, force=False)
+            except (APIError, ImageNotFound):
+                continue
+            if re.fullmatch(r"[0-9a-f]{16,128}", key):
+                (folder / f"{key}.json").unlink(missing_ok=True)
 
     def _build(self, job: Job, wheelhouse, dockerfile: str, base: str, tag: str, key: str):
         from docker.errors import ImageNotFound
@@ -473,6 +504,15 @@ def _engine_message(exc: Exception) -> str:
     if isinstance(detail, bytes):
         detail = detail.decode("utf-8", "replace")
     return str(detail)[:300]
+
+
+def _last_used(folder: Path, image: Any) -> float:
+    """When a reproduction image was last used: the time of its cached environment (touched on each use)."""
+    key = (image.labels or {}).get("cotk-repro.key", "")
+    try:
+        return (folder / f"{key}.json").stat().st_mtime if re.fullmatch(r"[0-9a-f]{16,128}", key) else 0.0
+    except OSError:
+        return 0.0
 
 
 def leftover_containers(client=None) -> list[Any]:

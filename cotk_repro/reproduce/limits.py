@@ -205,3 +205,17 @@ def apply_project(limits: Limits, project: Mapping[str, Any]) -> Limits:
             hint=f"rerun with {' '.join(grants)} if you accept that",
         )
     return Limits(amounts, sources, asked)
+
+
+#: the most reproduction images a cache may keep (``--image-cache``, ``reproduce.image_cache``)
+MAX_IMAGE_CACHE = 1000
+
+
+def image_cache(flag: Any, user: Mapping[str, Any]) -> int:
+    """How many reproduction images are kept after a verdict: the flag, else the user config's
+    ``reproduce.image_cache``, else 0; a value that is not a whole number from 0 to :data:`MAX_IMAGE_CACHE` is 0
+    (checked where it is given: the flag by the command line, the user config when it is read)."""
+    value = flag if flag is not None else user.get("image_cache")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_IMAGE_CACHE:
+        return 0
+    return value
