@@ -214,3 +214,134 @@ def test_gc_command_help_and_json(tmp_path):
     assert res.returncode == 0, res
     data = json.loads(res.stdout)
     assert data["dry_run"] is True and data["workdirs"] == [] and data["notes"]
+
+
+# -- floors and ceilings (issue 39): a number a stranger sets never switches a limit off --------------------------
+
+BELOW_OR_NOT_A_NUMBER = [
+    ("cpus", 1e-10, "below the least a CPU limit of 0.01 CPUs"),  # NanoCpus=0: Docker reads it as no limit
+    ("cpus", 0.001, "below the least a CPU limit of 0.01 CPUs"),
+    ("cpus", 1e300, "above the most a CPU limit"),
+    ("memory", "1k", "below the least a memory limit of 6m"),
+    ("memory", "0.0000001g", "below the least a memory limit of 6m"),
+    ("disk", "512k", "below the least a disk limit of 1m"),
+    ("timeout", 0.5, "below the least a time limit of 1 s"),
+    ("timeout", 1e300, "above the most a time limit"),
+    ("cpus", float("nan"), "is not a CPU limit"),
+    ("timeout", float("inf"), "is not a time limit"),
+    ("cpus", -2.0, "is not a CPU limit"),
+    ("timeout", True, "is not a time limit"),
+    ("memory", False, "is not a memory limit"),
+    ("disk", "-1g", "is not a disk limit"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "words"), BELOW_OR_NOT_A_NUMBER)
+def test_a_project_cannot_switch_a_limit_off_or_break_it(name, value, words):
+    with pytest.raises(ReproduceError) as err:
+        apply_project(reproducer_limits({}, {}), {name: value})
+    msg = err.value.message
+    assert msg.startswith(f"the project's reproduce.{name} ") and words in msg, msg
+    assert msg.count(". ") == 0 and err.value.step == "limits"
+
+
+@pytest.mark.parametrize(("name", "value", "words"), BELOW_OR_NOT_A_NUMBER)
+def test_the_reproducers_own_values_have_the_same_floors(name, value, words):
+    with pytest.raises(ReproduceError, match=words.replace("(", r"\(")):
+        reproducer_limits({name: value}, {})
+    with pytest.raises(ReproduceError, match=rf"reproduce\.{name} in "):
+        reproducer_limits({}, {name: value})
+
+
+def test_the_floors_themselves_are_limits():
+    from cotk_repro.reproduce.limits import FLOORS
+
+    applied = apply_project(reproducer_limits({}, {}), {"cpus": 0.01, "memory": "6m", "disk": "1m", "timeout": 1})
+    assert (applied.cpus, applied.memory_bytes, applied.disk_bytes, applied.timeout) == (
+        FLOORS["cpus"],
+        FLOORS["memory"],
+        FLOORS["disk"],
+        FLOORS["timeout"],
+    )
+    from cotk_repro.reproduce.container import confinement
+
+    assert confinement(applied.memory, applied.cpus, applied.disk)["nano_cpus"] == 10_000_000  # never 0
+
+
+def test_the_cpus_flag_below_the_floor_is_one_sentence_exit_2(tmp_path):
+    from conftest import run_cli
+
+    res = run_cli(
+        "reproduce", str(tmp_path / "nothing"), "--cpus", "1e-10", env={"COTK_REPRO_CONFIG_DIR": str(tmp_path)}
+    )
+    assert res.returncode == 2, res
+    assert "--cpus '1e-10' is below the least a CPU limit of 0.01 CPUs" in res.stderr + res.stdout
+    assert "Traceback" not in res.stderr and "unexpected" not in res.stderr.lower()
+
+
+def test_image_cache_setting():
+    from cotk_repro.reproduce.limits import image_cache
+
+    assert image_cache(None, {}) == 0 and image_cache(None, {"image_cache": 3}) == 3 and image_cache(5, {}) == 5
+    assert image_cache(None, {"image_cache": True}) == 0 and image_cache(None, {"image_cache": -1}) == 0
+
+
+# -- each limit as the kernel sees it: a real container's cgroup v2 files -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def engine():
+    image = os.environ.get("COTK_REPRO_TEST_BASE_IMAGE")
+    if not image:
+        from conftest import no_docker_reason
+
+        pytest.skip(no_docker_reason())
+    try:
+        import docker
+
+        client = docker.from_env(timeout=120)
+        client.ping()
+        client.images.get(image)
+    except Exception as exc:
+        pytest.skip(f"no Docker engine or base image {image} ({type(exc).__name__}: {str(exc)[:120]})")
+    yield {"client": client, "image": image}
+    client.close()
+
+
+def _cgroup(engine, limits) -> dict[str, str]:
+    """The kernel's limits inside a confined container, cgroup v2 or v1 alike: ``cpu`` as "QUOTA PERIOD" (v2's
+    cpu.max; v1's cfs quota and period, -1 being no limit), ``memory`` and ``pids`` maxima, the /tmp tmpfs size."""
+    from cotk_repro.reproduce.container import Confined
+
+    box = Confined(
+        engine["client"], engine["image"], "limits-test", limits.timeout, limits.memory, limits.cpus, limits.disk
+    )
+    script = (
+        "c=/sys/fs/cgroup; if [ -f $c/cpu.max ]; then echo cpu=$(cat $c/cpu.max); echo memory=$(cat $c/memory.max);"
+        " echo pids=$(cat $c/pids.max); else echo cpu=$(cat $c/cpu/cpu.cfs_quota_us) $(cat $c/cpu/cpu.cfs_period_us);"
+        " echo memory=$(cat $c/memory/memory.limit_in_bytes); echo pids=$(cat $c/pids/pids.max); fi;"
+        " echo tmp=$(awk '$2==\"/tmp\"{print $4}' /proc/mounts)"
+    )
+    try:
+        box.start("limits test")
+        res = box.exec(["sh", "-c", script], step="limits test", timeout=60)
+    finally:
+        box.remove()
+    assert res.rc == 0, res.stderr.value()
+    return dict(line.split("=", 1) for line in res.stdout.value().decode().split("\n") if "=" in line)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_each_limit_is_the_containers_cgroup_value(engine):
+    limits = apply_project(reproducer_limits({}, {}), {"cpus": 0.5, "memory": "64m", "disk": "16m", "timeout": 30})
+    seen = _cgroup(engine, limits)
+    assert seen["cpu"] == "50000 100000", seen  # 0.5 CPUs: 50 ms of every 100 ms
+    assert seen["memory"] == str(64 * 1024**2)
+    assert seen["pids"] == "512"
+    assert "size=16384k" in seen["tmp"], seen["tmp"]
+    floor = apply_project(reproducer_limits({}, {}), {"cpus": 0.01, "memory": "6m", "disk": "1m"})
+    seen = _cgroup(engine, floor)
+    assert seen["cpu"] == "1000 100000", seen  # the floor still limits: never "max" nor -1
+    assert seen["memory"] == str(6 * 1024**2)
+    assert "size=1024k" in seen["tmp"], seen["tmp"]
