@@ -190,49 +190,68 @@ class RemoteRepo:
 
 
 def _check_tree_budget(git_dir: Path, commit: str, limit: int, max_files: int) -> None:
-    """Refuse, before anything is written, a commit whose files are more than ``max_files`` or whose blob sizes
-    (each path counted: ten paths naming one blob are written ten times) add up to more than ``limit`` bytes;
-    ``git ls-tree -r -l`` is read as a stream, and stopped as soon as either is passed."""
+    """Refuse, before anything is written, a commit with more than ``max_files`` files or whose files add up to
+    more than ``limit`` bytes, each path counted (ten paths naming one blob are written ten times).
+
+    ``git ls-tree -r`` is read as a stream and stopped past ``max_files``; the size of each distinct blob is then
+    asked once of ``git cat-file --batch-check`` (``ls-tree -l`` would look a blob up once per path)."""
     import os
     import subprocess
+    import tempfile
 
-    # a fixed command, the commit checked hex and after --end-of-options
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    # fixed commands, the commit checked hex and after --end-of-options, object names from git itself
     proc = subprocess.Popen(  # noqa: S603
-        ["git", "ls-tree", "-r", "-l", "-z", "--full-tree", "--end-of-options", commit],  # noqa: S607
+        ["git", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit],  # noqa: S607
         cwd=git_dir,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        env=env,
     )
-    files, size, why = 0, 0, None
+    files, paths_of = 0, dict[bytes, int]()  # blob sha -> how many paths name it
     try:
         rest = b""
-        while why is None and (chunk := proc.stdout.read(1 << 16)):  # type: ignore[union-attr]
+        while files <= max_files and (chunk := proc.stdout.read(1 << 16)):  # type: ignore[union-attr]
             *items, rest = (rest + chunk).split(b"\0")
             for item in items:
                 meta = item.split(b"\t", 1)[0].split()
                 files += 1
-                if len(meta) == 4 and meta[3].isdigit():
-                    size += int(meta[3])
-                if files > max_files:
-                    why = f"holds more than {max_files:,} files"
-                    break
-                if size > limit:
-                    why = f"holds files over the {limit:,}-byte limit for a checkout together (each path counted)"
-                    break
+                if len(meta) == 3 and meta[1] == b"blob":
+                    paths_of[meta[2]] = paths_of.get(meta[2], 0) + 1
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.stdout.close()  # type: ignore[union-attr]
         proc.wait()
-    if why is not None:
+    if files > max_files:
         raise ReproduceError(
-            f"commit {commit[:12]} {why}, so it is not checked out",
-            step="checkout",
-            hint="a larger --disk allows more bytes" if "bytes" in why else None,
+            f"commit {commit[:12]} holds more than {max_files:,} files, so it is not checked out", step="checkout"
         )
     if proc.returncode != 0:
         raise ReproduceError(f"the files of commit {commit[:12]} cannot be listed", step="checkout")
+    with tempfile.TemporaryFile() as shas:
+        shas.write(b"".join(sha + b"\n" for sha in paths_of))
+        shas.seek(0)
+        sizes = subprocess.run(
+            ["git", "cat-file", "--batch-check=%(objectname) %(objectsize)"],  # noqa: S607
+            cwd=git_dir,
+            stdin=shas,
+            capture_output=True,
+            env=env,
+            check=False,
+        ).stdout.split(b"\n")
+    total = 0
+    for line in sizes:
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            total += paths_of.get(parts[0], 0) * int(parts[1])
+    if total > limit:
+        raise ReproduceError(
+            f"commit {commit[:12]} holds {total:,} bytes of files (each path counted), over the {limit:,}-byte "
+            "limit for a checkout, so it is not checked out",
+            step="checkout",
+            hint="a larger --disk allows more",
+        )
 
 
 def _archive_to(git_dir: Path, commit: str, path: Path, limit: int) -> None:
