@@ -1,12 +1,11 @@
 """The one way JSON that somebody else wrote is parsed: bounded in bytes, depth and elements before it is parsed.
 
 A byte cap does not bound what parsing costs: 60 MB of ``[{},{},...]`` is 20 million dicts (2 GB), and
-200,000 nested brackets exhaust the interpreter's recursion. :func:`loads` first scans the bytes cheaply
-(C-speed ``bytes`` operations, no Python loop per character): strings are blanked, the structural
-characters counted (every ``,``, ``[`` and ``{`` is at most one more value), and the nesting depth found by
-removing innermost ``[]``/``{}`` pairs once per level. Only data within the :class:`Budget` reaches
+200,000 nested brackets exhaust the interpreter's recursion. :func:`loads` first scans the bytes (:func:`scan`:
+numpy over a MiB at a time, no Python loop per character), counting the values outside strings (every ``,``,
+``[`` and ``{`` is at most one more) and the nesting depth. Only data within the :class:`Budget` reaches
 ``json.loads``. A refusal is one sentence (:class:`JSONBudgetError`, exit 2) naming what was read and the
-bound it passed; it never quotes more than :data:`QUOTE` characters of the data (:func:`shown`).
+bound it passed; an error message never quotes more than :data:`QUOTE` characters of a value (:func:`shown`).
 
 Every stranger's JSON goes through here: a rerun's result file, the blobs of a records ref (where
 :class:`Allowance` spends one budget across the ref, a blob counted once for each path that names it),
@@ -16,7 +15,6 @@ a dashboard's answers, and the payloads of the dashboard's fleet queue. docs/rep
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,10 +24,9 @@ from ..errors import CotkError
 QUOTE = 200
 #: a text this short with few brackets needs no scan (its values are fewer than its bytes, its depth than them)
 _SMALL = 4096
-#: a JSON string (escapes included), for blanking: its brackets and commas are not structure
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-#: every byte but the structural ones, deleted by ``bytes.translate``
-_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b"[]{},")
+#: how much of a document the scan looks at at once (its working memory is a few times this)
+_CHUNK = 1024 * 1024
+_QUOTE, _COMMA, _LIST, _LIST_END, _OBJECT, _OBJECT_END = b'",[]{}'
 
 
 @dataclass(frozen=True)
@@ -77,27 +74,43 @@ class Shape:
 
 
 def scan(data: bytes, budget: Budget = DEFAULT, *, what: str = "the JSON") -> Shape:
-    """Measure ``data`` without parsing it; raise :class:`JSONBudgetError` past ``budget``'s elements or depth."""
+    """Measure ``data`` without parsing it; raise :class:`JSONBudgetError` past ``budget``'s bytes, values or depth.
+
+    Escapes are dropped first (``\\\\`` then ``\\"``: what is left of a quote then delimits a string); then, a MiB at
+    a time with numpy, a byte is inside a string when an odd number of quotes precede it, and the values
+    (``,`` ``[`` ``{`` outside strings) and the depth (the running sum of openers less closers) are counted.
+    Bytes that are not JSON may be counted differently from how a parser reads them, but only past the first
+    place where they stop being JSON, which is where ``json.loads`` stops too."""
+    import numpy as np
+
     if len(data) > budget.bytes:
         raise JSONBudgetError(f"{what} is {len(data):,} bytes, over the {budget.bytes:,}-byte limit")
-    bare = _STRING.sub(b'""', data) if b'"' in data else data
-    skeleton = bare.translate(None, _NOT_STRUCTURE)
-    del bare
-    elements = skeleton.count(b",") + skeleton.count(b"[") + skeleton.count(b"{") + 1
-    if elements > budget.elements:
-        raise JSONBudgetError(f"{what} holds about {elements:,} values, over the limit of {budget.elements:,} values")
-    brackets = skeleton.translate(None, b",")
-    del skeleton
-    for level in range(budget.depth + 1):
-        if not brackets:
-            return Shape(elements, level)
-        inner = brackets.replace(b"[]", b"").replace(b"{}", b"")
-        if len(inner) == len(brackets):  # brackets that do not pair: json.loads says where
-            return Shape(elements, None)
-        brackets = inner
-    if not brackets:
-        return Shape(elements, budget.depth + 1)
-    raise JSONBudgetError(f"{what} nests deeper than {budget.depth} levels")
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    view = np.frombuffer(data, dtype=np.uint8)
+    elements, depth, deepest, quoted, paired = 1, 0, 0, 0, True
+    for start in range(0, len(view), _CHUNK):
+        if quoted and data.find(b'"', start, start + _CHUNK) < 0:
+            continue  # a MiB inside one string: nothing in it counts
+        chunk = view[start : start + _CHUNK]
+        quotes = chunk == _QUOTE
+        outside = (np.cumsum(quotes, dtype=np.uint8) & 1) == quoted
+        opens = ((chunk == _LIST) | (chunk == _OBJECT)) & outside
+        closes = ((chunk == _LIST_END) | (chunk == _OBJECT_END)) & outside
+        elements += int(np.count_nonzero(opens)) + int(np.count_nonzero((chunk == _COMMA) & outside))
+        if elements > budget.elements:
+            raise JSONBudgetError(
+                f"{what} holds about {elements:,} values, over the limit of {budget.elements:,} values"
+            )
+        running = np.cumsum(opens.astype(np.int32) - closes.astype(np.int32)) + depth
+        if len(running):
+            deepest = max(deepest, int(running.max()))
+            paired = paired and int(running.min()) >= 0
+            depth = int(running[-1])
+        if deepest > budget.depth:
+            raise JSONBudgetError(f"{what} nests deeper than {budget.depth} levels")
+        quoted = (quoted + int(np.count_nonzero(quotes))) & 1
+    return Shape(elements, deepest if paired and depth == 0 else None)
 
 
 def _plainly_within(data: bytes | str, budget: Budget) -> bool:
