@@ -116,7 +116,7 @@ def scan(data: bytes, budget: Budget = DEFAULT, *, what: str = "the JSON") -> Sh
 def _plainly_within(data: bytes | str, budget: Budget) -> bool:
     """A short text with fewer brackets than the depth cannot pass it, nor hold more values than it has bytes:
     it needs no scan (what a line of a JSONL file usually is)."""
-    if len(data) > _SMALL or budget.elements < _SMALL:
+    if len(data) > min(_SMALL, budget.bytes) or budget.elements < _SMALL:
         return False
     if isinstance(data, str):
         return data.count("[") + data.count("{") <= budget.depth
