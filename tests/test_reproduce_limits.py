@@ -345,3 +345,14 @@ def test_each_limit_is_the_containers_cgroup_value(engine):
     assert seen["cpu"] == "1000 100000", seen  # the floor still limits: never "max" nor -1
     assert seen["memory"] == str(6 * 1024**2)
     assert "size=1024k" in seen["tmp"], seen["tmp"]
+
+
+def test_a_lock_is_bounded_and_its_refusals_quote_little():
+    from cotk_repro.reproduce.lock import MAX_PACKAGES, validate_lock, validate_package
+
+    with pytest.raises(ReproduceError, match=f"lists {MAX_PACKAGES + 1:,} packages, more than the {MAX_PACKAGES:,}"):
+        validate_lock([{"name": f"p{i}", "version": "1.0"} for i in range(MAX_PACKAGES + 1)])
+    for entry in ({"name": "a", "version": "1" * 1_000_000 + "x!"}, {"name": "n" * 1_000_000}, [{}] * 100_000):
+        with pytest.raises(ReproduceError) as err:
+            validate_package(entry)
+        assert len(err.value.message) < 600, len(err.value.message)

@@ -143,7 +143,7 @@ class DashboardClient:
         code = resp.status_code
         if code in (200, 201):
             try:
-                return loads(resp.content, what=f"the answer of the dashboard at {self.url} to {what}")
+                return loads(resp.content, what=f"the answer of the dashboard at {self.url} ({what})")
             except JSONBudgetError as exc:
                 raise DashboardError(exc.message) from None
         if code == 403:

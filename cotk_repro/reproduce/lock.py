@@ -12,10 +12,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.jsonbudget import shown
 from . import ReproduceError
 
 #: how a package was installed where the record was made (PEP 610); None: from an index
 LOCAL_KINDS = ("editable", "local", "vcs", "url")
+#: a record listing more packages than this is not installed (each is a download, a wheel and a line of the lock)
+MAX_PACKAGES = 5000
 _VERSION_CHARS = re.compile(r"[0-9A-Za-z.!+_-]+")
 
 
@@ -37,9 +40,8 @@ class Package:
 
 
 def _refuse(name: Any, why: str) -> ReproduceError:
-    shown = name if isinstance(name, str) else repr(name)
     return ReproduceError(
-        f"the record's package {shown[:120]!r} cannot be installed: {why}",
+        f"the record's package {shown(name[:120] if isinstance(name, str) else name, 120)} cannot be installed: {why}",
         step="lock",
         hint="a record lists packages as a canonical name and an exact version; this one was "
         "edited or made by another tool, so nothing of it was fetched or run",
@@ -63,13 +65,13 @@ def validate_package(entry: Any) -> Package:
             name, "its name is not a canonical package name (PEP 503: lower case letters, digits and single hyphens)"
         )
     if not isinstance(version, str) or not _VERSION_CHARS.fullmatch(version):
-        raise _refuse(name, f"its version {version!r} is not an exact version number")
+        raise _refuse(name, f"its version {shown(version)} is not an exact version number")
     try:
         Version(version)
     except InvalidVersion:
-        raise _refuse(name, f"its version {version!r} is not a PEP 440 version") from None
+        raise _refuse(name, f"its version {shown(version)} is not a PEP 440 version") from None
     if install is not None and install not in LOCAL_KINDS:
-        raise _refuse(name, f"its install kind {install!r} is not one of {', '.join(LOCAL_KINDS)}")
+        raise _refuse(name, f"its install kind {shown(install)} is not one of {', '.join(LOCAL_KINDS)}")
     return Package(name, version, install)
 
 
@@ -77,6 +79,11 @@ def validate_lock(packages: Any) -> list[Package]:
     """Every package of ``environment.packages`` validated; duplicates refused."""
     if not isinstance(packages, list):
         raise ReproduceError("the record's environment.packages is not a list", step="lock")
+    if len(packages) > MAX_PACKAGES:
+        raise ReproduceError(
+            f"the record lists {len(packages):,} packages, more than the {MAX_PACKAGES:,} a reproduction installs",
+            step="lock",
+        )
     out, seen = [], set()
     for entry in packages:
         pkg = validate_package(entry)
