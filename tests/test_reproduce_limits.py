@@ -356,3 +356,57 @@ def test_a_lock_is_bounded_and_its_refusals_quote_little():
         with pytest.raises(ReproduceError) as err:
             validate_package(entry)
         assert len(err.value.message) < 600, len(err.value.message)
+
+
+def _labelled_image(client, base: str, key: str) -> str:
+    """A reproduction image as `reproduce` tags and labels it (no RUN step: built in a moment)."""
+    import io
+
+    from cotk_repro.reproduce.docker_runtime import IMAGE_REPO
+    from cotk_repro.reproduce.engine import LABEL
+
+    tag = f"{IMAGE_REPO}:{key[:24]}"
+    dockerfile = f'FROM {base}\nLABEL {LABEL}=image cotk-repro.key="{key}"\n'
+    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, network_mode="none")
+    return tag
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_images_are_removed_after_the_verdict_unless_cached_least_recently_used_first(engine, tmp_path, monkeypatch):
+    import time
+
+    from docker.errors import ImageNotFound
+
+    from cotk_repro.reproduce.docker_runtime import DockerRuntime
+
+    monkeypatch.setenv("COTK_REPRO_CACHE", str(tmp_path))
+    client, keys = engine["client"], [f"{i:x}{os.getpid():x}".ljust(64, "e") for i in range(4)]
+    tags = [_labelled_image(client, engine["image"], k) for k in keys]
+    try:
+        envs = tmp_path / "images"
+        envs.mkdir()
+        for age, key in enumerate(keys):  # keys[0] used longest ago
+            (envs / f"{key}.json").write_text("{}")
+            os.utime(envs / f"{key}.json", (time.time() - 1000 + age, time.time() - 1000 + age))
+
+        def gone(tag):
+            try:
+                client.images.get(tag)
+            except ImageNotFound:
+                return True
+            return False
+
+        runtime = DockerRuntime()
+        runtime.client, runtime.tag = client, tags[3]
+        runtime.finish(2)  # a cache of 2: the two least recently used go, with their environments
+        assert [gone(t) for t in tags] == [True, True, False, False]
+        assert sorted(p.name for p in envs.iterdir()) == sorted(f"{k}.json" for k in keys[2:])
+        runtime.finish(0)  # no cache: this reproduction's own image goes (and only it)
+        assert [gone(t) for t in tags] == [True, True, False, True]
+    finally:
+        for tag in tags:
+            try:
+                client.images.remove(tag, force=True)
+            except Exception:
+                pass

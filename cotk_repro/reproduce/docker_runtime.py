@@ -214,7 +214,8 @@ class DockerRuntime:
     def finish(self, cache: int) -> None:
         """After the verdict (whatever it is): with ``cache`` 0 this reproduction's image is removed; else at most
         ``cache`` reproduction images stay, the least recently used removed first (a cached environment goes with
-        its image). An image a container still uses is left alone (``docker rmi`` without force)."""
+        its image; only images whose environment is in this cache folder count). An image a container still uses
+        is left alone (``docker rmi`` without force)."""
         from docker.errors import APIError, DockerException, ImageNotFound
 
         tag = getattr(self, "tag", None)
@@ -226,7 +227,10 @@ class DockerRuntime:
                 doomed = [self.client.images.get(tag)]
             else:
                 images = self.client.images.list(filters={"label": f"{LABEL}=image"})
-                ours = [i for i in images if any(t.startswith(IMAGE_REPO + ":") for t in i.tags)]
+                # the cache is the images this cache folder has an environment of (another user's are not ours)
+                ours = [
+                    i for i in images if any(t.startswith(IMAGE_REPO + ":") for t in i.tags) and _last_used(folder, i)
+                ]
                 doomed = sorted(ours, key=lambda i: _last_used(folder, i), reverse=True)[cache:]
         except (DockerException, ImageNotFound):
             return
