@@ -222,18 +222,15 @@ def start_in_thread(
     db_url: str | None = None, host: str = "127.0.0.1", port: int = 0, *, timeout: float = 30.0, **app_kwargs: Any
 ) -> tuple[str, Callable[[], None]]:
     """Serve the dashboard from a daemon thread; returns ``(url, stop)``. Key proofs name ``public_url`` (in
-    ``app_kwargs``), else the loopback URL bound to; beyond loopback ``public_url`` is required."""
+    ``app_kwargs``), else the URL returned (what this machine reaches it at; never a request's header)."""
     import uvicorn
 
     from .app import create_app
 
-    own_origin(host, port, app_kwargs.get("public_url"))
     sock = bind(host, port)
     url = url_for(host, sock.getsockname()[1])
     try:
-        app = create_app(
-            db_url, origin=own_origin(host, sock.getsockname()[1], app_kwargs.get("public_url")), **app_kwargs
-        )
+        app = create_app(db_url, origin=url, **app_kwargs)
     except BaseException:
         sock.close()
         raise
