@@ -172,6 +172,7 @@ def test_expired_by_deadline_or_dead_owner():
     assert not expired({DEADLINE: str(int(now + 100)), OWNER: owner()})
     assert expired({DEADLINE: str(int(now + 100)), OWNER: _dead_owner()})
     assert not expired({DEADLINE: str(int(now + 100)), OWNER: "another-host:1:1"})  # cannot tell: wait
+    assert not expired({DEADLINE: str(int(now + 100)), OWNER: owner().replace(":", ":x", 1)})  # another boot
 
 
 def test_tail_keeps_only_the_last_bytes_in_bounded_memory(tmp_path):

@@ -304,7 +304,7 @@ def edited_project(base: Path, name: str, files: dict, edit=None, links=None, us
         # the attacker's own installation marks its edited record as its own, as `run` would
         from cotk_repro.records.provenance import mark
 
-        mark(new, (new / "record.json").read_bytes())
+        mark(new, (new / "record.json").read_bytes(), root)
     res = publish(root, record["id"], "--push")
     assert res.returncode == 0, res
     return {"root": root, "bare": bare, "record": record}

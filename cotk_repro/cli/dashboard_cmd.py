@@ -70,7 +70,15 @@ def register(cli: typer.Typer) -> None:
         public_url: str | None = typer.Option(
             None,
             "--public-url",
-            help="The URL users reach the dashboard at, for links in API answers (default: from each request).",
+            help="The URL users reach the dashboard at, named by key proofs and links in API answers "
+            "(required beyond loopback; on loopback key proofs name the address bound to).",
+        ),
+        trusted_proxy: list[str] = typer.Option(
+            [],
+            "--trusted-proxy",
+            metavar="ADDR",
+            help="An address or network (repeatable) whose X-Forwarded-For / X-Forwarded-Proto is believed, "
+            "e.g. your TLS proxy's (default: nobody's; the client address is the connection's).",
         ),
         access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request."),
         allow_unsigned: bool = typer.Option(
@@ -108,6 +116,7 @@ def register(cli: typer.Typer) -> None:
             on_ready=ready,
             allow_unsigned=allow_unsigned,
             reproduce_queue=reproduce_queue,
+            trusted_proxies=trusted_proxy,
         )
 
     @group.command()

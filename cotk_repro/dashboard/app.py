@@ -287,12 +287,16 @@ class Dashboard:
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         generation_ttl: float = 0.1,
         allow_unsigned: bool = False,
+        origin: str | None = None,
     ):
         self.db = db
         #: accept records and reproductions without a signature (shown as unsigned); off by default
         self.allow_unsigned = allow_unsigned
         self.max_body = max_body
         self.public_url = public_url.rstrip("/") if public_url else None
+        #: the origin key registration challenges name (:mod:`.key_proofs`): the public URL, else the loopback
+        #: address the server is bound to; never read from a request (None: this app takes no key proofs)
+        self.key_origin = self.public_url or (origin.rstrip("/") if origin else None)
         self.generation_ttl = generation_ttl
         self._cache: OrderedDict[Any, tuple[int, Any, int]] = OrderedDict()  # key -> (generation, value, bytes)
         self._cache_size = cache_size
@@ -439,9 +443,12 @@ def create_app(
     db: Database | None = None,
     allow_unsigned: bool = False,
     reproduce_queue: bool = False,
+    origin: str | None = None,
 ):
     """The FastAPI app for the dashboard at ``db_url`` (default: SQLite in the user data dir).
 
+    ``origin``: the URL the server is bound to on loopback, which key registration challenges name when no
+    ``public_url`` is set (an app with neither refuses key proofs: it cannot say which dashboard it is).
     ``migrate``: run ``alembic upgrade head`` first (idempotent). ``allow_unsigned``: accept uploads
     without an SSH signature (off by default: every upload must be signed by a registered key).
     ``reproduce_queue``: every record accepted gets a reproduction job (PostgreSQL only, :mod:`.queue`).
@@ -473,7 +480,9 @@ def create_app(
         docs_url="/docs",
         redoc_url=None,
     )
-    app.state.dashboard = Dashboard(db, max_body=max_body, public_url=public_url, allow_unsigned=allow_unsigned)
+    app.state.dashboard = Dashboard(
+        db, max_body=max_body, public_url=public_url, allow_unsigned=allow_unsigned, origin=origin
+    )
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):  # no stack traces to clients

@@ -1,7 +1,9 @@
 """Proof of possession: a key counts on the dashboard only once its holder signed a challenge with it.
 
 ``POST /api/v1/keys/challenge`` issues a fresh, single-use challenge to the authenticated user
-(:class:`cotk_repro.core.keyproof.Challenge`: the dashboard's origin, the user, a random nonce, an
+(:class:`cotk_repro.core.keyproof.Challenge`: the dashboard's configured origin, never one read from the
+request (``--public-url``, else the loopback address it is bound to: a site relaying the request under its
+own ``Host`` gets a challenge naming this dashboard, which the holder's client refuses to sign), the user, a random nonce, an
 expiry :data:`CHALLENGE_TTL` seconds ahead). ``POST /api/v1/keys`` registers a key only with an SSHSIG
 signature by that very key, namespace ``cotk-repro-key-registration``, over the challenge text rebuilt
 here from what was stored: a signature by another key, over another nonce, for another user or another
@@ -169,6 +171,7 @@ def register_with_proof(
                     created_at=at,
                     proof=PROOF_POSSESSION,
                     proven_at=at,
+                    proof_origin=issued_origin,
                 )
             )
             created = at
@@ -207,6 +210,7 @@ def register_with_proof(
                     user_id=principal.user_id,
                     proof=PROOF_POSSESSION,
                     proven_at=at,
+                    proof_origin=issued_origin,
                     revoked_at=None,
                     created_at=created,
                     comment=key.comment[:200] if moved_from else SshKey.comment,

@@ -57,12 +57,24 @@ class KeyAdded(KeyOut):
     moved_from: str | None = None
 
 
+def _key_origin(request: Request) -> str:
+    """The origin this dashboard's key challenges name: configured, never taken from the request's headers
+    (a relaying site would otherwise get a challenge naming itself, which the victim's client signs)."""
+    origin = _dash(request).key_origin
+    if origin is None:
+        raise HTTPException(
+            503,
+            "this dashboard does not know its own public URL, so it cannot take key proofs: "
+            "its operator starts it with `cotk-repro dashboard serve --public-url URL`",
+        )
+    return origin
+
+
 @router.post("/keys/challenge", status_code=201, response_model=ChallengeOut, responses=ERRORS)
 async def key_challenge(request: Request, user: Principal = Depends(require_user)):
     """A fresh, single-use challenge naming you and this dashboard, valid for minutes: sign its text with the
     key you register (``ssh-keygen -Y sign -n cotk-repro-key-registration``) and send it to ``POST /keys``."""
-    dash = _dash(request)
-    out = await run_in_threadpool(key_proofs.issue_challenge, dash.db, user, dash.base_url(request))
+    out = await run_in_threadpool(key_proofs.issue_challenge, _dash(request).db, user, _key_origin(request))
     return out
 
 
@@ -80,7 +92,7 @@ async def add_key(request: Request, body: KeyIn, user: Principal = Depends(requi
             body.public_key,
             body.challenge,
             body.signature,
-            dash.base_url(request),
+            _key_origin(request),
         )
     dash.wrote()
     return out

@@ -72,6 +72,9 @@ class SshKey(Base):
     #: before proofs were asked; signs nothing until its holder proves possession)
     proof: Mapped[str | None] = mapped_column(String(16), nullable=True)
     proven_at: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    #: the dashboard origin the proof of possession named (the configured public origin; NULL: no proof,
+    #: or one demoted by migration 0009_key_origin)
+    proof_origin: Mapped[str | None] = mapped_column(String(300), nullable=True)
 
 
 class KeyChallenge(Base):

@@ -11,7 +11,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import CotkError
@@ -52,6 +52,52 @@ def url_for(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a ``--host`` value) is reachable from this machine only."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def own_origin(host: str, port: int, public_url: str | None) -> str:
+    """The origin key registration challenges name: ``public_url``, else the loopback address bound to.
+    Raises :class:`ServeError` for a server reachable beyond loopback without ``--public-url`` (it would
+    otherwise have to believe each request's ``Host`` header about which dashboard it is)."""
+    if public_url:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(public_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+            raise ServeError(f"--public-url {public_url!r} is not an http(s) URL such as https://dash.example")
+        return public_url.rstrip("/")
+    if not is_loopback(host):
+        raise ServeError(
+            f"serving on {host}, beyond this machine, needs --public-url (the URL users reach the dashboard at): "
+            "key proofs name it, never a request's Host header"
+        )
+    return url_for(host, port)
+
+
+def proxy_settings(trusted_proxies: Sequence[str] = ()) -> dict[str, Any]:
+    """uvicorn's settings for ``X-Forwarded-For``/``-Proto``: honoured only from ``trusted_proxies`` (addresses
+    or networks), by default from nobody (a client on loopback would otherwise pick its rate-limit bucket)."""
+    import ipaddress
+
+    for proxy in trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise ServeError(f"--trusted-proxy {proxy!r} is not an IP address or network") from None
+    if not trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": ",".join(trusted_proxies)}
+
+
 def app_from_env():
     """App factory for worker processes (``uvicorn --factory``): settings from the environment."""
     from .app import create_app
@@ -62,6 +108,7 @@ def app_from_env():
         rate_limit=os.environ.get(ENV_PREFIX + "RATE_LIMIT", DEFAULT_RATE_LIMIT),
         read_rate_limit=os.environ.get(ENV_PREFIX + "READ_RATE_LIMIT") or None,
         public_url=os.environ.get(ENV_PREFIX + "PUBLIC_URL") or None,
+        origin=os.environ.get(ENV_PREFIX + "ORIGIN") or None,
         allow_unsigned=os.environ.get(ENV_PREFIX + "ALLOW_UNSIGNED") == "1",
         reproduce_queue=os.environ.get(ENV_PREFIX + "REPRODUCE_QUEUE") == "1",
         migrate=False,
@@ -93,8 +140,12 @@ def serve(
     on_ready: Callable[[str], None] | None = None,
     allow_unsigned: bool = False,
     reproduce_queue: bool = False,
+    trusted_proxies: Sequence[str] = (),
 ) -> None:
-    """Migrate the database, bind, report the URL through ``on_ready``, and serve until interrupted."""
+    """Migrate the database, bind, report the URL through ``on_ready``, and serve until interrupted.
+
+    Beyond loopback ``public_url`` is required (:func:`own_origin`); ``trusted_proxies``: the addresses whose
+    ``X-Forwarded-For`` is believed (:func:`proxy_settings`)."""
     import uvicorn
 
     from .app import create_app, parse_rate
@@ -105,6 +156,8 @@ def serve(
         parse_rate(rate_limit), parse_rate(read_rate_limit)
     except ValueError as exc:
         raise ServeError(str(exc)) from None
+    own_origin(host, port, public_url)  # refused before anything is written
+    proxies = proxy_settings(trusted_proxies)
     db = open_database(url_db, migrate=False)
     if reproduce_queue:  # refused on SQLite before anything is written
         from .queue import require_postgresql
@@ -117,6 +170,7 @@ def serve(
         start(db)  # procrastinate's schema where missing; a job for every record without one
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
+    origin = own_origin(host, actual_port, public_url)
     if on_ready:
         on_ready(url_for(host, actual_port))
     common = dict(
@@ -124,8 +178,8 @@ def serve(
         port=actual_port,
         access_log=access_log,
         log_level=log_level,
-        proxy_headers=True,
         timeout_keep_alive=5,
+        **proxies,
     )
     if workers <= 1:
         app = create_app(
@@ -135,6 +189,7 @@ def serve(
             rate_limit=rate_limit,
             read_rate_limit=read_rate_limit,
             public_url=public_url,
+            origin=origin,
             allow_unsigned=allow_unsigned,
             reproduce_queue=reproduce_queue,
         )
@@ -150,6 +205,7 @@ def serve(
     os.environ[ENV_PREFIX + "RATE_LIMIT"] = rate_limit or "off"
     os.environ[ENV_PREFIX + "READ_RATE_LIMIT"] = read_rate_limit or ""
     os.environ[ENV_PREFIX + "PUBLIC_URL"] = public_url or ""
+    os.environ[ENV_PREFIX + "ORIGIN"] = origin
     os.environ[ENV_PREFIX + "ALLOW_UNSIGNED"] = "1" if allow_unsigned else ""
     os.environ[ENV_PREFIX + "REPRODUCE_QUEUE"] = "1" if reproduce_queue else ""
     config = uvicorn.Config("cotk_repro.dashboard.server:app_from_env", factory=True, workers=workers, **common)
@@ -165,16 +221,23 @@ def serve(
 def start_in_thread(
     db_url: str | None = None, host: str = "127.0.0.1", port: int = 0, *, timeout: float = 30.0, **app_kwargs: Any
 ) -> tuple[str, Callable[[], None]]:
-    """Serve the dashboard from a daemon thread; returns ``(url, stop)``."""
+    """Serve the dashboard from a daemon thread; returns ``(url, stop)``. Key proofs name ``public_url`` (in
+    ``app_kwargs``), else the URL returned (what this machine reaches it at; never a request's header)."""
     import uvicorn
 
     from .app import create_app
 
-    app = create_app(db_url, **app_kwargs)
     sock = bind(host, port)
     url = url_for(host, sock.getsockname()[1])
+    try:
+        app = create_app(db_url, origin=url, **app_kwargs)
+    except BaseException:
+        sock.close()
+        raise
     server = uvicorn.Server(
-        uvicorn.Config(app, access_log=False, log_level="warning", timeout_keep_alive=5, lifespan="off")
+        uvicorn.Config(
+            app, access_log=False, log_level="warning", timeout_keep_alive=5, lifespan="off", **proxy_settings()
+        )
     )
     failure: list[BaseException] = []
 

@@ -33,7 +33,7 @@ from ..errors import CotkError
 from ..records import ID_PREFIX, RecordView, validate_record
 from .auth import Principal, now_iso
 from .db import Database
-from .identity import Signer, check_uploader, signer_of
+from .identity import Forbidden, Signer, check_uploader, signer_of
 from .models import NAME_MAX, Mirror, Record, Reproduction, Result, User
 from .names import NameError_, check_form
 from .record_writes import PendingRecord, write_records
@@ -323,7 +323,8 @@ def add_publication(
 
     Checked before it is stored: it names this record and its commit, its URL is one a reproducer may fetch,
     and it is signed by the key that signed the record (a registered one, the uploader's); an unsigned one
-    only for an unsigned record on a dashboard that accepts unsigned uploads."""
+    only for an unsigned record on a dashboard that accepts unsigned uploads, from the record's owner, and
+    never in place of one stored: only the record's signer replaces a publication."""
     from ..remote.publication import NS_PUBLICATION, PublicationError, publication_bytes, verify
 
     rid = normalize_id(record_ref)
@@ -331,12 +332,14 @@ def add_publication(
         raise NotFound(f"{record_ref!r} is not a record id")
     found = db.read(
         lambda c: c.execute(
-            select(Record.id, Record.body, Record.signature, Record.publication).where(Record.record_id == rid)
+            select(Record.id, Record.body, Record.signature, Record.publication, Record.user_id).where(
+                Record.record_id == rid
+            )
         ).first()
     )
     if found is None:
         raise NotFound(f"there is no record {rid} on this dashboard")
-    pk, record_body, record_sig, stored = found
+    pk, record_body, record_sig, stored, owner_id = found
     record = json.loads(record_body)
     try:
         url, _fp = verify(record, body, record_sig, allow_unsigned=allow_unsigned)
@@ -349,12 +352,20 @@ def add_publication(
         check_uploader(signer, principal, "publication")
     elif not allow_unsigned:
         raise Unsigned("this dashboard accepts only signed publications")
+    elif owner_id != principal.user_id:
+        raise Forbidden(f"record {rid[:19]} is another user's: only they may attach an unsigned publication to it")
     text_ = dumps(body)
     if stored == text_:
         return {"id": rid, "remote_url": url, "created": False}
+    if stored is not None and body["signature"] is None:
+        raise Forbidden(f"record {rid[:19]} has a publication already, and an unsigned one never replaces it")
 
     def tx(conn):
-        conn.execute(update(Record).where(Record.id == pk).values(publication=text_))
+        query = update(Record).where(Record.id == pk)
+        if body["signature"] is None:  # only where none is stored yet, also against a concurrent upload
+            query = query.where(Record.publication.is_(None))
+        if conn.execute(query.values(publication=text_)).rowcount != 1:
+            raise Forbidden(f"record {rid[:19]} has a publication already, and an unsigned one never replaces it")
         db.bump(conn)
 
     db.write(tx)

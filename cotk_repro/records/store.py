@@ -83,8 +83,24 @@ class RunStore:
         self.ignored: list[Path] = []
 
     # -- writing ---------------------------------------------------------------
+    def check_state(self) -> None:
+        """Refuse a ``.cotk-repro`` that is a symbolic link or lies outside the project (a committed link to
+        another project's would lend this one that project's records and marks)."""
+        if self.state.is_symlink():
+            raise RecordError(
+                f"{self.state} is a symbolic link, so cotk-repro neither reads nor writes records through it; "
+                "remove it (records live in a real .cotk-repro folder of the project)"
+            )
+        try:
+            inside = self.state.resolve().parent == self.root.resolve()
+        except (OSError, RuntimeError):
+            inside = False
+        if self.state.exists() and not inside:
+            raise RecordError(f"{self.state} lies outside the project {self.root}, so it is not used for records")
+
     def new_workdir(self) -> Path:
         """A private folder for a run in progress (logs are written there live)."""
+        self.check_state()
         try:
             tmp_root = self.state / "tmp"
             tmp_root.mkdir(parents=True, exist_ok=True)
@@ -97,7 +113,7 @@ class RunStore:
         """Write the record into ``workdir`` (marked as written here) and move the folder into place atomically."""
         finalize(record)
         write_json_atomic(workdir / "record.json", record)
-        mark(workdir, (workdir / "record.json").read_bytes())
+        mark(workdir, (workdir / "record.json").read_bytes(), self.root)
         final = self.runs / str(record["id"]).removeprefix(ID_PREFIX)
         if final.exists():  # identical content already stored: immutable, keep the first
             shutil.rmtree(workdir, ignore_errors=True)
@@ -112,7 +128,7 @@ class RunStore:
         for name, data in (files or {}).items():
             (work / name).write_bytes(data)
         write_json_atomic(work / "record.json", record)
-        mark(work, (work / "record.json").read_bytes())
+        mark(work, (work / "record.json").read_bytes(), self.root)
         final = self.runs / str(record["id"]).removeprefix(ID_PREFIX)
         if final.exists():
             shutil.rmtree(work, ignore_errors=True)
@@ -123,6 +139,7 @@ class RunStore:
     # -- reading ---------------------------------------------------------------
     def _candidates(self) -> Iterator[Path]:
         """Record folders: real folders (not symbolic links) holding a ``record.json``."""
+        self.check_state()
         if self.runs.is_dir() and not self.runs.is_symlink():
             for d in self.runs.iterdir():
                 if not d.is_symlink() and d.is_dir() and (d / "record.json").exists():
@@ -141,7 +158,7 @@ class RunStore:
             except RecordError:
                 self.ignored.append(d)
                 continue
-            if written_here(d, raw):
+            if written_here(d, raw, self.root):
                 yield d
             else:
                 self.ignored.append(d)
@@ -159,10 +176,11 @@ class RunStore:
     def load_folder(self, folder: Path) -> dict[str, Any]:
         """The record of ``folder``: its ``record.json`` read as a regular file (never through a symbolic link),
         and, with ``trusted_only``, only when this installation wrote it."""
+        self.check_state()
         if folder.is_symlink():
             raise RecordError(f"record folder {folder.name[:12]} is a symbolic link, so it is not read")
         raw = self._read_json_bytes(folder)
-        if self.trusted_only and not written_here(folder, raw):
+        if self.trusted_only and not written_here(folder, raw, self.root):
             raise RecordError(_not_ours(folder))
         try:
             record: dict[str, Any] = json.loads(raw.decode("utf-8"))
@@ -176,7 +194,7 @@ class RunStore:
         self.ignored = []
         for folder in self._candidates():
             raw = self._read_json_bytes(folder)
-            if self.trusted_only and not written_here(folder, raw):
+            if self.trusted_only and not written_here(folder, raw, self.root):
                 self.ignored.append(folder)
                 continue
             try:

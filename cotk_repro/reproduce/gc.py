@@ -2,12 +2,17 @@
 
 Every container and scratch volume the reproducer makes carries labels (:func:`labels`): the kind
 (``cotk-repro.reproduce``), a deadline (``cotk-repro.deadline``, Unix seconds: the time limit plus a
-grace period) and its owner (``cotk-repro.owner``: host, process id and the process's start time).
+grace period) and its owner (``cotk-repro.owner``: host, boot id, PID namespace, process id and the
+process's start time, unique per process across PID namespaces: :func:`owner`).
 Each work folder holds an owner mark (:data:`MARK`). :func:`collect`, run at the start of every
 Docker reproduction and by ``cotk-repro gc``, removes
 
-* containers and volumes past their deadline, or whose owner on this host is gone;
+* containers and volumes past their deadline, or whose owner, in this boot and PID namespace, is gone
+  (an owner this process cannot see, such as one in another container, is left to its deadline);
 * work folders (``cotk-repro-reproduce-*`` in the temporary folder) whose owner is gone.
+
+The :class:`Report` lists what was removed, not what was tried: a removal that failed is an error, and a
+thing that vanished first (its own deadline, another ``gc``) is not counted.
 
 The container's own deadline does not wait for this: its first process is ``sleep`` until the deadline
 (the entry runs beside it), so the engine stops it at the deadline whether or not anybody is left to ask.
@@ -45,21 +50,40 @@ def _start_time(pid: int) -> str | None:
     return raw.rsplit(")", 1)[-1].split()[19]
 
 
+def _boot_id() -> str:
+    """This kernel's boot id (the same in every container on the machine), ``-`` without /proc."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or "-"
+    except OSError:
+        return "-"
+
+
+def _pid_namespace() -> str:
+    """The inode of this process's PID namespace: two processes with one pid in two namespaces differ here."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "-"
+
+
 def owner() -> str:
-    """``host:pid:start``: this process, told apart from a later one with the same pid."""
-    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid()) or '-'}"
+    """``host:boot:pidns:pid:start``: this process, told apart from one with the same pid in another PID namespace
+    (a reproducer in a ``--network host`` container shares the host's name) and from a later one with its pid."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{_boot_id()}:{_pid_namespace()}:{pid}:{_start_time(pid) or '-'}"
 
 
 def owner_alive(text: str | None) -> bool | None:
-    """Whether the owner named by ``text`` still runs; None when it cannot be told (another host, no mark)."""
+    """Whether the owner named by ``text`` still runs; None when this process cannot tell (another host or
+    boot, another PID namespace, a label of an older version, no mark): such a thing waits for its deadline."""
     if not text:
         return None
     try:
-        host, pid_text, start = text.rsplit(":", 2)
+        host, boot, pidns, pid_text, start = text.rsplit(":", 4)
         pid = int(pid_text)
     except ValueError:
-        return None
-    if host != socket.gethostname() or pid <= 0:
+        return None  # an older version's host:pid:start does not say which PID namespace: never judged
+    if host != socket.gethostname() or pid <= 0 or boot != _boot_id() or pidns != _pid_namespace():
         return None
     if start != "-" and Path("/proc").is_dir():
         return _start_time(pid) == start
@@ -160,9 +184,12 @@ def collect(client=None, *, tmp: Path | None = None, dry_run: bool = False) -> R
         except (OSError, ValueError, AttributeError):
             continue  # no mark: kept with --keep, or made by an older version
         if owner_alive(text) is False:
-            report.workdirs.append(str(folder))
             if not dry_run:
                 shutil.rmtree(folder, ignore_errors=True)
+                if folder.exists():
+                    report.errors.append(f"removing work folder {folder}: some of it could not be removed")
+                    continue
+            report.workdirs.append(str(folder))
     return report
 
 
@@ -189,11 +216,12 @@ def _remove_expired(kind: str, items, labels_of, names: list, report: Report, no
         labels = labels_of(item)
         if labels.get(LABEL) is None or not expired(labels, now):
             continue
-        names.append(item.name)
         if not dry_run:
             try:
                 item.remove(force=True)
             except NotFound:
-                pass
+                continue  # gone already (its own deadline, another gc): not removed by this one
             except APIError as exc:
                 report.errors.append(f"removing {kind} {item.name}: {str(exc)[:200]}")
+                continue
+        names.append(item.name)
