@@ -83,6 +83,7 @@ def _mm_key(mm: str) -> tuple[int, ...]:
 
 
 def ways_out(mm: str) -> str:
+    """The two ways out of a record whose Python minor ``mm`` no image has, as the end of a sentence."""
     return (
         f"pass --base-image IMAGE with Python {mm}, or use --runtime venv --python PATH with a Python {mm} interpreter"
     )
