@@ -9,8 +9,8 @@
    the demo folder served read-only by ``git daemon`` on a free loopback port (``git://127.0.0.1:PORT/``,
    a URL a reproducer may fetch; pushes go to the folder itself) — and ``publish`` to it and to the
    dashboard, signed by the author's key: the remote goes beside the record, signed (``publication.json``);
-5. ``reproduce`` it from the git remote alone (``venv`` runtime, or ``docker`` when an
-   engine and the base image are there) and submit the verdict, signed by the reproducer's
+5. ``reproduce`` it from the git remote alone (``docker`` when an engine and a local base image with the
+   record's Python minor version are there, else ``venv``; the status line says which and why) and submit the verdict, signed by the reproducer's
    key, so the record page shows "reproduced by 1".
 
 The user's own configuration and SSH keys are never touched: the demo's dashboard tokens live
@@ -68,26 +68,49 @@ def _git(cwd: Path, *args: str) -> str:
     return proc.stdout.decode("utf-8", "replace").strip()
 
 
-def docker_available(base_image: str | None) -> bool:
-    """True when a Docker engine answers and ``base_image`` exists locally."""
-    if not base_image:
-        return False
+def docker_image_for(python_mm: str, base_image: str | None) -> tuple[str | None, str]:
+    """``(image, why)``: a local Docker image with Python ``python_mm`` for the demo's docker step (``base_image``
+    when it has that Python, else one labelled or named so, :mod:`.reproduce.base_images`), or None and why
+    there is none. Nothing is pulled: the demo uses what this machine has."""
     try:
         import docker
 
+        from .reproduce.base_images import describe_available, image_python, local_pythons
+
         client = docker.from_env(timeout=5)
         client.ping()
-        client.images.get(base_image)
-        return True
     except Exception:
-        return False
+        return None, "no Docker engine answers"
+    try:
+        said = ""
+        if base_image:
+            try:
+                img = client.images.get(base_image)
+                has = image_python(img.labels, list(img.tags or []) or [base_image])
+            except Exception:
+                img, has = None, None
+            if img is not None and has in (None, python_mm):
+                return base_image, f"base image {base_image}"
+            said = (
+                f"the base image {base_image} is not on this machine; "
+                if img is None
+                else f"the base image {base_image} has Python {has}; "
+            )
+        found = local_pythons(client)
+    except Exception as exc:  # the engine answered the ping but not this: no docker step
+        return None, f"the Docker engine failed ({type(exc).__name__})"
+    if python_mm in found:
+        return found[python_mm][0], f"{said}base image {found[python_mm][0]}, Python {python_mm}"
+    return None, f"{said}no local Docker image has Python {python_mm}: {describe_available(found)}"
 
 
-def choose_runtime(requested: str | None, base_image: str | None) -> str:
-    """Return the runtime asked for, else docker when an engine and the base image exist, else venv."""
+def choose_runtime(requested: str | None, base_image: str | None, python_mm: str) -> tuple[str, str | None, str]:
+    """``(runtime, base image, why)``: the runtime asked for, else docker when an engine and a local image with
+    the record's Python ``python_mm`` are there, else venv (with ``why`` saying what was missing)."""
     if requested:
-        return requested
-    return "docker" if docker_available(base_image) else "venv"
+        return requested, base_image, f"--runtime {requested}"
+    image, why = docker_image_for(python_mm, base_image)
+    return ("docker", image, why) if image else ("venv", None, why)
 
 
 def run_demo(
@@ -202,8 +225,11 @@ def _loop(
         timings["publish"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        chosen = choose_runtime(runtime, base_image)
-        on_status(f"reproducing {OWNER}/{PROJECT} from the git remote ({chosen} runtime)")
+        from .records.view import RecordView
+
+        python_mm = RecordView.of(record).environment.python_major_minor or ""
+        chosen, image, why = choose_runtime(runtime, base_image, python_mm)
+        on_status(f"reproducing {OWNER}/{PROJECT} from the git remote ({chosen} runtime: {why})")
         # a second person reproduces: their token, their key (the author's own rerun would not count)
         userconfig.set_dashboard_token(url, tokens[REPRODUCER])
         if signed:
@@ -212,7 +238,7 @@ def _loop(
         # (without ssh-keygen the demo publishes unsigned, and says so: its own record, reproduced anyway)
         opts = ReproduceOptions(
             runtime=chosen,
-            base_image=base_image,
+            base_image=image,
             submit=True,
             dashboard=url,
             trust_remote_code=True,

@@ -6,6 +6,7 @@
 #   3. the built wheel alone in a fresh, bare virtual environment, resolving only its declared dependencies
 #      (no test lock, no editable install; the core's wheel stands in for `cotk-repro`, which a plugin requires),
 #      then that distribution's smoke path there, as a user runs it
+#   4. the core's wheel in a bare Python 3.13 venv: the demo, and the core metrics' cross-machine matrix
 # torch comes only as the CPU build: a constraint `torch==<requirements/torch.txt's version>+cpu`; where the
 # configured index has no such wheel, set TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu. pip's cache is
 # reused. Each stage prints its time.
@@ -137,4 +138,30 @@ sys.exit(1 if broken else 0)
 EOF
   rm -rf "$v"  # disk: one bare venv at a time
 done
+
+# -- 4. the core under Python 3.13 (the README's first command there; the lock's Python is 3.11) -----------------
+# its wheel in a bare 3.13 venv: `cotk-repro demo --no-serve` (its docker step takes a local image with Python
+# 3.13, cotk-repro-base:trixie from scripts/base-image.sh, else the venv runtime, and says which), then the core
+# metrics' cross-machine matrix under 3.13 when the tests have it. PYTHON313=PATH names the interpreter (default:
+# python3.13 on PATH, else pyenv's newest 3.13).
+if [[ " ${dists[*]} " == *" cotk-repro "* ]]; then
+  stage "cotk-repro under Python 3.13"
+  py313=${PYTHON313:-$(command -v python3.13 || ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3 2>/dev/null | sort -V | tail -1 || true)}
+  [ -n "$py313" ] && [ -x "$py313" ] || fail "no Python 3.13 interpreter (set PYTHON313=PATH, or install one with pyenv)"
+  [ "$("$py313" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" = 3.13 ] || fail "$py313 is not Python 3.13"
+  v="$WORK/venv-py313"
+  "$py313" -m venv "$v"
+  "$v/bin/python" -m pip install -q "$(core_wheel)" "pytest>=8,<9" "pytest-timeout>=2.2" "hypothesis>=6.100" \
+    || fail "installing the core's wheel into a Python 3.13 venv failed"
+  SMOKE="$WORK/smoke-py313"
+  mkdir -p "$SMOKE/home"
+  cli "$v" demo --no-serve
+  if [ -f tests/test_cross_machine.py ]; then
+    env -u PYTHONPATH "$v/bin/python" -m pytest -p no:cacheprovider tests/test_cross_machine.py -k core \
+      || fail "the core metrics' cross-machine matrix failed under Python 3.13"
+  else
+    echo "-- tests/test_cross_machine.py is not in this tree: the cross-machine matrix under 3.13 is left out"
+  fi
+  rm -rf "$v"
+fi
 stage "every distribution passed"

@@ -1,6 +1,7 @@
 # Sourced by scripts/test.sh: start what the tests need and export where it is.
 #   COTK_REPRO_TEST_PG_URL      a PostgreSQL database on a free loopback port (SQLAlchemy URL)
-#   COTK_REPRO_TEST_BASE_IMAGE  a Docker base image (bookworm + python3) built offline
+#   COTK_REPRO_TEST_BASE_IMAGE  a Docker base image (bookworm + python3) built offline; beside it, when root and
+#                               debootstrap are there, cotk-repro-base:trixie (Python 3.13, scripts/base-image.sh)
 #   COTK_REPRO_TEST_DOCKER_SKIP why there is no base image (when there is none): the Docker tests' skip reason
 # A service that cannot start is reported; the tests that need it skip with that reason.
 
@@ -13,11 +14,19 @@ if command -v dockerd >/dev/null 2>&1 && ! docker info >/dev/null 2>&1 && [ "$(i
   for _ in $(seq 1 30); do docker info >/dev/null 2>&1 && break; sleep 1; done
 fi
 if docker info >/dev/null 2>&1; then
-  if bash scripts/base-image.sh cotk-repro-base:bookworm; then
+  if bash scripts/base-image.sh bookworm; then
     export COTK_REPRO_TEST_BASE_IMAGE=cotk-repro-base:bookworm
   else
     export COTK_REPRO_TEST_DOCKER_SKIP="scripts/base-image.sh could not build the Docker base image"
     echo "WARNING: $COTK_REPRO_TEST_DOCKER_SKIP; Docker tests will skip" >&2
+  fi
+  # Python 3.13 (a record of 3.13 reproduces there, and the demo under 3.13): debootstrap needs root; cached
+  if docker image inspect cotk-repro-base:trixie >/dev/null 2>&1 \
+     || { [ "$(id -u)" = 0 ] && command -v debootstrap >/dev/null 2>&1; }; then
+    _cotk_t0=$SECONDS
+    bash scripts/base-image.sh trixie \
+      && echo "cotk-repro-base:trixie ready in $((SECONDS - _cotk_t0)) s" \
+      || echo "WARNING: scripts/base-image.sh could not build cotk-repro-base:trixie; its tests will skip" >&2
   fi
 elif [ "$(id -u)" != 0 ] && { command -v dockerd >/dev/null 2>&1 || [ -S /var/run/docker.sock ]; }; then
   export COTK_REPRO_TEST_DOCKER_SKIP="the Docker engine is not reachable as user $(id -un): starting dockerd or using its socket needs root or the docker group"

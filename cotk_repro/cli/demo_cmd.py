@@ -54,13 +54,15 @@ def register(cli: typer.Typer) -> None:
             None,
             "--runtime",
             help="Runtime of the reproduction: venv or docker "
-            "(default: docker when an engine and the base image are there, else venv).",
+            "(default: docker when an engine and a local base image with the record's Python are there, "
+            "else venv).",
         ),
         base_image: str | None = typer.Option(
             None,
             "--base-image",
-            help="Docker base image for the docker runtime "
-            "(default: COTK_REPRO_BASE_IMAGE, else cotk-repro-base:bookworm).",
+            help="Docker base image for the docker runtime, when it has the record's Python "
+            "(default: COTK_REPRO_BASE_IMAGE, else a local image with that Python, e.g. cotk-repro-base:trixie "
+            "for 3.13).",
         ),
         host: str = typer.Option("127.0.0.1", "--host", help="Address of the embedded dashboard."),
         port: int = typer.Option(0, "--port", help="Port of the embedded dashboard (default: a free one)."),
@@ -84,7 +86,7 @@ def register(cli: typer.Typer) -> None:
         from ..demo import cleanup, run_demo
         from .core import render_verdicts
 
-        image = base_image or os.environ.get("COTK_REPRO_BASE_IMAGE") or "cotk-repro-base:bookworm"
+        image = base_image or os.environ.get("COTK_REPRO_BASE_IMAGE") or None
         with _sigterm_as_exit():
             result = run_demo(
                 folder, runtime=runtime, base_image=image, host=host, port=port, keep=keep, on_status=output.info

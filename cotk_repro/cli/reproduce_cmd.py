@@ -88,10 +88,17 @@ def register(cli: typer.Typer) -> None:
         base_image: str | None = typer.Option(
             None,
             "--base-image",
-            help="Docker base image (default: reproduce.base_image "
+            help="Docker base image, with the record's Python minor version (default: reproduce.base_image "
             "of your user config, else COTK_REPRO_BASE_IMAGE, else the recorded "
-            "python:X.Y-slim). The project's reproduce.base_image is used only with "
+            "python:X.Y-slim, else a local image with Python X.Y). The project's reproduce.base_image is used only with "
             "--allow-project-image.",
+        ),
+        python: str | None = typer.Option(
+            None,
+            "--python",
+            metavar="PATH",
+            help="Python interpreter of --runtime venv; it must be the record's Python minor version "
+            "(default: this Python when it is, else pythonX.Y on PATH).",
         ),
         allow_project_image: bool | None = typer.Option(
             None,
@@ -203,6 +210,7 @@ def register(cli: typer.Typer) -> None:
             record=record,
             runtime=runtime,
             base_image=base_image,
+            python=python,
             rtol=rtol,
             atol=atol,
             timeout=timeout,

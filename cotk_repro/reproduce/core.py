@@ -37,6 +37,8 @@ class ReproduceOptions:
     #: None: the project's ``reproduce.runtime`` when it keeps the code off this host, else docker
     runtime: str | None = None
     base_image: str | None = None
+    #: --python PATH: the venv runtime's interpreter (None: pythonX.Y of the record's Python on PATH)
+    python: str | None = None
     rtol: float | None = None
     atol: float | None = None
     #: the reproducer's limits (flags); None: the user config's ``reproduce`` table, else the default
@@ -281,6 +283,12 @@ def reproduce(
             except ReproduceError as exc:
                 exc.step = exc.step or "source"
                 raise
+        if opts.python is not None and runtime_name != "venv":
+            raise ReproduceError(
+                f"--python applies to --runtime venv only (this is --runtime {runtime_name}); "
+                "the docker runtime takes the Python of its base image (--base-image)",
+                step="runtime",
+            )
         runtime = get_plugins().build("runtime", runtime_name)
         if getattr(runtime, "on_host", False):
             outcome.notices.append(f"runtime {runtime_name}: the entry runs in {runtime.description}")
@@ -332,6 +340,7 @@ def reproduce(
             packages=packages,
             trust_host_build=opts.trust_remote_code,
             config_base_image=config_base,
+            python=opts.python,
             on_status=on_status,
             warnings=outcome.warnings,
         )

@@ -18,9 +18,11 @@
   a tail, a deadline the container keeps by itself; the result file is copied out with a
   size cap; the container and its volume are removed in every case (also on Ctrl-C,
   SIGTERM, SIGHUP; after SIGKILL, by the next run or ``cotk-repro gc``, :mod:`.gc`);
-* with no base image given, ``python:X.Y-slim`` is used, pulled when missing; when it
-  cannot be pulled (no registry), a local ``cotk-repro-base`` image is used instead, and
-  the verdict says so.
+* the base image has the record's Python minor version (:mod:`.base_images`): with none
+  given, ``python:X.Y-slim``, pulled when missing; when it cannot be pulled (no registry), a
+  local image with Python X.Y (``cotk-repro-base:bookworm`` 3.11, ``cotk-repro-base:trixie``
+  3.13, labelled ``org.cotk-repro.python``), and the verdict says so; with none, one sentence
+  before any build (exit 2).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..capture.dockerfile import default_base_image, render_dockerfile
+from ..capture.dockerfile import render_dockerfile
 from ..core import jsonbudget
 from ..core.userconfig import cache_dir
 from . import ReproduceError
@@ -42,8 +44,6 @@ from .engine import LABEL, NOBODY, connect, engine_step, remove_quietly
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, now_iso, parse_result
 
 IMAGE_REPO = "cotk-repro-reproduce"
-#: the image `scripts/services.sh` and `demo` build locally, used when the default base cannot be pulled
-LOCAL_BASE_REPO = "cotk-repro-base"
 _LAYER_LINE = re.compile(r"^ ---> ([0-9a-f]{12,64})\s*$")
 _IMAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]{0,250}")
 _RUNNING_LINE = re.compile(r"^ ---> Running in ([0-9a-f]{12,64})\s*$")
@@ -114,8 +114,11 @@ class DockerRuntime:
         return hashlib.sha256(payload.encode()).hexdigest()
 
     def base_image(self, job: Job) -> str:
-        """The base image: the one asked for, else python:X.Y-slim (pulled), else a local cotk-repro-base."""
+        """The base image, one with the record's Python minor version (:mod:`.base_images`): the one asked
+        for, else python:X.Y-slim (pulled), else a local image with Python X.Y; else one sentence, exit 2."""
         from docker.errors import DockerException, ImageNotFound
+
+        from .base_images import check_explicit, choose_default
 
         client = self.client
         if job.base_image and not _IMAGE_NAME.fullmatch(job.base_image):
@@ -138,33 +141,10 @@ class DockerRuntime:
                             step="base image",
                             hint="pass --base-image with an image that has python3",
                         ) from None
+                check_explicit(client, job.base_image, job.python_mm)
             return job.base_image
-        default = default_base_image(job.python_mm)
         with engine_step("base image"):
-            try:
-                client.images.get(default)
-                return default
-            except ImageNotFound:
-                pass
-            try:
-                job.on_status(f"pulling the base image {default}")
-                client.images.pull(default)
-                return default
-            except DockerException as exc:
-                reason = _engine_message(exc)
-            local = sorted(t for img in client.images.list(name=LOCAL_BASE_REPO) for t in img.tags)
-        if local:
-            job.warnings.append(
-                f"the base image {default} cannot be pulled ({reason}); the local {local[0]} was "
-                "used instead (--base-image picks another)"
-            )
-            return local[0]
-        raise ReproduceError(
-            f"the base image {default} is not on this machine and cannot be pulled ({reason})",
-            step="base image",
-            hint="pass --base-image IMAGE (an image with python3), or build "
-            f"a local {LOCAL_BASE_REPO} image with scripts/services.sh",
-        )
+            return choose_default(client, job.python_mm, job.on_status, job.warnings, engine_message=_engine_message)
 
     def prepare(self, job: Job) -> dict[str, Any]:
         from docker.errors import ImageNotFound

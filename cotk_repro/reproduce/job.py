@@ -98,6 +98,8 @@ class Job:
     trust_host_build: bool = False
     #: the project's reproduce.base_image (what the author's Dockerfile was rendered with)
     config_base_image: str | None = None
+    #: --python PATH: the interpreter the venv runtime builds its environment with (of the record's Python minor)
+    python: str | None = None
     on_status: Callable[[str], None] = lambda _m: None
     warnings: list[str] = field(default_factory=list)
     _wheelhouse: Any = None

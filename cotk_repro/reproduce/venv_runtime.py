@@ -8,7 +8,9 @@ needs a build (an sdist-only or local package) is built on this host only with
 
 ``venv``: the environment is built offline from the same wheelhouse as the Docker
 image, with ``uv`` when it is on PATH, else pip, for the recorded Python minor
-version (found on PATH as ``pythonX.Y``). Like the image, it is cached by a key of the
+version: ``--python PATH`` (refused, in one sentence, when it is another minor version: the
+wheels are for the record's), else this Python when it is that version, else ``pythonX.Y`` on
+PATH. Like the image, it is cached by a key of the
 lock, the interpreter and the local wheels, so a second reproduce reuses it.
 
 ``local``: the current Python environment as it is, for quick checks; the package
@@ -37,25 +39,51 @@ from .job import ENV_SNIPPET, Job, Rerun, describe_exit, log_tail, now_iso, pars
 MARKER = ".cotk-repro-complete"
 
 
+def python_minor(exe: str) -> str | None:
+    """The ``X.Y`` of the Python interpreter ``exe``, asked of it; None when it does not run as one."""
+    try:
+        probe = subprocess.run(  # noqa: S603 - an interpreter the user named or found on PATH, fixed -c code
+            [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = probe.stdout.strip()
+    return out if probe.returncode == 0 and out.count(".") == 1 else None
+
+
+def check_python(exe: str, mm: str) -> str:
+    """``--python PATH``: PATH when it is a Python of the record's minor version ``mm``; else one sentence."""
+    path = shutil.which(exe) if os.sep not in exe else exe
+    if path is None or not os.path.isfile(path) or not os.access(path, os.X_OK):
+        raise ReproduceError(f"--python {exe} is not an executable file", step="venv build")
+    has = python_minor(path)
+    if has is None:
+        raise ReproduceError(f"--python {exe} does not run as a Python interpreter", step="venv build")
+    if has != mm:
+        raise ReproduceError(
+            f"--python {exe} is Python {has} and the record needs Python {mm}; "
+            f"pass --python with a Python {mm} interpreter (its wheels are for {mm})",
+            step="venv build",
+        )
+    return os.path.abspath(path)
+
+
 def find_python(mm: str) -> str:
     """Return a Python executable of version `mm` (X.Y) on this host; raise ReproduceError if none."""
     if f"{sys.version_info.major}.{sys.version_info.minor}" == mm:
         return sys.executable
     for name in (f"python{mm}", f"python{mm.split('.')[0]}"):
         exe = shutil.which(name)
-        if exe:
-            probe = subprocess.run(  # noqa: S603 - a python found on PATH, fixed -c code
-                [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if probe.stdout.strip() == mm:
-                return exe
+        if exe and python_minor(exe) == mm:
+            return exe
     raise ReproduceError(
         f"the record needs Python {mm}, which is not on this host (no python{mm} on PATH)",
         step="venv build",
-        hint="install it, or use --runtime docker with a matching --base-image",
+        hint=f"pass --python PATH with a Python {mm} interpreter, or use --runtime docker (an image with Python {mm})",
     )
 
 
@@ -169,7 +197,7 @@ class VenvRuntime:
     def prepare(self, job: Job) -> dict[str, Any]:
         from .wheelhouse import local_identity, pool_dir, split_packages
 
-        python = find_python(job.python_mm)
+        python = check_python(job.python, job.python_mm) if job.python else find_python(job.python_mm)
         version = subprocess.run(  # noqa: S603 - the python find_python chose, fixed -c code
             [python, "-c", "import sys; print(sys.version)"],
             capture_output=True,
