@@ -355,6 +355,10 @@ def add_publication(
 
     def tx(conn):
         conn.execute(update(Record).where(Record.id == pk).values(publication=text_))
+        if db.reproduce_queue:  # a job that failed waiting for this publication runs again, once (see .queue)
+            from .queue import requeue_for_publication
+
+            requeue_for_publication(conn, rid)
         db.bump(conn)
 
     db.write(tx)

@@ -187,10 +187,18 @@ def parse_result(raw: bytes | None, job: Job, where: str) -> dict[str, Any]:
         raise ReproduceError(
             f"the rerun's result file {job.result_rel} is not valid JSON ({exc})", step="run"
         ) from None
+    except RecursionError:  # [[[[... 200,000 deep: Python's parser gives up, which is no reason to crash
+        raise ReproduceError(
+            f"the rerun's result file {job.result_rel} nests its JSON too deeply to read", step="run"
+        ) from None
     try:
         return normalize_results(data, where)
     except CotkError as exc:
         raise ReproduceError(f"the rerun's result file is unusable: {exc.message}", step="run") from None
+    except RecursionError:
+        raise ReproduceError(
+            f"the rerun's result file {job.result_rel} nests its values too deeply to read", step="run"
+        ) from None
 
 
 def describe_exit(rc: int) -> str:
