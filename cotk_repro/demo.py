@@ -281,12 +281,21 @@ def serve_git(base: Path, host: str = "127.0.0.1", *, timeout: float = 20.0) -> 
     import signal
     import subprocess
 
+    # `git daemon` runs git-daemon as a child of its own, which the kill-with-the-demo signal (given to the
+    # process started here, kept across exec, not passed to children) would miss: start git-daemon itself
+    exec_path = subprocess.run(
+        ["git", "--exec-path"],  # noqa: S607 - git from PATH, as every git call of cotk-repro
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    daemon = Path(exec_path) / "git-daemon" if exec_path else None
+    command = [str(daemon)] if daemon is not None and os.access(daemon, os.X_OK) else ["git", "daemon"]
     for _attempt in range(3):  # a free port can be taken between choosing it and the daemon binding it
         port = _free_port(host)
         proc = subprocess.Popen(  # noqa: S603 - a fixed argument list: the demo's own folder and a port chosen here
-            [  # noqa: S607 - git from PATH, as every git call of cotk-repro
-                "git",
-                "daemon",
+            [
+                *command,
                 "--reuseaddr",
                 "--export-all",
                 f"--base-path={base}",
