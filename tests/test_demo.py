@@ -308,6 +308,7 @@ def test_a_demo_killed_with_sigkill_takes_its_git_daemon_with_it(tmp_path, home)
     """No clean-up code survives SIGKILL: the git daemon asked the kernel to be killed with its parent
     (prctl PR_SET_PDEATHSIG), so it does not outlive the demo. (The folder stays: nothing can remove it.)"""
     demo = Demo(tmp_path, home, "--no-serve")
+    daemon = None
     try:
         folder = demo.folder
         demo.wait_for(r"^publishing to the git remote")
@@ -322,6 +323,8 @@ def test_a_demo_killed_with_sigkill_takes_its_git_daemon_with_it(tmp_path, home)
         assert _left_behind(folder) == []
     finally:
         demo.kill()
+        if daemon is not None and _left_behind(tmp_path):  # the test failed: leave no daemon of ours running
+            os.killpg(daemon, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("command", ["demo", "gc"])
