@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -271,17 +272,56 @@ def _free_port(host: str) -> int:
         return sock.getsockname()[1]
 
 
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """A ``preexec_fn`` for a server child of the demo: in a process group of its own (a Ctrl-C at the terminal
+    reaches the demo, which stops it), and on Linux sent SIGKILL when the demo dies however it dies
+    (``prctl(PR_SET_PDEATHSIG)``: ``kill -9`` too, which no clean-up code survives). The signal comes when
+    the *thread* that started the child ends, so start it from the main thread. libc is looked up here, before
+    the fork: the child only calls (no loader lock taken between fork and exec)."""
+    prctl = None
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):  # pragma: no cover - a libc without prctl: the process group still holds
+            prctl = None
+    pr_set_pdeathsig, sigkill = 1, 9
+
+    def setup() -> None:
+        os.setpgid(0, 0)
+        if prctl is not None:
+            prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
+            if os.getppid() != parent:  # the demo died before the prctl: nobody is left to stop this child
+                os._exit(1)
+
+    return setup
+
+
 def serve_git(base: Path, host: str = "127.0.0.1", *, timeout: float = 20.0) -> tuple[str, Callable[[], None]]:
     """``git daemon`` serving the repositories under ``base`` read-only on a free port of ``host``:
-    ``("git://HOST:PORT/", stop)``. The demo's remote is then one a reproducer may fetch (a path is not)."""
+    ``("git://HOST:PORT/", stop)``. The demo's remote is then one a reproducer may fetch (a path is not).
+
+    The daemon (and the ``git upload-pack`` it forks for each fetch) lives in a process group of its own that
+    ``stop`` ends as a whole; it dies with the demo when the demo is killed (:func:`_die_with_parent`)."""
+    import signal
     import subprocess
 
+    # `git daemon` runs git-daemon as a child of its own, which the kill-with-the-demo signal (given to the
+    # process started here, kept across exec, not passed to children) would miss: start git-daemon itself
+    exec_path = subprocess.run(
+        ["git", "--exec-path"],  # noqa: S607 - git from PATH, as every git call of cotk-repro
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    daemon = Path(exec_path) / "git-daemon" if exec_path else None
+    command = [str(daemon)] if daemon is not None and os.access(daemon, os.X_OK) else ["git", "daemon"]
     for _attempt in range(3):  # a free port can be taken between choosing it and the daemon binding it
         port = _free_port(host)
         proc = subprocess.Popen(  # noqa: S603 - a fixed argument list: the demo's own folder and a port chosen here
-            [  # noqa: S607 - git from PATH, as every git call of cotk-repro
-                "git",
-                "daemon",
+            [
+                *command,
                 "--reuseaddr",
                 "--export-all",
                 f"--base-path={base}",
@@ -292,11 +332,15 @@ def serve_git(base: Path, host: str = "127.0.0.1", *, timeout: float = 20.0) -> 
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent(os.getpid()),  # setpgid and prctl only
         )
 
         def stop(proc=proc) -> None:
             if proc.poll() is None:
-                proc.terminate()
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)  # its group: the daemon and any upload-pack it forked
+                except ProcessLookupError:
+                    pass
                 try:
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:

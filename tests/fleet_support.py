@@ -9,6 +9,11 @@ test double for the queue mechanics only, chosen by the record's project name:
 * ``sleep-N``: sleeps N seconds, then agrees with the record;
 * ``cannot-run``: a ``could not run`` verdict;
 * ``differs``: rerun values half the record's;
+* ``kill-worker``: kills its own worker process with SIGKILL, as the kernel's OOM killer does to a worker
+  whose job takes all the memory (what a supervisor then restarts);
+* ``deep``: reads a result 200,000 lists deep with the standard library's JSON parser (RecursionError);
+* a record that names no fetchable remote and comes without its publication: the worker's rule
+  (:data:`cotk_repro.dashboard.queue.AWAITING_PUBLICATION`, retried);
 * anything else: agrees with the record at once.
 
 Every call appends ``<pid> <record id> start|end`` to ``$FLEET_TRACE`` (what ran where, for the assertions).
@@ -53,9 +58,17 @@ def own_database(tag: str):
         admin.dispose()
 
 
-def stub_reproducer(record: dict[str, Any]) -> dict[str, Any]:
+def stub_reproducer(
+    record: dict[str, Any], publication: Any = None, record_signature: str | None = None
+) -> dict[str, Any]:
     """The test double: a reproduction verdict without running anything (see the module docstring)."""
+    import json
+
     from cotk_repro import __version__
+    from cotk_repro.dashboard.queue import AWAITING_PUBLICATION
+    from cotk_repro.dashboard.worker import Retryable
+    from cotk_repro.records.view import RecordView
+    from cotk_repro.remote.publication import takes_publication
 
     name = record["project"]["name"]
     trace = os.environ.get("FLEET_TRACE")
@@ -66,6 +79,12 @@ def stub_reproducer(record: dict[str, Any]) -> dict[str, Any]:
                 f.write(f"{os.getpid()} {record['id']} {what}\n")
 
     note("start")
+    if publication is None and takes_publication(RecordView.of(record).code.remote_url):
+        raise Retryable(AWAITING_PUBLICATION)
+    if name == "kill-worker":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if name == "deep":
+        json.loads("[" * 200_000 + "]" * 200_000)
     if name.startswith("sleep-"):
         time.sleep(float(name.split("-", 1)[1]))
     verdict = {

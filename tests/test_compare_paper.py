@@ -28,6 +28,30 @@ def texygen_report(tmp_path_factory):
     return result, out
 
 
+needs_pdflatex = pytest.mark.skipif(
+    shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)"
+)
+
+
+def pdflatex(folder) -> None:
+    """Compile ``folder/report.tex`` the way every report test does: no shell escape, stop at the first error
+    (``-halt-on-error``: a LaTeX error is a failure here, never a prompt), and a time limit (an argument trap such
+    as ``\\midrule[U+4E2D]`` can make a run without -halt-on-error loop)."""
+    try:
+        proc = subprocess.run(
+            ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", "report.tex"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"pdflatex did not finish {folder / 'report.tex'} within 120 s")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert (folder / "report.pdf").read_bytes().startswith(b"%PDF")
+
+
 def _rows(tex: str) -> list[list[str]]:
     body = tex.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0]
     return [[c.strip() for c in line.rstrip("\\ ").split("&")] for line in body.strip().splitlines()]
@@ -60,21 +84,11 @@ def test_report_tex_bolds_the_best_comparable_value_of_each_metric_with_the_figu
         assert sig.replace("_", r"\_").replace("|", r"\textbar{}") in tex
 
 
-@pytest.mark.skipif(
-    shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)"
-)
+@needs_pdflatex
 def test_report_tex_compiles_with_plain_pdflatex(texygen_report, tmp_path):
     _, out = texygen_report
     shutil.copy(out / "report.tex", tmp_path / "report.tex")
-    proc = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "report.tex"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:]
-    assert (tmp_path / "report.pdf").read_bytes().startswith(b"%PDF")
+    pdflatex(tmp_path)
 
 
 def test_one_grouped_figure_per_metric_family_in_svg_pdf_png(texygen_report):
@@ -114,9 +128,7 @@ def test_latex_escapes_every_special_and_strange_character():
     assert escape("café 中") == "café [U+4E2D]"
 
 
-@pytest.mark.skipif(
-    shutil.which("pdflatex") is None, reason="pdflatex is not installed (Debian texlive-latex-recommended)"
-)
+@needs_pdflatex
 def test_hostile_system_and_title_names_still_compile(tmp_path):
     from cotk_repro.compare import compare
 
@@ -135,14 +147,61 @@ def test_hostile_system_and_title_names_still_compile(tmp_path):
     assert not result.failures, result.failures
     tex = (tmp_path / "r" / "report.tex").read_text(encoding="utf-8")
     assert r"\input{" not in tex and r"\textbackslash{}input\{/etc/passwd\}" in tex
-    proc = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", "report.tex"],
-        cwd=tmp_path / "r",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:]
+    pdflatex(tmp_path / "r")
+
+
+def _bench(tmp_path, systems: list[str], metrics: list[str]):
+    """A compare config over one tiny dataset with these system names and metrics; its result."""
+    from cotk_repro.compare import compare
+
+    (tmp_path / "data" / "d" / "gold").mkdir(parents=True)
+    (tmp_path / "data" / "d" / "samples").mkdir(parents=True)
+    (tmp_path / "data" / "d" / "gold" / "refs.txt").write_text("a b c\nd e f\n")
+    (tmp_path / "data" / "d" / "samples" / "sys.txt").write_text("a b c\nd e\n")
+    toml = '[report]\ntitle = "[draft] * T"\ncharts = false\n[[dataset]]\nname = "d"\npath = "data/d"\n'
+    for name in systems:
+        quoted = name.replace("\\", "\\\\").replace('"', '\\"')
+        toml += f'[[system]]\nname = "{quoted}"\nsamples = "data/d/samples/sys.txt"\n'
+    toml += "".join(f'[[metric]]\nname = "{m}"\n' for m in metrics)
+    (tmp_path / "bench.toml").write_text(toml, encoding="utf-8")
+    result, _ = compare(tmp_path / "bench.toml", out=tmp_path / "r", jobs=1)
+    assert not result.failures, result.failures
+    return result
+
+
+#: names LaTeX would read as the optional argument (or star) of the \\ or \midrule before their cell
+TRAP_NAMES = ["[draft]", "*starred", "  [spaced", "中文", "\\input", "[", "*"]
+
+
+@needs_pdflatex
+@pytest.mark.parametrize(
+    "systems, metrics",
+    [(TRAP_NAMES, ["distinct"]), (TRAP_NAMES[:2], ["distinct", "bleu", "self-bleu"])],
+    ids=["systems-as-rows", "systems-as-columns"],
+)
+def test_names_that_look_like_a_latex_argument_print_as_text_and_compile(tmp_path, systems, metrics):
+    """A system named ``[draft]`` (or ``中文``, escaped as ``[U+4E2D][U+6587]``) right after ``\\midrule`` or
+    ``\\\\`` was taken as that command's optional argument: "Missing number", and a run without -halt-on-error
+    never ended. Every name, in a row's first cell or in the header, compiles and prints as text."""
+    result = _bench(tmp_path, systems, metrics)
+    transposed = len(result.all_columns()) > len(result.systems)
+    assert transposed is (len(systems) == 2)  # both layouts are exercised
+    tex = (tmp_path / "r" / "report.tex").read_text(encoding="utf-8")
+    assert "{}[draft]" in tex and "{}*starred" in tex and "\\section*{{}[draft] * T}" in tex
+    if not transposed:
+        assert "{}[U+4E2D][U+6587]" in tex and "{}\\textbackslash{}input" in tex
+        body = tex.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
+        for line in body.strip().splitlines():  # no row begins with a bare [ or * (its \\ or \midrule would eat it)
+            assert not line.lstrip().startswith(("[", "*")), line
+    pdflatex(tmp_path / "r")
+
+
+def test_escape_protects_only_what_a_preceding_command_could_take():
+    from cotk_repro.compare.latex import escape
+
+    assert escape("[x]") == "{}[x]" and escape(" *x") == "{} *x" and escape("中") == "{}[U+4E2D]"
+    assert escape("\\x") == "{}\\textbackslash{}x" and escape("%x") == "{}\\%x"
+    assert escape("a[x]") == "a[x]" and escape("x*") == "x*" and escape("") == ""
 
 
 def test_newcomers_rough_edges_get_one_sentence_each(tmp_path, cli):

@@ -8,8 +8,16 @@ test does not need the shared data.
 from __future__ import annotations
 
 import json
+import os
+import queue
+import re
+import signal
 import sqlite3
 import subprocess
+import sys
+import threading
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -18,11 +26,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # the demo's run is 
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
+def home(tmp_path_factory):
+    """A machine with no SSH key at all; its cache (wheelhouse, venvs) is shared by every demo of this module."""
+    return tmp_path_factory.mktemp("home-without-ssh-key")
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory, home):
     from conftest import run_cli
 
     folder = tmp_path_factory.mktemp("demo") / "loop"
-    home = tmp_path_factory.mktemp("home-without-ssh-key")  # a machine with no SSH key at all
     res = run_cli(
         "demo",
         "--dir",
@@ -137,9 +150,194 @@ def test_no_serve_removes_its_temporary_folder_or_says_how_to_serve_it_again(tmp
     _load_commands()
     res = CliRunner().invoke(app, ["demo", "--no-serve", *[a.format(dir=folder) for a in args]])
     assert res.exit_code == 0, res.output
-    assert "stopped when this command exits" in res.output
+    assert "http://127.0.0.1:1" not in res.output  # the dashboard has stopped: no URL that is already closed
     assert folder.exists() is kept
     if kept:
         assert f"cotk-repro dashboard serve --db sqlite:///{folder / 'dashboard.db'}" in res.output
     else:
         assert f"removed the demo folder {folder}" in res.output and "--keep" in res.output
+
+
+# -- SIGTERM, SIGHUP, SIGKILL: nothing left behind (issues 39 and 40) ------------------------------------------------
+
+
+class Demo:
+    """A real ``cotk-repro demo`` process in a temporary folder of its own (TMPDIR), its output read as it comes."""
+
+    def __init__(self, tmp: Path, home: Path, *args: str):
+        self.tmp = tmp
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        env = {
+            **os.environ,
+            "TMPDIR": str(tmp),
+            "HOME": str(home),
+            "COTK_REPRO_SIGNING_KEY": "",
+            "GIT_CONFIG_GLOBAL": str(home / "gitconfig"),
+            "COTK_REPRO_HELP_CACHE": "0",
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cotk_repro", "demo", "--runtime", "venv", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
+        for stream in (self.proc.stdout, self.proc.stderr):
+            threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream) -> None:
+        for line in stream:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, pattern: str, timeout: float = 600) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.seen:
+                if m := re.search(pattern, line):
+                    return m
+            try:
+                self.seen.append(self.lines.get(timeout=max(0.1, deadline - time.monotonic())))
+            except queue.Empty:
+                pass
+            if time.monotonic() > deadline or (self.proc.poll() is not None and self.lines.empty()):
+                if self.lines.empty():
+                    raise AssertionError(f"no line matching {pattern!r}:\n" + "\n".join(self.seen[-40:]))
+
+    def finish(self, timeout: float = 120) -> int:
+        rc = self.proc.wait(timeout=timeout)
+        time.sleep(0.5)  # the pumps drain what is left
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+        return rc
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.wait_for(r"scaffolding the sample project in (\S+)/sample-lm").group(1))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+
+def _left_behind(*places: Path) -> list[str]:
+    """Processes whose command line names one of ``places`` or whose working folder is in one: the demo's git
+    daemon (``--base-path=<demo folder>/git``), a reproduction's venv or entry, anything the demo started there."""
+    found = []
+    names = [str(p) for p in places]
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if any(n in cmd or cwd.startswith(n) for n in names):
+            found.append(f"{pid}: {cmd.strip()} (in {cwd})")
+    return found
+
+
+def _git_daemon_of(folder: Path) -> int:
+    mark = f"--base-path={folder / 'git'}"
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if mark in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace"):
+                return int(pid)
+        except OSError:
+            continue
+    raise AssertionError(f"no git daemon serving {folder / 'git'}")
+
+
+def _closed(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=5)
+    except OSError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "sig, when",
+    [
+        (signal.SIGTERM, r"^publishing to the git remote"),  # the git daemon and the dashboard are up
+        (signal.SIGHUP, r"^checking out [0-9a-f]+"),  # inside reproduce: its own handlers, its clean-up
+    ],
+    ids=["sigterm-while-publishing", "sighup-while-reproducing"],
+)
+def test_a_demo_sent_sigterm_or_sighup_cleans_up_like_ctrl_c_and_names_the_signal(tmp_path, home, sig, when):
+    """SIGTERM left the temporary folder (the README says it is removed) and said "interrupted (Ctrl-C)"."""
+    demo = Demo(tmp_path, home, "--no-serve")
+    try:
+        folder = demo.folder
+        demo.wait_for(when)
+        _git_daemon_of(folder)  # running now
+        demo.proc.send_signal(sig)
+        rc = demo.finish()
+    finally:
+        demo.kill()
+    out = "\n".join(demo.seen)
+    assert rc == 128 + sig, out
+    assert f"Error: terminated ({sig.name})" in out and "interrupted (Ctrl-C)" not in out, out
+    assert "Traceback" not in out, out
+    assert f"removed the demo folder {folder}" in out
+    assert not folder.exists() and list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())
+    assert _left_behind(tmp_path, folder) == []
+
+
+def test_a_serving_demo_sent_sigterm_stops_its_dashboard_and_git_daemon_and_removes_its_folder(tmp_path, home):
+    demo = Demo(tmp_path, home)
+    try:
+        folder = demo.folder
+        url = demo.wait_for(r"^dashboard: (http://\S+)").group(1)
+        demo.wait_for(r"serving the dashboard; press Ctrl-C to stop")
+        assert not _closed(url + "/api/v1/health")
+        daemon = _git_daemon_of(folder)
+        demo.proc.send_signal(signal.SIGTERM)
+        rc = demo.finish()
+    finally:
+        demo.kill()
+    out = "\n".join(demo.seen)
+    assert rc == 143 and "Error: terminated (SIGTERM)" in out and "interrupted (Ctrl-C)" not in out, out
+    assert not folder.exists() and list(tmp_path.iterdir()) == []
+    assert _closed(url + "/api/v1/health")  # the embedded dashboard (uvicorn) is gone with the process
+    assert not Path(f"/proc/{daemon}").exists() and _left_behind(tmp_path, folder) == []
+
+
+def test_a_demo_killed_with_sigkill_takes_its_git_daemon_with_it(tmp_path, home):
+    """No clean-up code survives SIGKILL: the git daemon asked the kernel to be killed with its parent
+    (prctl PR_SET_PDEATHSIG), so it does not outlive the demo. (The folder stays: nothing can remove it.)"""
+    demo = Demo(tmp_path, home, "--no-serve")
+    daemon = None
+    try:
+        folder = demo.folder
+        demo.wait_for(r"^publishing to the git remote")
+        daemon = _git_daemon_of(folder)
+        assert os.getpgid(daemon) == daemon  # a process group of its own
+        demo.proc.send_signal(signal.SIGKILL)
+        assert demo.finish() == -signal.SIGKILL
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{daemon}").exists() and Path(f"/proc/{daemon}/cmdline").read_bytes():
+            assert time.monotonic() < deadline, f"the git daemon {daemon} outlived the demo"
+            time.sleep(0.1)
+        assert _left_behind(folder) == []
+    finally:
+        demo.kill()
+        if daemon is not None and _left_behind(tmp_path):  # the test failed: leave no daemon of ours running
+            os.killpg(daemon, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("command", ["demo", "gc"])
+def test_help_paragraphs_have_no_stray_line_breaks(command):
+    """Typer's Rich help keeps a docstring's single line breaks after its first paragraph, and the command list
+    shows the first line alone: each paragraph of these docstrings is one line, so neither breaks mid-sentence."""
+    import inspect
+
+    import typer.main
+
+    from cotk_repro.cli import _load_commands, app
+
+    _load_commands()
+    click_command = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    for paragraph in inspect.cleandoc(click_command.help or "").split("\n\n"):
+        assert "\n" not in paragraph.strip(), paragraph

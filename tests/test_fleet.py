@@ -549,7 +549,151 @@ def test_the_stalled_job_sweep_takes_only_jobs_of_silent_workers(fleet):
     assert queue.retry_stalled(fleet.db, 5) == []  # a live worker's job stays its own
     run("UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 minute' WHERE id = :w", w=wid)
     job = fleet.db.read(lambda c: queue.record_state(c, rec["id"]))["job"]
-    assert queue.retry_stalled(fleet.db, 5) == [job]
-    assert fleet.state(rec["id"])["state"] == "pending"
-    assert queue.retry_stalled(fleet.db, 5) == []  # once
+    assert queue.retry_stalled(fleet.db, 5, max_attempts=3) == [(job, "retried")]
+    state = fleet.state(rec["id"])
+    assert state["state"] == "pending" and state["attempts"] == 1 and "stopped mid-job" in state["reason"]
+    assert queue.retry_stalled(fleet.db, 5, max_attempts=3) == []  # once
     assert fleet.sql("SELECT attempts FROM procrastinate_jobs WHERE id = :j", j=job) == [(1,)]
+    # its second run dies too, then its third: the third death is its last attempt, and it fails with why
+    for attempt, outcome in ((2, "retried"), (3, "failed")):
+        run("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :w", w=wid)
+        assert queue.retry_stalled(fleet.db, 5, max_attempts=3) == [(job, outcome)]
+        assert fleet.sql("SELECT attempts FROM procrastinate_jobs WHERE id = :j", j=job) == [(attempt,)]
+    state = fleet.state(rec["id"])
+    assert state["state"] == "failed" and state["attempts"] == 3
+    assert state["reason"].startswith("could not run: the worker running it stopped mid-job")
+    assert state["reason"].endswith("on attempt 3 of 3: given up")
+
+
+def _supervise(fleet, rec_id: str, *, kill_from_outside: bool, timeout: float = 120.0) -> list[int]:
+    """What a supervisor (systemd, Kubernetes) does: a worker that died is started again, at once. With
+    ``kill_from_outside``, each worker that starts the job is also sent SIGKILL mid-job (``kill -9``). Runs until
+    the record's job is finished; the pids of the workers that died."""
+    deadline = time.monotonic() + timeout
+    dead: list[int] = []
+    current = fleet.worker(max_attempts=3, stalled_after=2)
+    while fleet.state(rec_id)["state"] not in ("failed", "done"):
+        assert time.monotonic() < deadline, f"the job never ended\n{_log(fleet)}"
+        if kill_from_outside and current.poll() is None and current.pid in {pid for pid, _ in fleet.starts()}:
+            current.send_signal(signal.SIGKILL)  # kill -9 mid-job
+        if current.poll() is not None:
+            current.wait()
+            assert current.returncode == -signal.SIGKILL, current.returncode
+            dead.append(current.pid)
+            current = fleet.worker(max_attempts=3, stalled_after=2)
+        time.sleep(0.1)
+    time.sleep(3)  # long enough for another sweep and another fetch: nothing more comes
+    assert stop(current) == 0, _log(fleet)
+    return dead
+
+
+@pytest.mark.parametrize("kill_from_outside", [False, True], ids=["job-kills-its-worker", "kill-9-mid-job"])
+def test_a_job_whose_worker_dies_every_time_fails_with_its_reason_after_its_attempts(fleet, kill_from_outside):
+    """A job that kills its worker (out of memory) went round the fleet for ever: the supervisor restarted the
+    worker, the stalled-job sweep put the job back without counting, 15 runs in 2 minutes with --max-attempts 3.
+    Each death is an attempt; after the third the job fails, with the reason, and no worker takes it again."""
+    rec = fleet.record("sleep-600" if kill_from_outside else "kill-worker")
+    fleet.upload(rec)
+    dead = _supervise(fleet, rec["id"], kill_from_outside=kill_from_outside)
+    starts = fleet.starts()
+    assert [r for _, r in starts] == [rec["id"]] * 3, starts
+    assert [pid for pid, _ in starts] == dead  # each run in a worker of its own, each worker killed in it
+    state = fleet.state(rec["id"])
+    assert state["state"] == "failed" and state["attempts"] == 3
+    assert state["reason"].startswith("could not run: the worker running it stopped mid-job (killed, out of memory")
+    assert state["reason"].endswith("on attempt 3 of 3: given up")
+    assert fleet.pool_reproductions(rec["id"]) == []
+    assert queue.counts(fleet.db)["failed"] == 1
+
+
+def test_a_job_that_trips_an_unexpected_exception_fails_with_a_reason_never_none(fleet):
+    """A result nested 200,000 deep made the parser raise RecursionError, which no handler expected: the job
+    failed with the reason None. Every failure now has its sentence."""
+    rec = fleet.record("deep")
+    fleet.upload(rec)
+    w = fleet.worker(max_attempts=2)
+    wait_for(lambda: fleet.state(rec["id"])["state"] == "failed", 90, what=f"the job to fail\n{_log(fleet)}")
+    state = fleet.state(rec["id"])
+    assert state["attempts"] == 2 and [r for _, r in fleet.starts()] == [rec["id"]] * 2
+    assert state["reason"].startswith("could not run: unexpected RecursionError: "), state
+    assert "\n" not in state["reason"] and len(state["reason"]) <= 300
+    assert stop(w) == 0
+    # a job failed by hand (procrastinate's own CLI, or SQL) still shows a reason, not None
+    other = fleet.record("by-hand")
+    fleet.upload(other)
+    fleet.db.write(
+        lambda c: c.execute(
+            text(
+                "UPDATE procrastinate_jobs SET status = 'cancelled' WHERE id = "
+                "(SELECT job_id FROM cotk_repro_reproduce_jobs WHERE record_id = :r)"
+            ),
+            {"r": other["id"]},
+        )
+    )
+    assert fleet.state(other["id"])["reason"] == "the job was cancelled without a reason recorded"
+
+
+def test_a_result_nested_too_deeply_is_one_sentence_from_the_parser():
+    from types import SimpleNamespace
+
+    from cotk_repro.reproduce import ReproduceError
+    from cotk_repro.reproduce.job import parse_result
+
+    job = SimpleNamespace(result_rel="result.json", command={"entry": "main.py"})
+    with pytest.raises(ReproduceError) as caught:
+        parse_result(b"[" * 200_000 + b"]" * 200_000, job, "the rerun's result.json")
+    assert caught.value.message == "the rerun's result file result.json nests its JSON too deeply to read"
+
+
+def _publish_late(fleet, rec: dict, remote_url: str = "git://127.0.0.1:9/alice/late.git") -> dict:
+    from cotk_repro.core.signing import sign_bytes
+    from cotk_repro.remote.publication import KIND, NS_PUBLICATION, publication_bytes
+
+    doc = {"kind": KIND, "record_id": rec["id"], "commit": rec["code"]["commit"], "remote_url": remote_url}
+    body = {
+        "publication": doc,
+        "signature": sign_bytes(publication_bytes(doc), NS_PUBLICATION, key_from_path(fleet.keys["alice"], "test")),
+    }
+    return store.add_publication(fleet.db, rec["id"], fleet.users["alice"], body)
+
+
+def _fail_by_hand(fleet, job: int, reason: str) -> None:
+    def tx(c):
+        c.execute(text("UPDATE procrastinate_jobs SET status = 'failed' WHERE id = :j"), {"j": job})
+        c.execute(
+            text("UPDATE cotk_repro_reproduce_jobs SET reproduction_pk = NULL, reason = :r WHERE job_id = :j"),
+            {"j": job, "r": reason},
+        )
+
+    fleet.db.write(tx)
+
+
+def test_a_publication_that_arrives_after_its_job_failed_waiting_for_it_queues_the_job_again_once(fleet):
+    """`publish` uploads the record, then its publication (the remote): a slow second upload, or one retried
+    later, came after the job had used its attempts waiting, and the record stayed failed for good."""
+    rec = make_record({"bleu": (0.25, fake_hash("refs"))}, name="late", remote_url=None)
+    fleet.upload(rec)
+    w = fleet.worker(max_attempts=2)
+    wait_for(lambda: fleet.state(rec["id"])["state"] == "failed", 60, what=f"the job to fail\n{_log(fleet)}")
+    state = fleet.state(rec["id"])
+    assert state["attempts"] == 2 and queue.AWAITING_PUBLICATION in state["reason"]
+    assert _publish_late(fleet, rec)["created"] is True
+    wait_for(lambda: fleet.state(rec["id"])["state"] == "done", 60, what=f"the job to run again\n{_log(fleet)}")
+    assert [r for _, r in fleet.starts()] == [rec["id"]] * 3
+    assert fleet.state(rec["id"])["verified_by"] == "verifier"
+    assert len(fleet.pool_reproductions(rec["id"])) == 1
+    assert stop(w) == 0
+    # once: had it failed waiting again, another publication would not queue it a second time
+    job = fleet.state(rec["id"])["job"]
+    _fail_by_hand(fleet, job, "could not run: " + queue.AWAITING_PUBLICATION)
+    assert _publish_late(fleet, rec, "git://127.0.0.1:9/alice/late-again.git")["created"] is True
+    assert fleet.state(rec["id"])["state"] == "failed"
+
+
+def test_a_publication_for_a_job_that_failed_for_another_reason_queues_nothing(fleet):
+    rec = make_record({"bleu": (0.25, fake_hash("refs"))}, name="cannot-run", remote_url=None)
+    fleet.upload(rec)
+    job = fleet.state(rec["id"])["job"]
+    _fail_by_hand(fleet, job, "could not run: out of disk")
+    assert _publish_late(fleet, rec)["created"] is True
+    assert fleet.state(rec["id"])["state"] == "failed"

@@ -273,8 +273,9 @@ def register_gc(cli: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
         json_out: bool = typer.Option(False, "--json", help="Print what was removed as JSON."),
     ) -> None:
-        """Remove containers, scratch volumes and work folders of reproductions that are past their deadline
-        or whose reproducer is gone (killed, closed terminal). Reproduce does this at every start too.
+        """Remove what reproductions left behind: their containers, scratch volumes and work folders.
+
+        Only those past their deadline or whose reproducer is gone (killed, closed terminal); reproduce does this too.
 
         Exit status: 0 done (also when nothing was left), 2 when something could not be removed.
         """

@@ -53,13 +53,24 @@ def _char(ch: str) -> str:
     return ch
 
 
+#: what LaTeX reads as an argument of the command before a cell: ``\\[2pt]`` / ``\midrule[2pt]`` (a length, or
+#: "Missing number" and a run that never ends without -halt-on-error) and ``\\*`` (a star that vanishes);
+#: a backslash too, so that an escaped character is never glued to what precedes it
+_TRAPS = ("[", "*", "\\")
+
+
 def escape(value: object) -> str:
-    """Plain text as LaTeX that prints it literally: specials escaped, control characters dropped, Latin letters
-    kept (utf8 inputenc), any other character as its code point ``[U+4E2D]`` so that a plain pdflatex compiles."""
+    r"""Plain text as LaTeX that prints it literally: specials escaped, control characters dropped, Latin letters
+    kept (utf8 inputenc), any other character as its code point ``[U+4E2D]`` so that a plain pdflatex compiles.
+
+    Text that begins (after spaces, which LaTeX skips while it looks for an optional argument) with ``[``, ``*``
+    or an escaped character starts with ``{}``: in a table cell after ``\\`` or ``\midrule`` it is then text,
+    never that command's argument."""
     if isinstance(value, Tex):
         return value
     text = "" if value is None else str(value)
-    return "".join(map(_char, text))
+    out = "".join(map(_char, text))
+    return "{}" + out if out.lstrip().startswith(_TRAPS) else out
 
 
 @lru_cache(maxsize=1)

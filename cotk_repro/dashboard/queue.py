@@ -58,6 +58,7 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
     updated_at timestamptz
 );
 CREATE INDEX IF NOT EXISTS {TABLE}_job_idx ON {TABLE} (job_id);
+ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS requeued_at timestamptz;
 """
 
 _DEFER = text("""
@@ -159,30 +160,92 @@ def enqueue_missing(db) -> int:
 
 
 _STALLED = text("""
-SELECT job.id FROM procrastinate_jobs job
+SELECT job.id, job.attempts FROM procrastinate_jobs job
   LEFT JOIN procrastinate_workers w ON w.id = job.worker_id
  WHERE job.status = 'doing' AND job.queue_name = :q
    AND (job.worker_id IS NULL OR w.id IS NULL OR w.last_heartbeat < now() - make_interval(secs => :s))
    FOR UPDATE OF job SKIP LOCKED
 """)
 
+#: why a job's attempt ended when its worker went silent (the worker cannot say: it is gone)
+WORKER_DIED = (
+    "the worker running it stopped mid-job (killed, out of memory, or its machine lost) and sent no heartbeat "
+    "for {seconds:g} s"
+)
+#: the reason a job waits for (and, out of attempts, fails for) the publication of a record that names no remote
+AWAITING_PUBLICATION = (
+    "the record names no git remote its code can be fetched from, and its publication "
+    "(the remote taken when it was published) has not arrived"
+)
 
-def retry_stalled(db, seconds: float) -> list[int]:
-    """Put back on the queue the running jobs of workers silent for ``seconds`` (killed, lost); their ids.
 
-    One transaction under an advisory lock: the jobs are found and retried (procrastinate's
-    ``procrastinate_retry_job_v2``) together, so two workers sweeping at once never put back a job that
-    a live worker took in between."""
+def retry_stalled(db, seconds: float, max_attempts: int | None = None) -> list[tuple[int, str]]:
+    """Put back on the queue the running jobs of workers silent for ``seconds`` (killed, lost), or fail those
+    that have had ``max_attempts`` runs; ``[(job id, "retried" | "failed")]``.
+
+    A worker's death is an attempt like any other (procrastinate counts it: its ``attempts`` column), so a
+    job that kills every worker that takes it (out of memory, a crash) ends failed, with the reason, after
+    ``max_attempts`` runs instead of going round the fleet for ever. One transaction under an advisory lock:
+    the jobs are found and retried or failed (procrastinate's ``procrastinate_retry_job_v2`` /
+    ``procrastinate_finish_job_v1``) together, so two workers sweeping at once never touch a job that a live
+    worker took in between."""
+    died = WORKER_DIED.format(seconds=float(seconds))
 
     def tx(conn):
         if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": _SWEEP_LOCK}).scalar():
             return []  # another worker is sweeping
-        ids = list(conn.execute(_STALLED, {"q": QUEUE, "s": float(seconds)}).scalars())
-        for job_id in ids:
-            conn.execute(text("SELECT procrastinate_retry_job_v2(:id, now(), NULL, NULL, NULL)"), {"id": job_id})
-        return ids
+        out = []
+        for job_id, done in conn.execute(_STALLED, {"q": QUEUE, "s": float(seconds)}).all():
+            runs = int(done or 0) + 1  # the attempt its worker died in counts
+            if max_attempts is not None and runs >= max_attempts:
+                conn.execute(text("SELECT procrastinate_finish_job_v1(:id, 'failed', false)"), {"id": job_id})
+                reason = f"could not run: {died}, on attempt {runs} of {max_attempts}: given up"
+                out.append((job_id, "failed"))
+            else:
+                conn.execute(text("SELECT procrastinate_retry_job_v2(:id, now(), NULL, NULL, NULL)"), {"id": job_id})
+                reason = f"could not run: {died} (attempt {runs}); queued again"
+                out.append((job_id, "retried"))
+            conn.execute(
+                text(
+                    f"UPDATE {TABLE} SET attempts = :n, reason = :reason, updated_at = now() "  # noqa: S608 - only the constant table name is interpolated
+                    "WHERE job_id = :id"
+                ),
+                {"n": runs, "reason": reason, "id": job_id},
+            )
+        if out:
+            db.bump(conn)  # the record pages show the job's state
+        return out
 
     return db.write(tx)
+
+
+def requeue_for_publication(conn, record_id: str) -> bool:
+    """In the open transaction that stores a record's publication: when the record's job failed waiting for it
+    (:data:`AWAITING_PUBLICATION`, out of attempts before the publication arrived), queue the job again with its
+    attempts back to none, once per record (``requeued_at``); whether it did."""
+    job = conn.execute(
+        text(
+            f"SELECT m.job_id FROM {TABLE} m JOIN procrastinate_jobs j ON j.id = m.job_id "  # noqa: S608 - only the constant table name is interpolated
+            "WHERE m.record_id = :rid AND j.status = 'failed' AND m.requeued_at IS NULL "
+            "AND m.reproduction_pk IS NULL AND strpos(m.reason, :why) > 0 FOR UPDATE OF m, j"
+        ),
+        {"rid": record_id, "why": AWAITING_PUBLICATION},
+    ).scalar()
+    if job is None:
+        return False
+    conn.execute(
+        text("UPDATE procrastinate_jobs SET status = 'todo', attempts = 0, scheduled_at = NULL WHERE id = :id"),
+        {"id": job},
+    )
+    conn.execute(
+        text(
+            f"UPDATE {TABLE} SET attempts = 0, requeued_at = now(), updated_at = now(), "  # noqa: S608 - only the constant table name is interpolated
+            "reason = 'its publication arrived after the job had failed waiting for it: queued again' "
+            "WHERE record_id = :rid"
+        ),
+        {"rid": record_id},
+    )
+    return True
 
 
 def counts(db) -> dict[str, Any]:
@@ -223,9 +286,12 @@ def record_state(conn, record_id: str) -> dict[str, Any] | None:
     if row is None:
         return None
     status, attempts, reason, pool, repro, job_id, verdict = row
+    state = STATES.get(status, "failed")
+    if state == "failed" and not reason:  # a job failed by hand (procrastinate's CLI, SQL): never a bare "failed"
+        reason = f"the job was {status} without a reason recorded"
     return {
         "job": job_id,
-        "state": STATES.get(status, "failed"),
+        "state": state,
         "attempts": attempts,
         "reason": reason,
         "pool": pool,

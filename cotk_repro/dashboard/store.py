@@ -366,6 +366,10 @@ def add_publication(
             query = query.where(Record.publication.is_(None))
         if conn.execute(query.values(publication=text_)).rowcount != 1:
             raise Forbidden(f"record {rid[:19]} has a publication already, and an unsigned one never replaces it")
+        if db.reproduce_queue:  # a job that failed waiting for this publication runs again, once (see .queue)
+            from .queue import requeue_for_publication
+
+            requeue_for_publication(conn, rid)
         db.bump(conn)
 
     db.write(tx)

@@ -12,16 +12,20 @@ Faults:
 * **Exactly one pool reproduction per record.** The reproduction and the job's mapping row
   (``reproduction_pk``) are written in one transaction, the row locked first; a job that finds its
   record already verified (a worker killed after attaching, before finishing the job) attaches nothing.
-* **A worker killed mid-job** (``kill -9``, a lost machine) stops sending heartbeats; every worker
-  sweeps for jobs of workers silent for ``stalled_after`` seconds and puts them back on the queue
+* **A worker killed mid-job** (``kill -9``, out of memory, a crash, a lost machine) stops sending heartbeats;
+  every worker sweeps for jobs of workers silent for ``stalled_after`` seconds and puts them back on the queue
   (:func:`.queue.retry_stalled`: procrastinate's retry, one sweep at a time), where another worker takes them.
+  The dead worker's run counts as an attempt: a job that kills every worker that takes it is failed, with
+  that reason, after ``max_attempts`` runs.
 * **The database restarting**: procrastinate's pool reconnects; a job's own database work waits for the
   database (:func:`with_database`), so a finished reproduction is not thrown away.
 * **A stranger's git remote**: only plain https / ssh / git / scp-like URLs (:func:`check_remote`), and git
   itself limited to those transports.
 * **A job that cannot run** is retried, at most ``max_attempts`` runs in all, then marked failed with its
-  one-sentence reason (kept beside the job; the record page shows it). A record that can never run
-  (not marked ok, refused by the server's verdict checks) fails at once.
+  one-sentence reason (kept beside the job; the record page shows it): every failure has one, an unexpected
+  exception included. A record that can never run (not marked ok, refused by the server's verdict checks)
+  fails at once. A record that names no remote waits for its publication; when the publication arrives after
+  the job failed for that, the job is queued again, once (:func:`.queue.requeue_for_publication`).
 * **SIGTERM / SIGINT**: procrastinate stops fetching, waits for the running jobs, and after
   ``graceful_timeout`` seconds abandons them (they are retried as stalled jobs).
 """
@@ -43,7 +47,7 @@ from sqlalchemy import select, text
 from ..core import jsonbudget
 from ..errors import CotkError
 from .auth import Principal
-from .queue import QUEUE, TABLE, TASK, conninfo, ensure_schema
+from .queue import AWAITING_PUBLICATION, QUEUE, TABLE, TASK, conninfo, ensure_schema
 
 log = logging.getLogger("cotk_repro.dashboard.worker")
 
@@ -158,10 +162,7 @@ def docker_reproducer(
             if takes_publication(url):
                 # made before its project had a remote: `publish` uploads the remote it took (signed) right after
                 # the record, whose upload queued this job; a worker may be faster than that second upload
-                raise Retryable(
-                    "the record names no git remote its code can be fetched from, and its publication "
-                    "(the remote taken when it was published) has not arrived"
-                )
+                raise Retryable(AWAITING_PUBLICATION)
             check_remote(url)
         try:
             source = source_for_record(record, publication=publication, record_signature=record_signature)
@@ -254,7 +255,18 @@ class Pool:
 
     def run_job(self, record_id: str, attempt: int) -> str:
         """Reproduce ``record_id``; the verdict attached ("already verified" when it was before). Raises
-        :class:`Retryable` or :class:`Permanent` with the one-sentence reason."""
+        :class:`Retryable` or :class:`Permanent` with the one-sentence reason, kept beside the job: an
+        unexpected exception too (a failure is never without its reason)."""
+        try:
+            return self._run_job(record_id, attempt)
+        except (Retryable, Permanent):
+            raise
+        except Exception as exc:  # a bug, or a stranger's record that trips one: said, then retried (bounded)
+            log.exception("record %s: unexpected failure", record_id)
+            detail = one_sentence(str(exc), 200) if str(exc).strip() else "no message"
+            return self._fail(record_id, Retryable, f"could not run: unexpected {type(exc).__name__}: {detail}")
+
+    def _run_job(self, record_id: str, attempt: int) -> str:
         from ..core.signing import sign_reproduction
         from . import store
 
@@ -398,16 +410,19 @@ def make_app(
     return app
 
 
-async def _retry_stalled(db, stalled_after: float, every: float) -> None:
-    """Every ``every`` s, put the jobs of workers silent for ``stalled_after`` s back on the queue
-    (:func:`.queue.retry_stalled`)."""
+async def _retry_stalled(db, stalled_after: float, every: float, max_attempts: int | None) -> None:
+    """Every ``every`` s, put the jobs of workers silent for ``stalled_after`` s back on the queue, or fail
+    those out of attempts (:func:`.queue.retry_stalled`)."""
     from .queue import retry_stalled
 
     while True:
         await asyncio.sleep(every)
         try:
-            for job_id in await asyncio.to_thread(retry_stalled, db, stalled_after):
-                log.warning("job %s of a silent worker: back on the queue", job_id)
+            for job_id, what in await asyncio.to_thread(retry_stalled, db, stalled_after, max_attempts):
+                if what == "failed":
+                    log.warning("job %s of a silent worker: out of attempts, failed", job_id)
+                else:
+                    log.warning("job %s of a silent worker: back on the queue", job_id)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the database restarting: the next sweep tries again
@@ -422,12 +437,14 @@ async def run_async(
     stalled_after: float = DEFAULT_STALLED_AFTER,
     graceful_timeout: float | None = None,
     name: str | None = None,
+    max_attempts: int | None = DEFAULT_MAX_ATTEMPTS,
 ) -> None:
     """Run a worker until SIGTERM / SIGINT: ``concurrency`` jobs at once, heartbeats every
-    ``stalled_after / 4`` s, and the stalled-job sweep."""
+    ``stalled_after / 4`` s, and the stalled-job sweep (a job whose worker died in its ``max_attempts``-th run
+    is failed)."""
     heartbeat = max(0.5, stalled_after / 4)
     async with app.open_async():
-        sweep = asyncio.create_task(_retry_stalled(db, stalled_after, heartbeat))
+        sweep = asyncio.create_task(_retry_stalled(db, stalled_after, heartbeat, max_attempts))
         try:
             await app.run_worker_async(
                 queues=[QUEUE],
@@ -494,6 +511,7 @@ def run_worker(
                 concurrency=concurrency,
                 stalled_after=stalled_after,
                 graceful_timeout=graceful_timeout,
+                max_attempts=max_attempts,
                 name=f"cotk-repro-{os.uname().nodename}-{os.getpid()}",
             )
         )
