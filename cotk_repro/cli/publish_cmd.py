@@ -28,7 +28,7 @@ def register(cli: typer.Typer) -> None:
     @cli.command()
     def publish(
         record_id: str = typer.Argument(
-            "latest", metavar="[ID]", help="Local record id, unique prefix, or `latest` (default)."
+            "latest", metavar="ID", help="Local record id, unique prefix, or `latest` (default)."
         ),
         remote: str | None = typer.Option(
             None, "--remote", help="Git remote to push to (default: publish.remote in cotk-repro.toml, else origin)."

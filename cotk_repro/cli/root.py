@@ -19,6 +19,8 @@ def _interrupted_at_start() -> None:
 try:  # Ctrl-C while the imports run (the first half second): one sentence and 130, not a traceback
     import traceback
 
+    from typer import Abort, TyperException
+
     from ..errors import CotkError
     from . import output
     from .argv import asks_for_help
@@ -72,6 +74,16 @@ def keep_only(name: str) -> bool:
     return True
 
 
+def usage_error(exc: Exception) -> str:
+    """Click's usage error (Typer's vendored Click) as one sentence: its message and where the command's help is,
+    instead of Typer's box of three lines and a frame."""
+    message = str(getattr(exc, "format_message", lambda: str(exc))()).strip().rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    return f"{message} (see `{ctx.command_path} -h`)"
+
+
 def run(args: list[str], *, one_command: bool = False) -> None:
     """Run the command line ``args``; a CotkError (or any other failure) becomes one error line and its exit code.
 
@@ -90,7 +102,10 @@ def run(args: list[str], *, one_command: bool = False) -> None:
             named = next((a for a in args if not a.startswith("-")), None)
             if named is not None:
                 keep_only(named)
-        app(args=args, prog_name="cotk-repro")
+        # not standalone: Click hands its usage errors back instead of drawing them in a box (usage_error)
+        code = app(args=args, prog_name="cotk-repro", standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code:  # typer.Exit(code), Ctrl-C (130)
+            sys.exit(code)
     except SystemExit as exc:
         if exc.code == 130:  # Typer turns Ctrl-C into a silent exit 130: say what happened
             output.error("interrupted (Ctrl-C)")
@@ -101,6 +116,12 @@ def run(args: list[str], *, one_command: bool = False) -> None:
         except (OSError, ValueError):
             pass
         raise
+    except TyperException as exc:  # Click's errors: an unknown option or command, a missing or invalid argument
+        output.error(usage_error(exc))
+        sys.exit(getattr(exc, "exit_code", 2))
+    except Abort:
+        output.error("aborted")
+        sys.exit(1)
     except BrokenPipeError:  # a plain write to a closed stdout (`cotk-repro show ID | head`)
         output.closed_pipe()
     except CotkError as exc:
