@@ -18,10 +18,11 @@ def _interrupted_at_start() -> None:
 
 try:  # Ctrl-C while the imports run (the first half second): one sentence and 130, not a traceback
     import traceback
+    import warnings
 
     from typer import Abort, TyperException
 
-    from ..errors import CotkError
+    from ..errors import CotkError, CotkWarning
     from . import output
     from .argv import asks_for_help
     from .typerapp import app
@@ -29,6 +30,7 @@ except KeyboardInterrupt:
     _interrupted_at_start()
 
 _loaded = False
+_python_showwarning = warnings.showwarning
 
 
 def load_commands() -> None:
@@ -84,6 +86,15 @@ def usage_error(exc: Exception) -> str:
     return f"{message} (see `{ctx.command_path} -h`)"
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+    """A CotkWarning (library code's word to the user, e.g. a metric's) as one ``Warning:`` line; others as Python
+    shows them."""
+    if issubclass(category, CotkWarning):
+        output.warn(str(message))
+    else:
+        _python_showwarning(message, category, *args, **kwargs)  # type: ignore[arg-type]
+
+
 def run(args: list[str], *, one_command: bool = False) -> None:
     """Run the command line ``args``; a CotkError (or any other failure) becomes one error line and its exit code.
 
@@ -91,6 +102,7 @@ def run(args: list[str], *, one_command: bool = False) -> None:
     """
     if "--debug" in args:
         output.set_debug(True)
+    warnings.showwarning = _show_warning
     if asks_for_help(args):
         from ._speedups import import_rich_help
 
