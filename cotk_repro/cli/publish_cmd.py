@@ -53,6 +53,12 @@ def register(cli: typer.Typer) -> None:
         push: bool = typer.Option(
             False, "--push", help="Also push the recorded commit's branch when the remote does not have the commit yet."
         ),
+        allow_unsigned: bool = typer.Option(
+            False,
+            "--allow-unsigned",
+            help="Upload without a signing key (for a dashboard started with --allow-unsigned); without it, no key "
+            "and a dashboard among the targets stop the publish before anything is sent.",
+        ),
         json_out: bool = typer.Option(False, "--json", help="Print the publish report as JSON on stdout."),
     ) -> None:
         """Push the record's commit and the record (records ref) to the git remote, and upload it to the dashboard.
@@ -73,6 +79,7 @@ def register(cli: typer.Typer) -> None:
                 push=True if push else None,
                 targets=list(target) if target else None,
                 on_status=output.info,
+                allow_unsigned=allow_unsigned,
             )
         except PublishError as exc:
             if exc.steps and not json_out:
