@@ -121,3 +121,21 @@ def test_usage_lines_name_arguments_by_their_metavar(cli, tmp_path):
     assert "cotk-repro diff [OPTIONS] {A} {B}" in diff.stdout, diff  # Typer's braces mark a required argument
     publish = cli("publish", "--help", cwd=tmp_path, env={"COLUMNS": ""})
     assert "cotk-repro publish [OPTIONS] [ID]" in publish.stdout and "[[ID]]" not in publish.stdout, publish
+
+
+def test_a_table_title_wraps_between_words_never_inside_a_record_id():
+    """Issue 40: the reproduce table's title ("reproduction of sha256:<64 hex> (venv)") wrapped inside the id, at
+    the width of the (narrower) table, on a terminal wide enough for it."""
+    import io
+
+    from rich.console import Console
+
+    from cotk_repro.cli import output
+
+    rid = "sha256:" + "0123456789abcdef" * 4
+    t = output.table(f"reproduction of {rid} (venv) [b]x[/b]", ["metric", "verdict"], [["bleu", "reproduced"]])
+    buf = io.StringIO()
+    Console(file=buf, width=100, color_system=None).print(t)
+    lines = buf.getvalue().splitlines()
+    assert any(rid in line for line in lines), lines  # whole, on one line, though the table is 25 columns wide
+    assert "[b]x[/b]" in buf.getvalue()  # a title is text, not markup

@@ -314,6 +314,9 @@ def test_reproduce_names_the_signer_and_refuses_a_bad_signature(project, tmp_pat
         "fingerprint": fingerprint_of(key.with_suffix(".pub")),
     }
     assert "signature valid" in good.stderr
+    # news, not a warning (issue 40)
+    [line] = [line for line in good.stderr.splitlines() if "signature valid" in line]
+    assert line.startswith("record ") and "Warning" not in line, good.stderr
     forged = _forge_on_ref(bare, tmp_path, record)
     bad = run_cli("reproduce", str(bare), "--record", forged["id"], *LOCAL, "--json", env=env)
     assert bad.returncode == 2, bad
