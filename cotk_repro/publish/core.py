@@ -209,7 +209,7 @@ def publish(
         # checked before any target runs: a git push followed by the dashboard's 403 would publish half
         raise PublishError(
             f"record {rid} cannot be signed (no SSH key: git config user.signingkey, COTK_REPRO_SIGNING_KEY or "
-            f"~/.ssh/id_ed25519) and the dashboard at {ctx.dashboard_url} accepts signed records only, so nothing "
+            f"~/.ssh/id_ed25519) and the dashboard at {ctx.dashboard_url} accepts only signed records, so nothing "
             "was sent",
             hint="make a key with `ssh-keygen -t ed25519`, register it with `cotk-repro keys add`, and publish "
             "again (or publish with --no-dashboard)",
