@@ -45,3 +45,10 @@ class RunError(CotkError):
 
 class RecordError(CotkError):
     """A record is missing, ambiguous or invalid."""
+
+
+class CotkWarning(UserWarning):
+    """Something the user should know that does not stop the work (a metric scored text its tokenizer drops).
+
+    Library code warns with :func:`warnings.warn`; the command line prints it as one ``Warning:`` line.
+    """

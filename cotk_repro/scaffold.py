@@ -44,6 +44,35 @@ class ProjectTemplate:
         }
 
 
+#: the templates of cotk-repro's first-party plugins, by name -> the distribution that brings them: a name here
+#: that is not registered is a plugin to install, not a typo (tests/test_init.py checks the table against them)
+FIRST_PARTY_TEMPLATES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "lm-gru",
+            "lm-transformer",
+            "lm-gpt2-finetune",
+            "seq2seq-gru",
+            "seq2seq-transformer",
+            "dialog-gpt2-finetune",
+        ),
+        "cotk-repro-templates",
+    ),
+    **dict.fromkeys(
+        (
+            "texygen-mle",
+            "texygen-seqgan",
+            "texygen-maligan",
+            "texygen-rankgan",
+            "texygen-leakgan",
+            "texygen-textgan",
+            "texygen-gsgan",
+        ),
+        "cotk-repro-texygen",
+    ),
+}
+
+
 def registered_templates() -> dict[str, Any]:
     """Every registered template by name, as plugin components (``.obj`` is the template)."""
     from .plugins import registry
@@ -65,6 +94,12 @@ def get_template(name: str) -> ProjectTemplate:
         refused = refusal("template", name)
         if refused is not None:
             raise CotkError(refused)
+        distribution = FIRST_PARTY_TEMPLATES.get(name)
+        if distribution is not None:
+            raise CotkError(
+                f"the template {name!r} comes with the plugin {distribution}, which is not installed: "
+                f"pip install {distribution} (available now: {', '.join(sorted(templates))})"
+            )
         raise CotkError(f"unknown template {name!r}; available: {', '.join(sorted(templates))}")
     return templates[name].obj
 

@@ -81,3 +81,61 @@ def test_compare_help_is_escaped_as_rich_markup_would_escape_it():
 
     plain = HELP.replace("\\[", "[")
     assert escape(plain) == HELP and render(HELP).plain == plain and "[[dataset]]" in plain
+
+
+# -- issue 40: usage errors, -V, metavars -----------------------------------------------------------------------
+
+
+def test_usage_errors_are_one_sentence_with_exit_2(cli, tmp_path):
+    """Click's box (a frame of Rich characters over three lines) becomes one `Error:` line that names the help."""
+    cases = {
+        ("run", "--no-such-option"): "No such option: --no-such-option (see `cotk-repro run -h`)",
+        ("no-such-command",): "No such command 'no-such-command' (see `cotk-repro -h`)",
+        ("diff", "x"): "Missing argument 'B' (see `cotk-repro diff -h`)",
+        ("runs", "extra"): "Got unexpected extra argument(s) (extra) (see `cotk-repro runs -h`)",
+    }
+    for args, sentence in cases.items():
+        res = cli(*args, cwd=tmp_path)
+        assert res.returncode == 2, res
+        assert res.stderr.strip().splitlines() == [f"Error: {sentence}"], res
+        assert "╭" not in res.stderr and "Usage:" not in res.stderr
+
+
+def test_dash_capital_v_prints_the_version(cli, tmp_path):
+    from cotk_repro import __version__
+
+    for flag in ("-V", "--version"):
+        res = cli(flag, cwd=tmp_path)
+        assert res.returncode == 0 and res.stdout == f"cotk-repro {__version__}\n", res
+    from cotk_repro.cli import root
+
+    root.load_commands()
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(root.app, ["-V"])  # the Typer app itself (not only the console script's fast path)
+    assert res.exit_code == 0 and __version__ in res.output
+
+
+def test_usage_lines_name_arguments_by_their_metavar(cli, tmp_path):
+    diff = cli("diff", "--help", cwd=tmp_path, env={"COLUMNS": ""})
+    assert "cotk-repro diff [OPTIONS] {A} {B}" in diff.stdout, diff  # Typer's braces mark a required argument
+    publish = cli("publish", "--help", cwd=tmp_path, env={"COLUMNS": ""})
+    assert "cotk-repro publish [OPTIONS] [ID]" in publish.stdout and "[[ID]]" not in publish.stdout, publish
+
+
+def test_a_table_title_wraps_between_words_never_inside_a_record_id():
+    """Issue 40: the reproduce table's title ("reproduction of sha256:<64 hex> (venv)") wrapped inside the id, at
+    the width of the (narrower) table, on a terminal wide enough for it."""
+    import io
+
+    from rich.console import Console
+
+    from cotk_repro.cli import output
+
+    rid = "sha256:" + "0123456789abcdef" * 4
+    t = output.table(f"reproduction of {rid} (venv) [b]x[/b]", ["metric", "verdict"], [["bleu", "reproduced"]])
+    buf = io.StringIO()
+    Console(file=buf, width=100, color_system=None).print(t)
+    lines = buf.getvalue().splitlines()
+    assert any(rid in line for line in lines), lines  # whole, on one line, though the table is 25 columns wide
+    assert "[b]x[/b]" in buf.getvalue()  # a title is text, not markup

@@ -4,6 +4,8 @@ test_metrics_bleu.py) and each listed error is one clear sentence with exit stat
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from nltk.tokenize import WordPunctTokenizer
@@ -341,6 +343,30 @@ def test_refused_inputs_are_one_sentence_for_every_metric(cli, tmp_path, content
     res = cli("evaluate", "--hyps", str(h), "--refs", str(r), "-m", metric, "--json")
     assert res.returncode == 2 and message in res.stderr, res
     assert res.stdout == "" and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_binary_files_are_not_called_utf16(cli, tmp_path):
+    """Issue 40: an ELF executable (NUL bytes on both sides of every pair) is binary, not "UTF-16 text"; the
+    interpreter running the tests is a real one. gzip, PNG and random bytes are not UTF-8 either: same sentence."""
+    import gzip
+    import os
+
+    elf = Path(sys.executable).resolve().read_bytes()[:65536]
+    assert elf.startswith(b"\x7fELF")
+    png = bytes.fromhex("89504e470d0a1a0a0000000d49484452") + os.urandom(256)
+    r = write(tmp_path / "r.txt", ["a b", "c d"])
+    for name, content in {
+        "elf": elf,
+        "gzip": gzip.compress(b"a b\nc d\n" * 50),
+        "png": png,
+        "random": bytes(range(256)) * 4,
+    }.items():
+        h = tmp_path / f"{name}.bin"
+        h.write_bytes(content)
+        res = cli("evaluate", "--hyps", str(h), "--refs", str(r), "-m", "bleu")
+        assert res.returncode == 2 and "UTF-16" not in res.stderr, (name, res)
+        [line] = res.stderr.strip().splitlines()
+        assert line.startswith(f"Error: hypotheses file {h} is not UTF-8 text: line "), (name, res)
 
 
 def test_the_same_rules_in_the_dataloaders_and_compare(tmp_path):

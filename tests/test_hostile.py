@@ -482,13 +482,14 @@ def test_an_environment_token_never_goes_to_a_dashboard_only_the_project_names(t
             "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
             "COTK_REPRO_DASHBOARD_URL": "",
         }
-        res = cli("publish", "--no-git", cwd=root, env=env)
+        # --allow-unsigned: no signing key here (checked before anything is sent); this test is about the token
+        res = cli("publish", "--no-git", "--allow-unsigned", cwd=root, env=env)
         one_sentence_exit_2(res, "is named only by the project's cotk-repro.toml")
     assert all("ci-secret-token" not in json.dumps(c["headers"]) for c in stolen)
     # the user chose it (--dashboard, or COTK_REPRO_DASHBOARD_URL): then it goes there
     with _recorder() as (mine, received):
-        res = cli("publish", "--no-git", "--dashboard", mine, cwd=root, env=env)
-        res2 = cli("publish", "--no-git", cwd=root, env={**env, "COTK_REPRO_DASHBOARD_URL": mine})
+        res = cli("publish", "--no-git", "--dashboard", mine, "--allow-unsigned", cwd=root, env=env)
+        res2 = cli("publish", "--no-git", "--allow-unsigned", cwd=root, env={**env, "COTK_REPRO_DASHBOARD_URL": mine})
     assert [c["headers"].get("Authorization") for c in received if c["method"] == "POST"] == [
         "Bearer ci-secret-token"
     ] * 2, (res.stderr, res2.stderr)

@@ -62,6 +62,30 @@ def test_init_current_folder_and_unknown_template(tmp_path, cli):
     assert not (tmp_path / "other").exists()
 
 
+def test_a_first_party_template_without_its_plugin_names_the_distribution(tmp_path, cli):
+    """Issue 40: the README's install is the core alone; `init --template lm-gru` then says which distribution
+    brings the template (COTK_REPRO_BUILTINS_ONLY=1 loads no plugin: as if none were installed)."""
+    res = cli("init", "p", "--template", "lm-gru", cwd=tmp_path, env={"COTK_REPRO_BUILTINS_ONLY": "1"})
+    assert res.returncode == 2 and not (tmp_path / "p").exists(), res
+    [line] = res.stderr.strip().splitlines()
+    assert "'lm-gru' comes with the plugin cotk-repro-templates, which is not installed" in line, res
+    assert "pip install cotk-repro-templates" in line and "minimal" in line
+    res = cli("init", "q", "--template", "texygen-seqgan", cwd=tmp_path, env={"COTK_REPRO_BUILTINS_ONLY": "1"})
+    assert res.returncode == 2 and "pip install cotk-repro-texygen" in res.stderr, res
+
+
+def test_first_party_template_table_matches_the_plugins():
+    """The core's table of first-party templates is exactly what the two plugins register."""
+    from cotk_repro.scaffold import FIRST_PARTY_TEMPLATES
+    from cotk_repro_templates.plugin import TEMPLATES as BENCHMARKS
+    from cotk_repro_texygen.templates import TEMPLATES as TEXYGEN
+
+    assert FIRST_PARTY_TEMPLATES == {
+        **dict.fromkeys(BENCHMARKS, "cotk-repro-templates"),
+        **dict.fromkeys(TEXYGEN, "cotk-repro-texygen"),
+    }
+
+
 def test_init_onto_a_file_is_an_error(tmp_path, cli):
     (tmp_path / "afile").write_text("x")
     res = cli("init", "afile", cwd=tmp_path)

@@ -202,3 +202,122 @@ def test_meteor_nist_and_rouge_check_their_samples_alike(name, options, hypothes
     """One preamble (metrics/_text.py check_samples) for the three: the same sentence for the same bad input."""
     with pytest.raises(MetricError, match="^" + message.format(name=name)):
         get_metric(name, **options).compute(hypotheses, references)
+
+
+# -- issue 40: the tokenizer option (non-Latin scripts) ------------------------------------------------------------
+
+ZH_HYPS = ["我们今天去公园散步", "天气很好，我们出去玩吧", "他说明天\n会下雨"]
+ZH_REFS = [["我们明天去公园跑步", "今天我们去公园"], ["今天天气不好"], ["明天会下雨\n他说"]]
+RU_HYPS = ["Кошка сидела на ковре, мурлыча.", "Сегодня хорошая погода", "Он пошёл домой — быстро!"]
+RU_REFS = [["Кошка сидит на ковре", "кошка на ковре мурлычет"], ["Погода сегодня хорошая"], ["Он быстро пошёл домой!"]]
+ALL_TYPES = (("rouge1", "rouge-1"), ("rouge2", "rouge-2"), ("rougeL", "rouge-l"), ("rougeLsum", "rouge-lsum"))
+
+
+class _CharTokenizer:
+    """A character tokenizer for rouge-score, written here: every character that is not whitespace."""
+
+    def tokenize(self, text):
+        return [c for c in text if not c.isspace()]
+
+
+class _SpaceTokenizer:
+    def tokenize(self, text):
+        return text.split()
+
+
+class _SacrebleuTokenizer:
+    """sacrebleu's own tokenizer object, called as sacrebleu's BLEU calls it."""
+
+    def __init__(self, tok):
+        self.tok = tok
+
+    def tokenize(self, text):
+        return self.tok(text.rstrip()).split()
+
+
+def _rouge_score_with(tokenizer, hyps, refs):
+    scorer = rouge_scorer.RougeScorer([t for t, _ in ALL_TYPES], tokenizer=tokenizer)
+    return {
+        key: sum(scorer.score_multi(rs, h)[rtype].fmeasure for h, rs in zip(hyps, refs)) / len(hyps)
+        for rtype, key in ALL_TYPES
+    }
+
+
+def _references():
+    from nltk.tokenize import WordPunctTokenizer
+    from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
+    from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh
+
+    return [
+        ("char", _CharTokenizer(), ZH_HYPS, ZH_REFS),
+        ("zh", _SacrebleuTokenizer(TokenizerZh()), ZH_HYPS, ZH_REFS),
+        ("space", _SpaceTokenizer(), RU_HYPS, RU_REFS),
+        ("nltk", WordPunctTokenizer(), RU_HYPS, RU_REFS),
+        ("intl", _SacrebleuTokenizer(TokenizerV14International()), RU_HYPS, RU_REFS),
+    ]
+
+
+@pytest.mark.parametrize("name", ["char", "zh", "space", "nltk", "intl"])
+def test_tokenizer_option_equals_rouge_score_given_that_tokenizer(name):
+    [(_, reference, hyps, refs)] = [r for r in _references() if r[0] == name]
+    ours = get_metric("rouge", types=[t for t, _ in ALL_TYPES], tokenizer=name).compute(hyps, refs)
+    expected = _rouge_score_with(reference, hyps, refs)
+    for key, value in expected.items():
+        assert ours[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+    assert ours["rouge-1"] > 0.2  # the texts do overlap: not the default tokenizer's 0
+
+
+def test_tokenizer_is_hashed_and_signed_and_the_default_is_unchanged():
+    default = get_metric("rouge").compute(["a b"], [["a b c"]])
+    same = get_metric("rouge", tokenizer="rouge-score").compute(["a b"], [["a b c"]])
+    assert same == default and "|tok:rouge-score|" in default["rouge-1 signature"]
+    results = {name: get_metric("rouge", tokenizer=name).compute(["a b"], [["a b c"]]) for name in ("space", "char")}
+    assert results["space"]["rouge-1 signature"] == "rouge-1|alpha:0.5|stem:no|tok:space|refs:1|v:1"
+    assert "|tok:char-sacrebleu" in results["char"]["rouge-1 signature"]
+    hashes = {default["rouge-1 hashvalue"]} | {r["rouge-1 hashvalue"] for r in results.values()}
+    assert len(hashes) == 3  # the same value (F1 0.8) under three tokenizers: three hashes
+    assert {r["rouge-1"] for r in results.values()} == {default["rouge-1"]}
+    # a registered tokenizer or a tokenizer object is taken as rouge-score takes one
+    obj = get_metric("rouge", tokenizer=_CharTokenizer()).compute(ZH_HYPS, ZH_REFS)
+    assert obj["rouge-1"] == pytest.approx(_rouge_score_with(_CharTokenizer(), ZH_HYPS, ZH_REFS)["rouge-1"])
+
+
+def test_default_tokenizer_warns_when_most_hypotheses_have_no_token(recwarn):
+    from cotk_repro.errors import CotkWarning
+
+    with pytest.warns(CotkWarning, match=r"3 of 3 hypotheses .* tokenizer \(char, nltk, space, zh or intl"):
+        assert get_metric("rouge").compute(ZH_HYPS, ZH_REFS)["rouge-1"] == 0.0
+    with pytest.warns(CotkWarning, match="-o rouge.tokenizer=char"):
+        get_metric("rouge").compute(RU_HYPS, RU_REFS)
+    recwarn.clear()
+    get_metric("rouge").compute(["the cat", "猫", "a dog"], [["the cat"], ["猫"], ["a dog"]])  # one of three
+    get_metric("rouge").compute(["!!!", "?"], [["a"], ["b"]])  # punctuation has no word to lose
+    get_metric("rouge", tokenizer="char").compute(ZH_HYPS, ZH_REFS)
+    assert not [w for w in recwarn if issubclass(w.category, CotkWarning)]
+
+
+def test_tokenizer_errors_are_one_sentence():
+    with pytest.raises(MetricError, match="stemmer=True applies to rouge-score's own tokenizer only"):
+        get_metric("rouge", stemmer=True, tokenizer="space")
+    with pytest.raises(MetricError, match="unknown tokenizer 'no-such'"):
+        get_metric("rouge", tokenizer="no-such")
+
+
+def test_evaluate_command_warns_and_takes_the_tokenizer(cli, tmp_path):
+    (tmp_path / "h.txt").write_text("\n".join(h.replace("\n", " ") for h in ZH_HYPS) + "\n", encoding="utf-8")
+    (tmp_path / "r.txt").write_text("\n".join(rs[0].replace("\n", " ") for rs in ZH_REFS) + "\n", encoding="utf-8")
+    files = ["--hyps", str(tmp_path / "h.txt"), "--refs", str(tmp_path / "r.txt"), "-m", "rouge", "--json"]
+    plain = cli("evaluate", *files)
+    assert plain.returncode == 0 and json.loads(plain.stdout)["rouge-1"] == 0.0, plain
+    [warning] = [line for line in plain.stderr.splitlines() if line.startswith("Warning: ")]
+    assert "3 of 3 hypotheses" in warning and "-o rouge.tokenizer=char" in warning and "Traceback" not in plain.stderr
+    char = cli("evaluate", *files, "-o", "rouge.tokenizer=char")
+    assert char.returncode == 0 and "Warning" not in char.stderr, char
+    hyps = [h.replace("\n", " ") for h in ZH_HYPS]
+    refs = [[rs[0].replace("\n", " ")] for rs in ZH_REFS]
+    assert json.loads(char.stdout)["rouge-1"] == pytest.approx(
+        _rouge_score_with(_CharTokenizer(), hyps, refs)["rouge-1"], rel=1e-12
+    )
+    # evaluate --tokenizer is for token-list inputs: it leaves ROUGE's tokenizer alone
+    shared = cli("evaluate", *files, "--tokenizer", "space")
+    assert json.loads(shared.stdout)["rouge-1 signature"] == json.loads(plain.stdout)["rouge-1 signature"]

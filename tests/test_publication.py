@@ -317,3 +317,22 @@ def test_the_dashboard_stores_serves_and_refuses_publications(tmp_path, keys, da
     source = resolve(f"{url}/records/{record['id']}")
     assert source.git_url == "git://127.0.0.1:9418/alice/proj.git"
     assert source.publisher == keys["author"].public.fingerprint
+
+
+def test_record_page_shows_the_remote_of_the_publication():
+    """Issue 40: the record page said "remote (none)" for a record whose remote came with its publication."""
+    from cotk_repro.dashboard.pages import record_view
+
+    url = "https://git.example.org/alice/proj.git"
+    base = {"user": "alice", "submitted_at": "2026-01-01T00:00:00Z", "reproductions": []}
+    publication = {"publication": {"kind": "cotk-repro-publication", "remote_url": url}, "signature": None}
+    commit = "ab" * 20
+    for recorded in (None, "local:origin"):
+        record = {"id": "sha256:" + "0" * 64, "status": "ok", "code": {"commit": commit, "remote_url": recorded}}
+        shown = record_view({**base, "record": record, "publication": publication})["code"]
+        assert shown["remote_url"] == url and shown["link"] == f"https://git.example.org/alice/proj/commit/{commit}"
+        assert record_view({**base, "record": record, "publication": None})["code"]["remote_url"] == (recorded or "")
+    # a record naming a remote of its own keeps it: a publication never replaces it
+    own = {"id": "sha256:" + "0" * 64, "code": {"commit": commit, "remote_url": "https://other.example/x.git"}}
+    shown = record_view({**base, "record": own, "publication": publication})["code"]
+    assert shown["remote_url"] == "https://other.example/x.git"

@@ -136,7 +136,8 @@ def test_dead_dashboard_keeps_the_record_and_says_how_to_retry(project):
     snapshot = {p.name: p.read_bytes() for p in folder.iterdir()}
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     assert run_cli("login", "--dashboard", url, "--token", "t0k3n", "--no-check").returncode == 0
-    res = run_cli("publish", "--no-git", "--dashboard", url, cwd=root)
+    # --allow-unsigned: no signing key here, and this test is about the dashboard (a key is checked first)
+    res = run_cli("publish", "--no-git", "--dashboard", url, "--allow-unsigned", cwd=root)
     assert res.returncode == 2
     assert "cannot reach the dashboard" in res.stderr
     assert (
@@ -154,6 +155,7 @@ def test_dashboard_without_token_asks_for_login(project):
         "--no-git",
         "--dashboard",
         "http://127.0.0.1:9",
+        "--allow-unsigned",  # no signing key here (checked first): this test is about the token
         cwd=root,
         env={"XDG_CONFIG_HOME": str(root / "nocfg")},
     )

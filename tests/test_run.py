@@ -370,6 +370,77 @@ def test_ctrl_c_to_cotk_repro_only_is_forwarded(make_project):
     assert rec["status"] == "interrupted"
 
 
+#: the entry of the signal tests: it says it started (its pid, in a file outside the repository) before anything
+STARTED_THEN_SLEEP = (
+    "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\nprint('ready', flush=True)\ntime.sleep(60)\n"
+)
+
+
+def _signal_a_run(root: Path, marker: Path, sig: int, *, delay: float, after_ready: bool) -> tuple[int, str]:
+    """Start `cotk-repro run` and send `sig` to it alone `delay` s after it starts (or after the entry's first line)."""
+    proc = _popen_run(root, "--", str(marker))
+    try:
+        if after_ready:
+            assert proc.stdout.readline() == "ready\n"
+        time.sleep(delay)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, err
+
+
+def _entry_is_gone(pid: int) -> bool:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_at_any_moment_after_the_entry_starts_leaves_an_interrupted_record(make_project, tmp_path, sig):
+    """Issue 40: Ctrl-C (or SIGTERM) at 20 points of a run's life, from cotk-repro's start to the entry's sleep.
+
+    Each time the entry started (it wrote its marker), exactly one record marked interrupted is written, the exit
+    status is 128 + the signal's number and the entry is gone; a record is never anything but interrupted; never
+    a half-written folder. 15 points are spread over the second half of the time this machine takes from the start
+    to the entry's first line (measured first: checks, spawning, the entry's own start), 5 follow that line.
+    A signal that stops cotk-repro while Python imports it is test_ctrl_c_in_the_first_second_is_one_sentence_...
+    """
+    root = make_project({"main.py": STARTED_THEN_SLEEP})
+    t0 = time.monotonic()
+    code, err = _signal_a_run(root, tmp_path / "calibrate", sig, delay=0, after_ready=True)
+    to_ready = time.monotonic() - t0
+    assert code == 128 + sig, err
+    points = [(to_ready * (0.5 + 0.7 * k / 14), False) for k in range(15)] + [
+        (d, True) for d in (0, 0.002, 0.01, 0.05, 0.3)
+    ]
+    package = os.sep + "cotk_repro" + os.sep
+    started_runs = 1
+    for i, (delay, after_ready) in enumerate(points):
+        marker = tmp_path / f"started-{i}"
+        before = len(records(root))
+        code, err = _signal_a_run(root, marker, sig, delay=delay, after_ready=after_ready)
+        point = f"point {i}: {delay:.3f} s after {'the first line' if after_ready else 'the start'}\n{err}"
+        new = records(root)[before:]
+        assert len(new) <= 1, point
+        if marker.exists():  # the entry ran: its run is recorded as interrupted, and nothing of it is left running
+            started_runs += 1
+            assert len(new) == 1, "no record of a run whose entry had started; " + point
+            assert _entry_is_gone(int(marker.read_text())), point
+        if new:
+            assert code == 128 + sig and package not in err, point
+            assert new[0]["status"] == "interrupted" and "interrupted" in new[0]["error"], point
+            assert ("Ctrl-C" if sig == signal.SIGINT else "SIGTERM") in new[0]["error"], point
+        assert_no_half_folders(root)
+    assert started_runs >= 6  # the points after the first line, at least: the test saw runs it must record
+
+
 def test_same_run_twice_gives_two_records(make_project, cli):
     root = make_project({"main.py": GOOD})
     for _ in range(2):

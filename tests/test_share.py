@@ -72,6 +72,45 @@ def test_card_is_updated_in_place_keeping_its_text_and_other_metadata(project_wi
     }
 
 
+def test_a_new_card_and_a_card_without_metadata_parse_with_huggingface_hub(project_with_record, cli, tmp_path):
+    """Issue 40: a new card ended in `---\\n---\\n---\\n` (the dashes were its text) and huggingface_hub's
+    "Repo card metadata block was not found" reached the terminal. Parsed back with huggingface_hub's own card
+    parser, which logs that sentence when it finds no block: the log must stay silent."""
+    import logging
+
+    from huggingface_hub import ModelCard
+
+    root, record = project_with_record
+    expected = {k: v["value"] for k, v in record["results"].items()}
+    new = tmp_path / "new" / "README.md"
+    new.parent.mkdir()
+    res = cli("export", "latest", "--card", str(new), cwd=root)
+    assert res.returncode == 0 and "metadata block" not in res.stderr, res
+    plain = tmp_path / "plain.md"
+    plain.write_text("# Notes\n\nNo metadata here.\n", encoding="utf-8")
+    res = cli("export", "latest", "--card", str(plain), cwd=root)
+    assert res.returncode == 0 and "metadata block" not in res.stderr, res
+    logger = logging.getLogger("huggingface_hub.repocard")
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda rec: seen.append(rec.getMessage())  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    try:
+        cards = {path: ModelCard.load(path) for path in (new, plain)}
+    finally:
+        logger.removeHandler(handler)
+    assert seen == []
+    for path, card in cards.items():
+        assert "---" not in card.text, (path, card.text)
+        assert {r.metric_name: r.metric_value for r in card.data.eval_results} == expected
+    assert record["id"] in cards[new].text and cards[new].text.lstrip().startswith("# ")
+    assert cards[plain].text.strip() == "# Notes\n\nNo metadata here."
+    # exporting again changes nothing
+    before = new.read_bytes()
+    assert cli("export", "latest", "--card", str(new), cwd=root).returncode == 0
+    assert new.read_bytes() == before
+
+
 def test_json_export_has_values_hashes_and_signatures(project_with_record, cli):
     root, record = project_with_record
     res = cli("export", "latest", "--format", "json", cwd=root)

@@ -191,6 +191,33 @@ def test_no_key_publishes_unsigned_with_a_warning(project, tmp_path):
     assert keys.returncode == 1 and "no SSH key" in keys.stderr
 
 
+def test_no_key_with_a_dashboard_stops_before_anything_is_sent(project, tmp_path):
+    """Issue 40: without a key, publishing to git and a dashboard used to push to git, then get the dashboard's
+    403: half published. Now one sentence pointing to `cotk-repro keys add`, and nothing sent: the bare remote has
+    no records ref and the dashboard (a listening socket standing in for it, so that a connection would show)
+    was never connected to."""
+    import socket
+
+    root, bare = project
+    env = key_env(None, tmp_path / "home")
+    record_in(root, env=env)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.setblocking(False)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        res = run_cli("publish", "--push", "--dashboard", url, cwd=root, env=env)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody knocked
+    assert res.returncode == 2, res
+    [line] = res.stderr.strip().splitlines()
+    assert line.startswith("Error: record ") and "no SSH key" in line and "nothing was sent" in line, res
+    assert "`cotk-repro keys add`" in line and "add-user" not in line and ". " not in line.split(" (")[0], res
+    assert subprocess.run(["git", "-C", str(bare), "rev-parse", "--verify", "-q", REF]).returncode != 0
+    # without the dashboard, the unsigned record goes to git (with its warning), as before
+    assert publish_with(root, env).returncode == 0
+
+
 def test_keys_follows_git_signingkey_then_the_default_key(project, tmp_path):
     root, _ = project
     home = tmp_path / "home"
@@ -287,6 +314,9 @@ def test_reproduce_names_the_signer_and_refuses_a_bad_signature(project, tmp_pat
         "fingerprint": fingerprint_of(key.with_suffix(".pub")),
     }
     assert "signature valid" in good.stderr
+    # news, not a warning (issue 40)
+    [line] = [line for line in good.stderr.splitlines() if "signature valid" in line]
+    assert line.startswith("record ") and "Warning" not in line, good.stderr
     forged = _forge_on_ref(bare, tmp_path, record)
     bad = run_cli("reproduce", str(bare), "--record", forged["id"], *LOCAL, "--json", env=env)
     assert bad.returncode == 2, bad

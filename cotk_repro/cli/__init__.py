@@ -28,10 +28,18 @@ def _load_commands() -> None:
     load_commands()
 
 
+def _interrupted() -> None:
+    """Ctrl-C before the command line's own handling is in place (while ``root`` is imported): one sentence, 130."""
+    sys.stderr.write("Error: interrupted (Ctrl-C)\n")
+    sys.exit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI on `argv`; a CotkError (or any other failure) becomes one error line and its exit code."""
-    from .root import run
-
+    try:
+        from .root import run
+    except KeyboardInterrupt:
+        _interrupted()
     run(list(sys.argv[1:] if argv is None else argv))
 
 
@@ -42,7 +50,7 @@ def launch() -> None:
     command line runs (help it prints is remembered), building only the command it names.
     """
     args = sys.argv[1:]
-    if args == ["--version"]:  # nothing to import for it: the version is a constant of the package
+    if args in (["--version"], ["-V"]):  # nothing to import for it: the version is a constant of the package
         from .._version import __version__
 
         sys.stdout.write(f"cotk-repro {__version__}\n")
@@ -53,10 +61,14 @@ def launch() -> None:
         if help_cache.replay(args):
             return
         with help_cache.recording(args):
-            from .root import run
-
+            try:
+                from .root import run
+            except KeyboardInterrupt:
+                _interrupted()
             run(args)
         return
-    from .root import run
-
+    try:
+        from .root import run
+    except KeyboardInterrupt:
+        _interrupted()
     run(args, one_command=True)

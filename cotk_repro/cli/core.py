@@ -261,8 +261,10 @@ def _doc_label(doc: dict, given: str) -> str:
 
 @app.command()
 def diff(
-    a: str = typer.Argument(..., help="Reference: record id/prefix/`latest`, a record or result JSON file, or a URL."),
-    b: str = typer.Argument(..., help="Candidate, same forms as A."),
+    a: str = typer.Argument(
+        ..., metavar="A", help="Reference: record id/prefix/`latest`, a record or result JSON file, or a URL."
+    ),
+    b: str = typer.Argument(..., metavar="B", help="Candidate, same forms as A."),
     rtol: float | None = typer.Option(None, "--rtol", help="Relative tolerance (default: config, else 1e-6)."),
     atol: float | None = typer.Option(None, "--atol", help="Absolute tolerance (default: config, else 1e-12)."),
     json_out: bool = typer.Option(False, "--json", help="Verdicts as JSON on stdout."),

@@ -155,10 +155,17 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table
 
     Cells are plain text: Rich markup in them is shown, not interpreted, and control characters are escaped
     (:func:`safe`); a cell that already is a Rich renderable (styled by the caller) is kept."""
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=escape(safe(title)) if title is not None else None, show_lines=False)
+    # the title wraps at the table's width: at least as wide as the title's longest word, so that a record id
+    # (sha256:<64 hex>) in it stays whole and copyable (as far as the terminal is wide enough)
+    shown = safe(title) if title is not None else None
+    t = Table(
+        title=Text(shown) if shown is not None else None,
+        show_lines=False,
+        min_width=max((len(w) for w in shown.split()), default=0) if shown else None,
+    )
     for c in columns:
         t.add_column(c, overflow="fold")
     for r in rows:

@@ -28,7 +28,7 @@ def register(cli: typer.Typer) -> None:
     @cli.command()
     def publish(
         record_id: str = typer.Argument(
-            "latest", metavar="[ID]", help="Local record id, unique prefix, or `latest` (default)."
+            "latest", metavar="ID", help="Local record id, unique prefix, or `latest` (default)."
         ),
         remote: str | None = typer.Option(
             None, "--remote", help="Git remote to push to (default: publish.remote in cotk-repro.toml, else origin)."
@@ -53,6 +53,12 @@ def register(cli: typer.Typer) -> None:
         push: bool = typer.Option(
             False, "--push", help="Also push the recorded commit's branch when the remote does not have the commit yet."
         ),
+        allow_unsigned: bool = typer.Option(
+            False,
+            "--allow-unsigned",
+            help="Upload without a signing key (for a dashboard started with --allow-unsigned); without it, no key "
+            "and a dashboard among the targets stop the publish before anything is sent.",
+        ),
         json_out: bool = typer.Option(False, "--json", help="Print the publish report as JSON on stdout."),
     ) -> None:
         """Push the record's commit and the record (records ref) to the git remote, and upload it to the dashboard.
@@ -73,6 +79,7 @@ def register(cli: typer.Typer) -> None:
                 push=True if push else None,
                 targets=list(target) if target else None,
                 on_status=output.info,
+                allow_unsigned=allow_unsigned,
             )
         except PublishError as exc:
             if exc.steps and not json_out:

@@ -228,8 +228,8 @@ def register(cli: typer.Typer) -> None:
         )
         outcome = do_reproduce(source, opts, on_status=output.info, progress=lambda d: output.progress(d))
         verdict = outcome.verdict
-        for n in outcome.notices:
-            output.warn(n)
+        for n in outcome.notices:  # what a reproducer may want to know (a valid signature): info, not a warning
+            output.info(n)
         if json_out and json_out != "-":
             _write_json(json_out, verdict)
         if outcome.error is not None:

@@ -18,8 +18,11 @@ def _interrupted_at_start() -> None:
 
 try:  # Ctrl-C while the imports run (the first half second): one sentence and 130, not a traceback
     import traceback
+    import warnings
 
-    from ..errors import CotkError
+    from typer import Abort, TyperException
+
+    from ..errors import CotkError, CotkWarning
     from . import output
     from .argv import asks_for_help
     from .typerapp import app
@@ -27,6 +30,7 @@ except KeyboardInterrupt:
     _interrupted_at_start()
 
 _loaded = False
+_python_showwarning = warnings.showwarning
 
 
 def load_commands() -> None:
@@ -72,6 +76,25 @@ def keep_only(name: str) -> bool:
     return True
 
 
+def usage_error(exc: Exception) -> str:
+    """Click's usage error (Typer's vendored Click) as one sentence: its message and where the command's help is,
+    instead of Typer's box of three lines and a frame."""
+    message = str(getattr(exc, "format_message", lambda: str(exc))()).strip().rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    return f"{message} (see `{ctx.command_path} -h`)"
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *args: object, **kwargs: object) -> None:
+    """A CotkWarning (library code's word to the user, e.g. a metric's) as one ``Warning:`` line; others as Python
+    shows them."""
+    if issubclass(category, CotkWarning):
+        output.warn(str(message))
+    else:
+        _python_showwarning(message, category, *args, **kwargs)  # type: ignore[arg-type]
+
+
 def run(args: list[str], *, one_command: bool = False) -> None:
     """Run the command line ``args``; a CotkError (or any other failure) becomes one error line and its exit code.
 
@@ -79,6 +102,7 @@ def run(args: list[str], *, one_command: bool = False) -> None:
     """
     if "--debug" in args:
         output.set_debug(True)
+    warnings.showwarning = _show_warning
     if asks_for_help(args):
         from ._speedups import import_rich_help
 
@@ -90,7 +114,10 @@ def run(args: list[str], *, one_command: bool = False) -> None:
             named = next((a for a in args if not a.startswith("-")), None)
             if named is not None:
                 keep_only(named)
-        app(args=args, prog_name="cotk-repro")
+        # not standalone: Click hands its usage errors back instead of drawing them in a box (usage_error)
+        code = app(args=args, prog_name="cotk-repro", standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code:  # typer.Exit(code), Ctrl-C (130)
+            sys.exit(code)
     except SystemExit as exc:
         if exc.code == 130:  # Typer turns Ctrl-C into a silent exit 130: say what happened
             output.error("interrupted (Ctrl-C)")
@@ -101,6 +128,12 @@ def run(args: list[str], *, one_command: bool = False) -> None:
         except (OSError, ValueError):
             pass
         raise
+    except TyperException as exc:  # Click's errors: an unknown option or command, a missing or invalid argument
+        output.error(usage_error(exc))
+        sys.exit(getattr(exc, "exit_code", 2))
+    except Abort:
+        output.error("aborted")
+        sys.exit(1)
     except BrokenPipeError:  # a plain write to a closed stdout (`cotk-repro show ID | head`)
         output.closed_pipe()
     except CotkError as exc:

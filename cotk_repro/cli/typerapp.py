@@ -33,7 +33,7 @@ def _print_version(value: bool) -> None:
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors (also COTK_REPRO_DEBUG=1)."),
     version: bool = typer.Option(
-        False, "--version", help="Print cotk-repro's version and exit.", is_eager=True, callback=_print_version
+        False, "--version", "-V", help="Print cotk-repro's version and exit.", is_eager=True, callback=_print_version
     ),
 ) -> None:
     output.set_debug(debug)

@@ -33,13 +33,23 @@ def encoding_problem(raw: bytes) -> str | None:
             "is UTF-16 text (it starts with a UTF-16 byte-order mark); convert it to UTF-8, e.g. iconv -f UTF-16 "
             "-t UTF-8"
         )
-    sample = raw[:4096]
-    if len(sample) >= 4 and sample.count(b"\x00") * 3 >= len(sample):  # ASCII in UTF-16: every other byte NUL
+    if _looks_like_utf16(raw[:4096]):
         return (
             "looks like UTF-16 text (NUL bytes between the characters); convert it to UTF-8, e.g. iconv -f "
             "UTF-16 -t UTF-8"
         )
     return None
+
+
+def _looks_like_utf16(sample: bytes) -> bool:
+    """ASCII in UTF-16 without a byte-order mark: NUL in (nearly) every other byte, on one side only (odd bytes
+    in little-endian, even ones in big-endian). A binary file with many NULs (an ELF executable, a database) has
+    them on both sides and is not called UTF-16."""
+    half = len(sample) // 2
+    if half < 2:
+        return False
+    even, odd = sample[0 : 2 * half : 2].count(0), sample[1 : 2 * half : 2].count(0)
+    return (odd >= 0.9 * half and even <= 0.1 * half) or (even >= 0.9 * half and odd <= 0.1 * half)
 
 
 def nul_position(text: str, first_line: int = 1) -> tuple[int, int] | None:

@@ -174,10 +174,21 @@ def _s(v: Any) -> str:
     return "" if v is None else str(v)
 
 
+def _remote_of(recorded: Any, publication: Any) -> Any:
+    """The remote a reproducer fetches the record's code from: the record's own, or, for a record made before its
+    project had one (none, or only ``local:NAME``), the one its stored publication names."""
+    from ..remote.publication import takes_publication
+
+    inner = publication.get("publication") if isinstance(publication, dict) else None
+    published = inner.get("remote_url") if isinstance(inner, dict) else None
+    return published if isinstance(published, str) and published and takes_publication(recorded) else recorded
+
+
 def record_view(data: dict[str, Any]) -> dict[str, Any]:
     """Everything the record page shows, from a stored record (tolerant of odd shapes)."""
     view = RecordView.of(data["record"])
     project, code, env, command = view.project, view.code, view.environment, view.command
+    remote_url = _remote_of(code.remote_url, data.get("publication"))
     results = []
     for name, r in sorted(view.results.items()):
         results.append(
@@ -231,9 +242,9 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
         "code": {
             "commit": _s(code.commit),
             "branch": _s(code.branch),
-            "remote_url": _s(code.remote_url),
+            "remote_url": _s(remote_url),
             "dirty": bool(code.dirty),
-            "link": commit_link(code.remote_url, code.commit),
+            "link": commit_link(remote_url, code.commit),
         },
         "command": {
             "entry": command.entry,

@@ -24,6 +24,7 @@ from .base import (
 __all__ = [
     "Metric",
     "MetricError",
+    "MetricInputError",
     "get_metric",
     "evaluate",
     "metric_names",
@@ -140,14 +141,35 @@ def evaluate(
     (:func:`takes_shared_tokenizer`): it tokenizes with WordPunct unless its own option says otherwise,
     ``evaluate([("bleu", {"tokenizer": "zh"})], ...)``.
     """
+    if isinstance(metrics, str):
+        metrics = [metrics]
     specs = [_spec(s) for s in metrics]
     for name, _ in specs:
         if name not in metric_names():
             get_metric(name)  # raises the "unknown metric" error listing the registered ones
+    hyps = _as_text_list(hypotheses, "hypotheses", "a list of strings, one per sample (or of token lists)")
+    if references is not None:
+        _as_text_list(references, "references", "a list with one list of reference strings per hypothesis")
     merged: dict[str, Any] = {}
-    hyps = list(hypotheses)
     for name, options in specs:
         if tokenizer is not None and "tokenizer" not in options and takes_shared_tokenizer(name):
             options["tokenizer"] = tokenizer
-        merged.update(score(get_metric(name, **options), hyps, references))
+        metric = get_metric(name, **options)
+        if references is None and getattr(metric, "needs_references", False):
+            raise MetricError(f"{name} needs references: give one list of reference strings per hypothesis")
+        merged.update(score(metric, hyps, references))
     return merged
+
+
+class MetricInputError(MetricError, TypeError):
+    """Hypotheses or references of the wrong type (a bare string, bytes, a number): one sentence, also a TypeError."""
+
+
+def _as_text_list(value: Any, what: str, wanted: str) -> list[Any]:
+    """``value`` as a list, refusing what ``list()`` would take apart: a string (scored character by character),
+    bytes, a mapping, or no sequence at all."""
+    if isinstance(value, (str, bytes, bytearray)):
+        raise MetricInputError(f"{what} is a single {type(value).__name__}, not {wanted}")
+    if isinstance(value, dict) or not isinstance(value, Iterable):
+        raise MetricInputError(f"{what} is a {type(value).__name__}, not {wanted}")
+    return list(value)

@@ -140,6 +140,8 @@ def check_samples(metric: str, hypotheses: Any, references: Any) -> tuple[list[A
     reference (:func:`check_hypotheses`, :func:`~cotk_repro.metrics.base.check_references`); ``metric`` names
     the metric in the sentence."""
     hyps = check_hypotheses(hypotheses)
+    if references is None:
+        raise MetricError(f"{metric} needs references: give one list of reference strings per hypothesis")
     refs = check_references(hyps, references)
     if not hyps:
         raise MetricError(f"{metric} needs at least one hypothesis")

@@ -17,18 +17,28 @@ split into sentences at newlines (empty ones dropped), every reference sentence'
 hypothesis sentences counts its tokens at most as often as both sides have them. For files with one text
 per line, ``sentence_separator`` (e.g. ``<n>``) names the string that separates sentences inside a line;
 it is turned into a newline before tokenizing, for every type.
+
+``tokenizer``: rouge-score's own tokenizer by default (hashed and signed as ``rouge-score``, as always). It keeps
+ASCII letters and digits only, so Chinese or Russian text has no token and scores 0: a corpus where most
+hypotheses (or references) are left with no token gets a :class:`~cotk_repro.errors.CotkWarning` naming the
+option. Another tokenizer is used as ``RougeScorer(tokenizer=...)`` uses one: ``tokenize(text)`` on the text as
+it is (no lowercasing, no stemming: ``stemmer`` is refused with it): ``char`` (every character but whitespace),
+``space``, ``nltk`` (NLTK's WordPunct), sacrebleu's ``zh`` and ``intl``, or any registered tokenizer or
+tokenizer object; its name and settings are hashed and its name signed (``tok:space``).
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
+from ..errors import CotkWarning
 from ..text.reference_hashes import reference_set_hash
-from ._text import as_text, check_float, check_samples
+from ._text import TextTokenizer, as_text, check_float, check_samples, resolve_tokenizer
 from .base import Metric, MetricError
 from .declaration import COUNTED_INPUTS, DERIVED_LABEL, NAMED_FIRST, Declaration, Setting
 from .normalization import normalization, normalizer
@@ -36,6 +46,10 @@ from .normalization import normalization, normalizer
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _VALID = re.compile(r"^[a-z0-9]+$")
 _TYPE = re.compile(r"^rouge([1-9]|L|Lsum)$")
+#: the names of rouge-score's own tokenizer (the default)
+_OWN = (None, "rouge-score", "default")
+#: the tokenizers the warning suggests (docs/metrics.md, ROUGE)
+_SUGGESTED = "char, nltk, space, zh or intl"
 
 
 def rouge_tokenize(text: str, stemmer: Any = None) -> list[str]:
@@ -144,9 +158,12 @@ class RougeMetric(Metric):
     """``rouge``. Options: ``types`` (default ``["rouge1", "rouge2", "rougeL"]``; also ``rouge3``..``rouge9``
     and ``rougeLsum``), ``alpha`` (0.5: F1; the weight of precision, in [0, 1]), ``stemmer`` (False),
     ``sentence_separator`` (none: sentences are split at newlines only; e.g. ``<n>`` for one-line texts),
-    ``normalize`` (none; nfc, nfkc: Unicode normalisation first)."""
+    ``normalize`` (none; nfc, nfkc: Unicode normalisation first), ``tokenizer`` (rouge-score's own, ASCII letters
+    and digits only; ``char``, ``space``, ``nltk``, ``zh``, ``intl`` or a registered one for other scripts)."""
 
     name = "rouge"
+    #: ``evaluate --tokenizer`` (for token-list inputs) does not change ROUGE's tokenizer: only its own option does
+    takes_shared_tokenizer = False
     version = "1"
     level = "sentence"
     cost = 1.5
@@ -159,6 +176,7 @@ class RougeMetric(Metric):
         stemmer: bool = False,
         sentence_separator: str | None = None,
         normalize: str = "none",
+        tokenizer: Any = None,
     ) -> None:
         types = [types] if isinstance(types, str) else list(types)
         if not types or any(not isinstance(t, str) or not _TYPE.match(t) for t in types):
@@ -173,6 +191,15 @@ class RougeMetric(Metric):
         self.types = list(dict.fromkeys(types))
         self.alpha = check_float(alpha, "alpha", 0.0, 1.0)
         self.use_stemmer = bool(stemmer)
+        #: None: rouge-score's own tokenizer; else the one ``RougeScorer(tokenizer=...)`` would be given
+        self._tokenizer: TextTokenizer | None = None
+        if not (tokenizer is None or (isinstance(tokenizer, str) and tokenizer in _OWN)):
+            if self.use_stemmer:
+                raise MetricError(
+                    "stemmer=True applies to rouge-score's own tokenizer only (as in rouge-score); "
+                    f"drop it or the tokenizer {tokenizer!r}"
+                )
+            self._tokenizer = resolve_tokenizer(tokenizer)
         self._stemmer = None
         if self.use_stemmer:
             from nltk.stem import porter
@@ -182,10 +209,41 @@ class RougeMetric(Metric):
         #: which that tokenizer (ASCII letters and digits only) otherwise drops
         self.normalize = normalization(normalize)
         self._normalizer = normalizer(self.normalize)
-        extra = {} if sentence_separator is None else {"sentence_separator": sentence_separator}
+        extra: dict[str, Any] = {} if sentence_separator is None else {"sentence_separator": sentence_separator}
         if self.normalize != "none":
             extra["normalize"] = self.normalize
+        if self._tokenizer is not None:
+            extra["tokenizer"] = self._tokenizer.spec
         super().__init__(types=self.types, alpha=self.alpha, stemmer=self.use_stemmer, **extra)
+
+    def _tokens(self, text: str) -> list[str]:
+        if self._tokenizer is None:
+            return rouge_tokenize(text, self._stemmer)
+        return list(self._tokenizer.tokenize(text))
+
+    def _tokenizer_setting(self) -> Setting:
+        if self._tokenizer is None:
+            return Setting("tokenizer", "rouge-score", "tok")  # as published: the default's hash never changes
+        return Setting("tokenizer", self._tokenizer.spec, "tok", shown=self._tokenizer.name)
+
+    def _warn_if_dropped(self, sides: Sequence[tuple[str, Sequence[str], Sequence[Sequence[str]]]]) -> None:
+        """rouge-score's tokenizer drops every character outside ASCII letters and digits: say so (once) when most
+        texts of a side (hypotheses, first references) that have letters or digits are left with no token and so
+        score 0, naming the option."""
+        if self._tokenizer is not None:
+            return
+        for what, texts, tokens in sides:
+            worded = [not toks for t, toks in zip(texts, tokens) if any(c.isalnum() for c in t)]
+            written, dropped = len(worded), sum(worded)  # texts with letters or digits; those left with no token
+            if written and dropped * 2 > written:
+                warnings.warn(
+                    f"rouge: {dropped} of {written} {what} have no token that rouge-score's default tokenizer "
+                    "keeps (ASCII letters and digits only), so they score 0; for other scripts set the option "
+                    f"tokenizer ({_SUGGESTED}; on the command line -o rouge.tokenizer=char)",
+                    CotkWarning,
+                    stacklevel=4,
+                )
+                return
 
     @staticmethod
     def key(rtype: str) -> str:
@@ -199,14 +257,20 @@ class RougeMetric(Metric):
 
     def _sentences(self, text: str) -> list[list[str]]:
         """rouge-score's ``rougeLsum`` sentences: split at newlines, empty ones dropped, each tokenized."""
-        return [rouge_tokenize(s, self._stemmer) for s in text.split("\n") if s]
+        return [self._tokens(s) for s in text.split("\n") if s]
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs = check_samples("rouge", hypotheses, references)
         hyp_texts = [self._text(h, i) for i, h in enumerate(hyps)]
         ref_texts = [[self._text(r, i) for r in rs] for i, rs in enumerate(refs)]
-        hyp_toks = [rouge_tokenize(h, self._stemmer) for h in hyp_texts]
-        ref_toks = [[rouge_tokenize(r, self._stemmer) for r in rs] for rs in ref_texts]
+        hyp_toks = [self._tokens(h) for h in hyp_texts]
+        ref_toks = [[self._tokens(r) for r in rs] for rs in ref_texts]
+        self._warn_if_dropped(
+            [
+                ("hypotheses", hyp_texts, hyp_toks),
+                ("first references", [rs[0] for rs in ref_texts], [rs[0] for rs in ref_toks]),
+            ]
+        )
         out: dict[str, Any] = {}
         for rtype in self.types:
             if rtype == "rougeLsum":
@@ -236,7 +300,7 @@ class RougeMetric(Metric):
                     Setting.hash_only("type", rtype, why=NAMED_FIRST),
                     Setting("alpha", self.alpha, "alpha"),
                     Setting("stemmer", self.use_stemmer, "stem", shown="yes" if self.use_stemmer else "no"),
-                    Setting("tokenizer", "rouge-score", "tok"),
+                    self._tokenizer_setting(),
                     *([Setting.signature_only("split", "newline", why=DERIVED_LABEL)] if rtype == "rougeLsum" else []),
                     *(
                         [Setting("sentence_separator", self.sentence_separator, "sep")]

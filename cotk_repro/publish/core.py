@@ -165,8 +165,13 @@ def publish(
     push: bool | None = None,
     targets: list[str] | None = None,
     on_status: Callable[[str], None] | None = None,
+    allow_unsigned: bool = False,
 ) -> dict[str, Any]:
-    """Publish one local record; returns ``{"id", "folder", "steps": [...], "warnings": [...]}``."""
+    """Publish one local record; returns ``{"id", "folder", "steps": [...], "warnings": [...]}``.
+
+    Without a signing key, a publish that would upload to a dashboard is refused before anything is sent (a
+    dashboard refuses unsigned records unless it was started with ``--allow-unsigned``: ``allow_unsigned``
+    says it was); to git alone the record goes unsigned, with a warning."""
     repo = open_repo(Path(cwd))
     root = Path(repo.working_tree_dir)
     config = load_config(root)
@@ -200,6 +205,15 @@ def publish(
         signature=signature,
     )
     chosen = choose_targets(targets, config, use_git=use_git, use_dashboard=use_dashboard)
+    if signature is None and "dashboard" in chosen and ctx.dashboard_url and not allow_unsigned:
+        # checked before any target runs: a git push followed by the dashboard's 403 would publish half
+        raise PublishError(
+            f"record {rid} cannot be signed (no SSH key: git config user.signingkey, COTK_REPRO_SIGNING_KEY or "
+            f"~/.ssh/id_ed25519) and the dashboard at {ctx.dashboard_url} accepts only signed records, so nothing "
+            "was sent",
+            hint="make a key with `ssh-keygen -t ed25519`, register it with `cotk-repro keys add`, and publish "
+            "again (or publish with --no-dashboard)",
+        )
     # the remote taken now, beside the record (its id unchanged): before anything is sent anywhere
     ctx.publication, publication_url = publication_for(
         root, folder, record, remote_name(remote, config), dashboard="dashboard" in chosen and bool(ctx.dashboard_url)

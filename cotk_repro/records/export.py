@@ -96,17 +96,36 @@ def update_card(card_path: Path, record: dict[str, Any], model_name: str | None 
     """Set the model-index of the model card at ``card_path`` (created when missing), keeping its other
     metadata and its text."""
     from huggingface_hub import ModelCard
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK
 
     from ..core.fileio import atomic_write
 
+    text = None
     if card_path.exists():
         try:
-            card = ModelCard(card_path.read_text(encoding="utf-8-sig"), ignore_metadata_errors=True)
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            text = card_path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
             raise CotkError(f"cannot read the model card {card_path}: {exc}") from None
-    else:
-        card = ModelCard("---\n---\n")
+    if text is None or not REGEX_YAML_BLOCK.search(text):
+        # a new card, or one without metadata: give it a metadata block first (an empty "---\n---" is no block to
+        # huggingface_hub, which then logs "metadata block was not found" and keeps the dashes as the card's text)
+        body = text if text is not None else _new_card_text(record, model_name)
+        text = f"---\n{model_card_data(record, model_name).to_yaml()}\n---\n" + body
+    try:
+        card = ModelCard(text, ignore_metadata_errors=True)
+    except ValueError as exc:
+        raise CotkError(f"cannot read the model card {card_path}: {exc}") from None
     fresh = model_card_data(record, model_name or card.data.get("model_name"))
     card.data.model_name = fresh.model_name  # type: ignore[attr-defined]  # CardData keeps any metadata key as an attribute
     card.data.eval_results = fresh.eval_results  # type: ignore[attr-defined]
     atomic_write(card_path, str(card))
+
+
+def _new_card_text(record: dict[str, Any], model_name: str | None) -> str:
+    """The text of a card ``export --card`` creates: a title and where its numbers come from."""
+    view = RecordView.of(record)
+    name = model_card_data(record, model_name).model_name
+    return (
+        f"\n# {name}\n\nEvaluation results recorded by cotk-repro (record `{view.id}`); each result's "
+        "`metric_args` holds its comparability hash and signature.\n"
+    )

@@ -14,7 +14,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,9 +43,19 @@ class RunOutcome:
 
 
 class Interrupted(CotkError):
-    """The run was interrupted (Ctrl-C); exit status 130."""
+    """The run was interrupted: Ctrl-C (exit status 130) or SIGTERM (143, 128 + the signal's number)."""
 
     exit_code = 130
+
+    def __init__(self, message: str, *, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + int(signum)
+
+
+#: what each signal that interrupts a run is called in its record's error sentence
+_SIGNAL_NAMES: dict[int, str] = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+#: seconds the entry has to stop after the forwarded signal before it is killed
+KILL_AFTER = 10.0
 
 
 def _pump(src: IO[bytes], sinks: list[IO[bytes]]) -> None:
@@ -88,6 +99,41 @@ class EntryProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self._fhs: list[IO[bytes]] = []
         self._threads: list[threading.Thread] = []
+        #: the interrupting signals received since the entry was set up (:meth:`signalled`), in order
+        self.signals: list[int] = []
+        self._forwarded = False
+        self._kill_timer: threading.Timer | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether a Ctrl-C (or SIGTERM) arrived for this entry: its run is recorded as interrupted."""
+        return bool(self.signals)
+
+    def signalled(self, signum: int) -> None:
+        """Ctrl-C or SIGTERM for cotk-repro: forward the first, once, to the entry's process group (it then has
+        :data:`KILL_AFTER` seconds to stop before it is killed); a second one kills it at once.
+
+        Called from a signal handler (:func:`forwarding_signals`) at any moment, also before :meth:`start` has
+        spawned the entry (start then forwards it) and while :meth:`wait` waits; it never raises.
+        """
+        self.signals.append(signum)
+        if self.proc is None:
+            return
+        if self._forwarded:
+            self._signal_group(signal.SIGKILL)
+        else:
+            self._forward()
+
+    def _forward(self) -> None:
+        """Send the first interrupting signal to the entry, once, and arm the kill timer."""
+        if self._forwarded or not self.signals or self.proc is None:
+            return
+        self._forwarded = True
+        self._signal_group(self.signals[0])
+        timer = threading.Timer(KILL_AFTER, self._signal_group, (signal.SIGKILL,))
+        timer.daemon = True
+        timer.start()
+        self._kill_timer = timer
 
     def start(self) -> EntryProcess:
         if self.log_cap is not None:
@@ -128,22 +174,23 @@ class EntryProcess:
         ]
         for t in self._threads:
             t.start()
+        # a signal that arrived before the entry existed (or while it was spawned) reaches it now, once
+        if self.signals:
+            self._forward()
+            if len(self.signals) > 1:
+                self._signal_group(signal.SIGKILL)
         return self
 
-    def interrupt(self) -> None:
-        """Forward Ctrl-C; kill the child if it does not stop within 10 s (or on a second Ctrl-C)."""
-        assert self.proc is not None
-        try:
-            self._signal_group(signal.SIGINT)
-            self.proc.wait(timeout=10)
-        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+    def kill(self) -> None:
+        """Kill the entry's process group and reap it (the run cannot go on: nothing is left running)."""
+        if self.proc is not None:
             self._signal_group(signal.SIGKILL)
             self.proc.wait()
 
     def _signal_group(self, sig: int) -> None:
         """Send ``sig`` to the entry and its children (its process group), as a terminal would."""
         assert self.proc is not None
-        if self.proc.poll() is not None:
+        if self.proc.returncode is not None:
             return
         try:
             os.killpg(self.proc.pid, sig)
@@ -154,25 +201,89 @@ class EntryProcess:
                 pass
 
     def wait(self, timeout: float | None = None, *, interrupted: bool = False) -> tuple[int, bool]:
+        """Wait for the entry; returns (returncode, interrupted). ``timeout``: kill it after that many seconds.
+
+        ``interrupted``: the caller was interrupted already (the same as :meth:`signalled` with SIGINT). A
+        KeyboardInterrupt while waiting (a caller that installed no :func:`forwarding_signals`) counts as one.
+        """
         assert self.proc is not None
+        if interrupted and not self.signals:
+            self.signalled(signal.SIGINT)
         try:
-            if interrupted:
-                self.interrupt()
-            else:
+            while True:
                 try:
                     self.proc.wait(timeout=timeout)
+                    break
                 except KeyboardInterrupt:
-                    interrupted = True
-                    self.interrupt()
+                    self.signalled(signal.SIGINT)
                 except subprocess.TimeoutExpired:
                     self._signal_group(signal.SIGKILL)
-                    self.proc.wait()
+                    timeout = None
             for t in self._threads:
                 t.join(timeout=5)
         finally:
+            if self._kill_timer is not None:
+                self._kill_timer.cancel()
             for fh in self._fhs:
                 fh.close()
-        return self.proc.returncode, interrupted
+        return self.proc.returncode, self.interrupted
+
+
+class SignalLatch:
+    """Where a run's Ctrl-C and SIGTERM go (:func:`forwarding_signals`): noted until the entry exists, then
+    handed to it (:meth:`EntryProcess.signalled`: forwarded once, the second kills)."""
+
+    def __init__(self) -> None:
+        #: the signals that came before an entry was attached
+        self.signals: list[int] = []
+        self.proc: EntryProcess | None = None
+
+    def attach(self, proc: EntryProcess) -> None:
+        """From now on the signals go to ``proc`` (before it is started: it forwards them once it runs)."""
+        self.proc = proc
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.signals) or (self.proc is not None and self.proc.interrupted)
+
+    @property
+    def first(self) -> int:
+        """The first interrupting signal (SIGINT when none came)."""
+        both = self.signals + (self.proc.signals if self.proc is not None else [])
+        return both[0] if both else signal.SIGINT
+
+    def signalled(self, signum: int) -> None:
+        if self.proc is not None:
+            self.proc.signalled(signum)
+        else:
+            self.signals.append(signum)
+
+
+@contextmanager
+def forwarding_signals(latch: SignalLatch) -> Iterator[SignalLatch]:
+    """While the block runs, Ctrl-C (SIGINT) and SIGTERM go to ``latch.signalled`` instead of raising.
+
+    A run must not be cut off between two statements: a KeyboardInterrupt raised while the entry is spawned,
+    while the environment is captured or inside the record's writer would leave no record (and the entry,
+    in its own process group, running on). ``cotk-repro run`` installs the handlers before it creates anything
+    and removes them after the record is written; it reads ``latch.interrupted`` to mark the record. Outside
+    the main thread (where Python cannot install handlers) it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield latch
+        return
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, _frame: object) -> None:
+        latch.signalled(signum)
+
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, handler)
+        yield latch
+    finally:
+        for signum, handled in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handled is None else handled)
 
 
 def run_entry(
@@ -284,19 +395,36 @@ def execute(
     raises is ignored, and it is not run when the entry was interrupted.
     """
     cwd = Path(cwd or os.getcwd()).resolve()
-    state, config, entry_path, args, result_path = prepare(
-        cwd, entry=entry, args=args, result=result, allow_dirty=allow_dirty
+    # From here until the record is written, Ctrl-C and SIGTERM are noted (and forwarded to the entry once it
+    # runs), never raised: one that comes before the entry starts stops the run with nothing written; after
+    # it, the run ends with a record marked interrupted, whatever moment the signal came.
+    with forwarding_signals(SignalLatch()) as latch:
+        try:
+            state, config, entry_path, args, result_path = prepare(
+                cwd, entry=entry, args=args, result=result, allow_dirty=allow_dirty
+            )
+        except CotkError:
+            if latch.interrupted:  # a terminal's Ctrl-C reached the git it ran too: say what happened
+                raise _before_the_entry(latch) from None
+            raise
+        store = RunStore(state.root)
+        workdir = store.new_workdir()  # fails early, clearly, when .cotk-repro is not writable
+        try:
+            return _execute_in(
+                workdir, store, cwd, state, config, entry_path, args, result_path, echo, on_status, meanwhile, latch
+            )
+        except BaseException:
+            # nothing half-written: a run that could not be recorded leaves no folder behind
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+
+
+def _before_the_entry(latch: SignalLatch) -> Interrupted:
+    return Interrupted(
+        f"interrupted ({_SIGNAL_NAMES.get(latch.first, 'a signal')}) before the entry started; nothing was run "
+        "or recorded",
+        signum=latch.first,
     )
-    store = RunStore(state.root)
-    workdir = store.new_workdir()  # fails early, clearly, when .cotk-repro is not writable
-    try:
-        return _execute_in(
-            workdir, store, cwd, state, config, entry_path, args, result_path, echo, on_status, meanwhile
-        )
-    except BaseException:
-        # nothing half-written: a run that could not be recorded leaves no folder behind
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
 
 
 def _stat_key(path: Path) -> tuple[int, int, int] | None:
@@ -319,6 +447,7 @@ def _execute_in(
     echo: bool | str,
     on_status: Callable[[str], None] | None,
     meanwhile: Callable[[], object] | None,
+    latch: SignalLatch,
 ) -> RunOutcome:
     root = state.root.resolve()
     rel_cwd = cwd.relative_to(root).as_posix() if cwd != root else "."
@@ -331,23 +460,61 @@ def _execute_in(
     t0 = time.time()
     proc = EntryProcess(
         [sys.executable, str(entry_path), *args], cwd, workdir / "stdout.log", workdir / "stderr.log", echo=echo
-    ).start()
-    # capture the environment while the entry runs (it does not depend on the entry)
-    interrupted = False
-    env_info: dict[str, Any] | None = None
+    )
+    latch.attach(proc)  # first: a signal from now on reaches the entry, or stops it from starting just below
+    if latch.interrupted:
+        raise _before_the_entry(latch)
+    proc.start()
+    return _record_run(
+        proc,
+        workdir,
+        store,
+        state,
+        config,
+        cwd,
+        entry_rel,
+        args,
+        rel_cwd,
+        result_path,
+        before,
+        started_at,
+        t0,
+        echo,
+        meanwhile,
+    )
+
+
+def _record_run(
+    proc: EntryProcess,
+    workdir: Path,
+    store: RunStore,
+    state: GitState,
+    config: ProjectConfig,
+    cwd: Path,
+    entry_rel: str,
+    args: list[str],
+    rel_cwd: str,
+    result_path: Path,
+    before: tuple[int, int, int] | None,
+    started_at: str,
+    t0: float,
+    echo: bool | str,
+    meanwhile: Callable[[], object] | None,
+) -> RunOutcome:
+    """Wait for the started entry and write its record (ok, failed or interrupted)."""
     try:
+        # capture the environment while the entry runs (it does not depend on the entry)
         env_info = _capture_environment(config, entry_rel, args, rel_cwd, workdir)
-        if meanwhile is not None:
+        if meanwhile is not None and not proc.interrupted:
             try:
                 meanwhile()
             except Exception:
                 pass
-    except KeyboardInterrupt:
-        interrupted = True
-    rc, interrupted = proc.wait(interrupted=interrupted)
+    except BaseException:
+        proc.kill()  # the run cannot be recorded: leave nothing of it running
+        raise
+    rc, _ = proc.wait()
     duration = round(time.time() - t0, 3)
-    if env_info is None:
-        env_info = _capture_environment(config, entry_rel, args, rel_cwd, workdir)
 
     record: dict[str, Any] = {
         "schema": RECORD_SCHEMA,
@@ -370,10 +537,7 @@ def _execute_in(
         "cotk_repro_version": __version__,
     }
     error: CotkError | None = None
-    if interrupted:
-        error = Interrupted("the run was interrupted (Ctrl-C); recorded as interrupted")
-        record["status"] = "interrupted"
-    elif rc < 0:
+    if rc < 0:
         name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
         error = RunError(f"the entry {entry_rel} was killed by signal {name}")
         record["status"] = "failed"
@@ -394,6 +558,14 @@ def _execute_in(
         except CotkError as exc:
             error = exc
             record["status"] = "failed"
+    if proc.interrupted:  # read last: a signal that came while the result was read interrupts the run too
+        signum = proc.signals[0]
+        error = Interrupted(
+            f"the run was interrupted ({_SIGNAL_NAMES.get(signum, signal.Signals(signum).name)}); "
+            "recorded as interrupted",
+            signum=signum,
+        )
+        record["status"] = "interrupted"
     if error is not None:
         record["error"] = error.message
     folder = store.commit(workdir, record)

@@ -523,7 +523,8 @@ def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outc
             f"({source.publisher}), so it is not run",
             step="signature",
         )
-    outcome.notices.append(line)
+    # a valid signature by an allowed signer is news; a bad, unsigned or unknown one (let through) a warning
+    (outcome.notices if row["status"] == "valid" else outcome.warnings).append(line)
     return {k: row[k] for k in ("status", "signer", "fingerprint")}
 
 
