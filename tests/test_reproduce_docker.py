@@ -337,6 +337,19 @@ def test_second_reproduce_uses_the_cached_image(pub, base_image):
     assert "building the Docker image" not in second.stderr
 
 
+def test_without_a_cache_each_image_is_removed_after_its_verdict(pub, base_image, docker_client):
+    """Issue 39: a small repository can make a large image; nothing kept it once its verdict was in."""
+    from docker.errors import ImageNotFound
+
+    for _ in range(2):  # the second builds again: the first's image is gone
+        res = reproduce(pub, "ok", base_image)
+        assert res.returncode == 0, res
+    built = re.findall(r"building the Docker image (cotk-repro-reproduce:[0-9a-f]+)", res.stderr)
+    assert built and "image build skipped" not in steps_line(res.stderr)
+    with pytest.raises(ImageNotFound):
+        docker_client.images.get(built[0])
+
+
 def _terminal_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
