@@ -146,9 +146,16 @@ done
 # python3.13 on PATH, else pyenv's newest 3.13).
 if [[ " ${dists[*]} " == *" cotk-repro "* ]]; then
   stage "cotk-repro under Python 3.13"
-  py313=${PYTHON313:-$(command -v python3.13 || ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3 2>/dev/null | sort -V | tail -1 || true)}
-  [ -n "$py313" ] && [ -x "$py313" ] || fail "no Python 3.13 interpreter (set PYTHON313=PATH, or install one with pyenv)"
-  [ "$("$py313" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" = 3.13 ] || fail "$py313 is not Python 3.13"
+  py313=
+  # the first candidate that runs as 3.13 (pyenv's shim on PATH may run another version, or none)
+  for c in "${PYTHON313:-}" "$(command -v python3.13 || true)" \
+           $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3 2>/dev/null | sort -rV); do
+    if [ -n "$c" ] && [ -x "$c" ] && [ "$("$c" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = 3.13 ]; then
+      py313=$c; break
+    fi
+  done
+  [ -n "$py313" ] || fail "no Python 3.13 interpreter (set PYTHON313=PATH, or install one with pyenv)"
+  echo "-- $py313"
   v="$WORK/venv-py313"
   "$py313" -m venv "$v"
   "$v/bin/python" -m pip install -q "$(core_wheel)" "pytest>=8,<9" "pytest-timeout>=2.2" "hypothesis>=6.100" \

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, run_cli
-from test_reproduce_support import SMALL_DEPS, edited_project, record_in
+from conftest import REPO_ROOT, git
+from test_reproduce_support import SMALL_DEPS, add_bare_remote, edited_project, publish, record_in
 
 ENTRY = """import json, platform
 json.dump({"tokens": 6.0}, open("result.json", "w"))
@@ -251,12 +251,18 @@ def test_a_python_313_record_is_reproduced_in_the_trixie_image(tmp_path, engine)
             pytest.skip(f"needs {TRIXIE} (bash scripts/base-image.sh trixie) or python:3.13-slim")
         expected = None  # pulled, or the trixie image when that fails
     root = tmp_path / "work" / "py313"
-    project = edited_project(tmp_path, "py313", FILES)  # a 3.11 record, replaced next by a 3.13 one
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    for rel, text in {".gitignore": ".cotk-repro/\nresult.json\n__pycache__/\n", **FILES}.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
+    bare = add_bare_remote(root, tmp_path / "remotes", "alice/py313")
     record = record_in(root, py313)
     assert record["environment"]["python"]["major_minor"] == "3.13"
-    res = run_cli("publish", "--no-dashboard", record["id"], cwd=root)
+    res = publish(root, record["id"], "--push")
     assert res.returncode == 0, res
-    proc = reproduce({**project, "record": record}, "--runtime", "docker", "--json", timeout=1500)
+    proc = reproduce({"bare": bare, "record": record}, "--runtime", "docker", "--json", timeout=1500)
     forget_images(client, proc)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     verdict = json.loads(proc.stdout)
