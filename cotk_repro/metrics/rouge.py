@@ -29,7 +29,7 @@ from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
 from ._text import as_text, check_float, check_samples
-from .base import Metric, MetricError
+from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, DERIVED_LABEL, NAMED_FIRST, Declaration, Setting
 from .normalization import normalization, normalizer
 
@@ -147,6 +147,7 @@ class RougeMetric(Metric):
     ``normalize`` (none; nfc, nfkc: Unicode normalisation first)."""
 
     name = "rouge"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = "1"
     level = "sentence"
     cost = 1.5
