@@ -30,7 +30,19 @@ VERDICT_KEYS = {
     "cotk_repro_version",
     "limits",
 }
-ROW_KEYS = {"metric", "verdict", "a_value", "b_value", "a_hash", "b_hash", "abs_diff", "rtol", "atol"}
+ROW_KEYS = {
+    "metric",
+    "verdict",
+    "a_value",
+    "b_value",
+    "a_hash",
+    "b_hash",
+    "abs_diff",
+    "rtol",
+    "atol",
+    "identical",
+    "widened",
+}
 
 
 @pytest.fixture(scope="module")
