@@ -12,7 +12,7 @@ import pytest
 from cotk_repro.metrics.base import EXACT, UNDECLARED_TOLERANCE, Metric
 from cotk_repro.metrics.facts import describe_metrics, facts_of, metric_class, tolerance_of_result_key
 from cotk_repro.plugins import get_plugins
-from cotk_repro.records.diffing import compare_results, describe_row
+from cotk_repro.records.diffing import compare_results, describe_row, summarize
 from cotk_repro.records.tolerances import Judged, ToleranceError, ToleranceRules
 
 #: the model-based metrics: float kernels (torch, BLAS) that may sum in another order on another machine
@@ -140,3 +140,14 @@ def test_rows_say_identical_and_what_they_were_judged_with():
 def test_describe_metrics_of_a_broken_metric_still_has_a_tolerance(monkeypatch):
     items = {m["name"]: m for m in describe_metrics()}
     assert all("tolerance" in m for m in items.values())
+
+
+def test_summarize_words_rows_differing_first():
+    """The fleet worker's reason and log line: the same words as the table, differing metrics first."""
+    a = {k: {"value": 1.0, "hash": "h"} for k in ("bleu", "rouge-l", "coherence", "nist")}
+    b = {**a, "coherence": {"value": 1.0000003, "hash": "h"}, "nist": {"value": 1.01, "hash": "h"}}
+    rows = [r.as_dict() for r in compare_results(a, b, lambda k: (1e-5, 1e-8) if k == "coherence" else (0.0, 0.0))]
+    assert summarize(rows) == (
+        "differs: nist (moved by 0.01); within tolerance: coherence (moved by 3e-07); identical: bleu, rouge-l"
+    )
+    assert summarize([{"metric": "x", "verdict": "missing"}]) == "missing: x"

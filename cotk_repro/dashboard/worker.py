@@ -42,6 +42,7 @@ from typing import Any
 from sqlalchemy import select, text
 
 from ..errors import CotkError
+from ..records.diffing import summarize
 from .auth import Principal
 from .queue import QUEUE, TABLE, TASK, conninfo, ensure_schema
 
@@ -300,6 +301,7 @@ class Pool:
             return self._fail(record_id, Retryable, f"could not sign: {one_sentence(exc.message)}")
         pool_user = self.identity.principal.name
         already: list[bool] = []
+        rows = [r for r in verdict.get("metrics") or [] if isinstance(r, dict)]
 
         def attach(conn, reproduction_pk: int, computed: str) -> None:
             held = conn.execute(
@@ -309,7 +311,11 @@ class Pool:
             if held is not None:  # another run of this job attached first (a worker killed after attaching)
                 already.append(True)
                 raise _AlreadyVerified
-            reason = None if computed == "reproduced" else f"{computed}: the pool's rerun differs from the record"
+            reason = (
+                None
+                if computed == "reproduced"
+                else f"{computed}: the pool's rerun differs from the record ({summarize(rows)})"
+            )
             conn.execute(
                 text(
                     f"UPDATE {TABLE} SET reproduction_pk = :pk, pool_user = :u, reason = :reason, "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
@@ -334,6 +340,7 @@ class Pool:
             return "already verified"
         except CotkError as exc:  # the server's checks refused it (Invalid, Forbidden, BadSignature): never retried
             return self._fail(record_id, Permanent, f"refused by the dashboard: {one_sentence(exc.message)}")
+        log.info("record %s: %s: %s", record_id, added["verdict"], summarize(rows))  # identical / within tolerance
         return added["verdict"]
 
     def _fail(self, record_id: str, kind: type[Exception], reason: str) -> str:

@@ -20,7 +20,7 @@ tolerance (moved by X)``, ``differs (moved by X)``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -72,6 +72,24 @@ def describe_row(row: Mapping[str, Any]) -> str:
     if verdict == "differs" and number:
         return f"differs ({moved})"
     return verdict
+
+
+def summarize(rows: Sequence[Mapping[str, Any]], limit: int = 6) -> str:
+    """One line of verdict rows (dicts) in words, differing ones first: ``differs: nist (moved by 0.01); within
+    tolerance: coherence (moved by 3e-07); identical: bleu, rouge-l`` (at most ``limit`` names a group)."""
+    groups: dict[str, list[str]] = {}
+    for row in rows:
+        words = describe_row(row)
+        head, _, detail = words.partition(" (")
+        name = str(row.get("metric"))[:60]
+        groups.setdefault(head, []).append(f"{name} ({detail}" if detail else name)
+    order = sorted(groups, key=lambda h: (h not in NEGATIVE and not h.startswith("differs"), h == "identical", h))
+    parts = []
+    for head in order:
+        names = groups[head]
+        more = f", ... ({len(names)} in all)" if len(names) > limit else ""
+        parts.append(f"{head}: {', '.join(names[:limit])}{more}")
+    return "; ".join(parts)
 
 
 def within(a: float, b: float, rtol: float, atol: float) -> bool:

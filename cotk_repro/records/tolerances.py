@@ -76,7 +76,9 @@ class ToleranceRules:
         self.atol = _checked(self.atol, "--atol")
 
     @classmethod
-    def of_config(cls, config: Any, rtol: float | None = None, atol: float | None = None, widen: bool = False):
+    def of_config(
+        cls, config: Any, rtol: float | None = None, atol: float | None = None, widen: bool = False
+    ) -> ToleranceRules:
         """The rules of a :class:`cotk_repro.core.config.ProjectConfig` and the reproducer's flags."""
         project_rtol, project_atol, per_key = config.tolerance_settings()
         return cls(project_rtol, project_atol, per_key, rtol, atol, widen)
