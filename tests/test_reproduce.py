@@ -14,7 +14,15 @@ import subprocess
 
 import pytest
 from conftest import git, run_cli
-from test_reproduce_support import REPRO_MODES, build_published_project, expected_values, git_daemon
+from test_reproduce_support import (
+    REPRO_ENTRY,
+    REPRO_MODES,
+    REPRO_REFS,
+    build_published_project,
+    edited_project,
+    expected_values,
+    git_daemon,
+)
 
 VERDICT_KEYS = {
     "schema",
@@ -29,6 +37,7 @@ VERDICT_KEYS = {
     "record_signature",
     "cotk_repro_version",
     "limits",
+    "tolerance_widened",
 }
 ROW_KEYS = {
     "metric",
@@ -334,3 +343,27 @@ def test_reproduce_a_checkout_right_after_run_uses_its_unpublished_records(tmp_p
     path.write_text(json.dumps(data))
     res = run_cli("reproduce", "./", "--runtime", "local", "--trust-remote-code", cwd=root)
     assert res.returncode == 2 and "has no cotk-repro records" in res.stderr, res
+
+
+def test_project_tolerance_wider_than_declared_is_refused_unless_widened(tmp_path):
+    """The reproduced project's [reproduce.tolerances.KEY] may only tighten what the metric declares: a wider one
+    stops the reproduction before anything is run (exit 2, naming the metric and both values); the reproducer's
+    --widen-tolerance accepts it and the verdict records that it was widened."""
+    files = {
+        "main.py": REPRO_ENTRY,
+        "refs.txt": REPRO_REFS,
+        "cotk-repro.toml": "[reproduce.tolerances.score]\nrtol = 0.5\n",
+    }
+    bare = edited_project(tmp_path, "loose", files)["bare"]
+    res = reproduce(str(bare), "--runtime", "local", "--json")
+    verdict = json.loads(res.stdout)
+    assert res.returncode == 2 and verdict["verdict"] == "could not run", res
+    assert "score with rtol 0.5, wider than the rtol 1e-06 its metric declares" in verdict["error"]
+    assert verdict["rerun"]["started_at"] is None  # nothing ran
+    res = reproduce(str(bare), "--runtime", "local", "--json", "--widen-tolerance")
+    verdict = json.loads(res.stdout)
+    assert res.returncode == 0 and verdict["verdict"] == "reproduced", res
+    rows = {r["metric"]: r for r in verdict["metrics"]}
+    assert (rows["score"]["rtol"], rows["score"]["widened"], rows["score"]["identical"]) == (0.5, True, True)
+    assert (rows["tokens"]["rtol"], rows["tokens"]["widened"]) == (1e-6, False)
+    assert verdict["tolerance_widened"] is True

@@ -102,6 +102,7 @@ def empty_verdict(runtime: str) -> dict[str, Any]:
         "verdict": "could not run",
         "runtime": runtime,
         "metrics": [],
+        "tolerance_widened": False,
         "environment_differences": [],
         "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
         "error": None,
