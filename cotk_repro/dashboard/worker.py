@@ -184,6 +184,16 @@ def docker_reproducer(
     return run
 
 
+def _server_rows(record: dict[str, Any], verdict: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows the dashboard will store for this verdict (its own computation), for the job's reason and log."""
+    from .verdicts import server_verdict
+
+    try:
+        return server_verdict(record, verdict)[1]
+    except CotkError:
+        return []  # the server refuses it too, and says why
+
+
 def check_docker() -> None:
     """The Docker engine answers (the worker runs nothing on its host); :class:`WorkerError` otherwise."""
     from ..reproduce import ReproduceError
@@ -301,7 +311,7 @@ class Pool:
             return self._fail(record_id, Retryable, f"could not sign: {one_sentence(exc.message)}")
         pool_user = self.identity.principal.name
         already: list[bool] = []
-        rows = [r for r in verdict.get("metrics") or [] if isinstance(r, dict)]
+        rows = _server_rows(record, verdict)
 
         def attach(conn, reproduction_pk: int, computed: str) -> None:
             held = conn.execute(
@@ -311,10 +321,9 @@ class Pool:
             if held is not None:  # another run of this job attached first (a worker killed after attaching)
                 already.append(True)
                 raise _AlreadyVerified
+            words = f" ({summarize(rows)})" if rows else ""
             reason = (
-                None
-                if computed == "reproduced"
-                else f"{computed}: the pool's rerun differs from the record ({summarize(rows)})"
+                None if computed == "reproduced" else f"{computed}: the pool's rerun differs from the record{words}"
             )
             conn.execute(
                 text(
