@@ -15,6 +15,7 @@ A result judged with more than its metric declares is marked ``widened`` in the 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -111,9 +112,28 @@ class ToleranceRules:
         return Judged(got[0], got[1], got[0] > declared[0] or got[1] > declared[1])
 
     def check(self, keys: Any) -> None:
-        """Resolve every key now: a refused tolerance stops a reproduction before anything is built or run."""
+        """Resolve the keys the project's config names now: a refused tolerance stops a reproduction before
+        anything is built or run. (Only those can be refused; the others are resolved by :meth:`prefetch`.)"""
         for key in keys:
-            self(key)
+            if key in self.per_key:
+                self(key)
+
+    def prefetch(self, keys: Any) -> threading.Thread:
+        """Resolve ``keys`` in a background thread (join it before comparing): a declared tolerance is read from
+        its metric's class, whose module (and numpy, say) is imported for it, so ``reproduce`` does that while the
+        entry runs. An error is left for the comparison to raise again."""
+        keys = list(keys)
+
+        def run() -> None:
+            for key in keys:
+                try:
+                    self(key)
+                except Exception:  # raised again, in the caller's thread, when compared
+                    pass
+
+        thread = threading.Thread(target=run, name="cotk-repro-tolerances", daemon=True)
+        thread.start()
+        return thread
 
 
 def describe(rtol: float, atol: float) -> str:

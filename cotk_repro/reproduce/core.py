@@ -318,6 +318,7 @@ def reproduce(
         verdict["limits"] = limits.as_dict()
         tolerances = ToleranceRules.of_config(config, opts.rtol, opts.atol, opts.widen_tolerance)
         tolerances.check(view.recorded_results())  # a project asking for more than its metrics declare: refused now
+        declared = tolerances.prefetch(view.recorded_results())  # the metrics' classes load while the entry runs
         config_base = project.get("base_image") or None
         job = Job(
             record=record,
@@ -339,6 +340,7 @@ def reproduce(
         env_info = runtime.prepare(job)
         with steps.step("run", f"running {view.command.entry} ({runtime_name})"):
             rerun = runtime.run(job)
+        declared.join()
         rows = compare_results(view.recorded_results(), rerun.results, tolerances)
         outcome.rows = rows
         verdict["verdict"] = overall(rows)
