@@ -125,9 +125,12 @@ def test_changed_result_exits_1_naming_the_metric(pub, tmp_path):
     assert rows["score"]["verdict"] == "differs" and rows["tokens"]["verdict"] == "reproduced"
     assert rows["score"]["a_value"] == expected_values("seeded", author_seed=7)["score"]
     assert rows["score"]["b_value"] == expected_values("seeded")["score"]
-    # a tolerance wide enough accepts it (command-line tolerances reach the diff)
+    # a tolerance wide enough accepts it only with the reproducer's consent (command-line tolerances reach the diff)
     res = reproduce(str(pub["bare"]), "--record", rid(pub, "seeded"), "--runtime", "local", "--atol", "1")
-    assert res.returncode == 0, res
+    assert res.returncode == 1, res
+    args = ("--record", rid(pub, "seeded"), "--runtime", "local", "--atol", "1", "--widen-tolerance")
+    res = reproduce(str(pub["bare"]), *args)
+    assert res.returncode == 0 and "widened" in res.stdout, res
 
 
 def test_list_records(pub):
