@@ -93,28 +93,70 @@ def test_exit_zero_when_nothing_negative(tmp_path, cli, b_extra, code, verdict):
 
 
 def test_tolerances_on_the_command_line(tmp_path, cli):
+    """--rtol/--atol only tighten a metric's declared tolerance; --widen-tolerance judges with them as given and the
+    verdict says so. ``ppl`` is no registered metric: it has the undeclared default (1e-6, 1e-12)."""
     a = write(tmp_path / "a.json", {"ppl": 100.0, "ppl hashvalue": H1})
     b = write(tmp_path / "b.json", {"ppl": 100.5, "ppl hashvalue": H1})
     assert diff_json(cli, tmp_path, a, b)[0].returncode == 1
-    res, data = diff_json(cli, tmp_path, a, b, "--rtol", "0.01")
-    assert res.returncode == 0 and verdicts(data) == {"ppl": "reproduced"} and data["metrics"][0]["rtol"] == 0.01
-    res, data = diff_json(cli, tmp_path, a, b, "--atol", "0.5")
-    assert res.returncode == 0
-    res, data = diff_json(cli, tmp_path, a, b, "--atol", "0.49")
+    res, data = diff_json(cli, tmp_path, a, b, "--rtol", "0.01")  # wider than declared: not taken without consent
+    assert res.returncode == 1 and data["metrics"][0]["rtol"] == 1e-6 and data["metrics"][0]["widened"] is False
+    res, data = diff_json(cli, tmp_path, a, b, "--rtol", "0.01", "--widen-tolerance")
+    row = data["metrics"][0]
+    assert res.returncode == 0 and verdicts(data) == {"ppl": "reproduced"} and row["rtol"] == 0.01
+    assert row["widened"] is True and row["identical"] is False and data["tolerance_widened"] is True
+    res, data = diff_json(cli, tmp_path, a, b, "--atol", "0.49", "--widen-tolerance")
     assert res.returncode == 1
+    res = cli("diff", a, b, "--atol", "0.5", "--widen-tolerance", cwd=tmp_path)
+    assert res.returncode == 0 and "within tolerance (moved by 0.5, widened)" in res.stdout, res
+    assert "tolerance widened (--widen-tolerance) for: ppl" in res.stdout
 
 
 def test_per_metric_tolerances_from_config(make_project, cli):
-    root = make_project({"cotk-repro.toml": "[reproduce.tolerances.ppl]\natol = 1.0\n"})
+    """The project's config may tighten a metric's tolerance; a wider per-metric value is refused (exit 2, naming
+    the metric and both values) unless the reproducer widens."""
+    root = make_project({"cotk-repro.toml": "[reproduce]\nrtol = 1e-9\n[reproduce.tolerances.ppl]\natol = 1.0\n"})
     a = write(root / "a.json", {"ppl": 100.0, "ppl hashvalue": H1, "bleu": 0.3, "bleu hashvalue": H2})
     b = write(root / "b.json", {"ppl": 100.5, "ppl hashvalue": H1, "bleu": 0.3001, "bleu hashvalue": H2})
-    res, data = diff_json(cli, root, a, b)
+    res = cli("diff", a, b, "--json", cwd=root)
+    assert res.returncode == 2 and res.stdout == "", res
+    assert "ppl with atol 1, wider than the atol 1e-12 its metric declares" in " ".join(res.stderr.split())
+    assert "Traceback" not in res.stderr and "--widen-tolerance" in res.stderr
+    res, data = diff_json(cli, root, a, b, "--widen-tolerance")
     assert res.returncode == 1 and verdicts(data) == {"ppl": "reproduced", "bleu": "differs"}
     rows = {m["metric"]: m for m in data["metrics"]}
-    assert rows["ppl"]["atol"] == 1.0 and rows["bleu"]["atol"] == 1e-12
-    # the command line overrides the config
-    res, data = diff_json(cli, root, a, b, "--atol", "1")
-    assert res.returncode == 0 and verdicts(data) == {"ppl": "reproduced", "bleu": "reproduced"}
+    assert rows["ppl"]["atol"] == 1.0 and rows["ppl"]["widened"] is True
+    # bleu is exact (declared 0, 0): the project-wide rtol 1e-9 never widens it
+    assert (rows["bleu"]["rtol"], rows["bleu"]["atol"], rows["bleu"]["widened"]) == (0.0, 0.0, False)
+    assert rows["ppl"]["rtol"] == 1e-9  # the project-wide value tightens the undeclared default
+
+
+def test_a_model_metric_within_its_tolerance_and_a_counting_metric_that_moved(tmp_path, cli):
+    """coherence declares rtol 1e-5: a move of 3e-7 relative is "within tolerance (moved by X)"; bleu is exact: a
+    move of one ulp differs; an unchanged value is identical."""
+    a = write(
+        tmp_path / "a.json",
+        {"coherence": 0.5, "coherence hashvalue": H1, "bleu": 0.3, "bleu hashvalue": H2, "distinct-1": 0.25},
+    )
+    b = write(
+        tmp_path / "b.json",
+        {
+            "coherence": 0.5 * (1 + 3e-7),
+            "coherence hashvalue": H1,
+            "bleu": 0.30000000000000004,
+            "bleu hashvalue": H2,
+            "distinct-1": 0.25,
+        },
+    )
+    res, data = diff_json(cli, tmp_path, a, b)
+    rows = {m["metric"]: m for m in data["metrics"]}
+    assert res.returncode == 1 and data["verdict"] == "not reproduced"
+    assert rows["coherence"]["verdict"] == "reproduced" and rows["coherence"]["identical"] is False
+    assert (rows["coherence"]["rtol"], rows["coherence"]["atol"]) == (1e-5, 1e-6)
+    assert rows["bleu"]["verdict"] == "differs" and (rows["bleu"]["rtol"], rows["bleu"]["atol"]) == (0.0, 0.0)
+    assert rows["distinct-1"]["identical"] is True and rows["distinct-1"]["verdict"] == "unverifiable"
+    res = cli("diff", a, b, cwd=tmp_path)
+    assert "within tolerance (moved by 1.5e-07)" in res.stdout and "differs (moved by 5.6e-17)" in res.stdout, res
+    assert "unverifiable, identical" in res.stdout and "exact" in res.stdout
 
 
 def test_records_as_inputs(make_project, cli):

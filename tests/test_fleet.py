@@ -316,6 +316,10 @@ def test_two_workers_verify_every_record_once_and_the_dashboard_shows_it(fleet):
     assert sorted(rid for _, rid in fleet.starts() if rid != cannot["id"]) == sorted(r["id"] for r in [*recs, differs])
     assert fleet.state(differs["id"])["state"] == "done"
     assert fleet.pool_reproductions(differs["id"])[0]["verdict"]["verdict"] == "not reproduced"
+    # the reason words each metric as reproduce does: the stand-in's rerun halves bleu
+    assert fleet.state(differs["id"])["reason"].startswith(
+        "not reproduced: the pool's rerun differs from the record (differs: bleu (moved by"
+    ), fleet.state(differs["id"])
 
     url, stop_server = start_in_thread(fleet.url, reproduce_queue=True, migrate=False)
     try:

@@ -14,7 +14,15 @@ import subprocess
 
 import pytest
 from conftest import git, run_cli
-from test_reproduce_support import REPRO_MODES, build_published_project, expected_values, git_daemon
+from test_reproduce_support import (
+    REPRO_ENTRY,
+    REPRO_MODES,
+    REPRO_REFS,
+    build_published_project,
+    edited_project,
+    expected_values,
+    git_daemon,
+)
 
 VERDICT_KEYS = {
     "schema",
@@ -29,8 +37,21 @@ VERDICT_KEYS = {
     "record_signature",
     "cotk_repro_version",
     "limits",
+    "tolerance_widened",
 }
-ROW_KEYS = {"metric", "verdict", "a_value", "b_value", "a_hash", "b_hash", "abs_diff", "rtol", "atol"}
+ROW_KEYS = {
+    "metric",
+    "verdict",
+    "a_value",
+    "b_value",
+    "a_hash",
+    "b_hash",
+    "abs_diff",
+    "rtol",
+    "atol",
+    "identical",
+    "widened",
+}
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +125,12 @@ def test_changed_result_exits_1_naming_the_metric(pub, tmp_path):
     assert rows["score"]["verdict"] == "differs" and rows["tokens"]["verdict"] == "reproduced"
     assert rows["score"]["a_value"] == expected_values("seeded", author_seed=7)["score"]
     assert rows["score"]["b_value"] == expected_values("seeded")["score"]
-    # a tolerance wide enough accepts it (command-line tolerances reach the diff)
+    # a tolerance wide enough accepts it only with the reproducer's consent (command-line tolerances reach the diff)
     res = reproduce(str(pub["bare"]), "--record", rid(pub, "seeded"), "--runtime", "local", "--atol", "1")
-    assert res.returncode == 0, res
+    assert res.returncode == 1, res
+    args = ("--record", rid(pub, "seeded"), "--runtime", "local", "--atol", "1", "--widen-tolerance")
+    res = reproduce(str(pub["bare"]), *args)
+    assert res.returncode == 0 and "widened" in res.stdout, res
 
 
 def test_list_records(pub):
@@ -322,3 +346,27 @@ def test_reproduce_a_checkout_right_after_run_uses_its_unpublished_records(tmp_p
     path.write_text(json.dumps(data))
     res = run_cli("reproduce", "./", "--runtime", "local", "--trust-remote-code", cwd=root)
     assert res.returncode == 2 and "has no cotk-repro records" in res.stderr, res
+
+
+def test_project_tolerance_wider_than_declared_is_refused_unless_widened(tmp_path):
+    """The reproduced project's [reproduce.tolerances.KEY] may only tighten what the metric declares: a wider one
+    stops the reproduction before anything is run (exit 2, naming the metric and both values); the reproducer's
+    --widen-tolerance accepts it and the verdict records that it was widened."""
+    files = {
+        "main.py": REPRO_ENTRY,
+        "refs.txt": REPRO_REFS,
+        "cotk-repro.toml": "[reproduce.tolerances.score]\nrtol = 0.5\n",
+    }
+    bare = edited_project(tmp_path, "loose", files)["bare"]
+    res = reproduce(str(bare), "--runtime", "local", "--json")
+    verdict = json.loads(res.stdout)
+    assert res.returncode == 2 and verdict["verdict"] == "could not run", res
+    assert "score with rtol 0.5, wider than the rtol 1e-06 its metric declares" in verdict["error"]
+    assert verdict["rerun"]["started_at"] is None  # nothing ran
+    res = reproduce(str(bare), "--runtime", "local", "--json", "--widen-tolerance")
+    verdict = json.loads(res.stdout)
+    assert res.returncode == 0 and verdict["verdict"] == "reproduced", res
+    rows = {r["metric"]: r for r in verdict["metrics"]}
+    assert (rows["score"]["rtol"], rows["score"]["widened"], rows["score"]["identical"]) == (0.5, True, True)
+    assert (rows["tokens"]["rtol"], rows["tokens"]["widened"]) == (1e-6, False)
+    assert verdict["tolerance_widened"] is True

@@ -225,8 +225,12 @@ def show(
 def render_verdicts(
     rows, verdict: str, title: str = "verdict", labels: tuple[str, str] = ("published", "rerun")
 ) -> None:
-    """Print a table of per-metric reproduce verdicts (values, |diff|, hash match) and the overall verdict."""
+    """Print a table of per-metric verdicts (identical / within tolerance (moved by X) / differs, the values,
+    the tolerance judged with, hash match) and the overall verdict."""
     from rich.markup import escape
+
+    from ..records.tolerances import WIDEN_FLAG
+    from ..records.tolerances import describe as describe_tolerance
 
     styles = {
         "reproduced": "green",
@@ -236,19 +240,25 @@ def render_verdicts(
         "unverifiable": "cyan",
         "extra": "dim",
     }
-    t = output.table(title, ["metric", "verdict", *labels, "|diff|", "hash"], [])
+    t = output.table(title, ["metric", "verdict", *labels, "|diff|", "tolerance", "hash"], [])
     for r in rows:
         same_hash = "same" if r.a_hash and r.a_hash == r.b_hash else ("different" if r.a_hash and r.b_hash else "-")
+        tolerance = describe_tolerance(r.rtol, r.atol) + (" (widened)" if r.widened else "")
         t.add_row(
             output.cell(r.metric),
-            f"[{styles.get(r.verdict, '')}]{escape(r.verdict)}[/]",
+            f"[{styles.get(r.verdict, '')}]{escape(r.describe())}[/]",
             output.fmt_value(r.a_value),
             output.fmt_value(r.b_value),
             output.fmt_value(r.abs_diff),
+            tolerance,
             same_hash,
         )
     output.console.print(t)
     output.console.print(f"[bold]{verdict}[/bold]")
+    if any(r.widened for r in rows):
+        output.console.print(
+            f"tolerance widened ({WIDEN_FLAG}) for: " + ", ".join(r.metric for r in rows if r.widened), markup=False
+        )
 
 
 def _doc_label(doc: dict, given: str) -> str:
@@ -265,14 +275,32 @@ def diff(
         ..., metavar="A", help="Reference: record id/prefix/`latest`, a record or result JSON file, or a URL."
     ),
     b: str = typer.Argument(..., metavar="B", help="Candidate, same forms as A."),
-    rtol: float | None = typer.Option(None, "--rtol", help="Relative tolerance (default: config, else 1e-6)."),
-    atol: float | None = typer.Option(None, "--atol", help="Absolute tolerance (default: config, else 1e-12)."),
+    rtol: float | None = typer.Option(
+        None,
+        "--rtol",
+        help="Relative tolerance for every metric; it only tightens each metric's declared one "
+        "(`cotk-repro metrics`) unless --widen-tolerance.",
+    ),
+    atol: float | None = typer.Option(
+        None, "--atol", help="Absolute tolerance for every metric; tightens only, as --rtol."
+    ),
+    widen_tolerance: bool = typer.Option(
+        False,
+        "--widen-tolerance",
+        help="Judge with --rtol/--atol as given even where wider than a metric declares (and accept a "
+        "project's wider per-metric values); each such metric is marked widened.",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Verdicts as JSON on stdout."),
 ) -> None:
-    """Compare two records metric by metric. Exit 1 when a metric differs, is not comparable or is missing."""
+    """Compare two records metric by metric. Exit 1 when a metric differs, is not comparable or is missing.
+
+    Each metric is judged with the tolerance it declares (docs/reproduce.md, "Tolerances"); the project's config
+    may tighten it, only --widen-tolerance widens it.
+    """
     from ..core.config import load_config
     from ..records.diffing import compare_results, environment_differences, overall
     from ..records.locate import load_document
+    from ..records.tolerances import ToleranceRules
 
     try:
         store = _store_here()
@@ -281,7 +309,8 @@ def diff(
         store, config = None, load_config(Path.cwd())
     doc_a = load_document(a, store)
     doc_b = load_document(b, store)
-    rows = compare_results(doc_a["results"], doc_b["results"], lambda m: config.tolerance(m, rtol, atol))
+    rules = ToleranceRules.of_config(config, rtol, atol, widen_tolerance)
+    rows = compare_results(doc_a["results"], doc_b["results"], rules)
     verdict = overall(rows)
     env_diff = []
     if "environment" in doc_a and "environment" in doc_b:
@@ -293,6 +322,7 @@ def diff(
                 "a": doc_a.get("id"),
                 "b": doc_b.get("id"),
                 "metrics": [r.as_dict() for r in rows],
+                "tolerance_widened": any(r.widened for r in rows),
                 "environment_differences": env_diff,
             }
         )

@@ -25,16 +25,18 @@ def register(cli: typer.Typer) -> None:
             help="A JSON list on stdout: per metric its name, "
             "plugin, higher_is_better, value_range ([low, high], null = "
             "unbounded), needs_references, paired_references, references "
-            "(aligned/set/none), level, cost, result_keys, key_facts, "
-            "version and options.",
+            "(aligned/set/none), level, cost, tolerance ({rtol, atol}: how far a value may move on "
+            "another machine; 0 and 0 for exact metrics), result_keys, key_facts, version and options.",
         ),
     ) -> None:
         """Every registered metric (built-in or plugin) with the facts it declares about itself.
 
-        Direction, value range, reference use, level and cost come from the metric's own class (see
-        docs/metrics.md, "The metric contract"); compare, evaluate and the dashboard read the same facts.
+        Direction, value range, reference use, level, cost and tolerance come from the metric's own class (see
+        docs/metrics.md, "The metric contract" and "Tolerances"); compare, evaluate, reproduce, diff and the
+        dashboard read the same facts.
         """
         from ..metrics.facts import describe_metrics
+        from ..records.tolerances import describe as describe_tolerance
 
         items = describe_metrics()
         if json_out:
@@ -43,7 +45,7 @@ def register(cli: typer.Typer) -> None:
         rows = []
         for m in items:
             if "error" in m:
-                rows.append([m["name"], "", "", "", "", "", "BROKEN: " + m["error"]])
+                rows.append([m["name"], "", "", "", "", "", "", "BROKEN: " + m["error"]])
                 continue
             opts = ", ".join(o["name"] for o in m["options"])
             rows.append(
@@ -54,9 +56,14 @@ def register(cli: typer.Typer) -> None:
                     m["references"],
                     m["level"],
                     f"{m['cost']:g}",
+                    describe_tolerance(m["tolerance"]["rtol"], m["tolerance"]["atol"]),
                     opts,
                 ]
             )
         output.console.print(
-            output.table("metrics", ["metric", "better", "range", "references", "level", "cost", "options"], rows)
+            output.table(
+                "metrics",
+                ["metric", "better", "range", "references", "level", "cost", "tolerance", "options"],
+                rows,
+            )
         )

@@ -108,10 +108,19 @@ def register(cli: typer.Typer) -> None:
             "reproduce.allow_project_image of your user config, else no).",
         ),
         rtol: float | None = typer.Option(
-            None, "--rtol", help="Relative tolerance (default: the project's config, else 1e-6)."
+            None,
+            "--rtol",
+            help="Relative tolerance for every metric; it only tightens the one each metric declares "
+            "(`cotk-repro metrics`; the project's config may tighten it too) unless --widen-tolerance.",
         ),
         atol: float | None = typer.Option(
-            None, "--atol", help="Absolute tolerance (default: the project's config, else 1e-12)."
+            None, "--atol", help="Absolute tolerance for every metric; tightens only, as --rtol."
+        ),
+        widen_tolerance: bool = typer.Option(
+            False,
+            "--widen-tolerance",
+            help="Judge with --rtol/--atol as given even where wider than a metric declares (and accept the "
+            "project's wider per-metric values); the verdict marks each such metric widened.",
         ),
         timeout: float | None = typer.Option(
             None,
@@ -213,6 +222,7 @@ def register(cli: typer.Typer) -> None:
             python=python,
             rtol=rtol,
             atol=atol,
+            widen_tolerance=widen_tolerance,
             timeout=timeout,
             memory=memory,
             cpus=cpus,

@@ -27,8 +27,6 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "run": {"entry": "main.py", "args": [], "result": "result.json"},
     "reproduce": {
         "runtime": "docker",
-        "rtol": 1e-6,
-        "atol": 1e-12,
         "timeout": 3600,
         "memory": "4g",
         "cpus": 2,
@@ -60,12 +58,13 @@ class ProjectConfig:
             value = DEFAULTS.get(section, {}).get(key, default)
         return value
 
-    def tolerance(self, metric: str, rtol: float | None = None, atol: float | None = None) -> tuple[float, float]:
-        """Tolerance for one metric: command line > per-metric config > section default."""
-        per = self.get("reproduce", "tolerances", {}).get(metric, {})
-        r = rtol if rtol is not None else per.get("rtol", self.get("reproduce", "rtol"))
-        a = atol if atol is not None else per.get("atol", self.get("reproduce", "atol"))
-        return float(r), float(a)
+    def tolerance_settings(self) -> tuple[float | None, float | None, dict[str, dict[str, Any]]]:
+        """The project's tolerances as written: ``[reproduce] rtol``, ``atol`` (None when unset) and the
+        ``[reproduce.tolerances.KEY]`` tables. They may only tighten what each metric declares
+        (:class:`cotk_repro.records.tolerances.ToleranceRules` applies them)."""
+        section = self.data.get("reproduce", {}) or {}
+        per = section.get("tolerances") or {}
+        return section.get("rtol"), section.get("atol"), {k: dict(v or {}) for k, v in per.items()}
 
     @property
     def project(self) -> dict[str, str]:

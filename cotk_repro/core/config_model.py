@@ -36,7 +36,7 @@ class RunTable(StrictTable):
 
 
 class Tolerance(StrictTable):
-    """``[reproduce.tolerances.METRIC]``: one metric's tolerances."""
+    """``[reproduce.tolerances.KEY]``: one result's tolerances; they may only tighten what its metric declares."""
 
     rtol: StrictFloat | None = None
     atol: StrictFloat | None = None

@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from ..records.diffing import describe_row
 from ..records.view import RecordView
 from . import leaderboard as lb
 from . import store
@@ -184,6 +185,22 @@ def _remote_of(recorded: Any, publication: Any) -> Any:
     return published if isinstance(published, str) and published and takes_publication(recorded) else recorded
 
 
+def _tolerance_words(row: dict[str, Any]) -> str:
+    """``exact`` / ``rtol 1e-05, atol 1e-08`` as judged, and what the upload asked for where it was more."""
+    from ..records.tolerances import describe
+
+    def num(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    if not (num(row.get("rtol")) and num(row.get("atol"))):
+        return ""
+    words = describe(row["rtol"], row["atol"])
+    asked = [f"{k} {row[f'claimed_{k}']:g}" for k in ("rtol", "atol") if num(row.get(f"claimed_{k}"))]
+    if asked:
+        words += f" (the upload asked for {', '.join(asked)}; judged here with the metric's declared tolerance)"
+    return words
+
+
 def record_view(data: dict[str, Any]) -> dict[str, Any]:
     """Everything the record page shows, from a stored record (tolerant of odd shapes)."""
     view = RecordView.of(data["record"])
@@ -206,6 +223,7 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
     for rep in data["reproductions"]:
         v = rep["verdict"]
         rows = [m for m in v.get("metrics", []) if isinstance(m, dict)] if isinstance(v.get("metrics"), list) else []
+        rows = [{**m, "how": describe_row(m), "tolerance": _tolerance_words(m)} for m in rows]
         diffs = (
             [x for x in v.get("environment_differences", []) if isinstance(x, dict)]
             if isinstance(v.get("environment_differences"), list)

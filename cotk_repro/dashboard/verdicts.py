@@ -6,6 +6,11 @@ tolerances it used (``tolerances``, else each metric row's ``rtol``/``atol``), e
 them with the record's results using :func:`cotk_repro.records.diffing.compare_results`, the code behind
 ``cotk-repro diff`` and ``reproduce``, and stores that verdict; the one the client claimed is kept
 beside it only for display.
+
+Each metric is judged with the smaller of the tolerance the reproduction used and the one the metric declares
+here (:func:`cotk_repro.metrics.facts.tolerance_of_result_key`; the undeclared default for a key no installed
+metric reports): a reproducer may widen a tolerance on their own machine (``--widen-tolerance``), never on the
+dashboard. A row judged tighter than the upload asked keeps what it asked as ``claimed_rtol``/``claimed_atol``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from ..records.diffing import compare_results, overall
 from ..records.view import RecordView
 
 COULD_NOT_RUN = "could not run"
-DEFAULT_TOLERANCE = (1e-6, 1e-12)
+#: what an upload that names no tolerance for a metric asks for: its metric's declared tolerance
+DEFAULT_TOLERANCE = (math.inf, math.inf)
 #: the largest tolerances a reproduction may bring (docs/dashboard.md, "Tolerances"): above them any rerun
 #: could be called "reproduced", so the upload is refused (422) rather than judged with them
 MAX_TOLERANCE = {"rtol": 1e-2, "atol": 1e-3}
@@ -36,6 +42,14 @@ def _facts(key: str):
     from ..metrics.facts import facts_for_result_key
 
     return facts_for_result_key(key)
+
+
+def declared_tolerance(key: str) -> tuple[float, float]:
+    """The ``(rtol, atol)`` the metric reporting ``key`` declares here; the undeclared default otherwise."""
+    from ..metrics.base import UNDECLARED_TOLERANCE
+
+    facts = _facts(key)
+    return UNDECLARED_TOLERANCE if facts is None else facts.tolerance
 
 
 def check_values(results: dict[str, tuple[float, str | None]], where: str) -> None:
@@ -69,8 +83,10 @@ def _tolerances(reproduction: dict[str, Any]) -> dict[str, tuple[float, float]]:
             raise VerdictError("the reproduction's 'tolerances' must map metric names to {rtol, atol}")
         pair = []
         for which, default in zip(("rtol", "atol"), DEFAULT_TOLERANCE):
-            v = tol.get(which, default)
-            v = default if v is None else v
+            v = tol.get(which)
+            if v is None:
+                pair.append(default)
+                continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise VerdictError(f"the reproduction's {which} for {name[:60]!r} must be a finite number >= 0")
             if v > MAX_TOLERANCE[which]:
@@ -102,8 +118,19 @@ def server_verdict(record: dict[str, Any], reproduction: dict[str, Any]) -> tupl
         check_values({k: (v["value"], v["hash"]) for k, v in normalized.items()}, "the reproduction's rerun")
     else:
         normalized = {}
-    tolerances = _tolerances(reproduction)
-    rows = compare_results(
-        RecordView.of(record).recorded_results(), normalized, lambda m: tolerances.get(m, DEFAULT_TOLERANCE)
-    )
-    return overall(rows), [r.as_dict() for r in rows]
+    asked = _tolerances(reproduction)
+
+    def judged(key: str) -> tuple[float, float]:  # never wider than the metric declares here
+        declared = declared_tolerance(key)
+        claimed = asked.get(key, DEFAULT_TOLERANCE)
+        return min(claimed[0], declared[0]), min(claimed[1], declared[1])
+
+    rows = compare_results(RecordView.of(record).recorded_results(), normalized, judged)
+    out = []
+    for row in rows:
+        d = row.as_dict()
+        claimed = asked.get(row.metric)
+        if claimed is not None and (claimed[0] > row.rtol or claimed[1] > row.atol):  # the upload asked for more
+            d["claimed_rtol"], d["claimed_atol"] = (None if math.isinf(v) else v for v in claimed)
+        out.append(d)
+    return overall(rows), out

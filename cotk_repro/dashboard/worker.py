@@ -46,6 +46,7 @@ from sqlalchemy import select, text
 
 from ..core import jsonbudget
 from ..errors import CotkError
+from ..records.diffing import summarize
 from .auth import Principal
 from .queue import AWAITING_PUBLICATION, QUEUE, TABLE, TASK, conninfo, ensure_schema
 
@@ -184,6 +185,16 @@ def docker_reproducer(
     return run
 
 
+def _server_rows(record: dict[str, Any], verdict: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows the dashboard will store for this verdict (its own computation), for the job's reason and log."""
+    from .verdicts import server_verdict
+
+    try:
+        return server_verdict(record, verdict)[1]
+    except CotkError:
+        return []  # the server refuses it too, and says why
+
+
 def check_docker() -> None:
     """The Docker engine answers (the worker runs nothing on its host); :class:`WorkerError` otherwise."""
     from ..reproduce import ReproduceError
@@ -319,6 +330,7 @@ class Pool:
             return self._fail(record_id, Retryable, f"could not sign: {one_sentence(exc.message)}")
         pool_user = self.identity.principal.name
         already: list[bool] = []
+        rows = _server_rows(record, verdict)
 
         def attach(conn, reproduction_pk: int, computed: str) -> None:
             held = conn.execute(
@@ -328,7 +340,10 @@ class Pool:
             if held is not None:  # another run of this job attached first (a worker killed after attaching)
                 already.append(True)
                 raise _AlreadyVerified
-            reason = None if computed == "reproduced" else f"{computed}: the pool's rerun differs from the record"
+            words = f" ({summarize(rows)})" if rows else ""
+            reason = (
+                None if computed == "reproduced" else f"{computed}: the pool's rerun differs from the record{words}"
+            )
             conn.execute(
                 text(
                     f"UPDATE {TABLE} SET reproduction_pk = :pk, pool_user = :u, reason = :reason, "  # noqa: S608 - only constant table/column names and fixed keys are interpolated
@@ -353,6 +368,7 @@ class Pool:
             return "already verified"
         except CotkError as exc:  # the server's checks refused it (Invalid, Forbidden, BadSignature): never retried
             return self._fail(record_id, Permanent, f"refused by the dashboard: {one_sentence(exc.message)}")
+        log.info("record %s: %s: %s", record_id, added["verdict"], summarize(rows))  # identical / within tolerance
         return added["verdict"]
 
     def _fail(self, record_id: str, kind: type[Exception], reason: str) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..text.reference_hashes import reference_set_hash
-from .base import Metric, MetricError
+from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, Declaration, Setting
 
 
@@ -15,6 +15,7 @@ class AccuracyMetric(Metric):
     reference layout). Labels compare by equality (ints, strings, ...). The hash covers the labels."""
 
     name = "accuracy"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = "1"
     higher_is_better = True
     value_range = (0.0, 1.0)

@@ -34,6 +34,14 @@ class MetricError(CotkError):
     """Bad input to a metric (one clear sentence)."""
 
 
+#: the cross-machine tolerance ``(rtol, atol)`` of a metric whose value is the same to the last bit on every machine
+#: (counts, ratios of counts, pure-Python arithmetic in a fixed order)
+EXACT = (0.0, 0.0)
+#: the tolerance of a metric that declares none (and of a result key no registered metric reports): the one
+#: project-wide default every metric was judged with before metrics declared their own
+UNDECLARED_TOLERANCE = (1e-6, 1e-12)
+
+
 def signature(name: str, fields: Mapping[str, Any], version: str) -> str:
     """A readable signature in sacrebleu's spirit: ``bleu|n:4|smooth:m3|tok:wordpunct-u18|refs:1|v:1``."""
     parts = [name] + [f"{k}:{_fmt(v)}" for k, v in fields.items()] + [f"v:{version}"]
@@ -148,6 +156,10 @@ class Metric:
     cost = 1.0
     #: regular expression (full match) of the result keys this metric reports; None: its name only
     result_keys: str | None = None
+    #: how far a value may move on another machine and still be the same result, ``(rtol, atol)`` as in
+    #: :func:`math.isclose`: measured on other CPUs, thread counts and Pythons, with a margin (docs/metrics.md,
+    #: "Tolerances"); :data:`EXACT` for a value that never moves. ``reproduce`` and ``diff`` judge with it.
+    tolerance: tuple[float, float] = UNDECLARED_TOLERANCE
     #: result keys whose facts differ from the class's: ``{"rouge-l": {"higher_is_better": True, ...}}``
     key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 

@@ -41,7 +41,7 @@ import numpy as np
 from ..core.canonical import StreamHasher, frame_bytes, token_list_items
 from ..core.gcpause import without_gc
 from ..text.reference_hashes import BLEU_TOKENIZER, BLEU_VERSION, bleu_tokenize, reference_set_hash
-from .base import Metric, MetricError, check_references
+from .base import EXACT, Metric, MetricError, check_references
 from .bleu_smoothing import brevity_penalty
 from .bleu_tokenizers import get_bleu_tokenizer, normalization, normalizer
 from .declaration import COUNTED_INPUTS, Declaration, Setting
@@ -746,6 +746,7 @@ class BleuMetric(_BleuFamily):
     """
 
     name = "bleu"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     level = "corpus"
     cost = 1.0
 
@@ -870,6 +871,7 @@ class SelfBleuMetric(_BleuFamily):
     """
 
     name = "self-bleu"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     default_smoothing = "method1"
     needs_references = False
     higher_is_better = False  # high Self-BLEU = the sentences repeat each other (low diversity)
@@ -937,6 +939,7 @@ class FwBwBleuMetric(_BleuFamily):
     """
 
     name = "fw-bw-bleu"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     default_smoothing = "method1"
     paired_references = False
     level = "sentence"

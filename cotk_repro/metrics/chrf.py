@@ -20,7 +20,7 @@ from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
 from ._text import as_text, check_samples
-from .base import Metric, MetricError
+from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 
 CHRF_VERSION = "1"
@@ -70,6 +70,7 @@ class ChrfMetric(Metric):
     """
 
     name = "chrf"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = CHRF_VERSION
     higher_is_better = True
     value_range = (0.0, 1.0)

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..text.reference_hashes import reference_set_hash
 from ._text import as_int_list, check_float, check_hypotheses, resolve_tokenizer
-from .base import Metric, MetricError, check_references
+from .base import EXACT, Metric, MetricError, check_references
 from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 from .ngrams import NgramIndex
 
@@ -103,6 +103,7 @@ class CiderMetric(Metric):
     """
 
     name = "cider"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = CIDER_VERSION
     higher_is_better = True
     value_range = (0.0, 10.0)  # each order's clipped cosine <= 1, the penalty <= 1, times 10

@@ -25,7 +25,7 @@ from typing import Any
 from ..core.canonical import hash_object
 from ..text.reference_hashes import reference_set_hash
 from ._text import as_int_list, check_hypotheses, ngrams, resolve_tokenizer
-from .base import Metric, MetricError, check_references
+from .base import EXACT, Metric, MetricError, check_references
 from .declaration import COUNTED_INPUTS, NAMED_FIRST, Declaration, Setting
 
 
@@ -98,6 +98,7 @@ class DistinctMetric(_ReferenceFree):
     False, True is CoTK's rule of padding each sentence before taking its n-grams)."""
 
     name = "distinct"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = "1"
     level = "corpus"
     cost = 0.5
@@ -137,6 +138,7 @@ class NgramEntropyMetric(_ReferenceFree):
     """
 
     name = "ngram-entropy"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = "1"
     value_range = (0.0, float("inf"))
     level = "corpus"

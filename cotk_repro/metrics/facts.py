@@ -1,4 +1,4 @@
-"""What a metric declares about itself (direction, range, references, level, cost), read by every consumer.
+"""What a metric declares about itself (direction, range, references, level, cost, tolerance), read by every consumer.
 
 Facts live on the metric class (:class:`cotk_repro.metrics.base.Metric` attributes). ``evaluate``,
 ``compare``, the dashboard's ranking and value checks and ``cotk-repro metrics --json`` ask this module;
@@ -16,6 +16,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .base import UNDECLARED_TOLERANCE
+
 #: how a metric uses the gold references: one list per hypothesis, the whole set unpaired, or none at all
 REFERENCE_MODES = ("aligned", "set", "none")
 LEVELS = ("sentence", "corpus")
@@ -32,6 +34,8 @@ class MetricFacts:
     paired_references: bool
     level: str
     cost: float
+    #: ``(rtol, atol)``: how far a value may move on another machine (docs/metrics.md, "Tolerances")
+    tolerance: tuple[float, float] = UNDECLARED_TOLERANCE
 
     @property
     def references(self) -> str:
@@ -56,6 +60,7 @@ class MetricFacts:
         d = asdict(self)
         d["value_range"] = [None if math.isinf(v) else v for v in self.value_range]
         d["references"] = self.references
+        d["tolerance"] = {"rtol": self.tolerance[0], "atol": self.tolerance[1]}
         return d
 
 
@@ -104,6 +109,7 @@ def facts_of(obj: Any, name: str | None = None, override: dict[str, Any] | None 
         cost = float(get("cost", 1.0))
     except (TypeError, ValueError):
         raise ValueError(f"metric {name!r}: cost must be a number") from None
+    tolerance = _tolerance(get("tolerance", UNDECLARED_TOLERANCE), name)
     return MetricFacts(
         name=name,
         higher_is_better=bool(get("higher_is_better", True)),
@@ -112,7 +118,21 @@ def facts_of(obj: Any, name: str | None = None, override: dict[str, Any] | None 
         paired_references=bool(get("paired_references", True)),
         level=level,
         cost=cost,
+        tolerance=tolerance,
     )
+
+
+def _tolerance(value: Any, name: str) -> tuple[float, float]:
+    """A declared ``(rtol, atol)``: two finite numbers >= 0; ValueError with one sentence otherwise."""
+    try:
+        rtol, atol = value
+        pair = (float(rtol), float(atol))
+        ok = not any(isinstance(v, bool) for v in (rtol, atol))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or not all(math.isfinite(v) and v >= 0 for v in pair):
+        raise ValueError(f"metric {name!r}: tolerance must be a pair of finite numbers >= 0 (rtol, atol)")
+    return pair
 
 
 def metric_facts(name: str) -> MetricFacts | None:
@@ -145,8 +165,29 @@ def facts_for_result_key(key: str) -> MetricFacts | None:
     return memo[key]
 
 
+def tolerance_of_result_key(key: str) -> tuple[float, float]:
+    """The ``(rtol, atol)`` a result key is judged with by default: its metric's declared tolerance (per key where
+    ``key_facts`` says so), :data:`~cotk_repro.metrics.base.UNDECLARED_TOLERANCE` for a key no metric reports."""
+    facts = facts_for_result_key(key)
+    return UNDECLARED_TOLERANCE if facts is None else facts.tolerance
+
+
+def _likely_first(names: list[str], key: str) -> list[str]:
+    """The registered names in the order to try for ``key``: the metric named ``key``, then those whose name begins
+    it (``bleu`` for ``bleu-4``, ``rouge`` for ``rouge-1 precision``), longest first, then the rest. A metric class is
+    imported to read its ``result_keys``, so the likely reporters go first; the answer is the same in any order
+    but for keys two metrics claim, where the name that begins the key is the better owner anyway."""
+    prefixes = sorted((n for n in names if n != key and key.startswith(n)), key=len, reverse=True)
+    first = ([key] if key in names else []) + prefixes
+    return first + [n for n in names if n not in first]
+
+
 def _lookup_key(plugins: Any, key: str) -> MetricFacts | None:
-    for name in sorted(plugins.registry("metric")):
+    registry = plugins.registry("metric")
+    for name in _likely_first(sorted(registry), key):
+        hint = getattr(registry[name].obj, "result_keys", None)  # a lazy factory's copy of its class's
+        if isinstance(hint, str) and not re.fullmatch(hint, key):
+            continue  # not this metric's key: its class (and what it imports) stays unloaded
         try:
             cls = metric_class(name)
         except Exception:
@@ -196,7 +237,10 @@ def _jsonable(value: Any) -> Any:
 
 
 def describe_metrics() -> list[dict[str, Any]]:
-    """Every registered metric with its facts, result keys, options and plugin (``cotk-repro metrics --json``)."""
+    """Every registered metric with its facts, result keys, options and plugin (``cotk-repro metrics --json``).
+
+    A metric whose class cannot be read still has a ``tolerance``: the one its results are judged with, the
+    undeclared default."""
     from ..plugins import get_plugins
 
     out = []
@@ -211,7 +255,8 @@ def describe_metrics() -> list[dict[str, Any]]:
                 )
             facts = facts_of(cls, name)
         except Exception as exc:
-            item.update({"error": str(exc), "options": []})
+            rtol, atol = UNDECLARED_TOLERANCE
+            item.update({"error": str(exc), "options": [], "tolerance": {"rtol": rtol, "atol": atol}})
             out.append(item)
             continue
         d = facts.as_dict()

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
 from ._text import as_int_list, check_samples, resolve_tokenizer
-from .base import Metric, MetricError
+from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, SHOWN_WITH_ANOTHER, Declaration, Setting
 
 GLEU_VERSION = "1"
@@ -55,6 +55,7 @@ class GleuMetric(Metric):
     """
 
     name = "gleu"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = GLEU_VERSION
     higher_is_better = True
     value_range = (0.0, 1.0)

@@ -39,7 +39,7 @@ from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
 from ._text import check_float, check_hypotheses, resolve_tokenizer
-from .base import Metric, MetricError
+from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, SYSTEM_OUTPUT_SIZE, Declaration, Setting
 
 BOS, EOS, UNK = "<s>", "</s>", "<UNK>"
@@ -192,6 +192,7 @@ class FwRvPplMetric(Metric):
     """
 
     name = "fw-rv-ppl"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = "1"
     paired_references = False
     higher_is_better = False

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
 from ._text import check_float, check_samples, resolve_tokenizer
-from .base import Metric, MetricError
+from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, HASH_ONLY_AS_PUBLISHED, Declaration, Setting
 
 Enum = list[tuple[int, str]]
@@ -107,6 +107,7 @@ class MeteorMetric(Metric):
     ``tokenizer`` (BLEU's WordPunct)."""
 
     name = "meteor"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = "1"
     level = "sentence"
     cost = 2.5

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
 from ._text import check_samples, ngrams, resolve_tokenizer
-from .base import Metric, MetricError
+from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, Declaration, Setting
 
 
@@ -90,6 +90,7 @@ class NistMetric(Metric):
     """``nist``. Options: ``ngram`` (5, as NLTK), ``tokenizer`` (BLEU's WordPunct)."""
 
     name = "nist"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = "1"
     value_range = (0.0, float("inf"))
     level = "corpus"

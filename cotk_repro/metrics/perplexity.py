@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..text.reference_hashes import PERPLEXITY_VERSION, reference_set_hash
-from .base import Metric, MetricError
+from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, UNSET, Declaration, Setting
 
 SPECIALS = ("<pad>", "<unk>", "<go>", "<eos>")
@@ -76,6 +76,7 @@ class PerplexityMetric(Metric):
     """
 
     name = "perplexity"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = PERPLEXITY_VERSION
     needs_references = False
     higher_is_better = False
@@ -379,6 +380,7 @@ class MultiTurnPerplexityMetric(PerplexityMetric):
     """
 
     name = "multi-turn-perplexity"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     higher_is_better = False
     value_range = (1.0, float("inf"))
     level = "corpus"

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..text.reference_hashes import BLEU_TOKENIZER, reference_set_hash
-from .base import Metric, MetricError, check_references
+from .base import EXACT, Metric, MetricError, check_references
 from .bleu import _is_ids, _weights, bleu_from_counts
 from .bleu_tokenizers import get_bleu_tokenizer
 from .declaration import COUNTED_INPUTS, HASH_ONLY_AS_PUBLISHED, PART_OF_HASHED, Declaration, Setting, with_settings
@@ -189,6 +189,7 @@ class BleuPrecisionRecallMetric(_PrecisionRecall):
     only; token lists are scored as given)."""
 
     name = "bleu-precision-recall"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = "1"
     cost = 2.0
     result_keys = r"bleu-\d+-(precision|recall)"
@@ -249,6 +250,7 @@ class EmbSimilarityPrecisionRecallMetric(_PrecisionRecall):
     ``dataloader``)."""
 
     name = "embedding-precision-recall"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = "1"
     cost = 2.0
     result_keys = r"(avg|extrema)-bow-(precision|recall)"

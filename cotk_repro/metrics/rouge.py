@@ -39,7 +39,7 @@ from typing import Any
 from ..errors import CotkWarning
 from ..text.reference_hashes import reference_set_hash
 from ._text import TextTokenizer, as_text, check_float, check_samples, resolve_tokenizer
-from .base import Metric, MetricError
+from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, DERIVED_LABEL, NAMED_FIRST, Declaration, Setting
 from .normalization import normalization, normalizer
 
@@ -164,6 +164,7 @@ class RougeMetric(Metric):
     name = "rouge"
     #: ``evaluate --tokenizer`` (for token-list inputs) does not change ROUGE's tokenizer: only its own option does
     takes_shared_tokenizer = False
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = "1"
     level = "sentence"
     cost = 1.5

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..text.reference_hashes import reference_set_hash
-from .base import Metric
+from .base import EXACT, Metric
 from .chrf import check_bool, refs_label, text_inputs
 from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 
@@ -35,6 +35,7 @@ class TerMetric(Metric):
     """
 
     name = "ter"
+    tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = TER_VERSION
     higher_is_better = False
     value_range = (0.0, math.inf)

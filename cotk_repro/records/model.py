@@ -137,10 +137,13 @@ class Record(_Object):
 
 
 class MetricRow(_Object):
-    """One metric's verdict in a reproduction (``cotk-repro diff`` rows)."""
+    """One metric's verdict in a reproduction (``cotk-repro diff`` rows; also ``a_value``, ``b_value``, ``a_hash``,
+    ``b_hash``, ``abs_diff`` and the ``rtol``/``atol`` it was judged with, which the dashboard checks itself)."""
 
     metric: StrictStr
     verdict: Text = None
+    identical: StrictBool | None = Field(None, description="the same value to the last bit on both sides")
+    widened: StrictBool | None = Field(None, description="judged with more than the metric declares")
 
 
 class Rerun(_Object):
@@ -164,6 +167,7 @@ class Reproduction(_Object):
     environment_differences: list[dict[str, Any]] | None = None
     rerun: Rerun | None = None
     tolerances: dict[str, dict[str, Any]] | None = Field(None, description="{metric: {rtol, atol}} it used")
+    tolerance_widened: StrictBool | None = Field(None, description="a metric was judged with more than it declares")
     error: Text = None
     limits: dict[str, dict[str, Any]] | None = Field(
         None, description="{timeout|memory|cpus|disk: {value, from, project_asked?}}: the limits it ran under"

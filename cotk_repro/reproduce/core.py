@@ -23,6 +23,7 @@ from .._version import __version__
 from ..errors import EXIT_ERROR, EXIT_NEGATIVE, EXIT_OK, CotkError
 from ..records import REPRODUCTION_SCHEMA, RecordView, short_id
 from ..records.diffing import MetricVerdict, compare_results, environment_differences, overall
+from ..records.tolerances import ToleranceRules
 from . import ReproduceError
 from .job import Job, Steps
 from .lock import validate_lock, validate_python
@@ -41,6 +42,8 @@ class ReproduceOptions:
     python: str | None = None
     rtol: float | None = None
     atol: float | None = None
+    #: --widen-tolerance: judge with rtol/atol even where wider than a metric declares (records it as widened)
+    widen_tolerance: bool = False
     #: the reproducer's limits (flags); None: the user config's ``reproduce`` table, else the default
     timeout: float | None = None
     memory: str | None = None
@@ -104,6 +107,7 @@ def empty_verdict(runtime: str) -> dict[str, Any]:
         "verdict": "could not run",
         "runtime": runtime,
         "metrics": [],
+        "tolerance_widened": False,
         "environment_differences": [],
         "rerun": {"results": {}, "python": None, "started_at": None, "duration_s": None},
         "error": None,
@@ -325,6 +329,9 @@ def reproduce(
         project = config.data.get("reproduce", {}) or {}
         limits = apply_project(limits, project)
         verdict["limits"] = limits.as_dict()
+        tolerances = ToleranceRules.of_config(config, opts.rtol, opts.atol, opts.widen_tolerance)
+        tolerances.check(view.recorded_results())  # a project asking for more than its metrics declare: refused now
+        declared = tolerances.prefetch(view.recorded_results())  # the metrics' classes load while the entry runs
         config_base = project.get("base_image") or None
         job = Job(
             record=record,
@@ -347,12 +354,12 @@ def reproduce(
         env_info = runtime.prepare(job)
         with steps.step("run", f"running {view.command.entry} ({runtime_name})"):
             rerun = runtime.run(job)
-        rows = compare_results(
-            view.recorded_results(), rerun.results, lambda m: config.tolerance(m, opts.rtol, opts.atol)
-        )
+        declared.join()
+        rows = compare_results(view.recorded_results(), rerun.results, tolerances)
         outcome.rows = rows
         verdict["verdict"] = overall(rows)
         verdict["metrics"] = [r.as_dict() for r in rows]
+        verdict["tolerance_widened"] = any(r.widened for r in rows)
         verdict["environment_differences"] = environment_differences(
             view.environment.recorded,
             {

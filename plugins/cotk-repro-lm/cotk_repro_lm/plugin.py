@@ -16,7 +16,7 @@ def hf_tokenizer(name_or_path, **options):
     return hf_factory(name_or_path, **options)
 
 
-def _lazy_metric(target: str):
+def _lazy_metric(target: str, result_keys: str):
     """A factory for ``"Class"`` (in :mod:`cotk_repro_lm.metrics`) or ``"module:Class"`` of this package."""
     import importlib
 
@@ -30,6 +30,8 @@ def _lazy_metric(target: str):
         return metric_class()(**options)
 
     build.metric_class = metric_class  # type: ignore[attr-defined]  # a function attribute: metrics/facts.py reads it
+    # the class's result_keys (a test holds them equal): a lookup by result key imports only the metric reporting it
+    build.result_keys = result_keys  # type: ignore[attr-defined]
     build.__name__ = f"build_{cls_name}"
     build.__doc__ = f"Build cotk_repro_lm.{module}.{cls_name}."
     return build
@@ -42,6 +44,13 @@ METRICS = {
     "bertscore": "bertscore:BertScoreMetric",
     "mauve": "mauve_metric:MauveMetric",
 }
+RESULT_KEYS = {
+    "coherence": r"coherence(-raw)?",
+    "fluency": r"fluency(-raw)?",
+    "group-entropy": r"group-entropy-\d+",
+    "bertscore": r"bertscore(-precision|-recall)?",
+    "mauve": "mauve",
+}
 
 
 @hookimpl
@@ -52,7 +61,7 @@ def register_tokenizers(register):
 @hookimpl
 def register_metrics(register):
     for name, cls_name in METRICS.items():
-        register(name, _lazy_metric(cls_name))
+        register(name, _lazy_metric(cls_name, RESULT_KEYS[name]))
 
 
 @hookimpl

@@ -167,6 +167,7 @@ class NllOracle(Metric):
     value_range = (0.0, float("inf"))
     needs_references = False
     level = "corpus"
+    tolerance = (1e-6, 1e-9)  # torch / numpy float kernels: see docs/metrics.md, "Tolerances"
     cost = 0.5
 
     def __init__(
@@ -217,6 +218,7 @@ class NllTest(Metric):
     value_range = (0.0, float("inf"))
     needs_references = False
     level = "corpus"
+    tolerance = (1e-6, 1e-9)  # torch / numpy float kernels: see docs/metrics.md, "Tolerances"
     cost = 0.5
 
     def __init__(self, model: str | None = None, batch_size: int = 500):
@@ -271,6 +273,7 @@ class EmbSim(Metric):
     needs_references = True
     paired_references = False
     level = "corpus"
+    tolerance = (1e-6, 1e-9)  # torch / numpy float kernels: see docs/metrics.md, "Tolerances"
     cost = 2.0
 
     def __init__(
