@@ -342,7 +342,7 @@ def test_cross_machine_core_metrics_hash_alike_under_every_python(tmp_path, caps
         )
     if len(runs) < 2:
         pytest.skip("fewer than two Pythons to compare: " + "; ".join(f"{v}: {why}" for v, why in skipped.items()))
-    assert len(shared) > 80, counts  # the core's metrics ran under each
+    assert len(shared) >= 75, counts  # the core's metrics ran under each (81 with its declared dependencies)
     assert not _same_hashes(runs), "\n".join(_same_hashes(runs))
     assert not _same_signatures(runs), _same_signatures(runs)
 
