@@ -54,7 +54,8 @@ class _Words:
         return tuple(w for w in re.findall(r"\w+|[^\w\s]+", sentence) if re.search(r"[^\W\d_]", w))
 
 
-def _sumy_reference(module, cls, text, count, stop_words=True):
+def _sumy_reference(module, cls, text, count, stop_words=True, ratings=None):
+    """sumy's own summary of ``text``; ``ratings``: a dict that receives sumy's rating of each sentence."""
     import importlib
 
     tok = _Words()
@@ -65,6 +66,16 @@ def _sumy_reference(module, cls, text, count, stop_words=True):
     if cls == "LsaSummarizer":  # the plugin numbers the term rows in sorted order (sumy: frozenset order)
         create = summarizer._create_dictionary
         summarizer._create_dictionary = lambda d: {w: i for i, w in enumerate(sorted(create(d)))}
+    if ratings is not None:
+        best = summarizer._get_best_sentences
+
+        def recording(sentences, n, rating, *args, **kwargs):
+            rate = rating.__getitem__ if isinstance(rating, dict) else rating
+            values = [rate(s, *args, **kwargs) for s in sentences]
+            ratings.update({str(s): float(v) for s, v in zip(sentences, values)})
+            return best(sentences, n, dict(zip(sentences, values)))
+
+        summarizer._get_best_sentences = recording
     return " ".join(str(s) for s in summarizer(doc, count))
 
 
@@ -86,9 +97,16 @@ def test_plugin_registers_every_generator_through_its_entry_point():
 )
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_sumy_generators_choose_what_sumy_chooses(name, module, cls, count):
+    """The same sentences as sumy, but where sumy's ratings tie (to rounding): sumy then follows the last bits of
+    its BLAS/LAPACK results, the plugin (exact) the earlier sentence; both choices are equally rated by sumy."""
     gen = make_generator(name, {"sentences": count, "sentence_splitter": "rule"})
     got = gen.generate(DOCS)
-    assert got == [_sumy_reference(module, cls, d, count) for d in DOCS]
+    for doc, summary in zip(DOCS, got):
+        ratings: dict[str, float] = {}
+        theirs = _sumy_reference(module, cls, doc, count, ratings=ratings)
+        if summary != theirs:  # equally rated choices
+            mine = sorted(ratings[s] for s in rule_split(summary))
+            assert mine == pytest.approx(sorted(ratings[s] for s in rule_split(theirs)), rel=1e-12), (summary, theirs)
     for doc, summary in zip(DOCS, got):
         sentences = rule_split(doc)
         chosen = rule_split(summary)
@@ -115,6 +133,67 @@ def test_summaries_do_not_depend_on_the_hash_seed(tmp_path):
         assert r.returncode == 0, r.stderr
         outs.add(r.stdout)
     assert len(outs) == 1
+
+
+# -- the same summaries on any machine: no BLAS or LAPACK in the rankings -------------------------------------
+
+TIED = "Alpha beta gamma delta. Epsilon zeta eta theta. Iota kappa lambda mu. Nu xi omicron pi. Rho sigma tau upsilon."
+
+
+@pytest.mark.parametrize(("name", "module"), [("lexrank", "lex_rank"), ("textrank", "text_rank"), ("lsa", "lsa")])
+def test_a_tie_goes_to_the_earlier_sentence_whatever_the_blas_rounding(monkeypatch, name, module):
+    """Five sentences with no word in common: every ranking ties. sumy's own choice follows the last bits of
+    numpy's BLAS and LAPACK (here made to favour later sentences, as another CPU's kernels may); the plugin's
+    exact rankings choose the first sentences, and the same with or without the noise."""
+    import importlib
+
+    import numpy
+
+    sentences = rule_split(TIED)
+    gen = make_generator(name, {"sentences": 2, "sentence_splitter": "rule"})
+    clean = gen.generate([TIED])
+    assert clean == [" ".join(sentences[:2])]
+    real_dot, real_svd = numpy.dot, numpy.linalg.svd
+
+    def noisy_dot(a, b):  # one more ulp for each later row: what another summation order may give
+        out = real_dot(a, b)
+        return out * (1 + 1e-15 * numpy.arange(1, len(out) + 1))
+
+    def noisy_svd(m, full_matrices=True):
+        u, s, v = real_svd(m, full_matrices=full_matrices)
+        return u, s, v * (1 + 1e-15 * numpy.arange(1, v.shape[1] + 1))
+
+    sumy_module = importlib.import_module(f"sumy.summarizers.{module}")
+    monkeypatch.setattr(sumy_module.numpy, "dot", noisy_dot) if module != "lsa" else monkeypatch.setattr(
+        sumy_module, "singular_value_decomposition", noisy_svd
+    )
+    cls = {"lex_rank": "LexRankSummarizer", "text_rank": "TextRankSummarizer", "lsa": "LsaSummarizer"}[module]
+    assert _sumy_reference(module, cls, TIED, 2) != clean[0]  # sumy's choice followed the rounding
+    assert make_generator(name, {"sentences": 2, "sentence_splitter": "rule"}).generate([TIED]) == clean
+
+
+def test_lsa_ranks_are_the_column_norms_sumys_svd_gives():
+    """With every dimension kept, sumy's rank sqrt(sum_i s_i^2 v_ij^2) is the norm of a column of the smoothed
+    term frequencies: the plugin's exact ranks against sumy's SVD on this machine (within rounding)."""
+    import math
+
+    from sumy.summarizers.lsa import LsaSummarizer
+
+    from cotk_repro_summarizers.generators import lsa_ranks
+
+    gen = make_generator("lsa", {"sentence_splitter": "rule"})
+    summarizer = gen._summarizer
+    assert LsaSummarizer.REDUCTION_RATIO >= 1  # the identity holds when sumy keeps every dimension
+    for text in DOCS[:2]:
+        doc = gen.document(text)
+        counts = summarizer._create_matrix(doc, summarizer._create_dictionary(doc))
+        exact = lsa_ranks(counts.copy())
+        matrix = summarizer._compute_term_frequency(counts.copy())
+        import numpy
+
+        _, sigma, v = numpy.linalg.svd(matrix, full_matrices=False)
+        for mine, theirs in zip(exact, summarizer._compute_ranks(sigma, v)):
+            assert math.sqrt(mine) == pytest.approx(theirs, rel=1e-12)
 
 
 def test_lead_and_word_budget():
@@ -187,7 +266,7 @@ def test_settings_go_into_the_cache_key(tmp_path):
     assert (reused1, reused2) == (False, True) and out1 == out2
     assert len({out1, out3, out4}) == 3
     meta = json.loads(out1.with_suffix(".json").read_text())
-    assert meta["generator"] == "lexrank" and meta["version"].startswith("1+sumy")
+    assert meta["generator"] == "lexrank" and meta["version"].startswith("2+sumy")
     assert meta["settings"]["sentence_splitter"] in ("rule", "punkt")
     assert meta["settings"]["sentences"] == 1 and meta["settings"]["stop_words"] is True
     assert len(out1.read_text().splitlines()) == len(DOCS)

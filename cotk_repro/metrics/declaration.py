@@ -52,6 +52,9 @@ READABLE_NAME: Final = "a readable name of something hashed by its content"
 REFERENCES_DIGEST: Final = "a digest of the references, hashed as every reference set is"
 #: a label the signature shows for readers, derived from hashed settings
 DERIVED_LABEL: Final = "a readable label derived from hashed settings"
+#: a value the computation produced (coherence's and fluency's lower bound from a reference set): its last bits
+#: move with the CPU's kernels, so the hash covers what produced it (the set's digest) and never the value
+COMPUTED_VALUE: Final = "a value the computation produced: shown, never hashed; the hash covers its inputs"
 
 EXCEPTIONS: Final = (
     COUNTED_INPUTS,
@@ -65,6 +68,7 @@ EXCEPTIONS: Final = (
     READABLE_NAME,
     REFERENCES_DIGEST,
     DERIVED_LABEL,
+    COMPUTED_VALUE,
 )
 
 

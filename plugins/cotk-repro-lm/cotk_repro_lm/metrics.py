@@ -13,8 +13,13 @@ Dialogue Generation") and ``group-entropy`` (diversity under controlled queries)
 * ``group-entropy``: the n-gram entropy in bits of each group's responses, averaged over groups
   (``ngram-entropy`` with ``log_base=2`` over explicit groups), the augmentation in the hash.
 
-Hashes cover the model's weights and tokenizer files, the input format, the normalization (mode, value
-and the hash of the set it came from) and the scored data (the queries; the number of responses).
+Hashes cover the model's weights and tokenizer files, the input format, the normalization and the scored data
+(the queries; the number of responses). The normalization enters the hash by what defines it: a given bound by
+its value (declared), a computed bound by the set it came from (the digests of the reference responses and
+queries, or of the system's own responses for ``self``) and the percentile. A computed bound's value is shown
+in the signature only: it is a float the model produced, whose last bits move with torch's CPU kernels, so
+hashing it would give the same declared computation another hash on another machine (docs/metrics.md,
+"What a hash may contain").
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any, ClassVar
 from cotk_repro.core.canonical import hash_object
 from cotk_repro.metrics.base import Metric, MetricError
 from cotk_repro.metrics.declaration import (
+    COMPUTED_VALUE,
     FIXED_BY_VERSION,
     HASH_ONLY_AS_PUBLISHED,
     NAMED_FIRST,
@@ -153,8 +159,10 @@ class _LMScore(Metric):
                 bar.close()
         return [s / n for s, n in zip(sums, counts)]
 
-    def _bound(self, own_raw: list[float], queries: list[str] | None) -> tuple[float | None, dict[str, Any], str]:
-        """(bound, its hash input, its signature label)."""
+    def _bound(
+        self, own: list[str], own_raw: list[float], queries: list[str] | None
+    ) -> tuple[float | None, dict[str, Any], str]:
+        """(bound, its identity for the hash, its signature label); ``own``: the scored responses."""
         if self.normalize == "none":
             return None, {}, "none"
         if self.normalize == "given":
@@ -165,7 +173,8 @@ class _LMScore(Metric):
             )
         if self.normalize == "self":
             bound = percentile_bound(own_raw)
-            return bound, {"self": True, "percentile": PERCENTILE}, f"self(p{PERCENTILE:g})"
+            # the bound's identity: the responses it came from (the system's own), not its value
+            return bound, {"self": {"responses": _texts_hash(own)}, "percentile": PERCENTILE}, f"self(p{PERCENTILE:g})"
         refs, label = _texts(self.reference, "reference")
         ref_queries = None
         if self.needs_queries:
@@ -206,7 +215,7 @@ class _LMScore(Metric):
         else:
             queries = None
         raw = self.raw_scores(hyps, queries)
-        bound, bound_hash, bound_label = self._bound(raw, queries)
+        bound, bound_hash, bound_label = self._bound(hyps, raw, queries)
         base = [
             Setting.hash_only("metric", self.name, why=NAMED_FIRST),
             Setting("model", self.lm.identity, "model", shown=self.lm.weights_hash[:12]),
@@ -231,7 +240,7 @@ class _LMScore(Metric):
                     *base,
                     Setting.hash_only("value", "normalized", why=NAMED_FIRST),
                     Setting("bound", bound_hash, "norm", shown=bound_label),
-                    Setting("bound_value", float(bound), "bound", shown=round(float(bound), 6)),
+                    self._bound_value(float(bound)),
                 ],
             )
             out.update(decl.entry(self.name, sum(scores) / len(scores), hash_object))
@@ -240,6 +249,13 @@ class _LMScore(Metric):
             if scores is not None:
                 out[f"{self.name} per-sentence"] = scores
         return out
+
+    def _bound_value(self, bound: float) -> Setting:
+        """The bound's value: hashed when declared (``given``); shown only when computed (``reference``,
+        ``self``), whose identity the ``bound`` setting hashes."""
+        if self.normalize == "given":
+            return Setting("bound_value", bound, "bound", shown=round(bound, 6))
+        return Setting.signature_only("bound", round(bound, 6), why=COMPUTED_VALUE)
 
     def compute_with_queries(
         self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None, queries: Sequence[str]

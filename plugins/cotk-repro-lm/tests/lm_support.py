@@ -65,8 +65,28 @@ def train_wordpiece(out: Path, vocab_size: int = 600) -> Path:
     return path
 
 
+def kernel_free_init(model, seed: int, std: float = 0.02) -> None:
+    """Every weight matrix ``std`` times a uniform draw in [-1, 1) from numpy's integer generator, biases 0, layer
+    norms 1: the same bytes on every CPU. (torch's own initializers draw normals with a Box-Muller transform whose
+    log/sin/cos are vectorised approximations under AVX2 and libm calls without it, so
+    ``ATEN_CPU_CAPABILITY=default`` or an ARM machine gives other weights, and every hash over the model differs.)
+    """
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if p.dim() < 2:
+                p.fill_(1.0 if name.endswith(".weight") else 0.0)  # a layer norm's weight; any bias
+                continue
+            draws = rng.integers(-(2**20), 2**20, size=tuple(p.shape), dtype=np.int64)
+            p.copy_(torch.from_numpy((draws * (std / 2**20)).astype(np.float32)))
+
+
 def make_gpt2(out: Path, seed: int = 0, tokenizer_json: Path | None = None) -> Path:
-    """A tiny GPT-2 (2 layers, 2 heads, 32 dims) with seeded random weights and a fixture-trained BPE."""
+    """A tiny GPT-2 (2 layers, 2 heads, 32 dims) with seeded random weights (:func:`kernel_free_init`) and a
+    fixture-trained BPE."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
@@ -89,6 +109,7 @@ def make_gpt2(out: Path, seed: int = 0, tokenizer_json: Path | None = None) -> P
         eos_token_id=tok.eos_token_id,
     )
     model = GPT2LMHeadModel(cfg)
+    kernel_free_init(model, seed)
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
     return out
@@ -170,7 +191,9 @@ def make_bert(out: Path, seed: int = 0, tokenizer_json: Path | None = None, laye
         intermediate_size=64,
         max_position_embeddings=128,
     )
-    BertModel(cfg).save_pretrained(out, safe_serialization=True)
+    model = BertModel(cfg)
+    kernel_free_init(model, seed)
+    model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
     return out
 

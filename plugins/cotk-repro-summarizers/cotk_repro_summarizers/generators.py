@@ -24,13 +24,15 @@ Settings (all go into the generator's cache key, with the resolved sentence spli
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any, overload
 
 from .sentences import SumyTokenizer, make_splitter
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"  # 2: lexrank, textrank and lsa in exact arithmetic (issue 38)
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
@@ -185,26 +187,114 @@ class SumySummarizer(ExtractiveSummarizer):
         return self._summarizer(document, self.count)
 
 
+def ordered_cosine(sentence1: Any, sentence2: Any, tf1: dict, tf2: dict, idf: dict) -> float:
+    """sumy's idf-modified cosine with every sum correctly rounded (``math.fsum``), so that it does not depend on
+    the iteration order of a frozenset (Python's string hashing) at the ``threshold`` comparison."""
+    words1, words2 = set(sentence1), set(sentence2)
+    numerator = math.fsum(tf1[t] * tf2[t] * idf[t] ** 2 for t in words1 & words2)
+    d1 = math.fsum((tf1[t] * idf[t]) ** 2 for t in words1)
+    d2 = math.fsum((tf2[t] * idf[t]) ** 2 for t in words2)
+    return numerator / (math.sqrt(d1) * math.sqrt(d2)) if d1 > 0 and d2 > 0 else 0.0
+
+
+def _dot(a: Sequence[Fraction], b: Sequence[Fraction]) -> Fraction:
+    return sum((x * y for x, y in zip(a, b)), Fraction(0))
+
+
+def _step(columns: list[list[Fraction]], p: list[Fraction]) -> list[Fraction]:
+    """``matrix.T @ p`` in exact arithmetic (``columns``: the matrix's columns)."""
+    return [_dot(col, p) for col in columns]
+
+
+MAX_ITERATIONS = 1000
+
+
+def lexrank_power_method(matrix: Any, epsilon: float) -> list[Fraction]:
+    """sumy's LexRank power method in exact rational arithmetic: the same iterations (stop when the normalized
+    vectors move by at most ``epsilon``), with no BLAS and no rounding, so equal centralities are exactly equal
+    and a tie goes to the earlier sentence on every machine. Returns the scores up to a positive factor (the
+    ranking is what counts). The matrix's entries are 0 or 1/degree (degree <= the sentence count)."""
+    n = len(matrix)
+    columns = [[Fraction(float(matrix[r][c])).limit_denominator(n) for r in range(n)] for c in range(n)]
+    eps2 = Fraction(epsilon) ** 2
+    prev = [Fraction(1, n)] * n
+    q = _step(columns, prev)
+    # first step: the uniform start is not a unit vector; |q/|q| - p0|^2 = 1 + 1/n - 2 (q.p0)/|q|
+    for i in range(MAX_ITERATIONS):
+        qq = _dot(q, q)
+        if qq == 0:
+            return [Fraction(0)] * n
+        d = _dot(q, prev)
+        if i == 0:
+            r, scale = 1 + Fraction(1, n) - eps2, qq
+        else:  # |a/|a| - b/|b||^2 = 2 - 2 (a.b)/(|a||b|)
+            r, scale = 2 - eps2, qq * _dot(prev, prev)
+        if r <= 0 or r * r * scale <= 4 * d * d:  # the move is at most epsilon: converged
+            return q
+        prev, q = q, _step(columns, q)
+    return q
+
+
+def textrank_power_method(matrix: Any, epsilon: float) -> list[Fraction]:
+    """sumy's TextRank power method (no normalization; stop when the vector moves by at most ``epsilon``) in
+    exact rational arithmetic over the matrix's float entries: no BLAS, the same result on every machine."""
+    n = len(matrix)
+    columns = [[Fraction(float(matrix[r][c])) for r in range(n)] for c in range(n)]
+    eps2 = Fraction(epsilon) ** 2
+    p = [Fraction(1, n)] * n
+    for _ in range(MAX_ITERATIONS):
+        nxt = _step(columns, p)
+        moved = sum(((a - b) ** 2 for a, b in zip(nxt, p)), Fraction(0))
+        p = nxt
+        if moved <= eps2:
+            break
+    return p
+
+
 class LexRank(SumySummarizer):
-    """sumy's LexRank (Erkan and Radev 2004): sentence centrality in a TF-IDF cosine graph."""
+    """sumy's LexRank (Erkan and Radev 2004): sentence centrality in a TF-IDF cosine graph.
+
+    sumy runs the power method with numpy's ``dot``: its last bits follow the BLAS kernel (OpenBLAS picks one
+    per CPU), and sentences of equal centrality, common in short documents, then rank by those bits, so another
+    machine chose other sentences. Here the power method is exact (:func:`lexrank_power_method`) and the cosine
+    sums are correctly rounded (:func:`ordered_cosine`): a tie goes to the earlier sentence everywhere.
+    """
 
     name = "lexrank"
     sumy_class = ("lex_rank", "LexRankSummarizer")
 
+    def make_summarizer(self):
+        summarizer = super().make_summarizer()
+        summarizer.cosine_similarity = ordered_cosine
+        summarizer.power_method = lexrank_power_method
+        return summarizer
+
 
 class TextRank(SumySummarizer):
-    """sumy's TextRank (Mihalcea and Tarau 2004): PageRank over word-overlap similarity."""
+    """sumy's TextRank (Mihalcea and Tarau 2004): PageRank over word-overlap similarity.
+
+    As for LexRank, the power method is exact (:func:`textrank_power_method`) instead of numpy's BLAS ``dot``.
+    """
 
     name = "textrank"
     sumy_class = ("text_rank", "TextRankSummarizer")
+
+    def make_summarizer(self):
+        summarizer = super().make_summarizer()
+        summarizer.power_method = textrank_power_method
+        return summarizer
 
 
 class Lsa(SumySummarizer):
     """sumy's LSA summarizer (Steinberger and Jezek 2004): sentences by their weight in the top topics.
 
-    sumy numbers the term rows in the iteration order of a frozenset, which changes with Python's string
-    hashing from one process to the next, and the SVD's last bits (and so near-tied choices) with it;
-    here the rows are in sorted order, so a summary is the same in every process.
+    sumy keeps every dimension (``REDUCTION_RATIO`` 1), so a sentence's rank ``sqrt(sum_i s_i^2 v_ij^2)`` is the
+    norm of its column of the smoothed term-frequency matrix (``A^T A = V S^2 V^T``). sumy gets it from LAPACK's
+    SVD, whose last bits follow the BLAS kernel (and the term rows' order, a frozenset's, with Python's string
+    hashing), and sentences of equal rank then ranked by those bits: another machine chose other sentences. Here
+    the squared column norms are summed in exact rational arithmetic (:func:`lsa_ranks`): equal ranks are equal,
+    and a tie goes to the earlier sentence on every machine. (Were sumy to keep fewer dimensions, its SVD runs,
+    with the term rows in sorted order.)
     """
 
     name = "lsa"
@@ -219,6 +309,32 @@ class Lsa(SumySummarizer):
 
         summarizer._create_dictionary = sorted_dictionary
         return summarizer
+
+    def select(self, document: Any, text: str) -> tuple:
+        summarizer = self._summarizer
+        if type(summarizer).REDUCTION_RATIO < 1:  # sumy keeps fewer dimensions than sentences: its SVD
+            return summarizer(document, self.count)
+        dictionary = summarizer._create_dictionary(document)
+        if not dictionary:
+            return ()
+        ranks = iter(lsa_ranks(summarizer._create_matrix(document, dictionary)))
+        return summarizer._get_best_sentences(document.sentences, self.count, lambda s: next(ranks))
+
+
+def lsa_ranks(counts: Any, smooth: Fraction = Fraction(2, 5)) -> list[Fraction]:
+    """Each sentence's squared LSA rank with every dimension kept: the squared norm of its column of sumy's
+    smoothed term frequencies (``smooth + (1 - smooth) * count / the column's largest count``, every row, as
+    sumy's ``_compute_term_frequency`` with its default 0.4), in exact rational arithmetic."""
+    rows, cols = counts.shape
+    out = []
+    for col in range(cols):
+        column = [int(counts[r, col]) for r in range(rows)]
+        top = max(column, default=0)
+        if top == 0:
+            out.append(Fraction(0))
+            continue
+        out.append(sum(((smooth + (1 - smooth) * Fraction(c, top)) ** 2 for c in column), Fraction(0)))
+    return out
 
 
 class Luhn(SumySummarizer):

@@ -38,7 +38,7 @@ from cotk_repro.metrics.declaration import (
 from .data import from_text
 from .digest import array_digest, canonical, hash_settings, state_digest
 from .models.generator import Generator
-from .oracle import OracleError, build_oracle, load_model_file, oracle_info
+from .oracle import OracleError, build_oracle, hashed_identity, load_model_file, oracle_info
 
 VERSION = "1"
 
@@ -132,7 +132,7 @@ def _oracle_from(settings: dict[str, Any]) -> tuple[Generator, dict[str, Any]]:
         oracle = build_oracle(
             settings["seed"], settings["vocab_size"], settings["emb_dim"], settings["hidden_dim"], settings["seq_len"]
         )
-        return oracle, oracle_info(oracle, settings["seed"])
+        return oracle, oracle_info(oracle, settings["seed"], built=True)
     except OracleError as exc:
         raise MetricError(exc.message) from None
 
@@ -199,7 +199,8 @@ def nll_oracle_entry(value: float, info: dict[str, Any], n: int) -> dict[str, An
         VERSION,
         [
             Setting.hash_only("metric", "nll-oracle", why=NAMED_FIRST),
-            Setting("oracle", info, "oracle", shown=info["weights"][:16]),
+            # hashed by what defines it (a file's digest, or a built oracle's recipe); shown by its weights
+            Setting("oracle", hashed_identity(info), "oracle", shown=info["weights"][:16]),
             Setting.signature_only("seed", info["seed"], why=PART_OF_HASHED),
             Setting.signature_only("V", info["vocab_size"], why=PART_OF_HASHED),
             Setting.signature_only("T", info["seq_len"], why=PART_OF_HASHED),

@@ -2,7 +2,9 @@
 
 Texygen's synthetic benchmark takes it as the true model of the data: it generates the training and test
 sentences, and NLL-oracle scores a model's samples under it. Building it from the same seed and sizes gives
-the same weights, bit for bit, on any CPU.
+the same weights on any machine with the same torch CPU kernels; under others (``ATEN_CPU_CAPABILITY=default``,
+ARM) torch's normal draws differ in their last bits, so a hash names a built oracle by its recipe (seed and
+sizes), never by its weights' digest (docs/metrics.md, "What a hash may contain").
 """
 
 from __future__ import annotations
@@ -52,9 +54,23 @@ def build_oracle(
     return oracle
 
 
-def oracle_info(oracle: Generator, seed: int | None) -> dict[str, Any]:
-    """The oracle's identity: its sizes, seed and weight digest (what hashes cover)."""
-    return {"seed": seed, **oracle.config.as_dict(), "weights": state_digest(oracle.state_dict())}
+#: how :func:`build_oracle` draws the weights: what a hash covers for a built oracle, with its seed and sizes
+RECIPE = "build_oracle: every parameter N(0, 1) from torch.Generator().manual_seed(seed), sorted by name"
+
+
+def oracle_info(oracle: Generator, seed: int | None, *, built: bool = False) -> dict[str, Any]:
+    """The oracle's identity: its sizes, seed and weight digest; ``built``: made by :func:`build_oracle` from the
+    seed (a hash then covers the recipe, not the weights: see :func:`hashed_identity`)."""
+    info = {"seed": seed, **oracle.config.as_dict(), "weights": state_digest(oracle.state_dict())}
+    return {**info, "built": True} if built else info
+
+
+def hashed_identity(info: dict[str, Any]) -> dict[str, Any]:
+    """What a hash covers of an oracle: a file's weight digest (an input), or a built one's seed, sizes and
+    :data:`RECIPE` (its weights are computed, and their last bits follow torch's CPU kernels)."""
+    if not info.get("built"):
+        return info
+    return {**{k: v for k, v in info.items() if k not in ("weights", "built")}, "recipe": RECIPE}
 
 
 def save_oracle(oracle: Generator, path: str | Path, seed: int | None = None) -> Path:

@@ -204,7 +204,7 @@ class Run:
             self.oracle = d.oracle
             from .oracle import oracle_info
 
-            self.oracle_info = oracle_info(d.oracle, s["seed"])
+            self.oracle_info = oracle_info(d.oracle, s["seed"], built=True)
             self.vocab = None
         else:
             from .realdata import RealData

@@ -140,14 +140,22 @@ def test_nll_oracle_of_its_samples_estimates_the_oracles_exact_entropy():
     assert mean_nll(oracle, samples) == pytest.approx(entropy, abs=0.02)
 
 
-def test_nll_oracle_hash_covers_the_oracle_and_an_oracle_file_gives_the_same_entry(tmp_path):
+def test_nll_oracle_hash_covers_the_oracle_and_an_oracle_file_gives_the_same_value(tmp_path):
+    """A built oracle hashes by its recipe (seed and sizes: its weights are computed, and their last bits follow
+    torch's CPU kernels); a file by its weights' digest. The same oracle gives the same value and signature."""
+    from cotk_repro_texygen.oracle import RECIPE, hashed_identity, oracle_info
+
     d = OracleData(**SMALL)
     sizes = {k: SMALL[k] for k in ("seed", "vocab_size", "seq_len", "emb_dim", "hidden_dim")}
     hyps = d.sentences("test")
     a = NllOracle(**sizes).compute(hyps)
     d.write(tmp_path)
     b = NllOracle(oracle=str(tmp_path / "oracle.pt")).compute(hyps)
-    assert a == b
+    assert a["nll-oracle"] == b["nll-oracle"] and a["nll-oracle signature"] == b["nll-oracle signature"]
+    assert a["nll-oracle hashvalue"] != b["nll-oracle hashvalue"]
+    built = hashed_identity(oracle_info(d.oracle, 3, built=True))
+    assert "weights" not in built and built["recipe"] == RECIPE and built["seed"] == 3
+    assert hashed_identity(oracle_info(d.oracle, 3))["weights"] == oracle_info(d.oracle, 3)["weights"]
     c = NllOracle(**{**sizes, "seed": 4}).compute(hyps)
     assert c["nll-oracle hashvalue"] != a["nll-oracle hashvalue"]
     with pytest.raises(MetricError, match="not 6 token ids"):
