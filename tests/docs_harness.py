@@ -17,8 +17,11 @@ What runs and how it is checked:
 - Other languages (``toml``, ``json``, ``text``, ...) are data, not run; a fence without a language is an error,
   so that a shell block can never pass for text by accident.
 
-Expected output: a line that is only ``...`` stands for any number of lines, ``...`` within a line for any text;
-runs of spaces are compared as one.
+A ``<name>`` in a command (``cotk-repro diff <id1> <id2>``) is a placeholder: it stands for the session
+variable ``DOCS_name`` (``-`` read as ``_``), which a hidden setup exports.
+
+Expected output: a line that is only ``...`` stands for any number of lines, ``...`` within a line for any text,
+``<64 hex>`` for a SHA-256 in hex and ``<hex>`` for any hex digits; runs of spaces are compared as one.
 
 Markers, an HTML comment on the line before a block (invisible on GitHub):
 
@@ -47,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,11 +164,17 @@ def _norm(line: str) -> str:
     return re.sub(r"\s+", " ", line).strip()
 
 
+_WILDCARDS = {"...": ".*", "<64 hex>": "[0-9a-f]{64}", "<hex>": "[0-9a-f]+"}
+_WILDCARD = re.compile("|".join(re.escape(w) for w in _WILDCARDS))
+
+
 def _line_matches(pattern: str, actual: str) -> bool:
     pattern, actual = _norm(pattern), _norm(actual)
-    if "..." not in pattern:
+    if not _WILDCARD.search(pattern):
         return pattern == actual
-    regex = ".*".join(re.escape(part) for part in pattern.split("..."))
+    parts = _WILDCARD.split(pattern)
+    wilds = [_WILDCARDS[w] for w in _WILDCARD.findall(pattern)]
+    regex = re.escape(parts[0]) + "".join(w + re.escape(p) for w, p in zip(wilds, parts[1:]))
     return re.fullmatch(regex, actual) is not None
 
 
@@ -188,6 +198,14 @@ def output_matches(expected: str, actual: str) -> bool:
         return ok
 
     return match(0, 0)
+
+
+_PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_-]*)>")
+
+
+def fill_placeholders(script: str) -> str:
+    """``<id1>`` in a command stands for the session variable ``DOCS_id1`` (a hidden setup exports it)."""
+    return _PLACEHOLDER.sub(lambda m: '"${DOCS_' + m.group(1).replace("-", "_") + '}"', script)
 
 
 # -- console blocks ------------------------------------------------------------------------------------------
@@ -238,6 +256,7 @@ class Report:
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 class Session:
@@ -286,7 +305,7 @@ class Session:
     def shell(self, script: str, timeout: float, errexit: bool = True) -> tuple[int, str]:
         """Run SCRIPT in the session's current folder and environment; keep its folder and exports."""
         chunk = self.state / "chunk.sh"
-        chunk.write_text(script)
+        chunk.write_text(fill_placeholders(script))
         state = shlex.quote(str(self.state))
         wrapper = (
             f'. {state}/env.sh 2>/dev/null; cd "$(cat {state}/cwd)" || exit 97\n'
@@ -382,43 +401,51 @@ for request in sys.stdin:
 def run_steps(steps: list[Step], session: Session, path: str) -> Report:
     report = Report()
     for step in steps:
-        where = f"{path}:{step.line}"
-        timeout = float(step.attrs.get("timeout") or DEFAULT_TIMEOUT)
-        if step.kind == "setup":
-            rc, out = session.shell(step.text, timeout)
-            if rc:
-                report.failures.append(Failure(where, f"hidden setup failed (exit {rc}):\n{out}"))
-            continue
-        if step.kind == "pysetup":
-            rc, out = session.python(step.text, timeout, line=step.line)
-            if rc:
-                report.failures.append(Failure(where, f"hidden Python setup failed:\n{out}"))
-            continue
-        if "file" in step.attrs:
-            cwd = Path((session.state / "cwd").read_text().strip())
-            target = cwd / step.attrs["file"]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(step.text, encoding="utf-8")
-            continue
-        if step.lang not in SHELL | PYTHON:
-            continue
-        if "skip" in step.attrs:
-            report.skipped.append(f"{where}: {step.attrs['reason']}")
-            continue
-        report.ran.append(where)
-        if step.lang == "console":
-            _run_console(step, session, where, timeout, report)
-        elif step.lang in SHELL:
-            rc, out = session.shell(step.text, timeout)
-            _check(report, where, step.text, rc, out, step.expect, step.attrs.get("exit"))
-        elif ">>>" in step.text:
-            rc, out = session.python(step.text, timeout, doctest=True, line=step.line)
-            if rc:
-                report.failures.append(Failure(where, f"doctest failed:\n{out}"))
-        else:
-            rc, out = session.python(step.text, timeout, line=step.line)
-            _check(report, where, "python block", rc, out, step.expect, step.attrs.get("exit"))
+        started = time.monotonic()
+        try:
+            _run_step(step, session, path, report)
+        finally:
+            report.seconds[f"{path}:{step.line}"] = time.monotonic() - started
     return report
+
+
+def _run_step(step: Step, session: Session, path: str, report: Report) -> None:
+    where = f"{path}:{step.line}"
+    timeout = float(step.attrs.get("timeout") or DEFAULT_TIMEOUT)
+    if step.kind == "setup":
+        rc, out = session.shell(step.text, timeout)
+        if rc:
+            report.failures.append(Failure(where, f"hidden setup failed (exit {rc}):\n{out}"))
+        return
+    if step.kind == "pysetup":
+        rc, out = session.python(step.text, timeout, line=step.line)
+        if rc:
+            report.failures.append(Failure(where, f"hidden Python setup failed:\n{out}"))
+        return
+    if "file" in step.attrs:
+        cwd = Path((session.state / "cwd").read_text().strip())
+        target = cwd / step.attrs["file"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(step.text, encoding="utf-8")
+        return
+    if step.lang not in SHELL | PYTHON:
+        return
+    if "skip" in step.attrs:
+        report.skipped.append(f"{where}: {step.attrs['reason']}")
+        return
+    report.ran.append(where)
+    if step.lang == "console":
+        _run_console(step, session, where, timeout, report)
+    elif step.lang in SHELL:
+        rc, out = session.shell(step.text, timeout)
+        _check(report, where, step.text, rc, out, step.expect, step.attrs.get("exit"))
+    elif ">>>" in step.text:
+        rc, out = session.python(step.text, timeout, doctest=True, line=step.line)
+        if rc:
+            report.failures.append(Failure(where, f"doctest failed:\n{out}"))
+    else:
+        rc, out = session.python(step.text, timeout, line=step.line)
+        _check(report, where, "python block", rc, out, step.expect, step.attrs.get("exit"))
 
 
 def _run_console(step: Step, session: Session, where: str, timeout: float, report: Report) -> None:
@@ -497,6 +524,9 @@ if __name__ == "__main__":  # python tests/docs_harness.py FILE...: run docs by 
         result = run_doc(Path(name).read_text(encoding="utf-8"), rel)
         for f in result.failures:
             print(f"FAIL {f}\n")
+        for where, secs in result.seconds.items():
+            if secs > 2:
+                print(f"  {where}: {secs:.1f} s")
         print(f"{rel}: {len(result.ran)} ran, {len(result.skipped)} skipped, {len(result.failures)} failed")
         failed += bool(result.failures)
     sys.exit(1 if failed else 0)

@@ -32,7 +32,7 @@ def test_docs_every_block_runs_or_says_why_not():
         for step in parse(path.read_text(encoding="utf-8"), str(path)):
             if step.kind == "block" and step.lang in {"bash", "sh", "shell", "console", "python", "py", "pycon"}:
                 counts["skipped" if "skip" in step.attrs else "ran"] += 1
-    assert counts["ran"] > counts["skipped"], counts
+    assert counts["ran"] >= 30, counts  # a floor: the docs' runnable blocks do not quietly turn into skips
 
 
 # -- the harness itself: a drifted doc fails ------------------------------------------------------------------
