@@ -46,6 +46,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -301,6 +302,7 @@ class Session:
         (self.state / "cwd").write_text(str(self.work))
         (self.state / "env.sh").write_text("")
         self._python: subprocess.Popen[str] | None = None
+        self._groups: list[int] = []
 
     def shell(self, script: str, timeout: float, errexit: bool = True) -> tuple[int, str]:
         """Run SCRIPT in the session's current folder and environment; keep its folder and exports."""
@@ -313,21 +315,23 @@ class Session:
             + ("set -eo pipefail\n" if errexit else "set -o pipefail\n")
             + f". {state}/chunk.sh\n"
         )
+        proc = subprocess.Popen(
+            ["bash", "-c", wrapper],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self._groups.append(proc.pid)  # what it leaves running in the background is stopped at close()
         try:
-            proc = subprocess.run(
-                ["bash", "-c", wrapper],
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                timeout=timeout,
-                start_new_session=True,
-            )
-        except subprocess.TimeoutExpired as exc:
-            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            return 124, out + f"\n[timed out after {timeout:.0f} s]"
-        return proc.returncode, proc.stdout
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+            return 124, (out or "") + f"\n[timed out after {timeout:.0f} s]"
+        return proc.returncode, out
 
     def python(self, code: str, timeout: float, *, doctest: bool = False, line: int = 0) -> tuple[int, str]:
         """Run CODE in the session's one interpreter (names persist from block to block) in its current folder."""
@@ -359,6 +363,11 @@ class Session:
         return reply["rc"], reply["out"]
 
     def close(self) -> None:
+        for group in self._groups:
+            try:
+                os.killpg(group, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
         if self._python is not None:
             self._python.kill()
             self._python.wait()
