@@ -287,6 +287,7 @@ class Session:
                 "COLUMNS": "160",
                 "TERM": "dumb",
                 "NO_COLOR": "1",
+                "BROWSER": "true",  # `--open` opens nothing
                 "PYTHONUNBUFFERED": "1",
                 "DOCS_REPO": str(REPO_ROOT),
                 "DOCS_SESSION": str(root),
