@@ -10,7 +10,7 @@ What runs and how it is checked:
 - ``console`` blocks: each ``$ `` line is a command (a line ending in ``\\`` continues on the next); the lines
   after it, up to the next command, are what it prints (stdout and stderr together). A command with no such
   lines is checked by its exit status alone. A command must exit 0, unless what it prints holds an ``Error:``
-  line: then it must fail (exit not 0).
+  line: then it must fail (exit not 0), unless it prints its status itself (``...; echo "exit $?"``).
 - ``bash`` / ``sh`` / ``shell`` blocks run as one script under ``set -e``: every command must succeed.
 - ``python`` blocks run in the session's one interpreter, in order, so names persist from block to block; a
   block of ``>>>`` lines is a doctest (ELLIPSIS and NORMALIZE_WHITESPACE on).
@@ -462,7 +462,8 @@ def _run_console(step: Step, session: Session, where: str, timeout: float, repor
     commands = console_commands(step)
     for n, cmd in enumerate(commands):
         want_exit = step.attrs.get("exit") if n == len(commands) - 1 else None
-        if want_exit is None and any(ln.startswith("Error:") for ln in cmd.output.splitlines()):
+        shows_error = any(ln.startswith("Error:") for ln in cmd.output.splitlines())
+        if want_exit is None and shows_error and "$?" not in cmd.command:  # `...; echo "exit $?"` shows its own
             want_exit = "nonzero"
         rc, out = session.shell(cmd.command + "\n", timeout, errexit=False)
         expected = cmd.output if cmd.output.strip() else None
