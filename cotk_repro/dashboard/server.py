@@ -125,6 +125,17 @@ def _freeze_heap() -> None:
     gc.freeze()
 
 
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging, with the access log on stderr too: stdout carries the URL alone (docs/dashboard.md)."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    return config
+
+
 def serve(
     db_url: str | None = None,
     *,
@@ -178,6 +189,7 @@ def serve(
         port=actual_port,
         access_log=access_log,
         log_level=log_level,
+        log_config=_log_config(),
         timeout_keep_alive=5,
         **proxies,
     )
