@@ -238,6 +238,8 @@ def register(cli: typer.Typer) -> None:
         )
         outcome = do_reproduce(source, opts, on_status=output.info, progress=lambda d: output.progress(d))
         verdict = outcome.verdict
+        for a in outcome.alerts:
+            output.warn(a)
         for n in outcome.notices:  # what a reproducer may want to know (a valid signature): info, not a warning
             output.info(n)
         if json_out and json_out != "-":

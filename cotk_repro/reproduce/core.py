@@ -92,6 +92,9 @@ class Outcome:
     steps: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    #: warnings said before the verdict, as soon as they are known (code about to run on this host, a record let
+    #: through unsigned or unverified): ``warnings`` come after it
+    alerts: list[str] = field(default_factory=list)
     error: CotkError | None = None
     workdir: Path | None = None
     submission: dict[str, Any] | None = None
@@ -295,7 +298,7 @@ def reproduce(
             )
         runtime = get_plugins().build("runtime", runtime_name)
         if getattr(runtime, "on_host", False):
-            outcome.notices.append(f"runtime {runtime_name}: the entry runs in {runtime.description}")
+            outcome.alerts.append(f"runtime {runtime_name}: the entry runs in {runtime.description}")
             if not opts.trust_remote_code and opts.confirm is None:
                 raise untrusted(runtime_name)
         if hasattr(runtime, "connect"):  # no engine: say so before cloning anything
@@ -531,7 +534,7 @@ def _check_signature(repo, source, record, opts: ReproduceOptions, outcome: Outc
             step="signature",
         )
     # a valid signature by an allowed signer is news; a bad, unsigned or unknown one (let through) a warning
-    (outcome.notices if row["status"] == "valid" else outcome.warnings).append(line)
+    (outcome.notices if row["status"] == "valid" else outcome.alerts).append(line)
     return {k: row[k] for k in ("status", "signer", "fingerprint")}
 
 
