@@ -37,9 +37,11 @@ def check_imports(names: list[str], entry_folder: Path, where: str) -> None:
         return
     what = f"the module {missing[0]}" if len(missing) == 1 else f"the modules {', '.join(missing)}"
     verb = "is" if len(missing) == 1 else "are"
-    install = "pip install " + " ".join(m.replace("_", "-") for m in missing)
-    if "torch" in missing:
-        install += f" (torch's CPU build: {TORCH_CPU}; a CUDA build: see pytorch.org)"
+    others = [m.replace("_", "-") for m in missing if m != "torch"]
+    install = " and ".join(
+        ([f"{TORCH_CPU} (the CPU build; a CUDA one: see pytorch.org)"] if "torch" in missing else [])
+        + ([f"pip install {' '.join(others)}"] if others else [])
+    )
     raise RunError(
         f"this project's entry needs {what} ({where} [run] imports), which {verb} not installed for "
         f"{sys.executable}; nothing was run",
