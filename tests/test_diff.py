@@ -100,7 +100,13 @@ def test_tolerances_on_the_command_line(tmp_path, cli):
     assert diff_json(cli, tmp_path, a, b)[0].returncode == 1
     res, data = diff_json(cli, tmp_path, a, b, "--rtol", "0.01")  # wider than declared: not taken without consent
     assert res.returncode == 1 and data["metrics"][0]["rtol"] == 1e-6 and data["metrics"][0]["widened"] is False
+    # ... and never silently (issue 38): one warning naming the metric, the value and the flag that widens
+    [warning] = [ln for ln in res.stderr.splitlines() if ln.startswith("Warning:")]
+    assert "--rtol 0.01 was not used for ppl" in warning and "--widen-tolerance" in warning, res
+    res, data = diff_json(cli, tmp_path, a, b, "--rtol", "1e-9", "--atol", "1")  # rtol tightens: used; atol not
+    assert "--rtol" not in res.stderr and "--atol 1 was not used for ppl" in res.stderr, res
     res, data = diff_json(cli, tmp_path, a, b, "--rtol", "0.01", "--widen-tolerance")
+    assert "Warning:" not in res.stderr, res
     row = data["metrics"][0]
     assert res.returncode == 0 and verdicts(data) == {"ppl": "reproduced"} and row["rtol"] == 0.01
     assert row["widened"] is True and row["identical"] is False and data["tolerance_widened"] is True

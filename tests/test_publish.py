@@ -432,3 +432,53 @@ def test_a_remote_taken_later_is_signed_by_the_key_that_signed_the_record(make_p
         capture_output=True,
     )
     assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.slow  # a live dashboard, a git daemon, three publishes and a key registration
+def test_a_key_the_dashboard_does_not_know_stops_publish_before_anything_is_pushed(
+    make_project, tmp_path, live_dashboard
+):
+    """Issue 40: a signing key that exists here but is not registered to the token's user on the dashboard used to
+    push to git and then get the dashboard's 403 (a half publish). Now the dashboard is asked first: one sentence
+    pointing to `cotk-repro keys add`, nothing pushed; once the key is added, the same publish goes through."""
+    from signing_support import fingerprint_of, key_env, make_key
+
+    url, token, _alice = live_dashboard
+    root = make_project({"main.py": ENTRY, "refs.txt": "a b\n"})
+    bare = add_bare_remote(root, tmp_path / "remotes", "alice/newkey")
+    record_in(root)
+    key = make_key(tmp_path / "new-key")  # alice's second machine: its key is not on the dashboard
+    home = tmp_path / "home"
+    env = {**key_env(key, home), "XDG_CONFIG_HOME": str(home / ".config"), "COTK_REPRO_DASHBOARD_TOKEN": token}
+    with remote_served_by_git_daemon(root, bare, tmp_path / "remotes"):
+        res = run_cli("publish", "--push", "--dashboard", url, cwd=root, env=env)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res
+        [error] = [ln for ln in res.stderr.splitlines() if ln.startswith("Error: ")]
+        fp = fingerprint_of(key.with_suffix(".pub"))
+        assert f"the key {fp}" in error and "is not registered to alice" in error, res
+        assert "`cotk-repro keys add`" in error and "add-user" not in res.stderr and "nothing was published" in error
+        assert git(bare, "for-each-ref").strip() == ""  # no ref arrived: neither the records ref nor a branch
+        assert run_cli("keys", "add", "--dashboard", url, env=env, timeout=120).returncode == 0
+        res = run_cli("publish", "--push", "--dashboard", url, "--json", cwd=root, env=env)
+        assert res.returncode == 0, res
+        assert [s["target"] for s in json.loads(res.stdout)["steps"]] == ["git", "dashboard"]
+        assert REF in git(bare, "for-each-ref", "--format=%(refname)").split()
+
+
+def test_the_dashboards_refusal_of_an_unregistered_key_points_to_keys_add(make_project, tmp_path, live_dashboard):
+    """Issue 40: the 403 for a signature by a key nobody registered is one sentence naming `cotk-repro keys add`
+    (never the administrator's `dashboard add-user`); the client's own words do not run a second sentence on."""
+    from signing_support import make_key
+
+    from cotk_repro.core.signing import key_from_path, sign_record
+    from cotk_repro.remote.dashboard import DashboardClient, DashboardError
+
+    url, token, _alice = live_dashboard
+    record = record_in(make_project({"main.py": ENTRY, "refs.txt": "a\n"}))
+    signature = sign_record(record, key_from_path(make_key(tmp_path / "stranger"), "test"))
+    with pytest.raises(DashboardError) as refused:
+        DashboardClient(url, token, retries=1).upload_record(record, signature=signature)
+    err = refused.value
+    assert err.status == 403 and "not registered on this dashboard" in err.message
+    assert "`cotk-repro keys add`" in err.message and "`cotk-repro keys add`" in (err.hint or "")
+    assert "add-user" not in err.message + (err.hint or "") and ". " not in err.message

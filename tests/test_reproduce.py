@@ -128,6 +128,8 @@ def test_changed_result_exits_1_naming_the_metric(pub, tmp_path):
     # a tolerance wide enough accepts it only with the reproducer's consent (command-line tolerances reach the diff)
     res = reproduce(str(pub["bare"]), "--record", rid(pub, "seeded"), "--runtime", "local", "--atol", "1")
     assert res.returncode == 1, res
+    warnings = [ln for ln in res.stderr.splitlines() if ln.startswith("Warning:")]
+    assert any("--atol 1 was not used for score, tokens" in w and "--widen-tolerance" in w for w in warnings), res
     args = ("--record", rid(pub, "seeded"), "--runtime", "local", "--atol", "1", "--widen-tolerance")
     res = reproduce(str(pub["bare"]), *args)
     assert res.returncode == 0 and "widened" in res.stdout, res

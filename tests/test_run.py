@@ -223,6 +223,36 @@ def test_unknown_config_key(make_project, cli):
     assert not (root / ".cotk-repro").exists()
 
 
+def test_a_module_the_config_names_that_is_not_installed_stops_the_run_before_it_starts(make_project, cli, tmp_path):
+    # issue 40: a template's torch missing was a failed record holding a ModuleNotFoundError traceback
+    marker = tmp_path / "entry-ran"
+    entry = f"open({str(marker)!r}, 'w').close()\n" + GOOD
+    config = '[run]\nentry = "main.py"\nimports = ["json", "no_such_module_cotk_canary"]\n'
+    root = make_project({"main.py": entry, "cotk-repro.toml": config})
+    res = cli("run", cwd=root)
+    assert_clean_error(res, "no_such_module_cotk_canary", "[run] imports", "pip install no-such-module-cotk-canary")
+    assert "json" not in res.stderr.split("needs", 1)[1].split("(", 1)[0]  # only the missing one is named
+    assert not marker.exists() and records(root) == []
+    assert_no_half_folders(root)
+
+
+def test_modules_the_config_names_that_are_installed_or_beside_the_entry_let_it_run(make_project, cli):
+    config = '[run]\nentry = "src/main.py"\nimports = ["json", "helper_mod"]\n'
+    root = make_project(
+        {"src/main.py": "import helper_mod\n" + GOOD, "src/helper_mod.py": "", "cotk-repro.toml": config}
+    )
+    res = cli("run", cwd=root)
+    assert res.returncode == 0, res
+    assert [r["status"] for r in records(root)] == ["ok"]
+
+
+def test_config_imports_must_be_top_level_module_names(make_project, cli):
+    root = make_project({"main.py": GOOD, "cotk-repro.toml": '[run]\nimports = ["torch.nn"]\n'})
+    res = cli("run", cwd=root)
+    assert_clean_error(res, "run.imports", "top-level", "cotk-repro.toml:2")
+    assert records(root) == []
+
+
 def test_state_folder_not_writable_file(make_project, cli):
     # root ignores permission bits, so make .cotk-repro a regular file: it cannot hold runs
     root = make_project({"main.py": GOOD})

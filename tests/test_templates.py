@@ -20,6 +20,11 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT, git, run_cli
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 from test_reproduce_support import add_bare_remote, publish, small_venv_python
 
 TEMPLATES = [
@@ -125,6 +130,8 @@ def test_scaffold_files(template, cli, tmp_path):
     assert {"checkpoints/", "outputs/", ".cotk-repro/", "result.json"} <= set(ignored)
     config = (root / "cotk-repro.toml").read_text()
     assert 'entry = "train.py"' in config
+    imports = tomllib.loads(config)["run"]["imports"]  # checked by `run` before it starts (issue 40)
+    assert imports == (["torch", "transformers"] if "gpt2" in template else ["torch"])
     assert f'task = "{"language-generation" if template.startswith("lm-") else "single-turn-dialog"}"' in config
     data = sorted(p.name for p in (root / "data").iterdir())
     assert ("mscoco_train.txt" in data) if template.startswith("lm-") else ("opensub_pair_train.post" in data)

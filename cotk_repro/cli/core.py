@@ -300,7 +300,7 @@ def diff(
     from ..core.config import load_config
     from ..records.diffing import compare_results, environment_differences, overall
     from ..records.locate import load_document
-    from ..records.tolerances import ToleranceRules
+    from ..records.tolerances import ToleranceRules, unused_flags
 
     try:
         store = _store_here()
@@ -312,6 +312,9 @@ def diff(
     rules = ToleranceRules.of_config(config, rtol, atol, widen_tolerance)
     rows = compare_results(doc_a["results"], doc_b["results"], rules)
     verdict = overall(rows)
+    unused = unused_flags(rows, rtol, atol, widen_tolerance)
+    if unused:
+        output.warn(unused)
     env_diff = []
     if "environment" in doc_a and "environment" in doc_b:
         env_diff = environment_differences(doc_a["environment"], doc_b["environment"])

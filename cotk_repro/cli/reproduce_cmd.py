@@ -198,6 +198,7 @@ def register(cli: typer.Typer) -> None:
 
         Exit status: 0 reproduced, 1 not reproduced, 2 could not run.
         """
+        from ..records.tolerances import unused_flags
         from ..reproduce.core import ReproduceOptions, list_records
         from ..reproduce.core import reproduce as do_reproduce
         from ..reproduce.job import describe_steps
@@ -264,6 +265,9 @@ def register(cli: typer.Typer) -> None:
             output.console.print("[bold]could not run[/bold]")
         for w in outcome.warnings:
             output.warn(w)
+        unused = unused_flags(outcome.rows, rtol, atol, widen_tolerance)
+        if unused:
+            output.warn(unused)
         if outcome.submission:
             output.info(f"submitted to {outcome.submission.get('dashboard')}: {outcome.submission.get('url') or ''}")
         if outcome.workdir is not None:

@@ -26,13 +26,22 @@ class ProjectTable(StrictTable):
 
 
 class RunTable(StrictTable):
-    """``[run]``: the entry script, its arguments and its result file."""
+    """``[run]``: the entry script, its arguments, its result file, and the modules it needs installed."""
 
     entry: StrictStr | None = None
     args: list[StrictStr] | None = None
     result: StrictStr | None = None
     python: StrictStr | None = None
     requires: list[StrictStr] | None = None
+    imports: list[StrictStr] | None = None
+
+    @field_validator("imports")
+    @classmethod
+    def _top_level(cls, names: list[str] | None) -> list[str] | None:
+        bad = [n for n in names or [] if not n.isidentifier()]
+        if bad:
+            raise ValueError(f'must name top-level modules (e.g. "torch"), got {bad[0]!r}')
+        return names
 
 
 class Tolerance(StrictTable):

@@ -192,8 +192,7 @@ def signer_of(db: Database, data: bytes, signature: object, namespace: str) -> S
     if row is None:
         raise Forbidden(
             f"the signature is by key {fp}, which is not registered on this dashboard; "
-            "register it with `cotk-repro keys add` (or an administrator's "
-            "`cotk-repro dashboard add-user NAME --ssh-key FILE.pub`)"
+            "register it with `cotk-repro keys add`"
         )
     if row[3] is not None:
         raise Forbidden(f"the signature is by key {fp} of {row[1]}, which was revoked on {row[3]}")

@@ -75,7 +75,7 @@ def _signer(
             raise Unsigned(
                 f"this dashboard accepts only signed {what}s: sign it with your SSH key (cotk-repro "
                 "publishes and submits signed when `cotk-repro keys` shows a key) and register the key "
-                "with `cotk-repro dashboard add-user NAME --ssh-key FILE.pub`"
+                "with `cotk-repro keys add`"
             )
         return None
     return signer_of(db, data(), signature, namespace)

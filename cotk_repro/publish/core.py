@@ -227,9 +227,19 @@ def publish(
             hint="sign with the key that signed the record (git config user.signingkey, or "
             "COTK_REPRO_SIGNING_KEY), then publish again",
         )
+    # every target's own checks (the dashboard: a token, and the signing key registered there) before any sends
+    targets_to_run = {
+        name: get_plugins().build("publish_target", name)
+        for name in chosen
+        if not (name == "dashboard" and not ctx.dashboard_url)
+    }
+    for target in targets_to_run.values():
+        preflight = getattr(target, "preflight", None)
+        if preflight is not None:
+            preflight(ctx)
     steps: list[dict[str, Any]] = []
     for name in chosen:
-        if name == "dashboard" and not ctx.dashboard_url:
+        if name not in targets_to_run:
             steps.append(
                 {
                     "target": "dashboard",
@@ -238,7 +248,7 @@ def publish(
                 }
             )
             continue
-        target = get_plugins().build("publish_target", name)
+        target = targets_to_run[name]
         try:
             steps.append(target.publish(ctx))
         except PublishError as exc:

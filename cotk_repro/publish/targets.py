@@ -2,7 +2,9 @@
 
 A publish target is ``factory() -> target`` with ``name`` and
 ``publish(ctx: PublishContext) -> dict`` (one step of the publish report:
-``{"target", "status", ...}``); it raises :class:`PublishError` on failure.
+``{"target", "status", ...}``); it raises :class:`PublishError` on failure. A target may also have
+``preflight(ctx)``: called for every chosen target before any target publishes, it raises PublishError for
+what would fail later, so that nothing is sent anywhere (the dashboard: its token and the signing key).
 """
 
 from __future__ import annotations
@@ -209,9 +211,44 @@ class DashboardTarget:
 
     name = "dashboard"
 
-    def publish(self, ctx: PublishContext) -> dict[str, Any]:
-        from ..core import userconfig
+    def preflight(self, ctx: PublishContext) -> None:
+        """Before any target sends anything: a token is there and, for a signed record, the dashboard knows its
+        key as the token's user's, so that a git push is never followed by the dashboard's refusal (a half
+        publish). An unreachable dashboard is not asked (the upload then reports it and says how to retry)."""
+        from ..core.signing import parse_signature
         from ..remote.dashboard import DashboardClient, DashboardError
+
+        url, token = self._token(ctx)
+        if ctx.signature is None:  # the dashboard was said to take unsigned records (--allow-unsigned)
+            return
+        fingerprint = parse_signature(ctx.signature).public.fingerprint
+        client = DashboardClient(url, token, retries=1)
+        try:
+            user = client.whoami()
+            keys = {k.get("fingerprint"): k for k in client.user_keys(user)}
+        except DashboardError as exc:
+            if exc.unreachable or exc.status == 404:
+                return
+            raise PublishError(f"{exc.message}; nothing was published", hint=exc.hint) from None
+        key = keys.get(fingerprint)
+        if key is None:
+            why = "is not registered to"
+        elif key.get("revoked_at"):
+            why = "was revoked for"
+        elif key.get("proof") is None:
+            why = "was registered without proof of possession for"
+        else:
+            return
+        rid = short_id(RecordView.of(ctx.record).id or "")
+        raise PublishError(
+            f"the key {fingerprint} that signs record {rid} {why} {user} on the dashboard at {url}, which would "
+            "refuse the record, so nothing was published",
+            hint="register the key with `cotk-repro keys add`, then publish again (or publish with --no-dashboard)",
+        )
+
+    def _token(self, ctx: PublishContext) -> tuple[str, str]:
+        """The dashboard's URL and the token sent to it; PublishError when there is none to send."""
+        from ..core import userconfig
 
         url = userconfig.normalize_url(ctx.dashboard_url or "")
         token = userconfig.dashboard_token(url, user_chosen=ctx.dashboard_user_chosen)
@@ -228,6 +265,12 @@ class DashboardTarget:
                 f"no token for the dashboard {url}",
                 hint=f"run `cotk-repro login --dashboard {url} --token TOKEN`, or pass --no-dashboard",
             )
+        return url, token
+
+    def publish(self, ctx: PublishContext) -> dict[str, Any]:
+        from ..remote.dashboard import DashboardClient, DashboardError
+
+        url, token = self._token(ctx)
         ctx.on_status(f"uploading the record to {url}")
         try:
             client = DashboardClient(url, token)
@@ -236,10 +279,12 @@ class DashboardTarget:
                 ctx.on_status(f"uploading the record's git remote {ctx.publication['publication']['remote_url']}")
                 client.upload_publication(ctx.record["id"], ctx.publication)
         except DashboardError as exc:
+            retry = f"`cotk-repro publish {short_id(RecordView.of(ctx.record).id or '')} --no-git`"
             raise PublishError(
                 f"{exc.message}; the record is kept locally in {ctx.folder}",
-                hint=f"retry later with `cotk-repro publish {short_id(RecordView.of(ctx.record).id or '')} --no-git`"
-                + (" " + exc.hint if exc.hint else ""),
+                hint=f"register your signing key with `cotk-repro keys add`, then retry with {retry}"
+                if exc.status == 403
+                else f"retry later with {retry}" + (f"; {exc.hint}" if exc.hint else ""),
             ) from None
         return {
             "target": "dashboard",

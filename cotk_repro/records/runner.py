@@ -351,6 +351,11 @@ def prepare(
     conflicts = get_plugins().conflicts()  # two plugins, one name: refuse before anything runs
     if conflicts:
         raise PluginError(conflicts[0])
+    imports = config.get("run", "imports")
+    if imports:  # a template's torch that is not installed: one sentence now, not a failed record later
+        from .imports import check_imports
+
+        check_imports(list(imports), entry_path.parent, config.source.name if config.source else CONFIG_FILE)
     if not args:
         args = list(config.get("run", "args") or [])
     result_path = cwd / (result or config.get("run", "result"))

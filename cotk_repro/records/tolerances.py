@@ -136,6 +136,28 @@ class ToleranceRules:
         return thread
 
 
+def unused_flags(rows: Any, rtol: float | None, atol: float | None, widen: bool) -> str | None:
+    """The warning for ``--rtol`` / ``--atol`` values that judged no result because they are wider than the
+    tolerance a metric is judged with (a flag only tightens without ``--widen-tolerance``), naming those metrics;
+    None when every given value was used. ``rows``: verdict rows, each with ``metric``, ``verdict``, ``rtol`` and
+    ``atol`` (a result only one side has is not judged, so it is left out)."""
+    if widen:
+        return None
+    parts = []
+    for flag, value, attr in (("--rtol", rtol, "rtol"), ("--atol", atol, "atol")):
+        if value is None:
+            continue
+        names = [r.metric for r in rows if r.verdict not in ("missing", "extra") and value > getattr(r, attr)]
+        if names:
+            parts.append(f"{flag} {value:g} was not used for {', '.join(names)}")
+    if not parts:
+        return None
+    return (
+        f"{'; '.join(parts)}: it is wider than the tolerance each is judged with (its metric's, or the project's), "
+        f"which a flag only tightens; {WIDEN_FLAG} judges with the value given"
+    )
+
+
 def describe(rtol: float, atol: float) -> str:
     """``exact`` for (0, 0), else ``rtol 1e-05, atol 1e-09``."""
     if rtol == 0 and atol == 0:

@@ -148,9 +148,9 @@ class DashboardClient:
                 raise DashboardError(exc.message) from None
         if code == 403:
             raise DashboardError(
-                f"the dashboard at {self.url} refused {what} (403): {_detail(resp)}",
+                f"the dashboard at {self.url} refused {what} (403): {_detail(resp).rstrip('.')}",
                 status=code,
-                hint="`cotk-repro keys` shows your signing key; register its .pub on the dashboard",
+                hint="`cotk-repro keys add` registers your signing key for your token's user",
             )
         if code == 401:
             raise DashboardError(
@@ -179,6 +179,13 @@ class DashboardClient:
     def whoami(self) -> str:
         """The user the token belongs to (``GET /api/v1/me``); raises when the token is refused."""
         return self._check(self.request("GET", "/api/v1/me", auth=True), "the token check")["user"]
+
+    def user_keys(self, user: str) -> list[dict[str, Any]]:
+        """The SSH keys registered to ``user`` (``GET /api/v1/users/NAME/keys``; revoked ones too)."""
+        keys = self._check(self.request("GET", f"/api/v1/users/{quote(user, safe='')}/keys"), "the key listing")
+        if not isinstance(keys, list):
+            raise DashboardError(f"the dashboard at {self.url} answered the key listing with something else")
+        return [k for k in keys if isinstance(k, dict)]
 
     def upload_record(self, record: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
         """POST the record (with its signature when there is one: ``{"record", "signature"}``);

@@ -75,6 +75,7 @@ def template(name: str) -> ProjectTemplate:
             "description": description,
             "metrics": metrics,
             "dependencies": deps,
+            "imports": [d for d in deps if d != "tokenizers"],  # modules train.py imports ([run] imports)
             "dataset_name": "mscoco-small" if lm else "opensubtitles-small",
             "gpt2": "gpt2" in folders,
         },
