@@ -646,7 +646,8 @@ def test_a_result_nested_too_deeply_is_one_sentence_from_the_parser():
     job = SimpleNamespace(result_rel="result.json", command={"entry": "main.py"})
     with pytest.raises(ReproduceError) as caught:
         parse_result(b"[" * 200_000 + b"]" * 200_000, job, "the rerun's result.json")
-    assert caught.value.message == "the rerun's result file result.json nests its JSON too deeply to read"
+    # the parse budget refuses it before json.loads (core/jsonbudget: depth 64), in one sentence
+    assert caught.value.message == "the rerun's result file result.json nests deeper than 64 levels"
 
 
 def _publish_late(fleet, rec: dict, remote_url: str = "git://127.0.0.1:9/alice/late.git") -> dict:

@@ -191,10 +191,6 @@ def parse_result(raw: bytes | None, job: Job, where: str) -> dict[str, Any]:
         return normalize_results(data, where)
     except CotkError as exc:
         raise ReproduceError(f"the rerun's result file is unusable: {exc.message}", step="run") from None
-    except RecursionError:
-        raise ReproduceError(
-            f"the rerun's result file {job.result_rel} nests its values too deeply to read", step="run"
-        ) from None
 
 
 def describe_exit(rc: int) -> str:
