@@ -692,7 +692,10 @@ def test_submit_never_uses_the_projects_dashboard_url(tmp_path, canary):
 @pytest.mark.slow
 def test_docker_api_failure_is_could_not_run_naming_the_step(tmp_path, canary, docker_image):
     project = attacker_project(tmp_path, "api", canary)
-    proc = reproduce(project, *docker_args(docker_image, "--memory", "1k"))
+    # more CPUs than the machine has: within cotk-repro's own bounds (a ceiling of 4096), refused by the engine
+    # when the container is made ("range of CPUs is from 0.01 to N"); --memory 1k, which did this before, is now
+    # below the floor cotk-repro checks itself (tests/test_reproduce_limits.py)
+    proc = reproduce(project, *docker_args(docker_image, "--cpus", "4000"))
     forget_images(docker_image, proc)
     could_not_run(proc, "the Docker engine failed at")
 
