@@ -108,7 +108,7 @@ def _project(base: Path, name: str, toml: str | None, modes: dict[str, list[str]
 @pytest.fixture(scope="module")
 def projects(engine, tmp_path_factory):
     base = tmp_path_factory.mktemp("sandbox")
-    return {
+    made = {
         "plain": _project(
             base,
             "plain",
@@ -136,6 +136,12 @@ def projects(engine, tmp_path_factory):
             base, "modest", '[reproduce]\ntimeout = 90.0\nmemory = "256m"\ncpus = 0.5\n', {"sleep": ["sleep", "600"]}
         ),
     }
+    # --timeout bounds the image build too, and a reproduction's image is removed after its verdict unless cached:
+    # every reproduce here keeps its image in the cache (_args: --image-cache), warmed once, so that the tests'
+    # few seconds of --timeout are the entry's
+    warm = reproduce(made, "plain", "ok", engine)
+    assert warm.returncode == 0, warm
+    return made
 
 
 def _args(projects, which, mode, engine, *extra):
@@ -151,6 +157,8 @@ def _args(projects, which, mode, engine, *extra):
         *trust,
         "--base-image",
         engine["image"],
+        "--image-cache",
+        "16",
         *extra,
     ]
 
