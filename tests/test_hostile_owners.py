@@ -332,6 +332,7 @@ def test_a_symlinked_or_copied_cotk_repro_lends_no_marks(tmp_path):
     from cotk_repro.records.store import RunStore
 
     env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    saved = {k: os.environ.get(k) for k in env}  # the session's own (conftest), put back after
     os.environ.update(env)  # the provenance key of this test's user, in and out of process
     try:
         victim = _project_with_record(tmp_path / "victim", "victim-canary")
@@ -357,9 +358,12 @@ def test_a_symlinked_or_copied_cotk_repro_lends_no_marks(tmp_path):
         (folder / MARK).write_text(_digest(_key(create=False), raw) + "\n")
         assert [r["id"] for r in RunStore(tmp_path / "victim").all()] == [victim["id"]]
         assert (folder / MARK).read_text().startswith("2:")
-    finally:
-        for k in env:
-            os.environ.pop(k, None)
+    finally:  # popping it instead left every later test of the session without its data folder (and key)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 # -- gc and PID namespaces -----------------------------------------------------------------------------------
