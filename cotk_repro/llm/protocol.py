@@ -220,10 +220,21 @@ def load_protocol(path: str | Path) -> Protocol:
             raise fail(
                 ("inputs",), f"the inputs file {data['inputs']} it names does not exist or is unreadable"
             ) from None
+    env = _environment()
     try:
-        compiled = _environment().from_string(data["template"])
+        compiled = env.from_string(data["template"])
+        from jinja2 import meta
+
+        # names used on any path, not only the probe's (``{% if input == "x" %}{{ secret }}{% endif %}``)
+        unknown = sorted(meta.find_undeclared_variables(env.parse(data["template"])) - {VARIABLE} - set(env.globals))
     except Exception as exc:  # TemplateSyntaxError, or a sandbox refusal at compile time
         raise fail(("template",), f"'template' is not a valid Jinja template: {_jinja_reason(exc)}") from None
+    if unknown:
+        raise fail(
+            ("template",),
+            f"'template' uses {', '.join(map(repr, unknown))}, which is undefined (a protocol template may use "
+            f"only {{{{ {VARIABLE} }}}})",
+        )
     protocol = Protocol(
         path=path,
         template=data["template"],
