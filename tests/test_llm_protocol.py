@@ -1,7 +1,7 @@
 """The prompt protocol (cotk_repro.llm): loading a stranger's file, rendering, the hash over its content, the hash
 joined to every metric's (evaluate and compare), and generation that is resumable and independent of the batch size.
 
-Expected prompts are written out by hand from the contract (docs/llm.md); the stamped hashes are recomputed from
+Expected prompts are written out by hand from the contract (docs/llm-protocol.md); the stamped hashes are recomputed from
 their definition. The generators are the built-in ``copy`` and a test plugin (tests/llm_support.py) that takes
 chat prompts; no model runs here.
 """

@@ -12,7 +12,7 @@ from . import output
 
 HELP = """Run a generator (e.g. a language model: hf, openai) on an inputs file: one output line per input line.
 
-Writes --out FILE and FILE.json beside it (the system: generator, version, settings, pinned; the protocol's hash and path; the inputs' SHA-256; the number of lines). With --protocol FILE (TOML: template, system, chat, max_new_tokens, stop, few_shot; see docs/llm.md) each input is rendered into a prompt by its Jinja template, and its chat, max_new_tokens and stop become the generator's settings; score the outputs with `cotk-repro evaluate --protocol FILE` so that the protocol's hash joins every metric's.
+Writes --out FILE and FILE.json beside it (the system: generator, version, settings, pinned; the protocol's hash and path; the inputs' SHA-256; the number of lines). With --protocol FILE (TOML: template, system, chat, max_new_tokens, stop, few_shot; see docs/llm-protocol.md) each input is rendered into a prompt by its Jinja template, and its chat, max_new_tokens and stop become the generator's settings; score the outputs with `cotk-repro evaluate --protocol FILE` so that the protocol's hash joins every metric's.
 
 Outputs are cached (in the user's cache folder, or --cache DIR) by generator, version, settings, inputs and protocol; every finished batch is kept, so after Ctrl-C the same command goes on where it stopped. Both files are written only when every output exists. A bad protocol, setting or file is one sentence and exit 2.
 """
