@@ -394,6 +394,15 @@ def test_compare_stamps_every_cell_of_a_system_with_its_protocol(tmp_path, toy_g
     metas = [json.loads(f.read_text()) for f in cfg.cache.rglob("*.json")]
     assert sorted(m["pinned"] for m in metas) == [False, True, True, True]
     assert {m.get("protocol_sha256") for m in metas} == {None, p1.sha256, p2.sha256}
+    # the worker task says whether the system is pinned (a served model is not)
+    from cotk_repro.compare.engine import run_generate_task
+
+    served = next(s for s in cfg.systems if s.name == "served")
+    task = {"generator": "toy-prompts", "settings": served.settings, "inputs": str(tmp_path / "inputs.txt")}
+    task.update(cache=str(cfg.cache), input_format=cfg.datasets[0].sample_format.as_dict())
+    task.update(protocol=str(served.protocol), protocol_sha256=served.protocol_sha256)
+    out = run_generate_task(task)
+    assert out["pinned"] is False and out["reused"] is True
 
 
 def test_compare_refuses_a_bad_protocol_with_the_config_line(tmp_path):
@@ -416,3 +425,17 @@ def test_protocol_is_a_frozen_value(tmp_path):
     assert isinstance(p, Protocol)
     with pytest.raises(AttributeError):
         p.template = "{{ input }}"  # type: ignore[misc]
+
+
+def test_compare_refuses_a_protocol_naming_other_inputs(tmp_path):
+    from cotk_repro.compare import load_config
+    from cotk_repro.errors import ConfigError
+
+    write(tmp_path / "gold.txt", "the cat\n")
+    write(tmp_path / "inputs.txt", "the cat sat\n")
+    write(tmp_path / "dev.txt", "another input\n")
+    write(tmp_path / "p1.toml", 'template = "{{ input }}"\nmax_new_tokens = 3\ninputs = "dev.txt"\n')
+    text = COMPARE.split("[[system]]")[0] + '[[system]]\nname = "s"\ngenerator = "copy"\nprotocol = "p1.toml"\n'
+    text += '\n[[metric]]\nname = "bleu"\n'
+    with pytest.raises(ConfigError, match=r"names the inputs file dev\.txt, but dataset 'toy' has other inputs"):
+        load_config(write(tmp_path / "bench.toml", text))
