@@ -170,6 +170,12 @@ BAD = {
         'template = "{{ input.__class__.__mro__[1].__subclasses__() }}"\nmax_new_tokens = 2\n',
         "unsafe",
     ),
+    "memory bomb": ("template = '{{ input * 100000000 }}'\nmax_new_tokens = 2\n", "holds the number 100000000"),
+    "memory bomb by a product": (
+        "template = '{{ input * (1000 * 1000 * 1000) }}'\nmax_new_tokens = 2\n",
+        "not allowed in a protocol template",
+    ),
+    "power": ("template = '{{ 9 ** 9 ** 9 }}{{ input }}'\nmax_new_tokens = 2\n", "'**' with such operands"),
     "include": ("template = \"{% include '/etc/passwd' %}\"\nmax_new_tokens = 2\n", "fails to render"),
     "unknown field": ('template = "{{ input }}"\nmax_new_tokens = 2\ntemprature = 0\n', "unknown field 'temprature'"),
     "wrong type": ('template = "{{ input }}"\nmax_new_tokens = "2"\n', "'max_new_tokens' must be an integer"),
@@ -196,6 +202,19 @@ def test_a_bad_protocol_is_one_sentence_naming_the_file(tmp_path, name):
     message = info.value.message
     assert words in message and str(path) in message, message
     assert "\n" not in message and info.value.exit_code == 2
+
+
+def test_a_template_that_runs_too_long_is_stopped(tmp_path, monkeypatch):
+    from cotk_repro.llm import protocol
+
+    monkeypatch.setattr(protocol, "RENDER_SECONDS", 0.3)
+    loops = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{{ input }}"
+    with pytest.raises(ProtocolError, match=r"rendering took more than 0\.3 s"):
+        load_protocol(write(tmp_path / "slow.toml", f"template = '{loops}'\nmax_new_tokens = 1\n"))
+    fine = load_protocol(
+        write(tmp_path / "fine.toml", "template = '{{ input * 2 }}-{{ 2 ** 3 }}'\nmax_new_tokens = 1\n")
+    )
+    assert fine.render("ab") == "abab-8"
 
 
 def test_a_missing_or_non_utf8_file_is_refused(tmp_path):
