@@ -114,8 +114,19 @@ def generate_cached(
     if reports:
         _write_result(generator, generator_name, _result_path(out))
     # the metadata last: the cache counts an output only when both files are there
-    atomic_write(folder / f"{digest}.json", json.dumps(dict(key, lines=n_out), indent=2, sort_keys=True) + "\n")
+    meta = dict(key, lines=n_out, pinned=bool(getattr(generator, "pinned", True)))
+    atomic_write(folder / f"{digest}.json", json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return out, False
+
+
+def read_pinned(output: Path) -> bool:
+    """Whether the generator that wrote ``output`` is pinned to its weights (its cache metadata's ``pinned``;
+    True when the metadata predates the field or cannot be read: the cache holds no unpinned entry before it)."""
+    try:
+        meta = json.loads(Path(output).with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    return not (isinstance(meta, dict) and meta.get("pinned") is False)
 
 
 def _result_path(output: Path) -> Path:

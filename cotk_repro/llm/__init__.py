@@ -1,0 +1,1 @@
+"""Language models as systems: prompt protocols, generation, and the system's identity (docs/llm.md)."""
