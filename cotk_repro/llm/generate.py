@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..compare.generate import GeneratorError, cache_key, hashable_settings, make_generator, run_cached
+from ..compare.generate import GeneratorError, cache_key, make_generator, run_cached
 from ..core.canonical import hash_object
 from .prompt import prompt_problem
 from .protocol import Protocol
+from .system import describe_system
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Generation:
 
     #: one per input; a newline inside an output is replaced by a space
     outputs: list[str]
-    #: the system's identity: generator, version, settings, pinned (:func:`_describe`)
+    #: the system's identity: generator, version, settings, pinned (:func:`cotk_repro.llm.system.describe_system`)
     system: dict[str, Any]
     #: outputs taken from the cache (a finished earlier run, or the part an interrupted run left)
     reused: int
@@ -39,16 +40,6 @@ def default_cache() -> Path:
     from ..core.userconfig import cache_dir
 
     return cache_dir() / "generations"
-
-
-def _describe(generator: Any, registered_name: str) -> dict[str, Any]:
-    """The system's identity (replaced by ``cotk_repro.llm.system.describe_system`` where that exists)."""
-    return {
-        "generator": str(getattr(generator, "name", registered_name)),
-        "version": str(getattr(generator, "version", "")),
-        "settings": hashable_settings(generator, {}),
-        "pinned": bool(getattr(generator, "pinned", True)),
-    }
 
 
 def generate_outputs(
@@ -91,7 +82,7 @@ def generate_outputs(
     outputs = got.path.read_text(encoding="utf-8").split("\n")[:-1]
     if len(outputs) != total:
         raise GeneratorError(f"the cached outputs {got.path} hold {len(outputs)} lines for {total} inputs; delete it")
-    return Generation(outputs=outputs, system=_describe(gen, generator), reused=got.reused, path=got.path)
+    return Generation(outputs=outputs, system=describe_system(gen, generator), reused=got.reused, path=got.path)
 
 
 def _render(protocol: Protocol, text: str, line: int) -> Any:
