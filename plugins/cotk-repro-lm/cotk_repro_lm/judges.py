@@ -325,10 +325,13 @@ class _Judge(Metric):
 
     # -- judging -----------------------------------------------------------------------------------------
     def ask(self, prompts: list[str]) -> list[str]:
-        """The judge's answers, one per prompt (in batches of the judge's batch size, for the progress bar)."""
+        """The judge's answers, one per prompt."""
         if not prompts:
             return []
-        step = max(1, int(getattr(self.judge, "batch_size", None) or len(prompts)))
+        if not self.progress:  # one call: the generator orders and batches the prompts itself
+            return self._generate(prompts)
+        # with a bar: chunks of a few batches (the generator pads within a batch; fewer calls, less padding)
+        step = 4 * max(1, int(getattr(self.judge, "batch_size", None) or len(prompts)))
         bar = None
         if self.progress:
             from tqdm.auto import tqdm
