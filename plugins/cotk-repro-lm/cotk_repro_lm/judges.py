@@ -188,7 +188,10 @@ def build_judge(judge: Any, settings: dict[str, Any]) -> Any:
                 raise MetricError(
                     f"an endpoint judge is openai:BASE_URL#MODEL (e.g. openai:http://host:8000/v1#NAME), not {spec!r}"
                 )
-            from .generation.endpoint import OpenAIGenerator
+            try:
+                from .generation.endpoint import OpenAIGenerator
+            except ImportError:  # pragma: no cover - a plugin version without the openai generator
+                raise MetricError("this cotk-repro-lm has no openai generator; an endpoint judge needs it") from None
 
             return OpenAIGenerator(base_url=base_url, model=model, **settings)
         if not spec.startswith("hf:"):
@@ -356,7 +359,7 @@ class _Judge(Metric):
         try:
             got = list(self.judge.generate(prompts))
         except CotkError as exc:  # a judge's one-sentence error (an unreachable server, a prompt too long)
-            raise MetricError(exc.message) from None
+            raise MetricError(f"{self.name}'s judge: {exc.message}") from None
         if len(got) != len(prompts):
             raise MetricError(f"the judge gave {len(got)} answers to {len(prompts)} prompts")
         return [str(a) for a in got]
@@ -402,7 +405,7 @@ class _Judge(Metric):
     ) -> dict[str, Any]:
         return self.compute(hypotheses, references, queries=queries)
 
-    def compute(  # type: ignore[override]  # queries beside the base's arguments, as coherence
+    def compute(
         self,
         hypotheses: Sequence[str],
         references: Sequence[Sequence[str]] | None = None,
