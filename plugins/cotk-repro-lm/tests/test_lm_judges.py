@@ -324,3 +324,50 @@ def test_user_errors_are_one_sentence_exit_2(judges, tmp_path):
     # the default rubric does not fit the tiny model's 128 positions: the generator's sentence
     with pytest.raises(MetricError, match=r"llm-judge's judge: prompt .* the model's context of 128 tokens"):
         get_metric("llm-judge", judge=folder).compute(OUTPUTS, queries=QUERIES)
+
+
+def test_every_value_comes_from_a_declaration_that_passes_the_audit():
+    """tests/test_metric_declarations.py's rules on the judges' declarations (it runs the core's pinned cases): each
+    value's signature is its declaration's, a one-sided setting names a documented reason, and what the signature
+    leaves out is a declared default."""
+    from cotk_repro.metrics.declaration import EXCEPTIONS, UNSET, Declaration
+
+    seen: list[tuple[str, Declaration]] = []
+    original = Declaration.entry
+
+    def recording(self, key, value, hasher):
+        seen.append((key, self))
+        return original(self, key, value, hasher)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(Declaration, "entry", recording)
+    try:
+        results = {
+            **get_metric("llm-judge", judge=ScriptedJudge(lambda p: "3")).compute(OUTPUTS, queries=QUERIES),
+            **get_metric("llm-pairwise", judge=ScriptedJudge(lambda p: "A"), baseline=OUTPUTS[::-1]).compute(
+                OUTPUTS, queries=QUERIES
+            ),
+        }
+    finally:
+        mp.undo()
+    values = {k for k, v in results.items() if isinstance(v, float)}
+    assert (
+        values
+        == {k for k, _ in seen}
+        == {
+            "llm-judge",
+            "llm-judge parse-failures",
+            "llm-pairwise",
+            "llm-pairwise position-bias",
+            "llm-pairwise parse-failures",
+        }
+    )
+    assert len({results[k + HASH_SUFFIX] for k in values}) == 5  # every value its own hash
+    for key, decl in seen:
+        assert results[key + SIGNATURE_SUFFIX] == decl.signature()
+        shown = [f.split(":", 1)[0] for f in decl.signature().split("|")[1:]]
+        for s in decl.settings:
+            if s.key is None or s.abbrev is None:
+                assert s.why in EXCEPTIONS, (key, s)
+            if s.abbrev is not None and s.abbrev not in shown:
+                assert s.elide is not UNSET and s.value == s.elide, (key, s)
