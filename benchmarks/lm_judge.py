@@ -12,6 +12,11 @@ hashing the inputs and the judge). Timed in turn (generator, llm-judge, llm-pair
 ``--repeat``; llm-pairwise judges each item twice (both orders), so its judgments/s counts both. The model load is
 outside the timings (each metric and the generator are built once). Prints judgments/s, generations/s and their
 ratio, with the Python, torch and load average.
+
+Figures (docs/metrics.md, "LLM judges"): Python 3.11.7, torch 2.13.0 (CPU, one intra-op thread), the tiny GPT-2,
+64 items, max_new_tokens 8, batch 8, best of 7, shared 2-core machine at load average 1.0-2.0: hf generator 290.7
+generations/s; llm-judge 316.8 judgments/s (1.09x the generator's rate); llm-pairwise 279.0 judgments/s (0.96x;
+its prompts hold two outputs). Judging adds nothing measurable to the generation it runs.
 """
 
 from __future__ import annotations
