@@ -254,6 +254,18 @@ def decoding_label(settings: dict[str, Any]) -> str:
     return ",".join(parts)
 
 
+def mark_unpinned(result: dict[str, Any]) -> dict[str, Any]:
+    """An endpoint judge's result: every value gains the core's unpinned marker (``"KEY pinned": false``, the one
+    ``stamp_system`` gives an endpoint system's results), so that save_result, the record, the dashboard and compare
+    rank it unpinned. A core without the marker has only the signature's ``pinned:False`` to say so."""
+    try:
+        from cotk_repro.core.results import PINNED_SUFFIX  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:  # a core before the unpinned tier
+        return result
+    values = [k for k, v in result.items() if isinstance(v, float) and not k.endswith((" per-sentence", " judgments"))]
+    return {**result, **{k + PINNED_SUFFIX: False for k in values}}
+
+
 def _texts_hash(texts: Sequence[str]) -> str:
     return hash_object({"cotk-repro-lm/texts": list(texts)})
 
@@ -493,7 +505,7 @@ class JudgeMetric(_Judge):
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = scores
             out[f"{self.name} judgments"] = answers
-        return out
+        return out if self.pinned else mark_unpinned(out)
 
 
 @_shared_options
@@ -572,4 +584,4 @@ class PairwiseMetric(_Judge):
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = items
             out[f"{self.name} judgments"] = [[x, y] for x, y in zip(as_a, as_b)]
-        return out
+        return out if self.pinned else mark_unpinned(out)

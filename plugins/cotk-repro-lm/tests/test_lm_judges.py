@@ -198,6 +198,13 @@ def test_an_endpoint_judge_is_unpinned_in_hash_and_signature():
     assert "judge:openai(judge-7b)" in sig and "pinned:False" in sig and "h:1" not in sig
     pinned = get_metric("llm-judge", judge=ScriptedJudge(lambda p: "3")).compute(OUTPUTS, queries=QUERIES)
     assert "pinned" not in pinned["llm-judge" + SIGNATURE_SUFFIX]
+    assert pinned["llm-judge" + HASH_SUFFIX] != res["llm-judge" + HASH_SUFFIX]
+    from cotk_repro.core import results
+
+    if hasattr(results, "PINNED_SUFFIX"):  # the core's unpinned tier: every value carries its marker
+        assert res["llm-judge pinned"] is False and res["llm-judge parse-failures pinned"] is False
+        assert not any(k.endswith(" pinned") for k in pinned)
+        assert results.normalize_results(res)["results"]["llm-judge"]["value"] == 3.0
 
 
 # -- real judges: tiny GPT-2s through the hf generator --------------------------------------------------------
