@@ -184,6 +184,22 @@ def test_templates_are_sandboxed_strict_and_hashed(tmp_path):
     ):
         with pytest.raises(MetricError, match=why):
             get_metric("llm-judge", judge=judge, template=bad)
+    # a stranger's template trying the classic escape to os.popen: refused, the canary never written
+    canary = tmp_path / "CANARY"
+    hostile = "{{ cycler.__init__.__globals__.os.popen('touch " + str(canary) + "').read() }}{{ input }}{{ output }}"
+    with pytest.raises(MetricError, match="cannot be rendered"):
+        get_metric("llm-judge", judge=judge, template=hostile)
+    assert not canary.exists()
+
+
+def test_streaming_forward_close_equals_compute():
+    judge = ScriptedJudge(lambda p: "4" if "cat" in p else "2")
+    metric = get_metric("llm-judge", judge=judge)
+    metric.forward({"hyps": OUTPUTS[:2], "queries": QUERIES[:2]})
+    metric.forward({"hyps": OUTPUTS[2:], "queries": QUERIES[2:]})
+    assert metric.close() == metric.compute(OUTPUTS, queries=QUERIES)
+    with pytest.raises(MetricError, match="needs 'queries'"):
+        metric.forward({"hyps": OUTPUTS})
 
 
 def test_an_endpoint_judge_is_unpinned_in_hash_and_signature():
