@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from cotk_repro.core.canonical import hash_object, sha256_hex
+from cotk_repro.errors import CotkError
 from cotk_repro.metrics.base import EXACT, Metric, MetricError
 from cotk_repro.metrics.declaration import (
     FIXED_BY_VERSION,
@@ -121,9 +122,11 @@ def parse_verdict(answer: str) -> str | None:
 
 # -- templates -----------------------------------------------------------------------------------------
 def load_template(template: Any, default: str, fields: Sequence[str], what: str) -> tuple[str, bool, Any]:
-    """(template text, whether it is the built-in one, the compiled template): ``template`` is inline Jinja text (it holds ``{{`` or
-    ``{%``) or a file path; it is compiled and rendered once with probe values, so an undefined field or a syntax
-    error is a MetricError now, not a crash on the first item."""
+    """(template text, whether it is the built-in one, the compiled template).
+
+    ``template`` is inline Jinja text (it holds ``{{`` or ``{%``) or a file path; it is compiled and rendered once
+    with probe values, so an undefined field or a syntax error is a MetricError now, not a crash on the first item.
+    """
     if template is None:
         text, builtin = default, True
     elif not isinstance(template, (str, Path)):
@@ -208,12 +211,8 @@ def build_judge(judge: Any, settings: dict[str, Any]) -> Any:
         return HFGenerator(model=spec, **settings)
     except MetricError:
         raise
-    except Exception as exc:
-        from cotk_repro.errors import CotkError
-
-        if isinstance(exc, CotkError):  # GenerationError: one sentence already
-            raise MetricError(exc.message) from None
-        raise
+    except CotkError as exc:  # the generator's GenerationError: one sentence already
+        raise MetricError(exc.message) from None
 
 
 def judge_identity(backend: Any) -> tuple[dict[str, Any], bool, str, str | None]:
@@ -366,8 +365,6 @@ class _Judge(Metric):
         return answers
 
     def _generate(self, prompts: list[str]) -> list[str]:
-        from cotk_repro.errors import CotkError
-
         try:
             got = list(self.judge.generate(prompts))
         except CotkError as exc:  # a judge's one-sentence error (an unreachable server, a prompt too long)
