@@ -337,6 +337,7 @@ def test_user_errors_are_one_sentence_exit_2(judges, tmp_path):
     for options, message in (
         ({}, "give the judge"),
         ({"judge": "openai:http://x"}, "openai:BASE_URL#MODEL"),
+        ({"judge": "hf:no-such/model"}, "cannot get the model hf:no-such/model"),  # offline: not cached
         ({"judge": folder, "template": "{{ nope }}"}, "'nope' is undefined"),
         ({"judge": folder, "max_new_tokens": 0}, "max_new_tokens must be"),
     ):
