@@ -304,6 +304,9 @@ class _Judge(Metric):
         dtype: str | None = None,
         device: str | None = None,
         batch_size: int | None = None,
+        concurrency: int | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
         per_sentence: bool = False,
         progress: bool = False,
     ) -> None:
@@ -326,6 +329,9 @@ class _Judge(Metric):
             "dtype": dtype,
             "device": device,
             "batch_size": batch_size,
+            "concurrency": concurrency,
+            "timeout": timeout,
+            "max_retries": max_retries,
         }
         self.judge = build_judge(judge, {k: v for k, v in given.items() if v is not None})
         self.identity, self.pinned, self.judge_label, self.tok_label = judge_identity(self.judge)

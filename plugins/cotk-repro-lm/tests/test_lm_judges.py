@@ -338,6 +338,7 @@ def test_user_errors_are_one_sentence_exit_2(judges, tmp_path):
         ({}, "give the judge"),
         ({"judge": "openai:http://x"}, "openai:BASE_URL#MODEL"),
         ({"judge": "hf:no-such/model"}, "cannot get the model hf:no-such/model"),  # offline: not cached
+        ({"judge": folder, "concurrency": 2}, "concurrency"),  # an endpoint's setting, refused by hf
         ({"judge": folder, "template": "{{ nope }}"}, "'nope' is undefined"),
         ({"judge": folder, "max_new_tokens": 0}, "max_new_tokens must be"),
     ):
