@@ -274,6 +274,8 @@ def test_the_hash_follows_the_judges_weights_not_its_folder(judges):
     sampled = _judge(judges["seed0"], do_sample=True, top_k=1, seed=3).compute(OUTPUTS, queries=QUERIES)
     assert sampled["llm-judge"] == a["llm-judge"] and sampled[key] != a[key]
     assert "dec:sample(temperature=1.0,top_p=1.0,top_k=1,seed=3),max1" in sampled[sig]
+    stopped = _judge(judges["seed0"], stop=["\n"]).compute(OUTPUTS, queries=QUERIES)
+    assert stopped["llm-judge"] == a["llm-judge"] and stopped[key] != a[key]  # a stop list is a decoding setting
     retemplated = _judge(judges["seed0"], template="{{ input }}: {{ output }}").compute(OUTPUTS, queries=QUERIES)
     assert retemplated["llm-judge"] == a["llm-judge"] and retemplated[key] != a[key]
 
