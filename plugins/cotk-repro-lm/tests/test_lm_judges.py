@@ -292,6 +292,25 @@ def test_a_real_pairwise_judge_that_always_says_a(judges):
     assert other["llm-pairwise"] == 0.5 and other["llm-pairwise" + HASH_SUFFIX] != res["llm-pairwise" + HASH_SUFFIX]
 
 
+def test_an_endpoint_judge_is_hashed_by_its_model_id_and_fails_in_one_sentence():
+    """The real openai generator (no server: its settings and its error); a live server is test_lm_generation's."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    options = {"template": SHORT, "max_new_tokens": 1, "max_retries": 0, "timeout": 5}
+    here = get_metric("llm-judge", judge=f"openai:http://127.0.0.1:{port}/v1#tiny-judge", **options)
+    there = get_metric("llm-judge", judge="openai:http://judges.example:8000/v1#tiny-judge", **options)
+    other = get_metric("llm-judge", judge=f"openai:http://127.0.0.1:{port}/v1#other-judge", **options)
+    assert here.pinned is False and here.judge_label == "openai(tiny-judge)"
+    assert here.identity == there.identity != other.identity  # the model id, never the address
+    assert "base_url" not in here.identity and here.identity["model"] == "tiny-judge"
+    with pytest.raises(MetricError, match="llm-judge's judge: ") as err:
+        here.compute(OUTPUTS, queries=QUERIES)
+    assert "\n" not in err.value.message and "Traceback" not in err.value.message
+
+
 def test_evaluate_and_correlate_through_the_cli(judges, tmp_path):
     hyps, queries = tmp_path / "hyps.txt", tmp_path / "queries.txt"
     hyps.write_text("\n".join(OUTPUTS + ["two and 2"]) + "\n", encoding="utf-8")
