@@ -43,6 +43,8 @@ METRICS = {
     "group-entropy": "GroupEntropyMetric",
     "bertscore": "bertscore:BertScoreMetric",
     "mauve": "mauve_metric:MauveMetric",
+    "llm-judge": "judges:JudgeMetric",
+    "llm-pairwise": "judges:PairwiseMetric",
 }
 RESULT_KEYS = {
     "coherence": r"coherence(-raw)?",
@@ -50,6 +52,29 @@ RESULT_KEYS = {
     "group-entropy": r"group-entropy-\d+",
     "bertscore": r"bertscore(-precision|-recall)?",
     "mauve": "mauve",
+    "llm-judge": r"llm-judge( parse-failures)?",
+    "llm-pairwise": r"llm-pairwise( position-bias| parse-failures)?",
+}
+
+
+def _lazy_generator(target: str):
+    """A factory for ``"module:Class"`` of :mod:`cotk_repro_lm.generation`, importing it (and torch) when called."""
+
+    def build(**settings):
+        import importlib
+
+        module, _, cls_name = target.partition(":")
+        return getattr(importlib.import_module(f"cotk_repro_lm.generation.{module}"), cls_name)(**settings)
+
+    build.__name__ = f"build_{target.partition(':')[2]}"
+    build.__doc__ = f"Build cotk_repro_lm.generation.{target.replace(':', '.')}."
+    return build
+
+
+#: language models as systems: local weights (``hf``) and any OpenAI-compatible server (``openai``)
+GENERATORS = {
+    "hf": "hf:HFGenerator",
+    "openai": "endpoint:OpenAIGenerator",
 }
 
 
@@ -62,6 +87,12 @@ def register_tokenizers(register):
 def register_metrics(register):
     for name, cls_name in METRICS.items():
         register(name, _lazy_metric(cls_name, RESULT_KEYS[name]))
+
+
+@hookimpl
+def register_generators(register):
+    for name, target in GENERATORS.items():
+        register(name, _lazy_generator(target))
 
 
 @hookimpl
