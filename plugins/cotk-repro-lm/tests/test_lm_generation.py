@@ -162,6 +162,28 @@ def test_hf_prompt_longer_than_the_context(tiny_gpt2):
         HFGenerator(str(tiny_gpt2), max_new_tokens=NEW + 1).generate([fits])
 
 
+def test_hf_hub_name_from_the_cache(tmp_path, monkeypatch, varied_gpt2, gen1):
+    """``hf:NAME`` resolves offline from the hub cache; the system is named by NAME and the snapshot's revision."""
+    import huggingface_hub.constants
+
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--cotk--tiny-gpt2"
+    shutil.copytree(varied_gpt2, repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    gen = HFGenerator("hf:cotk/tiny-gpt2", max_new_tokens=NEW, batch_size=8)
+    assert gen.settings["model"] == "hf:cotk/tiny-gpt2" and gen.settings["revision"] == revision
+    assert str(tmp_path) not in json.dumps(gen.settings)
+    # the same files: the same digests and outputs as the folder
+    for key in ("weights_sha256", "tokenizer_sha256"):
+        assert gen.settings[key] == gen1.settings[key]
+    assert gen.generate(PROMPTS) == gen1.generate(PROMPTS)
+    with pytest.raises(GenerationError, match=r"cannot get the model hf:cotk/absent") as err:
+        HFGenerator("hf:cotk/absent")
+    assert "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
