@@ -113,6 +113,10 @@ for d in "${dists[@]}"; do
       "$v/bin/python" "$ROOT/scripts/ci_tiny_gpt2.py" "$SMOKE/tiny-gpt2" "$ROOT"/tests/fixtures/cotk-small/mscoco/*.txt
       printf 'a man rides a horse on the beach .\ntwo dogs play in the snow .\n' >"$SMOKE/hyp.txt"
       cli "$v" evaluate -m fluency -o "fluency.model=$SMOKE/tiny-gpt2" --hyps "$SMOKE/hyp.txt" --json
+      # a language model as a system: the hf generator on the same tiny model, greedy, one line per input
+      cli "$v" generate --generator hf -g "hf.model=$SMOKE/tiny-gpt2" -g hf.max_new_tokens=4 \
+        --inputs "$SMOKE/hyp.txt" --out "$SMOKE/generated.txt" --json
+      [ "$(wc -l <"$SMOKE/generated.txt")" -eq 2 ] || fail "$d: generate wrote no line per input"
       ;;
     cotk-repro-summarizers)
       cp -r "$ROOT/examples/summarization" "$SMOKE/summarization"
