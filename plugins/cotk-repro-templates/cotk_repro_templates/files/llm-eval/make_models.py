@@ -1,0 +1,125 @@
+"""Tiny causal language models made here, without downloads: a system to evaluate and a judge.
+
+``python make_models.py system tiny-models/system --seed 0`` writes a 2-layer GPT-2 (32 dims) whose
+tokenizer is a fixed word list; ``python make_models.py judge tiny-models/judge`` writes one whose
+vocabulary is little more than the digits of the judge's scale, so that its answers parse as scores.
+They are random: the outputs are word salad and the judgments noise. They exist so that the whole
+pipeline (protocol, generation, judging, record, reproduction) runs in seconds on any CPU; put your
+own model folder (or ``hf:NAME``) in their place for real numbers.
+
+The weights are the same bytes on every CPU: each matrix is a uniform draw from numpy's integer
+generator (never torch's initialisers, whose vectorised log/sin/cos differ between CPU kernels), so a
+reproduction rebuilds the very model the record names by its weights' SHA-256.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+#: the system's vocabulary (a fixed list: the same tokenizer however the inputs change)
+WORDS = sorted(
+    set(
+        """
+        a an the this that these those it its they them their we our you your i my he she his her
+        is are was were be been being has have had do does did can could will would should may might
+        and or but if then so because when where why how what which who whom whose not no yes very
+        of to in on at by for with from about into over under after before between through during
+        one two three four five many few more most some any all each every other same new old good
+        bad great small large long short first last next early late high low right left true false
+        day night year time world sun moon star sky sea river mountain tree flower cat dog bird fish
+        water fire air earth light dark color red blue green yellow white black book word story poem
+        song music city house road car train ship plane food bread apple tea coffee friend child
+        people name question answer reason idea way thing place part fact number list example
+        make made go went see saw know knew think thought say said tell told give gave take took
+        come came find found use used work worked write wrote read explain describe name names
+        happy sad warm cold fast slow bright quiet loud simple hard easy clear
+        . , ? ! : ; ' "
+        """.split()
+    )
+)
+#: the judge's vocabulary: the digits of the scale (it reads every other word as <unk>), so that it answers in digits
+JUDGE_WORDS = ["1", "2", "3", "4", "5"]
+SPECIALS = ["<unk>", "<pad>", "<eos>"]
+#: a chat template, so that a protocol with ``chat = true`` works on these models too
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}"
+)
+
+
+def kernel_free_init(model, seed: int, std: float) -> None:
+    """Every weight matrix ``std`` times a uniform draw in [-1, 1) from numpy's integer generator, biases 0,
+    layer norms 1: the same bytes on every CPU."""
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if p.dim() < 2:
+                p.fill_(1.0 if name.endswith(".weight") else 0.0)  # a layer norm's weight; any bias
+                continue
+            draws = rng.integers(-(2**20), 2**20, size=tuple(p.shape), dtype=np.int64)
+            p.copy_(torch.from_numpy((draws * (std / 2**20)).astype(np.float32)))
+
+
+def build(kind: str, dest: str | Path, seed: int = 0) -> Path:
+    """Write the tiny ``kind`` ("system" or "judge") model with ``seed`` into ``dest``; return ``dest``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    words = WORDS if kind == "system" else JUDGE_WORDS
+    vocab = {token: i for i, token in enumerate([*SPECIALS, *words])}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()  # words and punctuation; decoding joins with spaces
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        bos_token="<eos>",
+        eos_token="<eos>",
+        model_max_length=512,  # the model's n_positions: a longer prompt is an error, not a silent cut
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    config = GPT2Config(
+        vocab_size=len(vocab),
+        n_positions=512,
+        n_layer=2,
+        n_head=2,
+        n_embd=32,
+        bos_token_id=vocab["<eos>"],
+        eos_token_id=vocab["<eos>"],
+        pad_token_id=vocab["<pad>"],
+    )
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # no "Writing model shards" bar in the run's log
+    model = GPT2LMHeadModel(config)
+    kernel_free_init(model, seed, std=0.3)
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(dest, safe_serialization=True)
+    tokenizer.save_pretrained(dest)
+    (dest / "MODEL.json").write_text(json.dumps({"made_by": "make_models.py", "kind": kind, "seed": seed}) + "\n")
+    return dest
+
+
+def ensure(kind: str, dest: str | Path, seed: int = 0) -> Path:
+    """``dest`` when it holds a model already, else :func:`build` it there."""
+    dest = Path(dest)
+    return dest if (dest / "config.json").is_file() else build(kind, dest, seed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("kind", choices=["system", "judge"])
+    parser.add_argument("dest", help="the folder to write the model into")
+    parser.add_argument("--seed", type=int, default=0, help="another seed, another (equally random) model")
+    args = parser.parse_args()
+    print(build(args.kind, args.dest, args.seed))
+
+
+if __name__ == "__main__":
+    main()
