@@ -90,6 +90,9 @@ class SystemSpec:
     datasets: tuple[str, ...] = ()
     #: dataset -> config key path where this system's samples for it are defined (for error lines)
     where: dict[str, tuple] = field(default_factory=dict)
+    #: the prompt protocol file that renders a generator system's inputs, and its hash (joins every metric's)
+    protocol: Path | None = None
+    protocol_sha256: str | None = None
 
 
 @dataclass
@@ -566,8 +569,12 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                     or f"unknown generator {gen!r}; registered: {', '.join(sorted(generators)) or 'none'}",
                 )
             settings = dict(s.get("settings", {}))
+            protocol = None
+            if "protocol" in s:
+                protocol = _load_protocol(resolve(s["protocol"]), p + ("protocol",), fail)
+                spec.protocol, spec.protocol_sha256 = protocol.path, protocol.sha256
             try:
-                generators[gen].obj(**settings)
+                _check_generator(gen, settings, protocol)
             except TypeError as exc:
                 raise fail(p + ("settings",), f"generator {gen!r} rejected its settings: {exc}") from None
             except CotkError as exc:
@@ -587,8 +594,9 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                     )
             systems.append(spec)
             continue
-        if "settings" in s:
-            raise fail(p + ("settings",), f"system {name!r} has 'settings' but no 'generator'")
+        for key in ("settings", "protocol"):
+            if key in s:
+                raise fail(p + (key,), f"system {name!r} has '{key}' but no 'generator'")
         samples = s.get("samples")
         for dname in names:
             ds = by_name[dname]
@@ -622,3 +630,20 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
             spec.where[dname] = key_path
         systems.append(spec)
     return systems
+
+
+def _load_protocol(path: Path, where: tuple, fail) -> Any:
+    from ..llm.protocol import ProtocolError, load_protocol
+
+    try:
+        return load_protocol(path)
+    except ProtocolError as exc:
+        raise fail(where, exc.message) from None
+
+
+def _check_generator(name: str, settings: dict[str, Any], protocol: Any) -> None:
+    """Build the generator once with its settings (and the protocol's decoding values): its own refusals are
+    config errors."""
+    from .generate import make_generator
+
+    make_generator(name, settings, protocol)

@@ -175,6 +175,10 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
             for batch in batched(pairs, STREAM_BATCH)
         )
         raw = score_batches(metric, batches)
+    if task.get("protocol_sha256"):  # the system's outputs answer a prompt protocol: it joins every hash
+        from ..llm.stamp import stamp_protocol
+
+        raw = stamp_protocol(raw, task["protocol_sha256"])
     values, curves = split_curves(parse_result(raw))
     if task.get("keys"):
         missing = [k for k in task["keys"] if k not in values]
@@ -217,19 +221,38 @@ def split_curves(
 def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
     """Worker task: generate (or reuse cached) samples for one generator system and dataset, with the
     per-epoch values of the generator's own result when it trained a model (see :mod:`.generate`)."""
-    from .generate import generate_cached, read_generator_result
+    from .generate import generate_inputs_file, read_generator_result
 
     start = time.perf_counter()
-    path, reused = generate_cached(
+    got = generate_inputs_file(
         task["generator"],
         task["settings"],
         Path(task["inputs"]),
         Path(task["cache"]),
         TextFormat.from_dict(task["input_format"]),
+        _protocol(task.get("protocol"), task.get("protocol_sha256")),
     )
-    own = read_generator_result(path)
+    own = read_generator_result(got.path)
     curves = split_curves(parse_result(own))[1] if own is not None else {}
-    return {"path": str(path), "reused": reused, "curves": curves, "seconds": time.perf_counter() - start}
+    return {
+        "path": str(got.path),
+        "reused": got.reused == got.lines,
+        "pinned": bool(got.meta.get("pinned", True)),
+        "curves": curves,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def _protocol(path: str | None, sha256: str | None) -> Any:
+    """The system's protocol, as the config read it (a file changed since then is an error, not other prompts)."""
+    from ..llm.protocol import load_protocol
+
+    if not path:
+        return None
+    protocol = load_protocol(path)
+    if protocol.sha256 != sha256:
+        raise CotkError(f"protocol file {path} changed while compare ran; run it again")
+    return protocol
 
 
 # -- scheduling ----------------------------------------------------------------------
@@ -277,6 +300,7 @@ def _metric_task(cfg: CompareConfig, sysm: SystemSpec, dataset: str, m: MetricSp
         "metric": m.name,
         "options": m.options,
         "keys": list(m.keys) if m.keys else None,
+        "protocol_sha256": sysm.protocol_sha256,
     }
 
 
@@ -327,6 +351,8 @@ def evaluate_config(
                             "inputs": str(ds.inputs),
                             "cache": str(cfg.cache),
                             "input_format": (ds.inputs_format or ds.sample_format).as_dict(),
+                            "protocol": str(sysm.protocol) if sysm.protocol else None,
+                            "protocol_sha256": sysm.protocol_sha256,
                         },
                     )
                     pending[fut] = ("generate", sysm, dataset, None)

@@ -2,12 +2,15 @@
 
 The cache key is the SHA-256 of the canonical JSON of the generator's name,
 version and settings, the SHA-256 of the inputs (a file, one document per line,
-or a folder, one document per ``*.txt`` file) and the text format applied to
-them, so outputs are reused exactly when none of these changed. Inputs are streamed in batches (the
+or a folder, one document per ``*.txt`` file), the text format applied to
+them and, when a prompt protocol renders the inputs (:mod:`cotk_repro.llm.protocol`), the protocol's hash,
+so outputs are reused exactly when none of these changed. Inputs are streamed in batches (the
 generator's ``batch_size`` attribute, default 256; ``None`` = all inputs in one
-call, for generators that need the whole input, such as the n-gram sampler),
-and the output is written to a temporary file renamed into place, so an
-interrupted run never leaves a half cache entry.
+call, for generators that need the whole input, such as the n-gram sampler).
+Every finished batch is appended to a partial file, so a run interrupted (Ctrl-C) resumes where it
+stopped; the finished output is renamed into place and its metadata written last, so an interrupted run
+never leaves a half cache entry. The metadata (``<digest>.json``) says whether the generator is ``pinned`` to
+its weights (its ``pinned`` attribute, default true; a server's model id pins nothing).
 
 A generator that trains a model may also report the training run's own result: a ``result()`` method,
 called after ``generate``, returning a result dict (docs/spec.md section 4). Its numbers are cached beside
@@ -17,16 +20,24 @@ for such a generator a cache entry without that file is not reused.
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import re
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.canonical import hash_object
-from ..core.fileio import atomic_open, atomic_write
+from ..core.fileio import atomic_write
 from ..core.results import is_companion_key, parse_result_dict
 from ..errors import CotkError
 from .textfmt import TextFormat, batched, inputs_sha256, iter_documents
+
+if TYPE_CHECKING:
+    from ..llm.protocol import Protocol
 
 DEFAULT_BATCH_SIZE = 256
 
@@ -35,17 +46,50 @@ class GeneratorError(CotkError):
     """A generator failed or returned something other than one output per input."""
 
 
-def make_generator(name: str, settings: dict[str, Any]) -> Any:
+def make_generator(name: str, settings: dict[str, Any], protocol: Protocol | None = None) -> Any:
     """The registered factory called with the settings: an object with ``generate(list) -> list``, or a
-    plain callable ``text -> text`` (its name, version and settings then come from the registration)."""
+    plain callable ``text -> text`` (its name, version and settings then come from the registration).
+
+    With a ``protocol``, its :meth:`~cotk_repro.llm.protocol.Protocol.decoding` values join the settings (those
+    the factory takes; a different value given for one is an error), and a chat protocol needs a generator
+    with ``accepts_prompts``."""
     from ..plugins import get_component
 
-    generator = get_component("generator", name)(**settings)
+    factory = get_component("generator", name)
+    if protocol is not None:
+        settings = protocol_settings(name, factory, settings, protocol)
+    generator = factory(**settings)
     if not callable(getattr(generator, "generate", None)) and not callable(generator):
         raise GeneratorError(
             f"generator {name!r} gave a {type(generator).__name__}, which has no generate() and is not callable"
         )
+    if protocol is not None and protocol.chat and not getattr(generator, "accepts_prompts", False):
+        raise GeneratorError(
+            f"generator {name!r} takes plain-text prompts only, but protocol {protocol.path} asks for chat "
+            "messages (chat = true)"
+        )
     return generator
+
+
+def protocol_settings(name: str, factory: Any, settings: dict[str, Any], protocol: Protocol) -> dict[str, Any]:
+    """``settings`` with the protocol's decoding values (chat, max_new_tokens, stop) that ``factory`` takes."""
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    except (TypeError, ValueError):  # no signature to read (a builtin): give it everything
+        params, takes_any = {}, True  # type: ignore[assignment]
+    merged = dict(settings)
+    for key, value in protocol.decoding().items():
+        if key in settings and settings[key] != value:
+            raise GeneratorError(
+                f"generator setting {name}.{key} = {settings[key]!r} conflicts with {key} = {value!r} in protocol "
+                f"{protocol.path}; drop the setting or change the protocol"
+            )
+        if takes_any or key in params:
+            merged[key] = value
+    return merged
 
 
 def cache_key(
@@ -54,8 +98,25 @@ def cache_key(
     settings: dict[str, Any],
     input_sha256: str,
     input_format: TextFormat | None = None,
+    protocol: Protocol | None = None,
 ) -> dict[str, Any]:
-    """What identifies an output: generator name, version, settings, input hash and input format."""
+    """What identifies an output: generator name, version, settings, input hash and input format, and the
+    protocol's hash when prompts are rendered by one."""
+    key = {
+        "generator": str(getattr(generator, "name", registered_name)),
+        "version": str(getattr(generator, "version", "")),
+        "settings": hashable_settings(generator, settings),
+        "input_sha256": input_sha256,
+        "input_format": (input_format or TextFormat()).as_dict(),
+    }
+    if protocol is not None:
+        key["protocol_sha256"] = protocol.sha256
+    return key
+
+
+def hashable_settings(generator: Any, settings: dict[str, Any]) -> dict[str, Any]:
+    """The generator's own ``settings`` (else the ones it was given), each value ``repr``-ed when the whole
+    is not canonical JSON."""
     gen_settings = getattr(generator, "settings", None)
     if not isinstance(gen_settings, dict):
         gen_settings = settings
@@ -63,59 +124,163 @@ def cache_key(
         hash_object(gen_settings)
     except (TypeError, ValueError):
         gen_settings = {k: repr(v) for k, v in sorted(gen_settings.items())}
-    return {
-        "generator": str(getattr(generator, "name", registered_name)),
-        "version": str(getattr(generator, "version", "")),
-        "settings": gen_settings,
-        "input_sha256": input_sha256,
-        "input_format": (input_format or TextFormat()).as_dict(),
-    }
+    return dict(gen_settings)
+
+
+@dataclass
+class CachedOutputs:
+    """Where a generation's outputs are, how many came from the cache, and its metadata (``<digest>.json``)."""
+
+    path: Path
+    reused: int
+    lines: int
+    meta: dict[str, Any]
 
 
 def generate_cached(
-    generator_name: str, settings: dict[str, Any], inputs: Path, cache_dir: Path, input_format: TextFormat | None = None
+    generator_name: str,
+    settings: dict[str, Any],
+    inputs: Path,
+    cache_dir: Path,
+    input_format: TextFormat | None = None,
+    protocol: Protocol | None = None,
 ) -> tuple[Path, bool]:
-    """Outputs of ``generator_name`` on ``inputs`` (normalized by ``input_format``); returns (output file,
-    reused from cache)."""
-    generator = make_generator(generator_name, settings)
+    """Outputs of ``generator_name`` on ``inputs`` (normalized by ``input_format``, rendered by ``protocol``);
+    returns (output file, reused from cache)."""
+    got = generate_inputs_file(generator_name, settings, inputs, cache_dir, input_format, protocol)
+    return got.path, got.reused == got.lines
+
+
+def generate_inputs_file(
+    generator_name: str,
+    settings: dict[str, Any],
+    inputs: Path,
+    cache_dir: Path,
+    input_format: TextFormat | None = None,
+    protocol: Protocol | None = None,
+) -> CachedOutputs:
+    """:func:`generate_cached` with everything it knows (compare's worker task reads ``meta["pinned"]``)."""
+    generator = make_generator(generator_name, settings, protocol)
     input_format = input_format or TextFormat()
-    key = cache_key(generator, generator_name, settings, inputs_sha256(inputs), input_format)
+    key = cache_key(generator, generator_name, settings, inputs_sha256(inputs), input_format, protocol)
+    prompts: Iterable[Any] = iter_documents(inputs, input_format)
+    if protocol is not None:
+        prompts = map(protocol.render, prompts)
+    return run_cached(generator, generator_name, key, prompts, cache_dir)
+
+
+def run_cached(
+    generator: Any,
+    name: str,
+    key: dict[str, Any],
+    prompts: Iterable[Any],
+    cache_dir: Path,
+    *,
+    total: int | None = None,
+    on_progress: Callable[[int, int | None], None] | None = None,
+) -> CachedOutputs:
+    """Outputs of ``generator`` on ``prompts`` under cache ``key``, resumable.
+
+    A complete entry (``<digest>.txt`` and ``<digest>.json``) is reused whole. Otherwise every finished batch
+    is appended to ``<digest>.partial`` and flushed; a rerun after an interruption (Ctrl-C, a crash) keeps its
+    complete lines and generates only the rest. The finished file is renamed into place, then the metadata
+    written: nothing half-written ever counts as output. ``on_progress(done, total)`` after every batch.
+    """
     digest = hash_object(key)
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", key["generator"]) or "generator"
     folder = Path(cache_dir) / safe
     out = folder / f"{digest}.txt"
+    meta_path = folder / f"{digest}.json"
     reports = callable(getattr(generator, "result", None))
-    if out.is_file() and (folder / f"{digest}.json").is_file() and (not reports or _result_path(out).is_file()):
-        return out, True
     folder.mkdir(parents=True, exist_ok=True)
-    batch_size = getattr(generator, "batch_size", DEFAULT_BATCH_SIZE)
-    n_out = 0
-    with atomic_open(out) as fh:
-        for batch in batched(iter_documents(inputs, input_format), batch_size):
-            try:
-                if callable(getattr(generator, "generate", None)):
-                    outputs = generator.generate(batch)
-                else:  # a plain callable: one input text -> one output text
-                    outputs = [generator(text) for text in batch]
-            except CotkError:
-                raise
-            except Exception as exc:
-                raise GeneratorError(f"generator {generator_name!r} failed: {type(exc).__name__}: {exc}") from None
-            outputs = list(outputs)
-            if len(outputs) != len(batch):
-                raise GeneratorError(
-                    f"generator {generator_name!r} returned {len(outputs)} outputs for {len(batch)} inputs"
-                )
-            for text in outputs:
-                if not isinstance(text, str):
-                    raise GeneratorError(f"generator {generator_name!r} returned a {type(text).__name__}, not a string")
-                fh.write(" ".join(text.splitlines()) + "\n")
-                n_out += 1
-    if reports:
-        _write_result(generator, generator_name, _result_path(out))
-    # the metadata last: the cache counts an output only when both files are there
-    atomic_write(folder / f"{digest}.json", json.dumps(dict(key, lines=n_out), indent=2, sort_keys=True) + "\n")
-    return out, False
+    with _locked(folder / f".{digest}.lock"):  # one process at a time writes an entry; the next reuses it
+        if out.is_file() and meta_path.is_file() and (not reports or _result_path(out).is_file()):
+            meta = _read_meta(meta_path)
+            if meta is not None:
+                n = int(meta.get("lines", 0))
+                if on_progress is not None:
+                    on_progress(n, total)
+                return CachedOutputs(out, n, n, meta)
+        partial = folder / f"{digest}.partial"
+        done = _complete_lines(partial, total) if not reports else 0  # a trained model is not resumed
+        reused = done
+        batch_size = getattr(generator, "batch_size", DEFAULT_BATCH_SIZE)
+        if on_progress is not None:
+            on_progress(done, total)
+        with open(partial, "a" if done else "w", encoding="utf-8", newline="\n") as fh:
+            for batch in batched(itertools.islice(prompts, done, None), batch_size):
+                outputs = _generate_batch(generator, name, batch)
+                fh.write("".join(" ".join(text.splitlines()) + "\n" for text in outputs))
+                fh.flush()
+                done += len(batch)
+                if on_progress is not None:
+                    on_progress(done, total)
+        if reports:
+            _write_result(generator, name, _result_path(out))
+        os.replace(partial, out)
+        meta = dict(key, lines=done, pinned=bool(getattr(generator, "pinned", True)))
+        # the metadata last: the cache counts an output only when both files are there
+        atomic_write(meta_path, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return CachedOutputs(out, reused, done, meta)
+
+
+def _generate_batch(generator: Any, name: str, batch: list[Any]) -> list[str]:
+    try:
+        if callable(getattr(generator, "generate", None)):
+            outputs = generator.generate(batch)
+        else:  # a plain callable: one input text -> one output text
+            outputs = [generator(text) for text in batch]
+    except CotkError:
+        raise
+    except Exception as exc:
+        raise GeneratorError(f"generator {name!r} failed: {type(exc).__name__}: {exc}") from None
+    outputs = list(outputs)
+    if len(outputs) != len(batch):
+        raise GeneratorError(f"generator {name!r} returned {len(outputs)} outputs for {len(batch)} inputs")
+    for text in outputs:
+        if not isinstance(text, str):
+            raise GeneratorError(f"generator {name!r} returned a {type(text).__name__}, not a string")
+    return outputs
+
+
+def _complete_lines(partial: Path, total: int | None) -> int:
+    """How many whole lines an interrupted run left in ``partial``; a cut-off last line is dropped from it."""
+    try:
+        data = partial.read_bytes()
+    except OSError:
+        return 0
+    end = data.rfind(b"\n") + 1
+    n = data.count(b"\n", 0, end)
+    if total is not None and n > total:  # not this run's: start over
+        return 0
+    if end != len(data):
+        with open(partial, "r+b") as fh:
+            fh.truncate(end)
+    return n
+
+
+def _read_meta(path: Path) -> dict[str, Any] | None:
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` while the block runs (POSIX ``flock``; elsewhere none)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no lock (compare's workers then may generate one entry twice)
+        yield
+        return
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _result_path(output: Path) -> Path:

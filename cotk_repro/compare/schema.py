@@ -64,6 +64,7 @@ class SystemTable(StrictTable):
     samples: StrOrTable | None = None
     generator: StrictStr | None = None
     settings: dict[str, Any] | None = None
+    protocol: StrictStr | None = None
     format: FormatRef | None = None
     datasets: list[StrictStr] | None = None
 
