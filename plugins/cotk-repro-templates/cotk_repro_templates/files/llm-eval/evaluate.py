@@ -66,8 +66,13 @@ def main() -> None:
     protocol = load_protocol(args.protocol)
     inputs = [line.strip() for line in Path(args.inputs).read_text(encoding="utf-8").splitlines() if line.strip()]
 
+    # the cache lives in the project (ignored by git): a reproduction, from a fresh checkout, generates again
     generation = generate_outputs(
-        "hf", {"model": settings["system"], "batch_size": settings["batch_size"]}, inputs, protocol=protocol
+        "hf",
+        {"model": settings["system"], "batch_size": settings["batch_size"]},
+        inputs,
+        protocol=protocol,
+        cache_dir=OUTPUTS / "cache",
     )
     outputs = generation.outputs
     OUTPUTS.mkdir(exist_ok=True)

@@ -1,7 +1,7 @@
 """Tiny causal language models made here, without downloads: a system to evaluate and a judge.
 
 ``python make_models.py system tiny-models/system --seed 0`` writes a 2-layer GPT-2 (32 dims) whose
-tokenizer is a fixed word list; ``python make_models.py judge tiny-models/judge`` writes one whose
+tokenizer knows a fixed list of words; ``python make_models.py judge tiny-models/judge`` writes one whose
 vocabulary is little more than the digits of the judge's scale, so that its answers parse as scores.
 They are random: the outputs are word salad and the judgments noise. They exist so that the whole
 pipeline (protocol, generation, judging, record, reproduction) runs in seconds on any CPU; put your
@@ -42,6 +42,7 @@ WORDS = sorted(
 #: the judge's vocabulary: the digits of the scale (it reads every other word as <unk>), so that it answers in digits
 JUDGE_WORDS = ["1", "2", "3", "4", "5"]
 SPECIALS = ["<unk>", "<pad>", "<eos>"]
+SPACE = "\u2581"  # "▁": a space, as SentencePiece marks it
 #: a chat template, so that a protocol with ``chat = true`` works on these models too
 CHAT_TEMPLATE = (
     "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
@@ -65,17 +66,49 @@ def kernel_free_init(model, seed: int, std: float) -> None:
             p.copy_(torch.from_numpy((draws * (std / 2**20)).astype(np.float32)))
 
 
+def system_tokenizer():
+    """Words of :data:`WORDS` as single tokens, anything else spelled in printable ASCII characters (and newlines).
+
+    A BPE written out, not trained: the vocabulary is the characters, then each word's prefixes
+    ("▁s", "▁sk", "▁sky"), and the merges grow a word from the left one character at a time, so the
+    same list gives the same tokenizer everywhere. Spaces are marked "▁" (Metaspace), so decoding
+    gives the text back, which stop strings need.
+    """
+    import string
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    # "\n" too: a stop string must be something the model can write (transformers refuses it otherwise)
+    tokens = [*SPECIALS, SPACE, "\n", *(string.ascii_letters + string.digits + string.punctuation)]
+    merges: list[tuple[str, str]] = []
+    for word in WORDS:
+        prefix = SPACE
+        for char in word:
+            if prefix + char not in tokens:
+                tokens.append(prefix + char)
+                merges.append((prefix, char))
+            prefix += char
+    core = Tokenizer(models.BPE(vocab={t: i for i, t in enumerate(tokens)}, merges=merges, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme="always")
+    core.decoder = decoders.Metaspace(replacement=SPACE, prepend_scheme="always")
+    return core
+
+
+def judge_tokenizer():
+    """The digits of the judge's scale as whole words; every other word reads as <unk>."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    core = Tokenizer(models.WordLevel(vocab={t: i for i, t in enumerate([*SPECIALS, *JUDGE_WORDS])}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()  # decoding joins the words with spaces
+    return core
+
+
 def build(kind: str, dest: str | Path, seed: int = 0) -> Path:
     """Write the tiny ``kind`` ("system" or "judge") model with ``seed`` into ``dest``; return ``dest``."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-    words = WORDS if kind == "system" else JUDGE_WORDS
-    vocab = {token: i for i, token in enumerate([*SPECIALS, *words])}
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()  # words and punctuation; decoding joins with spaces
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
+        tokenizer_object=system_tokenizer() if kind == "system" else judge_tokenizer(),
         unk_token="<unk>",
         pad_token="<pad>",
         bos_token="<eos>",
@@ -83,6 +116,7 @@ def build(kind: str, dest: str | Path, seed: int = 0) -> Path:
         model_max_length=512,  # the model's n_positions: a longer prompt is an error, not a silent cut
     )
     tokenizer.chat_template = CHAT_TEMPLATE
+    vocab = tokenizer.get_vocab()
     config = GPT2Config(
         vocab_size=len(vocab),
         n_positions=512,
