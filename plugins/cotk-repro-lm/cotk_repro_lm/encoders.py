@@ -64,7 +64,8 @@ def resolve_model(value: Any, option: str) -> ModelFolder:
 
             folder = Path(
                 snapshot_download(
-                    name, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "pytorch_model*.bin"]
+                    name,
+                    allow_patterns=["*.json", "*.jinja", "*.safetensors", "*.txt", "*.model", "pytorch_model*.bin"],
                 )
             )
         except Exception as exc:

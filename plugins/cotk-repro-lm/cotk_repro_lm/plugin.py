@@ -53,6 +53,26 @@ RESULT_KEYS = {
 }
 
 
+def _lazy_generator(target: str):
+    """A factory for ``"module:Class"`` of :mod:`cotk_repro_lm.generation`, importing it (and torch) when called."""
+
+    def build(**settings):
+        import importlib
+
+        module, _, cls_name = target.partition(":")
+        return getattr(importlib.import_module(f"cotk_repro_lm.generation.{module}"), cls_name)(**settings)
+
+    build.__name__ = f"build_{target.partition(':')[2]}"
+    build.__doc__ = f"Build cotk_repro_lm.generation.{target.replace(':', '.')}."
+    return build
+
+
+#: language models as systems: local weights (``hf``) and any OpenAI-compatible server (``openai``)
+GENERATORS = {
+    "hf": "hf:HFGenerator",
+}
+
+
 @hookimpl
 def register_tokenizers(register):
     register("hf:", hf_tokenizer)
@@ -62,6 +82,12 @@ def register_tokenizers(register):
 def register_metrics(register):
     for name, cls_name in METRICS.items():
         register(name, _lazy_metric(cls_name, RESULT_KEYS[name]))
+
+
+@hookimpl
+def register_generators(register):
+    for name, target in GENERATORS.items():
+        register(name, _lazy_generator(target))
 
 
 @hookimpl
