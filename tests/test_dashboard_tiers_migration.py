@@ -64,7 +64,7 @@ def test_upgrade_fills_dirty_and_tier_from_the_stored_records(db_url):
 
     db.write(seed)
     db.upgrade()
-    assert db.current_revision() == "0009_key_origin"
+    assert db.current_revision() == "0010_pinned"
     rows = db.read(
         lambda c: c.execute(
             text("SELECT r.id, r.dirty, s.tier FROM records r JOIN results s ON s.record_pk = r.id ORDER BY r.id")

@@ -22,6 +22,8 @@ def _cell_text(c: Any) -> str:
         text += " (no hash)"
     elif c.group != "A":
         text += f" [{c.group}]"
+    if not c.pinned:
+        text += " (unpinned)"
     return text
 
 
@@ -53,7 +55,7 @@ def render_tables(result: Any) -> None:
         output.console.print(
             Text(
                 "[B], [C]...: hash differs from the column's main group A: not ranked together; "
-                "#n: rank within its group"
+                "#n: rank within its group; (unpinned): an endpoint's model, ranked below every pinned system"
             )
         )
         for c in flagged:

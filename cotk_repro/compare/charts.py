@@ -1,6 +1,7 @@
 """Horizontal bar charts, one PNG per metric column: systems, bars grouped by dataset.
 
-Systems are sorted by their mean score over the datasets, best first. A system
+Systems are sorted by their mean score over the datasets, best first, pinned systems before unpinned ones
+(an endpoint's model, labelled "unpinned"; the one ranking rule, :mod:`cotk_repro.core.ranking`). A system
 with a value outside a dataset's main comparability group (or a failure) is not
 ranked: it is drawn below the ranked ones, marked "not ranked", and its
 incomparable bars are hatched and labelled with their group letter. Rendering
@@ -33,7 +34,8 @@ def ranked_systems(result: CompareResult, column: str) -> tuple[list[str], list[
             ranked.append(s)
         elif present:
             other.append(s)
-    ranked.sort(key=lambda s: -means[s] if metric.higher_is_better else means[s])
+    unpinned = {s for s in ranked for d in result.datasets if (s, d) in result.unpinned}
+    ranked.sort(key=lambda s: (s in unpinned, -means[s] if metric.higher_is_better else means[s]))
     return ranked, other
 
 
@@ -84,7 +86,11 @@ def chart_png(result: CompareResult, column: str) -> bytes:
                 note += f" [group {c.group}]"
             ax.text(c.value + vmax * 0.01, y, note, va="center", ha="left", fontsize=7)
     ax.set_yticks(range(len(systems)))
-    ax.set_yticklabels([s if s in ranked else f"{s} (not ranked)" for s in systems], fontsize=9)
+    unpinned = {s for s, _d in result.unpinned}
+    ax.set_yticklabels(
+        [(s if s in ranked else f"{s} (not ranked)") + (" (unpinned)" if s in unpinned else "") for s in systems],
+        fontsize=9,
+    )
     ax.invert_yaxis()
     if other and ranked:
         ax.axhline(len(ranked) - 0.5, color="#888888", linewidth=0.8, linestyle="--")

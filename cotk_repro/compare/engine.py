@@ -41,13 +41,16 @@ class Cell:
     hash: str | None = None
     signature: str | None = None
     error: str | None = None
+    #: False: the system that made the outputs is not pinned to its weights (an endpoint's model,
+    #: :mod:`cotk_repro.llm.system`): the cell ranks below every pinned cell of its group (tier 1)
+    pinned: bool = True
     #: filled by the report: comparability group letter (A = the column's main group), rank, flag
     group: str | None = None
     rank: int | None = None
     flag: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             k: getattr(self, k)
             for k in (
                 "system",
@@ -64,6 +67,9 @@ class Cell:
                 "error",
             )
         }
+        if not self.pinned:  # only the exception is written: the reports of pinned systems stay as they were
+            out["pinned"] = False
+        return out
 
 
 @dataclass
@@ -92,6 +98,8 @@ class CompareResult:
     seconds: dict[str, float] = field(default_factory=dict)
     #: (system, dataset) -> "cache" or "generated" for generator systems
     generated: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (system, dataset) pairs whose outputs came from a generator not pinned to its weights (tier 1 cells)
+    unpinned: set[tuple[str, str]] = field(default_factory=set)
     wall_seconds: float = 0.0
     #: things the user should know that are not failures (e.g. charts skipped); the CLI prints them
     warnings: list[str] = field(default_factory=list)
@@ -374,6 +382,8 @@ def evaluate_config(
                     else:
                         out = fut.result()
                         result.generated[(sysm.name, dataset)] = "cache" if out["reused"] else "generated"
+                        if out.get("pinned", True) is False:
+                            result.unpinned.add((sysm.name, dataset))
                         result.add_curves(sysm.name, dataset, out["curves"])
                         queue_metrics(sysm, dataset, Path(out["path"]))
                     tick()
@@ -404,13 +414,16 @@ def evaluate_config(
                             keys.append(found)
         cols = [m.column(k, len(keys)) for k in keys] if keys else [m.label]
         result.columns[m.label] = cols
+        unpinned = result.unpinned
         for s in cfg.systems:
             for d in s.datasets:
                 got = values.get((s.name, d, m.label))
                 err = errors.get((s.name, d, m.label))
                 key_of_col: list[str | None] = [*keys] if keys else [None]  # None: the metric's one value
                 for k, col in zip(key_of_col, cols):
-                    cell = Cell(system=s.name, dataset=d, column=col, metric=m.label, key=k)
+                    cell = Cell(
+                        system=s.name, dataset=d, column=col, metric=m.label, key=k, pinned=(s.name, d) not in unpinned
+                    )
                     if got is not None and k in got:
                         cell.value, cell.hash, cell.signature = got[k]["value"], got[k]["hash"], got[k]["signature"]
                     else:

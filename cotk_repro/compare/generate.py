@@ -283,6 +283,16 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def read_pinned(output: Path) -> bool:
+    """Whether the generator that wrote ``output`` is pinned to its weights (its cache metadata's ``pinned``;
+    True when the metadata predates the field or cannot be read: the cache holds no unpinned entry before it)."""
+    try:
+        meta = json.loads(Path(output).with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    return not (isinstance(meta, dict) and meta.get("pinned") is False)
+
+
 def _result_path(output: Path) -> Path:
     return output.with_name(output.stem + ".result.json")
 

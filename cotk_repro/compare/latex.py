@@ -5,7 +5,8 @@ and ``<% %>``, which LaTeX's braces and ``%`` cannot collide with) whose ``final
 escapes every printed value for LaTeX (the way ``.html`` templates autoescape): no LaTeX is assembled
 from strings in code, and a system named ``50%_{x}`` prints as text, never as markup. Numbers use the
 same rounding as the figures (:func:`cotk_repro.compare.paper.display`); the best value of each column
-(only within its main comparability group) is bold; the header carries each metric's direction; each
+(only within its main comparability group, and among pinned systems when there are any) is bold; a double
+dagger marks a value of an unpinned system; the header carries each metric's direction; each
 column's readable signature and short hash are listed under its table. The file needs only packages of
 a plain TeX installation (booktabs, graphicx): ``pdflatex report.tex`` compiles it as is.
 """
@@ -109,6 +110,8 @@ def _cell(result: CompareResult, system: str, dataset: str, column: str, best: s
         text = r"\textbf{" + text + "}"
     if c.group not in (None, "A") or c.hash is None:
         text += r"$^{\dagger}$"
+    if not c.pinned:
+        text += r"$^{\ddagger}$"
     return Tex(text)
 
 
@@ -150,9 +153,16 @@ def render_latex(result: CompareResult, curves: Sequence[str] = ()) -> str:
             for c in columns
             for x in [result.cell(s, dataset, c)]
         )
+        unpinned = any(
+            x is not None and x.value is not None and not x.pinned
+            for s in result.systems
+            for c in columns
+            for x in [result.cell(s, dataset, c)]
+        )
         tables.append(
             {
                 "dataset": dataset,
+                "unpinned": unpinned,
                 "align": Tex("l" + "r" * (len(head) - 1)),
                 "head": head,
                 "rows": rows,

@@ -3,7 +3,8 @@
 One place decides how a number is printed in a paper's table and on its figures (four decimals, or
 fewer significant digits for large values), which report columns form a *family* drawn in one figure
 (``fw-bleu-2`` … ``fw-bleu-5`` are ``fw-bleu`` at orders 2–5), and which cell of a column is the best:
-only cells of the column's main comparability group (``A``) compete, the same rule as the ranks.
+only cells of the column's main comparability group (``A``) compete, and unpinned cells only when no pinned one
+does, the same rule as the ranks.
 """
 
 from __future__ import annotations
@@ -55,13 +56,16 @@ def families(result: CompareResult) -> list[Family]:
 
 
 def best_cells(result: CompareResult, dataset: str, column: str) -> set[str]:
-    """Systems holding the best value of ``column`` on ``dataset`` within its main comparability group."""
+    """Systems holding the best value of ``column`` on ``dataset`` within its main comparability group (among its
+    pinned cells when it has any: an unpinned cell never ranks above a pinned one)."""
     metric = result.metric_of_column(column)
     cells: list[Cell] = [
         c
         for c in (result.cell(s, dataset, column) for s in result.systems)
         if c is not None and c.error is None and c.value is not None and c.group == "A"
     ]
+    if any(c.pinned for c in cells):
+        cells = [c for c in cells if c.pinned]
     if not cells:
         return set()
     key = max if metric.higher_is_better else min

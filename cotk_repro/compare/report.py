@@ -5,7 +5,10 @@ comparable only when their hashes are equal. The largest group of equal hashes
 is group ``A`` (ties: the group of the first system in config order); other
 hashes get ``B``, ``C``... and their cells a flag. Ranks are computed inside a
 group only, so values of different groups are never ranked together. A value
-without a hash is *unverifiable*: flagged and not ranked.
+without a hash is *unverifiable*: flagged and not ranked. A value of an
+*unpinned* system (a generator such as ``openai`` whose model id pins no
+weights) ranks below every pinned value of its group and is flagged
+``unpinned`` (its cell in ``results.json`` also says ``"pinned": false``).
 
 Files written to the report folder:
 
@@ -177,6 +180,7 @@ def as_json(result: CompareResult, files: list[Path] | None = None) -> dict[str,
                 "generator": s.generator,
                 "settings": s.settings if s.generator else None,
                 "samples": {d: cfg.rel(p) for d, p in s.samples.items()},
+                "pinned": not any((s.name, d) in result.unpinned for d in s.datasets),
             }
             for s in cfg.systems
         ],

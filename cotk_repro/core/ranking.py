@@ -2,24 +2,29 @@
 
 Ties share the rank and the next rank skips ("1224"): a value's rank is one plus the number of entries
 strictly better than it. An entry may carry a *tier* (:func:`tier`): every entry of tier 0 (a record signed
-and run from a clean tree) ranks above every entry of tier 1 (a dirty tree or no signature), whatever their
-values, and entries tie only within one tier. ``compare`` ranks each column's comparable group with
-:func:`rank` (its cells have no tier); the dashboard's leaderboard numbers each page with :func:`page_ranks`,
-and its table asks the database for ``rank() OVER (ORDER BY tier, value)``; tests/test_ranking.py checks all
-three on the same cells with ties and with dirty and unsigned records.
+and run from a clean tree, by a system pinned to its weights) ranks above every entry of tier 1 (a dirty tree,
+no signature, or an *unpinned* system: one served by an endpoint, whose model id pins no weights), whatever
+their values, and entries tie only within one tier. ``compare`` ranks each column's comparable group with
+:func:`rank` (a cell of an unpinned system is tier 1); the dashboard's leaderboard numbers each page with
+:func:`page_ranks`, and its table asks the database for ``rank() OVER (ORDER BY tier, value)``;
+tests/test_ranking.py checks all three on the same cells with ties and with dirty, unsigned and unpinned
+results.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-#: the tier of a signed record run from a clean tree, and of any other (dirty tree, or unsigned)
+#: the tier of a signed record run from a clean tree by a pinned system, and of any other (dirty tree,
+#: unsigned, or unpinned)
 TRUSTED, UNTRUSTED = 0, 1
 
 
-def tier(*, signed: bool, dirty: bool) -> int:
-    """A record's tier: :data:`TRUSTED` when it is signed and its tree was clean, else :data:`UNTRUSTED`."""
-    return TRUSTED if signed and not dirty else UNTRUSTED
+def tier(*, signed: bool, dirty: bool, pinned: bool = True) -> int:
+    """A result's tier: :data:`TRUSTED` when its record is signed, its tree was clean and the system that made
+    the outputs is pinned to its weights (``pinned``: False for an endpoint's model, see
+    :func:`cotk_repro.llm.system.describe_system`), else :data:`UNTRUSTED`."""
+    return TRUSTED if signed and not dirty and pinned else UNTRUSTED
 
 
 def rank(values: Sequence[float], *, higher_is_better: bool = True, tiers: Sequence[int] | None = None) -> list[int]:

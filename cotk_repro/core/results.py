@@ -20,6 +20,14 @@ Two forms of the result file are accepted (docs/spec.md section 4):
 Both normalize to ``{"results": {name: {value, hash, signature, metric, version}}, "data": ...}``.
 A metric without a hash is kept, with ``hash: null`` (*unverifiable*).
 
+A result computed on the outputs of an *unpinned* system (a language model served by an endpoint: its model id
+pins no weights, :mod:`cotk_repro.llm.system`) says so: ``"KEY pinned": false`` beside the value in a result
+dict, ``"pinned": false`` in the result's object once normalized (only ``false`` is kept: absent means
+pinned). The rich file may also hold ``"system"`` (the generator's identity: ``generator``, ``version``,
+``settings``, ``pinned``) and ``"protocol"`` (``{"sha256": ...}``, the prompt protocol's hash); a system
+that is not pinned marks every result of the file unpinned. A marker only ever makes a result rank lower
+(tier 1, :func:`cotk_repro.core.ranking.tier`), so a file has nothing to gain by writing one it should not.
+
 A value measured during training at epoch N (a curve point) is stored under ``NAME@epoch-N`` beside the
 final ``NAME`` (the Texygen templates write them); :func:`epoch_key` reads such a key back.
 """
@@ -43,6 +51,8 @@ from .jsonbudget import shown
 RESULT_SCHEMA = "cotk-repro/result"
 HASH_SUFFIX = " hashvalue"
 SIGNATURE_SUFFIX = " signature"
+#: ``"KEY pinned": false``: KEY was computed on the outputs of a system not pinned to its weights
+PINNED_SUFFIX = " pinned"
 EPOCH_MARK = "@epoch-"
 _EPOCH_KEY = re.compile(r"^(?P<base>.+)@epoch-(?P<epoch>[0-9]{1,9})$")
 
@@ -58,8 +68,8 @@ def result_entry(key: str, value: float, hash_: str | None, sig: str | None) -> 
 
 
 def is_companion_key(key: str) -> bool:
-    """Whether ``key`` is the hash or signature beside a value (``"bleu hashvalue"``), not a value."""
-    return key.endswith(HASH_SUFFIX) or key.endswith(SIGNATURE_SUFFIX)
+    """Whether ``key`` is the hash, signature or pinned marker beside a value (``"bleu hashvalue"``), not a value."""
+    return key.endswith((HASH_SUFFIX, SIGNATURE_SUFFIX, PINNED_SUFFIX))
 
 
 def epoch_key(key: str) -> tuple[str, int] | None:
@@ -82,22 +92,60 @@ def _check_hash(where: str, name: str, value: Any) -> str | None:
     )
 
 
-def _entry(where: str, name: str, value: Any, hash_: Any, signature: Any, metric: Any, version: Any) -> dict[str, Any]:
+def _entry(
+    where: str, name: str, value: Any, hash_: Any, signature: Any, metric: Any, version: Any, pinned: Any = None
+) -> dict[str, Any]:
     if not _is_number(value):
         raise RunError(f"{where}: the value of {shown(name)} is not a finite number: {shown(value)}")
     if signature is not None and not isinstance(signature, str):
         raise RunError(f"{where}: the signature of {shown(name)} must be a string")
-    return {
+    if pinned is not None and not isinstance(pinned, bool):
+        raise RunError(f"{where}: 'pinned' of {shown(name)} must be true or false, got {shown(pinned)}")
+    out = {
         "value": value,
         "hash": _check_hash(where, name, hash_),
         "signature": signature,
         "metric": metric if isinstance(metric, str) else None,
         "version": str(version) if version is not None else None,
     }
+    if pinned is False:  # only the worse claim is kept: absent means pinned
+        out["pinned"] = False
+    return out
+
+
+def check_system(system: Any, where: str) -> dict[str, Any]:
+    """A system's identity (:func:`cotk_repro.llm.system.describe_system`) as a result file holds it, validated:
+    ``generator`` (str), ``version`` (str), ``settings`` (object), ``pinned`` (bool). Returned unchanged."""
+    if not isinstance(system, dict):
+        raise RunError(f"{where}: 'system' must be an object")
+    if not isinstance(system.get("generator"), str) or not system["generator"]:
+        raise RunError(f"{where}: 'system' must name its generator (a string)")
+    if not isinstance(system.get("version", ""), str):
+        raise RunError(f"{where}: the system's 'version' must be a string")
+    if not isinstance(system.get("settings", {}), dict):
+        raise RunError(f"{where}: the system's 'settings' must be an object")
+    if not isinstance(system.get("pinned", True), bool):
+        raise RunError(f"{where}: the system's 'pinned' must be true or false")
+    return system
+
+
+def check_protocol(protocol: Any, where: str) -> dict[str, Any]:
+    """The prompt protocol a result file names: ``{"sha256": HEX}`` (other keys kept), validated."""
+    if not isinstance(protocol, dict) or not is_sha256_hex(protocol.get("sha256")):
+        raise RunError(f"{where}: 'protocol' must be an object with the protocol's 'sha256' (64 hex digits)")
+    return protocol
+
+
+def _unpin(results: dict[str, dict[str, Any]], system: dict[str, Any] | None) -> None:
+    """A system that is not pinned marks every result computed on its outputs unpinned."""
+    if system is not None and system.get("pinned") is False:
+        for item in results.values():
+            item["pinned"] = False
 
 
 def normalize_results(data: Any, where: str = "result file") -> dict[str, Any]:
-    """Validate a parsed result file; return ``{"results": {...}, "data": {...} | None}``."""
+    """Validate a parsed result file; return ``{"results": {...}, "data": {...} | None}``, plus ``"system"`` and
+    ``"protocol"`` when the rich file holds them."""
     if not isinstance(data, dict):
         raise RunError(f"{where}: must hold a JSON object, got {type(data).__name__}")
     if data.get("schema") == RESULT_SCHEMA:
@@ -116,11 +164,18 @@ def normalize_results(data: Any, where: str = "result file") -> dict[str, Any]:
                 item.get("signature"),
                 item.get("metric"),
                 item.get("version"),
+                item.get("pinned"),
             )
         codes = data.get("data")
         if codes is not None and (not isinstance(codes, dict) or not all(isinstance(v, str) for v in codes.values())):
             raise RunError(f"{where}: 'data' must map hash names to hex strings")
-        return {"results": results, "data": codes}
+        out: dict[str, Any] = {"results": results, "data": codes}
+        if data.get("system") is not None:
+            out["system"] = check_system(data["system"], where)
+            _unpin(results, out["system"])
+        if data.get("protocol") is not None:
+            out["protocol"] = check_protocol(data["protocol"], where)
+        return out
     return {"results": parse_result_dict(data, where), "data": None}
 
 
@@ -144,7 +199,14 @@ def parse_result_dict(
         if skip_extras and (isinstance(value, bool) or not isinstance(value, (int, float))):
             continue
         results[key] = _entry(
-            where, key, value, data.get(key + HASH_SUFFIX), data.get(key + SIGNATURE_SUFFIX), key, None
+            where,
+            key,
+            value,
+            data.get(key + HASH_SUFFIX),
+            data.get(key + SIGNATURE_SUFFIX),
+            key,
+            None,
+            data.get(key + PINNED_SUFFIX),
         )
     if not results:
         raise RunError(f"{where}: holds no metric values")
@@ -171,10 +233,17 @@ def save_result(
     *,
     dataloader: Any = None,
     data: Mapping[str, str] | None = None,
+    system: Mapping[str, Any] | None = None,
+    protocol: Any = None,
 ) -> Path:
     """Write a rich result file from metric outputs (``close()`` dicts), merged.
 
-    ``dataloader``: a cotk-repro dataloader whose ``hash_codes`` go into ``data``.
+    ``dataloader``: a cotk-repro dataloader whose ``hash_codes`` go into ``data``. ``system``: the identity of
+    the system whose outputs were scored (:func:`cotk_repro.llm.system.describe_system`, e.g. a
+    ``Generation.system``), written as the file's ``"system"``; when it is not pinned every result is marked
+    ``"pinned": false``. ``protocol``: the prompt protocol (an object with ``sha256``, or ``{"sha256": ...}``),
+    written as ``"protocol"``. Neither changes a hash or a signature: :func:`cotk_repro.llm.system.stamp_system`
+    and ``stamp_protocol`` do that on the result dicts.
     """
     if isinstance(results, Mapping):
         results = [results]
@@ -192,5 +261,15 @@ def save_result(
     codes = dict(data) if data is not None else None
     if dataloader is not None:
         codes = dict(dataloader.hash_codes)
-    doc = {"schema": RESULT_SCHEMA, "schema_version": 1, "results": normalized, "data": codes}
+    doc: dict[str, Any] = {"schema": RESULT_SCHEMA, "schema_version": 1, "results": normalized, "data": codes}
+    if system is not None:
+        try:
+            plain = json.loads(json.dumps(dict(system), allow_nan=False))  # JSON as written, a copy
+        except (TypeError, ValueError) as exc:
+            raise RunError(f"save_result: the system cannot be written as JSON: {exc}") from None
+        doc["system"] = check_system(plain, "save_result")
+        _unpin(normalized, doc["system"])
+    if protocol is not None:
+        sha = protocol.get("sha256") if isinstance(protocol, Mapping) else getattr(protocol, "sha256", None)
+        doc["protocol"] = check_protocol({"sha256": sha}, "save_result")
     return atomic_write(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")

@@ -3,8 +3,9 @@
 Only results with the same hash are ranked against each other (docs/spec.md section 7):
 
 * one group per hash, the largest group first (ties: the hash, for a stable order);
-* within a group, records signed and run from a clean tree (tier 0) first, then dirty-tree or unsigned
-  ones (tier 1, each entry says ``dirty`` and ``signed``): one of them never ranks above a clean, signed one
+* within a group, results of records signed and run from a clean tree by a pinned system (tier 0) first, then
+  dirty-tree, unsigned or unpinned ones (tier 1, each entry says ``dirty``, ``signed`` and ``pinned``: false for
+  a system served by an endpoint, whose model id pins no weights): one of them never ranks above a tier-0 one
   (:func:`cotk_repro.core.ranking.tier`); then best first, in the direction the metric that reports the key declares
   (``higher_is_better``, see docs/metrics.md "The metric contract"; a key no registered metric
   reports ranks higher-is-better); equal values keep upload order and share their rank (competition
@@ -119,7 +120,9 @@ def _better_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
 def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
     """One page of one tier of one group: its (value, record) from the index alone, then the records it names."""
     page_q = _group_query(
-        [Result.value.label("value"), Result.record_pk.label("record_pk")], unverifiable, reproduced_only
+        [Result.value.label("value"), Result.record_pk.label("record_pk"), Result.pinned.label("pinned")],
+        unverifiable,
+        reproduced_only,
     )
     page_q = (
         page_q.order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
@@ -138,6 +141,7 @@ def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
             Record.key_fingerprint,
             Record.reproduced_by,
             Record.dirty,
+            page_q.c.pinned,
         )
         .select_from(page_q)
         .join(Record, Record.id == page_q.c.record_pk)
@@ -214,7 +218,7 @@ def build(
     groups = []
     for h, total, rows, tiers, ranks in pages:
         entries = []
-        for rank, t, (value, pk, rid, project, submitted, user, key, by, dirty) in zip(ranks, tiers, rows):
+        for rank, t, (value, pk, rid, project, submitted, user, key, by, dirty, pinned) in zip(ranks, tiers, rows):
             entries.append(
                 {
                     "rank": rank,
@@ -226,6 +230,7 @@ def build(
                     "signed": key is not None,
                     "key": key,
                     "dirty": bool(dirty),
+                    "pinned": bool(pinned),
                     "tier": t,
                     "project": project,
                     "submitted_at": submitted,

@@ -21,6 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     text,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -165,9 +166,13 @@ class Result(Base):
     metric: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
     hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     value: Mapped[float] = mapped_column(Float, nullable=False)
-    #: the record's tier (:func:`cotk_repro.core.ranking.tier`): 0 signed and clean, 1 dirty or unsigned;
-    #: every result of tier 0 ranks above every result of tier 1 (kept when a signed upload adopts the record)
+    #: the result's tier (:func:`cotk_repro.core.ranking.tier`): 0 signed, clean and pinned, 1 dirty, unsigned
+    #: or unpinned; every result of tier 0 ranks above every result of tier 1 (recomputed when a signed upload
+    #: adopts the record: an unpinned result stays 1)
     tier: Mapped[int] = mapped_column(SmallInteger, nullable=False, default=1, server_default=text("1"))
+    #: False: computed on the outputs of a system not pinned to its weights (the record says ``"pinned": false``
+    #: on the result or its ``system``; :meth:`cotk_repro.records.view.RecordView.pinned`)
+    pinned: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True, server_default=true())
 
     __table_args__ = (
         UniqueConstraint("record_pk", "metric", name="uq_results_record_metric"),

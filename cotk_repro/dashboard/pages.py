@@ -118,12 +118,13 @@ def fmt_value(v: Any) -> str:
 
 
 def split_trusted(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(signed, from a clean tree and independently reproduced, the others)``, each in rank order (one pass:
-    the page of a leaderboard is rebuilt after every write)."""
+    """``(signed, from a clean tree by a pinned system and independently reproduced, the others)``, each in rank
+    order (one pass: the page of a leaderboard is rebuilt after every write)."""
     trusted: list[dict[str, Any]] = []
     others: list[dict[str, Any]] = []
     for e in entries:
-        (trusted if e.get("signed") and not e.get("dirty") and e.get("reproduced_by") else others).append(e)
+        ok = e.get("signed") and not e.get("dirty") and e.get("pinned") is not False and e.get("reproduced_by")
+        (trusted if ok else others).append(e)
     return trusted, others
 
 
@@ -216,6 +217,7 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
                 "signature": r.signature,
                 "metric": r.metric,
                 "version": r.version,
+                "pinned": view.pinned(name),
                 "board": board_url(_s(project.task), _s(project.dataset), name),
             }
         )

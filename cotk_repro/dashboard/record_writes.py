@@ -4,7 +4,7 @@ A batch costs a fixed handful of statements, however many uploads it holds: one 
 already stored, one multi-row insert of the new records (ids returned), one of their results, one
 upsert per leaderboard group touched (counts summed, in one order so concurrent writers never
 deadlock). Only the rare cases run per upload: an unsigned record taken over by its signer (its results
-move to the signed tier, unless its tree was dirty), and
+move to the signed tier, unless its tree was dirty or the result's system is unpinned), and
 mirrors (another user uploading a record signed by its owner).
 
 Names are identifiers (:mod:`.names`): a new record whose task, dataset, project or metric name shares a
@@ -51,10 +51,12 @@ class PendingRecord:
     names: tuple[tuple[str, str, str, bool], ...] = ()
     #: run from a work tree with uncommitted changes (the record's ``code.dirty``)
     dirty: bool = False
+    #: the metrics whose results were computed on an unpinned system's outputs (tier 1 whatever the signature)
+    unpinned: tuple[str, ...] = ()
 
-    @property
-    def tier(self) -> int:
-        return tier(signed=self.fingerprint is not None, dirty=self.dirty)
+    def tier(self, metric: str) -> int:
+        """The tier of the record's result ``metric`` (:func:`cotk_repro.core.ranking.tier`)."""
+        return tier(signed=self.fingerprint is not None, dirty=self.dirty, pinned=metric not in self.unpinned)
 
     @property
     def mirror(self) -> bool:
@@ -180,7 +182,8 @@ def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError
                 "metric": m,
                 "hash": h,
                 "value": v,
-                "tier": i.tier,
+                "tier": i.tier(m),
+                "pinned": m not in i.unpinned,
             }
             for i in new.values()
             if i.status == "ok"
@@ -207,9 +210,9 @@ def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError
                 .where(Record.id == pk)
                 .values(user_id=item.owner_id, signature=item.signature, key_fingerprint=item.fingerprint)
             )
-            conn.execute(
+            conn.execute(  # an unpinned result stays in tier 1: a signature vouches for who ran it, not for weights
                 update(Result)
-                .where(Result.record_pk == pk)
+                .where(Result.record_pk == pk, Result.pinned.is_(True))
                 .values(tier=tier(signed=item.fingerprint is not None, dirty=stored_dirty))
             )
             found[item.record_id] = (pk, item.signature, stored_dirty)

@@ -153,6 +153,9 @@ def validate_upload(record: Any) -> dict[str, Any]:
             "dirty": view.code.dirty is True,
             "results": columns,
             "unranked": unranked,
+            # results of a system not pinned to its weights: tier 1 (the record says so; a claim to be pinned
+            # is no claim at all, so nothing here can raise a result's tier)
+            "unpinned": sorted(k for k in columns if not view.pinned(k)),
         }
     except Invalid:
         raise
@@ -197,6 +200,7 @@ def store_record(
         fingerprint=fp,
         names=record_names(cols),
         dirty=cols["dirty"],
+        unpinned=tuple(cols["unpinned"]),
     )
     info = {
         "id": rid,

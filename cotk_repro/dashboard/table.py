@@ -6,7 +6,8 @@ record's value with its rank in that column, ranked in the direction the metric 
 (``higher_is_better``). A record whose result has another hash (or none) gets the value marked
 ``comparable: false`` and no rank: it is shown, never ranked against the column. Ranks follow the one rule
 (:mod:`cotk_repro.core.ranking`): records signed and run from a clean tree first, then dirty-tree or
-unsigned ones (each row says ``dirty`` and ``signed``), best value first within each. Rows come in
+unsigned ones (each row says ``dirty`` and ``signed``), best value first within each; a result of an unpinned
+system (its cell says ``"pinned": false``) ranks with the second. Rows come in
 upload order, or by one column's rank with ``sort=METRIC``; failed records have no row.
 """
 
@@ -110,12 +111,14 @@ def build(
     total = conn.execute(select(func.count()).select_from(Record).where(*where)).scalar_one()
     rows = conn.execute(query.order_by(*order).limit(limit).offset((page - 1) * limit)).all()
     pks = [r[0] for r in rows]
-    values: dict[int, dict[str, tuple[float, str | None]]] = {}
+    values: dict[int, dict[str, tuple[float, str | None, bool]]] = {}
     if pks:
-        for pk, metric, h, v in conn.execute(
-            select(Result.record_pk, Result.metric, Result.hash, Result.value).where(Result.record_pk.in_(pks))
+        for pk, metric, h, v, pinned in conn.execute(
+            select(Result.record_pk, Result.metric, Result.hash, Result.value, Result.pinned).where(
+                Result.record_pk.in_(pks)
+            )
         ):  # the record's own index
-            values.setdefault(pk, {})[metric] = (v, h)
+            values.setdefault(pk, {})[metric] = (v, h, bool(pinned))
     ranks = {c["metric"]: _ranks(conn, task, dataset, c, pks) for c in cols}
     out_rows = []
     for pk, rid, project, submitted, user, key, by_n, dirty in rows:
@@ -124,13 +127,14 @@ def build(
             if c["metric"] not in values.get(pk, {}):
                 cells[c["metric"]] = None
                 continue
-            v, h = values[pk][c["metric"]]
+            v, h, pinned = values[pk][c["metric"]]
             comparable = h is not None and h == c["hash"]
             cells[c["metric"]] = {
                 "value": v,
                 "comparable": comparable,
                 "rank": ranks[c["metric"]].get(pk) if comparable else None,
                 "hash": h,
+                "pinned": pinned,
             }
         out_rows.append(
             {

@@ -30,6 +30,10 @@ HF_TASKS = {
 }
 
 
+#: what an exported result of an unpinned system (an endpoint's model) says beside its value
+UNPINNED = {"pinned": False}
+
+
 def results_document(record: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
     """``--format json``: the record's id, project and results (value, hash, signature) and its SSH signature."""
     view = RecordView.of(record)
@@ -42,7 +46,12 @@ def results_document(record: dict[str, Any], signature: str | None = None) -> di
         "commit": view.code.commit,
         "dirty": bool(view.code.dirty),
         "results": {
-            name: {"value": r.value, "hash": r.hash, "signature": r.signature}
+            name: {
+                "value": r.value,
+                "hash": r.hash,
+                "signature": r.signature,
+                **({} if view.pinned(name) else UNPINNED),
+            }
             for name, r in sorted(view.results.items())
         },
         "record_signature": signature,

@@ -114,6 +114,26 @@ class Result(_Object):
     signature: Text = None
     metric: Text = None
     version: Text = None
+    pinned: StrictBool | None = Field(
+        None,
+        description="false: computed on the outputs of a system not pinned to its weights (an endpoint's model); "
+        "ranked below every pinned result (tier 1). Absent or true: pinned",
+    )
+
+
+class System(_Object):
+    """``system``: the identity of the system whose outputs were scored (``cotk_repro.llm.system``)."""
+
+    generator: StrictStr
+    version: Text = None
+    settings: dict[str, Any] | None = Field(None, description="weights and tokenizer digests, decoding settings")
+    pinned: StrictBool | None = Field(None, description="false: an endpoint's model; every result is then unpinned")
+
+
+class ProtocolRef(_Object):
+    """``protocol``: the prompt protocol the outputs were made under."""
+
+    sha256: Hash
 
 
 class Record(_Object):
@@ -134,6 +154,8 @@ class Record(_Object):
     data: dict[str, StrictStr] | None = Field(None, description="the dataloader hash codes, when known")
     error: Text = None
     cotk_repro_version: Text = None
+    system: System | None = None
+    protocol: ProtocolRef | None = None
 
 
 class MetricRow(_Object):

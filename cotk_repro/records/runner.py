@@ -559,6 +559,9 @@ def _record_run(
             parsed = read_result_file(result_path, not_before=t0)
             record["results"] = parsed["results"]
             record["data"] = parsed["data"]
+            for part in ("system", "protocol"):  # an LLM evaluation's: what made and prompted the outputs
+                if part in parsed:
+                    record[part] = parsed[part]
             (workdir / "result.json").write_bytes(result_path.read_bytes())
         except CotkError as exc:
             error = exc

@@ -163,6 +163,8 @@ class Result:
     version: str | None = None
     #: the result object as recorded (what ``diff`` and the verdicts compare)
     recorded: Mapping[str, Any] = field(default_factory=dict)
+    #: False only when the result says ``"pinned": false`` (an unpinned system's outputs; anything else: pinned)
+    pinned: bool = True
 
     @classmethod
     def of(cls, value: Any) -> Result:
@@ -175,6 +177,7 @@ class Result:
             _str(d.get("metric")),
             _str(d.get("version")),
             d,
+            d.get("pinned") is not False,
         )
 
 
@@ -195,6 +198,8 @@ class RecordView:
     #: the dataloader hash codes, when known
     data: Mapping[str, Any] | None
     cotk_repro_version: str | None
+    #: the identity of the system whose outputs were scored (an LLM evaluation's), as recorded; None: not recorded
+    system: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, record: Any) -> RecordView:
@@ -213,12 +218,19 @@ class RecordView:
             {k: Result.of(v) for k, v in results.items() if isinstance(v, dict)} if isinstance(results, dict) else {},
             d.get("data") if isinstance(d.get("data"), dict) else None,
             _str(d.get("cotk_repro_version")),
+            _obj(d.get("system")) or None,
         )
 
     @property
     def ok(self) -> bool:
         """Whether the run succeeded (status ``ok``): only such a record has results to reproduce."""
         return self.status == "ok"
+
+    def pinned(self, metric: str) -> bool:
+        """Whether ``metric``'s result was computed on the outputs of a pinned system: False when the result says
+        ``"pinned": false`` or the record's ``system`` does (the worse claim wins: neither can raise a tier)."""
+        result = self.results.get(metric)
+        return (result is None or result.pinned) and (self.system or {}).get("pinned") is not False
 
     def recorded_results(self) -> dict[str, Mapping[str, Any]]:
         """``{metric: result object}`` as recorded, for :func:`cotk_repro.records.diffing.compare_results`."""
