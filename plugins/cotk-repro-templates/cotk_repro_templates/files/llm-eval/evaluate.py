@@ -79,7 +79,8 @@ def main() -> None:
     (OUTPUTS / "outputs.txt").write_text("".join(o + "\n" for o in outputs), encoding="utf-8")
 
     results: dict = {}
-    results.update(get_metric("distinct", ngram=2).compute(outputs))
+    for n in (1, 2):
+        results.update(get_metric("distinct", ngram=n).compute(outputs))
     judge = get_metric("llm-judge", judge=settings["judge"], scale="1-5")
     results.update(judge.compute(outputs, None, queries=inputs))
     results = stamp_system(stamp_protocol(results, protocol), generation.system)
