@@ -1,7 +1,7 @@
 """One ranking rule (competition ranking, SQL ``rank()``, by tier then value): :func:`cotk_repro.core.ranking.rank`
 against an independent reference (scipy's ``rankdata(method="min")``), then compare, the dashboard's table (SQL
 ``rank()``) and its paginated leaderboard against the function on the same cells with ties, and with signed,
-unsigned and dirty-tree records mixed, on SQLite and PostgreSQL."""
+unsigned, dirty-tree and unpinned (an endpoint's model) results mixed, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from cotk_repro.core.signing import key_from_path, sign_record
 from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.server import start_in_thread
+from cotk_repro.records import finalize
 
 API = "/api/v1"
 BLEU, PPL = fake_hash("rank-bleu"), fake_hash("rank-ppl")
@@ -40,10 +41,11 @@ def test_rank_is_competition_ranking():
 
 
 def test_a_lower_tier_ranks_first_and_ties_share_a_rank_only_within_a_tier():
-    assert tier(signed=True, dirty=False) == TRUSTED
+    assert tier(signed=True, dirty=False) == tier(signed=True, dirty=False, pinned=True) == TRUSTED
     assert (
         tier(signed=False, dirty=False) == tier(signed=True, dirty=True) == tier(signed=False, dirty=True) == UNTRUSTED
     )
+    assert tier(signed=True, dirty=False, pinned=False) == UNTRUSTED  # a signature vouches for no weights
     # the dirty 0.9 never ranks above the clean 0.5; 0.5 of tier 0 and 0.5 of tier 1 do not tie
     assert rank([0.5, 0.9, 0.5, 0.1], tiers=[0, 1, 1, 0]) == [1, 3, 4, 2]
     rng = random.Random(5)
@@ -97,6 +99,19 @@ def test_compare_ranks_with_the_function():
     assert [c.rank for c in cells] == rank(BLEU_VALUES) == [2, 5, 2, 8, 5, 5, 1, 2]
 
 
+def test_compare_ranks_an_unpinned_cell_below_every_pinned_one():
+    pinned = [True, False, True, True, True, True, False, True]  # the best value (0.9) and a 0.3 are unpinned
+    cells = [
+        Cell(system=f"s{i}", dataset="d", column="bleu", metric="bleu", key="bleu", value=v, hash=BLEU, pinned=p)
+        for i, (v, p) in enumerate(zip(BLEU_VALUES, pinned))
+    ]
+    analyze_column(cells, higher_is_better=True)
+    tiers = [tier(signed=True, dirty=False, pinned=p) for p in pinned]
+    assert [c.rank for c in cells] == rank(BLEU_VALUES, tiers=tiers) == [1, 8, 1, 6, 4, 4, 7, 1]
+    assert [bool(c.flag and c.flag.startswith("unpinned")) for c in cells] == [not p for p in pinned]
+    assert all(c.rank < u.rank for c in cells if c.pinned for u in cells if not u.pinned)
+
+
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def db_url(request, tmp_path_factory):
     yield from db_url_for(request, tmp_path_factory, "ranking")
@@ -139,18 +154,21 @@ def test_table_and_leaderboard_rank_as_the_function(board, metric, values, highe
         assert seen == expected, per_page
 
 
-# -- signed, unsigned and dirty-tree records on one board -----------------------------------------------------
-# (value, signed, dirty): the best BLEU (0.9) is dirty and the second (0.8) unsigned; ties inside each tier
+# -- signed, unsigned, dirty-tree and unpinned results on one board ------------------------------------------
+# (value, signed, dirty, pinned): the best BLEU (0.95) is signed and clean but unpinned (an endpoint's model), the
+# next (0.9) dirty and 0.8 unsigned; ties inside each tier and across them
 TIERED = [
-    (0.5, True, False),
-    (0.9, True, True),
-    (0.8, False, False),
-    (0.5, True, False),
-    (0.3, True, False),
-    (0.5, False, False),
-    (0.9, False, True),
-    (0.3, True, True),
-    (0.1, True, False),
+    (0.5, True, False, True),
+    (0.9, True, True, True),
+    (0.8, False, False, True),
+    (0.5, True, False, True),
+    (0.3, True, False, True),
+    (0.5, False, False, True),
+    (0.9, False, True, True),
+    (0.3, True, True, True),
+    (0.1, True, False, True),
+    (0.95, True, False, False),
+    (0.5, True, False, False),
 ]
 TIER_HASH = fake_hash("rank-tiers")
 
@@ -167,8 +185,11 @@ def tiered_board(db_url, tmp_path_factory):
     db.dispose()
     signing_key = key_from_path(key, "test")
     ids = []
-    for i, (value, signed, dirty) in enumerate(TIERED):
+    for i, (value, signed, dirty, pinned) in enumerate(TIERED):
         rec = make_record({"bleu": (value, TIER_HASH)}, name=f"tier{i}", task="tiers", dataset="d", dirty=dirty)
+        if not pinned:
+            rec["results"]["bleu"]["pinned"] = False
+            rec = finalize({k: v for k, v in rec.items() if k != "id"})
         body = {"record": rec, "signature": sign_record(rec, signing_key)} if signed else rec
         r = requests.post(url + API + "/records", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert r.status_code == 201, r.text
@@ -178,18 +199,20 @@ def tiered_board(db_url, tmp_path_factory):
     stop()
 
 
-def test_dirty_and_unsigned_records_never_rank_above_a_clean_signed_one(tiered_board):
+def test_dirty_unsigned_and_unpinned_results_never_rank_above_a_clean_signed_pinned_one(tiered_board):
     url, ids = tiered_board
-    tiers = [tier(signed=s, dirty=d) for _, s, d in TIERED]
-    expected = dict(zip(ids, rank([v for v, _, _ in TIERED], tiers=tiers)))
-    # the dirty 0.9s rank 5th, below the four clean signed values (0.5, 0.5, 0.3, 0.1)
-    assert expected[ids[1]] == expected[ids[6]] == 5 and expected[ids[0]] == 1 and expected[ids[8]] == 4
+    tiers = [tier(signed=s, dirty=d, pinned=p) for _, s, d, p in TIERED]
+    expected = dict(zip(ids, rank([v for v, _, _, _ in TIERED], tiers=tiers)))
+    # the unpinned 0.95 ranks 5th, then the dirty 0.9s, all below the four clean signed pinned values
+    assert expected[ids[9]] == 5 and expected[ids[1]] == expected[ids[6]] == 6
+    assert expected[ids[0]] == 1 and expected[ids[8]] == 4
+    assert expected[ids[10]] == expected[ids[5]] != expected[ids[0]]  # 0.5 unpinned ties 0.5 unsigned, not 0.5 pinned
     table = requests.get(
         url + API + "/table", params={"task": "tiers", "dataset": "d", "per_page": 100}, timeout=30
     ).json()
     assert {row["id"]: row["cells"]["bleu"]["rank"] for row in table["rows"]} == expected
-    assert {row["id"]: (row["signed"], row["dirty"]) for row in table["rows"]} == {
-        rid: (s, d) for rid, (_, s, d) in zip(ids, TIERED)
+    assert {row["id"]: (row["signed"], row["dirty"], row["cells"]["bleu"]["pinned"]) for row in table["rows"]} == {
+        rid: (s, d, p) for rid, (_, s, d, p) in zip(ids, TIERED)
     }
     by_rank = requests.get(
         url + API + "/table", params={"task": "tiers", "dataset": "d", "sort": "bleu"}, timeout=30
@@ -206,11 +229,15 @@ def test_dirty_and_unsigned_records_never_rank_above_a_clean_signed_one(tiered_b
             for entry in board_page["groups"][0]["entries"] if board_page["groups"] else []:
                 seen[entry["id"]] = entry["rank"]
                 assert entry["dirty"] is TIERED[ids.index(entry["id"])][2]
+                assert entry["pinned"] is TIERED[ids.index(entry["id"])][3]
+                assert entry["tier"] == tiers[ids.index(entry["id"])]
         assert seen == expected, per_page
     # the pages show the marker beside the record
     html = requests.get(
         url + "/leaderboard", params={"task": "tiers", "dataset": "d", "metric": "bleu"}, timeout=30
     ).text
-    assert html.count('class="badge dirty"') == sum(d for _, _, d in TIERED)
+    assert html.count('class="badge dirty"') == sum(d for _, _, d, _ in TIERED)
+    assert html.count('class="badge unpinned"') == sum(not p for _, _, _, p in TIERED)
     html = requests.get(url + "/leaderboard", params={"task": "tiers", "dataset": "d"}, timeout=30).text
-    assert html.count('class="badge dirty"') == sum(d for _, _, d in TIERED)
+    assert html.count('class="badge dirty"') == sum(d for _, _, d, _ in TIERED)
+    assert html.count('class="badge unpinned"') == sum(not p for _, _, _, p in TIERED)
