@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "cotk_repro.cli.evaluate_cmd",
     "cotk_repro.cli.metrics_cmd",
     "cotk_repro.cli.compare_cmd",
+    "cotk_repro.cli.generate_cmd",
     "cotk_repro.cli.publish_cmd",
     "cotk_repro.cli.reproduce_cmd",
     "cotk_repro.cli.dashboard_cmd",

@@ -74,7 +74,7 @@ CONFIG is TOML; paths in it are relative to its folder; unknown keys are errors:
 
 [\[dataset]]: name; path = a folder holding gold/refs.txt (one reference per line) or gold/refs.jsonl (one {"references": [...]} per line) and samples/<system>.txt (one sample per line); or gold = FILE and samples = FOLDER; inputs = FILE (what generator systems read); format, gold_format (text formats).
 
-[\[system]] (optional; default: every samples/<system>.txt, which must exist in every dataset): name; samples = FILE or { dataset = FILE }; or generator = NAME (a registered generator) with settings = {...}, outputs cached by generator name, version, settings and inputs; format; datasets = [...].
+[\[system]] (optional; default: every samples/<system>.txt, which must exist in every dataset): name; samples = FILE or { dataset = FILE }; or generator = NAME (a registered generator) with settings = {...} and optionally protocol = FILE (a prompt protocol: its hash joins every metric hash of the system), outputs cached by generator name, version, settings, inputs and protocol; format; datasets = [...].
 
 [\[metric]]: name (a registered metric, see cotk-repro plugins); options = {...}; label (e.g. "bleu-2"); keys = [...] (result keys kept); references = "aligned" (one gold line per sample line), "set" (the whole gold set) or "none"; higher_is_better.
 

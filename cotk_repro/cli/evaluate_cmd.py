@@ -92,6 +92,14 @@ def register(cli: typer.Typer) -> None:
         batch_size: int | None = typer.Option(
             None, "--batch-size", min=1, help="Batch size for the metrics that run a model (e.g. fluency, coherence)."
         ),
+        protocol: Path | None = typer.Option(
+            None,
+            "--protocol",
+            metavar="FILE",
+            help="The prompt protocol (TOML) the hypotheses were generated under (`cotk-repro generate "
+            "--protocol`): its hash joins every metric's hash and its first 12 hex digits every signature, so "
+            "outputs of differently prompted systems are never ranked together.",
+        ),
         json_out: bool = typer.Option(
             False,
             "--json",
@@ -106,6 +114,11 @@ def register(cli: typer.Typer) -> None:
 
         names = list(dict.fromkeys(metric or ["bleu"]))
         opts = parse_options(list(option or []), names)
+        loaded = None
+        if protocol is not None:
+            from ..llm.protocol import load_protocol
+
+            loaded = load_protocol(protocol)
         with output.progress("evaluating", total=len(names)) as advance:
             result = evaluate_files(
                 hyps,
@@ -118,6 +131,7 @@ def register(cli: typer.Typer) -> None:
                 groups_path=groups,
                 per_sentence=per_sentence,
                 batch_size=batch_size,
+                protocol=loaded,
             )
         if json_out:
             output.print_json(result)

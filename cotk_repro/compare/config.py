@@ -24,6 +24,7 @@ else:  # Python 3.10
 from ..core.tomlpos import key_lines, line_of
 from ..errors import ConfigError, CotkError
 from ..metrics.facts import facts_of
+from .generate import GeneratorError
 from .schema import validate_shape
 from .textfmt import TextFileError, TextFormat, count_documents, count_lines
 
@@ -574,7 +575,9 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                 protocol = _load_protocol(resolve(s["protocol"]), p + ("protocol",), fail)
                 spec.protocol, spec.protocol_sha256 = protocol.path, protocol.sha256
             try:
-                _check_generator(gen, settings, protocol)
+                _check_generator(gen, generators[gen].obj, settings, protocol)
+            except GeneratorError as exc:  # the protocol's decoding values or chat prompts refused
+                raise fail(p + ("protocol",), exc.message) from None
             except TypeError as exc:
                 raise fail(p + ("settings",), f"generator {gen!r} rejected its settings: {exc}") from None
             except CotkError as exc:
@@ -638,12 +641,17 @@ def _load_protocol(path: Path, where: tuple, fail) -> Any:
     try:
         return load_protocol(path)
     except ProtocolError as exc:
-        raise fail(where, exc.message) from None
+        message = exc.message
+        raise fail(where, message if message.startswith("protocol") else f"protocol {message}") from None
 
 
-def _check_generator(name: str, settings: dict[str, Any], protocol: Any) -> None:
-    """Build the generator once with its settings (and the protocol's decoding values): its own refusals are
-    config errors."""
-    from .generate import make_generator
+def _check_generator(name: str, factory: Any, settings: dict[str, Any], protocol: Any) -> None:
+    """Build the generator once with its settings (and the protocol's decoding values, whose conflicts and chat
+    prompts are refused with a GeneratorError): its own refusals are config errors."""
+    from .generate import check_prompts_accepted, protocol_settings
 
-    make_generator(name, settings, protocol)
+    if protocol is None:
+        factory(**settings)
+        return
+    built = factory(**protocol_settings(name, factory, settings, protocol))
+    check_prompts_accepted(name, built, protocol)

@@ -58,17 +58,30 @@ def make_generator(name: str, settings: dict[str, Any], protocol: Protocol | Non
     factory = get_component("generator", name)
     if protocol is not None:
         settings = protocol_settings(name, factory, settings, protocol)
-    generator = factory(**settings)
+    try:
+        generator = factory(**settings)
+    except CotkError:
+        raise
+    except TypeError as exc:
+        raise GeneratorError(f"generator {name!r} rejected its settings: {exc}") from None
+    except Exception as exc:
+        raise GeneratorError(f"generator {name!r} could not be created: {type(exc).__name__}: {exc}") from None
     if not callable(getattr(generator, "generate", None)) and not callable(generator):
         raise GeneratorError(
             f"generator {name!r} gave a {type(generator).__name__}, which has no generate() and is not callable"
         )
-    if protocol is not None and protocol.chat and not getattr(generator, "accepts_prompts", False):
+    if protocol is not None:
+        check_prompts_accepted(name, generator, protocol)
+    return generator
+
+
+def check_prompts_accepted(name: str, generator: Any, protocol: Protocol) -> None:
+    """Refuse a chat protocol for a generator that takes plain-text prompts only (no ``accepts_prompts``)."""
+    if protocol.chat and not getattr(generator, "accepts_prompts", False):
         raise GeneratorError(
             f"generator {name!r} takes plain-text prompts only, but protocol {protocol.path} asks for chat "
             "messages (chat = true)"
         )
-    return generator
 
 
 def protocol_settings(name: str, factory: Any, settings: dict[str, Any], protocol: Protocol) -> dict[str, Any]:

@@ -101,3 +101,73 @@ def _render(protocol: Protocol, text: str, line: int) -> Any:
         return protocol.render(text)
     except ProtocolError as exc:
         raise ProtocolError(f"input line {line}: {exc.message}") from None
+
+
+def read_inputs(path: Path) -> list[str]:
+    """The inputs of ``cotk-repro generate``: one per line of a UTF-8 text file (docs/inputs.md's rules)."""
+    from ..compare.textfmt import iter_lines
+
+    path = Path(path)
+    if not path.exists():
+        raise GeneratorError(f"inputs file {path} does not exist")
+    if not path.is_file():
+        raise GeneratorError(f"inputs file {path} is not a file")
+    lines = list(iter_lines(path))
+    if not lines:
+        raise GeneratorError(f"inputs file {path} is empty")
+    return lines
+
+
+def generate_file(
+    generator: str,
+    settings: dict[str, Any],
+    inputs: Path | None,
+    out: Path,
+    *,
+    protocol: Protocol | None = None,
+    protocol_shown: str | None = None,
+    cache_dir: Path | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """``cotk-repro generate``: outputs of ``inputs`` (default: the file the protocol names) written to ``out``,
+    one line per input, and ``out.json`` beside it; returns what ``out.json`` holds, plus ``reused``.
+
+    Both files are written whole (a temporary file renamed into place) after every output exists: an error or
+    an interruption leaves neither. ``protocol_shown``: the protocol's path as the user gave it.
+    """
+    from ..compare.textfmt import file_sha256
+    from ..core.fileio import atomic_write
+
+    if inputs is None:
+        if protocol is None or protocol.inputs is None:
+            raise GeneratorError("give the inputs: --inputs FILE (or name them in the protocol's 'inputs')")
+        inputs = protocol.inputs
+    texts = read_inputs(inputs)
+    inputs_sha = file_sha256(inputs)
+    if protocol is not None and protocol.inputs_sha256 not in (None, inputs_sha):
+        raise GeneratorError(
+            f"inputs file {inputs} is not the inputs file {protocol.inputs} that protocol {protocol.path} names "
+            "(their contents differ); leave out --inputs or change the protocol's 'inputs'"
+        )
+    out = Path(out)
+    sidecar = out.with_name(out.name + ".json")
+    if out.is_dir():
+        raise GeneratorError(f"--out {out} is a folder; give the file to write")
+    if not out.parent.is_dir():
+        raise GeneratorError(f"the folder of --out {out} does not exist")
+    if out.resolve() == Path(inputs).resolve():
+        raise GeneratorError(f"--out {out} is the inputs file; give another file")
+    got = generate_outputs(generator, settings, texts, protocol=protocol, cache_dir=cache_dir, on_progress=on_progress)
+    meta = {
+        "system": got.system,
+        "protocol": None
+        if protocol is None
+        else {"sha256": protocol.sha256, "path": protocol_shown or str(protocol.path)},
+        "inputs_sha256": inputs_sha,
+        "lines": len(got.outputs),
+    }
+    import json
+
+    atomic_write(out, "".join(line + "\n" for line in got.outputs))
+    atomic_write(sidecar, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return dict(meta, reused=got.reused)

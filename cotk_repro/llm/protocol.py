@@ -1,7 +1,7 @@
 """The prompt protocol: how a language model is asked (template, system prompt, few-shot examples, chat or not,
 output length, stop strings), read from a TOML file, rendered into prompts and hashed.
 
-A protocol file (docs/llm.md, "Protocol file")::
+A protocol file (docs/llm-protocol.md, "Protocol file")::
 
     template = "Summarize: {{ input }}\\nSummary:"   # Jinja; the input line is {{ input }} (required)
     system = "You are terse."                       # default: none
@@ -19,7 +19,7 @@ A protocol file (docs/llm.md, "Protocol file")::
 The file is a stranger's: the template is compiled in Jinja's sandbox with undefined names as errors, and
 rendered once at load on a probe input and on every few-shot input, so a template naming any field but
 ``input`` (or failing to render) is refused before any model runs. :attr:`Protocol.sha256` is the hash of the
-protocol's content (docs/llm.md, "What is hashed"), never of its path, comments or layout.
+protocol's content (docs/llm-protocol.md, "What is hashed"), never of its path, comments or layout.
 """
 
 from __future__ import annotations
@@ -220,10 +220,21 @@ def load_protocol(path: str | Path) -> Protocol:
             raise fail(
                 ("inputs",), f"the inputs file {data['inputs']} it names does not exist or is unreadable"
             ) from None
+    env = _environment()
     try:
-        compiled = _environment().from_string(data["template"])
+        compiled = env.from_string(data["template"])
+        from jinja2 import meta
+
+        # names used on any path, not only the probe's (``{% if input == "x" %}{{ secret }}{% endif %}``)
+        unknown = sorted(meta.find_undeclared_variables(env.parse(data["template"])) - {VARIABLE} - set(env.globals))
     except Exception as exc:  # TemplateSyntaxError, or a sandbox refusal at compile time
         raise fail(("template",), f"'template' is not a valid Jinja template: {_jinja_reason(exc)}") from None
+    if unknown:
+        raise fail(
+            ("template",),
+            f"'template' uses {', '.join(map(repr, unknown))}, which is undefined (a protocol template may use "
+            f"only {{{{ {VARIABLE} }}}})",
+        )
     protocol = Protocol(
         path=path,
         template=data["template"],

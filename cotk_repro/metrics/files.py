@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import jsonbudget
 from ..core.textinput import BOM, check_text, encoding_problem
 from . import get_metric
 from .base import Metric, MetricError, declared, resolve_tokenizer, score
 from .facts import facts_of
+
+if TYPE_CHECKING:
+    from ..llm.protocol import Protocol
 
 
 def _read_lines(path: Path, what: str) -> list[str]:
@@ -102,18 +105,21 @@ def _string_lists(path: Path, lines: list[str], key: str, what: str) -> list[tup
     return out
 
 
-def parse_options(items: Sequence[str], metrics: Sequence[str]) -> dict[str, dict[str, Any]]:
+def parse_options(
+    items: Sequence[str], metrics: Sequence[str], *, what: str = "metric", example: str = "bleu.ngram=2"
+) -> dict[str, dict[str, Any]]:
     """``["bleu.ngram=2", "self-bleu.sample=1000"]`` -> ``{"bleu": {"ngram": 2}, ...}`` (values parsed as JSON
-    when they are valid JSON, else kept as strings)."""
+    when they are valid JSON, else kept as strings). ``what``/``example``: the words of the errors (``generate``'s
+    ``-g NAME.KEY=VALUE`` settings are parsed here too)."""
     out: dict[str, dict[str, Any]] = {}
     for item in items:
         left, sep, value = item.partition("=")
         metric, dot, key = left.rpartition(".")
         if not sep or not dot or not metric or not key:
-            raise MetricError(f"option {item!r} must look like METRIC.KEY=VALUE, e.g. bleu.ngram=2")
+            raise MetricError(f"option {item!r} must look like {what.upper()}.KEY=VALUE, e.g. {example}")
         if metric not in metrics:
             raise MetricError(
-                f"option {item!r} is for metric {metric!r}, which is not among the metrics asked for "
+                f"option {item!r} is for {what} {metric!r}, which is not among the {what}s asked for "
                 f"({', '.join(metrics)})"
             )
         try:
@@ -156,6 +162,7 @@ def evaluate_files(
     per_sentence: bool = False,
     batch_size: int | None = None,
     progress: bool = False,
+    protocol: Protocol | None = None,
 ) -> dict[str, Any]:
     """Score a hypotheses file (against a references file) with several metrics; one merged result dict.
 
@@ -163,7 +170,8 @@ def evaluate_files(
     (:meth:`Metric.compute_with_queries`). ``groups_path``: groups of responses (:func:`read_groups`) for metrics
     that declare ``takes_groups`` (:meth:`Metric.compute_groups`). Every other metric is run by :func:`score`.
     ``per_sentence``, ``batch_size``, ``progress``: given as options of those names to the metrics that take
-    them (model-based metrics: per-sentence lists, batch size, a progress bar on stderr).
+    them (model-based metrics: per-sentence lists, batch size, a progress bar on stderr). ``protocol``: the prompt
+    protocol the hypotheses answer (:mod:`cotk_repro.llm.protocol`); it is stamped into every hash and signature.
     """
     from . import accepts_option, metric_names, takes_shared_tokenizer
 
@@ -246,4 +254,8 @@ def evaluate_files(
             merged.update(score(metric, hyps, refs))  # as the API: references given are references seen
         if on_metric is not None:
             on_metric(name)
+    if protocol is not None:
+        from ..llm.stamp import stamp_protocol
+
+        merged = stamp_protocol(merged, protocol)
     return merged
