@@ -147,12 +147,15 @@ def register(cli: typer.Typer) -> None:
     ) -> None:
         """Pearson and Spearman (with p-values) of a metric against human ratings, and the raters'
         leave-one-rater-out reliability."""
-        from .correlate import align, correlate, read_ratings, read_scores, scatter_plot
+        from .correlate import align, correlate, drop_unscored, read_ratings, read_scores, scatter_plot
 
-        values, score_ids, used = read_scores(scores, key)
+        given, score_ids, used = read_scores(scores, key)
         rows, raters, rating_ids = read_ratings(ratings)
-        values, rows = align(values, score_ids, rows, rating_ids)
+        given, rows = align(given, score_ids, rows, rating_ids)
+        values, rows, unscored = drop_unscored(given, rows)
         result = {"key": used, **correlate(values, rows, raters)}
+        if unscored:  # items the metric could not score (an LLM judge's unparsable answers), left out
+            result["unscored"] = unscored
         if plot is not None:
             scatter_plot(
                 values,
@@ -177,7 +180,8 @@ def register(cli: typer.Typer) -> None:
             ]
         output.console.print(
             output.table(
-                f"{used} vs human ({result['items']} items, {result['raters']} raters)",
+                f"{used} vs human ({result['items']} items, {result['raters']} raters"
+                + (f", {unscored} unscored left out)" if unscored else ")"),
                 ["statistic", "value", "p"],
                 table_rows,
             )

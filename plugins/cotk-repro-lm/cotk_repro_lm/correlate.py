@@ -5,7 +5,9 @@ Inputs:
 
 * scores: JSONL, one object per item (``{"id": ..., "coherence": 0.7}``; ``key`` picks the field, default
   the only numeric one), or the JSON output of ``cotk-repro evaluate --per-sentence --json`` (``key`` names
-  the metric: its ``"<key> per-sentence"`` list is used), or a text file with one number per line.
+  the metric: its ``"<key> per-sentence"`` list is used; a ``null`` in it is an item the metric could not score,
+  an LLM judge's unparsable answer, and that item is left out on both sides), or a text file with one number per
+  line.
 * ratings: CSV with a header; one row per item (in the scores' order, or matched by an ``id`` column when
   both sides have ids), one numeric column per rater. The human score of an item is the raters' mean.
 """
@@ -36,8 +38,9 @@ def _number(v: Any, where: str) -> float:
     return x
 
 
-def read_scores(path: Path, key: str | None = None) -> tuple[list[float], list[str] | None, str]:
-    """(scores, ids or None, the key used)."""
+def read_scores(path: Path, key: str | None = None) -> tuple[list[float | None], list[str] | None, str]:
+    """(scores, ids or None, the key used); a score is None only where a per-sentence list holds null (an item
+    the metric could not score: :func:`drop_unscored` leaves it out)."""
     path = Path(path)
     if not path.is_file():
         raise CorrelateError(f"scores file {path} does not exist")
@@ -64,7 +67,10 @@ def read_scores(path: Path, key: str | None = None) -> tuple[list[float], list[s
                 key = next(iter(lists))
             if key not in lists:
                 raise CorrelateError(f"{path} has no per-sentence scores of {key!r} ({', '.join(sorted(lists))})")
-            return [_number(v, f"{key} item {i + 1}") for i, v in enumerate(lists[key])], None, key
+            items = lists[key]
+            if not isinstance(items, list):
+                raise CorrelateError(f"{path}: {key!r} per-sentence is not a list")
+            return [None if v is None else _number(v, f"{key} item {i + 1}") for i, v in enumerate(items)], None, key
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines[0].lstrip().startswith("{"):
         return [_number(v, f"{path} line {i + 1}") for i, v in enumerate(lines)], None, key or "score"
@@ -89,7 +95,17 @@ def read_scores(path: Path, key: str | None = None) -> tuple[list[float], list[s
         ids.append(str(obj["id"]) if "id" in obj else None)
     known = [i for i in ids if i is not None]
     assert key is not None  # the first line set it at the latest (lines is not empty)
-    return scores, (known if len(known) == len(ids) else None), key
+    return list(scores), (known if len(known) == len(ids) else None), key
+
+
+def drop_unscored(
+    scores: Sequence[float | None], ratings: Sequence[Sequence[float]]
+) -> tuple[list[float], list[list[float]], int]:
+    """(scores, ratings, how many items were dropped): the items without a score left out on both sides."""
+    if len(scores) != len(ratings):
+        raise CorrelateError(f"{len(scores)} scores but {len(ratings)} rated items: give one rating row per score")
+    kept = [(s, list(r)) for s, r in zip(scores, ratings) if s is not None]
+    return [s for s, _ in kept], [r for _, r in kept], len(scores) - len(kept)
 
 
 def read_ratings(path: Path) -> tuple[list[list[float]], list[str], list[str] | None]:
@@ -152,8 +168,8 @@ def correlate(scores: Sequence[float], ratings: Sequence[Sequence[float]], rater
 
 
 def align(
-    scores: list[float], score_ids: list[str] | None, ratings: list[list[float]], rating_ids: list[str] | None
-) -> tuple[list[float], list[list[float]]]:
+    scores: list[float | None], score_ids: list[str] | None, ratings: list[list[float]], rating_ids: list[str] | None
+) -> tuple[list[float | None], list[list[float]]]:
     """Match items by id when both sides have ids, else by position."""
     if score_ids is None or rating_ids is None:
         return scores, ratings

@@ -43,6 +43,8 @@ METRICS = {
     "group-entropy": "GroupEntropyMetric",
     "bertscore": "bertscore:BertScoreMetric",
     "mauve": "mauve_metric:MauveMetric",
+    "llm-judge": "judges:JudgeMetric",
+    "llm-pairwise": "judges:PairwiseMetric",
 }
 RESULT_KEYS = {
     "coherence": r"coherence(-raw)?",
@@ -50,6 +52,8 @@ RESULT_KEYS = {
     "group-entropy": r"group-entropy-\d+",
     "bertscore": r"bertscore(-precision|-recall)?",
     "mauve": "mauve",
+    "llm-judge": r"llm-judge( parse-failures)?",
+    "llm-pairwise": r"llm-pairwise( position-bias| parse-failures)?",
 }
 
 
