@@ -1,8 +1,8 @@
 """Tiny causal language models made here, without downloads: a system to evaluate and a judge.
 
 ``python make_models.py system tiny-models/system --seed 0`` writes a 2-layer GPT-2 (32 dims) whose
-tokenizer knows a fixed list of words; ``python make_models.py judge tiny-models/judge`` writes one whose
-vocabulary is little more than the digits of the judge's scale, so that its answers parse as scores.
+tokenizer knows a fixed list of words; ``python make_models.py judge tiny-models/judge`` writes one pulled
+towards the words "1" to "5", so that its answers parse as scores (which one depends on what it reads).
 They are random: the outputs are word salad and the judgments noise. They exist so that the whole
 pipeline (protocol, generation, judging, record, reproduction) runs in seconds on any CPU; put your
 own model folder (or ``hf:NAME``) in their place for real numbers.
@@ -18,6 +18,8 @@ import argparse
 import json
 from pathlib import Path
 
+#: the judge's scale: the words its head is pulled towards, so that it answers in scores
+SCALE = ["1", "2", "3", "4", "5"]
 #: the system's vocabulary (a fixed list: the same tokenizer however the inputs change)
 WORDS = sorted(
     set(
@@ -38,9 +40,8 @@ WORDS = sorted(
         . , ? ! : ; ' "
         """.split()
     )
+    | set(SCALE)
 )
-#: the judge's vocabulary: the digits of the scale (it reads every other word as <unk>), so that it answers in digits
-JUDGE_WORDS = ["1", "2", "3", "4", "5"]
 SPECIALS = ["<unk>", "<pad>", "<eos>"]
 SPACE = "\u2581"  # "▁": a space, as SentencePiece marks it
 #: a chat template, so that a protocol with ``chat = true`` works on these models too
@@ -66,7 +67,7 @@ def kernel_free_init(model, seed: int, std: float) -> None:
             p.copy_(torch.from_numpy((draws * (std / 2**20)).astype(np.float32)))
 
 
-def system_tokenizer():
+def words_tokenizer():
     """Words of :data:`WORDS` as single tokens, anything else spelled in printable ASCII characters (and newlines).
 
     A BPE written out, not trained: the vocabulary is the characters, then each word's prefixes
@@ -94,13 +95,21 @@ def system_tokenizer():
     return core
 
 
-def judge_tokenizer():
-    """The digits of the judge's scale as whole words; every other word reads as <unk>."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
+def pull_towards(model, ids: list[int], strength: float = 8.0) -> None:
+    """Make ``ids`` the likeliest next tokens whatever the input, and which of them wins depend on the input.
 
-    core = Tokenizer(models.WordLevel(vocab={t: i for i, t in enumerate([*SPECIALS, *JUDGE_WORDS])}, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()  # decoding joins the words with spaces
-    return core
+    The final layer norm gets a bias ``strength`` long along a fixed unit vector ``u``; the output rows of
+    ``ids`` gain ``u``. Every hidden state then scores those tokens about ``strength`` higher than the rest,
+    and their own random rows still rank them differently for different inputs.
+    """
+    import torch
+
+    width = model.transformer.ln_f.bias.shape[0]
+    u = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(width)]) / width**0.5
+    with torch.no_grad():
+        model.transformer.ln_f.bias.copy_(strength * u)
+        for i in ids:
+            model.lm_head.weight[i] += u
 
 
 def build(kind: str, dest: str | Path, seed: int = 0) -> Path:
@@ -108,7 +117,7 @@ def build(kind: str, dest: str | Path, seed: int = 0) -> Path:
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=system_tokenizer() if kind == "system" else judge_tokenizer(),
+        tokenizer_object=words_tokenizer(),
         unk_token="<unk>",
         pad_token="<pad>",
         bos_token="<eos>",
@@ -126,24 +135,21 @@ def build(kind: str, dest: str | Path, seed: int = 0) -> Path:
         bos_token_id=vocab["<eos>"],
         eos_token_id=vocab["<eos>"],
         pad_token_id=vocab["<pad>"],
+        tie_word_embeddings=kind == "system",  # the judge's output head is its own (see below)
     )
     from transformers.utils import logging
 
     logging.disable_progress_bar()  # no "Writing model shards" bar in the run's log
     model = GPT2LMHeadModel(config)
     kernel_free_init(model, seed, std=0.3)
+    if kind == "judge":
+        pull_towards(model, [vocab[SPACE + word] for word in SCALE])
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(dest, safe_serialization=True)
     tokenizer.save_pretrained(dest)
     (dest / "MODEL.json").write_text(json.dumps({"made_by": "make_models.py", "kind": kind, "seed": seed}) + "\n")
     return dest
-
-
-def ensure(kind: str, dest: str | Path, seed: int = 0) -> Path:
-    """``dest`` when it holds a model already, else :func:`build` it there."""
-    dest = Path(dest)
-    return dest if (dest / "config.json").is_file() else build(kind, dest, seed)
 
 
 def main() -> None:
