@@ -170,6 +170,12 @@ BAD = {
         'template = "{{ input.__class__.__mro__[1].__subclasses__() }}"\nmax_new_tokens = 2\n',
         "unsafe",
     ),
+    "memory bomb": ("template = '{{ input * 100000000 }}'\nmax_new_tokens = 2\n", "holds the number 100000000"),
+    "memory bomb by a product": (
+        "template = '{{ input * (1000 * 1000 * 1000) }}'\nmax_new_tokens = 2\n",
+        "not allowed in a protocol template",
+    ),
+    "power": ("template = '{{ 9 ** 9 ** 9 }}{{ input }}'\nmax_new_tokens = 2\n", "'**' with such operands"),
     "include": ("template = \"{% include '/etc/passwd' %}\"\nmax_new_tokens = 2\n", "fails to render"),
     "unknown field": ('template = "{{ input }}"\nmax_new_tokens = 2\ntemprature = 0\n', "unknown field 'temprature'"),
     "wrong type": ('template = "{{ input }}"\nmax_new_tokens = "2"\n', "'max_new_tokens' must be an integer"),
@@ -196,6 +202,19 @@ def test_a_bad_protocol_is_one_sentence_naming_the_file(tmp_path, name):
     message = info.value.message
     assert words in message and str(path) in message, message
     assert "\n" not in message and info.value.exit_code == 2
+
+
+def test_a_template_that_runs_too_long_is_stopped(tmp_path, monkeypatch):
+    from cotk_repro.llm import protocol
+
+    monkeypatch.setattr(protocol, "RENDER_SECONDS", 0.3)
+    loops = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{{ input }}"
+    with pytest.raises(ProtocolError, match=r"rendering took more than 0\.3 s"):
+        load_protocol(write(tmp_path / "slow.toml", f"template = '{loops}'\nmax_new_tokens = 1\n"))
+    fine = load_protocol(
+        write(tmp_path / "fine.toml", "template = '{{ input * 2 }}-{{ 2 ** 3 }}'\nmax_new_tokens = 1\n")
+    )
+    assert fine.render("ab") == "abab-8"
 
 
 def test_a_missing_or_non_utf8_file_is_refused(tmp_path):
@@ -394,6 +413,15 @@ def test_compare_stamps_every_cell_of_a_system_with_its_protocol(tmp_path, toy_g
     metas = [json.loads(f.read_text()) for f in cfg.cache.rglob("*.json")]
     assert sorted(m["pinned"] for m in metas) == [False, True, True, True]
     assert {m.get("protocol_sha256") for m in metas} == {None, p1.sha256, p2.sha256}
+    # the worker task says whether the system is pinned (a served model is not)
+    from cotk_repro.compare.engine import run_generate_task
+
+    served = next(s for s in cfg.systems if s.name == "served")
+    task = {"generator": "toy-prompts", "settings": served.settings, "inputs": str(tmp_path / "inputs.txt")}
+    task.update(cache=str(cfg.cache), input_format=cfg.datasets[0].sample_format.as_dict())
+    task.update(protocol=str(served.protocol), protocol_sha256=served.protocol_sha256)
+    out = run_generate_task(task)
+    assert out["pinned"] is False and out["reused"] is True
 
 
 def test_compare_refuses_a_bad_protocol_with_the_config_line(tmp_path):
@@ -416,3 +444,17 @@ def test_protocol_is_a_frozen_value(tmp_path):
     assert isinstance(p, Protocol)
     with pytest.raises(AttributeError):
         p.template = "{{ input }}"  # type: ignore[misc]
+
+
+def test_compare_refuses_a_protocol_naming_other_inputs(tmp_path):
+    from cotk_repro.compare import load_config
+    from cotk_repro.errors import ConfigError
+
+    write(tmp_path / "gold.txt", "the cat\n")
+    write(tmp_path / "inputs.txt", "the cat sat\n")
+    write(tmp_path / "dev.txt", "another input\n")
+    write(tmp_path / "p1.toml", 'template = "{{ input }}"\nmax_new_tokens = 3\ninputs = "dev.txt"\n')
+    text = COMPARE.split("[[system]]")[0] + '[[system]]\nname = "s"\ngenerator = "copy"\nprotocol = "p1.toml"\n'
+    text += '\n[[metric]]\nname = "bleu"\n'
+    with pytest.raises(ConfigError, match=r"names the inputs file dev\.txt, but dataset 'toy' has other inputs"):
+        load_config(write(tmp_path / "bench.toml", text))

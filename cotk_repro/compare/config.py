@@ -26,7 +26,7 @@ from ..errors import ConfigError, CotkError
 from ..metrics.facts import facts_of
 from .generate import GeneratorError
 from .schema import validate_shape
-from .textfmt import TextFileError, TextFormat, count_documents, count_lines
+from .textfmt import TextFileError, TextFormat, count_documents, count_lines, inputs_sha256
 
 #: how a metric uses the gold references (a metric's own facts choose; a [[metric]] may override):
 #: ``aligned`` one reference list per sample line; ``set`` the whole gold set, not aligned; ``none`` none.
@@ -589,12 +589,20 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
             spec.generator, spec.settings = gen, settings
             spec.where = {dname: p + ("generator",) for dname in names}
             for dname in names:
-                if by_name[dname].inputs is None:
+                ds_inputs = by_name[dname].inputs
+                if ds_inputs is None:
                     raise fail(
                         p + ("generator",),
                         f"generator system {name!r} needs inputs for dataset {dname!r}: "
                         "set 'inputs' in its [[dataset]] or add inputs.txt to its folder",
                     )
+                if protocol is not None and protocol.inputs_sha256 and check_files:
+                    if ds_inputs.is_dir() or inputs_sha256(ds_inputs) != protocol.inputs_sha256:
+                        raise fail(
+                            p + ("protocol",),
+                            f"protocol {s['protocol']} names the inputs file {protocol.inputs.name}, but dataset "
+                            f"{dname!r} has other inputs; drop the protocol's 'inputs' to use it on several datasets",
+                        )
             systems.append(spec)
             continue
         for key in ("settings", "protocol"):

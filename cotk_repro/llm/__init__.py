@@ -10,10 +10,23 @@ Nothing here imports torch or transformers: the generators that run models live 
 
 from __future__ import annotations
 
-from .generate import Generation, generate_outputs
+from typing import TYPE_CHECKING, Any
+
 from .prompt import Prompt
 from .protocol import Protocol, ProtocolError, load_protocol
 from .stamp import stamp_protocol
+
+if TYPE_CHECKING:
+    from .generate import Generation, generate_outputs
+
+
+def __getattr__(name: str) -> Any:  # the generation library loads compare's cache on first use only
+    if name in ("Generation", "generate_outputs"):
+        from . import generate
+
+        return getattr(generate, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Generation",

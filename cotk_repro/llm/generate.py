@@ -41,12 +41,12 @@ def default_cache() -> Path:
     return cache_dir() / "generations"
 
 
-def _describe(generator: Any, registered_name: str, settings: dict[str, Any]) -> dict[str, Any]:
+def _describe(generator: Any, registered_name: str) -> dict[str, Any]:
     """The system's identity (replaced by ``cotk_repro.llm.system.describe_system`` where that exists)."""
     return {
         "generator": str(getattr(generator, "name", registered_name)),
         "version": str(getattr(generator, "version", "")),
-        "settings": hashable_settings(generator, settings),
+        "settings": hashable_settings(generator, {}),
         "pinned": bool(getattr(generator, "pinned", True)),
     }
 
@@ -91,7 +91,7 @@ def generate_outputs(
     outputs = got.path.read_text(encoding="utf-8").split("\n")[:-1]
     if len(outputs) != total:
         raise GeneratorError(f"the cached outputs {got.path} hold {len(outputs)} lines for {total} inputs; delete it")
-    return Generation(outputs=outputs, system=_describe(gen, generator, settings), reused=got.reused, path=got.path)
+    return Generation(outputs=outputs, system=_describe(gen, generator), reused=got.reused, path=got.path)
 
 
 def _render(protocol: Protocol, text: str, line: int) -> Any:

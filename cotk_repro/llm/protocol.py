@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,7 +126,8 @@ class Protocol:
     def fill(self, text: str) -> str:
         """The template rendered with ``input`` = ``text``."""
         try:
-            return str(self._compiled.render({VARIABLE: text}))
+            with _time_limit(RENDER_SECONDS):
+                return str(self._compiled.render({VARIABLE: text}))
         except Exception as exc:
             raise ProtocolError(f"the template of protocol {self.path} fails to render: {_jinja_reason(exc)}") from None
 
@@ -148,6 +151,8 @@ class Protocol:
 def _jinja_reason(exc: BaseException) -> str:
     import jinja2
 
+    if isinstance(exc, TimeoutError):
+        return str(exc)
     if isinstance(exc, jinja2.UndefinedError):
         return f"{str(exc.message).rstrip('.')} (a protocol template may use only {{{{ {VARIABLE} }}}})"
     if isinstance(exc, jinja2.TemplateSyntaxError):
@@ -156,13 +161,72 @@ def _jinja_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": .")
 
 
+#: the most a template may build or spend: products (``input * N``), number literals, seconds per rendering
+MAX_SIZE = 1_000_000
+RENDER_SECONDS = 10.0
+
+
 def _environment() -> jinja2.Environment:
     from jinja2 import StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
-    # the sandbox (a stranger's file), undefined names as errors, the text exactly as written (no HTML escaping,
-    # a final newline kept)
-    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    class Sandbox(ImmutableSandboxedEnvironment):
+        """Jinja's sandbox, and no product or power that could fill the memory (``{{ input * 10**9 }}``)."""
+
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "**":
+                if not (_is_number(left) and _is_number(right) and abs(left) <= MAX_SIZE and abs(right) <= 64):
+                    raise SecurityError("'**' with such operands is not allowed in a protocol template")
+            elif _is_number(left) and _is_number(right):
+                if abs(left) > MAX_SIZE or abs(right) > MAX_SIZE:
+                    raise SecurityError("a product this large is not allowed in a protocol template")
+            else:
+                count = right if isinstance(right, int) else left
+                other = left if count is right else right
+                if not isinstance(count, int) or count * len(other) > MAX_SIZE:
+                    raise SecurityError("a repetition this large is not allowed in a protocol template")
+            return super().call_binop(context, operator, left, right)
+
+    # undefined names as errors, the text exactly as written (no HTML escaping, a final newline kept)
+    return Sandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Raise TimeoutError when the block runs longer than ``seconds`` (POSIX main thread; elsewhere no limit)."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"rendering took more than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _big_literal(env: jinja2.Environment, source: str) -> int | None:
+    """A number literal above :data:`MAX_SIZE` in the template (``center(1000000000)``), else None."""
+    from jinja2 import nodes
+
+    for const in env.parse(source).find_all(nodes.Const):
+        if _is_number(const.value) and abs(const.value) > MAX_SIZE:
+            return const.value
+    return None
 
 
 def load_protocol(path: str | Path) -> Protocol:
@@ -229,6 +293,11 @@ def load_protocol(path: str | Path) -> Protocol:
         unknown = sorted(meta.find_undeclared_variables(env.parse(data["template"])) - {VARIABLE} - set(env.globals))
     except Exception as exc:  # TemplateSyntaxError, or a sandbox refusal at compile time
         raise fail(("template",), f"'template' is not a valid Jinja template: {_jinja_reason(exc)}") from None
+    big = _big_literal(env, data["template"])
+    if big is not None:
+        raise fail(
+            ("template",), f"'template' holds the number {big}, above the {MAX_SIZE} a protocol template may use"
+        )
     if unknown:
         raise fail(
             ("template",),
@@ -251,7 +320,8 @@ def load_protocol(path: str | Path) -> Protocol:
     )
     for probe in [PROBE, *(ex.input for ex in examples)]:  # every name it uses is known, and it renders
         try:
-            compiled.render({VARIABLE: probe})
+            with _time_limit(RENDER_SECONDS):
+                compiled.render({VARIABLE: probe})
         except Exception as exc:
             raise fail(("template",), f"'template' fails to render: {_jinja_reason(exc)}") from None
     return protocol
