@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from cotk_repro.core.canonical import hash_object, sha256_hex
+from cotk_repro.errors import CotkError
 from cotk_repro.metrics.base import EXACT, Metric, MetricError
 from cotk_repro.metrics.declaration import (
     FIXED_BY_VERSION,
@@ -121,9 +122,11 @@ def parse_verdict(answer: str) -> str | None:
 
 # -- templates -----------------------------------------------------------------------------------------
 def load_template(template: Any, default: str, fields: Sequence[str], what: str) -> tuple[str, bool, Any]:
-    """(template text, whether it is the built-in one, the compiled template): ``template`` is inline Jinja text (it holds ``{{`` or
-    ``{%``) or a file path; it is compiled and rendered once with probe values, so an undefined field or a syntax
-    error is a MetricError now, not a crash on the first item."""
+    """(template text, whether it is the built-in one, the compiled template).
+
+    ``template`` is inline Jinja text (it holds ``{{`` or ``{%``) or a file path; it is compiled and rendered once
+    with probe values, so an undefined field or a syntax error is a MetricError now, not a crash on the first item.
+    """
     if template is None:
         text, builtin = default, True
     elif not isinstance(template, (str, Path)):
@@ -188,7 +191,10 @@ def build_judge(judge: Any, settings: dict[str, Any]) -> Any:
                 raise MetricError(
                     f"an endpoint judge is openai:BASE_URL#MODEL (e.g. openai:http://host:8000/v1#NAME), not {spec!r}"
                 )
-            from .generation.endpoint import OpenAIGenerator
+            try:
+                from .generation.endpoint import OpenAIGenerator
+            except ImportError:  # pragma: no cover - a plugin version without the openai generator
+                raise MetricError("this cotk-repro-lm has no openai generator; an endpoint judge needs it") from None
 
             return OpenAIGenerator(base_url=base_url, model=model, **settings)
         if not spec.startswith("hf:"):
@@ -205,12 +211,8 @@ def build_judge(judge: Any, settings: dict[str, Any]) -> Any:
         return HFGenerator(model=spec, **settings)
     except MetricError:
         raise
-    except Exception as exc:
-        from cotk_repro.errors import CotkError
-
-        if isinstance(exc, CotkError):  # GenerationError: one sentence already
-            raise MetricError(exc.message) from None
-        raise
+    except CotkError as exc:  # the generator's GenerationError: one sentence already
+        raise MetricError(exc.message) from None
 
 
 def judge_identity(backend: Any) -> tuple[dict[str, Any], bool, str, str | None]:
@@ -249,6 +251,18 @@ def decoding_label(settings: dict[str, Any]) -> str:
         parts.append(f"beams{settings['num_beams']}")
     parts.append(f"max{settings.get('max_new_tokens', '?')}")
     return ",".join(parts)
+
+
+def mark_unpinned(result: dict[str, Any]) -> dict[str, Any]:
+    """An endpoint judge's result: every value gains the core's unpinned marker (``"KEY pinned": false``, the one
+    ``stamp_system`` gives an endpoint system's results), so that save_result, the record, the dashboard and compare
+    rank it unpinned. A core without the marker has only the signature's ``pinned:False`` to say so."""
+    try:
+        from cotk_repro.core.results import PINNED_SUFFIX  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:  # a core before the unpinned tier
+        return result
+    values = [k for k, v in result.items() if isinstance(v, float) and not k.endswith((" per-sentence", " judgments"))]
+    return {**result, **{k + PINNED_SUFFIX: False for k in values}}
 
 
 def _texts_hash(texts: Sequence[str]) -> str:
@@ -325,10 +339,13 @@ class _Judge(Metric):
 
     # -- judging -----------------------------------------------------------------------------------------
     def ask(self, prompts: list[str]) -> list[str]:
-        """The judge's answers, one per prompt (in batches of the judge's batch size, for the progress bar)."""
+        """The judge's answers, one per prompt."""
         if not prompts:
             return []
-        step = max(1, int(getattr(self.judge, "batch_size", None) or len(prompts)))
+        if not self.progress:  # one call: the generator orders and batches the prompts itself
+            return self._generate(prompts)
+        # with a bar: chunks of a few batches (the generator pads within a batch; fewer calls, less padding)
+        step = 4 * max(1, int(getattr(self.judge, "batch_size", None) or len(prompts)))
         bar = None
         if self.progress:
             from tqdm.auto import tqdm
@@ -348,12 +365,10 @@ class _Judge(Metric):
         return answers
 
     def _generate(self, prompts: list[str]) -> list[str]:
-        from cotk_repro.errors import CotkError
-
         try:
             got = list(self.judge.generate(prompts))
         except CotkError as exc:  # a judge's one-sentence error (an unreachable server, a prompt too long)
-            raise MetricError(exc.message) from None
+            raise MetricError(f"{self.name}'s judge: {exc.message}") from None
         if len(got) != len(prompts):
             raise MetricError(f"the judge gave {len(got)} answers to {len(prompts)} prompts")
         return [str(a) for a in got]
@@ -399,7 +414,7 @@ class _Judge(Metric):
     ) -> dict[str, Any]:
         return self.compute(hypotheses, references, queries=queries)
 
-    def compute(  # type: ignore[override]  # queries beside the base's arguments, as coherence
+    def compute(
         self,
         hypotheses: Sequence[str],
         references: Sequence[Sequence[str]] | None = None,
@@ -487,7 +502,7 @@ class JudgeMetric(_Judge):
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = scores
             out[f"{self.name} judgments"] = answers
-        return out
+        return out if self.pinned else mark_unpinned(out)
 
 
 @_shared_options
@@ -566,4 +581,4 @@ class PairwiseMetric(_Judge):
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = items
             out[f"{self.name} judgments"] = [[x, y] for x, y in zip(as_a, as_b)]
-        return out
+        return out if self.pinned else mark_unpinned(out)

@@ -184,6 +184,22 @@ def test_templates_are_sandboxed_strict_and_hashed(tmp_path):
     ):
         with pytest.raises(MetricError, match=why):
             get_metric("llm-judge", judge=judge, template=bad)
+    # a stranger's template trying the classic escape to os.popen: refused, the canary never written
+    canary = tmp_path / "CANARY"
+    hostile = "{{ cycler.__init__.__globals__.os.popen('touch " + str(canary) + "').read() }}{{ input }}{{ output }}"
+    with pytest.raises(MetricError, match="cannot be rendered"):
+        get_metric("llm-judge", judge=judge, template=hostile)
+    assert not canary.exists()
+
+
+def test_streaming_forward_close_equals_compute():
+    judge = ScriptedJudge(lambda p: "4" if "cat" in p else "2")
+    metric = get_metric("llm-judge", judge=judge)
+    metric.forward({"hyps": OUTPUTS[:2], "queries": QUERIES[:2]})
+    metric.forward({"hyps": OUTPUTS[2:], "queries": QUERIES[2:]})
+    assert metric.close() == metric.compute(OUTPUTS, queries=QUERIES)
+    with pytest.raises(MetricError, match="needs 'queries'"):
+        metric.forward({"hyps": OUTPUTS})
 
 
 def test_an_endpoint_judge_is_unpinned_in_hash_and_signature():
@@ -198,12 +214,18 @@ def test_an_endpoint_judge_is_unpinned_in_hash_and_signature():
     assert "judge:openai(judge-7b)" in sig and "pinned:False" in sig and "h:1" not in sig
     pinned = get_metric("llm-judge", judge=ScriptedJudge(lambda p: "3")).compute(OUTPUTS, queries=QUERIES)
     assert "pinned" not in pinned["llm-judge" + SIGNATURE_SUFFIX]
+    assert pinned["llm-judge" + HASH_SUFFIX] != res["llm-judge" + HASH_SUFFIX]
+    from cotk_repro.core import results
+
+    if hasattr(results, "PINNED_SUFFIX"):  # the core's unpinned tier: every value carries its marker
+        assert res["llm-judge pinned"] is False and res["llm-judge parse-failures pinned"] is False
+        assert not any(k.endswith(" pinned") for k in pinned)
+        assert results.normalize_results(res)["results"]["llm-judge"]["value"] == 3.0
 
 
 # -- real judges: tiny GPT-2s through the hf generator --------------------------------------------------------
 @pytest.fixture(scope="module")
 def judges(tmp_path_factory, bpe_json) -> dict[str, Path]:
-    pytest.importorskip("cotk_repro_lm.generation.hf")  # TEMPORARY until branch gens (the hf generator) is merged
     base = tmp_path_factory.mktemp("judges")
     seed0 = make_gpt2(base / "seed0", seed=0, tokenizer_json=bpe_json)
     copy = base / "renamed-copy"
@@ -315,6 +337,7 @@ def test_user_errors_are_one_sentence_exit_2(judges, tmp_path):
     for options, message in (
         ({}, "give the judge"),
         ({"judge": "openai:http://x"}, "openai:BASE_URL#MODEL"),
+        ({"judge": "hf:no-such/model"}, "cannot get the model hf:no-such/model"),  # offline: not cached
         ({"judge": folder, "template": "{{ nope }}"}, "'nope' is undefined"),
         ({"judge": folder, "max_new_tokens": 0}, "max_new_tokens must be"),
     ):
@@ -323,5 +346,52 @@ def test_user_errors_are_one_sentence_exit_2(judges, tmp_path):
     with pytest.raises(MetricError, match="needs the baseline"):
         get_metric("llm-pairwise", judge=folder)
     # the default rubric does not fit the tiny model's 128 positions: the generator's sentence
-    with pytest.raises(MetricError, match="does not fit the model's context"):
+    with pytest.raises(MetricError, match=r"llm-judge's judge: prompt .* the model's context of 128 tokens"):
         get_metric("llm-judge", judge=folder).compute(OUTPUTS, queries=QUERIES)
+
+
+def test_every_value_comes_from_a_declaration_that_passes_the_audit():
+    """tests/test_metric_declarations.py's rules on the judges' declarations (it runs the core's pinned cases): each
+    value's signature is its declaration's, a one-sided setting names a documented reason, and what the signature
+    leaves out is a declared default."""
+    from cotk_repro.metrics.declaration import EXCEPTIONS, UNSET, Declaration
+
+    seen: list[tuple[str, Declaration]] = []
+    original = Declaration.entry
+
+    def recording(self, key, value, hasher):
+        seen.append((key, self))
+        return original(self, key, value, hasher)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(Declaration, "entry", recording)
+    try:
+        results = {
+            **get_metric("llm-judge", judge=ScriptedJudge(lambda p: "3")).compute(OUTPUTS, queries=QUERIES),
+            **get_metric("llm-pairwise", judge=ScriptedJudge(lambda p: "A"), baseline=OUTPUTS[::-1]).compute(
+                OUTPUTS, queries=QUERIES
+            ),
+        }
+    finally:
+        mp.undo()
+    values = {k for k, v in results.items() if isinstance(v, float)}
+    assert (
+        values
+        == {k for k, _ in seen}
+        == {
+            "llm-judge",
+            "llm-judge parse-failures",
+            "llm-pairwise",
+            "llm-pairwise position-bias",
+            "llm-pairwise parse-failures",
+        }
+    )
+    assert len({results[k + HASH_SUFFIX] for k in values}) == 5  # every value its own hash
+    for key, decl in seen:
+        assert results[key + SIGNATURE_SUFFIX] == decl.signature()
+        shown = [f.split(":", 1)[0] for f in decl.signature().split("|")[1:]]
+        for s in decl.settings:
+            if s.key is None or s.abbrev is None:
+                assert s.why in EXCEPTIONS, (key, s)
+            if s.abbrev is not None and s.abbrev not in shown:
+                assert s.elide is not UNSET and s.value == s.elide, (key, s)
