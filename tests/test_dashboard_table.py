@@ -93,7 +93,13 @@ def test_rows_rank_within_each_column_in_its_direction(board):
     assert ranks["transformer"] == {"perplexity": 2, "bleu": 2, "self-bleu": 3}
     assert ranks["gpt2"] == {"perplexity": 3, "bleu": 3, "self-bleu": 1}
     other = rows["other-refs"]["cells"]
-    assert other["perplexity"] == {"value": 5.0, "comparable": False, "rank": None, "hash": fake_hash("other")}
+    assert other["perplexity"] == {
+        "value": 5.0,
+        "comparable": False,
+        "rank": None,
+        "hash": fake_hash("other"),
+        "pinned": True,
+    }
     assert other["bleu"]["comparable"] is False and other["bleu"]["hash"] is None
     assert other["self-bleu"] is None
 

@@ -187,7 +187,7 @@ def test_the_marker_survives_run_the_record_and_the_upload_and_ranks_below_a_pin
         headers={"Authorization": f"Bearer {dashboard[1]}"},
         timeout=30,
     )
-    assert r.status_code in (400, 401, 403, 422) and r.status_code != 201, r.text
+    assert r.status_code == 422 and "does not match the signed content" in r.json()["detail"], r.text
 
     # a malformed marker is refused in one sentence
     bad = copy.deepcopy(record)
@@ -228,6 +228,20 @@ def test_signing_an_unpinned_record_later_does_not_promote_it(dashboard):
         (worse["id"], 0, True, True),
         (rec["id"], 1, True, False),
     ]
+
+
+def test_a_record_cannot_claim_a_better_tier_than_its_worse_marker(dashboard):
+    """``"pinned": true`` on a result whose record's system says ``false``: the worse claim wins, everywhere."""
+    from cotk_repro.records.view import RecordView
+
+    rec = make_record({"bleu": (0.7, H)}, name="claims", task="claims", dataset="d")
+    rec["results"]["bleu"]["pinned"] = True
+    rec["system"] = ENDPOINT
+    rec = finalize({k: v for k, v in rec.items() if k != "id"})
+    assert RecordView.of(rec).pinned("bleu") is False
+    assert _post(dashboard, rec).status_code == 201
+    [entry] = _board(dashboard, "claims")
+    assert (entry["signed"], entry["pinned"], entry["tier"]) == (True, False, 1)
 
 
 # -- compare: a generator that is not pinned ---------------------------------------------------------------------
