@@ -58,9 +58,16 @@ def trust_flag() -> list[str]:
 
 def record_venv_python() -> str:
     """A venv for records: cotk-repro (a wheel of this checkout), the few packages it imports, the
-    CPU torch wheel (first, so nothing else resolves another torch), transformers and tokenizers."""
+    CPU torch wheel (first, so nothing else resolves another torch), transformers and tokenizers, and
+    cotk-repro-lm from this checkout (editable, without its heavy extras: llm-eval's generator and judge,
+    tests/test_templates_llm.py; one venv for both files, as building one takes minutes)."""
     return small_venv_python(
-        extra=((TORCH_WHEEL,), ("numpy", "nltk", "transformers", "tokenizers")), name="test-venvs-templates"
+        extra=(
+            (TORCH_WHEEL,),
+            ("numpy", "nltk", "transformers", "tokenizers"),
+            ("--no-deps", "-e", str(REPO_ROOT / "plugins" / "cotk-repro-lm")),  # reproduce rebuilds it from plugins/
+        ),
+        name="test-venvs-templates-lm",
     )
 
 

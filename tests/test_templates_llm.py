@@ -1,9 +1,9 @@
 """`cotk-repro init --template llm-eval` (plugin cotk-repro-templates): an LLM prompted through a protocol file and
 scored by an LLM judge, recorded and reproduced with identical values (issue 41, point 4).
 
-One project is scaffolded, committed, run with its tiny preset (`cotk-repro run` in a small record venv: the CPU
-torch wheel, transformers, and cotk-repro-lm installed editable from this checkout, so reproduce builds it from
-here), published to a bare remote and reproduced with the venv runtime. Independent references: the answers
+One project is scaffolded, committed, run with its tiny preset (`cotk-repro run` in the benchmark templates'
+record venv of tests/test_templates.py: the CPU torch wheel, transformers, and cotk-repro-lm installed editable
+from this checkout, so reproduce builds it from here), published to a bare remote and reproduced with the venv runtime. Independent references: the answers
 against a plain greedy `model.generate` over the protocol's prompts, Distinct-n recomputed from the answers,
 every metric's hash against the unstamped metric's hash combined with the protocol's SHA-256, and the
 tiny models' weights against a second build (the same bytes).
@@ -21,13 +21,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, git, run_cli
+from conftest import git, run_cli
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
-from test_reproduce_support import add_bare_remote, publish, small_venv_python
+from test_reproduce_support import add_bare_remote, publish
+from test_templates import record_venv_python
 
 HAVE_ALL = all(
     importlib.util.find_spec(m) is not None for m in ("cotk_repro_templates", "cotk_repro_lm", "torch", "transformers")
@@ -35,8 +36,6 @@ HAVE_ALL = all(
 needs_all = pytest.mark.skipif(
     not HAVE_ALL, reason="llm-eval needs cotk-repro-templates, cotk-repro-lm, torch and transformers installed"
 )
-TORCH_WHEEL = "torch==2.13.0"  # the CPU build pip finds on local disk (as tests/test_templates.py)
-LM_PLUGIN = REPO_ROOT / "plugins" / "cotk-repro-lm"
 
 
 def distinct(lines: list[str], n: int) -> float:
@@ -95,14 +94,7 @@ def _greedy(model_dir: Path, prompts: list[str], max_new_tokens: int, stop: list
 def llm_record_python():
     if not HAVE_ALL:
         pytest.skip("llm-eval needs cotk-repro-templates, cotk-repro-lm, torch and transformers installed")
-    return small_venv_python(
-        extra=(
-            (TORCH_WHEEL,),
-            ("numpy", "nltk", "transformers", "tokenizers"),
-            ("--no-deps", "-e", str(LM_PLUGIN)),  # editable: recorded as such, rebuilt from plugins/ by reproduce
-        ),
-        name="test-venvs-llm",
-    )
+    return record_venv_python()  # the benchmark templates' record venv: it has cotk-repro-lm too
 
 
 @needs_all
@@ -180,3 +172,4 @@ def test_llm_eval_runs_and_reproduces_with_identical_values(llm_record_python, t
         assert row["a_value"] == row["b_value"] == results[name]["value"], name  # identical, not merely close
         assert row["a_hash"] == row["b_hash"] == results[name]["hash"], name
         assert row["identical"] is True, name
+    assert verdict["environment_differences"] == []  # cotk-repro-lm rebuilt from this checkout's plugins/
