@@ -16,7 +16,6 @@ from pathlib import Path
 PRESETS = {
     "tiny": dict(system="tiny-models/system", judge="tiny-models/judge", batch_size=4),
 }
-TINY = Path("tiny-models")
 OUTPUTS = Path("outputs")  # the generated answers, for reading (ignored by git; the record keeps the scores)
 
 
@@ -40,9 +39,10 @@ def parse_args() -> argparse.Namespace:
 
 
 def tiny_model(kind: str, where: str) -> None:
-    """Build a tiny model where the preset names one under tiny-models/ and none is there yet."""
+    """Build the tiny preset's ``kind`` model where the preset puts it, when it is not there yet (another
+    folder is never built: ``python make_models.py system tiny-models/other --seed 1`` makes one)."""
     path = Path(where)
-    if path.parent == TINY and not (path / "config.json").is_file():
+    if where == PRESETS["tiny"][kind] and not (path / "config.json").is_file():
         from make_models import build
 
         print(f"building the tiny {kind} model {path} (make_models.py)", flush=True)
@@ -94,4 +94,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from cotk_repro.errors import CotkError
+
+    try:
+        main()
+    except CotkError as exc:  # a missing model, a bad protocol, an unreachable judge: one sentence, no traceback
+        raise SystemExit(f"error: {exc}") from None
