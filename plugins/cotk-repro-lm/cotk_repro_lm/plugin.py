@@ -74,6 +74,7 @@ def _lazy_generator(target: str):
 #: language models as systems: local weights (``hf``) and any OpenAI-compatible server (``openai``)
 GENERATORS = {
     "hf": "hf:HFGenerator",
+    "openai": "endpoint:OpenAIGenerator",
 }
 
 
