@@ -300,10 +300,14 @@ class _Judge(Metric):
         top_p: float | None = None,
         top_k: int | None = None,
         num_beams: int | None = None,
+        stop: Any = None,
         seed: int | None = None,
         dtype: str | None = None,
         device: str | None = None,
         batch_size: int | None = None,
+        concurrency: int | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
         per_sentence: bool = False,
         progress: bool = False,
     ) -> None:
@@ -322,10 +326,14 @@ class _Judge(Metric):
             "top_p": top_p,
             "top_k": top_k,
             "num_beams": num_beams,
+            "stop": stop,
             "seed": seed,
             "dtype": dtype,
             "device": device,
             "batch_size": batch_size,
+            "concurrency": concurrency,
+            "timeout": timeout,
+            "max_retries": max_retries,
         }
         self.judge = build_judge(judge, {k: v for k, v in given.items() if v is not None})
         self.identity, self.pinned, self.judge_label, self.tok_label = judge_identity(self.judge)

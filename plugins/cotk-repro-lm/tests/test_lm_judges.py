@@ -274,6 +274,8 @@ def test_the_hash_follows_the_judges_weights_not_its_folder(judges):
     sampled = _judge(judges["seed0"], do_sample=True, top_k=1, seed=3).compute(OUTPUTS, queries=QUERIES)
     assert sampled["llm-judge"] == a["llm-judge"] and sampled[key] != a[key]
     assert "dec:sample(temperature=1.0,top_p=1.0,top_k=1,seed=3),max1" in sampled[sig]
+    stopped = _judge(judges["seed0"], stop=["\n"]).compute(OUTPUTS, queries=QUERIES)
+    assert stopped["llm-judge"] == a["llm-judge"] and stopped[key] != a[key]  # a stop list is a decoding setting
     retemplated = _judge(judges["seed0"], template="{{ input }}: {{ output }}").compute(OUTPUTS, queries=QUERIES)
     assert retemplated["llm-judge"] == a["llm-judge"] and retemplated[key] != a[key]
 
@@ -288,6 +290,25 @@ def test_a_real_pairwise_judge_that_always_says_a(judges):
     assert res["llm-pairwise parse-failures"] == 0.0 and res["llm-pairwise per-sentence"] == [0.5] * 4
     other = get_metric("llm-pairwise", baseline=baseline[::-1], **options).compute(OUTPUTS, queries=QUERIES)
     assert other["llm-pairwise"] == 0.5 and other["llm-pairwise" + HASH_SUFFIX] != res["llm-pairwise" + HASH_SUFFIX]
+
+
+def test_an_endpoint_judge_is_hashed_by_its_model_id_and_fails_in_one_sentence():
+    """The real openai generator (no server: its settings and its error); a live server is test_lm_generation's."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    options = {"template": SHORT, "max_new_tokens": 1, "max_retries": 0, "timeout": 5}
+    here = get_metric("llm-judge", judge=f"openai:http://127.0.0.1:{port}/v1#tiny-judge", **options)
+    there = get_metric("llm-judge", judge="openai:http://judges.example:8000/v1#tiny-judge", **options)
+    other = get_metric("llm-judge", judge=f"openai:http://127.0.0.1:{port}/v1#other-judge", **options)
+    assert here.pinned is False and here.judge_label == "openai(tiny-judge)"
+    assert here.identity == there.identity != other.identity  # the model id, never the address
+    assert "base_url" not in here.identity and here.identity["model"] == "tiny-judge"
+    with pytest.raises(MetricError, match="llm-judge's judge: ") as err:
+        here.compute(OUTPUTS, queries=QUERIES)
+    assert "\n" not in err.value.message and "Traceback" not in err.value.message
 
 
 def test_evaluate_and_correlate_through_the_cli(judges, tmp_path):
@@ -338,6 +359,7 @@ def test_user_errors_are_one_sentence_exit_2(judges, tmp_path):
         ({}, "give the judge"),
         ({"judge": "openai:http://x"}, "openai:BASE_URL#MODEL"),
         ({"judge": "hf:no-such/model"}, "cannot get the model hf:no-such/model"),  # offline: not cached
+        ({"judge": folder, "concurrency": 2}, "concurrency"),  # an endpoint's setting, refused by hf
         ({"judge": folder, "template": "{{ nope }}"}, "'nope' is undefined"),
         ({"judge": folder, "max_new_tokens": 0}, "max_new_tokens must be"),
     ):
