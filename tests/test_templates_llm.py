@@ -173,3 +173,44 @@ def test_llm_eval_runs_and_reproduces_with_identical_values(llm_record_python, t
         assert row["a_hash"] == row["b_hash"] == results[name]["hash"], name
         assert row["identical"] is True, name
     assert verdict["environment_differences"] == []  # cotk-repro-lm rebuilt from this checkout's plugins/
+
+
+@needs_all
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.timeout(1800)  # run (300 s) then reproduce in Docker (1200 s), as the calls allow
+def test_llm_eval_reproduces_with_the_docker_runtime(llm_record_python, docker_base_image, tmp_path):
+    """The same record rerun in the Docker sandbox (no network: the tiny models are rebuilt from make_models.py,
+    cotk-repro-lm from this checkout's plugins/): identical values and hashes."""
+    assert run_cli("init", "exp", "--template", "llm-eval", cwd=tmp_path).returncode == 0
+    root = tmp_path / "exp"
+    git(root, "symbolic-ref", "HEAD", "refs/heads/main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
+    env = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    res = run_cli("run", "-q", "--json", cwd=root, python=llm_record_python, env=env, timeout=300)
+    assert res.returncode == 0, res
+    record = json.loads(res.stdout)
+    add_bare_remote(root, tmp_path / "remotes", "alice/exp")
+    assert publish(root, record["id"], "--push").returncode == 0
+    res = run_cli(
+        "reproduce",
+        str(tmp_path / "remotes" / "alice" / "exp.git"),
+        "--record",
+        record["id"],
+        "--runtime",
+        "docker",
+        "--base-image",
+        docker_base_image,
+        "--allow-unsigned",
+        "--json",
+        env=env,
+        timeout=1200,
+    )
+    assert res.returncode == 0, res
+    verdict = json.loads(res.stdout)
+    assert verdict["verdict"] == "reproduced"
+    assert {r["metric"] for r in verdict["metrics"]} == set(record["results"])
+    for row in verdict["metrics"]:
+        assert row["a_value"] == row["b_value"] == record["results"][row["metric"]]["value"], row["metric"]
+        assert row["a_hash"] == row["b_hash"], row["metric"]
