@@ -22,12 +22,14 @@ class GenerationError(CotkError):
 
 
 def check_int(generator: str, name: str, value: Any, low: int) -> int:
+    """An integer setting >= ``low``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise GenerationError(f"generator {generator}: setting {name} must be an integer >= {low}, not {value!r}")
     return value
 
 
 def check_float(generator: str, name: str, value: Any, low: float, high: float | None = None) -> float:
+    """A number setting in ``[low, high]``."""
     ok = not isinstance(value, bool) and isinstance(value, (int, float)) and value >= low
     if ok and high is not None:
         ok = value <= high
@@ -38,6 +40,7 @@ def check_float(generator: str, name: str, value: Any, low: float, high: float |
 
 
 def check_bool(generator: str, name: str, value: Any) -> bool:
+    """A true/false setting."""
     if not isinstance(value, bool):
         raise GenerationError(f"generator {generator}: setting {name} must be true or false, not {value!r}")
     return value
@@ -55,6 +58,7 @@ def check_stop(generator: str, value: Any) -> list[str]:
 
 
 def reject_unknown(generator: str, unknown: dict[str, Any], known: list[str]) -> None:
+    """One sentence naming the first setting the generator does not have."""
     if unknown:
         name = sorted(unknown)[0]
         raise GenerationError(
@@ -94,6 +98,7 @@ def check_prompt(generator: str, index: int, prompt: Any) -> str | list[dict[str
 
 
 def excerpt(text: str, width: int = 40) -> str:
+    """The start of ``text`` on one line, for an error message."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
 
