@@ -100,6 +100,11 @@ def test_hf_greedy_equals_plain_generate_at_batch_1_and_8(varied_gpt2, gen1, ref
     assert texts == gen1.tokenizer.batch_decode(reference, skip_special_tokens=True)
     # greedy: the batch size is not part of the system, the weights and tokenizer are
     assert gen8.settings == gen1.settings
+    # beam search pads the same way
+    beams = [HFGenerator(str(varied_gpt2), max_new_tokens=NEW, num_beams=3, batch_size=b) for b in (1, 8)]
+    assert beams[0].generate_ids(PROMPTS) == beams[1].generate_ids(PROMPTS) != ids1
+    # transformers' repetition penalty also sees the pad tokens: there the batch size joins the settings
+    assert HFGenerator(str(varied_gpt2), repetition_penalty=1.2, batch_size=8).settings["batch_size"] == 8
     assert {"weights_sha256", "tokenizer_sha256", "max_new_tokens", "stop", "seed"} <= set(gen1.settings)
     assert len(set(texts)) == len(texts)  # eight different outputs
     assert gen1.settings["model"] == varied_gpt2.name and str(varied_gpt2.parent) not in repr(gen1.settings)
@@ -160,6 +165,28 @@ def test_hf_prompt_longer_than_the_context(tiny_gpt2):
     assert len(gen.generate_ids([fits])) == 1  # exactly at the limit still runs
     with pytest.raises(GenerationError, match="max_new_tokens=9"):
         HFGenerator(str(tiny_gpt2), max_new_tokens=NEW + 1).generate([fits])
+
+
+def test_hf_hub_name_from_the_cache(tmp_path, monkeypatch, varied_gpt2, gen1):
+    """``hf:NAME`` resolves offline from the hub cache; the system is named by NAME and the snapshot's revision."""
+    import huggingface_hub.constants
+
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--cotk--tiny-gpt2"
+    shutil.copytree(varied_gpt2, repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    gen = HFGenerator("hf:cotk/tiny-gpt2", max_new_tokens=NEW, batch_size=8)
+    assert gen.settings["model"] == "hf:cotk/tiny-gpt2" and gen.settings["revision"] == revision
+    assert str(tmp_path) not in json.dumps(gen.settings)
+    # the same files: the same digests and outputs as the folder
+    for key in ("weights_sha256", "tokenizer_sha256"):
+        assert gen.settings[key] == gen1.settings[key]
+    assert gen.generate(PROMPTS) == gen1.generate(PROMPTS)
+    with pytest.raises(GenerationError, match=r"cannot get the model hf:cotk/absent") as err:
+        HFGenerator("hf:cotk/absent")
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -293,6 +320,7 @@ class _FlakyServer:
     upper-cased after ``delay(prompt)`` seconds. It records every request's path, body and Authorization header."""
 
     def __init__(self, script=(), delay=lambda prompt: 0.0):
+        # a prompt starting with "bad" is refused with HTTP 400
         self.script = list(script)
         self.requests: list[tuple[str, dict, str]] = []
         self.lock = threading.Lock()
@@ -307,6 +335,8 @@ class _FlakyServer:
                 with double.lock:
                     double.requests.append((self.path, body, self.headers.get("Authorization", "")))
                     status = double.script.pop(0) if double.script else 200
+                if str(body.get("prompt", "")).startswith("bad"):
+                    status = 400
                 if status != 200:
                     payload = json.dumps({"error": {"message": f"scripted {status}", "type": "test"}}).encode()
                     self.send_response(status)
@@ -382,6 +412,9 @@ def test_openai_concurrency_keeps_input_order(flaky):
     gen = OpenAIGenerator(server.url, "m", concurrency=8, max_new_tokens=4)
     assert gen.generate(prompts) == [p.upper() for p in prompts]
     assert gen.batch_size == 32  # a modest batch: an interrupted run loses at most one
+    # a batch gives every output or an error, never a part
+    with pytest.raises(GenerationError, match=r"answered prompt 3 with HTTP 400 \(scripted 400\)$"):
+        gen.generate(["p1", "p2", "bad p3", "p4"])
 
 
 def test_openai_unreachable_and_bad_settings():

@@ -17,7 +17,7 @@ model id; the API key comes from ``OPENAI_API_KEY`` (a placeholder for local ser
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -205,12 +205,13 @@ class OpenAIGenerator:
         checked = [check_prompt(NAME, i, p) for i, p in enumerate(prompts)]
         if self.concurrency == 1 or len(checked) <= 1:
             return [self._one(i, p) for i, p in enumerate(checked)]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(checked))) as pool:
-            futures = [pool.submit(self._one, i, p) for i, p in enumerate(checked)]
-            try:
-                return [f.result() for f in futures]
-            except BaseException:
-                for f in futures:
-                    f.cancel()  # nothing more is sent once one prompt failed
-                wait(futures)
-                raise
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(checked)))
+        futures = [pool.submit(self._one, i, p) for i, p in enumerate(checked)]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            # nothing more is sent once one prompt failed (or on Ctrl-C); requests in flight are abandoned
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        finally:
+            pool.shutdown(wait=False)

@@ -7,7 +7,8 @@ pad token is the end-of-text token when the tokenizer has none) with an attentio
 last token sits next to its first new token and padding is never attended to; the test holds batch 1 and
 batch 8 equal token for token. Sampling is seeded per batch from ``seed`` and the batch's prompts, so a rerun
 (and a resumed run, batch by batch) draws the same outputs; with ``do_sample`` the batch size is part of the
-settings, since it changes which prompts share a random stream.
+settings, since it changes which prompts share a random stream (and with ``repetition_penalty``, which
+transformers applies to the pad tokens before a prompt too).
 
 The system's identity (``settings``) is the content of the model folder — ``weights_sha256`` (weights and
 config.json) and ``tokenizer_sha256`` (tokenizer files and chat template) — and every decoding setting; a
@@ -129,11 +130,18 @@ class HFGenerator:
             "dtype": self.dtype,
             "device": self.device.type,
         }
-        if self.do_sample:  # which prompts share a random stream; greedy and beam outputs do not depend on it
+        if self.do_sample or (self.repetition_penalty != 1.0 and not self.seq2seq_config(folder.config)):
+            # sampling: which prompts share a random stream; transformers' repetition penalty also penalizes the
+            # pad tokens a batch puts before a prompt. Otherwise (greedy, beams) the batch size changes nothing.
             self.settings["batch_size"] = self.batch_size
         self._load()
 
     # ----- loading -----
+
+    @staticmethod
+    def seq2seq_config(config: dict) -> bool:
+        """Whether a model folder's config.json is an encoder-decoder's (its decoder inputs are never padded)."""
+        return bool(config.get("is_encoder_decoder", False))
 
     def _device(self, device: Any) -> Any:
         import torch
