@@ -55,6 +55,7 @@ FIRST_PARTY_TEMPLATES: dict[str, str] = {
             "seq2seq-gru",
             "seq2seq-transformer",
             "dialog-gpt2-finetune",
+            "llm-eval",
         ),
         "cotk-repro-templates",
     ),

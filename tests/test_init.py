@@ -77,7 +77,7 @@ def test_a_first_party_template_without_its_plugin_names_the_distribution(tmp_pa
 def test_first_party_template_table_matches_the_plugins():
     """The core's table of first-party templates is exactly what the two plugins register."""
     from cotk_repro.scaffold import FIRST_PARTY_TEMPLATES
-    from cotk_repro_templates.plugin import TEMPLATES as BENCHMARKS
+    from cotk_repro_templates.plugin import NAMES as BENCHMARKS
     from cotk_repro_texygen.templates import TEMPLATES as TEXYGEN
 
     assert FIRST_PARTY_TEMPLATES == {

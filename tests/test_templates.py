@@ -58,9 +58,16 @@ def trust_flag() -> list[str]:
 
 def record_venv_python() -> str:
     """A venv for records: cotk-repro (a wheel of this checkout), the few packages it imports, the
-    CPU torch wheel (first, so nothing else resolves another torch), transformers and tokenizers."""
+    CPU torch wheel (first, so nothing else resolves another torch), transformers and tokenizers, and
+    cotk-repro-lm from this checkout (editable, without its heavy extras: llm-eval's generator and judge,
+    tests/test_templates_llm.py; one venv for both files, as building one takes minutes)."""
     return small_venv_python(
-        extra=((TORCH_WHEEL,), ("numpy", "nltk", "transformers", "tokenizers")), name="test-venvs-templates"
+        extra=(
+            (TORCH_WHEEL,),
+            ("numpy", "nltk", "transformers", "tokenizers"),
+            ("--no-deps", "-e", str(REPO_ROOT / "plugins" / "cotk-repro-lm")),  # reproduce rebuilds it from plugins/
+        ),
+        name="test-venvs-templates-lm",
     )
 
 
@@ -262,37 +269,6 @@ def test_template_runs_and_reproduces_with_the_venv_runtime(template, record_pyt
         assert row["a_value"] == row["b_value"] == values[name], name  # identical, not merely close
         assert row["a_hash"] == row["b_hash"]
     assert verdict["environment_differences"] == []
-
-
-@needs_torch
-@pytest.mark.slow
-@pytest.mark.docker
-@pytest.mark.timeout(1800)  # run (300 s) then reproduce in Docker (1200 s), as the calls allow
-def test_template_reproduces_with_the_docker_runtime(record_python, docker_base_image, tmp_path):
-    root = make_template_project("lm-gru", tmp_path)
-    res = run_cli("run", "-q", "--json", cwd=root, python=record_python, timeout=300)
-    assert res.returncode == 0, res
-    record = json.loads(res.stdout)
-    add_bare_remote(root, tmp_path / "remotes", "alice/lm-gru")
-    assert publish(root, record["id"], "--push").returncode == 0
-    res = run_cli(
-        "reproduce",
-        str(tmp_path / "remotes" / "alice" / "lm-gru.git"),
-        "--record",
-        record["id"],
-        "--runtime",
-        "docker",
-        "--base-image",
-        docker_base_image,
-        "--allow-unsigned",
-        "--json",
-        timeout=1200,
-    )
-    assert res.returncode == 0, res
-    verdict = json.loads(res.stdout)
-    assert verdict["verdict"] == "reproduced"
-    for row in verdict["metrics"]:
-        assert row["a_value"] == row["b_value"] == record["results"][row["metric"]]["value"], row["metric"]
 
 
 @needs_torch

@@ -1,9 +1,10 @@
-"""The plugin: registers the six benchmark templates through ``register_templates``.
+"""The plugin: registers the six benchmark templates and ``llm-eval`` through ``register_templates``.
 
 Each template is a stack of folders under ``files/`` (later ones override earlier ones):
 ``common`` (presets, seeding, training loop, .gitignore, README), the task's folder
 (data, metric set, cotk-repro.toml), the training entry shared by a model family and the
-model itself. Importing this module imports neither torch nor transformers.
+model itself. ``llm-eval`` (an LLM prompted through a protocol file, scored by an LLM judge) has
+one folder of its own. Importing this module imports neither torch nor transformers.
 """
 
 from __future__ import annotations
@@ -82,7 +83,35 @@ def template(name: str) -> ProjectTemplate:
     )
 
 
+#: every template this plugin registers (the core's FIRST_PARTY_TEMPLATES names them too)
+NAMES = (*TEMPLATES, "llm-eval")
+LLM_DEPENDENCIES = ("torch", "transformers", "cotk-repro-lm")
+LLM_METRICS = ("distinct", "llm-judge")
+
+
+def llm_template() -> ProjectTemplate:
+    """``llm-eval``: a tiny local causal LM as the system, a tiny judge, a protocol file, questions."""
+    description = "an LLM prompted through a protocol file, judged by an LLM (tiny local models; docs/llm.md)"
+    return ProjectTemplate(
+        name="llm-eval",
+        description=description,
+        task="single-turn-dialog",
+        folders=(FILES / "llm-eval",),
+        dataset="data/inputs.txt (questions, one a line) + protocol.toml",
+        metrics=LLM_METRICS,
+        dependencies=LLM_DEPENDENCIES,
+        context={
+            "description": description,
+            "metrics": LLM_METRICS,
+            "dependencies": LLM_DEPENDENCIES,
+            "imports": ["torch", "transformers", "cotk_repro_lm"],  # modules evaluate.py needs ([run] imports)
+            "dataset_name": "llm-eval-questions",
+        },
+    )
+
+
 @hookimpl
 def register_templates(register):
     for name in TEMPLATES:
         register(name, template(name))
+    register("llm-eval", llm_template())
