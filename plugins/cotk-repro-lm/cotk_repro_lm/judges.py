@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from cotk_repro.core.canonical import hash_object, sha256_hex
+from cotk_repro.core.results import PINNED_SUFFIX
 from cotk_repro.errors import CotkError
 from cotk_repro.metrics.base import EXACT, Metric, MetricError
 from cotk_repro.metrics.declaration import (
@@ -51,6 +52,8 @@ from cotk_repro.metrics.declaration import (
     Declaration,
     Setting,
 )
+
+from .metrics import _texts_hash
 
 POINTWISE_TEMPLATE = """\
 You are an impartial judge. Rate the response to the input below on a scale from {{ scale_min }} (worst) to \
@@ -256,17 +259,9 @@ def decoding_label(settings: dict[str, Any]) -> str:
 def mark_unpinned(result: dict[str, Any]) -> dict[str, Any]:
     """An endpoint judge's result: every value gains the core's unpinned marker (``"KEY pinned": false``, the one
     ``stamp_system`` gives an endpoint system's results), so that save_result, the record, the dashboard and compare
-    rank it unpinned. A core without the marker has only the signature's ``pinned:False`` to say so."""
-    try:
-        from cotk_repro.core.results import PINNED_SUFFIX  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:  # a core before the unpinned tier
-        return result
+    rank it unpinned."""
     values = [k for k, v in result.items() if isinstance(v, float) and not k.endswith((" per-sentence", " judgments"))]
     return {**result, **{k + PINNED_SUFFIX: False for k in values}}
-
-
-def _texts_hash(texts: Sequence[str]) -> str:
-    return hash_object({"cotk-repro-lm/texts": list(texts)})
 
 
 class _Judge(Metric):
