@@ -49,6 +49,29 @@ def distinct(lines: list[str], n: int) -> float:
     return len(set(grams)) / len(grams) if grams else 0.0
 
 
+#: the runs' environment: one torch thread, never the hub
+ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def _scaffold_and_run(tmp_path, python) -> tuple:
+    """``init --template llm-eval``, committed on main, run once with ``python``: (project folder, record)."""
+    assert run_cli("init", "exp", "--template", "llm-eval", cwd=tmp_path).returncode == 0
+    root = tmp_path / "exp"
+    git(root, "symbolic-ref", "HEAD", "refs/heads/main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
+    res = run_cli("run", "-q", "--json", cwd=root, python=python, env=ENV, timeout=300)
+    assert res.returncode == 0, res
+    return root, json.loads(res.stdout)
+
+
+def _publish(root, record, tmp_path) -> str:
+    """The record and its code pushed to a bare remote alice/exp; returns the remote's path."""
+    add_bare_remote(root, tmp_path / "remotes", "alice/exp")
+    assert publish(root, record["id"], "--push").returncode == 0
+    return str(tmp_path / "remotes" / "alice" / "exp.git")
+
+
 @needs_all
 def test_llm_eval_scaffold(cli, tmp_path):
     res = cli("init", "exp", "--template", "llm-eval", cwd=tmp_path)
@@ -104,15 +127,7 @@ def test_llm_eval_runs_and_reproduces_with_identical_values(llm_record_python, t
     from cotk_repro.llm import load_protocol
     from cotk_repro.metrics import get_metric
 
-    assert run_cli("init", "exp", "--template", "llm-eval", cwd=tmp_path).returncode == 0
-    root = tmp_path / "exp"
-    git(root, "symbolic-ref", "HEAD", "refs/heads/main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "start")
-    env = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    res = run_cli("run", "-q", "--json", cwd=root, python=llm_record_python, env=env, timeout=300)
-    assert res.returncode == 0, res
-    record = json.loads(res.stdout)
+    root, record = _scaffold_and_run(tmp_path, llm_record_python)
     assert record["status"] == "ok" and not record["code"]["dirty"]
     results = record["results"]
     assert {"distinct-1", "distinct-2", "llm-judge", "llm-judge parse-failures"} <= set(results)
@@ -148,11 +163,10 @@ def test_llm_eval_runs_and_reproduces_with_identical_values(llm_record_python, t
         digest = hashlib.sha256((again / name).read_bytes()).hexdigest()
         assert digest == hashlib.sha256((root / "tiny-models" / "system" / name).read_bytes()).hexdigest(), name
 
-    add_bare_remote(root, tmp_path / "remotes", "alice/exp")
-    assert publish(root, record["id"], "--push").returncode == 0
+    remote = _publish(root, record, tmp_path)
     res = run_cli(
         "reproduce",
-        str(tmp_path / "remotes" / "alice" / "exp.git"),
+        remote,
         "--record",
         record["id"],
         "--runtime",
@@ -160,7 +174,7 @@ def test_llm_eval_runs_and_reproduces_with_identical_values(llm_record_python, t
         "--trust-remote-code",
         "--allow-unsigned",
         "--json",
-        env=env,
+        env=ENV,
         timeout=600,
     )
     assert res.returncode == 0, res
@@ -182,20 +196,11 @@ def test_llm_eval_runs_and_reproduces_with_identical_values(llm_record_python, t
 def test_llm_eval_reproduces_with_the_docker_runtime(llm_record_python, docker_base_image, tmp_path):
     """The same record rerun in the Docker sandbox (no network: the tiny models are rebuilt from make_models.py,
     cotk-repro-lm from this checkout's plugins/): identical values and hashes."""
-    assert run_cli("init", "exp", "--template", "llm-eval", cwd=tmp_path).returncode == 0
-    root = tmp_path / "exp"
-    git(root, "symbolic-ref", "HEAD", "refs/heads/main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "start")
-    env = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    res = run_cli("run", "-q", "--json", cwd=root, python=llm_record_python, env=env, timeout=300)
-    assert res.returncode == 0, res
-    record = json.loads(res.stdout)
-    add_bare_remote(root, tmp_path / "remotes", "alice/exp")
-    assert publish(root, record["id"], "--push").returncode == 0
+    root, record = _scaffold_and_run(tmp_path, llm_record_python)
+    remote = _publish(root, record, tmp_path)
     res = run_cli(
         "reproduce",
-        str(tmp_path / "remotes" / "alice" / "exp.git"),
+        remote,
         "--record",
         record["id"],
         "--runtime",
@@ -204,7 +209,7 @@ def test_llm_eval_reproduces_with_the_docker_runtime(llm_record_python, docker_b
         docker_base_image,
         "--allow-unsigned",
         "--json",
-        env=env,
+        env=ENV,
         timeout=1200,
     )
     assert res.returncode == 0, res
