@@ -27,6 +27,27 @@ GIT_ENV = {
 }
 
 
+def pytest_configure(config):
+    import suite_report
+
+    suite_report.register(config)
+
+
+#: tests that use one Docker engine's images run on one pytest-xdist worker, one after another: they build,
+#: tag and remove images of the same names (a test's clean-up must never remove the image another test is
+#: running in), and two sandbox builds at once would only share two cores
+DOCKER_FIXTURES = {"docker_base_image", "engine"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if item.get_closest_marker("docker") or DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("docker"))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_user_dirs(tmp_path_factory):
     """Never touch the real user's config (tokens) or data; git identity for commits."""
