@@ -28,6 +28,10 @@ from lm_support import _isolated_dirs, bpe_json, make_gpt2, run_cli  # noqa: F40
 
 from cotk_repro.core.results import HASH_SUFFIX, SIGNATURE_SUFFIX
 from cotk_repro.metrics import MetricError, get_metric
+
+pytest.importorskip(
+    "cotk_repro_lm", reason="the cotk-repro-lm plugin is not installed (pip install -e plugins/cotk-repro-lm)"
+)
 from cotk_repro_lm.judges import parse_scale, parse_score, parse_verdict
 
 QUERIES = ["how old is the cat ?", "what is on the table ?", "where is the dog ?", "who rides the bike ?"]
