@@ -27,6 +27,7 @@ class SuiteReport:
     def pytest_runtest_logreport(self, report) -> None:
         entry = self.tests.setdefault(report.nodeid, {"seconds": 0.0, "outcome": "passed"})
         entry["seconds"] += report.duration
+        entry["slow"] = "slow" in getattr(report, "keywords", {})
         worker = getattr(report, "node", None)
         if worker is not None:
             entry["worker"] = getattr(worker, "gateway", None) and worker.gateway.id
@@ -59,11 +60,14 @@ class SuiteReport:
             out = None
         slowest = sorted(self.tests.items(), key=lambda kv: -kv[1]["seconds"])[:SLOWEST_SHOWN]
         total = sum(v["seconds"] for v in self.tests.values())
+        quick = sum(v["seconds"] for v in self.tests.values() if not v.get("slow"))
         terminalreporter.section(f"the {len(slowest)} slowest tests (setup + call + teardown)")
         for nodeid, v in slowest:
-            terminalreporter.write_line(f"{v['seconds']:8.1f} s  {v['outcome']:<7} {nodeid}")
+            mark = "slow" if v.get("slow") else "    "
+            terminalreporter.write_line(f"{v['seconds']:8.1f} s  {v['outcome']:<7} {mark} {nodeid}")
         terminalreporter.write_line(
-            f"{len(self.tests)} tests, {total / 60:.1f} min of test time in {wall / 60:.1f} min wall"
+            f"{len(self.tests)} tests, {total / 60:.1f} min of test time ({quick / 60:.1f} min not marked slow)"
+            + f" in {wall / 60:.1f} min wall"
             + (f" on {workers} workers" if workers else "")
             + (f"; every test's time: {out}" if out else "")
         )
