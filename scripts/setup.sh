@@ -89,7 +89,10 @@ install_torch() {
     have_torch=1; return 0
   fi
   say "torch $torch_version (the CPU build)"
-  if [ ${#pip_links[@]} -gt 0 ] && "${PIP[@]}" --no-deps --no-index "${pip_links[@]}" "torch==$torch_version" 2>/dev/null; then
+  # uv where it is there (pip byte-compiles torch's thousands of files: minutes), only from the local find-links
+  local torch_pip=("${PIP[@]}")
+  "$PY" -m uv --version >/dev/null 2>&1 && torch_pip=("$PY" -m uv pip install -q "${uv_args[@]}")
+  if [ ${#pip_links[@]} -gt 0 ] && "${torch_pip[@]}" --no-deps --no-index "${pip_links[@]}" "torch==$torch_version" 2>/dev/null; then
     have_torch=1
   elif [[ "${PIP_EXTRA_INDEX_URL:-}${PIP_INDEX_URL:-}" == *download.pytorch.org/whl/cpu* ]]; then
     "${PIP[@]}" --no-deps "${torch[@]}" && have_torch=1
