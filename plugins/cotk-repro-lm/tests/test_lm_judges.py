@@ -107,14 +107,14 @@ class ScriptedJudge:
 
 def test_pointwise_per_item_scores_and_parse_failures_with_scripted_answers():
     answers = {"the cat is 4": "Score: 4", "two cups and 2": "2", "the dog is outside": "no idea", "a man rides 4": "9"}
-    judge = ScriptedJudge(lambda p: next(a for o, a in answers.items() if f"Response: {o}\n" in p))
+    judge = ScriptedJudge(lambda p: next(a for o, a in answers.items() if f"Response: <<<{o}>>>\n" in p))
     res = get_metric("llm-judge", judge=judge, per_sentence=True).compute(OUTPUTS, queries=QUERIES)
     assert res["llm-judge per-sentence"] == [4, 2, None, None]
     assert res["llm-judge judgments"] == ["Score: 4", "2", "no idea", "9"]
     assert res["llm-judge"] == 3.0 and res["llm-judge parse-failures"] == 2.0
     assert res["llm-judge parse-failures" + HASH_SUFFIX] != res["llm-judge" + HASH_SUFFIX]
     # the default rubric carries the scale and both texts
-    assert "from 1 (worst) to 5 (best)" in judge.prompts[0] and "Input: how old is the cat ?" in judge.prompts[0]
+    assert "from 1 (worst) to 5 (best)" in judge.prompts[0] and "Input: <<<how old is the cat ?>>>" in judge.prompts[0]
 
 
 def test_pairwise_both_orders_ties_and_inconsistent_verdicts_by_hand():
@@ -129,9 +129,9 @@ def test_pairwise_both_orders_ties_and_inconsistent_verdicts_by_hand():
 
     def answer(prompt: str) -> str:
         for i, (a_first, a_second) in table.items():
-            if f"Response A: {OUTPUTS[i]}\n" in prompt:
+            if f"Response A: <<<{OUTPUTS[i]}>>>\n" in prompt:
                 return a_first
-            if f"Response B: {OUTPUTS[i]}\n" in prompt:
+            if f"Response B: <<<{OUTPUTS[i]}>>>\n" in prompt:
                 return a_second
         raise AssertionError(prompt)
 
@@ -403,12 +403,13 @@ def test_every_value_comes_from_a_declaration_that_passes_the_audit():
         == {
             "llm-judge",
             "llm-judge parse-failures",
+            "llm-judge suspected-injections",
             "llm-pairwise",
             "llm-pairwise position-bias",
             "llm-pairwise parse-failures",
         }
     )
-    assert len({results[k + HASH_SUFFIX] for k in values}) == 5  # every value its own hash
+    assert len({results[k + HASH_SUFFIX] for k in values}) == 6  # every value its own hash
     for key, decl in seen:
         assert results[key + SIGNATURE_SUFFIX] == decl.signature()
         shown = [f.split(":", 1)[0] for f in decl.signature().split("|")[1:]]
