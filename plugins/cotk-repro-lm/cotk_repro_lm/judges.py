@@ -137,7 +137,7 @@ def unquoted(answer: str) -> str:
                 break
         else:
             j = i + 1
-            while j < n and answer[j] not in "\"`\u201c\u00ab":
+            while j < n and answer[j] not in '"`\u201c\u00ab':
                 j += 1
             out.append(answer[i:j])
             i = j
@@ -283,11 +283,7 @@ def judge_identity(backend: Any) -> tuple[dict[str, Any], bool, str, str | None]
     settings = dict(getattr(backend, "settings", {}) or {})
     pinned = bool(getattr(backend, "pinned", True))
     weights = settings.get("weights_sha256")
-    hashed = {
-        k: v
-        for k, v in sorted(settings.items())
-        if k not in NOT_HASHED
-    }
+    hashed = {k: v for k, v in sorted(settings.items()) if k not in NOT_HASHED}
     if pinned:
         if not weights:
             raise MetricError("a pinned judge must name its weights digest (weights_sha256 in its settings)")

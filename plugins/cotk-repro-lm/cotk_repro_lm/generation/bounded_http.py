@@ -173,9 +173,7 @@ def bounded_client(timeout: float, max_new_tokens: int) -> Any:
             finally:
                 _local.deadline = None
 
-    client = BoundedClient(
-        timeout=timeout, headers={"Accept-Encoding": "identity"}, event_hooks={"response": [bound]}
-    )
+    client = BoundedClient(timeout=timeout, headers={"Accept-Encoding": "identity"}, event_hooks={"response": [bound]})
     for transport in [client._transport, *client._mounts.values()]:
         if transport is not None:
             _with_deadlines(transport)

@@ -27,8 +27,7 @@ from typing import Any
 
 from cotk_repro.metrics.base import MetricError
 
-from ..encoders import quiet_hf, resolve_model
-from ..encoders import model_weight_files
+from ..encoders import model_weight_files, quiet_hf, resolve_model
 from ..fileshash import files_hash, json_fields_hash, tokenizer_files
 from . import (
     GenerationError,
@@ -54,7 +53,14 @@ BATCH_INVARIANT = frozenset({("float32", "cpu")})
 #: computes: the library's version, the folder it was loaded from, whether the generation config was derived from
 #: the model's, and the dtype the weights were saved in (the weights' own bytes say that; this generator loads in its
 #: ``dtype`` setting whatever the file says)
-CONFIG_BOOKKEEPING = ("transformers_version", "_name_or_path", "_commit_hash", "_from_model_config", "torch_dtype", "dtype")
+CONFIG_BOOKKEEPING = (
+    "transformers_version",
+    "_name_or_path",
+    "_commit_hash",
+    "_from_model_config",
+    "torch_dtype",
+    "dtype",
+)
 #: generation_config.json's sampling defaults, which this generator never uses (its own settings replace them)
 GENERATION_IGNORED = ("temperature", "top_p", "top_k", "min_p", "typical_p")
 
