@@ -39,7 +39,8 @@ position bias both orders exist to cancel. ``llm-pairwise position-bias`` is the
 B) that chose position A (0.5: no preference; 0.5 when none was decisive).
 
 The hash covers the judge (weights and tokenizer digests, or the endpoint's model id and ``pinned: false``), the
-decoding settings (not the batch size or the concurrency: greedy outputs do not depend on them), the template's
+decoding settings (not the concurrency; the batch size where the generator declares it, as ``hf`` does wherever
+it may change the outputs: sampling, half precision, a GPU), the template's
 text, the mode and scale, the parsing rule (the version), the queries and, pairwise, the baseline outputs (as every
 metric hashes its references). The judged outputs are the system's: not hashed.
 """

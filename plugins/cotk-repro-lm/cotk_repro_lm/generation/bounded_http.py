@@ -108,9 +108,9 @@ def _with_deadlines(transport: Any) -> None:
     The pool and its backend are the HTTP library's private attributes; where they are missing (another version),
     the deadline still holds between the body's chunks (:func:`bounded_client`), each read then waiting at most
     ``timeout`` more."""
-    pool = getattr(transport, "_pool", None)
+    pool: Any = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
-    if backend is None or isinstance(backend, _DeadlineBackend):
+    if pool is None or backend is None or isinstance(backend, _DeadlineBackend):
         return
     core = importlib.import_module(type(backend).__module__.split(".")[0])
     if all(hasattr(core, n) for n in ("ReadTimeout", "WriteTimeout", "ConnectTimeout")):
@@ -132,7 +132,7 @@ def bounded_client(timeout: float, max_new_tokens: int) -> Any:
     http = _http_module(base)
     limit = answer_limit(max_new_tokens)
 
-    class BoundedBody(http.SyncByteStream):  # type: ignore[misc,name-defined]
+    class BoundedBody(http.SyncByteStream):  # type: ignore[name-defined]
         def __init__(self, inner: Any, cap: int, cut: bool, deadline: float | None):
             self.inner, self.cap, self.cut, self.deadline = inner, cap, cut, deadline
 
@@ -165,7 +165,7 @@ def bounded_client(timeout: float, max_new_tokens: int) -> Any:
         cap = limit if ok else ERROR_BODY_BYTES
         response.stream = BoundedBody(response.stream, cap, not ok, getattr(_local, "deadline", None))
 
-    class BoundedClient(base):  # type: ignore[misc,valid-type]
+    class BoundedClient(base):
         def send(self, request: Any, **options: Any) -> Any:
             _local.deadline = time.monotonic() + timeout
             try:
@@ -174,7 +174,7 @@ def bounded_client(timeout: float, max_new_tokens: int) -> Any:
                 _local.deadline = None
 
     client = BoundedClient(timeout=timeout, headers={"Accept-Encoding": "identity"}, event_hooks={"response": [bound]})
-    for transport in [client._transport, *client._mounts.values()]:
+    for transport in [getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()]:
         if transport is not None:
             _with_deadlines(transport)
     return client
