@@ -8,6 +8,7 @@ subprocess, whose peak RSS is measured by a parent process of its own (its ``RUS
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -103,6 +104,14 @@ class HostileServer:
                     self.end_headers()
                     self.wfile.flush()
                     self._drip(model, answer, headers_done=True)
+                elif model == "gzip":  # a small body that inflates to 20 MB, sent although asked for none
+                    packed = gzip.compress(b'{"choices":[{"text":"' + b"x" * (HUGE // 10) + b'"}]}', compresslevel=1)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Encoding", "gzip")
+                    self.send_header("Content-Length", str(len(packed)))
+                    self.end_headers()
+                    self.wfile.write(packed)
                 elif model == "drip-headers":
                     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: " + b"y" * 200
                     self._drip(model, head, headers_done=False)
@@ -147,6 +156,12 @@ def test_an_answer_past_its_size_bound_is_abandoned_one_sentence(hostile):
     # it did not ask again: an oversized answer is not retried
     time.sleep(0.2)
     assert hostile.bytes_sent.get("huge-streamed", 0) < 32 * 1024 * 1024
+    # a compressed answer: its size on the wire bounds nothing, so it is refused
+    with pytest.raises(
+        GenerationError, match=r"answered compressed \(gzip\) although asked for an uncompressed"
+    ) as err:
+        _gen(hostile, "gzip").generate(["hello"])
+    assert "\n" not in str(err.value)
     # an endpoint judge is the same generator: bounded the same way
     judge = get_metric("llm-judge", judge=f"openai:{hostile.url}#huge-streamed", max_new_tokens=8, max_retries=0)
     with pytest.raises(MetricError, match=f"at most {limit} bytes"):
