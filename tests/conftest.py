@@ -51,6 +51,7 @@ def _module_scoped(item) -> bool:
     return False
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which turns the groups into "@group" node ids
 def pytest_collection_modifyitems(config, items):
     """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): the Docker tests on one
     worker; the tests of a module that share a module-scoped fixture on one worker (else each worker would build

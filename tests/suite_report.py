@@ -25,7 +25,8 @@ class SuiteReport:
         self.tests: dict[str, dict] = {}
 
     def pytest_runtest_logreport(self, report) -> None:
-        entry = self.tests.setdefault(report.nodeid, {"seconds": 0.0, "outcome": "passed"})
+        nodeid = report.nodeid.split("@", 1)[0]  # pytest-xdist's loadgroup adds "@group"
+        entry = self.tests.setdefault(nodeid, {"seconds": 0.0, "outcome": "passed"})
         entry["seconds"] += report.duration
         entry["slow"] = "slow" in getattr(report, "keywords", {})
         worker = getattr(report, "node", None)
