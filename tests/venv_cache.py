@@ -3,7 +3,8 @@
 A cached venv lives under the user cache dir (``$COTK_REPRO_CACHE``, else ``$XDG_CACHE_HOME/cotk-repro``, else
 ``~/.cache/cotk-repro``) in ``NAME/KEY``, where KEY covers everything its content depends on:
 
-- the source state of this checkout (``self_fingerprint``: a wheel of it is installed);
+- the source state of this checkout (its ``cotk_repro/``, ``templates/`` and ``pyproject.toml``: a wheel of it is
+  installed; whichever cotk-repro runs the tests, an editable one or an installed wheel);
 - the Python it was made with (implementation, version and executable: a 3.12 venv is never reused by 3.11);
 - the checkout's own path when the venv holds an *editable* install (its ``.pth`` points into this checkout: a
   second clone of the same source must not reuse a venv whose plugin is the first clone's, deleted with it).
@@ -105,6 +106,17 @@ def self_wheel(dest: Path) -> Path:
     return wheels[0]
 
 
+def source_fingerprint() -> str:
+    """SHA-256 (16 hex) over the paths and contents of this checkout's files that go into its wheel."""
+    h = hashlib.sha256()
+    for sub in ("cotk_repro", "templates"):
+        for path in sorted((REPO_ROOT / sub).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                h.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update((REPO_ROOT / "pyproject.toml").read_bytes())
+    return h.hexdigest()[:16]
+
+
 def cache_root() -> Path:
     from cotk_repro.core.userconfig import cache_dir
 
@@ -122,11 +134,9 @@ def cached_venv(
     """The python of a venv ``name`` made with ``python`` (default: this one), holding (when ``with_self``) a wheel
     of this checkout (with its declared dependencies if ``self_deps``), then each of ``steps`` installed in order
     (install arguments). Built once per key (see the module docstring); returns its ``bin/python``."""
-    from cotk_repro.reproduce.wheelhouse import self_fingerprint
-
     python = python or sys.executable
     editable = any(arg in ("-e", "--editable") for step in steps for arg in step)
-    parts = [python_tag(python), self_fingerprint()[:16]]
+    parts = [python_tag(python), source_fingerprint()]
     parts.append(hashlib.sha256(repr([list(s) for s in steps]).encode()).hexdigest()[:8])
     if editable:
         parts.append("at-" + hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:8])
