@@ -94,6 +94,15 @@ def register(cli: typer.Typer) -> None:
             "reproduction job, drained by `cotk-repro dashboard worker` processes "
             "(PostgreSQL only; docs/fleet.md).",
         ),
+        verified_by: int = typer.Option(
+            1,
+            "--verified-by",
+            min=1,
+            max=100,
+            metavar="K",
+            help="Reproducers other than the signer (each signing with a proven key) whose identical or "
+            "within-tolerance reruns verify a record: the top tier (the worker pool's alone also does).",
+        ),
     ) -> None:
         """Run the dashboard (creates or upgrades its database first) and print its URL."""
         from ..dashboard.server import serve as do_serve
@@ -117,6 +126,7 @@ def register(cli: typer.Typer) -> None:
             allow_unsigned=allow_unsigned,
             reproduce_queue=reproduce_queue,
             trusted_proxies=trusted_proxy,
+            verified_by=verified_by,
         )
 
     @group.command()

@@ -444,6 +444,8 @@ def create_app(
     allow_unsigned: bool = False,
     reproduce_queue: bool = False,
     origin: str | None = None,
+    verified_by: int | None = None,
+    lease_seconds: float | None = None,
 ):
     """The FastAPI app for the dashboard at ``db_url`` (default: SQLite in the user data dir).
 
@@ -451,7 +453,10 @@ def create_app(
     ``public_url`` is set (an app with neither refuses key proofs: it cannot say which dashboard it is).
     ``migrate``: run ``alembic upgrade head`` first (idempotent). ``allow_unsigned``: accept uploads
     without an SSH signature (off by default: every upload must be signed by a registered key).
-    ``reproduce_queue``: every record accepted gets a reproduction job (PostgreSQL only, :mod:`.queue`).
+    ``reproduce_queue``: every record accepted gets a reproduction job (PostgreSQL only, :mod:`.queue`), and
+    volunteers lease them over HTTP (:mod:`.leases`; ``lease_seconds``: how long a lease lives without a
+    heartbeat). ``verified_by``: K, the reproducers other than the signer that verify a record (None: the
+    one the database holds; another re-derives every record's tier once, :mod:`.standing`).
     """
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
@@ -464,6 +469,10 @@ def create_app(
         db = open_database(db_url, migrate=migrate)
     elif migrate:
         db.upgrade()
+    if verified_by is not None:
+        from .standing import use_verified_by
+
+        use_verified_by(db, verified_by)
     if reproduce_queue:
         from .queue import start
 

@@ -360,6 +360,7 @@ class Pool:
                     self.identity.principal,
                     {"reproduction": verdict, "signature": signature},
                     in_tx=attach,
+                    pool=True,
                 ),
                 "attaching the reproduction",
                 self.db_patience,
