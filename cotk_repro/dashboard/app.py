@@ -292,6 +292,8 @@ class Dashboard:
         self.db = db
         #: accept records and reproductions without a signature (shown as unsigned); off by default
         self.allow_unsigned = allow_unsigned
+        #: the volunteers' leases (:class:`.leases.Leases`) where the reproduction queue runs, else None
+        self.leases: Any = None
         self.max_body = max_body
         self.public_url = public_url.rstrip("/") if public_url else None
         #: the origin key registration challenges name (:mod:`.key_proofs`): the public URL, else the loopback
@@ -462,7 +464,7 @@ def create_app(
     from fastapi.responses import JSONResponse
 
     from .._version import __version__
-    from . import api, keys_api, pages
+    from . import api, keys_api, leases_api, pages
     from .auth import authenticate
 
     if db is None:
@@ -492,6 +494,16 @@ def create_app(
     app.state.dashboard = Dashboard(
         db, max_body=max_body, public_url=public_url, allow_unsigned=allow_unsigned, origin=origin
     )
+    if reproduce_queue:  # volunteers lease its jobs over HTTP
+        from . import leases, store
+        from .queue import retry_stalled
+
+        app.state.dashboard.leases = leases.Leases(
+            db,
+            lease_seconds,
+            sweep=lambda db, s: retry_stalled(db, s, leases.MAX_ATTEMPTS, queue=leases.QUEUE),
+            attach=store.add_reproduction,
+        )
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):  # no stack traces to clients
@@ -501,6 +513,7 @@ def create_app(
     app.include_router(api.router)
     api.add_upload_schemas(app)
     app.include_router(keys_api.router)
+    app.include_router(leases_api.router)
     app.include_router(pages.router)
 
     def user_of_token(token: str) -> int | None:

@@ -320,6 +320,11 @@ def add_reproduction(
         if in_tx is not None:
             in_tx(conn, new.inserted_primary_key[0], computed)
         state = refresh_standing(conn, [pk])[pk]  # the record's standing and tiers, with this verdict
+        if db.reproduce_queue:  # volunteers' jobs follow it: cancelled once settled, more while disputed
+            from .leases import follow_standing
+            from .standing import evidence, verified_by
+
+            follow_standing(conn, rid, state, verified_by(conn), evidence(conn, [pk])[pk][1])
         db.bump(conn)
         return new.inserted_primary_key[0], state
 
