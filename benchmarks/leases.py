@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -66,7 +67,7 @@ def volunteer(url: str, token: str, key, stop: threading.Event, poll: float, out
             lease = r.json()
             out["leases"] += 1
             verdict = stub_reproducer(lease["record"])
-            body = {"reproduction": verdict, "signature": sign_reproduction(verdict, key)}
+            body: dict[str, Any] = {"reproduction": verdict, "signature": sign_reproduction(verdict, key)}
             v = session.post(url + f"/api/v1/leases/{lease['lease']}/verdict", json=body, timeout=60)
             out["verdicts" if v.status_code == 201 else "refused"] += 1
         else:
@@ -119,7 +120,7 @@ def main() -> None:
             token = add_user(db, f"v{i}")[0]
             add_key(db, f"v{i}", key.with_suffix(".pub").read_text())
             people.append((token, key_from_path(key, "bench")))
-        owner = db.read(lambda c: c.execute(text("SELECT id FROM users WHERE name = 'author'")).scalar())
+        owner = int(db.read(lambda c: c.execute(text("SELECT id FROM users WHERE name = 'author'")).scalar_one()))
         del author
         make_records(db, args.records, owner_id=owner)
         server = subprocess.Popen(
@@ -139,16 +140,20 @@ def main() -> None:
         )
         procs.append(pool)
         stop = threading.Event()
-        out = {"rtt": [], "leases": 0, "verdicts": 0, "refused": 0, "none": 0, "errors": 0}
+        rtt: list[float] = []
+        out: dict[str, Any] = {"rtt": rtt, "leases": 0, "verdicts": 0, "refused": 0, "none": 0, "errors": 0}
         conns: list[int] = []
 
         def sample() -> None:
             while not stop.is_set():
                 conns.append(
-                    db.read(
-                        lambda c: c.execute(
-                            text("SELECT count(*) FROM pg_stat_activity WHERE datname = :n"), {"n": name}
-                        ).scalar()
+                    int(
+                        db.read(
+                            lambda c: c.execute(
+                                text("SELECT count(*) FROM pg_stat_activity WHERE datname = :n"), {"n": name}
+                            ).scalar()
+                        )
+                        or 0
                     )
                 )
                 stop.wait(0.5)
@@ -178,7 +183,6 @@ def main() -> None:
             )
         )
         gaps = [(b - a).total_seconds() for a, b in zip(starts, starts[1:])]
-        rtt = out["rtt"]
         print(
             f"{args.volunteers} volunteers polling for {args.seconds:g} s ({wall:.1f} s), {args.records} records, "
             f"K = {args.verified_by}, {os.cpu_count()} CPUs"

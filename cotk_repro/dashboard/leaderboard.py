@@ -218,9 +218,11 @@ def _page_by_value(
     limit: int,
 ) -> tuple[list[tuple], int]:
     """One page of one group best value first, tiers ignored: ``(rows, the page's first rank)``."""
-    rows = conn.execute(
-        _page_stmt(lower, unverifiable, reproduced_only, True), {**params, "limit": limit, "offset": offset}
-    ).all()
+    rows: list[tuple] = list(
+        conn.execute(
+            _page_stmt(lower, unverifiable, reproduced_only, True), {**params, "limit": limit, "offset": offset}
+        ).all()
+    )
     first = 1
     if rows and offset:
         first += conn.execute(

@@ -64,6 +64,8 @@ class Volunteer:
         self.stopping = threading.Event()
         #: verdicts sent so far
         self.sent = 0
+        #: why the dashboard refused this volunteer (its token or key), which stops every loop
+        self.refused: str | None = None
 
     def _heartbeats(self, lease: dict[str, Any], done: threading.Event) -> None:
         every = float(lease.get("heartbeat_every") or 10.0)
@@ -111,8 +113,12 @@ class Volunteer:
         while not self.stopping.is_set():
             try:
                 got = self.once()
-            except CotkError as exc:  # the dashboard unreachable or refusing: said, then tried again later
-                log.warning("%s", exc.message)
+            except CotkError as exc:
+                if getattr(exc, "status", None) in (401, 403):  # the token or the key refused: no point in asking again
+                    self.refused = exc.message
+                    self.stopping.set()
+                    return
+                log.warning("%s", exc.message)  # the dashboard unreachable, a lease lost: tried again later
                 got = None
             if got is None:
                 self.stopping.wait(self.poll)
@@ -178,4 +184,6 @@ def run_volunteer(
                 time.sleep(0.5)
         except KeyboardInterrupt:
             volunteer.stopping.set()
+    if volunteer.refused:
+        raise WorkerError(volunteer.refused)
     return volunteer.sent
