@@ -25,9 +25,11 @@ from signing_support import make_key
 from sqlalchemy import text
 
 from cotk_repro.core.signing import key_from_path, sign_record, sign_reproduction
+from cotk_repro.dashboard import leases
 from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.identity import add_key
+from cotk_repro.dashboard.queue import retry_stalled
 from cotk_repro.dashboard.server import start_in_thread
 from cotk_repro.dashboard.volunteer import run_volunteer
 
@@ -57,7 +59,7 @@ def site(tmp_path_factory):
         db = open_database(db_url, migrate=False)
         keys = tmp_path_factory.mktemp("vol-keys")
         users = {}
-        for name in ("sam", "v1", "v2", "v3", "liar", "w1", "w2", "dead"):
+        for name in ("sam", "v1", "v2", "v3", "liar", "w1", "w2", "dead", "greedy"):
             token = add_user(db, name)[0]
             key = make_key(keys / name)
             add_key(db, name, key.with_suffix(".pub").read_text())
@@ -165,6 +167,8 @@ def test_a_killed_volunteers_lease_expires_another_finishes_and_stale_verdicts_a
             what="the volunteer's lease",
         )
         wait_for(lambda: (tmp_path / "t").exists(), timeout=30, what="the reproduction to start")
+        time.sleep(LEASE_SECONDS + 1)  # longer than a lease lives: the volunteer's heartbeats keep it, so the
+        assert retry_stalled(site["db"], LEASE_SECONDS, queue=leases.QUEUE) == []  # sweep puts nothing back
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -214,3 +218,12 @@ def test_the_cli_volunteer_once_exits_0_when_no_lease_is_offered_and_refuses_a_b
         pytest.skip(f"no Docker engine: {exc.message}")
     none = subprocess.run([*base, "--token", u["token"], "--once"], capture_output=True, text=True, timeout=120)
     assert none.returncode == 0, none.stderr
+
+
+def test_a_volunteer_holds_at_most_four_leases(site):
+    for i in range(5):
+        publish(site, f"cap{i}")
+    for _ in range(4):
+        assert _post(site, "/leases", "greedy").status_code == 201
+    r = _post(site, "/leases", "greedy")
+    assert r.status_code == 429 and "4 leases" in r.json()["detail"], r.text
