@@ -209,6 +209,8 @@ def test_the_cli_volunteer_once_exits_0_when_no_lease_is_offered_and_refuses_a_b
     base = [sys.executable, "-m", "cotk_repro", "dashboard", "worker", "--url", site["url"], "--key", str(u["key"])]
     bad = subprocess.run([*base, "--token", "nope", "--once"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "token" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    both = subprocess.run([*base, "--db", "postgresql+psycopg://x@h/d"], capture_output=True, text=True, timeout=120)
+    assert both.returncode == 2 and "one of them" in both.stderr, both.stderr
     from cotk_repro.reproduce import ReproduceError
     from cotk_repro.reproduce.engine import connect
 
