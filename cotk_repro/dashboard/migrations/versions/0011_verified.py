@@ -66,7 +66,7 @@ def upgrade() -> None:
         if not rows:
             break
         last = rows[-1][0]
-        bodies = dict(rows)
+        bodies: dict[int, str] = {pk: body for pk, body in rows}
         stored = conn.execute(
             sa.text("SELECT id, record_pk, metric, pinned FROM results WHERE record_pk IN :pks").bindparams(
                 sa.bindparam("pks", expanding=True)
