@@ -6,8 +6,8 @@ The verdicts here are made without Docker: each volunteer runs the real lease pr
 :func:`~cotk_repro.dashboard.worker.reproduce_one`, signing with the volunteer's key, the verdict for its
 lease) with a *test double* reproducer injected in-process (``reproducer=``: fleet_support's stand-in, which
 answers at once from the record's own values, or a liar halving them). The Docker reproduction every volunteer
-makes by default is the pool's own :func:`~cotk_repro.dashboard.worker.docker_reproducer`, covered by
-tests/test_fleet_docker.py. The killed volunteer is a real process (``kill -9``)."""
+makes by default is the pool's own :func:`~cotk_repro.dashboard.worker.docker_reproducer`: a volunteer doing it
+for real, with the CLI, is in tests/test_fleet_docker.py. The killed volunteer is a real process (``kill -9``)."""
 
 from __future__ import annotations
 
