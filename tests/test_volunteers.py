@@ -59,7 +59,7 @@ def site(tmp_path_factory):
         db = open_database(db_url, migrate=False)
         keys = tmp_path_factory.mktemp("vol-keys")
         users = {}
-        for name in ("sam", "v1", "v2", "v3", "liar", "w1", "w2", "dead", "greedy"):
+        for name in ("sam", "v1", "v2", "v3", "liar", "liar2", "pool", "w1", "w2", "dead", "greedy"):
             token = add_user(db, name)[0]
             key = make_key(keys / name)
             add_key(db, name, key.with_suffix(".pub").read_text())
@@ -133,6 +133,35 @@ def test_a_liar_makes_the_record_disputed_and_is_outvoted(site):
     got = requests.get(site["url"] + API + "/records/" + rec["id"], timeout=30).json()
     verdicts = sorted((r["user"], r["verdict"]["verdict"]) for r in got["reproductions"])
     assert verdicts == [("liar", "not reproduced"), ("v1", "reproduced"), ("v2", "reproduced"), ("v3", "reproduced")]
+
+
+def test_one_strangers_differs_never_removes_the_pools_mark(site):
+    from cotk_repro.dashboard import store
+    from cotk_repro.dashboard.auth import Principal
+
+    rec = publish(site, "pooled")
+    pool = site["users"]["pool"]
+    verdict = honest(rec)
+    uid = site["db"].read(lambda c: c.execute(text("SELECT id FROM users WHERE name = 'pool'")).scalar())
+    # what the pool's worker attaches (dashboard.worker.Pool: the same call, pool=True)
+    store.add_reproduction(
+        site["db"],
+        rec["id"],
+        Principal(user_id=uid, name="pool"),
+        {"reproduction": verdict, "signature": sign_reproduction(verdict, key_from_path(pool["key"], "t"))},
+        pool=True,
+    )
+    assert (entry(site, rec)["tier"], entry(site, rec)["standing"]) == (0, "verified")
+    assert lend(site, "liar", reproducer=liar) == 0  # settled: no job is offered for it
+    # a stranger who sends a "differs" anyway (the reproductions endpoint takes anyone's signed verdict)
+    lie = liar(rec)
+    r = _post(site, f"/records/{rec['id']}/reproductions", "liar", _signed(site, "liar", lie))
+    assert r.status_code == 201 and r.json()["verdict"] == "not reproduced" and r.json()["standing"] == "verified"
+    assert entry(site, rec)["tier"] == 0  # one stranger alone never removes the pool's mark
+    r = _post(site, f"/records/{rec['id']}/reproductions", "liar2", _signed(site, "liar2", lie))
+    assert r.json()["standing"] == "disputed" and entry(site, rec)["tier"] == 2  # two do: more evidence is asked
+    assert lend(site, "v1") == 1 and lend(site, "v2") == 1  # leased again while disputed
+    assert entry(site, rec)["standing"] == "verified"  # pool + 2 against 2: a majority of K + 1 = 3
 
 
 def _post(site, path: str, user: str, body=None):
