@@ -251,7 +251,24 @@ def test_the_cli_volunteer_once_exits_0_when_no_lease_is_offered_and_refuses_a_b
     assert none.returncode == 0, none.stderr
 
 
-def test_a_volunteer_holds_at_most_four_leases(site):
+def test_a_verdict_that_could_not_run_gives_the_job_back(site):
+    rec = publish(site, "cannot-run")  # the stand-in answers "could not run" for it
+    assert lend(site, "w1", reproducer=stub_reproducer) == 1
+    jobs = site["db"].read(
+        lambda c: c.execute(
+            text(
+                "SELECT l.outcome, j.status::text FROM cotk_repro_leases l JOIN procrastinate_jobs j ON j.id = l.job_id "
+                "JOIN users u ON u.id = l.user_id WHERE u.name = 'w1' AND l.record_id = :r"
+            ),
+            {"r": rec["id"]},
+        ).all()
+    )
+    assert jobs == [("could not run", "todo")]  # back on the queue for another volunteer
+    assert entry(site, rec)["standing"] == "unverified"
+    assert lend(site, "w1", reproducer=honest) == 0  # never to the same volunteer again
+
+
+def test_a_volunteer_holds_at_most_four_leases(site):  # last: its leases are left to expire
     for i in range(5):
         publish(site, f"cap{i}")
     for _ in range(4):
