@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.ranking import system_pinned
 from ..core.results import epoch_key, parse_result_dict
 from ..errors import CotkError
 from ..metrics.base import score, score_batches
@@ -245,7 +246,8 @@ def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
     return {
         "path": str(got.path),
         "reused": got.reused == got.lines,
-        "pinned": bool(got.meta.get("pinned", True)),
+        # derived from the generator, never from the cache's word alone (the worse of the two wins)
+        "pinned": system_pinned({"generator": task["generator"], "pinned": got.meta.get("pinned", True) is not False}),
         "curves": curves,
         "seconds": time.perf_counter() - start,
     }
