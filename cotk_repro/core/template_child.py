@@ -152,9 +152,7 @@ def check(env: Any, source: str, names: list[str] | None) -> dict[str, Any] | No
     except RecursionError:
         return {"error": "syntax", "reason": "it nests too deeply to be parsed"}
     for node in tree.find_all((nodes.Name, nodes.Filter)):
-        refused = (NONDETERMINISTIC_NAMES if isinstance(node, nodes.Name) else NONDETERMINISTIC_FILTERS).get(
-            node.name
-        )
+        refused = (NONDETERMINISTIC_NAMES if isinstance(node, nodes.Name) else NONDETERMINISTIC_FILTERS).get(node.name)
         if refused:
             return {
                 "error": "refused",

@@ -64,12 +64,16 @@ _BOOT = (
 
 class UntrustedTemplateError(CotkError):
     """A stranger's template refused or stopped: ``kind`` (``syntax``, ``unknown-names``, ``refused``, ``undefined``,
-    ``security``, ``memory``, ``time``, ``size``, ``error``, ``crashed``), ``clause`` (what the template did, to
-    follow a subject: "fails to render: ..."), ``index`` (the context it failed on, None before any)."""
+    ``security``, ``memory``, ``time``, ``size``, ``error``, ``crashed``), ``reason`` (why, bare: "it needs more
+    than 512 MiB of memory"), ``clause`` (what the template did, to follow a subject: "fails to render: ..."),
+    ``index`` (the context it failed on, None before any); the message is "the template " and the clause."""
 
-    def __init__(self, kind: str, clause: str, index: int | None = None, names: Sequence[str] = ()) -> None:
+    def __init__(
+        self, kind: str, reason: str, clause: str, index: int | None = None, names: Sequence[str] = ()
+    ) -> None:
         super().__init__(f"the template {clause}")
         self.kind = kind
+        self.reason = reason
         self.clause = clause
         self.index = index
         #: the undefined names, for ``unknown-names``
@@ -124,13 +128,15 @@ def render_untrusted(
 def _error(reply: dict[str, Any], each: float, total: float | None) -> UntrustedTemplateError:
     kind, reason, index = reply.get("error", "error"), str(reply.get("reason") or ""), reply.get("index")
     if kind == "syntax":
-        return UntrustedTemplateError(kind, f"is not a valid Jinja template: {reason}", index)
+        return UntrustedTemplateError(kind, reason, f"is not a valid Jinja template: {reason}", index)
     if kind == "unknown-names":
         names = reply.get("names") or []
         verb = "is" if len(names) == 1 else "are"
-        return UntrustedTemplateError(kind, f"uses {reason}, which {verb} undefined", index, names)
+        return UntrustedTemplateError(
+            kind, f"{reason} {verb} undefined", f"uses {reason}, which {verb} undefined", index, names
+        )
     if kind == "refused":
-        return UntrustedTemplateError(kind, reason, index)
+        return UntrustedTemplateError(kind, reason, reason, index)
     if kind == "memory":
         reason = f"it needs more than {MEMORY_BYTES // 2**20} MiB of memory"
     elif kind == "time":
@@ -143,7 +149,7 @@ def _error(reply: dict[str, Any], each: float, total: float | None) -> Untrusted
         reason = f"a rendering is {reason}, above the {MAX_CHARS:,} one may give ({MAX_TOTAL_CHARS:,} all together)"
     elif kind == "crashed":
         reason = f"the rendering process ended ({reason}; it may have needed more than {MEMORY_BYTES // 2**20} MiB)"
-    return UntrustedTemplateError(kind, f"fails to render: {reason}", index)
+    return UntrustedTemplateError(kind, reason, f"fails to render: {reason}", index)
 
 
 # -- the child ---------------------------------------------------------------------------------------------
