@@ -151,24 +151,21 @@ def load_template(template: Any, default: str, fields: Sequence[str], what: str)
 
 
 def _compile(text: str, what: str) -> Any:
-    from jinja2 import StrictUndefined, TemplateError
-    from jinja2.sandbox import SandboxedEnvironment
-
-    env = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    try:
-        return env.from_string(text)
-    except TemplateError as exc:
-        raise MetricError(f"the {what} template is not valid Jinja: {_first_line(exc)}") from None
+    """The template as :func:`_render` takes it: its text (compiled, checked and rendered in the bounded child
+    process of :func:`cotk_repro.core.untrusted.render_untrusted`, under its memory and time limits)."""
+    return text
 
 
 def _render(compiled: Any, values: dict[str, Any], what: str) -> str:
-    from jinja2 import TemplateError
+    from cotk_repro.core.untrusted import UntrustedTemplateError, render_untrusted
 
-    try:
-        return str(compiled.render(**values))
-    except TemplateError as exc:  # UndefinedError, SecurityError: a template's own mistake
+    try:  # a name beyond ``values`` is refused on any branch, not only on the one these values take
+        return render_untrusted(compiled, [values], names=list(values), what=f"{what} template")[0]
+    except UntrustedTemplateError as exc:  # undefined names, sandbox refusals, memory and time: the template's own
+        if exc.kind == "syntax":
+            raise MetricError(f"the {what} template is not valid Jinja: {exc.reason}") from None
         fields = ", ".join("{{ " + k + " }}" for k in values)
-        raise MetricError(f"the {what} template cannot be rendered ({_first_line(exc)}); it may use {fields}") from None
+        raise MetricError(f"the {what} template cannot be rendered ({exc.reason}); it may use {fields}") from None
 
 
 def _first_line(exc: BaseException) -> str:
