@@ -70,6 +70,9 @@ _FIELDS: dict[str, str] = {
 class ProtocolError(CotkError):
     """A protocol file that cannot be used: unreadable, not TOML, a wrong field or a template that fails."""
 
+    #: the input (0-based, in the batch rendered) whose rendering failed; None when not one input's fault
+    index: int | None = None
+
 
 @dataclass(frozen=True)
 class FewShot:
@@ -131,14 +134,15 @@ class Protocol:
 
     def fill_many(self, texts: Sequence[str]) -> list[str]:
         """:meth:`fill` of each text, in one request to the child process (each rendering bounded by
-        :data:`RENDER_SECONDS`); a failure names the text's position (1-based) when there are several."""
+        :data:`RENDER_SECONDS`); a failure's :class:`ProtocolError` has the failing text's ``index`` (0-based)."""
         try:
             return render_untrusted(
                 self.template, [{VARIABLE: t} for t in texts], names=[VARIABLE], seconds_each=RENDER_SECONDS, what=WHAT
             )
         except UntrustedTemplateError as exc:
-            where = f"input {exc.index + 1}: " if exc.index is not None and len(texts) > 1 else ""
-            raise ProtocolError(f"{where}the template of protocol {self.path} {_clause(exc)}") from None
+            error = ProtocolError(f"the template of protocol {self.path} {_clause(exc)}")
+            error.index = exc.index
+            raise error from None
 
     def render(self, text: str) -> Prompt:
         """The prompt for one input: a string (``chat = false``) or chat messages (``chat = true``)."""
