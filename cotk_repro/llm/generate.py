@@ -213,3 +213,82 @@ def generate_file(
     atomic_write(out, "".join(form(text) + "\n" for text in got.exact))
     atomic_write(sidecar, json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return dict(meta, reused=got.reused)
+
+
+@dataclass(frozen=True)
+class OutputsProtocol:
+    """The protocol an outputs file was prompted with, as ``evaluate`` stamps it."""
+
+    #: the protocol's hash
+    sha256: str
+    #: its path, as ``--protocol`` gave it or as the sidecar recorded it
+    path: str
+    #: the sidecar that recorded it, or None when only ``--protocol`` named it
+    sidecar: Path | None
+
+
+def protocol_of_outputs(
+    outputs: Path, given: Protocol | None = None, given_shown: str | None = None
+) -> OutputsProtocol | None:
+    """The protocol to stamp into the scores of ``outputs``: the one its sidecar (``outputs.json``, written by
+    :func:`generate_file`) records, else ``given`` (``--protocol``), else None.
+
+    A ``given`` protocol whose hash is not the recorded one, or given for outputs the sidecar says were made
+    without a protocol, is a :class:`GeneratorError` (one sentence): the scores would claim a prompt the outputs
+    never had. A sidecar that is not what ``generate`` writes is one too."""
+    outputs = Path(outputs)
+    sidecar = sidecar_path(outputs)
+    shown = given_shown or (str(given.path) if given is not None else "")
+    if not sidecar.exists():
+        return None if given is None else OutputsProtocol(given.sha256, shown, None)
+    recorded = _recorded_protocol(sidecar)
+    if given is None:
+        return None if recorded is None else OutputsProtocol(recorded["sha256"], recorded["path"], sidecar)
+    if recorded is None:
+        raise GeneratorError(
+            f"{sidecar} says {outputs} was generated without a protocol, but --protocol names {shown}; leave out "
+            "--protocol (or generate the outputs with it)"
+        )
+    if recorded["sha256"] != given.sha256:
+        raise GeneratorError(
+            f"--protocol {shown} (hash {given.sha256[:12]}) is not the protocol {recorded['path']} (hash "
+            f"{recorded['sha256'][:12]}) that {sidecar} records for {outputs}; leave out --protocol to stamp the "
+            "recorded one"
+        )
+    return OutputsProtocol(given.sha256, shown, sidecar)
+
+
+def _recorded_protocol(sidecar: Path) -> dict[str, str] | None:
+    """The ``protocol`` a sidecar records (``{"sha256", "path"}``, or None: generated without one)."""
+    import re
+
+    from ..core import jsonbudget
+    from ..core.safe_read import UnsafeFileError, read_regular
+
+    def unusable(why: str) -> GeneratorError:
+        return GeneratorError(
+            f"{sidecar} is not the sidecar `cotk-repro generate` writes ({why}); move it away to score the outputs "
+            "without it"
+        )
+
+    try:
+        data = jsonbudget.loads(
+            read_regular(sidecar, MAX_SIDECAR_BYTES, str(sidecar), follow_links=True), what=str(sidecar)
+        )
+    except (UnsafeFileError, jsonbudget.JSONBudgetError) as exc:
+        raise unusable(exc.message) from None
+    except OSError as exc:
+        raise unusable(f"unreadable: {exc.strerror or exc}") from None
+    if not isinstance(data, dict) or "protocol" not in data:
+        raise unusable("no 'protocol' field")
+    protocol = data["protocol"]
+    if protocol is None:
+        return None
+    if (
+        not isinstance(protocol, dict)
+        or not isinstance(protocol.get("sha256"), str)
+        or not re.fullmatch(r"[0-9a-f]{64}", protocol["sha256"])
+        or not isinstance(protocol.get("path"), str)
+    ):
+        raise unusable('its \'protocol\' is not {"sha256": 64 hex digits, "path": a string}')
+    return {"sha256": protocol["sha256"], "path": protocol["path"]}
