@@ -49,8 +49,11 @@ from .text.textfmt import TextFormat, batched
 class PromptProtocol(Protocol):
     """What generation needs of a prompt protocol (:class:`cotk_repro.llm.protocol.Protocol` is one)."""
 
-    path: Path
-    chat: bool
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def chat(self) -> bool: ...
 
     @property
     def sha256(self) -> str: ...

@@ -245,3 +245,51 @@ def test_a_protocol_file_that_is_a_fifo_is_refused_not_read(tmp_path):
     loader.join(timeout=20)
     assert not loader.is_alive()
     assert isinstance(got[0], ProtocolError) and "not a regular file" in got[0].message
+
+
+# -- generate renders batch by batch, each rendering bounded (item 1) -----------------------------------------
+@pytest.fixture(scope="module")
+def toy_generators(tmp_path_factory):
+    from llm_support import activate, deactivate, install
+
+    site = install(tmp_path_factory.mktemp("llm-toy-site"))
+    activate(site)
+    yield site
+    deactivate(site)
+
+
+def test_generate_renders_each_batch_just_before_generating_it(tmp_path, toy_generators, monkeypatch):
+    """The template fails on input 5: with batches of two, the first two batches were already generated (their
+    prompts in the toy's log), so the prompts were not all rendered up front."""
+    from cotk_repro.llm import generate_outputs
+
+    log = tmp_path / "log.txt"
+    monkeypatch.setenv("TOY_LOG", str(log))
+    p = load_protocol(protocol_file(tmp_path, "{{ input[6] }}{{ input }}"))
+    inputs = ["long input 1", "long input 2", "long input 3", "long input 4", "tiny", "long input 6"]
+    with pytest.raises(ProtocolError, match="input line 5: the template of protocol"):
+        generate_outputs("toy-prompts", {"batch_size": 2}, inputs, protocol=p, cache_dir=tmp_path / "c")
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 4
+
+
+def test_a_slow_rendering_in_generate_is_stopped_in_another_thread(tmp_path, toy_generators, monkeypatch):
+    from cotk_repro.llm import generate_outputs, protocol
+
+    slow = "{% if input == 'slow' %}{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}"
+    slow += "{% endfor %}{% endif %}{{ input }}"
+    p = load_protocol(protocol_file(tmp_path, slow))
+    monkeypatch.setattr(protocol, "RENDER_SECONDS", 0.5)
+    got: list[BaseException | None] = []
+
+    def run() -> None:
+        got.append(
+            _raises(lambda: generate_outputs("toy-prompts", {}, ["a", "b", "slow"], protocol=p, cache_dir=tmp_path))
+        )
+
+    start = time.monotonic()
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(timeout=SECONDS)
+    assert not worker.is_alive() and time.monotonic() - start < 0.5 + 2 + 3
+    assert isinstance(got[0], ProtocolError)
+    assert "input line 3: " in got[0].message and "rendering took more than 0.5 s" in got[0].message

@@ -32,6 +32,7 @@ MAX_SIZE = 1_000_000
 NONDETERMINISTIC_NAMES = {"lipsum": "lipsum() draws random words"}
 NONDETERMINISTIC_FILTERS = {"random": "the random filter draws a random item"}
 _HEADER = struct.Struct(">Q")
+_OBJECT_REPR: Any = object.__repr__
 
 
 class _Held:
@@ -73,7 +74,7 @@ def _plain(value: Any) -> Any:
         ),
     ):
         return _Held(value)
-    if type(value).__repr__ is object.__repr__:  # "<jinja2.utils.Cycler object at 0x7f...>"
+    if type(value).__repr__ is _OBJECT_REPR:  # "<jinja2.utils.Cycler object at 0x7f...>"
         return _Held(value)
     return value
 
@@ -307,6 +308,9 @@ def _write(stream: Any, message: dict[str, Any]) -> None:
 
 def serve(memory: int) -> None:
     """Answer requests on stdin until it closes."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it ends this process
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the parent's pipe
     env = environment()

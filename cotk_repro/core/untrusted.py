@@ -226,16 +226,20 @@ def _ask(data: bytes, seconds: float) -> dict[str, Any]:
         if _child is None or _child.owner != os.getpid() or _child.process.poll() is not None:
             _child = _Child()
         child = _child
+        start = time.monotonic()
         try:
             child.send(data)
-        except (BrokenPipeError, OSError):  # it had ended between two calls: once more with a new one
+            reply = child.read(start + seconds)
+        except OSError:  # it had ended between two calls (a broken pipe): once more with a new one
             child.end()
             _child = None
             if attempt == 2:
                 raise CotkError("the process that renders templates stopped taking requests") from None
             continue
-        start = time.monotonic()
-        reply = child.read(start + seconds)
+        except BaseException:  # Ctrl-C mid-request: a half-sent request or a late answer would confuse the next
+            child.end()
+            _child = None
+            raise
         if reply is None or reply.get("error") in ("memory", "time"):
             timed_out = reply is None and time.monotonic() - start >= seconds
             how = child.end()
