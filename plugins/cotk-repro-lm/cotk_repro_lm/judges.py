@@ -157,14 +157,22 @@ def _compile(text: str, what: str) -> Any:
 
 
 def _render(compiled: Any, values: dict[str, Any], what: str) -> str:
+    return _render_all(compiled, [values], what)[0]
+
+
+def _render_all(compiled: Any, contexts: list[dict[str, Any]], what: str) -> list[str]:
+    """The template rendered on each context, in one request to the bounded child (one pipe round trip)."""
     from cotk_repro.core.untrusted import UntrustedTemplateError, render_untrusted
 
-    try:  # a name beyond ``values`` is refused on any branch, not only on the one these values take
-        return render_untrusted(compiled, [values], names=list(values), what=f"{what} template")[0]
+    if not contexts:
+        return []
+    names = list(contexts[0])
+    try:  # a name beyond these is refused on any branch, not only on the one these values take
+        return render_untrusted(compiled, contexts, names=names, what=f"{what} template")
     except UntrustedTemplateError as exc:  # undefined names, sandbox refusals, memory and time: the template's own
         if exc.kind == "syntax":
             raise MetricError(f"the {what} template is not valid Jinja: {exc.reason}") from None
-        fields = ", ".join("{{ " + k + " }}" for k in values)
+        fields = ", ".join("{{ " + k + " }}" for k in names)
         raise MetricError(f"the {what} template cannot be rendered ({exc.reason}); it may use {fields}") from None
 
 
@@ -376,6 +384,10 @@ class _Judge(Metric):
     def render(self, **values: Any) -> str:
         return _render(self.compiled, values, self.name)
 
+    def render_all(self, contexts: list[dict[str, Any]]) -> list[str]:
+        """:meth:`render` of each context, in one request to the bounded template process."""
+        return _render_all(self.compiled, contexts, self.name)
+
     def base_settings(self, queries: Sequence[str]) -> list[Setting]:
         """The settings every value of this metric shares (the judge, the template, the inputs)."""
         out = [
@@ -479,7 +491,9 @@ class JudgeMetric(_Judge):
 
     def judged(self, hyps: list[str], queries: list[str]) -> dict[str, Any]:
         low, high = self.scale
-        prompts = [self.render(input=q, output=h, scale_min=low, scale_max=high) for q, h in zip(queries, hyps)]
+        prompts = self.render_all(
+            [{"input": q, "output": h, "scale_min": low, "scale_max": high} for q, h in zip(queries, hyps)]
+        )
         answers = self.ask(prompts)
         scores = [parse_score(a, low, high) for a in answers]
         parsed = [s for s in scores if s is not None]
@@ -545,8 +559,12 @@ class PairwiseMetric(_Judge):
                 f"{len(hyps)} outputs but {len(self.baseline)} baseline outputs: give the baseline's output for "
                 f"each input, line-aligned"
             )
-        first = [self.render(input=q, output_a=h, output_b=b) for q, h, b in zip(queries, hyps, self.baseline)]
-        second = [self.render(input=q, output_a=b, output_b=h) for q, h, b in zip(queries, hyps, self.baseline)]
+        first = self.render_all(
+            [{"input": q, "output_a": h, "output_b": b} for q, h, b in zip(queries, hyps, self.baseline)]
+        )
+        second = self.render_all(
+            [{"input": q, "output_a": b, "output_b": h} for q, h, b in zip(queries, hyps, self.baseline)]
+        )
         answers = self.ask(first + second)
         as_a, as_b = answers[: len(hyps)], answers[len(hyps) :]
         verdicts = [(parse_verdict(x), parse_verdict(y)) for x, y in zip(as_a, as_b)]
