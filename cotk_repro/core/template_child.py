@@ -245,11 +245,13 @@ def answer(env: Any, compiled: dict[str, Any], request: dict[str, Any]) -> dict[
     key = json.dumps([source, names, env.what])
     template = compiled.get(key)
     if template is None:
-        refusal = check(env, source, names)
-        if refusal is not None:
-            return refusal
         try:
+            refusal = check(env, source, names)
+            if refusal is not None:
+                return refusal
             template = env.from_string(source)
+        except MemoryError:
+            return {"error": "memory", "reason": "", "index": None}
         except Exception as exc:  # a compile-time refusal (an unknown filter)
             return _reason(exc)
         if len(compiled) >= 32:
