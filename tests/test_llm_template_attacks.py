@@ -160,9 +160,10 @@ def test_the_load_deadline_covers_every_few_shot_rendering_together(tmp_path, mo
     from cotk_repro.llm import protocol
 
     monkeypatch.setattr(protocol, "RENDER_SECONDS", 2.0)
-    # each rendering takes about 0.2 s (well under the bound of one), thirty of them far more than the load's
-    slow = "{% for i in range(1500) %}{% for j in range(1000) %}{% endfor %}{% endfor %}{{ input }}"
-    shots = "".join(f'[[few_shot]]\ninput = "q{n}"\noutput = "a"\n' for n in range(30))
+    # each rendering takes about 0.06 s (far under the bound of one, also on a busy machine), a hundred of them
+    # about 6 s, far more than the load's bound
+    slow = "{% for i in range(500) %}{% for j in range(1000) %}{% endfor %}{% endfor %}{{ input }}"
+    shots = "".join(f'[[few_shot]]\ninput = "q{n}"\noutput = "a"\n' for n in range(100))
     start = time.monotonic()
     with pytest.raises(ProtocolError, match=r"rendering took more than 2 s \(all its renderings together\)"):
         load_protocol(protocol_file(tmp_path, slow, shots))
