@@ -10,7 +10,6 @@ import random
 import pytest
 import requests
 from dashboard_support import db_url_for, fake_hash, make_record
-from scipy.stats import rankdata
 from signing_support import make_key
 
 from cotk_repro.compare.engine import Cell
@@ -21,6 +20,8 @@ from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.server import start_in_thread
 from cotk_repro.records import finalize
+
+rankdata = pytest.importorskip("scipy.stats", reason="the reference ranking is scipy's (pip install scipy)").rankdata
 
 API = "/api/v1"
 BLEU, PPL = fake_hash("rank-bleu"), fake_hash("rank-ppl")

@@ -23,6 +23,7 @@ else:  # Python 3.10
 
 from ..core.tomlpos import key_lines, line_of
 from ..errors import ConfigError, CotkError
+from ..first_party import missing_sentence
 from ..generation import GeneratorError
 from ..metrics.facts import facts_of
 from ..text.textfmt import TextFileError, TextFormat, count_documents, count_lines, inputs_sha256
@@ -443,7 +444,9 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
         if name not in known:
             raise fail(
                 p + ("name",),
-                refusal("metric", name) or f"unknown metric {name!r}; registered: {', '.join(sorted(known)) or 'none'}",
+                refusal("metric", name)
+                or missing_sentence("metric", name)
+                or f"unknown metric {name!r}; registered: {', '.join(sorted(known)) or 'none'}",
             )
         label = m.get("label", name)
         _check_name(label.replace("{key}", "k"), "metric label", p + ("label" if "label" in m else "name",), fail)
@@ -567,6 +570,7 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                 raise fail(
                     p + ("generator",),
                     refusal("generator", gen)
+                    or missing_sentence("generator", gen)
                     or f"unknown generator {gen!r}; registered: {', '.join(sorted(generators)) or 'none'}",
                 )
             settings = dict(s.get("settings", {}))

@@ -199,7 +199,14 @@ def evaluate_files(
             from ..plugins import get_plugins
 
             refused = get_plugins().refusal("metric", name)  # a plugin's, refused at registration: its sentence
-            raise MetricError(refused or f"unknown metric {name!r}; registered metrics: {', '.join(known) or 'none'}")
+            from ..first_party import missing_sentence
+
+            missing = missing_sentence("metric", name)  # a first-party plugin's metric: say which one to install
+            raise MetricError(
+                refused
+                or (f"{missing}; registered: {', '.join(known)}" if missing else None)
+                or f"unknown metric {name!r}; registered metrics: {', '.join(known) or 'none'}"
+            )
     if hyps_path is None and groups_path is None:
         raise MetricError("give the hypotheses: --hyps FILE (or --groups FILE for metrics that score groups)")
     if tokenizer is not None:
