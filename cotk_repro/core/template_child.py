@@ -181,7 +181,7 @@ class _Expired(BaseException):  # not an Exception: no ``except Exception`` in a
 def _limit_self(memory: int) -> None:
     try:
         import resource
-    except ImportError:  # Windows: the parent's deadline alone
+    except ImportError:  # no POSIX resource limits here: the parent's deadline alone
         return
     for name, value in (("RLIMIT_AS", memory), ("RLIMIT_DATA", memory), ("RLIMIT_FSIZE", 0), ("RLIMIT_CORE", 0)):
         limit = getattr(resource, name, None)
