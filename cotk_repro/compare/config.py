@@ -24,10 +24,10 @@ else:  # Python 3.10
 from ..core.tomlpos import key_lines, line_of
 from ..errors import ConfigError, CotkError
 from ..first_party import missing_sentence
+from ..generation import GeneratorError
 from ..metrics.facts import facts_of
-from .generate import GeneratorError
+from ..text.textfmt import TextFileError, TextFormat, count_documents, count_lines, inputs_sha256
 from .schema import validate_shape
-from .textfmt import TextFileError, TextFormat, count_documents, count_lines, inputs_sha256
 
 #: how a metric uses the gold references (a metric's own facts choose; a [[metric]] may override):
 #: ``aligned`` one reference list per sample line; ``set`` the whole gold set, not aligned; ``none`` none.
@@ -660,7 +660,7 @@ def _load_protocol(path: Path, where: tuple, fail) -> Any:
 def _check_generator(name: str, factory: Any, settings: dict[str, Any], protocol: Any) -> None:
     """Build the generator once with its settings (and the protocol's decoding values, whose conflicts and chat
     prompts are refused with a GeneratorError): its own refusals are config errors."""
-    from .generate import check_prompts_accepted, protocol_settings
+    from ..generation import check_prompts_accepted, protocol_settings
 
     if protocol is None:
         factory(**settings)

@@ -25,8 +25,8 @@ from ..core.ranking import system_pinned
 from ..core.results import epoch_key, parse_result_dict
 from ..errors import CotkError
 from ..metrics.base import score, score_batches
+from ..text.textfmt import TextFormat, batched, iter_gold, iter_texts
 from .config import CompareConfig, MetricSpec, SystemSpec
-from .textfmt import TextFormat, batched, iter_gold, iter_texts
 
 
 @dataclass
@@ -230,7 +230,8 @@ def split_curves(
 def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
     """Worker task: generate (or reuse cached) samples for one generator system and dataset, with the
     per-epoch values of the generator's own result when it trained a model (see :mod:`.generate`)."""
-    from .generate import generate_inputs_file, read_generator_result
+    from ..generation import read_generator_result
+    from .generate import generate_inputs_file
 
     start = time.perf_counter()
     got = generate_inputs_file(

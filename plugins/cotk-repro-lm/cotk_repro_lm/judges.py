@@ -209,24 +209,29 @@ def load_template(template: Any, default: str, fields: Sequence[str], what: str)
 
 
 def _compile(text: str, what: str) -> Any:
-    from jinja2 import StrictUndefined, TemplateError
-    from jinja2.sandbox import SandboxedEnvironment
-
-    env = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    try:
-        return env.from_string(text)
-    except TemplateError as exc:
-        raise MetricError(f"the {what} template is not valid Jinja: {_first_line(exc)}") from None
+    """The template as :func:`_render` takes it: its text (compiled, checked and rendered in the bounded child
+    process of :func:`cotk_repro.core.untrusted.render_untrusted`, under its memory and time limits)."""
+    return text
 
 
 def _render(compiled: Any, values: dict[str, Any], what: str) -> str:
-    from jinja2 import TemplateError
+    return _render_all(compiled, [values], what)[0]
 
-    try:
-        return str(compiled.render(**values))
-    except TemplateError as exc:  # UndefinedError, SecurityError: a template's own mistake
-        fields = ", ".join("{{ " + k + " }}" for k in values)
-        raise MetricError(f"the {what} template cannot be rendered ({_first_line(exc)}); it may use {fields}") from None
+
+def _render_all(compiled: Any, contexts: list[dict[str, Any]], what: str) -> list[str]:
+    """The template rendered on each context, in one request to the bounded child (one pipe round trip)."""
+    from cotk_repro.core.untrusted import UntrustedTemplateError, render_untrusted
+
+    if not contexts:
+        return []
+    names = list(contexts[0])
+    try:  # a name beyond these is refused on any branch, not only on the one these values take
+        return render_untrusted(compiled, contexts, names=names, what=f"{what} template")
+    except UntrustedTemplateError as exc:  # undefined names, sandbox refusals, memory and time: the template's own
+        if exc.kind == "syntax":
+            raise MetricError(f"the {what} template is not valid Jinja: {exc.reason}") from None
+        fields = ", ".join("{{ " + k + " }}" for k in names)
+        raise MetricError(f"the {what} template cannot be rendered ({exc.reason}); it may use {fields}") from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -435,6 +440,10 @@ class _Judge(Metric):
     def render(self, **values: Any) -> str:
         return _render(self.compiled, values, self.name)
 
+    def render_all(self, contexts: list[dict[str, Any]]) -> list[str]:
+        """:meth:`render` of each context, in one request to the bounded template process."""
+        return _render_all(self.compiled, contexts, self.name)
+
     def base_settings(self, queries: Sequence[str]) -> list[Setting]:
         """The settings every value of this metric shares (the judge, the template, the inputs)."""
         out = [
@@ -539,7 +548,9 @@ class JudgeMetric(_Judge):
 
     def judged(self, hyps: list[str], queries: list[str]) -> dict[str, Any]:
         low, high = self.scale
-        prompts = [self.render(input=q, output=h, scale_min=low, scale_max=high) for q, h in zip(queries, hyps)]
+        prompts = self.render_all(
+            [{"input": q, "output": h, "scale_min": low, "scale_max": high} for q, h in zip(queries, hyps)]
+        )
         answers = self.ask(prompts)
         scores = [parse_score(a, low, high) for a in answers]
         parsed = [s for s in scores if s is not None]
@@ -610,8 +621,12 @@ class PairwiseMetric(_Judge):
                 f"{len(hyps)} outputs but {len(self.baseline)} baseline outputs: give the baseline's output for "
                 f"each input, line-aligned"
             )
-        first = [self.render(input=q, output_a=h, output_b=b) for q, h, b in zip(queries, hyps, self.baseline)]
-        second = [self.render(input=q, output_a=b, output_b=h) for q, h, b in zip(queries, hyps, self.baseline)]
+        first = self.render_all(
+            [{"input": q, "output_a": h, "output_b": b} for q, h, b in zip(queries, hyps, self.baseline)]
+        )
+        second = self.render_all(
+            [{"input": q, "output_a": b, "output_b": h} for q, h, b in zip(queries, hyps, self.baseline)]
+        )
         answers = self.ask(first + second)
         as_a, as_b = answers[: len(hyps)], answers[len(hyps) :]
         verdicts = [(parse_verdict(x), parse_verdict(y)) for x, y in zip(as_a, as_b)]
