@@ -33,14 +33,14 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from .core.canonical import hash_object
 from .core.fileio import atomic_write
+from .core.filelock import locked
 from .core.results import is_companion_key, parse_result_dict
 from .errors import CotkError
 from .text.textfmt import TextFormat, batched
@@ -224,7 +224,7 @@ def run_cached(
     meta_path = folder / f"{digest}.json"
     reports = callable(getattr(generator, "result", None))
     folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder / f".{digest}.lock"):  # one process at a time writes an entry; the next reuses it
+    with locked(folder / f".{digest}.lock"):  # one process at a time writes an entry; the next reuses it
         if out.is_file() and meta_path.is_file() and (not reports or _result_path(out).is_file()):
             meta = _read_meta(meta_path)
             if meta is not None:
@@ -300,22 +300,6 @@ def _read_meta(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return meta if isinstance(meta, dict) else None
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` while the block runs (POSIX ``flock``; elsewhere none)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no lock (compare's workers then may generate one entry twice)
-        yield
-        return
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def read_outputs(cached: CachedOutputs) -> list[str]:

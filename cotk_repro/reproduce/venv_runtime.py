@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jsonbudget
+from ..core.filelock import locked
 from ..core.tail import TAIL
 from ..core.userconfig import cache_dir
 from . import ReproduceError
@@ -212,7 +213,7 @@ class VenvRuntime:
         ).hexdigest()[:24]
         vdir = cache_dir() / "venvs" / key
         vdir.parent.mkdir(parents=True, exist_ok=True)
-        with _FileLock(vdir.parent / f"{key}.lock"):
+        with locked(vdir.parent / f"{key}.lock"):
             if (vdir / MARKER).is_file():
                 job.steps.skip("wheel download", "environment cached")
                 job.steps.skip("venv build", "cached")
@@ -361,22 +362,3 @@ class LocalRuntime:
 
     def run(self, job: Job) -> Rerun:
         return run_on_host(job, sys.executable, None, self.env_info)
-
-
-class _FileLock:
-    def __init__(self, path: Path):
-        self.path = path
-        self.fh = None
-
-    def __enter__(self):
-        self.fh = open(self.path, "w")
-        try:
-            import fcntl
-
-            fcntl.flock(self.fh, fcntl.LOCK_EX)
-        except ImportError:  # pragma: no cover - Windows
-            pass
-        return self
-
-    def __exit__(self, *exc):
-        self.fh.close()
