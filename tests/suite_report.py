@@ -74,9 +74,15 @@ class SuiteReport:
         )
 
 
+#: set in the process that reports, and so seen by every pytest a test starts (a test in a fresh interpreter, the
+#: docs harness): those report nothing, else the last nested run's one test would replace the suite's file
+NESTED = "COTK_REPRO_SUITE_REPORT_BY"
+
+
 def register(config) -> None:
     if hasattr(config, "workerinput"):  # an xdist worker: the controller collects every report
         return
-    if config.pluginmanager.has_plugin("cotk-repro-suite-report"):
+    if os.environ.get(NESTED) or config.pluginmanager.has_plugin("cotk-repro-suite-report"):
         return
+    os.environ[NESTED] = str(os.getpid())
     config.pluginmanager.register(SuiteReport(config), "cotk-repro-suite-report")
