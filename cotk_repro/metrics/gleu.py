@@ -21,6 +21,7 @@ from ..text.reference_hashes import reference_set_hash
 from ._text import as_int_list, check_samples, resolve_tokenizer
 from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, SHOWN_WITH_ANOTHER, Declaration, Setting
+from .resampling import NOT_YET
 
 GLEU_VERSION = "1"
 
@@ -53,6 +54,9 @@ class GleuMetric(Metric):
     Options: ``min_len`` (1) and ``max_len`` (4): the n-gram orders; ``tokenizer`` (BLEU's WordPunct; or a
     registered tokenizer); ``per_sentence`` (false: also ``gleu per-sentence``, NLTK's ``sentence_gleu``).
     """
+
+    resampling = "none"
+    no_interval = NOT_YET  # docs/metrics.md, "Significance and intervals"
 
     name = "gleu"
     tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")

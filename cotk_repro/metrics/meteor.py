@@ -179,6 +179,18 @@ class MeteorMetric(Metric):
         penalty: float = self.gamma * (count_chunks(matches) / m) ** self.beta  # float ** float: typed Any
         return (1 - penalty) * fmean
 
+    #: a resample's METEOR is the mean of its sentences' (docs/metrics.md, "Significance and intervals")
+    resampling = "values"
+
+    def resample_values(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> dict[str, list[float]]:
+        """Each sentence's METEOR against its best reference: the value is their mean."""
+        hyps, refs = check_samples("meteor", hypotheses, references)
+        hyp_toks = self.tokenizer.many(hyps)
+        ref_toks = [self.tokenizer.many(r) for r in refs]
+        return {self.name: [max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)]}
+
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs = check_samples("meteor", hypotheses, references)
         hyp_toks = self.tokenizer.many(hyps)

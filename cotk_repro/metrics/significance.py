@@ -1,0 +1,230 @@
+"""Is the difference real? Confidence intervals and paired significance tests for every metric that resamples.
+
+The library behind ``cotk-repro significance`` and ``evaluate --ci`` (docs/metrics.md, "Significance and
+intervals"). Both tests are sacrebleu's (``sacrebleu/significance.py``), on the metric's own scale:
+
+* **paired bootstrap resampling** (Koehn 2004; ``bs``, 1,000 resamples): the same resamples of the items for the
+  baseline and each system; the interval is the mean of the system's resampled values and half the width of
+  their central 95%; the p-value compares the observed difference with the resampled differences centred on their
+  mean;
+* **approximate randomization** (Riezler & Maxwell 2005; ``ar``, 10,000 trials): each trial swaps each item's
+  two outputs with probability 1/2; the p-value is the share of trials (plus one) whose two pseudo-systems differ
+  more than the two systems do. It gives no interval.
+
+Seed 12345 and ``numpy.random.default_rng`` as sacrebleu draws them: with the same inputs the values, means,
+half-widths and p-values are sacrebleu's (divided by 100 where sacrebleu's scale is 0-100). Every number is
+deterministic given the seed: two copies of one system get identical intervals and p = 1. The method, resamples
+and seed are written into the value's signature (``|bs:1000|seed:12345``), never into its hash: the value is the
+same metric's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .base import MetricError
+from .resampling import (
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
+    METHODS,
+    ItemStatistics,
+    bootstrap_indices,
+    draw_counts,
+    estimate_ci,
+    item_statistics,
+    p_value,
+    randomization_masks,
+    randomized_values,
+    resampled_values,
+)
+
+#: the threshold below which a p-value is marked (``*``) in tables
+ALPHA = 0.05
+#: the suffix of an interval beside a value in a result dict: ``"bleu ci": {"mean", "half_width", ...}``
+CI_SUFFIX = " ci"
+
+EXPLANATIONS = {
+    "bs": (
+        "Paired bootstrap resampling (Koehn 2004): {samples} resamples of the {items} items, drawn with "
+        "replacement by numpy's default_rng({seed}) as sacrebleu draws them, scored for the baseline and every "
+        "system alike. 'mean +- ci' is the mean of a system's resampled values and half the width of their central "
+        "95%. The p-value is the share of resamples (plus one, over their number plus one) whose difference to the "
+        "baseline, centred on the mean difference, exceeds the observed one: the chance of a difference this large "
+        "if the two systems were equally good. '*' marks p < {alpha}; with many systems against one baseline, some "
+        "small p-values are expected by chance (compare's reports correct for it with Holm-Bonferroni)."
+    ),
+    "ar": (
+        "Approximate randomization (Riezler & Maxwell 2005): {samples} trials, each swapping every item's two "
+        "outputs (the system's and the baseline's) with probability 1/2, drawn by numpy's default_rng({seed}) as "
+        "sacrebleu draws them. The p-value is the share of trials (plus one, over their number plus one) whose two "
+        "shuffled systems differ by more than the two real ones: the chance of a difference this large if the "
+        "outputs were exchangeable. '*' marks p < {alpha}. Randomization gives no interval (use --method bs); "
+        "with many systems against one baseline, some small p-values are expected by chance."
+    ),
+}
+
+
+@dataclass(frozen=True)
+class SystemResult:
+    """One system's value of one result key, with its interval (bootstrap) and p-value against the baseline."""
+
+    system: str
+    metric: str
+    score: float
+    mean: float | None
+    ci: float | None
+    p_value: float | None
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value is not None and self.p_value < ALPHA
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON object of ``significance --json`` (shared/SPEC.md section 14): plain floats, never numpy's."""
+        return {
+            "system": self.system,
+            "metric": self.metric,
+            "score": _plain(self.score),
+            "mean": _plain(self.mean),
+            "ci": _plain(self.ci),
+            "p_value": _plain(self.p_value),
+        }
+
+
+def _plain(value: Any) -> float | None:
+    if value is None:
+        return None
+    out = float(value)
+    return out if math.isfinite(out) else None
+
+
+def check_settings(method: str, samples: int | None, seed: int | None) -> tuple[str, int, int]:
+    """``(method, samples, seed)`` with the defaults filled in; a bad one refused with one sentence."""
+    if method not in METHODS:
+        raise MetricError(f"unknown method {method!r}: choose bs (paired bootstrap) or ar (approximate randomization)")
+    n = DEFAULT_SAMPLES[method] if samples is None else samples
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
+        raise MetricError(f"the number of samples must be a whole number from 1 to 1000000, not {samples!r}")
+    s = DEFAULT_SEED if seed is None else seed
+    if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**63:
+        raise MetricError(f"the seed must be a whole number from 0 to 2**63 - 1, not {seed!r}")
+    return method, n, s
+
+
+def signature_suffix(method: str, samples: int, seed: int) -> str:
+    """What a value's signature gains from its test (sacrebleu's fields): ``|bs:1000|seed:12345``."""
+    return f"|{method}:{samples}|seed:{seed}"
+
+
+def interval(items: ItemStatistics, samples: int = DEFAULT_SAMPLES["bs"], seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """The bootstrap interval of one system's value: ``{"mean", "half_width", "samples", "seed"}`` (sacrebleu's
+    ``corpus_score(..., n_bootstrap=samples)``: the mean and the 95% half-width of the resampled values)."""
+    counts = draw_counts(bootstrap_indices(len(items), samples, seed), len(items))
+    mean, half = estimate_ci(resampled_values(counts, items))
+    return {"mean": _plain(mean), "half_width": _plain(half), "samples": samples, "seed": seed}
+
+
+def paired_bootstrap(
+    baseline: ItemStatistics, systems: Sequence[ItemStatistics], samples: int, seed: int
+) -> list[tuple[float, float, float, float | None]]:
+    """``(score, mean, half_width, p_value)`` of the baseline (p None) and each system: sacrebleu's ``bs`` test,
+    every system on the same resamples (the same seed)."""
+    n = len(baseline)
+    counts = draw_counts(bootstrap_indices(n, samples, seed), n)
+    base_values = resampled_values(counts, baseline)
+    base_score = baseline.value()
+    mean, half = estimate_ci(base_values)
+    out: list[tuple[float, float, float, float | None]] = [(base_score, mean, half, None)]
+    for items in systems:
+        values = resampled_values(counts, items)
+        score = items.value()
+        diffs = np.abs(values - base_values)
+        m, h = estimate_ci(values)
+        out.append((score, m, h, p_value(diffs - diffs.mean(), abs(base_score - score))))
+    return out
+
+
+def approximate_randomization(
+    baseline: ItemStatistics, systems: Sequence[ItemStatistics], trials: int, seed: int
+) -> list[tuple[float, float | None]]:
+    """``(score, p_value)`` of the baseline (p None) and each system: sacrebleu's ``ar`` test, every system on the
+    same swaps (the same seed)."""
+    masks = randomization_masks(len(baseline), trials, seed)
+    base_score = baseline.value()
+    out: list[tuple[float, float | None]] = [(base_score, None)]
+    for items in systems:
+        a, b = randomized_values(masks, baseline, items)
+        score = items.value()
+        out.append((score, p_value(np.abs(a - b), abs(base_score - score))))
+    return out
+
+
+def paired_test(
+    metric: Any,
+    references: Sequence[Sequence[str]] | None,
+    baseline: tuple[str, Sequence[str]],
+    systems: Sequence[tuple[str, Sequence[str]]],
+    *,
+    method: str = "bs",
+    samples: int | None = None,
+    seed: int | None = None,
+) -> list[SystemResult]:
+    """Every result key of ``metric`` that resamples, for the baseline and each system (named ``(name,
+    hypotheses)`` pairs, each with one hypothesis per reference list): the baseline's rows first, then each
+    system's, key by key as the metric reports them."""
+    method, n, s = check_settings(method, samples, seed)
+    base_name, base_hyps = baseline
+    for name, hyps in systems:
+        if len(hyps) != len(base_hyps):
+            raise MetricError(
+                f"{name} has {len(hyps)} lines but the baseline {base_name} has {len(base_hyps)}: a paired test "
+                f"needs one output per item from every system"
+            )
+    base_items = item_statistics(metric, base_hyps, references)
+    sys_items = [item_statistics(metric, hyps, references) for _, hyps in systems]
+    names = [base_name] + [name for name, _ in systems]
+    rows: list[SystemResult] = []
+    for key, items in base_items.items():
+        others = [stats[key] for stats in sys_items]
+        if method == "bs":
+            for name, (score, mean, half, p) in zip(names, paired_bootstrap(items, others, n, s)):
+                rows.append(SystemResult(name, key, score, mean, half, p))
+        else:
+            for name, (score, p) in zip(names, approximate_randomization(items, others, n, s)):
+                rows.append(SystemResult(name, key, score, None, None, p))
+    return rows
+
+
+def explanation(method: str, samples: int, seed: int, items: int) -> str:
+    """The one paragraph a table of results ends with: what the test did and how to read it."""
+    return EXPLANATIONS[method].format(samples=samples, seed=seed, items=items, alpha=ALPHA)
+
+
+def add_intervals(
+    result: dict[str, Any],
+    metric: Any,
+    hypotheses: Sequence[Any],
+    references: Sequence[Any] | None,
+    samples: int | None = None,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """``result`` (the metric's result dict) with ``"KEY ci": {"mean", "half_width", "samples", "seed"}`` beside
+    each value that has an interval, and ``|bs:N|seed:S`` on that value's signature (``evaluate --ci``). A metric
+    without intervals leaves ``result`` as it is."""
+    if getattr(metric, "resampling", "none") == "none":
+        return result
+    _, n, s = check_settings("bs", samples, seed)
+    out = dict(result)
+    for key, items in item_statistics(metric, hypotheses, references).items():
+        if key not in out:
+            continue
+        out[key + CI_SUFFIX] = interval(items, n, s)
+        sig = out.get(key + " signature")
+        if isinstance(sig, str):
+            out[key + " signature"] = sig + signature_suffix("bs", n, s)
+    return out
