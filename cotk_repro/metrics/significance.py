@@ -13,7 +13,8 @@ intervals"). Both tests are sacrebleu's (``sacrebleu/significance.py``), on the 
 
 Seed 12345 and ``numpy.random.default_rng`` as sacrebleu draws them: with the same inputs the values, means,
 half-widths and p-values are sacrebleu's (divided by 100 where sacrebleu's scale is 0-100). Every number is
-deterministic given the seed: two copies of one system get identical intervals and p = 1. The method, resamples
+deterministic given the seed: two copies of one system get identical intervals and p = 1 (the one difference from
+sacrebleu, whose strict count gives a system against itself ``1 / (samples + 1)``: see :func:`_p_value`). The method, resamples
 and seed are written into the value's signature (``|bs:1000|seed:12345``), never into its hash: the value is the
 same metric's.
 """
@@ -145,7 +146,7 @@ def paired_bootstrap(
         score = items.value()
         diffs = np.abs(values - base_values)
         m, h = estimate_ci(values)
-        out.append((score, m, h, p_value(diffs - diffs.mean(), abs(base_score - score))))
+        out.append((score, m, h, _p_value(diffs, diffs - diffs.mean(), abs(base_score - score))))
     return out
 
 
@@ -160,8 +161,18 @@ def approximate_randomization(
     for items in systems:
         a, b = randomized_values(masks, baseline, items)
         score = items.value()
-        out.append((score, p_value(np.abs(a - b), abs(base_score - score))))
+        diffs = np.abs(a - b)
+        out.append((score, _p_value(diffs, diffs, abs(base_score - score))))
     return out
+
+
+def _p_value(diffs: np.ndarray, statistics: np.ndarray, observed: float) -> float:
+    """sacrebleu's p-value, but 1 where nothing differs: no observed difference and none in any resample (two
+    systems the metric cannot tell apart on any item). sacrebleu counts only statistics *above* the observed one,
+    so it gives such a pair ``1 / (samples + 1)``, a system significantly different from itself."""
+    if observed == 0 and not diffs.any():
+        return 1.0
+    return p_value(statistics, observed)
 
 
 def paired_test(

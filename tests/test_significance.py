@@ -1,0 +1,296 @@
+"""Intervals and paired significance tests (docs/metrics.md, "Significance and intervals"), against their peers.
+
+* BLEU (``tokenizer=13a``), chrF, chrF++ and TER (one reference and several; TER's options): the score, bootstrap
+  mean, 95% half-width and p-value equal sacrebleu's own ``PairedTest`` on the same inputs, ours being fractions
+  (sacrebleu's bootstrap sums its statistics in float32, so its mean and half-width carry float32 rounding: compared
+  to 2e-7 on our scale, 2e-5 on sacrebleu's; the scores and p-values exactly). One test runs sacrebleu's defaults
+  (10,000 randomization trials); the others give both sides the same smaller count.
+* The interval of one system equals sacrebleu's ``corpus_score(..., n_bootstrap=1000)``.
+* Every other kind: the same draws give the same numbers as recomputing the metric on each resample (the metric
+  itself on the resampled lists for corpus BLEU in NLTK's configuration, rouge-score for ROUGE, NLTK's METEOR).
+* Properties (hypothesis): a system against itself gets p = 1 and an interval holding its score; two copies of one
+  system get identical intervals.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sacrebleu.metrics import BLEU, CHRF, TER
+from sacrebleu.significance import PairedTest
+
+from cotk_repro.metrics import MetricError, get_metric
+from cotk_repro.metrics.resampling import (
+    ItemStatistics,
+    bootstrap_indices,
+    draw_counts,
+    item_statistics,
+    resampled_values,
+)
+from cotk_repro.metrics.significance import add_intervals, paired_test
+
+FIXTURES = Path(__file__).parent / "fixtures"
+N = 60  # items: enough that no two resamples tie by accident, few enough for sacrebleu's Python loops
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    """References (two streams) and three systems' outputs: COCO captions and three Texygen generators."""
+    fixtures_dir = FIXTURES
+    refs = (fixtures_dir / "texygen" / "coco_test.txt").read_text().splitlines()
+    streams = [refs[:N], refs[N : 2 * N]]
+    systems = [
+        (fixtures_dir / "texygen" / "instances" / f"{name}.txt").read_text().splitlines()[:N]
+        for name in ("mle", "seq", "rank")
+    ]
+    return streams, systems
+
+
+def per_hypothesis(streams):
+    return [list(rs) for rs in zip(*streams)]
+
+
+def sacrebleu_rows(systems, metric, streams, method, samples):
+    named = [(f"s{i}", hyps) for i, hyps in enumerate(systems)]
+    _, scores = PairedTest(named, {"m": metric}, streams, test_type=method, n_samples=samples)()
+    (key,) = [k for k in scores if k != "System"]
+    return scores[key]
+
+
+def assert_equal_to_sacrebleu(ours, theirs, method):
+    assert len(ours) == len(theirs)
+    for mine, peer in zip(ours, theirs):
+        assert mine.score * 100 == pytest.approx(peer.score, abs=1e-9)
+        assert mine.p_value == peer.p_value  # exactly: the same draws, the same counts
+        if method == "bs":
+            assert mine.mean * 100 == pytest.approx(peer.mean, abs=2e-5)
+            assert mine.ci * 100 == pytest.approx(peer.ci, abs=2e-5)
+        else:
+            assert mine.mean is None and mine.ci is None
+
+
+CASES = [
+    ("bleu", {"tokenizer": "13a"}, lambda: BLEU()),
+    ("bleu", {"tokenizer": "13a", "denominators": "sacrebleu"}, lambda: BLEU()),
+    ("chrf", {}, lambda: CHRF()),
+    ("chrf", {"word_order": 2}, lambda: CHRF(word_order=2)),
+    ("chrf", {"eps_smoothing": True, "lowercase": True}, lambda: CHRF(eps_smoothing=True, lowercase=True)),
+    ("ter", {}, lambda: TER()),
+    ("ter", {"normalized": True, "case_sensitive": True}, lambda: TER(normalized=True, case_sensitive=True)),
+    ("ter", {"no_punct": True, "asian_support": True}, lambda: TER(no_punct=True, asian_support=True)),
+]
+
+
+@pytest.mark.parametrize("n_refs", [1, 2])
+@pytest.mark.parametrize("name,options,peer", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_paired_bootstrap_equals_sacrebleu(corpus, name, options, peer, n_refs):
+    streams, systems = corpus
+    streams = streams[:n_refs]
+    rows = paired_test(
+        get_metric(name, **options),
+        per_hypothesis(streams),
+        ("s0", systems[0]),
+        [("s1", systems[1]), ("s2", systems[2])],
+        method="bs",
+    )
+    assert_equal_to_sacrebleu(rows, sacrebleu_rows(systems, peer(), streams, "bs", 1000), "bs")
+
+
+@pytest.mark.parametrize("name,options,peer", [CASES[0], CASES[3], CASES[6]], ids=["bleu", "chrf++", "ter"])
+def test_approximate_randomization_equals_sacrebleu(corpus, name, options, peer):
+    streams, systems = corpus
+    rows = paired_test(
+        get_metric(name, **options),
+        per_hypothesis(streams),
+        ("s0", systems[0]),
+        [("s1", systems[1]), ("s2", systems[2])],
+        method="ar",
+        samples=300,
+    )
+    assert_equal_to_sacrebleu(rows, sacrebleu_rows(systems, peer(), streams, "ar", 300), "ar")
+
+
+def test_approximate_randomization_at_sacrebleus_defaults(corpus):
+    """10,000 trials, seed 12345: sacrebleu's ``--paired-ar`` as it runs by default."""
+    streams, systems = corpus
+    rows = paired_test(
+        get_metric("chrf"), per_hypothesis(streams[:1]), ("s0", systems[0]), [("s1", systems[1])], method="ar"
+    )
+    assert_equal_to_sacrebleu(rows, sacrebleu_rows(systems[:2], CHRF(), streams[:1], "ar", 0), "ar")
+
+
+@pytest.mark.parametrize("name,options,peer", [CASES[0], CASES[2], CASES[5]], ids=["bleu", "chrf", "ter"])
+def test_interval_equals_sacrebleu_corpus_score_with_bootstrap(corpus, name, options, peer):
+    streams, systems = corpus
+    metric = get_metric(name, **options)
+    result = add_intervals(
+        metric.compute(systems[1], per_hypothesis(streams)), metric, systems[1], per_hypothesis(streams)
+    )
+    theirs = peer().corpus_score(systems[1], streams, n_bootstrap=1000)
+    assert result[f"{name} ci"]["mean"] * 100 == pytest.approx(theirs._mean, abs=2e-5)
+    assert result[f"{name} ci"]["half_width"] * 100 == pytest.approx(theirs._ci, abs=2e-5)
+    assert result[f"{name} ci"]["samples"] == 1000 and result[f"{name} ci"]["seed"] == 12345
+    assert result[f"{name} signature"].endswith("|bs:1000|seed:12345")
+    assert result[f"{name} hashvalue"] == metric.compute(systems[1], per_hypothesis(streams))[f"{name} hashvalue"]
+    json.dumps(result)  # plain floats and ints, never numpy's
+
+
+# -- every other kind: the same draws, the metric recomputed on each resample
+
+
+def _resamples(n, rows=12, seed=12345):
+    return bootstrap_indices(n, 1000, seed)[:rows]
+
+
+def _drawn(items: ItemStatistics, idx):
+    return resampled_values(draw_counts(idx, len(items)), items)
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"smoothing": "method1", "ngram": 3}, {"smoothing": "method2"}, {"smoothing": "method0"}]
+)
+def test_bleu_resamples_equal_the_metric_recomputed(corpus, options):
+    """NLTK's configuration (WordPunct, max(1, n-grams) denominators) and several references: a resample's value is
+    the metric's own value of the resampled lists (a drawn twice sentence counts twice)."""
+    streams, systems = corpus
+    refs = per_hypothesis(streams)
+    metric = get_metric("bleu", **options)
+    idx = _resamples(N)
+    drawn = _drawn(item_statistics(metric, systems[0], refs)["bleu"], idx)
+    for row, value in zip(idx, drawn):
+        again = metric.compute([systems[0][i] for i in row], [refs[i] for i in row])["bleu"]
+        assert value == pytest.approx(again, rel=1e-12, abs=1e-15)
+
+
+def test_rouge_resamples_equal_rouge_score_recomputed(corpus):
+    from rouge_score import rouge_scorer
+
+    streams, systems = corpus
+    refs = per_hypothesis(streams)
+    items = item_statistics(get_metric("rouge", types=["rouge1", "rougeL"]), systems[0], refs)
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rougeL"])
+    idx = _resamples(N)
+    peer = [scorer.score_multi(rs, h) for h, rs in zip(systems[0], refs)]
+    for rtype, key in (("rouge1", "rouge-1"), ("rougeL", "rouge-l")):
+        for row, value in zip(idx, _drawn(items[key], idx)):
+            assert value == pytest.approx(np.mean([peer[i][rtype].fmeasure for i in row]), rel=1e-12)
+
+
+def test_meteor_resamples_equal_nltk_recomputed(corpus):
+    from nltk.translate.meteor_score import meteor_score
+
+    from cotk_repro.text.reference_hashes import bleu_tokenize
+
+    class NoSynonyms:
+        def synsets(self, word):
+            return []
+
+    streams, systems = corpus
+    refs = per_hypothesis(streams[:1])
+    items = item_statistics(get_metric("meteor", wordnet=False), systems[0], refs)["meteor"]
+    per_item = [
+        meteor_score([bleu_tokenize(r) for r in rs], bleu_tokenize(h), wordnet=NoSynonyms())
+        for h, rs in zip(systems[0], refs)
+    ]
+    idx = _resamples(N)
+    for row, value in zip(idx, _drawn(items, idx)):
+        assert value == pytest.approx(np.mean([per_item[i] for i in row]), rel=1e-9)
+
+
+def test_accuracy_resamples_equal_the_share_right():
+    preds = ["a", "b", "a", "c", "a", "b", "b", "a"] * 5
+    labels = ["a", "b", "b", "c", "c", "b", "a", "a"] * 5
+    items = item_statistics(get_metric("accuracy"), preds, labels)["accuracy"]
+    idx = _resamples(len(preds))
+    for row, value in zip(idx, _drawn(items, idx)):
+        assert value == pytest.approx(
+            get_metric("accuracy").compute([preds[i] for i in row], [labels[i] for i in row])["accuracy"]
+        )
+
+
+def test_a_metric_without_interval_says_why():
+    with pytest.raises(MetricError, match="has no interval: a set-level value"):
+        paired_test(get_metric("self-bleu"), None, ("b", ["a b c", "c d e"]), [("s", ["a b", "b c"])])
+    with pytest.raises(MetricError, match="smoothing method4 has no interval"):
+        item_statistics(get_metric("bleu", smoothing="method4"), ["a b c d"], [["a b c d"]])
+
+
+def test_every_registered_metric_declares_its_resampling():
+    from cotk_repro.metrics.facts import describe_metrics
+    from cotk_repro.protocols import RESAMPLINGS
+
+    described = {d["name"]: d for d in describe_metrics()}
+    for name, d in described.items():
+        assert "error" not in d, d
+        assert d["resampling"] in RESAMPLINGS
+        assert (d["no_interval"] is None) == (d["resampling"] != "none"), name
+    assert {n for n, d in described.items() if d["resampling"] != "none"} >= {"bleu", "chrf", "ter", "rouge", "meteor"}
+
+
+def test_a_broken_declaration_is_refused_at_registration():
+    from cotk_repro.metrics import Metric
+    from cotk_repro.protocols import contract_problem
+
+    class Claims(Metric):
+        resampling = "statistics"
+
+        def compute(self, hypotheses, references=None):
+            return {"x": 1.0}
+
+    class NoReason(Claims):
+        resampling = "none"
+        no_interval = " "
+
+    class Unknown(Claims):
+        resampling = "jackknife"
+
+    assert "does not implement resample_statistics()" in contract_problem("metric", "x", Claims)
+    assert "without a reason" in contract_problem("metric", "x", NoReason)
+    assert "'jackknife', not one of statistics, values, none" in contract_problem("metric", "x", Unknown)
+
+
+# -- properties
+
+
+_words = st.lists(st.sampled_from("the a cat dog sat on mat red blue ran .".split()), min_size=0, max_size=9)
+_corpus = st.lists(st.tuples(_words, _words), min_size=1, max_size=12)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=_corpus, name=st.sampled_from(["bleu", "chrf", "ter", "rouge"]), method=st.sampled_from(["bs", "ar"]))
+def test_a_system_against_itself_gets_p_one_and_an_interval_holding_its_score(pairs, name, method):
+    hyps = [" ".join(h) for h, _ in pairs]
+    refs = [[" ".join(r)] for _, r in pairs]
+    try:
+        metric = get_metric(name)
+        rows = paired_test(metric, refs, ("b", hyps), [("copy", list(hyps))], method=method, samples=200)
+    except MetricError:
+        return  # an input the metric refuses (ROUGE's all-empty texts are scored; chrF's empty corpus is not)
+    for row in rows:
+        if row.system == "copy":
+            assert row.p_value == 1.0
+        if method == "bs":
+            assert (
+                row.mean - row.ci - 1e-12 <= row.score <= row.mean + row.ci + 1e-12
+                or row.ci == 0
+                and abs(row.mean - row.score) < 1e-9
+            )
+    base = [r for r in rows if r.system == "b"]
+    copy = [r for r in rows if r.system == "copy"]
+    assert [(r.score, r.mean, r.ci) for r in base] == [(r.score, r.mean, r.ci) for r in copy]
+
+
+def test_sacrebleu_calls_a_system_significantly_different_from_itself_and_we_do_not():
+    """The one deliberate difference: sacrebleu counts resampled differences strictly above the observed one, so two
+    copies of one system get ``1 / (samples + 1)``; here they get 1 (nothing differs on any item)."""
+    hyps = ["the cat sat on the mat", "a dog ran", "hello world there you"] * 5
+    refs = [["the cat sat on a mat"], ["the dog ran"], ["hello world here you are"]] * 5
+    theirs = sacrebleu_rows([hyps, list(hyps)], BLEU(), [[r[0] for r in refs]], "bs", 200)
+    assert theirs[1].p_value == pytest.approx(1 / 201)
+    ours = paired_test(get_metric("bleu", tokenizer="13a"), refs, ("b", hyps), [("c", list(hyps))], samples=200)
+    assert ours[1].p_value == 1.0 and (ours[1].mean, ours[1].ci) == (ours[0].mean, ours[0].ci)
