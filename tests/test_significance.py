@@ -294,3 +294,89 @@ def test_sacrebleu_calls_a_system_significantly_different_from_itself_and_we_do_
     assert theirs[1].p_value == pytest.approx(1 / 201)
     ours = paired_test(get_metric("bleu", tokenizer="13a"), refs, ("b", hyps), [("c", list(hyps))], samples=200)
     assert ours[1].p_value == 1.0 and (ours[1].mean, ours[1].ci) == (ours[0].mean, ours[0].ci)
+
+
+# -- the commands
+
+
+@pytest.fixture(scope="module")
+def files(corpus, tmp_path_factory):
+    streams, systems = corpus
+    root = tmp_path_factory.mktemp("significance")
+    (root / "refs.jsonl").write_text("".join(json.dumps({"references": rs}) + "\n" for rs in per_hypothesis(streams)))
+    paths = []
+    for i, hyps in enumerate(systems):
+        paths.append(root / f"s{i}.txt")
+        paths[-1].write_text("\n".join(hyps) + "\n")
+    return root, paths
+
+
+def test_significance_command_json_and_table_equal_sacrebleu(corpus, files):
+    from conftest import run_cli
+
+    streams, systems = corpus
+    root, paths = files
+    args = ["significance", "--refs", str(root / "refs.jsonl"), "--baseline", str(paths[0])]
+    args += ["--systems", str(paths[1]), str(paths[2]), "-m", "bleu", "-o", "bleu.tokenizer=13a"]
+    out = run_cli(*args, "--json")
+    assert out.returncode == 0, out
+    got = json.loads(out.stdout)
+    assert [(g["system"], g["metric"]) for g in got] == [(str(p), "bleu") for p in paths]
+    assert set(got[0]) == {"system", "metric", "score", "mean", "ci", "p_value"} and got[0]["p_value"] is None
+    theirs = sacrebleu_rows(systems, BLEU(), streams, "bs", 1000)
+    for mine, peer in zip(got, theirs):
+        assert mine["score"] * 100 == pytest.approx(peer.score, abs=1e-9) and mine["p_value"] == peer.p_value
+        assert mine["ci"] * 100 == pytest.approx(peer.ci, abs=2e-5)
+    table = run_cli(*args, "--method", "ar", "--samples", "300", "--seed", "7")
+    assert table.returncode == 0, table
+    assert "bleu|n:4|smooth:m3|tok:13a" in table.stdout and "|refs:2|v:1|ar:300|seed:7" in table.stdout
+    assert "Approximate randomization (Riezler & Maxwell 2005): 300 trials" in " ".join(table.stdout.split())
+    refused = run_cli(
+        "significance",
+        "--refs",
+        str(root / "refs.jsonl"),
+        "--baseline",
+        str(paths[0]),
+        "--systems",
+        str(paths[1]),
+        "-m",
+        "self-bleu",
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip().count("\n") == 0 and "has no interval and no paired test" in refused.stderr
+
+
+def test_evaluate_ci_adds_the_interval_and_signs_it(corpus, files):
+    from conftest import run_cli
+
+    streams, systems = corpus
+    root, paths = files
+    out = run_cli(
+        "evaluate",
+        "--hyps",
+        str(paths[1]),
+        "--refs",
+        str(root / "refs.jsonl"),
+        "-m",
+        "chrf",
+        "-m",
+        "distinct",
+        "--ci",
+        "--json",
+    )
+    assert out.returncode == 0, out
+    result = json.loads(out.stdout)
+    theirs = CHRF().corpus_score(systems[1], streams, n_bootstrap=1000)
+    assert result["chrf"] * 100 == pytest.approx(theirs.score, abs=1e-9)
+    assert result["chrf ci"]["mean"] * 100 == pytest.approx(theirs._mean, abs=2e-5)
+    assert result["chrf ci"]["half_width"] * 100 == pytest.approx(theirs._ci, abs=2e-5)
+    assert result["chrf ci"]["samples"] == 1000 and result["chrf ci"]["seed"] == 12345
+    assert result["chrf signature"].endswith("|refs:2|v:1|bs:1000|seed:12345")
+    assert "distinct-1 ci" not in result and not result["distinct-1 signature"].endswith("seed:12345")
+    from cotk_repro.metrics.files import evaluate_files
+
+    plain = evaluate_files(paths[1], root / "refs.jsonl", ["chrf"])
+    assert plain["chrf hashvalue"] == result["chrf hashvalue"]  # the interval never enters the hash
+    other = evaluate_files(paths[1], root / "refs.jsonl", ["chrf"], ci=(200, 7))
+    assert other["chrf ci"]["samples"] == 200 and other["chrf ci"]["seed"] == 7
+    assert other["chrf signature"].endswith("|bs:200|seed:7")

@@ -53,6 +53,9 @@ HASH_SUFFIX = " hashvalue"
 SIGNATURE_SUFFIX = " signature"
 #: ``"KEY pinned": false``: KEY was computed on the outputs of a system not pinned to its weights
 PINNED_SUFFIX = " pinned"
+#: ``"KEY ci": {"mean", "half_width", "samples", "seed"}``: KEY's bootstrap interval (``evaluate --ci``;
+#: :mod:`cotk_repro.metrics.significance`)
+CI_SUFFIX = " ci"
 EPOCH_MARK = "@epoch-"
 _EPOCH_KEY = re.compile(r"^(?P<base>.+)@epoch-(?P<epoch>[0-9]{1,9})$")
 
@@ -68,8 +71,9 @@ def result_entry(key: str, value: float, hash_: str | None, sig: str | None) -> 
 
 
 def is_companion_key(key: str) -> bool:
-    """Whether ``key`` is the hash, signature or pinned marker beside a value (``"bleu hashvalue"``), not a value."""
-    return key.endswith((HASH_SUFFIX, SIGNATURE_SUFFIX, PINNED_SUFFIX))
+    """Whether ``key`` is the hash, signature, pinned marker or interval beside a value (``"bleu hashvalue"``), not a
+    value."""
+    return key.endswith((HASH_SUFFIX, SIGNATURE_SUFFIX, PINNED_SUFFIX, CI_SUFFIX))
 
 
 def epoch_key(key: str) -> tuple[str, int] | None:

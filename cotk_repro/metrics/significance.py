@@ -21,7 +21,6 @@ same metric's.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from .base import MetricError
+from .intervals import add_intervals as add_intervals  # the API of both, from one module
+from .intervals import check_settings, plain_float, signature_suffix
+from .intervals import interval as interval
 from .resampling import (
-    DEFAULT_SAMPLES,
-    DEFAULT_SEED,
-    METHODS,
     ItemStatistics,
     bootstrap_indices,
     draw_counts,
@@ -46,14 +45,12 @@ from .resampling import (
 
 #: the threshold below which a p-value is marked (``*``) in tables
 ALPHA = 0.05
-#: the suffix of an interval beside a value in a result dict: ``"bleu ci": {"mean", "half_width", ...}``
-CI_SUFFIX = " ci"
 
 EXPLANATIONS = {
     "bs": (
         "Paired bootstrap resampling (Koehn 2004): {samples} resamples of the {items} items, drawn with "
         "replacement by numpy's default_rng({seed}) as sacrebleu draws them, scored for the baseline and every "
-        "system alike. 'mean +- ci' is the mean of a system's resampled values and half the width of their central "
+        "system alike. 'mean ± CI' is the mean of a system's resampled values and half the width of their central "
         "95%. The p-value is the share of resamples (plus one, over their number plus one) whose difference to the "
         "baseline, centred on the mean difference, exceeds the observed one: the chance of a difference this large "
         "if the two systems were equally good. '*' marks p < {alpha}; with many systems against one baseline, some "
@@ -90,44 +87,11 @@ class SystemResult:
         return {
             "system": self.system,
             "metric": self.metric,
-            "score": _plain(self.score),
-            "mean": _plain(self.mean),
-            "ci": _plain(self.ci),
-            "p_value": _plain(self.p_value),
+            "score": plain_float(self.score),
+            "mean": plain_float(self.mean),
+            "ci": plain_float(self.ci),
+            "p_value": plain_float(self.p_value),
         }
-
-
-def _plain(value: Any) -> float | None:
-    if value is None:
-        return None
-    out = float(value)
-    return out if math.isfinite(out) else None
-
-
-def check_settings(method: str, samples: int | None, seed: int | None) -> tuple[str, int, int]:
-    """``(method, samples, seed)`` with the defaults filled in; a bad one refused with one sentence."""
-    if method not in METHODS:
-        raise MetricError(f"unknown method {method!r}: choose bs (paired bootstrap) or ar (approximate randomization)")
-    n = DEFAULT_SAMPLES[method] if samples is None else samples
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
-        raise MetricError(f"the number of samples must be a whole number from 1 to 1000000, not {samples!r}")
-    s = DEFAULT_SEED if seed is None else seed
-    if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s < 2**63:
-        raise MetricError(f"the seed must be a whole number from 0 to 2**63 - 1, not {seed!r}")
-    return method, n, s
-
-
-def signature_suffix(method: str, samples: int, seed: int) -> str:
-    """What a value's signature gains from its test (sacrebleu's fields): ``|bs:1000|seed:12345``."""
-    return f"|{method}:{samples}|seed:{seed}"
-
-
-def interval(items: ItemStatistics, samples: int = DEFAULT_SAMPLES["bs"], seed: int = DEFAULT_SEED) -> dict[str, Any]:
-    """The bootstrap interval of one system's value: ``{"mean", "half_width", "samples", "seed"}`` (sacrebleu's
-    ``corpus_score(..., n_bootstrap=samples)``: the mean and the 95% half-width of the resampled values)."""
-    counts = draw_counts(bootstrap_indices(len(items), samples, seed), len(items))
-    mean, half = estimate_ci(resampled_values(counts, items))
-    return {"mean": _plain(mean), "half_width": _plain(half), "samples": samples, "seed": seed}
 
 
 def paired_bootstrap(
@@ -216,26 +180,68 @@ def explanation(method: str, samples: int, seed: int, items: int) -> str:
     return EXPLANATIONS[method].format(samples=samples, seed=seed, items=items, alpha=ALPHA)
 
 
-def add_intervals(
-    result: dict[str, Any],
-    metric: Any,
-    hypotheses: Sequence[Any],
-    references: Sequence[Any] | None,
+@dataclass(frozen=True)
+class SignificanceReport:
+    """What ``cotk-repro significance`` shows: the rows, each result key's signature with the test's fields, and
+    the test's settings."""
+
+    rows: list[SystemResult]
+    signatures: dict[str, str]
+    method: str
+    samples: int
+    seed: int
+    items: int
+
+    def explanation(self) -> str:
+        return explanation(self.method, self.samples, self.seed, self.items)
+
+    def as_json(self) -> list[dict[str, Any]]:
+        """``significance --json`` (shared/SPEC.md section 14): one object per system and result key."""
+        return [row.as_dict() for row in self.rows]
+
+
+def significance_files(
+    refs_path: Any,
+    baseline_path: Any,
+    system_paths: Sequence[Any],
+    metric_name: str,
+    options: dict[str, Any] | None = None,
+    *,
+    method: str = "bs",
     samples: int | None = None,
     seed: int | None = None,
-) -> dict[str, Any]:
-    """``result`` (the metric's result dict) with ``"KEY ci": {"mean", "half_width", "samples", "seed"}`` beside
-    each value that has an interval, and ``|bs:N|seed:S`` on that value's signature (``evaluate --ci``). A metric
-    without intervals leaves ``result`` as it is."""
+) -> SignificanceReport:
+    """The paired test of each system file against the baseline file on a references file (one reference a line,
+    or JSONL ``{"references": [...]}`` lines, as ``evaluate`` reads them), every system named as its path was
+    given."""
+    from . import get_metric
+    from .base import score
+    from .files import read_hypotheses, read_references
+
+    method, n, s = check_settings(method, samples, seed)
+    if not system_paths:
+        raise MetricError("give at least one system to compare with the baseline: --systems FILE [FILE ...]")
+    metric = get_metric(metric_name, **(options or {}))
     if getattr(metric, "resampling", "none") == "none":
-        return result
-    _, n, s = check_settings("bs", samples, seed)
-    out = dict(result)
-    for key, items in item_statistics(metric, hypotheses, references).items():
-        if key not in out:
-            continue
-        out[key + CI_SUFFIX] = interval(items, n, s)
-        sig = out.get(key + " signature")
-        if isinstance(sig, str):
-            out[key + " signature"] = sig + signature_suffix("bs", n, s)
-    return out
+        reason = getattr(metric, "no_interval", None) or "it declares no resampling"
+        raise MetricError(f"metric {metric_name!r} has no interval and no paired test: {reason}")
+    refs = read_references(refs_path) if refs_path is not None else None
+    if refs is None and getattr(metric, "needs_references", True):
+        raise MetricError(f"metric {metric_name!r} needs references: give --refs FILE")
+    systems = [(str(p), read_hypotheses(p)) for p in [baseline_path, *system_paths]]
+    if refs is not None:
+        for name, hyps in systems:
+            if len(hyps) != len(refs):
+                raise MetricError(
+                    f"{name} has {len(hyps)} lines but {refs_path} has {len(refs)}: give exactly one line of "
+                    f"references per hypothesis"
+                )
+    rows = paired_test(metric, refs, systems[0], systems[1:], method=method, samples=n, seed=s)
+    result = score(metric, systems[0][1], refs)
+    suffix = signature_suffix(method, n, s)
+    signatures = {
+        row.metric: str(result.get(row.metric + " signature") or row.metric) + suffix
+        for row in rows
+        if row.system == systems[0][0]
+    }
+    return SignificanceReport(rows, signatures, method, n, s, len(systems[0][1]))
