@@ -380,3 +380,84 @@ def test_evaluate_ci_adds_the_interval_and_signs_it(corpus, files):
     other = evaluate_files(paths[1], root / "refs.jsonl", ["chrf"], ci=(200, 7))
     assert other["chrf ci"]["samples"] == 200 and other["chrf ci"]["seed"] == 7
     assert other["chrf signature"].endswith("|bs:200|seed:7")
+
+
+# -- compare: intervals per cell, tests against the baseline, the best cluster
+
+
+def _compare_project(root: Path, corpus, baseline: str | None = "s0") -> Path:
+    streams, systems = corpus
+    (root / "data" / "d" / "gold").mkdir(parents=True)
+    (root / "data" / "d" / "samples").mkdir()
+    (root / "data" / "d" / "gold" / "refs.txt").write_text("\n".join(streams[0]) + "\n")
+    for i, hyps in enumerate(systems):
+        (root / "data" / "d" / "samples" / f"s{i}.txt").write_text("\n".join(hyps) + "\n")
+    (root / "data" / "d" / "samples" / "s0-copy.txt").write_text("\n".join(systems[0]) + "\n")
+    base = f'baseline = "{baseline}"\n' if baseline else ""
+    config = root / "benchmark.toml"
+    config.write_text(
+        f'[report]\nout = "reports"\ncharts = false\n\n[[dataset]]\nname = "d"\npath = "data/d"\n{base}\n'
+        '[[metric]]\nname = "chrf"\n\n[[metric]]\nname = "distinct"\n'
+    )
+    return config
+
+
+def test_compare_marks_what_is_significant_against_the_baseline(corpus, tmp_path):
+    from cotk_repro.compare import evaluate_config, load_config, write_report
+    from cotk_repro.metrics.significance import holm_bonferroni
+
+    streams, systems = corpus
+    cfg = load_config(_compare_project(tmp_path, corpus))
+    result = evaluate_config(cfg, jobs=1)
+    files = write_report(result)
+    cells = {c.system: c for c in result.cells if c.column == "chrf"}
+    # the same draws as the significance command: the same p-values
+    rows = paired_test(
+        get_metric("chrf"),
+        [[r] for r in streams[0]],
+        ("s0", systems[0]),
+        [("s1", systems[1]), ("s2", systems[2]), ("s0-copy", systems[0])],
+    )
+    by = {r.system: r for r in rows}
+    for name in ("s1", "s2", "s0-copy"):
+        assert cells[name].p_value == by[name].p_value
+        assert (cells[name].mean, cells[name].ci) == pytest.approx((by[name].mean, by[name].ci), rel=1e-12)
+    others = [s for s in result.systems if s != "s0"]
+    assert [cells[s].p_holm for s in others] == holm_bonferroni([cells[s].p_value for s in others])
+    assert cells["s0-copy"].p_value == 1.0 and (cells["s0-copy"].mean, cells["s0-copy"].ci) == (
+        cells["s0"].mean,
+        cells["s0"].ci,
+    )
+    assert cells["s0"].p_value is None and cells["s0"].significant is None
+    assert all(c.significant == (c.p_holm < 0.05) for c in cells.values() if c.p_holm is not None)
+    best = max(cells.values(), key=lambda c: c.value)
+    assert best.best and cells["s0-copy"].best == cells["s0"].best
+    assert all(c.ci is None for c in result.cells if c.metric == "distinct")  # a set-level metric: no interval
+    data = json.loads((cfg.out / "results.json").read_text())
+    assert data["significance"]["correction"] == "Holm-Bonferroni" and data["significance"]["baselines"] == {"d": "s0"}
+    assert (cfg.out / "results.csv").read_text().splitlines()[0].endswith(",p_value,p_holm,significant,best")
+    tex = (cfg.out / "report.tex").read_text()
+    assert r"$\pm$" in tex and "Holm-Bonferroni" in tex
+    assert "significantly different from the baseline s0" in tex
+    assert tex.count("$^{*}$") == 1 + sum(bool(c.significant) for c in cells.values())  # the note, then each cell
+    assert "± " in (cfg.out / "report.html").read_text()
+    assert len(files) > 3
+
+
+def test_compare_without_intervals_writes_the_report_as_before(corpus, tmp_path):
+    from cotk_repro.compare import evaluate_config, load_config, write_report
+
+    cfg = load_config(_compare_project(tmp_path, corpus, baseline=None))
+    result = evaluate_config(cfg, jobs=1)
+    write_report(result)
+    assert all(c.resampled is None and "ci" not in c.as_dict() for c in result.cells)
+    assert "significance" not in json.loads((cfg.out / "results.json").read_text())
+    assert (cfg.out / "results.csv").read_text().splitlines()[0].endswith(",flag,error")
+
+
+def test_compare_refuses_a_baseline_that_is_not_a_system(corpus, tmp_path):
+    from cotk_repro.compare import load_config
+    from cotk_repro.errors import CotkError
+
+    with pytest.raises(CotkError, match=r"benchmark\.toml:8: the baseline 'nobody' of dataset 'd' is not one of its"):
+        load_config(_compare_project(tmp_path, corpus, baseline="nobody"))

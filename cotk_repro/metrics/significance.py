@@ -139,6 +139,27 @@ def _p_value(diffs: np.ndarray, statistics: np.ndarray, observed: float) -> floa
     return p_value(statistics, observed)
 
 
+def paired_p_value(values: np.ndarray, baseline_values: np.ndarray, score: float, baseline_score: float) -> float:
+    """The paired bootstrap p-value of a system against a baseline from their values on the same resamples
+    (sacrebleu's ``bs`` test; 1 where nothing differs)."""
+    diffs = np.abs(np.asarray(values, np.float64) - np.asarray(baseline_values, np.float64))
+    return _p_value(diffs, diffs - diffs.mean(), abs(baseline_score - score))
+
+
+def holm_bonferroni(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm 1979), in the order given: the k-th smallest of m is multiplied by
+    m - k + 1, made monotone and capped at 1; a hypothesis is rejected at level alpha when its adjusted p-value is
+    below alpha. Controls the chance of any false "significant" among the m tests (family-wise error)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (m - k) * float(p_values[i])))
+        adjusted[i] = running
+    return adjusted
+
+
 def paired_test(
     metric: Any,
     references: Sequence[Sequence[str]] | None,
