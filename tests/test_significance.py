@@ -31,6 +31,7 @@ from cotk_repro.metrics.resampling import (
     draw_counts,
     item_statistics,
     resampled_values,
+    score_with_items,
 )
 from cotk_repro.metrics.significance import add_intervals, paired_test
 
@@ -128,9 +129,11 @@ def test_approximate_randomization_at_sacrebleus_defaults(corpus):
 def test_interval_equals_sacrebleu_corpus_score_with_bootstrap(corpus, name, options, peer):
     streams, systems = corpus
     metric = get_metric(name, **options)
-    result = add_intervals(
-        metric.compute(systems[1], per_hypothesis(streams)), metric, systems[1], per_hypothesis(streams)
-    )
+    result, items = score_with_items(metric, systems[1], per_hypothesis(streams))
+    assert result == metric.compute(systems[1], per_hypothesis(streams))  # one pass, the same result
+    for key, stats in items.items():  # ... and the same statistics as resampling alone gives
+        assert np.array_equal(stats.stats, item_statistics(metric, systems[1], per_hypothesis(streams))[key].stats)
+    result = add_intervals(result, items)
     theirs = peer().corpus_score(systems[1], streams, n_bootstrap=1000)
     assert result[f"{name} ci"]["mean"] * 100 == pytest.approx(theirs._mean, abs=2e-5)
     assert result[f"{name} ci"]["half_width"] * 100 == pytest.approx(theirs._ci, abs=2e-5)
@@ -167,6 +170,22 @@ def test_bleu_resamples_equal_the_metric_recomputed(corpus, options):
         assert value == pytest.approx(again, rel=1e-12, abs=1e-15)
 
 
+def test_gleu_resamples_equal_nltk_corpus_gleu_recomputed(corpus):
+    from nltk.translate.gleu_score import corpus_gleu
+
+    from cotk_repro.text.reference_hashes import bleu_tokenize
+
+    streams, systems = corpus
+    refs = per_hypothesis(streams)
+    items = item_statistics(get_metric("gleu"), systems[0], refs)["gleu"]
+    idx = _resamples(N, rows=4)
+    for row, value in zip(idx, _drawn(items, idx)):
+        again = corpus_gleu(
+            [[bleu_tokenize(r) for r in refs[i]] for i in row], [bleu_tokenize(systems[0][i]) for i in row]
+        )
+        assert value == pytest.approx(again, rel=1e-12)
+
+
 def test_rouge_resamples_equal_rouge_score_recomputed(corpus):
     from rouge_score import rouge_scorer
 
@@ -200,6 +219,29 @@ def test_meteor_resamples_equal_nltk_recomputed(corpus):
     idx = _resamples(N)
     for row, value in zip(idx, _drawn(items, idx)):
         assert value == pytest.approx(np.mean([per_item[i] for i in row]), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "name,options",
+    [
+        ("bleu", {}),
+        ("bleu", {"smoothing": "method4"}),
+        ("rouge", {"types": ["rouge2", "rougeLsum"]}),
+        ("meteor", {"wordnet": False}),
+    ],
+)
+def test_one_pass_gives_the_metrics_result_and_the_same_statistics(corpus, name, options):
+    """compare and evaluate --ci score and collect statistics in one pass: the result is the metric's, to the bit."""
+    streams, systems = corpus
+    refs = per_hypothesis(streams)
+    metric = get_metric(name, **options)
+    result, items = score_with_items(metric, systems[2], refs)
+    assert result == metric.compute(systems[2], refs)
+    if options.get("smoothing") == "method4":
+        assert items == {}  # no interval for NLTK's corpus-only smoothing, and no error either
+        return
+    alone = item_statistics(metric, systems[2], refs)
+    assert set(items) == set(alone) and all(np.array_equal(items[k].stats, alone[k].stats) for k in items)
 
 
 def test_accuracy_resamples_equal_the_share_right():

@@ -861,13 +861,16 @@ class BleuMetric(_BleuFamily):
         """``{"bleu": ItemStatistics}``: per sentence its length, closest reference length, clipped matches and
         denominators per order; a resample's value is :func:`bleu_from_counts` of their sums, as :meth:`compute`'s.
         Smoothings 4-7 and ``auto_reweigh`` read the corpus as a whole (its last sample, its length) and have none."""
-        from .resampling import ItemStatistics
-
         if self.smoothing in CORPUS_ONLY_SMOOTHINGS or self.auto_reweigh:
             why = "auto_reweigh" if self.auto_reweigh else f"smoothing {self.smoothing}"
             raise MetricError(f"bleu with {why} has no interval: it reads the corpus as a whole, not its sentences")
         hyp_tok, ref_tok, _, _ = self._tokenized(hypotheses, references)
-        rows = sentence_counts(hyp_tok, ref_tok, self.ngram)
+        return self._items(sentence_counts(hyp_tok, ref_tok, self.ngram))
+
+    def _items(self, rows: np.ndarray) -> dict[str, Any]:
+        """``{"bleu": ItemStatistics}`` of :func:`sentence_counts`' rows, finished by NLTK's formula."""
+        from .resampling import ItemStatistics
+
         m = self.ngram
         if self.denominators == "sacrebleu":
             orders = np.arange(1, m + 1, dtype=np.int64)
@@ -891,8 +894,30 @@ class BleuMetric(_BleuFamily):
 
     @without_gc
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+        return self._compute(hypotheses, references, with_items=False)[0]
+
+    @without_gc
+    def compute_with_statistics(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """:meth:`compute` and :meth:`resample_statistics` in one pass, one tokenization (``compare`` and
+        ``evaluate --ci``); no statistics where the value has no interval (smoothings 4-7, ``auto_reweigh``)."""
+        return self._compute(hypotheses, references, with_items=True)
+
+    def _compute(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None, *, with_items: bool
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         hyp_tok, ref_tok, ref_text, refs = self._tokenized(hypotheses, references)
-        nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
+        items: dict[str, Any] = {}
+        if with_items and self.smoothing not in CORPUS_ONLY_SMOOTHINGS and not self.auto_reweigh:
+            items = self._items(sentence_counts(hyp_tok, ref_tok, self.ngram))
+            rows = items[self.name].stats.astype(np.int64)
+            m = self.ngram
+            nums = [int(x) for x in rows[:, 2 : 2 + m].sum(axis=0)]
+            dens = [int(x) for x in rows[:, 2 + m :].sum(axis=0)]  # sacrebleu's when asked: recomputed below
+            hyp_len, ref_len = int(rows[:, 0].sum()), int(rows[:, 1].sum())
+        else:
+            nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
         weights = self.weights
         if self.auto_reweigh and hyp_len < 4 and weights == [0.25] * 4 and nums[0] != 0:
             weights = [1 / hyp_len] * hyp_len
@@ -921,7 +946,7 @@ class BleuMetric(_BleuFamily):
             ],
         )
         digest = self._digest(ref_text, ref_tok)
-        return decl.entry(self.name, value, lambda settings: digest.hash_of(self.name, settings))
+        return decl.entry(self.name, value, lambda settings: digest.hash_of(self.name, settings)), items
 
 
 @without_gc

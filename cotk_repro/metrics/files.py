@@ -258,12 +258,13 @@ def evaluate_files(
             merged.update(metric.compute_with_queries(hyps, refs if f.needs_references else None, queries))
         else:
             assert hyps is not None  # the loop above refused a metric that scores hypotheses when none were given
-            result = score(metric, hyps, refs)  # as the API: references given are references seen
-            if ci is not None:
+            if ci is None:
+                merged.update(score(metric, hyps, refs))  # as the API: references given are references seen
+            else:
                 from .intervals import add_intervals
+                from .resampling import score_with_items
 
-                result = add_intervals(result, metric, hyps, refs, *ci)
-            merged.update(result)
+                merged.update(add_intervals(*score_with_items(metric, hyps, refs), *ci))
         if on_metric is not None:
             on_metric(name)
     if protocol is not None:

@@ -9,7 +9,6 @@ stays the metric's. The paired tests are :mod:`cotk_repro.metrics.significance`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 from ..core.results import CI_SUFFIX
@@ -22,7 +21,6 @@ from .resampling import (
     bootstrap_indices,
     draw_counts,
     estimate_ci,
-    item_statistics,
     resampled_values,
 )
 
@@ -63,23 +61,19 @@ def interval(items: ItemStatistics, samples: int = DEFAULT_SAMPLES["bs"], seed: 
 
 def add_intervals(
     result: dict[str, Any],
-    metric: Any,
-    hypotheses: Sequence[Any],
-    references: Sequence[Any] | None,
+    items: dict[str, ItemStatistics],
     samples: int | None = None,
     seed: int | None = None,
 ) -> dict[str, Any]:
-    """``result`` (the metric's result dict) with ``"KEY ci": {"mean", "half_width", "samples", "seed"}`` beside
-    each value that has an interval, and ``|bs:N|seed:S`` on that value's signature (``evaluate --ci``). A metric
-    without intervals leaves ``result`` as it is."""
-    if getattr(metric, "resampling", "none") == "none":
-        return result
+    """``result`` (a metric's result dict) with ``"KEY ci": {"mean", "half_width", "samples", "seed"}`` beside each
+    value ``items`` has statistics for (:func:`cotk_repro.metrics.resampling.score_with_items`), and ``|bs:N|seed:S``
+    on that value's signature (``evaluate --ci``)."""
     _, n, s = check_settings("bs", samples, seed)
     out = dict(result)
-    for key, items in item_statistics(metric, hypotheses, references).items():
+    for key, stats in items.items():
         if key not in out:
             continue
-        out[key + CI_SUFFIX] = interval(items, n, s)
+        out[key + CI_SUFFIX] = interval(stats, n, s)
         sig = out.get(key + " signature")
         if isinstance(sig, str):
             out[key + " signature"] = sig + signature_suffix("bs", n, s)

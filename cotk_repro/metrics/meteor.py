@@ -186,16 +186,20 @@ class MeteorMetric(Metric):
         self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
     ) -> dict[str, list[float]]:
         """Each sentence's METEOR against its best reference: the value is their mean."""
-        hyps, refs = check_samples("meteor", hypotheses, references)
-        hyp_toks = self.tokenizer.many(hyps)
-        ref_toks = [self.tokenizer.many(r) for r in refs]
-        return {self.name: [max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)]}
+        return self.compute_with_values(hypotheses, references)[1]
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+        return self.compute_with_values(hypotheses, references)[0]
+
+    def compute_with_values(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> tuple[dict[str, Any], dict[str, list[float]]]:
+        """:meth:`compute` and :meth:`resample_values` in one pass (``compare`` and ``evaluate --ci``)."""
         hyps, refs = check_samples("meteor", hypotheses, references)
         hyp_toks = self.tokenizer.many(hyps)
         ref_toks = [self.tokenizer.many(r) for r in refs]
-        value = sum(max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)) / len(hyps)
+        each = [max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)]
+        value = sum(each) / len(hyps)
         decl = Declaration(
             self.name,
             self.version,
@@ -212,4 +216,5 @@ class MeteorMetric(Metric):
                 Setting.hash_only("wordnet_version", self.wordnet_version, why=HASH_ONLY_AS_PUBLISHED),
             ],
         )
-        return decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_toks))
+        result = decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_toks))
+        return result, {self.name: each}

@@ -37,6 +37,11 @@ SET_LEVEL = (
     "a set-level value: a bootstrap resample repeats sentences, and a repeated sentence matches or duplicates "
     "itself, so resampled values would not show the value's spread"
 )
+#: why a metric weighting n-grams by the whole reference set (NIST's information, CIDEr-D's IDF) has no interval
+REFERENCE_WEIGHTED = (
+    "its n-gram weights (NIST's information, CIDEr-D's document frequencies) come from the whole reference set, "
+    "which a resample changes, so summed per-item statistics would not be the metric on the resample"
+)
 #: why a corpus metric whose per-item statistics are not exposed yet has no interval
 NOT_YET = "its per-item statistics are not exposed yet, so a resample cannot be scored without rerunning it"
 #: rows of a draw matrix turned into float64 at once (a block of 1,000 x 3,000 items is 24 MB)
@@ -88,6 +93,33 @@ def item_statistics(
         if len(items) != len(hypotheses):
             raise MetricError(f"metric {name!r} gave {len(items)} items for {key!r} but was given {len(hypotheses)}")
     return out
+
+
+def score_with_items(
+    metric: Any, hypotheses: Sequence[Any], references: Sequence[Any] | None
+) -> tuple[dict[str, Any], dict[str, ItemStatistics]]:
+    """The metric's result dict (as :func:`cotk_repro.metrics.base.score` gives it) and, per result key that has an
+    interval, its :class:`ItemStatistics`: in one pass where the metric offers one (``compute_with_statistics`` /
+    ``compute_with_values``: one tokenization, one alignment), else the two one after the other. A metric without
+    intervals (or whose settings have none) gives no statistics, never an error."""
+    from ..core.textinput import drop_leading_bom
+    from .base import score
+
+    kind = getattr(metric, "resampling", "none")
+    hyps, refs = drop_leading_bom(list(hypotheses), references)
+    if kind == "statistics" and callable(getattr(metric, "compute_with_statistics", None)):
+        result, items = metric.compute_with_statistics(hyps, refs)
+        return dict(result), dict(items)
+    if kind == "values" and callable(getattr(metric, "compute_with_values", None)):
+        result, values = metric.compute_with_values(hyps, refs)
+        return dict(result), {k: ItemStatistics.of_values(v) for k, v in values.items()}
+    result = score(metric, hyps, refs)
+    if kind == "none":
+        return result, {}
+    try:
+        return result, item_statistics(metric, hyps, refs)
+    except MetricError:  # e.g. bleu's smoothing method4: the value stands, without an interval
+        return result, {}
 
 
 def bootstrap_indices(n_items: int, samples: int, seed: int | None) -> np.ndarray:

@@ -325,15 +325,23 @@ class RougeMetric(Metric):
         return out
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+        return self.compute_with_values(hypotheses, references)[0]
+
+    def compute_with_values(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> tuple[dict[str, Any], dict[str, list[float]]]:
+        """:meth:`compute` and :meth:`resample_values` in one pass (``compare`` and ``evaluate --ci``)."""
         refs, hyp_texts, ref_texts, hyp_toks, ref_toks = self._prepared(hypotheses, references)
         hyps = hyp_texts
         out: dict[str, Any] = {}
+        values: dict[str, list[float]] = {}
         for rtype in self.types:
             hyp_in, ref_in, hashed = self._inputs(rtype, hyp_texts, ref_texts, hyp_toks, ref_toks)
             total = 0.0
-            for best in self._item_scores(rtype, hyp_in, ref_in):
-                total += best
             key = self.key(rtype)
+            values[key] = self._item_scores(rtype, hyp_in, ref_in)
+            for best in values[key]:
+                total += best
             decl = Declaration(
                 key,
                 self.version,
@@ -353,4 +361,4 @@ class RougeMetric(Metric):
                 ],
             )
             out.update(decl.entry(key, total / len(hyps), partial(reference_set_hash, key, references=hashed)))
-        return out
+        return out, values
