@@ -14,6 +14,10 @@ own in both (``ter`` is sacrebleu's TER), so the table also shows the resampling
 per-sentence statistics are in hand (ours: :func:`item_statistics` done once, then the tests; sacrebleu's: its
 ``PairedTest`` minus the time its ``_extract_corpus_statistics`` takes on the same texts).
 
+``--compare``: instead, ``cotk-repro compare`` on the summarization example (examples/summarization, its generator
+outputs cached by a first run) with and without ``[report] intervals = true``, the best of ``--repeat`` evaluation
+times of each, in turn, in one process with ``jobs = 1`` (issue 46's target: at most 1.2x).
+
 Figures: in the closing note of issue 46 and docs/metrics.md, "Significance and intervals".
 """
 
@@ -45,7 +49,10 @@ def main() -> int:
     add_data_option(ap)
     ap.add_argument("--sentences", type=int, default=3000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--compare", action="store_true", help="time compare's summarization example with and without")
     args = ap.parse_args()
+    if args.compare:
+        return compare_overhead(args.repeat)
     require(args.data, "coco_test.txt", "instances/mle.txt", "instances/seq.txt", "instances/leakgan.txt")
     import numpy as np
     import sacrebleu
@@ -105,6 +112,36 @@ def main() -> int:
         print(f"{'':6} {'':4} statistics alone: ours {t_stats_ours:.3f} s, sacrebleu {t_stats_peer:.3f} s")
     for method, (ours, theirs) in totals.items():
         print(f"all three metrics, {method}: ours {ours:.3f} s, sacrebleu {theirs:.3f} s, {theirs / ours:.1f}x")
+    return 0
+
+
+def compare_overhead(repeat: int) -> int:
+    """compare on examples/summarization, intervals off and on, best of ``repeat`` each (evaluation only)."""
+    import shutil
+    import tempfile
+
+    from cotk_repro.compare import evaluate_config, load_config, write_report
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "summarization"
+        shutil.copytree(ROOT / "examples" / "summarization", root, ignore=shutil.ignore_patterns("reference-report"))
+        text = (root / "benchmark.toml").read_text().replace("[report]\n", "[report]\ncharts = false\n", 1)
+        (root / "off.toml").write_text(text)
+        (root / "on.toml").write_text(text.replace("[report]\n", "[report]\nintervals = true\n", 1))
+        evaluate_config(load_config(root / "off.toml"), jobs=1)  # the generators' outputs, cached once
+        best = {"off": float("inf"), "on": float("inf")}
+        for _ in range(repeat):
+            for which in ("off", "on"):
+                cfg = load_config(root / f"{which}.toml")
+                t = time.perf_counter()
+                result = evaluate_config(cfg, jobs=1)
+                write_report(result)
+                best[which] = min(best[which], time.perf_counter() - t)
+        cells = sum(c.ci is not None for c in result.cells)
+    print(
+        f"compare, summarization example, jobs 1, best of {repeat}, load {os.getloadavg()[0]:.1f}: without intervals "
+        f"{best['off']:.3f} s, with {best['on']:.3f} s ({best['on'] / best['off']:.2f}x; {cells} cells with an interval)"
+    )
     return 0
 
 

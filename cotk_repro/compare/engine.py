@@ -24,6 +24,14 @@ from typing import Any
 from ..core.results import epoch_key, parse_result_dict
 from ..errors import CotkError
 from ..metrics.base import score, score_batches
+from ..metrics.resampling import (
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
+    bootstrap_indices,
+    draw_counts,
+    resampled_values,
+    score_with_items,
+)
 from .config import CompareConfig, MetricSpec, SystemSpec
 from .textfmt import TextFormat, batched, iter_gold, iter_texts
 
@@ -186,7 +194,13 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
     hyps = iter_texts(Path(task["hyps"]), TextFormat.from_dict(task["hyp_format"]))
     mode = task["references"]
     gold = iter_gold(Path(task["gold"]), TextFormat.from_dict(task["gold_format"])) if mode != "none" else None
-    if mode == "set":  # the whole gold set, every reference of every line, for every sample
+    resampled: dict[str, Any] = {}
+    if task.get("intervals") and mode == "aligned" and getattr(metric, "resampling", "none") != "none":
+        # the value and its items' statistics in one pass (the lists are held: resampling needs every item)
+        assert gold is not None  # read above for every mode but "none"
+        raw, items = score_with_items(metric, list(hyps), list(gold))
+        resampled = _resampled(items, len(items[next(iter(items))]) if items else 0)
+    elif mode == "set":  # the whole gold set, every reference of every line, for every sample
         assert gold is not None  # read above for every mode but "none"
         raw = score(metric, list(hyps), [r for refs_of_line in gold for r in refs_of_line])
     else:
@@ -214,34 +228,18 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
                 f"(it returned {', '.join(map(repr, values)) or 'nothing'})"
             )
         values = {k: values[k] for k in task["keys"]}
-    resampled = _resampled(task, values) if task.get("intervals") and mode == "aligned" else {}
+    resampled = {k: v for k, v in resampled.items() if k in values}
     return {"values": values, "curves": curves, "resampled": resampled, "seconds": time.perf_counter() - start}
 
 
-def _resampled(task: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
-    """Per result key, the metric's value on each of the bootstrap resamples of the dataset's items (the same
-    draws for every system of the dataset: sacrebleu's, 1,000 resamples, seed 12345), from the metric's per-item
-    statistics (:mod:`cotk_repro.metrics.resampling`); nothing for a metric without intervals."""
-    from ..metrics.resampling import (
-        DEFAULT_SAMPLES,
-        DEFAULT_SEED,
-        bootstrap_indices,
-        draw_counts,
-        item_statistics,
-        resampled_values,
-    )
-
-    metric = _make_metric(task["metric"], task["options"])
-    if getattr(metric, "resampling", "none") == "none":
+def _resampled(items: dict[str, Any], n: int) -> dict[str, Any]:
+    """Per result key, the metric's value on each of the bootstrap resamples of the dataset's ``n`` items (the same
+    draws for every system of the dataset: sacrebleu's, 1,000 resamples, seed 12345), from the items' statistics
+    (:mod:`cotk_repro.metrics.resampling`)."""
+    if not items:
         return {}
-    hyps = list(iter_texts(Path(task["hyps"]), TextFormat.from_dict(task["hyp_format"])))
-    gold = list(iter_gold(Path(task["gold"]), TextFormat.from_dict(task["gold_format"])))
-    try:
-        items = item_statistics(metric, hyps, gold)
-    except CotkError:  # e.g. bleu's method4-7: the value stands, without an interval
-        return {}
-    counts = draw_counts(bootstrap_indices(len(hyps), DEFAULT_SAMPLES["bs"], DEFAULT_SEED), len(hyps))
-    return {key: resampled_values(counts, stats) for key, stats in items.items() if key in values}
+    counts = draw_counts(bootstrap_indices(n, DEFAULT_SAMPLES["bs"], DEFAULT_SEED), n)
+    return {key: resampled_values(counts, stats) for key, stats in items.items()}
 
 
 def _aligned(hyp: Any, gold: Any) -> tuple[str, list[str]]:

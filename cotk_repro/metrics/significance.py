@@ -169,10 +169,12 @@ def paired_test(
     method: str = "bs",
     samples: int | None = None,
     seed: int | None = None,
+    baseline_items: dict[str, ItemStatistics] | None = None,
 ) -> list[SystemResult]:
     """Every result key of ``metric`` that resamples, for the baseline and each system (named ``(name,
     hypotheses)`` pairs, each with one hypothesis per reference list): the baseline's rows first, then each
-    system's, key by key as the metric reports them."""
+    system's, key by key as the metric reports them. ``baseline_items``: the baseline's statistics when they are
+    already in hand (:func:`cotk_repro.metrics.resampling.score_with_items`)."""
     method, n, s = check_settings(method, samples, seed)
     base_name, base_hyps = baseline
     for name, hyps in systems:
@@ -181,7 +183,7 @@ def paired_test(
                 f"{name} has {len(hyps)} lines but the baseline {base_name} has {len(base_hyps)}: a paired test "
                 f"needs one output per item from every system"
             )
-    base_items = item_statistics(metric, base_hyps, references)
+    base_items = baseline_items or item_statistics(metric, base_hyps, references)
     sys_items = [item_statistics(metric, hyps, references) for _, hyps in systems]
     names = [base_name] + [name for name, _ in systems]
     rows: list[SystemResult] = []
@@ -236,8 +238,8 @@ def significance_files(
     or JSONL ``{"references": [...]}`` lines, as ``evaluate`` reads them), every system named as its path was
     given."""
     from . import get_metric
-    from .base import score
     from .files import read_hypotheses, read_references
+    from .resampling import score_with_items
 
     method, n, s = check_settings(method, samples, seed)
     if not system_paths:
@@ -257,8 +259,10 @@ def significance_files(
                     f"{name} has {len(hyps)} lines but {refs_path} has {len(refs)}: give exactly one line of "
                     f"references per hypothesis"
                 )
-    rows = paired_test(metric, refs, systems[0], systems[1:], method=method, samples=n, seed=s)
-    result = score(metric, systems[0][1], refs)
+    result, items = score_with_items(metric, systems[0][1], refs)
+    if not items:  # its settings have no interval: the metric's own sentence
+        item_statistics(metric, systems[0][1], refs)
+    rows = paired_test(metric, refs, systems[0], systems[1:], method=method, samples=n, seed=s, baseline_items=items)
     suffix = signature_suffix(method, n, s)
     signatures = {
         row.metric: str(result.get(row.metric + " signature") or row.metric) + suffix
