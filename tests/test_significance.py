@@ -503,3 +503,23 @@ def test_compare_refuses_a_baseline_that_is_not_a_system(corpus, tmp_path):
 
     with pytest.raises(CotkError, match=r"benchmark\.toml:8: the baseline 'nobody' of dataset 'd' is not one of its"):
         load_config(_compare_project(tmp_path, corpus, baseline="nobody"))
+
+
+def test_an_interval_travels_from_the_result_dict_into_the_record(tmp_path):
+    """``evaluate --ci --json`` is a result dict: ``save_result`` and the record keep each ``KEY ci`` as the result's
+    ``ci`` (the dashboard shows it); a malformed one is refused with one sentence."""
+    from cotk_repro.core.results import normalize_results, read_result_file, save_result
+    from cotk_repro.errors import RunError
+    from cotk_repro.records.view import Result
+
+    metric = get_metric("chrf")
+    hyps, refs = ["a cat sat on the mat", "the dog ran"], [["the cat sat on the mat"], ["a dog ran"]]
+    result = add_intervals(*score_with_items(metric, hyps, refs), 200, 3)
+    saved = read_result_file(save_result(result, tmp_path / "result.json"))["results"]["chrf"]
+    assert saved["ci"] == result["chrf ci"] and Result.of(saved).ci == {
+        "mean": result["chrf ci"]["mean"],
+        "half_width": result["chrf ci"]["half_width"],
+    }
+    assert "ci" not in normalize_results(metric.compute(hyps, refs))["results"]["chrf"]
+    with pytest.raises(RunError, match="the interval of 'chrf' must be an object with numbers"):
+        normalize_results({**result, "chrf ci": {"mean": 0.5, "half_width": -1}})
