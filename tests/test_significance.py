@@ -523,3 +523,56 @@ def test_an_interval_travels_from_the_result_dict_into_the_record(tmp_path):
     assert "ci" not in normalize_results(metric.compute(hyps, refs))["results"]["chrf"]
     with pytest.raises(RunError, match="the interval of 'chrf' must be an object with numbers"):
         normalize_results({**result, "chrf ci": {"mean": 0.5, "half_width": -1}})
+
+
+class _ScriptedJudge:
+    """TEST DOUBLE: a judge answering each prompt by a fixed rule (no model); the settings a pinned ``hf`` judge
+    declares, with fake digests."""
+
+    name, pinned, batch_size = "scripted", True, 4
+
+    def __init__(self):
+        self.settings = {"weights_sha256": "a" * 64, "tokenizer_sha256": "b" * 64, "max_new_tokens": 4}
+        self.settings["do_sample"] = False
+
+    def generate(self, prompts):
+        # a verdict that depends on the texts: A when response A is the longer, B when shorter, a tie else, and an
+        # unparsable answer for one prompt in seven
+        out = []
+        for p in prompts:
+            a = p.split("Response A: ", 1)[1].split("\n", 1)[0]
+            b = p.split("Response B: ", 1)[1].split("\n", 1)[0]
+            out.append(
+                "???"
+                if (len(a) * 7 + len(b)) % 7 == 3
+                else "A"
+                if len(a) > len(b)
+                else "B"
+                if len(a) < len(b)
+                else "tie"
+            )
+        return out
+
+
+def test_llm_pairwise_win_rate_resamples_equal_the_metric_recomputed(corpus):
+    """The win rate's items (each item's score, unparsable ones left out): a resample's value is the metric on the
+    resampled items, judged again; the judge is asked once for the value and its statistics together."""
+    pytest.importorskip("cotk_repro_lm")
+    streams, systems = corpus
+    queries = [f"describe picture {i}" for i in range(N)]
+    metric = get_metric("llm-pairwise", judge=_ScriptedJudge(), baseline=systems[0])
+    result, items = score_with_items(metric, systems[1], None, queries)
+    assert (
+        result["llm-pairwise"]
+        == get_metric("llm-pairwise", judge=_ScriptedJudge(), baseline=systems[0]).compute(systems[1], queries=queries)[
+            "llm-pairwise"
+        ]
+    )
+    idx = _resamples(N, rows=5)
+    for row, value in zip(idx, _drawn(items["llm-pairwise"], idx)):
+        again = get_metric("llm-pairwise", judge=_ScriptedJudge(), baseline=[systems[0][i] for i in row]).compute(
+            [systems[1][i] for i in row], queries=[queries[i] for i in row]
+        )["llm-pairwise"]
+        assert value == pytest.approx(again, rel=1e-12)
+    with pytest.raises(MetricError, match="needs the queries the hypotheses answer"):
+        item_statistics(metric, systems[1], None)

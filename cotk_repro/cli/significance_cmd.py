@@ -39,6 +39,12 @@ def register(cli: typer.Typer) -> None:
             metavar="NAME",
             help="The metric (one whose `metrics --json` resampling is not none).",
         ),
+        queries: Path | None = typer.Option(
+            None,
+            "--queries",
+            metavar="FILE",
+            help="The query each line answers, one per line, for metrics that read it (llm-judge, llm-pairwise).",
+        ),
         option: list[str] | None = typer.Option(
             None,
             "--option",
@@ -85,7 +91,15 @@ def register(cli: typer.Typer) -> None:
 
         opts = parse_options(list(option or []), [metric]).get(metric, {})
         report = significance_files(
-            refs, baseline, [*systems, *(more_systems or [])], metric, opts, method=method, samples=samples, seed=seed
+            refs,
+            baseline,
+            [*systems, *(more_systems or [])],
+            metric,
+            opts,
+            method=method,
+            samples=samples,
+            seed=seed,
+            queries_path=queries,
         )
         if json_out:
             output.print_json(report.as_json())

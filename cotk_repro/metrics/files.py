@@ -255,7 +255,14 @@ def evaluate_files(
         if groups is not None and declared(metric, "takes_groups"):
             merged.update(metric.compute_groups(groups))
         elif queries is not None and hyps is not None and declared(metric, "takes_queries"):
-            merged.update(metric.compute_with_queries(hyps, refs if f.needs_references else None, queries))
+            given = refs if f.needs_references else None
+            if ci is None:
+                merged.update(metric.compute_with_queries(hyps, given, queries))
+            else:
+                from .intervals import add_intervals
+                from .resampling import score_with_items
+
+                merged.update(add_intervals(*score_with_items(metric, hyps, given, queries), *ci))
         else:
             assert hyps is not None  # the loop above refused a metric that scores hypotheses when none were given
             if ci is None:

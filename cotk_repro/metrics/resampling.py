@@ -74,15 +74,18 @@ class ItemStatistics:
 
 
 def item_statistics(
-    metric: Any, hypotheses: Sequence[Any], references: Sequence[Any] | None
+    metric: Any, hypotheses: Sequence[Any], references: Sequence[Any] | None, queries: Sequence[str] | None = None
 ) -> dict[str, ItemStatistics]:
     """Per result key, the :class:`ItemStatistics` of ``metric`` on these items, by its declared resampling; a
-    metric without intervals is refused with its reason (:class:`MetricError`)."""
+    metric without intervals is refused with its reason (:class:`MetricError`). ``queries``: for a metric that reads
+    them (a judge), one per hypothesis."""
     kind = getattr(metric, "resampling", "none")
     name = getattr(metric, "name", type(metric).__name__)
-    if kind != "none" and declared(metric, "needs_queries"):
-        raise MetricError(f"metric {name!r} has no interval here: it needs the queries its hypotheses answer")
-    if kind == "statistics":
+    if kind != "none" and queries is None and declared(metric, "needs_queries"):
+        raise MetricError(f"metric {name!r} needs the queries the hypotheses answer: give --queries FILE")
+    if kind == "statistics" and queries is not None and declared(metric, "takes_queries"):
+        out = dict(metric.resample_statistics(list(hypotheses), references, queries=list(queries)))
+    elif kind == "statistics":
         out = dict(metric.resample_statistics(list(hypotheses), references))
     elif kind == "values":
         out = {k: ItemStatistics.of_values(v) for k, v in metric.resample_values(list(hypotheses), references).items()}
@@ -96,7 +99,7 @@ def item_statistics(
 
 
 def score_with_items(
-    metric: Any, hypotheses: Sequence[Any], references: Sequence[Any] | None
+    metric: Any, hypotheses: Sequence[Any], references: Sequence[Any] | None, queries: Sequence[str] | None = None
 ) -> tuple[dict[str, Any], dict[str, ItemStatistics]]:
     """The metric's result dict (as :func:`cotk_repro.metrics.base.score` gives it) and, per result key that has an
     interval, its :class:`ItemStatistics`: in one pass where the metric offers one (``compute_with_statistics`` /
@@ -107,6 +110,11 @@ def score_with_items(
 
     kind = getattr(metric, "resampling", "none")
     hyps, refs = drop_leading_bom(list(hypotheses), references)
+    if queries is not None and declared(metric, "takes_queries"):  # a judge: its answers, once
+        if kind == "statistics" and callable(getattr(metric, "compute_with_statistics", None)):
+            result, items = metric.compute_with_statistics(hyps, refs, queries=list(queries))
+            return dict(result), dict(items)
+        return dict(metric.compute_with_queries(hyps, refs, list(queries))), {}
     if kind == "statistics" and callable(getattr(metric, "compute_with_statistics", None)):
         result, items = metric.compute_with_statistics(hyps, refs)
         return dict(result), dict(items)

@@ -170,10 +170,12 @@ def paired_test(
     samples: int | None = None,
     seed: int | None = None,
     baseline_items: dict[str, ItemStatistics] | None = None,
+    queries: Sequence[str] | None = None,
 ) -> list[SystemResult]:
     """Every result key of ``metric`` that resamples, for the baseline and each system (named ``(name,
     hypotheses)`` pairs, each with one hypothesis per reference list): the baseline's rows first, then each
-    system's, key by key as the metric reports them. ``baseline_items``: the baseline's statistics when they are
+    system's, key by key as the metric reports them. ``queries``: for a metric that reads them (a judge), one per
+    item. ``baseline_items``: the baseline's statistics when they are
     already in hand (:func:`cotk_repro.metrics.resampling.score_with_items`)."""
     method, n, s = check_settings(method, samples, seed)
     base_name, base_hyps = baseline
@@ -183,8 +185,8 @@ def paired_test(
                 f"{name} has {len(hyps)} lines but the baseline {base_name} has {len(base_hyps)}: a paired test "
                 f"needs one output per item from every system"
             )
-    base_items = baseline_items or item_statistics(metric, base_hyps, references)
-    sys_items = [item_statistics(metric, hyps, references) for _, hyps in systems]
+    base_items = baseline_items or item_statistics(metric, base_hyps, references, queries)
+    sys_items = [item_statistics(metric, hyps, references, queries) for _, hyps in systems]
     names = [base_name] + [name for name, _ in systems]
     rows: list[SystemResult] = []
     for key, items in base_items.items():
@@ -233,12 +235,13 @@ def significance_files(
     method: str = "bs",
     samples: int | None = None,
     seed: int | None = None,
+    queries_path: Any = None,
 ) -> SignificanceReport:
     """The paired test of each system file against the baseline file on a references file (one reference a line,
     or JSONL ``{"references": [...]}`` lines, as ``evaluate`` reads them), every system named as its path was
     given."""
     from . import get_metric
-    from .files import read_hypotheses, read_references
+    from .files import read_hypotheses, read_queries, read_references
     from .resampling import score_with_items
 
     method, n, s = check_settings(method, samples, seed)
@@ -259,10 +262,18 @@ def significance_files(
                     f"{name} has {len(hyps)} lines but {refs_path} has {len(refs)}: give exactly one line of "
                     f"references per hypothesis"
                 )
-    result, items = score_with_items(metric, systems[0][1], refs)
+    queries = read_queries(queries_path) if queries_path is not None else None
+    if queries is not None and len(queries) != len(systems[0][1]):
+        raise MetricError(
+            f"{queries_path} has {len(queries)} lines but {systems[0][0]} has {len(systems[0][1])}: give exactly one "
+            f"query per hypothesis"
+        )
+    result, items = score_with_items(metric, systems[0][1], refs, queries)
     if not items:  # its settings have no interval: the metric's own sentence
-        item_statistics(metric, systems[0][1], refs)
-    rows = paired_test(metric, refs, systems[0], systems[1:], method=method, samples=n, seed=s, baseline_items=items)
+        item_statistics(metric, systems[0][1], refs, queries)
+    rows = paired_test(
+        metric, refs, systems[0], systems[1:], method=method, samples=n, seed=s, baseline_items=items, queries=queries
+    )
     suffix = signature_suffix(method, n, s)
     signatures = {
         row.metric: str(result.get(row.metric + " signature") or row.metric) + suffix
