@@ -447,7 +447,7 @@ class _Judge(Metric):
 
         self._item_scores = None
         result = self.compute(hypotheses, references, queries=queries)
-        scores = self._item_scores or []
+        scores: list[float | None] = self._item_scores or []
         stats = np.array([(s, 1.0) if s is not None else (0.0, 0.0) for s in scores], dtype=np.float64).reshape(-1, 2)
 
         def finish(sums: np.ndarray) -> np.ndarray:
