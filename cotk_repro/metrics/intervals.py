@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.results import CI_SUFFIX
+from ..core.results import CI_SUFFIX, SIGNATURE_SUFFIX
 from .base import MetricError
 from .resampling import (
     DEFAULT_SAMPLES,
@@ -74,7 +74,7 @@ def add_intervals(
         if key not in out:
             continue
         out[key + CI_SUFFIX] = interval(stats, n, s)
-        sig = out.get(key + " signature")
+        sig = out.get(key + SIGNATURE_SUFFIX)
         if isinstance(sig, str):
-            out[key + " signature"] = sig + signature_suffix("bs", n, s)
+            out[key + SIGNATURE_SUFFIX] = sig + signature_suffix("bs", n, s)
     return out

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.results import SIGNATURE_SUFFIX
 from .base import MetricError
 from .intervals import add_intervals as add_intervals  # the API of both, from one module
 from .intervals import check_settings, plain_float, signature_suffix
@@ -276,7 +277,7 @@ def significance_files(
     )
     suffix = signature_suffix(method, n, s)
     signatures = {
-        row.metric: str(result.get(row.metric + " signature") or row.metric) + suffix
+        row.metric: str(result.get(row.metric + SIGNATURE_SUFFIX) or row.metric) + suffix
         for row in rows
         if row.system == systems[0][0]
     }
