@@ -20,6 +20,7 @@ the demo's dashboard accepts unsigned uploads instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -206,6 +207,9 @@ def _loop(
     def stop() -> None:
         stop_dashboard()
         stop_git()
+        # the git daemon's URL dies with it: a kept project's origin then names the bare repository itself
+        with contextlib.suppress(OSError, CotkError):
+            _git(project, "remote", "set-url", "origin", str(bare))
 
     try:
         db = open_database(db_url, migrate=False)

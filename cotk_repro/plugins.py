@@ -258,6 +258,11 @@ class Plugins:
             if refused is not None:
                 raise PluginError(refused)
             known = ", ".join(sorted(registry)) or "none"
+            from .first_party import missing_sentence
+
+            missing = missing_sentence(kind, name)  # a first-party plugin's name: say which one to install
+            if missing is not None:
+                raise PluginError(f"{missing}; registered: {known}")
             raise PluginError(f"unknown {kind.replace('_', ' ')} {name!r}; registered: {known}")
         return registry[name]
 

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CotkError
+from .first_party import PLUGINS as FIRST_PARTY
+from .first_party import missing_sentence
 
 
 @dataclass(frozen=True)
@@ -47,30 +49,7 @@ class ProjectTemplate:
 #: the templates of cotk-repro's first-party plugins, by name -> the distribution that brings them: a name here
 #: that is not registered is a plugin to install, not a typo (tests/test_init.py checks the table against them)
 FIRST_PARTY_TEMPLATES: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "lm-gru",
-            "lm-transformer",
-            "lm-gpt2-finetune",
-            "seq2seq-gru",
-            "seq2seq-transformer",
-            "dialog-gpt2-finetune",
-            "llm-eval",
-        ),
-        "cotk-repro-templates",
-    ),
-    **dict.fromkeys(
-        (
-            "texygen-mle",
-            "texygen-seqgan",
-            "texygen-maligan",
-            "texygen-rankgan",
-            "texygen-leakgan",
-            "texygen-textgan",
-            "texygen-gsgan",
-        ),
-        "cotk-repro-texygen",
-    ),
+    name: distribution for distribution, kinds in FIRST_PARTY.items() for name in kinds.get("template", ())
 }
 
 
@@ -95,12 +74,9 @@ def get_template(name: str) -> ProjectTemplate:
         refused = refusal("template", name)
         if refused is not None:
             raise CotkError(refused)
-        distribution = FIRST_PARTY_TEMPLATES.get(name)
-        if distribution is not None:
-            raise CotkError(
-                f"the template {name!r} comes with the plugin {distribution}, which is not installed: "
-                f"pip install {distribution} (available now: {', '.join(sorted(templates))})"
-            )
+        missing = missing_sentence("template", name)
+        if missing is not None:
+            raise CotkError(f"{missing}; available now: {', '.join(sorted(templates))}")
         raise CotkError(f"unknown template {name!r}; available: {', '.join(sorted(templates))}")
     return templates[name].obj
 

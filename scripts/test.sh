@@ -3,10 +3,28 @@
 #   bash scripts/test.sh [pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# COTK_REPRO_STAGE_TIMES=FILE: each stage's wall time is appended there (.ci/run prints them last)
+_stage() { [ -z "${COTK_REPRO_STAGE_TIMES:-}" ] || echo "$1 $(( SECONDS - _t0 )) s" >> "$COTK_REPRO_STAGE_TIMES"; _t0=$SECONDS; }
+_t0=$SECONDS
 bash scripts/setup.sh
+_stage setup
 # the same condition setup.sh installs the lock under: then tests/test_environment.py checks every version
 python3 -c 'import platform, sys; sys.exit(not (sys.version_info[:2] == (3, 11) and sys.platform == "linux" and platform.machine() == "x86_64"))' \
   && export COTK_REPRO_LOCKED=1
 source scripts/services.sh
+_stage services
 export COTK_REPRO_TEST_ARTIFACTS=${COTK_REPRO_TEST_ARTIFACTS:-$PWD/test-artifacts}
-python3 -m pytest -p no:cacheprovider "$@"
+# on COTK_REPRO_TEST_WORKERS pytest-xdist workers (default: the cores, at least 2): the slow tests wait on
+# processes, disks and pip more than on the CPU. Tests that share one thing (the Docker engine's images, a cache
+# folder being built) are grouped or locked (tests/conftest.py); `-n 0` (or -p no:xdist) runs in one process.
+workers=()
+case " $* " in
+  *" -n "*|*" -n0 "*|*" --numprocesses"*|*" -p no:xdist "*) ;;
+  *) python3 -c 'import xdist' 2>/dev/null \
+       && workers=(-n "${COTK_REPRO_TEST_WORKERS:-$(python3 -c 'import os; print(max(2, len(os.sched_getaffinity(0))))')}" --dist loadgroup) ;;
+esac
+# every test's time goes to $COTK_REPRO_TEST_ARTIFACTS/durations.json; the 25 slowest are printed at the end
+rc=0
+python3 -m pytest -p no:cacheprovider "${workers[@]}" "$@" || rc=$?
+_stage suite
+exit "$rc"

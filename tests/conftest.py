@@ -27,6 +27,51 @@ GIT_ENV = {
 }
 
 
+def pytest_configure(config):
+    import suite_report
+
+    suite_report.register(config)
+
+
+#: tests that use one Docker engine's images run on one pytest-xdist worker, one after another: they build,
+#: tag and remove images of the same names (a test's clean-up must never remove the image another test is
+#: running in), and two sandbox builds at once would only share two cores
+DOCKER_FIXTURES = {"docker_base_image", "engine"}
+
+
+def _module_scoped(item) -> bool:
+    """Whether the test uses a fixture built once per module (or class): a tiny model, a demo run, a server."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for name in getattr(item, "fixturenames", ()):
+        defs = info.name2fixturedefs.get(name)
+        if defs and defs[-1].scope in ("module", "class", "package"):
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which turns the groups into "@group" node ids
+def pytest_collection_modifyitems(config, items):
+    """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): the Docker tests on one
+    worker; the tests of a module that share a module-scoped fixture on one worker (else each worker would build
+    that fixture again: a tiny model, a whole demo run). Then the Docker group goes first, so that its worker starts
+    on the longest chain while the other takes everything else."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if item.get_closest_marker("docker") or DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("docker"))
+        elif _module_scoped(item):
+            item.add_marker(pytest.mark.xdist_group("module:" + item.nodeid.split("::", 1)[0]))
+
+    def group(item) -> str | None:
+        mark = item.get_closest_marker("xdist_group")
+        return (mark.args[0] if mark.args else mark.kwargs.get("name")) if mark else None
+
+    items.sort(key=lambda item: group(item) != "docker")  # stable: the order within each part is kept
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_user_dirs(tmp_path_factory):
     """Never touch the real user's config (tokens) or data; git identity for commits."""
@@ -149,11 +194,12 @@ def in_fresh_process(request) -> bool:
     """For tests of the data loader's forked helpers, which fork only while no other thread runs (and other tests
     leave threads behind: servers, clients): in the test session, run this one test again in a fresh interpreter,
     fail if it fails there, and give False (the caller returns); in that fresh run, give True (the caller goes on)."""
-    if os.environ.get(FRESH_PROCESS) == request.node.nodeid:
+    nodeid = request.node.nodeid.split("@", 1)[0]  # under pytest-xdist's loadgroup: "ID@group"
+    if os.environ.get(FRESH_PROCESS) == nodeid:
         return True
-    env = {**os.environ, FRESH_PROCESS: request.node.nodeid}
+    env = {**os.environ, FRESH_PROCESS: nodeid}
     res = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", request.node.nodeid],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", nodeid],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

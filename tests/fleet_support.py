@@ -165,12 +165,32 @@ def wait_for(predicate, timeout: float = 60.0, every: float = 0.2, what: str = "
         time.sleep(every)
 
 
+def start_volunteer(url: str, token: str, key: Path, *, trace: Path, log: Path | None = None) -> subprocess.Popen:
+    """A real volunteer process (``run_volunteer(once=True)``, HTTP only) with the stand-in reproducer."""
+    env = {**os.environ, "FLEET_TRACE": str(trace)}
+    out = open(log, "ab") if log else subprocess.DEVNULL
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__)), "volunteer", url, token, str(key)],
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
 def _main(argv: list[str]) -> None:
     import logging
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(process)d %(name)s %(message)s")
     sys.path.insert(0, str(REPO_ROOT))
     from cotk_repro.dashboard.worker import run_worker
+
+    if argv[0] == "volunteer":  # a volunteer leasing over HTTP: one lease, the stand-in reproducer
+        from cotk_repro.dashboard.volunteer import run_volunteer
+
+        _cmd, url, token, key = argv
+        run_volunteer(url, token, key, once=True, reproducer=stub_reproducer)
+        return
 
     _cmd, db_url, key, concurrency, max_attempts, stalled_after, retry_wait = argv
     run_worker(

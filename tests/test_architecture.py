@@ -2,7 +2,8 @@
 
 Every ``import`` and ``from ... import`` counts, at module level or inside a function (a lazy import is
 still a dependency). The test fails on any import circle between modules, on an import from ``reproduce``
-into ``publish``, from ``data`` into ``metrics``, and from any library package into ``cli``.
+into ``publish``, from ``data`` into ``metrics``, from ``llm`` or ``generation`` into ``compare`` (and from
+``generation`` into ``llm``), and from any library package into ``cli``.
 """
 
 from __future__ import annotations
@@ -112,6 +113,25 @@ def test_no_import_circle(graph):
 @pytest.mark.parametrize("source,target", [("reproduce", "publish"), ("data", "metrics")])
 def test_forbidden_layer_crossings(graph, source, target):
     assert crossings(graph, source, target) == []
+
+
+def test_generation_has_one_home_below_compare_and_llm(graph):
+    """The generator registry's factory call, the generation cache and run_cached live in cotk_repro.generation,
+    which imports neither compare nor llm; llm never imports compare (it used to, for the cache: an import up a
+    floor); both use the one home."""
+    assert "cotk_repro.generation" in graph
+    assert crossings(graph, "generation", "compare") == crossings(graph, "generation", "llm") == []
+    assert crossings(graph, "llm", "compare") == []
+    assert "cotk_repro.generation" in graph["cotk_repro.compare.generate"]
+    assert "cotk_repro.generation" in graph["cotk_repro.llm.generate"]
+    # the cache is defined once: no other module defines run_cached or cache_key
+    defining = sorted(
+        name
+        for name, path in modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef) and node.name in ("run_cached", "cache_key", "make_generator")
+    )
+    assert defining == ["cotk_repro.generation"] * 3
 
 
 def test_library_code_never_imports_the_cli(graph):

@@ -537,7 +537,7 @@ def test_sample_file_that_changes_length_after_the_checks_fails_only_its_cells(t
 
 
 def test_text_format_normalizer_units():
-    from cotk_repro.compare.textfmt import TextFormat, normalizer
+    from cotk_repro.text.textfmt import TextFormat, normalizer
 
     n = normalizer(TextFormat(strip_tags=("<unk>",), sentence_separator="__eou__", lowercase=True))
     assert n("Hello <unk>  World __eou__ Bye") == "hello world bye"
@@ -545,7 +545,7 @@ def test_text_format_normalizer_units():
 
 
 def test_line_counting_streams_without_trailing_newline(tmp_path):
-    from cotk_repro.compare.textfmt import count_lines, iter_lines
+    from cotk_repro.text.textfmt import count_lines, iter_lines
 
     for text, n in [("a\nb\n", 2), ("a\nb", 2), ("", 0), ("\n", 1), ("a\r\nb\r\n", 2)]:
         p = tmp_path / "f.txt"

@@ -9,7 +9,7 @@ import pytest
 from test_compare import write as _write
 
 from cotk_repro.compare import compare
-from cotk_repro.compare.textfmt import TextFormat, document_normalizer, inputs_sha256, iter_documents
+from cotk_repro.text.textfmt import TextFormat, document_normalizer, inputs_sha256, iter_documents
 
 
 def test_document_normalizer_keeps_the_separator_and_formats_each_sentence():

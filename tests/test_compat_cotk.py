@@ -346,7 +346,17 @@ def test_adapters_take_this_librarys_dataloaders():
 def _cotk_python() -> str | None:
     candidates = [
         os.environ.get("COTK_REPRO_COTK_PYTHON", ""),
-        str(Path.home() / ".cache" / "cotk-repro" / "bench-cotk-venv" / "bin" / "python"),
+        # where scripts/setup.sh puts it: $COTK_REPRO_COTK_VENV, else the cache dir that honours XDG_CACHE_HOME
+        str(Path(os.environ["COTK_REPRO_COTK_VENV"]) / "bin" / "python")
+        if os.environ.get("COTK_REPRO_COTK_VENV")
+        else "",
+        str(
+            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+            / "cotk-repro"
+            / "bench-cotk-venv"
+            / "bin"
+            / "python"
+        ),
         "/work/venvs/cotk010/bin/python",
     ]
     for c in candidates:

@@ -13,7 +13,7 @@ torch's CPU kernels (``lm_support.kernel_free_init``), so every process scores t
 The moves go to ``$COTK_REPRO_TEST_ARTIFACTS/cross-machine.json`` (and are printed); docs/metrics.md, "What a
 hash may contain", says why a hash never covers a computed value. The core metrics also run under every
 Python the project allows that the machine has (``~/.pyenv/versions/3.1X*``), each in a venv cached under
-``~/.cache/cotk-repro/`` with the core installed from this tree (``pip install .``).
+the user cache dir with the core installed from a wheel of this tree (tests/venv_cache.py).
 
 Run: ``python -m pytest -p no:cacheprovider -m cross_machine tests/test_cross_machine.py``.
 """
@@ -289,31 +289,17 @@ def test_cross_machine_every_metric_hashes_alike_under_other_kernels_threads_and
 
 
 def _venv(version: str) -> Path | str:
-    """A venv of Python ``version`` with the core installed from this tree (cached by pyproject.toml's digest),
-    or why there is none."""
+    """A venv of Python ``version`` with the core installed from a wheel of this tree with its declared
+    dependencies (cached per source state and interpreter: tests/venv_cache.py), or why there is none."""
+    from venv_cache import cached_venv
+
     found = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python3")))
     if not found:
         return f"Python {version} is not installed (~/.pyenv/versions/{version}*)"
-    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
-    venv = Path(os.path.expanduser(f"~/.cache/cotk-repro/cross-machine-py{version}-{key}"))
-    python = venv / "bin" / "python"
-    if (venv / ".ready").exists():
-        return python
-    subprocess.run([found[-1], "-m", "venv", "--clear", str(venv)], check=True, timeout=300)
     try:
-        pip = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--no-input", str(ROOT), "pytest"],
-            capture_output=True,
-            text=True,
-            timeout=1200,
-            env=_env({}, pythonpath=False),
-        )
-    except subprocess.TimeoutExpired:
-        return f"pip install . under Python {version} took over 20 minutes (a slow or no index?)"
-    if pip.returncode != 0:
-        return f"pip install . failed under Python {version} (offline?): {pip.stderr.strip()[-300:]}"
-    (venv / ".ready").write_text("ok\n", encoding="utf-8")
-    return python
+        return Path(cached_venv(f"cross-machine-py{version}", (("pytest",),), python=found[-1], self_deps=True))
+    except subprocess.CalledProcessError as exc:
+        return f"installing the core under Python {version} failed (offline?): {exc}"
 
 
 @pytest.mark.timeout(5400)  # the first run installs the core under each Python (cached afterwards)

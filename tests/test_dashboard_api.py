@@ -408,7 +408,7 @@ def test_migrations_are_idempotent_and_at_head(db_url):
 
     db = open_database(db_url)
     db.upgrade()
-    assert db.current_revision() == "0010_pinned"
+    assert db.current_revision() == "0011_verified"
     assert re.fullmatch(r"\d+", str(db.generation()))
     db.dispose()
 
@@ -521,7 +521,7 @@ def test_upgrading_from_the_first_schema_keeps_and_counts_old_results(tmp_path):
 
     db.write(seed)
     db.upgrade()
-    assert db.current_revision() == "0010_pinned"
+    assert db.current_revision() == "0011_verified"
     board = db.read(lambda c: lb.build(c, "t", "d", "bleu"))
     assert [(g["hash"], g["total"]) for g in board["groups"]] == [(a, 2), (None, 1)]
     assert [e["value"] for e in board["groups"][0]["entries"]] == [0.3, 0.1]

@@ -102,9 +102,15 @@ def _start_serve(*args: str) -> tuple[subprocess.Popen, str]:
 
 
 def test_serve_prints_the_url_and_serves(tmp_path):
-    proc, url = _start_serve("--db", f"sqlite:///{tmp_path / 's.sqlite3'}")
+    proc, url = _start_serve("--db", f"sqlite:///{tmp_path / 's.sqlite3'}", "--verified-by", "3")
     try:
         assert "tasks and datasets" in requests.get(url + "/", timeout=5).text.lower()
+        from cotk_repro.dashboard.db import open_database
+        from cotk_repro.dashboard.standing import verified_by
+
+        db = open_database(f"sqlite:///{tmp_path / 's.sqlite3'}", migrate=False)
+        assert db.read(verified_by) == 3  # the dashboard's K, which every tier is derived with (issue 47)
+        db.dispose()
     finally:
         proc.terminate()
         proc.wait(timeout=20)

@@ -269,11 +269,12 @@ def test_server_computes_the_verdict_and_counts_distinct_reproducers(server, use
     q = {"task": "repro", "dataset": "d", "metric": "bleu"}
     board = requests.get(server + API + "/leaderboard", params=q, timeout=10).json()
     entries = board["groups"][0]["entries"]
-    assert [(e["id"], e["signer"], e["reproduced_by"]) for e in entries] == [
-        (other["id"], "bob", 0),
-        (rec["id"], "alice", 2),
+    # reproduced by two strangers, rec is verified (tier 0, issue 47): it ranks above bob's better, unverified 0.9
+    assert [(e["id"], e["signer"], e["reproduced_by"], e["tier"], e["verified"]) for e in entries] == [
+        (rec["id"], "alice", 2, 0, True),
+        (other["id"], "bob", 0, 1, False),
     ]
-    assert entries[1]["reproductions"] == 2  # bob's latest and carol's latest; alice's rerun apart
+    assert entries[0]["reproductions"] == 2  # bob's latest and carol's latest; alice's rerun apart
     only = requests.get(server + API + "/leaderboard", params={**q, "reproduced": 1}, timeout=10).json()
     assert [e["id"] for g in only["groups"] for e in g["entries"]] == [rec["id"]]
     assert only["groups"][0]["total"] == 1 and only["reproduced_only"] is True
@@ -435,9 +436,11 @@ def test_leaderboard_page_puts_unsigned_and_unreproduced_entries_apart(open_serv
     html = requests.get(
         open_server + "/leaderboard", params={"task": "page", "dataset": "d", "metric": "bleu"}, timeout=10
     ).text
-    trusted_part, _, apart = html.partition('class="apart-entries"')
+    # three tiers (issue 47): verified by carol's reproduction, signed only, and the rest
+    trusted_part, _, rest = html.partition('class="signed-entries"')
+    signed_part, _, apart = rest.partition('class="apart-entries"')
     assert "trusted-system" in trusted_part and "lonely-system" not in trusted_part
-    assert "lonely-system" in apart and "unsigned-system" in apart
+    assert "lonely-system" in signed_part and "unsigned-system" in apart and "lonely-system" not in apart
     assert "unsigned</span>" in apart.split("unsigned-system", 1)[1].split("</tr>", 1)[0]
     only = requests.get(
         open_server + "/leaderboard",

@@ -99,6 +99,8 @@ def test_rows_rank_within_each_column_in_its_direction(board):
         "rank": None,
         "hash": fake_hash("other"),
         "pinned": True,
+        "tier": 2,  # unsigned (issue 47: three tiers, each cell says its own)
+        "verified": False,
     }
     assert other["bleu"]["comparable"] is False and other["bleu"]["hash"] is None
     assert other["self-bleu"] is None

@@ -76,6 +76,11 @@ def test_demo_published_to_git_and_dashboard(demo_run):
     ).stdout.split()
     assert "refs/heads/main" in refs
     assert any("cotk-repro" in r for r in refs), refs  # the records travel on their own ref
+    # the kept project's origin outlives the demo's git daemon: it names the bare repository, and fetches
+    project = folder / "sample-lm"
+    origin = subprocess.run(["git", "remote", "get-url", "origin"], cwd=project, capture_output=True, text=True)
+    assert origin.stdout.strip() == str(bare), origin
+    subprocess.run(["git", "fetch", "-q", "origin"], cwd=project, check=True, timeout=60)
     with sqlite3.connect(folder / "dashboard.db") as db:
         tables = {r[0] for r in db.execute("select name from sqlite_master where type='table'")}
         text = " ".join(str(row) for t in tables for row in db.execute(f'select * from "{t}"'))

@@ -370,9 +370,9 @@ def test_binary_files_are_not_called_utf16(cli, tmp_path):
 
 
 def test_the_same_rules_in_the_dataloaders_and_compare(tmp_path):
-    from cotk_repro.compare.textfmt import iter_lines
     from cotk_repro.data.reading import iter_line_blocks
     from cotk_repro.errors import CotkError
+    from cotk_repro.text.textfmt import iter_lines
 
     cases = {
         b"a b\rc d\r": "carriage return (CR) only",

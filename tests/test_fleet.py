@@ -70,7 +70,12 @@ class Fleet:
         return self.db.read(lambda c: c.execute(text(query), params).all())
 
     def jobs_of(self, record_id: str) -> int:
-        return self.sql("SELECT count(*) FROM procrastinate_jobs WHERE args->>'record_id' = :r", r=record_id)[0][0]
+        """The record's jobs in the pool's queue (the volunteers' queue holds K more of its own, issue 47)."""
+        return self.sql(
+            "SELECT count(*) FROM procrastinate_jobs WHERE args->>'record_id' = :r AND queue_name = :q",
+            r=record_id,
+            q=queue.QUEUE,
+        )[0][0]
 
     def state(self, record_id: str) -> dict:
         return self.db.read(lambda c: queue.record_state(c, record_id))
@@ -346,6 +351,9 @@ def test_two_workers_verify_every_record_once_and_the_dashboard_shows_it(fleet):
         board = json.loads(get("/api/v1/leaderboard?task=lm&dataset=coco&metric=bleu"))
         verified = {e["id"]: e.get("verified_by") for g in board["groups"] for e in g["entries"]}
         assert verified[recs[0]["id"]] == "verifier" and verified[differs["id"]] is None
+        # the pool's reproduction alone verifies: tier 0 (issue 47); its "differs" lowers nothing by itself
+        tiers = {e["id"]: (e["tier"], e["verified"]) for g in board["groups"] for e in g["entries"]}
+        assert tiers[recs[0]["id"]] == (0, True) and tiers[differs["id"]][1] is False
         assert "verified by verifier" in get("/leaderboard?task=lm&dataset=coco&metric=bleu")
         table = json.loads(get("/api/v1/table?task=lm&dataset=coco"))
         assert {r["id"]: r.get("verified_by") for r in table["rows"]}[recs[0]["id"]] == "verifier"

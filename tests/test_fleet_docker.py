@@ -5,7 +5,9 @@ a path remote is recorded only as ``local:NAME``); its signed records are upload
 dashboard database of this test's own on the test PostgreSQL server; a real ``cotk-repro dashboard worker``
 process (the CLI, Docker runtime, base image ``COTK_REPRO_TEST_BASE_IMAGE``) reproduces them: the record
 whose entry works gets one pool reproduction, verdict reproduced, signed by the pool's key; the record
-whose entry crashes ends failed with its one-sentence reason. Expected values come from
+whose entry crashes ends failed with its one-sentence reason. Before the pool, a volunteer (issue 47: another
+user, over HTTP, ``dashboard worker --url --once``) reproduces the same record in Docker and verifies it.
+Expected values come from
 ``expected_values()``, computed from the project's inputs independently of cotk-repro.
 """
 
@@ -35,7 +37,8 @@ from cotk_repro.dashboard.auth import Principal, add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.identity import add_key
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# slow: two Docker reproductions of one record (a volunteer's over HTTP, then the pool's), about 3.5 min
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("docker")]
 pytest.importorskip(
     "procrastinate", reason="the fleet's queue needs procrastinate (pip install 'cotk-repro[postgres]')"
 )
@@ -64,6 +67,7 @@ def test_a_worker_reproduces_an_uploaded_record_in_docker_and_signs_it(tmp_path,
         signing = key_from_path(alice_key, "test")
         for rec in (ok, crash):
             assert store.store_record(db, {"record": rec, "signature": sign_record(rec, signing)}, alice)[0]
+        _a_volunteer_reproduces_it_in_docker_over_http(db, url, ok, tmp_path, docker_base_image)
         log = tmp_path / "worker.log"
         with open(log, "wb") as out:
             worker = subprocess.Popen(
@@ -115,3 +119,30 @@ def test_a_worker_reproduces_an_uploaded_record_in_docker_and_signs_it(tmp_path,
         finally:
             assert stop(worker, signal.SIGTERM, timeout=120) == 0, log.read_text(errors="replace")[-3000:]
             db.dispose()
+
+
+def _a_volunteer_reproduces_it_in_docker_over_http(db, url: str, ok: dict, tmp_path, base_image: str) -> None:
+    """Issue 47: a volunteer (another user, its own key, no database access) leases the record over HTTP with
+    the real CLI (``dashboard worker --url --once``), reproduces it in Docker as the pool does, and its signed
+    verdict verifies the record (K = 1)."""
+    from cotk_repro.dashboard.server import start_in_thread
+
+    bob_key = make_key(tmp_path / "bob-keys")
+    token = add_user(db, "bob")[0]
+    add_key(db, "bob", bob_key.with_suffix(".pub").read_text())
+    http, stop_http = start_in_thread(url, reproduce_queue=True, rate_limit=None)
+    try:
+        vol = subprocess.run(
+            [sys.executable, "-m", "cotk_repro", "dashboard", "worker", "--url", http, "--token", token,
+             "--key", str(bob_key), "--base-image", base_image, "--timeout", "600", "--once"],
+            capture_output=True, text=True, timeout=900, env={**os.environ},
+        )  # fmt: skip
+    finally:
+        stop_http()
+    assert vol.returncode == 0, vol.stderr[-3000:]
+    got = store.get_record(db, ok["id"])
+    [bobs] = [r for r in got["reproductions"] if r["user"] == "bob"]
+    assert bobs["signed"] and bobs["verdict"]["verdict"] == "reproduced" and bobs["verdict"]["runtime"] == "docker"
+    rerun = {k: v["value"] for k, v in bobs["verdict"]["rerun"]["results"].items()}
+    assert rerun == pytest.approx(expected_values("ok"))
+    assert got["standing"] == "verified"

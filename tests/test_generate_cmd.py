@@ -158,7 +158,7 @@ def test_help_explains_the_protocol_and_the_resume(cli):
 
 
 def test_inputs_default_to_the_protocols_and_other_inputs_are_refused(work):
-    from cotk_repro.compare.generate import GeneratorError
+    from cotk_repro.generation import GeneratorError
     from cotk_repro.llm import load_protocol
     from cotk_repro.llm.generate import generate_file
 
@@ -173,7 +173,7 @@ def test_inputs_default_to_the_protocols_and_other_inputs_are_refused(work):
 
 
 def test_settings_errors_are_one_sentence():
-    from cotk_repro.compare.generate import GeneratorError, make_generator
+    from cotk_repro.generation import GeneratorError, make_generator
     from cotk_repro.metrics.base import MetricError
     from cotk_repro.metrics.files import parse_options
 

@@ -69,9 +69,11 @@ def test_a_first_party_template_without_its_plugin_names_the_distribution(tmp_pa
     assert res.returncode == 2 and not (tmp_path / "p").exists(), res
     [line] = res.stderr.strip().splitlines()
     assert "'lm-gru' comes with the plugin cotk-repro-templates, which is not installed" in line, res
-    assert "pip install cotk-repro-templates" in line and "minimal" in line
+    # not on PyPI: the install from a checkout (a PyPI name anyone could register is never suggested)
+    assert "pip install ./plugins/cotk-repro-templates in a checkout of cotk-repro's source" in line, line
+    assert "pip install cotk-repro-templates" not in line and "minimal" in line
     res = cli("init", "q", "--template", "texygen-seqgan", cwd=tmp_path, env={"COTK_REPRO_BUILTINS_ONLY": "1"})
-    assert res.returncode == 2 and "pip install cotk-repro-texygen" in res.stderr, res
+    assert res.returncode == 2 and "pip install ./plugins/cotk-repro-texygen" in res.stderr, res
 
 
 def test_first_party_template_table_matches_the_plugins():
@@ -84,6 +86,36 @@ def test_first_party_template_table_matches_the_plugins():
         **dict.fromkeys(BENCHMARKS, "cotk-repro-templates"),
         **dict.fromkeys(TEXYGEN, "cotk-repro-texygen"),
     }
+
+
+def test_first_party_table_is_what_each_installed_plugin_registers():
+    """cotk_repro.first_party names every component of the four first-party plugins (those installed here)."""
+    from cotk_repro.first_party import PLUGINS
+    from cotk_repro.plugins import KINDS, get_plugins
+
+    pm = get_plugins()
+    registered: dict[str, dict[str, set[str]]] = {}
+    for kind in KINDS:
+        for name, component in pm.registry(kind).items():
+            info = pm.infos[component.plugin]
+            if not info.builtin and info.name in PLUGINS and not name.endswith(":"):
+                registered.setdefault(info.name, {}).setdefault(kind, set()).add(name)
+    if not registered:
+        pytest.skip("no first-party plugin is installed (scripts/setup.sh installs them)")
+    for distribution, kinds in registered.items():
+        assert kinds == {k: set(v) for k, v in PLUGINS[distribution].items()}, distribution
+
+
+def test_a_first_party_generator_or_metric_without_its_plugin_names_the_plugin(tmp_path, cli):
+    (tmp_path / "in.txt").write_text("a question\n")
+    env = {"COTK_REPRO_BUILTINS_ONLY": "1"}
+    res = cli("generate", "--generator", "hf", "--inputs", "in.txt", "--out", "out.txt", cwd=tmp_path, env=env)
+    assert res.returncode == 2 and not (tmp_path / "out.txt").exists(), res
+    [line] = res.stderr.strip().splitlines()
+    assert "'hf' comes with the plugin cotk-repro-lm, which is not installed" in line, line
+    assert "pip install ./plugins/cotk-repro-lm" in line and "copy" in line, line
+    res = cli("evaluate", "--refs", "in.txt", "--hyps", "in.txt", "-m", "group-entropy", cwd=tmp_path, env=env)
+    assert res.returncode == 2 and "'group-entropy' comes with the plugin cotk-repro-lm" in res.stderr, res
 
 
 def test_init_onto_a_file_is_an_error(tmp_path, cli):

@@ -320,7 +320,7 @@ def test_a_cut_off_last_line_of_the_partial_file_is_generated_again(tmp_path, to
 
 
 def test_protocol_decoding_values_become_settings_and_a_conflict_is_refused(tmp_path, toy_generators):
-    from cotk_repro.compare.generate import GeneratorError
+    from cotk_repro.generation import GeneratorError
 
     p = load_protocol(write(tmp_path / "p.toml", top("chat = true")))
     got = generate_outputs("toy-prompts", {}, ["x y"], protocol=p, cache_dir=tmp_path / "c")

@@ -200,9 +200,10 @@ def test_the_marker_survives_run_the_record_and_the_upload_and_ranks_below_a_pin
     assert _post(dashboard, record).status_code == 201
     assert _post(dashboard, pinned).status_code == 201
     entries = _board(dashboard, "llm")
+    # tiers since issue 47: 1 signed, clean and pinned (not verified by a reproduction), 2 the rest
     assert [(e["id"], e["rank"], e["tier"], e["pinned"], e["signed"]) for e in entries] == [
-        (pinned["id"], 1, 0, True, True),
-        (record["id"], 2, 1, False, True),
+        (pinned["id"], 1, 1, True, True),
+        (record["id"], 2, 2, False, True),
     ]
     page = requests.get(
         dashboard[0] + "/leaderboard", params={"task": "llm", "dataset": "d", "metric": "bleu"}, timeout=30
@@ -213,20 +214,20 @@ def test_the_marker_survives_run_the_record_and_the_upload_and_ranks_below_a_pin
 
 
 def test_signing_an_unpinned_record_later_does_not_promote_it(dashboard):
-    """An unsigned upload is tier 1; its signed upload moves its pinned results to tier 0, never an unpinned one."""
+    """An unsigned upload is tier 2; its signed upload moves its pinned results to tier 1, never an unpinned one."""
     rec = make_record({"bleu": (0.8, H), "distinct-1": (0.9, None)}, name="later", task="later", dataset="d")
     rec["results"]["bleu"]["pinned"] = False
     rec = finalize({k: v for k, v in rec.items() if k != "id"})
     worse = make_record({"bleu": (0.2, H)}, name="later-pinned", task="later", dataset="d")
     assert _post(dashboard, rec, signed=False).status_code == 201
     assert _post(dashboard, worse, signed=False).status_code == 201
-    assert [e["tier"] for e in _board(dashboard, "later")] == [1, 1]
+    assert [e["tier"] for e in _board(dashboard, "later")] == [2, 2]
     assert _post(dashboard, rec).status_code in (200, 201)
     assert _post(dashboard, worse).status_code in (200, 201)
     entries = _board(dashboard, "later")
     assert [(e["id"], e["tier"], e["signed"], e["pinned"]) for e in entries] == [
-        (worse["id"], 0, True, True),
-        (rec["id"], 1, True, False),
+        (worse["id"], 1, True, True),
+        (rec["id"], 2, True, False),
     ]
 
 
@@ -241,7 +242,7 @@ def test_a_record_cannot_claim_a_better_tier_than_its_worse_marker(dashboard):
     assert RecordView.of(rec).pinned("bleu") is False
     assert _post(dashboard, rec).status_code == 201
     [entry] = _board(dashboard, "claims")
-    assert (entry["signed"], entry["pinned"], entry["tier"]) == (True, False, 1)
+    assert (entry["signed"], entry["pinned"], entry["tier"]) == (True, False, 2)  # the last of three tiers
 
 
 # -- compare: a generator that is not pinned ---------------------------------------------------------------------

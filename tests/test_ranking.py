@@ -9,8 +9,7 @@ import random
 
 import pytest
 import requests
-from dashboard_support import db_url_for, fake_hash, make_record
-from scipy.stats import rankdata
+from dashboard_support import db_url_for, fake_hash, make_record, make_verdict
 from signing_support import make_key
 
 from cotk_repro.compare.engine import Cell
@@ -21,6 +20,8 @@ from cotk_repro.dashboard.auth import add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.server import start_in_thread
 from cotk_repro.records import finalize
+
+rankdata = pytest.importorskip("scipy.stats", reason="the reference ranking is scipy's (pip install scipy)").rankdata
 
 API = "/api/v1"
 BLEU, PPL = fake_hash("rank-bleu"), fake_hash("rank-ppl")
@@ -241,3 +242,152 @@ def test_dirty_unsigned_and_unpinned_results_never_rank_above_a_clean_signed_pin
     html = requests.get(url + "/leaderboard", params={"task": "tiers", "dataset": "d"}, timeout=30).text
     assert html.count('class="badge dirty"') == sum(d for _, _, d, _ in TIERED)
     assert html.count('class="badge unpinned"') == sum(not p for _, _, _, p in TIERED)
+
+
+# -- the attacker's records: pinned is derived, verified is earned (issues 45.5 and 47.1) ----------------------
+# (value, kind, expected pinned, expected tier): a record that claims pinned with an openai system, one that
+# leaves out its system but whose signature names it, one that leaves out its system altogether (its own code's
+# outputs: the uploader's word, tier 1 at most), a dirty one, and an honest one a stranger reproduced (tier 0)
+ATTACKS = [
+    (0.97, "openai-claims-pinned", False, 2),
+    (0.96, "openai-signature-tag", False, 2),
+    (0.99, "no-system", True, 1),
+    (0.98, "dirty", True, 2),
+    (0.5, "honest", True, 1),
+    (0.2, "verified", True, 0),
+]
+ATTACK_HASH = fake_hash("rank-attacks")
+OPENAI = {"generator": "openai", "version": "1", "settings": {"model": "gpt-x", "base_url": "http://x"}}
+
+
+@pytest.fixture(scope="module")
+def attack_board(db_url, tmp_path_factory):
+    from cotk_repro.core.signing import sign_reproduction
+    from cotk_repro.dashboard.identity import add_key
+
+    url, stop = start_in_thread(db_url, allow_unsigned=True, verified_by=1)
+    keys = tmp_path_factory.mktemp("attack-keys")
+    mallory_key, vera_key = make_key(keys / "mallory"), make_key(keys / "vera")
+    db = open_database(db_url)
+    tokens = {}
+    for name, key in (("mallory", mallory_key), ("vera", vera_key)):
+        tokens[name] = add_user(db, name)[0]
+        add_key(db, name, key.with_suffix(".pub").read_text())
+    db.dispose()
+    signing = key_from_path(mallory_key, "test")
+    ids = []
+    for i, (value, kind, _pinned, _tier) in enumerate(ATTACKS):
+        rec = make_record(
+            {"bleu": (value, ATTACK_HASH)}, name=f"atk{i}", task="attacks", dataset="d", dirty=kind == "dirty"
+        )
+        body = {k: v for k, v in rec.items() if k != "id"}
+        if kind == "openai-claims-pinned":
+            body["system"] = {**OPENAI, "pinned": True}
+            body["results"]["bleu"]["pinned"] = True
+        elif kind == "openai-signature-tag":
+            body["results"]["bleu"]["signature"] = "bleu|n=4|system:openai@0123456789ab"
+        rec = finalize(body)
+        r = requests.post(
+            url + API + "/records",
+            json={"record": rec, "signature": sign_record(rec, signing)},
+            headers={"Authorization": f"Bearer {tokens['mallory']}"},
+            timeout=30,
+        )
+        assert r.status_code == 201, r.text
+        ids.append(rec["id"])
+        if kind == "verified":  # a stranger (vera, her key vouched for) reproduces it: identical numbers
+            verdict = make_verdict(rec["id"], "reproduced", metric="bleu", value=value, h=ATTACK_HASH)
+            r = requests.post(
+                url + API + f"/records/{rec['id']}/reproductions",
+                json={"reproduction": verdict, "signature": sign_reproduction(verdict, key_from_path(vera_key, "t"))},
+                headers={"Authorization": f"Bearer {tokens['vera']}"},
+                timeout=30,
+            )
+            assert r.status_code == 201 and r.json()["standing"] == "verified", r.text
+    yield url, ids
+    stop()
+
+
+def test_pinned_is_derived_and_only_a_reproduction_earns_the_top_tier(attack_board):
+    url, ids = attack_board
+    tiers = [t for _, _, _, t in ATTACKS]
+    assert tiers == [
+        tier(signed=True, dirty=k == "dirty", pinned=p, standing="verified" if k == "verified" else "unverified")
+        for _, k, p, _ in ATTACKS
+    ]
+    expected = dict(zip(ids, rank([v for v, _, _, _ in ATTACKS], tiers=tiers)))
+    # the reproduced 0.2 ranks first; the record that left out its system ranks below it, with the honest ones
+    assert expected[ids[5]] == 1 and expected[ids[2]] == 2 and expected[ids[4]] == 3
+    assert min(expected[ids[0]], expected[ids[1]]) > expected[ids[4]]  # the openai claims rank last
+    params = {"task": "attacks", "dataset": "d"}
+    table = requests.get(url + API + "/table", params={**params, "per_page": 100}, timeout=30).json()
+    cells = {row["id"]: row["cells"]["bleu"] for row in table["rows"]}
+    assert {rid: c["rank"] for rid, c in cells.items()} == expected
+    assert {rid: (c["pinned"], c["tier"], c["verified"]) for rid, c in cells.items()} == {
+        rid: (p, t, t == 0) for rid, (_, _, p, t) in zip(ids, ATTACKS)
+    }
+    for per_page in (1, 2, 4, 100):  # every page of the leaderboard
+        seen = {}
+        for page in range(1, len(ids) // per_page + 2):
+            board_page = requests.get(
+                url + API + "/leaderboard",
+                params={**params, "metric": "bleu", "page": page, "per_page": per_page},
+                timeout=30,
+            ).json()
+            for entry in board_page["groups"][0]["entries"] if board_page["groups"] else []:
+                _, kind, pinned, t = ATTACKS[ids.index(entry["id"])]
+                seen[entry["id"]] = entry["rank"]
+                assert (entry["pinned"], entry["tier"], entry["verified"]) == (pinned, t, t == 0), kind
+        assert seen == expected, per_page
+    # order=value ignores the tiers (each entry still says its own)
+    by_value = requests.get(
+        url + API + "/leaderboard", params={**params, "metric": "bleu", "order": "value"}, timeout=30
+    ).json()
+    entries = by_value["groups"][0]["entries"]
+    assert by_value["order"] == "value"
+    assert [e["rank"] for e in entries] == sorted(rank([v for v, _, _, _ in ATTACKS]))
+    assert [e["value"] for e in entries] == sorted((v for v, _, _, _ in ATTACKS), reverse=True)
+    # the pages: one verified badge, the two openai records unpinned, the by-value view in value order
+    html = requests.get(url + "/leaderboard", params={**params, "metric": "bleu"}, timeout=30).text
+    assert html.count('class="badge verified tier-0"') == 1
+    assert html.count('class="badge unpinned"') == 2
+    assert html.index("atk5") < html.index("atk2") < html.index("atk0")
+    html = requests.get(url + "/leaderboard", params={**params, "metric": "bleu", "order": "value"}, timeout=30).text
+    assert html.index("atk2") < html.index("atk3") < html.index("atk0") < html.index("atk5")
+    html = requests.get(url + "/leaderboard", params=params, timeout=30).text
+    assert html.count('class="badge verified tier-0"') == 1 and html.count('class="badge unpinned"') == 2
+    record_page = requests.get(url + f"/records/{ids[5]}", timeout=30).text
+    assert 'id="tier-badge"' in record_page and ">verified<" in record_page
+
+
+def test_standing_follows_the_majority_and_never_one_stranger_alone():
+    from cotk_repro.core.ranking import standing
+
+    k1, k2 = 1, 2
+    assert standing(None, 0, 0, k1) == "unverified"
+    assert standing(None, 1, 0, k1) == standing(True, 0, 0, k2) == "verified"  # K strangers, or the pool alone
+    assert standing(None, 1, 0, k2) == "unverified" and standing(None, 2, 0, k2) == "verified"
+    assert standing(None, 0, 1, k2) == "unverified"  # one stranger's "differs" alone lowers nothing
+    assert standing(True, 0, 1, k2) == "verified"  # nor removes the pool's mark
+    assert standing(True, 0, 2, k2) == "disputed"
+    assert standing(None, 2, 1, k2) == "disputed"  # K agree, one liar: no majority of K+1 yet
+    assert standing(None, 3, 1, k2) == "verified"  # the liar outvoted
+    assert standing(None, 1, 3, k2) == standing(None, 0, 3, k2) == "refuted"
+    for pool in (None, True, False):  # the tier follows: disputed and refuted rank with the rest
+        for agree in range(4):
+            for differ in range(4):
+                state = standing(pool, agree, differ, k2)
+                t = tier(signed=True, dirty=False, standing=state)
+                assert t == {"verified": 0, "unverified": 1}.get(state, 2)
+                assert tier(signed=True, dirty=False, pinned=False, standing=state) == 2
+
+
+def test_pinned_is_the_worse_of_the_claim_and_the_description():
+    from cotk_repro.core.ranking import system_pinned
+
+    assert system_pinned(None) and system_pinned({"generator": "hf", "pinned": True})
+    assert not system_pinned({"generator": "openai", "pinned": True})
+    assert not system_pinned({"generator": "hf", "pinned": False})
+    assert not system_pinned(None, ["bleu|n=4|system:openai@0123456789ab"])
+    assert system_pinned(None, ["bleu|n=4|system:hf@0123456789ab", None])
+    assert not system_pinned({"generator": "hf"}, [], [True, False])

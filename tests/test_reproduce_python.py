@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, git
+from conftest import git
 from test_reproduce_support import SMALL_DEPS, add_bare_remote, edited_project, publish, record_in
 
 ENTRY = """import json, platform
@@ -96,32 +96,15 @@ def find_python(mm: str) -> str | None:
 def venv_of(mm: str, full: bool) -> str:
     """A virtual environment of Python ``mm`` with cotk-repro from a wheel of this checkout: with its declared
     dependencies (``full``, as a user installs it), else with the few `cotk-repro run` needs (small records).
-    Built once per source state under the user cache dir."""
-    from cotk_repro.core.userconfig import cache_dir
-    from cotk_repro.reproduce.wheelhouse import self_fingerprint
+    Built once per source state and interpreter under the user cache dir (tests/venv_cache.py)."""
+    from venv_cache import cached_venv
 
     exe = find_python(mm)
     if exe is None:
         pytest.skip(f"no Python {mm} on this machine (PYTHON{mm.replace('.', '')}=PATH names one)")
-    vdir = cache_dir() / f"test-venvs-py{mm}" / f"{'full' if full else 'small'}-{self_fingerprint()}"
-    py = vdir / "bin" / "python"
-    if (vdir / ".complete").is_file():
-        return str(py)
-    shutil.rmtree(vdir, ignore_errors=True)
-    wheels = vdir.with_name(vdir.name + "-wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO_ROOT)], check=True
-    )
-    subprocess.run([exe, "-m", "venv", str(vdir)], check=True)
-    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if full:
-        subprocess.run([*pip, *map(str, wheels.glob("*.whl"))], check=True)
-    else:
-        subprocess.run([*pip, "--no-deps", *map(str, wheels.glob("*.whl"))], check=True)
-        subprocess.run([*pip, *SMALL_DEPS], check=True)
-    shutil.rmtree(wheels, ignore_errors=True)
-    (vdir / ".complete").write_text("ok")
-    return str(py)
+        return cached_venv(f"test-venvs-py{mm}-full", (), python=exe, self_deps=True)
+    return cached_venv(f"test-venvs-py{mm}-small", ((*SMALL_DEPS,),), python=exe)
 
 
 @pytest.fixture(scope="module")
@@ -277,10 +260,11 @@ def test_a_python_313_record_is_reproduced_in_the_trixie_image(tmp_path, engine)
 
 
 def test_venv_python_of_another_minor_is_refused_in_one_sentence(tmp_path):
-    project = edited_project(tmp_path, "venv312", FILES, as_python("3.12"))
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    other = "3.13" if here == "3.12" else "3.12"  # a minor that is not this Python's, whichever this one is
+    project = edited_project(tmp_path, "venv-other", FILES, as_python(other))
     proc = reproduce(project, "--runtime", "venv", "--trust-remote-code", "--python", sys.executable)
-    one_sentence_exit_2(proc, f"--python {sys.executable} is Python {here} and the record needs Python 3.12")
+    one_sentence_exit_2(proc, f"--python {sys.executable} is Python {here} and the record needs Python {other}")
     proc = reproduce(project, "--runtime", "venv", "--trust-remote-code", "--python", str(tmp_path / "nope"))
     one_sentence_exit_2(proc, "is not an executable file")
     proc = reproduce(project, "--runtime", "docker", "--python", sys.executable)

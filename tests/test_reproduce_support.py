@@ -21,50 +21,21 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from conftest import REPO_ROOT, git, run_cli
+from conftest import git, run_cli
 
 SMALL_DEPS = ["typer", "rich", "GitPython", "jinja2", "pluggy", "platformdirs"]
 
 
 def small_venv_python(extra: tuple[tuple[str, ...], ...] = (), name: str = "test-venvs") -> str:
-    """A venv with cotk-repro (wheel of this checkout, no heavy deps); built once per source state.
+    """A venv with cotk-repro (wheel of this checkout, no heavy deps) and the few packages `cotk-repro run`
+    imports; built once per source state and Python (tests/venv_cache.py: locked, so xdist workers share it).
 
-    ``extra``: further ``pip install`` argument groups, installed in order after the small set;
+    ``extra``: further install argument groups, installed in order after the small set;
     give such a venv its own ``name`` (its folder in the user cache dir).
     """
-    from cotk_repro.core.userconfig import cache_dir
-    from cotk_repro.reproduce.wheelhouse import self_fingerprint
+    from venv_cache import cached_venv
 
-    root = cache_dir() / name
-    vdir = root / self_fingerprint()
-    py = vdir / "bin" / "python"
-    if (vdir / ".complete").is_file():
-        os.utime(vdir / ".complete")  # in use: see the pruning below
-        return str(py)
-    root.mkdir(parents=True, exist_ok=True)
-    # older source states, unused for a day: another checkout's test run may be using a recent one right now
-    stale = time.time() - 24 * 3600
-    for old in root.iterdir():
-        marker = old / ".complete"
-        try:
-            used = marker.stat().st_mtime if marker.is_file() else old.stat().st_mtime
-        except OSError:  # removed meanwhile
-            continue
-        if old != vdir and used < stale:
-            shutil.rmtree(old, ignore_errors=True)
-    shutil.rmtree(vdir, ignore_errors=True)  # an earlier build of this state that did not complete
-    wheels = vdir.with_name(vdir.name + "-wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO_ROOT)], check=True
-    )
-    subprocess.run([sys.executable, "-m", "venv", str(vdir)], check=True)
-    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, "--no-deps", *map(str, wheels.glob("*.whl"))], check=True)
-    for group in ((*SMALL_DEPS,), *extra):
-        subprocess.run([*pip, *group], check=True)
-    shutil.rmtree(wheels, ignore_errors=True)
-    (vdir / ".complete").write_text("ok")
-    return str(py)
+    return cached_venv(name, ((*SMALL_DEPS,), *extra))
 
 
 def record_in(project: Path, python: str | None = None, env: dict | None = None, *args: str) -> dict:
@@ -140,7 +111,6 @@ def dashboard_server(tmp_path: Path):
 
     Yields (url, token) or None when the dashboard command is not available.
     """
-    import time
     import urllib.request
 
     db = f"sqlite:///{tmp_path / 'dash.db'}"
@@ -332,7 +302,6 @@ def remote_served_by_git_daemon(project: Path, bare: Path, bare_root: Path):
 @contextmanager
 def git_daemon(base_path: Path):
     """``git daemon`` serving ``base_path`` on 127.0.0.1; yields ``git://127.0.0.1:PORT/``."""
-    import time
 
     port = free_port()
     proc = subprocess.Popen(

@@ -401,8 +401,11 @@ def test_ctrl_c_to_cotk_repro_only_is_forwarded(make_project):
 
 
 #: the entry of the signal tests: it says it started (its pid, in a file outside the repository) before anything
+# the marker appears whole (written beside, then renamed): a signal between its creation and its write once left
+# an empty marker, read as int('')
 STARTED_THEN_SLEEP = (
-    "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\nprint('ready', flush=True)\ntime.sleep(60)\n"
+    "import os, sys, time\nopen(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\n"
+    "os.replace(sys.argv[1] + '.tmp', sys.argv[1])\nprint('ready', flush=True)\ntime.sleep(60)\n"
 )
 
 

@@ -21,7 +21,8 @@ from sumy.models.dom import ObjectDocumentModel, Paragraph, Sentence
 from sumy.nlp.stemmers import Stemmer
 from sumy.utils import get_stop_words
 
-from cotk_repro.compare.generate import GeneratorError, generate_cached, make_generator
+from cotk_repro.compare.generate import generate_cached
+from cotk_repro.generation import GeneratorError, make_generator
 from cotk_repro.plugins import get_plugins
 from cotk_repro_summarizers.sentences import ABBREVIATIONS, rule_split
 
@@ -122,7 +123,7 @@ def test_summaries_do_not_depend_on_the_hash_seed(tmp_path):
     import sys
 
     script = (
-        "import json, sys\nfrom cotk_repro.compare.generate import make_generator\n"
+        "import json, sys\nfrom cotk_repro.generation import make_generator\n"
         f"docs = {DOCS!r}\n"
         f"print(json.dumps({{n: make_generator(n, {{'sentences': 3}}).generate(docs) for n in {NAMES!r}}}))\n"
     )

@@ -94,6 +94,15 @@ def register(cli: typer.Typer) -> None:
             "reproduction job, drained by `cotk-repro dashboard worker` processes "
             "(PostgreSQL only; docs/fleet.md).",
         ),
+        verified_by: int = typer.Option(
+            1,
+            "--verified-by",
+            min=1,
+            max=100,
+            metavar="K",
+            help="Reproducers other than the signer (each signing with a proven key) whose identical or "
+            "within-tolerance reruns verify a record: the top tier (the worker pool's alone also does).",
+        ),
     ) -> None:
         """Run the dashboard (creates or upgrades its database first) and print its URL."""
         from ..dashboard.server import serve as do_serve
@@ -117,22 +126,35 @@ def register(cli: typer.Typer) -> None:
             allow_unsigned=allow_unsigned,
             reproduce_queue=reproduce_queue,
             trusted_proxies=trusted_proxy,
+            verified_by=verified_by,
         )
 
     @group.command()
     def worker(
-        db: str = typer.Option(
-            ...,
+        db: str | None = typer.Option(
+            None,
             "--db",
-            help="The dashboard's PostgreSQL URL, postgresql+psycopg://USER@HOST/DB (the queue lives there).",
+            help="The pool's way: the dashboard's PostgreSQL URL, postgresql+psycopg://USER@HOST/DB (the queue "
+            "lives there).",
+        ),
+        url: str | None = typer.Option(
+            None,
+            "--url",
+            help="A volunteer's way: the dashboard's URL; jobs are leased over HTTP with --token, no database "
+            "access (docs/fleet.md, Lend your machine).",
+        ),
+        token: str | None = typer.Option(
+            None, "--token", help="With --url: your dashboard token (`cotk-repro dashboard add-user`)."
         ),
         key: Path = typer.Option(
             ...,
             "--key",
             metavar="PRIVATE_KEY",
-            help="The pool's SSH private key (its .pub "
-            "beside it), registered for the pool's user: `dashboard add-user NAME --ssh-key "
-            "KEY.pub`. Every reproduction is signed with it.",
+            help="The SSH private key (its .pub beside it) every verdict is signed with: the pool's, registered "
+            "with `dashboard add-user NAME --ssh-key KEY.pub`, or a volunteer's, proven with `cotk-repro keys add`.",
+        ),
+        once: bool = typer.Option(
+            False, "--once", help="With --url: take at most one lease, then exit (0 also when none is offered)."
         ),
         concurrency: int = typer.Option(
             1, "--concurrency", min=1, max=64, help="Reproductions run at once by this worker."
@@ -168,18 +190,44 @@ def register(cli: typer.Typer) -> None:
             help="On SIGTERM, seconds to let running jobs finish before abandoning them (default: wait for them).",
         ),
     ) -> None:
-        """Drain the reproduction queue: reproduce each record with the Docker runtime, sign, attach.
+        """Drain the reproduction queue: reproduce each record with the Docker runtime, sign, attach (--db), or
+        lend this machine to a dashboard over HTTP (--url, --token).
 
         Runs until SIGTERM or Ctrl-C (the running jobs finish first). Docker only: never a host runtime.
         """
         import logging
 
+        from ..errors import CotkError
+
+        if (db is None) == (url is None):
+            raise CotkError(
+                "give the dashboard's database (--db, the pool) or its URL (--url, a volunteer), one of them"
+            )
+        if url is None and (token is not None or once):
+            raise CotkError("--token and --once go with --url (a volunteer); the pool (--db) reads the queue itself")
+        if url is not None and not token:
+            raise CotkError("--url needs --token: your dashboard token, from its admin (`dashboard add-user`)")
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        if url is not None:
+            from ..dashboard.volunteer import run_volunteer
+
+            logging.getLogger("cotk_repro.dashboard.volunteer").setLevel(logging.INFO)  # one line per lease
+            run_volunteer(
+                url,
+                token or "",
+                key,
+                concurrency=concurrency,
+                once=once,
+                base_image=base_image,
+                timeout=timeout,
+                on_ready=lambda line: output.info(line),
+            )
+            return
         from ..dashboard.worker import run_worker
 
-        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
         logging.getLogger("cotk_repro.dashboard.worker").setLevel(logging.INFO)  # one line per job
         run_worker(
-            db,
+            db or "",
             key,
             concurrency=concurrency,
             base_image=base_image,

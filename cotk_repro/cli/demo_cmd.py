@@ -106,7 +106,14 @@ def register(cli: typer.Typer) -> None:
             "for 3.13).",
         ),
         host: str = typer.Option("127.0.0.1", "--host", help="Address of the embedded dashboard."),
-        port: int = typer.Option(0, "--port", help="Port of the embedded dashboard (default: a free one)."),
+        port: int = typer.Option(
+            0,
+            "--port",
+            min=0,
+            max=65535,
+            show_default=False,
+            help="Port of the embedded dashboard (0, the default: a free one).",
+        ),
         serve: bool = typer.Option(
             True,
             "--serve/--no-serve",

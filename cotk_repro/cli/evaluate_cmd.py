@@ -33,7 +33,8 @@ def register(cli: typer.Typer) -> None:
             None,
             "--hyps",
             metavar="FILE",
-            help="Generated sentences: a UTF-8 text file, one sentence per line (needed unless --groups is given).",
+            help="Generated sentences: a UTF-8 text file, one sentence per line, or FILE.jsonl with one JSON string "
+            "per line (`generate --out FILE.jsonl`) (needed unless --groups is given).",
         ),
         refs: Path | None = typer.Option(
             None,
@@ -102,7 +103,8 @@ def register(cli: typer.Typer) -> None:
             metavar="FILE",
             help="The prompt protocol (TOML) the hypotheses were generated under (`cotk-repro generate "
             "--protocol`): its hash joins every metric's hash and its first 12 hex digits every signature, so "
-            "outputs of differently prompted systems are never ranked together.",
+            "outputs of differently prompted systems are never ranked together. Without it, the protocol that "
+            "--hyps FILE's sidecar FILE.json records is stamped; a --protocol with another hash is an error.",
         ),
         ci: bool = typer.Option(
             False,
@@ -136,6 +138,14 @@ def register(cli: typer.Typer) -> None:
             from ..llm.protocol import load_protocol
 
             loaded = load_protocol(protocol)
+        stamp = loaded.sha256 if loaded is not None else None
+        if hyps is not None:  # the protocol the outputs' sidecar (FILE.json, from `generate`) records, if any
+            from ..llm.generate import protocol_of_outputs
+
+            stamped = protocol_of_outputs(hyps, loaded, str(protocol) if protocol is not None else None)
+            stamp = stamped.sha256 if stamped is not None else None
+            if stamped is not None and stamped.sidecar is not None:
+                output.info(f"stamping protocol {stamped.sha256[:12]} ({stamped.path}), recorded in {stamped.sidecar}")
         with output.progress("evaluating", total=len(names)) as advance:
             result = evaluate_files(
                 hyps,
@@ -148,7 +158,7 @@ def register(cli: typer.Typer) -> None:
                 groups_path=groups,
                 per_sentence=per_sentence,
                 batch_size=batch_size,
-                protocol=loaded,
+                protocol=stamp,
                 ci=(ci_samples, ci_seed) if ci or ci_samples is not None or ci_seed is not None else None,
             )
         if json_out:

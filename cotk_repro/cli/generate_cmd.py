@@ -44,7 +44,12 @@ def register(cli: typer.Typer) -> None:
             help="The inputs: a UTF-8 text file, one input per line (default: the file the protocol's 'inputs' names).",
         ),
         out: Path = typer.Option(
-            ..., "--out", metavar="FILE", help="The outputs file to write (one line per input); FILE.json beside it."
+            ...,
+            "--out",
+            metavar="FILE",
+            help="The outputs file to write, one line per input: FILE.jsonl holds one JSON string per line (every "
+            "character kept), any other name the plain-text form (line breaks inside an output become spaces, "
+            "docs/llm.md); FILE.json beside it.",
         ),
         protocol: Path | None = typer.Option(
             None,

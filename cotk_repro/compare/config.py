@@ -23,10 +23,11 @@ else:  # Python 3.10
 
 from ..core.tomlpos import key_lines, line_of
 from ..errors import ConfigError, CotkError
+from ..first_party import missing_sentence
+from ..generation import GeneratorError
 from ..metrics.facts import facts_of
-from .generate import GeneratorError
+from ..text.textfmt import TextFileError, TextFormat, count_documents, count_lines, inputs_sha256
 from .schema import validate_shape
-from .textfmt import TextFileError, TextFormat, count_documents, count_lines, inputs_sha256
 
 #: how a metric uses the gold references (a metric's own facts choose; a [[metric]] may override):
 #: ``aligned`` one reference list per sample line; ``set`` the whole gold set, not aligned; ``none`` none.
@@ -460,7 +461,9 @@ def _load_metrics(raw: list[dict[str, Any]], fail) -> list[MetricSpec]:
         if name not in known:
             raise fail(
                 p + ("name",),
-                refusal("metric", name) or f"unknown metric {name!r}; registered: {', '.join(sorted(known)) or 'none'}",
+                refusal("metric", name)
+                or missing_sentence("metric", name)
+                or f"unknown metric {name!r}; registered: {', '.join(sorted(known)) or 'none'}",
             )
         label = m.get("label", name)
         _check_name(label.replace("{key}", "k"), "metric label", p + ("label" if "label" in m else "name",), fail)
@@ -584,6 +587,7 @@ def _load_systems(raw, datasets, by_name, fmt_of, resolve, fail, check_files) ->
                 raise fail(
                     p + ("generator",),
                     refusal("generator", gen)
+                    or missing_sentence("generator", gen)
                     or f"unknown generator {gen!r}; registered: {', '.join(sorted(generators)) or 'none'}",
                 )
             settings = dict(s.get("settings", {}))
@@ -673,7 +677,7 @@ def _load_protocol(path: Path, where: tuple, fail) -> Any:
 def _check_generator(name: str, factory: Any, settings: dict[str, Any], protocol: Any) -> None:
     """Build the generator once with its settings (and the protocol's decoding values, whose conflicts and chat
     prompts are refused with a GeneratorError): its own refusals are config errors."""
-    from .generate import check_prompts_accepted, protocol_settings
+    from ..generation import check_prompts_accepted, protocol_settings
 
     if protocol is None:
         factory(**settings)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.ranking import system_pinned
 from ..core.results import epoch_key, parse_result_dict
 from ..errors import CotkError
 from ..metrics.base import score, score_batches
@@ -32,8 +33,8 @@ from ..metrics.resampling import (
     resampled_values,
     score_with_items,
 )
+from ..text.textfmt import TextFormat, batched, iter_gold, iter_texts
 from .config import CompareConfig, MetricSpec, SystemSpec
-from .textfmt import TextFormat, batched, iter_gold, iter_texts
 
 
 @dataclass
@@ -272,7 +273,8 @@ def split_curves(
 def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
     """Worker task: generate (or reuse cached) samples for one generator system and dataset, with the
     per-epoch values of the generator's own result when it trained a model (see :mod:`.generate`)."""
-    from .generate import generate_inputs_file, read_generator_result
+    from ..generation import read_generator_result
+    from .generate import generate_inputs_file
 
     start = time.perf_counter()
     got = generate_inputs_file(
@@ -288,7 +290,8 @@ def run_generate_task(task: dict[str, Any]) -> dict[str, Any]:
     return {
         "path": str(got.path),
         "reused": got.reused == got.lines,
-        "pinned": bool(got.meta.get("pinned", True)),
+        # derived from the generator, never from the cache's word alone (the worse of the two wins)
+        "pinned": system_pinned({"generator": task["generator"], "pinned": got.meta.get("pinned", True) is not False}),
         "curves": curves,
         "seconds": time.perf_counter() - start,
     }

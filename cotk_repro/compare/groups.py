@@ -1,6 +1,6 @@
 """Comparability groups and ranks of compare's cells: each column's cells grouped by metric hash, ranked within
 their group (competition ranking, :func:`cotk_repro.core.ranking.rank`), cells outside the main group flagged.
-A cell of an unpinned system (an endpoint's model, :mod:`cotk_repro.llm.system`) is tier 1: it ranks below every
+A cell of an unpinned system (an endpoint's model, :mod:`cotk_repro.llm.system`) is tier 2: it ranks below every
 pinned cell of its group, whatever its value, and is flagged ``unpinned``."""
 
 from __future__ import annotations

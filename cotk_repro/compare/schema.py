@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import StrictBool, StrictInt, StrictStr, ValidationError, create_model
 
 from ..core.tomlmodel import TYPE_WORDS, StrictTable, annotation_at, known_keys
-from .textfmt import FORMAT_KEYS
+from ..text.textfmt import FORMAT_KEYS
 
 _STRICT: dict[type, Any] = {bool: StrictBool, str: StrictStr, list: list[StrictStr]}
 
-#: ``[format]`` / ``[formats.NAME]`` / an inline format: the keys of :data:`.textfmt.FORMAT_KEYS`
+#: ``[format]`` / ``[formats.NAME]`` / an inline format: the keys of :data:`cotk_repro.text.textfmt.FORMAT_KEYS`
 _FORMAT_FIELDS: dict[str, Any] = {k: (_STRICT[t] | None, None) for k, t in FORMAT_KEYS.items()}
 _FormatTable: type[StrictTable] = create_model("FormatTable", __base__=StrictTable, **_FORMAT_FIELDS)
 if TYPE_CHECKING:  # a model built at run time is no type to mypy: there it is the StrictTable it derives from

@@ -54,6 +54,8 @@ class ReproductionCreated(BaseModel):
     verdict: str
     claimed: str
     by_author: bool
+    #: the record's standing after it: unverified, verified, disputed or refuted (docs/dashboard.md "Tiers")
+    standing: str
 
 
 class Health(BaseModel):
@@ -90,6 +92,15 @@ class LeaderboardEntry(BaseModel):
     reproductions: int
     reproduced_by: int
     unverifiable: bool
+    dirty: bool
+    #: derived from the system the record describes (an endpoint's generator is unpinned whatever it claims)
+    pinned: bool
+    #: 0 verified by reproduction, 1 signed, clean and pinned, 2 the rest (docs/dashboard.md "Tiers")
+    tier: int
+    #: reproduced by the dashboard's pool or by K reproducers other than its signer (tier 0)
+    verified: bool
+    #: what the reproductions say: unverified, verified, disputed or refuted
+    standing: str
     verified_by: str | None = None
 
 
@@ -110,6 +121,8 @@ class Leaderboard(BaseModel):
     metric: str
     higher_is_better: bool
     reproduced_only: bool
+    #: "tier" (verified first, the ranking) or "value" (best value first, tiers ignored)
+    order: str
     page: int
     per_page: int
     total_groups: int
@@ -133,6 +146,9 @@ class TableCell(BaseModel):
     comparable: bool
     rank: int | None
     hash: str | None
+    pinned: bool
+    tier: int
+    verified: bool
 
 
 class TableRow(BaseModel):
@@ -144,6 +160,8 @@ class TableRow(BaseModel):
     user: str
     signer: str | None
     signed: bool
+    dirty: bool
+    standing: str
     submitted_at: str
     reproduced_by: int
     cells: dict[str, TableCell | None]
@@ -229,6 +247,10 @@ class RecordOut(BaseModel):
     url: str
     queue: dict[str, Any] | None = None
     verified_by: str | None = None
+    #: what the reproductions say: unverified, verified, disputed or refuted (docs/dashboard.md "Tiers")
+    standing: str = "unverified"
+    #: tier 0: reproduced by the dashboard's pool or by K reproducers other than its signer
+    verified: bool = False
 
 
 @lru_cache(maxsize=1)
@@ -460,10 +482,17 @@ async def leaderboard(
     reproduced: bool = Query(
         False, description="Only entries reproduced by someone other than their author (reproduced=1)."
     ),
+    order: str = Query(
+        "tier",
+        pattern="^(tier|value)$",
+        description="tier: verified first, then signed, then the rest (the ranking); value: best value first, "
+        "tiers ignored.",
+    ),
 ):
     """Results of one task / dataset / metric, one group per comparability hash (largest first),
-    best first within a group; unverifiable results (no hash) in their own group, ``hash: null``.
-    Each entry names its signer and counts its independent reproductions (``reproduced_by``)."""
+    ranked within a group by tier (verified, signed, the rest) then value; unverifiable results (no hash) in
+    their own group, ``hash: null``. Each entry names its signer, its ``tier``, whether it is ``verified`` and
+    counts its independent reproductions (``reproduced_by``)."""
     dash = _dash(request)
     _qs(task, "task"), _qs(dataset, "dataset"), _qs(metric, "metric")
     base = dash.base_url(request)
@@ -479,13 +508,14 @@ async def leaderboard(
                 page=page,
                 record_url=lambda rid: record_url(base, rid),
                 reproduced_only=reproduced,
+                by_value=order == "value",
             )
         )
         annotate_board(dash.db, data)  # "verified by <pool>" where the reproduction queue runs
         return json.dumps(data, separators=(",", ":")).encode()
 
     body = await dash.cached_async(
-        ("leaderboard-api", base, task, dataset, metric, page, per_page, reproduced), compute, stale_ok=True
+        ("leaderboard-api", base, task, dataset, metric, page, per_page, reproduced, order), compute, stale_ok=True
     )
     return Response(body, media_type="application/json")
 

@@ -292,6 +292,8 @@ class Dashboard:
         self.db = db
         #: accept records and reproductions without a signature (shown as unsigned); off by default
         self.allow_unsigned = allow_unsigned
+        #: the volunteers' leases (:class:`.leases.Leases`) where the reproduction queue runs, else None
+        self.leases: Any = None
         self.max_body = max_body
         self.public_url = public_url.rstrip("/") if public_url else None
         #: the origin key registration challenges name (:mod:`.key_proofs`): the public URL, else the loopback
@@ -444,6 +446,8 @@ def create_app(
     allow_unsigned: bool = False,
     reproduce_queue: bool = False,
     origin: str | None = None,
+    verified_by: int | None = None,
+    lease_seconds: float | None = None,
 ):
     """The FastAPI app for the dashboard at ``db_url`` (default: SQLite in the user data dir).
 
@@ -451,19 +455,26 @@ def create_app(
     ``public_url`` is set (an app with neither refuses key proofs: it cannot say which dashboard it is).
     ``migrate``: run ``alembic upgrade head`` first (idempotent). ``allow_unsigned``: accept uploads
     without an SSH signature (off by default: every upload must be signed by a registered key).
-    ``reproduce_queue``: every record accepted gets a reproduction job (PostgreSQL only, :mod:`.queue`).
+    ``reproduce_queue``: every record accepted gets a reproduction job (PostgreSQL only, :mod:`.queue`), and
+    volunteers lease them over HTTP (:mod:`.leases`; ``lease_seconds``: how long a lease lives without a
+    heartbeat). ``verified_by``: K, the reproducers other than the signer that verify a record (None: the
+    one the database holds; another re-derives every record's tier once, :mod:`.standing`).
     """
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse
 
     from .._version import __version__
-    from . import api, keys_api, pages
+    from . import api, keys_api, leases_api, pages
     from .auth import authenticate
 
     if db is None:
         db = open_database(db_url, migrate=migrate)
     elif migrate:
         db.upgrade()
+    if verified_by is not None:
+        from .standing import use_verified_by
+
+        use_verified_by(db, verified_by)
     if reproduce_queue:
         from .queue import start
 
@@ -483,6 +494,16 @@ def create_app(
     app.state.dashboard = Dashboard(
         db, max_body=max_body, public_url=public_url, allow_unsigned=allow_unsigned, origin=origin
     )
+    if reproduce_queue:  # volunteers lease its jobs over HTTP
+        from . import leases, store
+        from .queue import retry_stalled
+
+        app.state.dashboard.leases = leases.Leases(
+            db,
+            lease_seconds,
+            sweep=lambda db, s: retry_stalled(db, s, leases.MAX_ATTEMPTS, queue=leases.QUEUE),
+            attach=store.add_reproduction,
+        )
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception):  # no stack traces to clients
@@ -492,6 +513,7 @@ def create_app(
     app.include_router(api.router)
     api.add_upload_schemas(app)
     app.include_router(keys_api.router)
+    app.include_router(leases_api.router)
     app.include_router(pages.router)
 
     def user_of_token(token: str) -> int | None:

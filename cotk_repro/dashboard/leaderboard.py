@@ -3,13 +3,15 @@
 Only results with the same hash are ranked against each other (docs/spec.md section 7):
 
 * one group per hash, the largest group first (ties: the hash, for a stable order);
-* within a group, results of records signed and run from a clean tree by a pinned system (tier 0) first, then
-  dirty-tree, unsigned or unpinned ones (tier 1, each entry says ``dirty``, ``signed`` and ``pinned``: false for
-  a system served by an endpoint, whose model id pins no weights): one of them never ranks above a tier-0 one
-  (:func:`cotk_repro.core.ranking.tier`); then best first, in the direction the metric that reports the key declares
+* within a group, results by tier (:func:`cotk_repro.core.ranking.tier`): 0 *verified* (reproduced by the
+  dashboard's pool or by K reproducers other than its signer), 1 signed, from a clean tree, by a pinned system,
+  2 the rest (dirty, unsigned, unpinned: a system served by an endpoint, disputed); one of a higher tier never
+  ranks above one of a lower tier. Each entry says its ``tier``, ``verified``, ``standing``, ``dirty``,
+  ``signed`` and ``pinned``. Within a tier best first, in the direction the metric that reports the key declares
   (``higher_is_better``, see docs/metrics.md "The metric contract"; a key no registered metric
   reports ranks higher-is-better); equal values keep upload order and share their rank (competition
   ranking, :func:`cotk_repro.core.ranking.rank`: the next rank skips, as SQL ``rank()`` and the table);
+  ``by_value`` (``order=value``) ranks the whole group by value, tiers ignored;
 * results without a hash (*unverifiable*) form their own group, ``"hash": null``, last;
 * each entry names its signer (the record's owner) and whether it is signed, and counts its
   independent reproductions (``reproduced_by``: distinct users other than the author whose latest
@@ -24,7 +26,7 @@ from typing import Any
 from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.engine import Connection
 
-from ..core.ranking import TRUSTED, UNTRUSTED, page_ranks
+from ..core.ranking import TIERS, VERIFIED, page_ranks
 from .models import BoardGroup, Record, Reproduction, Result, User
 
 
@@ -127,15 +129,17 @@ _REPRODUCED_GROUP_SIZES = (
 )
 
 
-def _group_query(columns, unverifiable: bool, reproduced_only: bool):
-    """A query over one group's results of one tier (``tier`` bound): each tier is a range of the index."""
+def _group_query(columns, unverifiable: bool, reproduced_only: bool, by_value: bool = False):
+    """A query over one group's results of one tier (``tier`` bound; every tier with ``by_value``): each tier
+    is a range of the index."""
     cond = [
         Result.task == bindparam("task"),
         Result.dataset == bindparam("dataset"),
         Result.metric == bindparam("metric"),
         Result.hash.is_(None) if unverifiable else Result.hash == bindparam("hash"),
-        Result.tier == bindparam("tier"),
     ]
+    if not by_value:
+        cond.append(Result.tier == bindparam("tier"))
     q = select(*columns).where(and_(*cond))
     if reproduced_only:
         q = q.join(Record, Record.id == Result.record_pk).where(Record.reproduced_by > 0)
@@ -149,19 +153,27 @@ def _count_stmt(unverifiable: bool, reproduced_only: bool):
 
 
 @cache
-def _better_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
-    """How many results of one tier of one group are strictly better than ``value``."""
-    q = _group_query([func.count()], unverifiable, reproduced_only)
+def _better_stmt(lower: bool, unverifiable: bool, reproduced_only: bool, by_value: bool = False):
+    """How many results of one tier of one group (of the whole group, ``by_value``) are strictly better than
+    ``value``."""
+    q = _group_query([func.count()], unverifiable, reproduced_only, by_value)
     return q.where(Result.value < bindparam("value") if lower else Result.value > bindparam("value"))
 
 
 @cache
-def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
-    """One page of one tier of one group: its (value, record) from the index alone, then the records it names."""
+def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool, by_value: bool = False):
+    """One page of one tier of one group (of the whole group by value, ``by_value``): its (value, record) from
+    the index alone, then the records it names."""
     page_q = _group_query(
-        [Result.value.label("value"), Result.record_pk.label("record_pk"), Result.pinned.label("pinned")],
+        [
+            Result.value.label("value"),
+            Result.record_pk.label("record_pk"),
+            Result.pinned.label("pinned"),
+            Result.tier.label("tier"),
+        ],
         unverifiable,
         reproduced_only,
+        by_value,
     )
     page_q = (
         page_q.order_by(Result.value.asc() if lower else Result.value.desc(), Result.record_pk.asc())
@@ -181,6 +193,8 @@ def _page_stmt(lower: bool, unverifiable: bool, reproduced_only: bool):
             Record.reproduced_by,
             Record.dirty,
             page_q.c.pinned,
+            Record.standing,
+            page_q.c.tier,
         )
         .select_from(page_q)
         .join(Record, Record.id == page_q.c.record_pk)
@@ -198,20 +212,24 @@ def _page(
     offset: int,
     limit: int,
 ) -> tuple[list[tuple], list[int], int]:
-    """One page of one group in ranking order, tier 0 then tier 1: ``(rows with their tier, tiers, first rank)``.
+    """One page of one group in ranking order, tier by tier: ``(rows, their tiers, the page's first rank)``.
 
     Each tier is read as its own range of the index (one ordered scan each, as fast as a group without
-    tiers); the tier-0 count is asked only for a page past the first, to know where the page starts.
+    tiers); the sizes of the tiers before the last are asked only for a page past the first, to know where
+    the page starts.
     """
     stmt = _page_stmt(lower, unverifiable, reproduced_only)
-    n_trusted = None
+    sizes: dict[int, int] = {}
     if offset:
-        n_trusted = conn.execute(_count_stmt(unverifiable, reproduced_only), {**params, "tier": TRUSTED}).scalar_one()
+        for t in TIERS[:-1]:
+            sizes[t] = conn.execute(_count_stmt(unverifiable, reproduced_only), {**params, "tier": t}).scalar_one()
     rows: list[tuple] = []
     tiers: list[int] = []
-    for t in (TRUSTED, UNTRUSTED):
-        skip = offset if t == TRUSTED else max(0, offset - (n_trusted or 0))
-        if t == TRUSTED and n_trusted is not None and offset >= n_trusted:
+    before = 0  # results in the tiers read so far (known past the first page only)
+    for t in TIERS:
+        skip = max(0, offset - before)
+        if t in sizes and skip >= sizes[t]:
+            before += sizes[t]
             continue
         want = limit - len(rows)
         if want <= 0:
@@ -219,14 +237,37 @@ def _page(
         got = conn.execute(stmt, {**params, "tier": t, "limit": want, "offset": skip}).all()
         rows += got
         tiers += [t] * len(got)
+        before += sizes.get(t, 0)
     first = 1  # the page may start inside a tie: its first rank counts the results ranked strictly above
     if rows and offset:
         first += conn.execute(
             _better_stmt(lower, unverifiable, reproduced_only), {**params, "tier": tiers[0], "value": rows[0][0]}
         ).scalar_one()
-        if tiers[0] == UNTRUSTED:
-            first += n_trusted or 0
+        first += sum(n for t, n in sizes.items() if t < tiers[0])
     return rows, tiers, first
+
+
+def _page_by_value(
+    conn: Connection,
+    params: dict[str, Any],
+    lower: bool,
+    unverifiable: bool,
+    reproduced_only: bool,
+    offset: int,
+    limit: int,
+) -> tuple[list[tuple], int]:
+    """One page of one group best value first, tiers ignored: ``(rows, the page's first rank)``."""
+    rows: list[tuple] = list(
+        conn.execute(
+            _page_stmt(lower, unverifiable, reproduced_only, True), {**params, "limit": limit, "offset": offset}
+        ).all()
+    )
+    first = 1
+    if rows and offset:
+        first += conn.execute(
+            _better_stmt(lower, unverifiable, reproduced_only, True), {**params, "value": rows[0][0]}
+        ).scalar_one()
+    return rows, first
 
 
 def build(
@@ -240,25 +281,31 @@ def build(
     max_groups: int = 20,
     record_url=lambda rid: None,
     reproduced_only: bool = False,
+    by_value: bool = False,
 ) -> dict[str, Any]:
-    """The leaderboard as the API returns it (``record_url`` turns an id into its page URL)."""
+    """The leaderboard as the API returns it (``record_url`` turns an id into its page URL); ``by_value``: best
+    value first whatever the tiers (``order=value``; each entry still says its tier)."""
     lower = lower_is_better(metric)
     sizes = (reproduced_group_sizes if reproduced_only else group_sizes)(conn, task, dataset, metric)
     offset = (page - 1) * limit
     pages = []
     for h, total in sizes[:max_groups]:
         params = {"task": task, "dataset": dataset, "metric": metric, "hash": h}
-        rows, tiers, first = _page(conn, params, lower, h is None, reproduced_only, offset, limit)
-        ranks = page_ranks(
-            [r[0] for r in rows], offset=offset, first_rank=first, higher_is_better=not lower, tiers=tiers
-        )
-        pages.append((h, total, rows, tiers, ranks))
-    counts = reproduction_counts(conn, [r[1] for _h, _t, rows, _ti, _r in pages for r in rows])  # one query
-    intervals = result_intervals(conn, metric, [r[1] for _h, _t, rows, _ti, _r in pages for r in rows])
+        if by_value:
+            rows, first = _page_by_value(conn, params, lower, h is None, reproduced_only, offset, limit)
+            ranks = page_ranks([r[0] for r in rows], offset=offset, first_rank=first, higher_is_better=not lower)
+        else:
+            rows, tiers, first = _page(conn, params, lower, h is None, reproduced_only, offset, limit)
+            ranks = page_ranks(
+                [r[0] for r in rows], offset=offset, first_rank=first, higher_is_better=not lower, tiers=tiers
+            )
+        pages.append((h, total, rows, ranks))
+    counts = reproduction_counts(conn, [r[1] for _h, _t, rows, _r in pages for r in rows])  # one query
+    intervals = result_intervals(conn, metric, [r[1] for _h, _t, rows, _r in pages for r in rows])
     groups = []
-    for h, total, rows, tiers, ranks in pages:
+    for h, total, rows, ranks in pages:
         entries = []
-        for rank, t, (value, pk, rid, project, submitted, user, key, by, dirty, pinned) in zip(ranks, tiers, rows):
+        for rank, (value, pk, rid, project, submitted, user, key, by, dirty, pinned, state, t) in zip(ranks, rows):
             entries.append(
                 {
                     "rank": rank,
@@ -272,6 +319,8 @@ def build(
                     "dirty": bool(dirty),
                     "pinned": bool(pinned),
                     "tier": t,
+                    "verified": t == VERIFIED,
+                    "standing": state,
                     "project": project,
                     "submitted_at": submitted,
                     "reproductions": counts.get(pk, 0),
@@ -287,6 +336,7 @@ def build(
         "metric": metric,
         "higher_is_better": not lower,
         "reproduced_only": reproduced_only,
+        "order": "value" if by_value else "tier",
         "page": page,
         "per_page": limit,
         "total_groups": len(sizes),

@@ -147,6 +147,9 @@ class Record(Base):
     reproduced_by: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default=text("0"))
     #: run from a work tree with uncommitted changes (the record's ``code.dirty``)
     dirty: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
+    #: what the reproductions of it say (:func:`cotk_repro.core.ranking.standing`): "unverified", "verified",
+    #: "disputed" or "refuted"; kept by :mod:`.standing` in every transaction that adds a reproduction
+    standing: Mapped[str] = mapped_column(String(16), nullable=False, server_default=text("'unverified'"))
 
     __table_args__ = (
         Index("ix_records_task_dataset", "task", "dataset", "id"),
@@ -166,12 +169,14 @@ class Result(Base):
     metric: Mapped[str] = mapped_column(String(NAME_MAX), nullable=False)
     hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     value: Mapped[float] = mapped_column(Float, nullable=False)
-    #: the result's tier (:func:`cotk_repro.core.ranking.tier`): 0 signed, clean and pinned, 1 dirty, unsigned
-    #: or unpinned; every result of tier 0 ranks above every result of tier 1 (recomputed when a signed upload
-    #: adopts the record: an unpinned result stays 1)
-    tier: Mapped[int] = mapped_column(SmallInteger, nullable=False, default=1, server_default=text("1"))
-    #: False: computed on the outputs of a system not pinned to its weights (the record says ``"pinned": false``
-    #: on the result or its ``system``; :meth:`cotk_repro.records.view.RecordView.pinned`)
+    #: the result's tier (:func:`cotk_repro.core.ranking.tier`): 0 verified by reproduction, 1 signed, clean and
+    #: pinned, 2 the rest (dirty, unsigned, unpinned, disputed); a lower tier ranks above every higher one
+    #: (recomputed by :mod:`.standing` when a reproduction arrives or a signed upload adopts the record)
+    #: (the column's server default, 1, dates from migration 0008; every write names the tier)
+    tier: Mapped[int] = mapped_column(SmallInteger, nullable=False, default=2, server_default=text("1"))
+    #: False: computed on the outputs of a system not pinned to its weights, derived from what the record
+    #: describes (:meth:`cotk_repro.records.view.RecordView.pinned`: an ``openai`` system is unpinned whatever
+    #: it claims)
     pinned: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True, server_default=true())
 
     __table_args__ = (
@@ -226,6 +231,8 @@ class Reproduction(Base):
     by_author: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
     #: a newer reproduction by the same user replaced this one
     superseded: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
+    #: made by the dashboard's own worker pool (``dashboard worker --db``): its "reproduced" verifies alone
+    pool: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default=false())
 
     __table_args__ = (Index("ix_reproductions_record_user", "record_pk", "user_id", "superseded"),)
 

@@ -18,6 +18,7 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from ..core.ranking import TIERS
 from ..records.diffing import describe_row
 from ..records.view import RecordView
 from . import leaderboard as lb
@@ -39,7 +40,7 @@ def _env():
     env.filters = {
         **env.filters,
         "fmt": fmt_value,  # its own dicts: the project's environments stay as they are
-        "split_trusted": split_trusted,
+        "split_tiers": split_tiers,
         "when": when,
     }
     env.globals = {**env.globals, "board_url": board_url, "record_path": record_path, "entries_table": entries_table}
@@ -51,7 +52,7 @@ _TABLES_LOCK = threading.Lock()
 TABLES_KEPT = 128  # at most ~70 KB each (100 entries)
 
 
-def entries_table(group: dict[str, Any], metric: str):
+def entries_table(group: dict[str, Any], metric: str, order: str = "tier"):
     """The HTML table of a leaderboard group's page of entries, rendered once per distinct content.
 
     A board is rebuilt after every write, but an upload that does not enter a group's page changes
@@ -61,6 +62,7 @@ def entries_table(group: dict[str, Any], metric: str):
 
     key = (
         metric,
+        order,
         group.get("hash"),
         tuple(tuple(tuple(v.items()) if isinstance(v, dict) else v for v in e.values()) for e in group["entries"]),
     )
@@ -69,7 +71,7 @@ def entries_table(group: dict[str, Any], metric: str):
         if found is not None:
             _TABLES.move_to_end(key)
             return found
-    html = Markup(render("_entries_table.html", group=group, board={"metric": metric}))
+    html = Markup(render("_entries_table.html", group=group, board={"metric": metric, "order": order}))
     with _TABLES_LOCK:
         _TABLES[key] = html
         while len(_TABLES) > TABLES_KEPT:
@@ -121,15 +123,13 @@ def fmt_value(v: Any) -> str:
     return str(v)
 
 
-def split_trusted(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(signed, from a clean tree by a pinned system and independently reproduced, the others)``, each in rank
+def split_tiers(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], ...]:
+    """``(verified, signed, the rest)``: the entries of each tier (:mod:`cotk_repro.core.ranking`), each in rank
     order (one pass: the page of a leaderboard is rebuilt after every write)."""
-    trusted: list[dict[str, Any]] = []
-    others: list[dict[str, Any]] = []
+    out: tuple[list[dict[str, Any]], ...] = tuple([] for _ in TIERS)
     for e in entries:
-        ok = e.get("signed") and not e.get("dirty") and e.get("pinned") is not False and e.get("reproduced_by")
-        (trusted if ok else others).append(e)
-    return trusted, others
+        out[min(max(int(e.get("tier", TIERS[-1])), 0), len(TIERS) - 1)].append(e)
+    return out
 
 
 def board_url(task: str, dataset: str, metric: str | None = None) -> str:
@@ -292,6 +292,7 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
         "reproductions": repros,
         "reproduced_by": store.reproduced_by(data["reproductions"]),
         "queue": data.get("queue"),
+        "standing": data.get("standing"),
     }
 
 
@@ -330,8 +331,10 @@ async def leaderboard_page(
     page: int = Query(1, ge=1, le=100_000),
     reproduced: bool = Query(False),
     sort: str | None = Query(None),
+    order: str = Query("tier", pattern="^(tier|value)$"),
 ):
-    """The leaderboard page of one metric, or without ``metric`` every metric side by side."""
+    """The leaderboard page of one metric, or without ``metric`` every metric side by side; ``order=value``
+    ranks by value alone, tiers ignored (each entry keeps its badges)."""
     if not all(_ok_name(v) for v in (task, dataset, metric, sort)):
         return _error(400, "the task, dataset or metric is not a valid name")
     dash = request.app.state.dashboard
@@ -360,21 +363,27 @@ async def leaderboard_page(
                 page=page,
                 record_url=record_path,
                 reproduced_only=reproduced,
+                by_value=order == "value",
             )
         )
         annotate_board(dash.db, board)  # "verified by <pool>" where the reproduction queue runs
         more = any(g["total"] > page * PER_PAGE for g in board["groups"])
-        here = board_url(task, dataset, metric) + ("&reproduced=1" if reproduced else "")
+        here = (
+            board_url(task, dataset, metric)
+            + ("&reproduced=1" if reproduced else "")
+            + ("&order=value" if order == "value" else "")
+        )
         nav = {
             "prev": (here + f"&page={page - 1}") if page > 1 else None,
             "next": (here + f"&page={page + 1}") if more else None,
             "all": board_url(task, dataset, metric),
             "reproduced": board_url(task, dataset, metric) + "&reproduced=1",
+            "by_value": board_url(task, dataset, metric) + "&order=value",
         }
         return render("leaderboard.html", board=board, nav=nav).encode()
 
     body = await dash.cached_async(
-        ("leaderboard-page", task, dataset, metric, page, reproduced, sort), compute, stale_ok=True
+        ("leaderboard-page", task, dataset, metric, page, reproduced, sort, order), compute, stale_ok=True
     )
     return Response(body, media_type="text/html; charset=utf-8")
 

@@ -28,6 +28,8 @@ from typing import Any
 from sqlalchemy import text
 
 from ..errors import CotkError
+from . import leases
+from .standing import verified_by
 
 QUEUE = "cotk-repro-reproduce"
 TASK = "cotk_repro.reproduce_record"
@@ -60,6 +62,11 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
 CREATE INDEX IF NOT EXISTS {TABLE}_job_idx ON {TABLE} (job_id);
 ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS requeued_at timestamptz;
 """
+#: the volunteers' jobs of one record, found by its id (after each verdict, :func:`.leases.follow_standing`)
+_VOLUNTEER_INDEX = (
+    "CREATE INDEX IF NOT EXISTS cotk_repro_volunteer_jobs_record ON procrastinate_jobs ((args->>'record_id')) "
+    f"WHERE queue_name = '{leases.QUEUE}'"
+)
 
 _DEFER = text("""
 SELECT unnest(procrastinate_defer_jobs_v1(ARRAY(
@@ -109,6 +116,8 @@ def ensure_schema(db) -> bool:
             conn.exec_driver_sql(SchemaManager.get_schema().replace("%", "%%"))
             applied = True
         conn.exec_driver_sql(_MAPPING_DDL)
+        conn.exec_driver_sql(_VOLUNTEER_INDEX)
+        leases.ensure_schema(conn)
     return applied
 
 
@@ -121,12 +130,14 @@ def start(db, *, backfill: bool = True) -> int:
 
 
 def enqueue(conn, record_ids: Sequence[str]) -> list[int]:
-    """Defer one reproduction job per record id, in the open transaction ``conn``; the job ids."""
+    """Defer one pool reproduction job per record id, and K volunteer jobs (:mod:`.leases`; K the dashboard's
+    ``--verified-by``), in the open transaction ``conn``; the pool's job ids."""
     rids = sorted(set(record_ids))
     if not rids:
         return []
     ids = list(conn.execute(_DEFER, {"queue": QUEUE, "task": TASK, "rids": rids}).scalars())
     conn.execute(_MAP, {"ids": ids})
+    leases.enqueue(conn, rids, verified_by(conn))
     return ids
 
 
@@ -179,7 +190,7 @@ AWAITING_PUBLICATION = (
 )
 
 
-def retry_stalled(db, seconds: float, max_attempts: int | None = None) -> list[tuple[int, str]]:
+def retry_stalled(db, seconds: float, max_attempts: int | None = None, *, queue: str = QUEUE) -> list[tuple[int, str]]:
     """Put back on the queue the running jobs of workers silent for ``seconds`` (killed, lost), or fail those
     that have had ``max_attempts`` runs; ``[(job id, "retried" | "failed")]``.
 
@@ -188,14 +199,16 @@ def retry_stalled(db, seconds: float, max_attempts: int | None = None) -> list[t
     ``max_attempts`` runs instead of going round the fleet for ever. One transaction under an advisory lock:
     the jobs are found and retried or failed (procrastinate's ``procrastinate_retry_job_v2`` /
     ``procrastinate_finish_job_v1``) together, so two workers sweeping at once never touch a job that a live
-    worker took in between."""
+    worker took in between. ``queue``: the pool's (default) or the volunteers' (:data:`.leases.QUEUE`: a lease
+    whose heartbeat stopped)."""
     died = WORKER_DIED.format(seconds=float(seconds))
 
     def tx(conn):
-        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": _SWEEP_LOCK}).scalar():
+        lock = _SWEEP_LOCK if queue == QUEUE else _SWEEP_LOCK + 10  # each queue's sweep apart
+        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": lock}).scalar():
             return []  # another worker is sweeping
         out = []
-        for job_id, done in conn.execute(_STALLED, {"q": QUEUE, "s": float(seconds)}).all():
+        for job_id, done in conn.execute(_STALLED, {"q": queue, "s": float(seconds)}).all():
             runs = int(done or 0) + 1  # the attempt its worker died in counts
             if max_attempts is not None and runs >= max_attempts:
                 conn.execute(text("SELECT procrastinate_finish_job_v1(:id, 'failed', false)"), {"id": job_id})
@@ -205,6 +218,9 @@ def retry_stalled(db, seconds: float, max_attempts: int | None = None) -> list[t
                 conn.execute(text("SELECT procrastinate_retry_job_v2(:id, now(), NULL, NULL, NULL)"), {"id": job_id})
                 reason = f"could not run: {died} (attempt {runs}); queued again"
                 out.append((job_id, "retried"))
+            if queue == leases.QUEUE:  # a volunteer's lease: its row ends; the pool's mapping row is not this job's
+                leases.expired(conn, job_id, runs, max_attempts)
+                continue
             conn.execute(
                 text(
                     f"UPDATE {TABLE} SET attempts = :n, reason = :reason, updated_at = now() "  # noqa: S608 - only the constant table name is interpolated

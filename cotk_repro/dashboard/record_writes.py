@@ -4,7 +4,7 @@ A batch costs a fixed handful of statements, however many uploads it holds: one 
 already stored, one multi-row insert of the new records (ids returned), one of their results, one
 upsert per leaderboard group touched (counts summed, in one order so concurrent writers never
 deadlock). Only the rare cases run per upload: an unsigned record taken over by its signer (its results
-move to the signed tier, unless its tree was dirty or the result's system is unpinned), and
+move to the signed tier, unless its tree was dirty or the result's system is unpinned: :mod:`.standing`), and
 mirrors (another user uploading a record signed by its owner).
 
 Names are identifiers (:mod:`.names`): a new record whose task, dataset, project or metric name shares a
@@ -30,6 +30,7 @@ from ..core.ranking import tier
 from .auth import now_iso
 from .models import BoardGroup, Mirror, Name, Record, Result
 from .names import NameError_, check_against, digests
+from .standing import refresh as refresh_standing
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class PendingRecord:
     names: tuple[tuple[str, str, str, bool], ...] = ()
     #: run from a work tree with uncommitted changes (the record's ``code.dirty``)
     dirty: bool = False
-    #: the metrics whose results were computed on an unpinned system's outputs (tier 1 whatever the signature)
+    #: the metrics whose results were computed on an unpinned system's outputs (tier 2 whatever the signature)
     unpinned: tuple[str, ...] = ()
 
     def tier(self, metric: str) -> int:
@@ -210,11 +211,9 @@ def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError
                 .where(Record.id == pk)
                 .values(user_id=item.owner_id, signature=item.signature, key_fingerprint=item.fingerprint)
             )
-            conn.execute(  # an unpinned result stays in tier 1: a signature vouches for who ran it, not for weights
-                update(Result)
-                .where(Result.record_pk == pk, Result.pinned.is_(True))
-                .values(tier=tier(signed=item.fingerprint is not None, dirty=stored_dirty))
-            )
+            # its tiers again (an unpinned result stays in tier 2: a signature vouches for who ran it, not for
+            # weights), and its standing: the new owner's own reproductions no longer count
+            refresh_standing(conn, [pk])
             found[item.record_id] = (pk, item.signature, stored_dirty)
         if (
             item.mirror
@@ -224,4 +223,5 @@ def write_records(conn, items: Sequence[PendingRecord]) -> list[bool | NameError
             is None
         ):
             conn.execute(insert(Mirror).values(record_pk=pk, user_id=item.uploader_id, submitted_at=now_iso()))
+            refresh_standing(conn, [pk])  # a mirror's reproductions of the record no longer count
     return created_flags

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..core.ranking import DEFAULT_VERIFIED_BY
 from ..errors import CotkError
 from .app import DEFAULT_MAX_BODY, DEFAULT_RATE_LIMIT
 
@@ -111,6 +112,7 @@ def app_from_env():
         origin=os.environ.get(ENV_PREFIX + "ORIGIN") or None,
         allow_unsigned=os.environ.get(ENV_PREFIX + "ALLOW_UNSIGNED") == "1",
         reproduce_queue=os.environ.get(ENV_PREFIX + "REPRODUCE_QUEUE") == "1",
+        lease_seconds=float(os.environ.get(ENV_PREFIX + "LEASE_SECONDS") or 0) or None,
         migrate=False,
     )
     _freeze_heap()
@@ -152,6 +154,8 @@ def serve(
     allow_unsigned: bool = False,
     reproduce_queue: bool = False,
     trusted_proxies: Sequence[str] = (),
+    verified_by: int = DEFAULT_VERIFIED_BY,
+    lease_seconds: float | None = None,
 ) -> None:
     """Migrate the database, bind, report the URL through ``on_ready``, and serve until interrupted.
 
@@ -174,7 +178,12 @@ def serve(
         from .queue import require_postgresql
 
         require_postgresql(db)
+    if verified_by < 1:
+        raise ServeError(f"--verified-by must be at least 1, not {verified_by}")
     db.upgrade()  # alembic upgrade head, once, before any worker starts
+    from .standing import use_verified_by
+
+    use_verified_by(db, verified_by)  # every record's tier for this K (re-derived only when K changed)
     if reproduce_queue:
         from .queue import start
 
@@ -204,6 +213,7 @@ def serve(
             origin=origin,
             allow_unsigned=allow_unsigned,
             reproduce_queue=reproduce_queue,
+            lease_seconds=lease_seconds,
         )
         server = uvicorn.Server(uvicorn.Config(app, **common))
         _freeze_heap()
@@ -220,6 +230,7 @@ def serve(
     os.environ[ENV_PREFIX + "ORIGIN"] = origin
     os.environ[ENV_PREFIX + "ALLOW_UNSIGNED"] = "1" if allow_unsigned else ""
     os.environ[ENV_PREFIX + "REPRODUCE_QUEUE"] = "1" if reproduce_queue else ""
+    os.environ[ENV_PREFIX + "LEASE_SECONDS"] = str(lease_seconds) if lease_seconds else ""
     config = uvicorn.Config("cotk_repro.dashboard.server:app_from_env", factory=True, workers=workers, **common)
     import inspect
 

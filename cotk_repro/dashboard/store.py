@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import distinct, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from ..core.ranking import VERIFIED_STANDING
 from ..core.signing import NS_RECORD, NS_REPRODUCTION, record_bytes, reproduction_bytes
 from ..errors import CotkError
 from ..records import ID_PREFIX, RecordView, validate_record
@@ -37,6 +38,7 @@ from .identity import Forbidden, Signer, check_uploader, signer_of
 from .models import NAME_MAX, Mirror, Record, Reproduction, Result, User
 from .names import NameError_, check_form
 from .record_writes import PendingRecord, write_records
+from .standing import refresh as refresh_standing
 from .verdicts import VerdictError, _facts, check_values, server_verdict
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -153,8 +155,8 @@ def validate_upload(record: Any) -> dict[str, Any]:
             "dirty": view.code.dirty is True,
             "results": columns,
             "unranked": unranked,
-            # results of a system not pinned to its weights: tier 1 (the record says so; a claim to be pinned
-            # is no claim at all, so nothing here can raise a result's tier)
+            # results of a system not pinned to its weights: tier 2, derived from the system the record
+            # describes (RecordView.pinned: a claim to be pinned raises nothing, an openai system is unpinned)
             "unpinned": sorted(k for k in columns if not view.pinned(k)),
         }
     except Invalid:
@@ -247,11 +249,14 @@ def add_reproduction(
     *,
     allow_unsigned: bool = False,
     in_tx: Callable[[Any, int, str], None] | None = None,
+    pool: bool = False,
 ) -> dict[str, Any]:
-    """Attach a reproduction; returns ``{"id", "verdict", "claimed", "by_author"}`` (the verdict is the server's).
+    """Attach a reproduction; returns ``{"id", "verdict", "claimed", "by_author", "standing"}`` (the verdict is
+    the server's; ``standing`` the record's after it, :mod:`.standing`).
 
     ``in_tx(conn, reproduction_pk, verdict)`` runs in the same transaction after the insert (the reproduction
-    queue records its pool reproduction there; raising in it stores nothing)."""
+    queue records its pool reproduction there, a lease its verdict; raising in it stores nothing). ``pool``: the
+    dashboard's own worker pool made it (its "reproduced" verifies the record alone)."""
     rid = normalize_id(record_ref)
     if rid is None:
         raise NotFound(f"{record_ref!r} is not a record id")
@@ -297,6 +302,7 @@ def add_reproduction(
                 key_fingerprint=signer.fingerprint if signer else None,
                 by_author=by_author,
                 superseded=False,
+                pool=pool,
             )
         )
         n = (
@@ -313,10 +319,17 @@ def add_reproduction(
         conn.execute(update(Record).where(Record.id == pk).values(reproduced_by=n))
         if in_tx is not None:
             in_tx(conn, new.inserted_primary_key[0], computed)
-        db.bump(conn)
-        return new.inserted_primary_key[0]
+        state = refresh_standing(conn, [pk])[pk]  # the record's standing and tiers, with this verdict
+        if db.reproduce_queue:  # volunteers' jobs follow it: cancelled once settled, more while disputed
+            from .leases import follow_standing
+            from .standing import evidence, verified_by
 
-    return {"id": db.write(tx), "verdict": computed, "claimed": claimed, "by_author": by_author}
+            follow_standing(conn, rid, state, verified_by(conn), evidence(conn, [pk])[pk][1])
+        db.bump(conn)
+        return new.inserted_primary_key[0], state
+
+    new_id, state = db.write(tx)
+    return {"id": new_id, "verdict": computed, "claimed": claimed, "by_author": by_author, "standing": state}
 
 
 def add_publication(
@@ -396,6 +409,7 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
                 Record.signature,
                 Record.key_fingerprint,
                 Record.publication,
+                Record.standing,
             )
             .join(User, User.id == Record.user_id)
             .where(Record.record_id == rid)
@@ -411,6 +425,7 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
                 Reproduction.by_author,
                 Reproduction.superseded,
                 Reproduction.key_fingerprint,
+                Reproduction.pool,
             )
             .join(User, User.id == Reproduction.user_id)
             .where(Reproduction.record_pk == row[0])
@@ -440,6 +455,8 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
             "signature": row[4],
             "key": row[5],
             "publication": json.loads(row[6]) if row[6] else None,
+            "standing": row[7],
+            "verified": row[7] == VERIFIED_STANDING,
             "mirrored_by": list(mirrors),
             "reproductions": [
                 {
@@ -451,8 +468,9 @@ def get_record(db: Database, record_ref: str) -> dict[str, Any]:
                     "superseded": bool(sup),
                     "signed": k is not None,
                     "key": k,
+                    "pool": bool(pool),
                 }
-                for i, u, s, b, a, sup, k in repros
+                for i, u, s, b, a, sup, k, pool in repros
             ],
         }
 

@@ -5,9 +5,11 @@ comparability hash, as the metric's leaderboard puts first, see ``leaderboard.py
 record's value with its rank in that column, ranked in the direction the metric declares
 (``higher_is_better``). A record whose result has another hash (or none) gets the value marked
 ``comparable: false`` and no rank: it is shown, never ranked against the column. Ranks follow the one rule
-(:mod:`cotk_repro.core.ranking`): records signed and run from a clean tree first, then dirty-tree or
-unsigned ones (each row says ``dirty`` and ``signed``), best value first within each; a result of an unpinned
-system (its cell says ``"pinned": false``) ranks with the second. Rows come in
+(:mod:`cotk_repro.core.ranking`): verified records first (tier 0: reproduced by the dashboard's pool or by K
+reproducers other than the signer), then signed ones run from a clean tree (tier 1), then dirty-tree, unsigned,
+disputed ones (tier 2; each row says ``dirty``, ``signed`` and ``standing``), best value first within each; a
+result of an unpinned system (its cell says ``"pinned": false``) ranks with the last. Each cell says its ``tier``
+and whether it is ``verified``. Rows come in
 upload order, or by one column's rank with ``sort=METRIC``; failed records have no row.
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.engine import Connection
 
+from ..core.ranking import VERIFIED
 from .leaderboard import group_sizes, lower_is_better
 from .models import BoardGroup, Record, Result, User
 
@@ -92,6 +95,7 @@ def build(
             Record.key_fingerprint,
             Record.reproduced_by,
             Record.dirty,
+            Record.standing,
         )
         .join(User, User.id == Record.user_id)
         .where(*where)
@@ -111,23 +115,23 @@ def build(
     total = conn.execute(select(func.count()).select_from(Record).where(*where)).scalar_one()
     rows = conn.execute(query.order_by(*order).limit(limit).offset((page - 1) * limit)).all()
     pks = [r[0] for r in rows]
-    values: dict[int, dict[str, tuple[float, str | None, bool]]] = {}
+    values: dict[int, dict[str, tuple[float, str | None, bool, int]]] = {}
     if pks:
-        for pk, metric, h, v, pinned in conn.execute(
-            select(Result.record_pk, Result.metric, Result.hash, Result.value, Result.pinned).where(
+        for pk, metric, h, v, pinned, t in conn.execute(
+            select(Result.record_pk, Result.metric, Result.hash, Result.value, Result.pinned, Result.tier).where(
                 Result.record_pk.in_(pks)
             )
         ):  # the record's own index
-            values.setdefault(pk, {})[metric] = (v, h, bool(pinned))
+            values.setdefault(pk, {})[metric] = (v, h, bool(pinned), t)
     ranks = {c["metric"]: _ranks(conn, task, dataset, c, pks) for c in cols}
     out_rows = []
-    for pk, rid, project, submitted, user, key, by_n, dirty in rows:
+    for pk, rid, project, submitted, user, key, by_n, dirty, state in rows:
         cells: dict[str, dict[str, Any] | None] = {}
         for c in cols:
             if c["metric"] not in values.get(pk, {}):
                 cells[c["metric"]] = None
                 continue
-            v, h, pinned = values[pk][c["metric"]]
+            v, h, pinned, t = values[pk][c["metric"]]
             comparable = h is not None and h == c["hash"]
             cells[c["metric"]] = {
                 "value": v,
@@ -135,6 +139,8 @@ def build(
                 "rank": ranks[c["metric"]].get(pk) if comparable else None,
                 "hash": h,
                 "pinned": pinned,
+                "tier": t,
+                "verified": t == VERIFIED,
             }
         out_rows.append(
             {
@@ -145,6 +151,7 @@ def build(
                 "signer": user if key else None,
                 "signed": key is not None,
                 "dirty": bool(dirty),
+                "standing": state,
                 "submitted_at": submitted,
                 "reproduced_by": by_n,
                 "cells": cells,

@@ -232,6 +232,29 @@ def with_database(fn: Callable[[], Any], what: str, patience: float = DB_PATIENC
             wait = min(5.0, wait * 2)
 
 
+def reproduce_one(
+    reproducer: Reproducer, record: dict[str, Any], status: Any, publication: Any, record_signature: str | None
+) -> dict[str, Any]:
+    """The verdict of one record, as every reproducer of the fleet makes it: the pool's workers and the
+    volunteers leasing over HTTP (:mod:`.volunteer`) alike, with the same ``reproducer`` (:func:`docker_reproducer`:
+    the same sandbox, limits and budgets). A publication (the remote taken at publish time, signed) goes to
+    reproducers that take one. Raises :class:`Permanent` (the record can never be reproduced) or
+    :class:`Retryable` (this attempt could not run), each with its one-sentence reason."""
+    if status != "ok":
+        raise Permanent(f"could not run: the record is marked {status}; there is no successful result to reproduce")
+    try:
+        verdict = reproducer(record) if publication is None else reproducer(record, publication, record_signature)
+    except Permanent as exc:
+        raise Permanent(f"could not run: {exc}") from None
+    except Retryable as exc:
+        raise Retryable(f"could not run: {exc}") from None
+    except CotkError as exc:
+        raise Retryable(f"could not run: {one_sentence(exc.message)}") from None
+    if verdict.get("verdict") == "could not run":
+        raise Retryable(failure_reason(verdict))
+    return verdict
+
+
 class Pool:
     """What one job does: read the record, reproduce it, sign, attach; the job's reason kept beside it."""
 
@@ -304,26 +327,13 @@ class Pool:
             record = jsonbudget.loads(row[1], what=f"the queued record {record_id}")
         except jsonbudget.JSONBudgetError as exc:
             return self._fail(record_id, Permanent, f"could not run: {exc.message}")
-        if row[2] != "ok":
-            return self._fail(
-                record_id,
-                Permanent,
-                f"could not run: the record is marked {row[2]}; there is no successful result to reproduce",
-            )
-        try:  # a publication (the remote taken at publish time, signed) goes to reproducers that take one
-            verdict = (
-                self.reproducer(record)
-                if row[3] is None
-                else self.reproducer(record, jsonbudget.loads(row[3], what="the queued publication"), row[4])
-            )
+        try:
+            publication = None if row[3] is None else jsonbudget.loads(row[3], what="the queued publication")
+            verdict = reproduce_one(self.reproducer, record, row[2], publication, row[4])
         except Permanent as exc:
-            return self._fail(record_id, Permanent, f"could not run: {exc}")
+            return self._fail(record_id, Permanent, str(exc))
         except Retryable as exc:
-            return self._fail(record_id, Retryable, f"could not run: {exc}")
-        except CotkError as exc:
-            return self._fail(record_id, Retryable, f"could not run: {one_sentence(exc.message)}")
-        if verdict.get("verdict") == "could not run":
-            return self._fail(record_id, Retryable, failure_reason(verdict))
+            return self._fail(record_id, Retryable, str(exc))
         try:
             signature = sign_reproduction(verdict, self.identity.key)
         except CotkError as exc:
@@ -360,6 +370,7 @@ class Pool:
                     self.identity.principal,
                     {"reproduction": verdict, "signature": signature},
                     in_tx=attach,
+                    pool=True,
                 ),
                 "attaching the reproduction",
                 self.db_patience,

@@ -3,7 +3,8 @@
 * :mod:`.prompt`: what a generator is asked (:data:`Prompt`: text or chat messages);
 * :mod:`.protocol`: the protocol file (:func:`load_protocol`), its rendering and its hash;
 * :mod:`.stamp`: :func:`stamp_protocol`, the protocol's hash joined to a metric result's;
-* :mod:`.generate`: :func:`generate_outputs`, one output per input, resumable after an interruption.
+* :mod:`.generate`: :func:`generate_outputs`, one output per input through the cache of :mod:`cotk_repro.generation`,
+  resumable after an interruption; ``FILE`` and its sidecar ``FILE.json``, and the protocol read back from it.
 
 Nothing here imports torch or transformers: the generators that run models live in plugins.
 """
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from .generate import Generation, generate_outputs
 
 
-def __getattr__(name: str) -> Any:  # the generation library loads compare's cache on first use only
+def __getattr__(name: str) -> Any:  # the generation library (and the plugin registry) loads on first use only
     if name in ("Generation", "generate_outputs"):
         from . import generate
 

@@ -10,15 +10,17 @@ A protocol file (docs/llm-protocol.md, "Protocol file")::
     stop = ["\\n"]                                   # default []
     few_shot_order = "as-written"                   # or "shuffled" (random.Random(few_shot_seed).shuffle)
     few_shot_seed = 0
-    inputs = "inputs.txt"                           # optional, relative to this file; its sha256 is hashed
+    inputs = "inputs.txt"                           # optional, a file in this file's folder; its sha256 is hashed
 
     [[few_shot]]
     input = "..."
     output = "..."
 
-The file is a stranger's: the template is compiled in Jinja's sandbox with undefined names as errors, and
-rendered once at load on a probe input and on every few-shot input, so a template naming any field but
-``input`` (or failing to render) is refused before any model runs. :attr:`Protocol.sha256` is the hash of the
+The file is a stranger's: the template is compiled and rendered by :func:`cotk_repro.core.untrusted.render_untrusted`
+(Jinja's sandbox in a child process under a memory and time limit; undefined names are errors; nothing that
+renders differently each time), once at load on a probe input and on every few-shot input (all within
+:data:`RENDER_SECONDS`), so a template naming any field but ``input``, failing to render or running away is
+refused before any model runs; ``inputs`` must name a regular file inside the protocol's folder. :attr:`Protocol.sha256` is the hash of the
 protocol's content (docs/llm-protocol.md, "What is hashed"), never of its path, comments or layout.
 """
 
@@ -26,24 +28,22 @@ from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10
     import tomli as tomllib
 
-from ..core.canonical import hash_object, sha256_hex
+from ..core.canonical import hash_object
+from ..core.safe_read import UnsafeFileError, read_regular
 from ..core.tomlpos import key_lines, line_of
+from ..core.untrusted import UntrustedTemplateError, render_untrusted
 from ..errors import CotkError
 from .prompt import Prompt
-
-if TYPE_CHECKING:
-    import jinja2
 
 #: what :attr:`Protocol.sha256` is computed over besides the fields; bump when its meaning changes
 FORMAT = "cotk-repro/protocol"
@@ -51,6 +51,7 @@ FORMAT_VERSION = 1
 ORDERS = ("as-written", "shuffled")
 #: the one variable a template may use
 VARIABLE = "input"
+WHAT = "protocol template"
 PROBE = "probe input"
 
 _FIELDS: dict[str, str] = {
@@ -68,6 +69,9 @@ _FIELDS: dict[str, str] = {
 
 class ProtocolError(CotkError):
     """A protocol file that cannot be used: unreadable, not TOML, a wrong field or a template that fails."""
+
+    #: the input (0-based, in the batch rendered) whose rendering failed; None when not one input's fault
+    index: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,8 @@ class Protocol:
     #: the inputs file the protocol names (resolved), and its SHA-256
     inputs: Path | None = None
     inputs_sha256: str | None = None
-    _compiled: Any = field(default=None, repr=False, compare=False)
+    #: the template rendered on each few-shot input (at load, in the bounded child), in the examples' order
+    _shots: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def content(self) -> dict[str, Any]:
         """Everything the hash covers: the fields' values (the few-shot examples in their final order, the
@@ -124,121 +129,75 @@ class Protocol:
         return {"chat": self.chat, "max_new_tokens": self.max_new_tokens, "stop": list(self.stop)}
 
     def fill(self, text: str) -> str:
-        """The template rendered with ``input`` = ``text``."""
+        """The template rendered with ``input`` = ``text`` (in the bounded child process: :func:`render_untrusted`)."""
+        return self.fill_many([text])[0]
+
+    def fill_many(self, texts: Sequence[str]) -> list[str]:
+        """:meth:`fill` of each text, in one request to the child process (each rendering bounded by
+        :data:`RENDER_SECONDS`); a failure's :class:`ProtocolError` has the failing text's ``index`` (0-based)."""
         try:
-            with _time_limit(RENDER_SECONDS):
-                return str(self._compiled.render({VARIABLE: text}))
-        except Exception as exc:
-            raise ProtocolError(f"the template of protocol {self.path} fails to render: {_jinja_reason(exc)}") from None
+            return render_untrusted(
+                self.template, [{VARIABLE: t} for t in texts], names=[VARIABLE], seconds_each=RENDER_SECONDS, what=WHAT
+            )
+        except UntrustedTemplateError as exc:
+            error = ProtocolError(f"the template of protocol {self.path} {_clause(exc)}")
+            error.index = exc.index
+            raise error from None
 
     def render(self, text: str) -> Prompt:
         """The prompt for one input: a string (``chat = false``) or chat messages (``chat = true``)."""
+        return self.render_many([text])[0]
+
+    def render_many(self, texts: Sequence[str]) -> list[Prompt]:
+        """The prompts for a batch of inputs (:meth:`render` of each, the template rendered in one request)."""
+        return [self._prompt(filled) for filled in self.fill_many(texts)]
+
+    def _prompt(self, filled: str) -> Prompt:
         if self.chat:
             messages: list[dict[str, str]] = []
             if self.system is not None:
                 messages.append({"role": "system", "content": self.system})
-            for ex in self.few_shot:
-                messages.append({"role": "user", "content": self.fill(ex.input)})
+            for ex, shot in zip(self.few_shot, self._shots):
+                messages.append({"role": "user", "content": shot})
                 messages.append({"role": "assistant", "content": ex.output})
-            messages.append({"role": "user", "content": self.fill(text)})
+            messages.append({"role": "user", "content": filled})
             return messages
         parts = [self.system + "\n\n"] if self.system is not None else []
-        parts += [self.fill(ex.input) + ex.output + "\n\n" for ex in self.few_shot]
-        parts.append(self.fill(text))
+        parts += [shot + ex.output + "\n\n" for ex, shot in zip(self.few_shot, self._shots)]
+        parts.append(filled)
         return "".join(parts)
 
 
-def _jinja_reason(exc: BaseException) -> str:
-    import jinja2
-
-    if isinstance(exc, TimeoutError):
-        return str(exc)
-    if isinstance(exc, jinja2.UndefinedError):
-        return f"{str(exc.message).rstrip('.')} (a protocol template may use only {{{{ {VARIABLE} }}}})"
-    if isinstance(exc, jinja2.TemplateSyntaxError):
-        return f"{str(exc.message).rstrip('.')} (template line {exc.lineno})"
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": .")
+def _clause(exc: UntrustedTemplateError) -> str:
+    """The sandbox's clause, with the one name a protocol template may use when it used another."""
+    if exc.kind in ("unknown-names", "undefined"):
+        return f"{exc.clause} (a protocol template may use only {{{{ {VARIABLE} }}}})"
+    return exc.clause
 
 
-#: the most a template may build or spend: products (``input * N``), number literals, seconds per rendering
-MAX_SIZE = 1_000_000
+#: the wall-clock bound of one rendering, and of all the renderings of a load together (the probe and every
+#: few-shot input); memory: :data:`cotk_repro.core.untrusted.MEMORY_BYTES`
 RENDER_SECONDS = 10.0
-
-
-def _environment() -> jinja2.Environment:
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
-
-    class Sandbox(ImmutableSandboxedEnvironment):
-        """Jinja's sandbox, and no product or power that could fill the memory (``{{ input * 10**9 }}``)."""
-
-        intercepted_binops = frozenset({"*", "**"})
-
-        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            if operator == "**":
-                if not (_is_number(left) and _is_number(right) and abs(left) <= MAX_SIZE and abs(right) <= 64):
-                    raise SecurityError("'**' with such operands is not allowed in a protocol template")
-            elif _is_number(left) and _is_number(right):
-                if abs(left) > MAX_SIZE or abs(right) > MAX_SIZE:
-                    raise SecurityError("a product this large is not allowed in a protocol template")
-            else:
-                count = right if isinstance(right, int) else left
-                other = left if count is right else right
-                if not isinstance(count, int) or count * len(other) > MAX_SIZE:
-                    raise SecurityError("a repetition this large is not allowed in a protocol template")
-            return super().call_binop(context, operator, left, right)
-
-    # undefined names as errors, the text exactly as written (no HTML escaping, a final newline kept)
-    return Sandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-@contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Raise TimeoutError when the block runs longer than ``seconds`` (POSIX main thread; elsewhere no limit)."""
-    import signal
-    import threading
-
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expired(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"rendering took more than {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def _big_literal(env: jinja2.Environment, source: str) -> int | None:
-    """A number literal above :data:`MAX_SIZE` in the template (``center(1000000000)``), else None."""
-    from jinja2 import nodes
-
-    for const in env.parse(source).find_all(nodes.Const):
-        if _is_number(const.value) and abs(const.value) > MAX_SIZE:
-            return const.value
-    return None
+#: the largest protocol file, and the largest inputs file it may name (bytes)
+MAX_PROTOCOL_BYTES = 16 * 2**20
+MAX_INPUTS_BYTES = 256 * 2**20
 
 
 def load_protocol(path: str | Path) -> Protocol:
     """Read and check a protocol file; a bad one raises :class:`ProtocolError` (one sentence naming the file)."""
     path = Path(path)
     display = str(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
+    try:  # the user's own path may be a link; a FIFO or a device there is refused, never read
+        raw = read_regular(path, MAX_PROTOCOL_BYTES, f"protocol file {display}", follow_links=True)
+        text = raw.decode("utf-8-sig")
     except FileNotFoundError:
         raise ProtocolError(f"protocol file {display} does not exist") from None
     except IsADirectoryError:
         raise ProtocolError(f"protocol file {display} is a folder, not a TOML file") from None
+    except UnsafeFileError as exc:
+        if path.is_dir():
+            raise ProtocolError(f"protocol file {display} is a folder, not a TOML file") from None
+        raise ProtocolError(exc.message) from None
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"protocol file {display} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
@@ -277,34 +236,26 @@ def load_protocol(path: str | Path) -> Protocol:
         random.Random(seed).shuffle(examples)
     inputs = inputs_sha = None
     if "inputs" in data:
-        inputs = (path.parent / data["inputs"]).resolve()
         try:
-            inputs_sha = sha256_hex(inputs.read_bytes())
-        except OSError:
-            raise fail(
-                ("inputs",), f"the inputs file {data['inputs']} it names does not exist or is unreadable"
-            ) from None
-    env = _environment()
-    try:
-        compiled = env.from_string(data["template"])
-        from jinja2 import meta
-
-        # names used on any path, not only the probe's (``{% if input == "x" %}{{ secret }}{% endif %}``)
-        unknown = sorted(meta.find_undeclared_variables(env.parse(data["template"])) - {VARIABLE} - set(env.globals))
-    except Exception as exc:  # TemplateSyntaxError, or a sandbox refusal at compile time
-        raise fail(("template",), f"'template' is not a valid Jinja template: {_jinja_reason(exc)}") from None
-    big = _big_literal(env, data["template"])
-    if big is not None:
-        raise fail(
-            ("template",), f"'template' holds the number {big}, above the {MAX_SIZE} a protocol template may use"
+            inputs, inputs_sha = _inputs_file(path, data["inputs"])
+        except ProtocolError as exc:
+            raise fail(("inputs",), exc.message) from None
+    examples_in = [ex.input for ex in examples]
+    try:  # compiled, checked and rendered once in the bounded child, all together within RENDER_SECONDS
+        rendered = render_untrusted(
+            data["template"],
+            [{VARIABLE: text} for text in [PROBE, *examples_in]],
+            names=[VARIABLE],
+            seconds_each=RENDER_SECONDS,
+            seconds_total=RENDER_SECONDS,
+            what=WHAT,
         )
-    if unknown:
-        raise fail(
-            ("template",),
-            f"'template' uses {', '.join(map(repr, unknown))}, which is undefined (a protocol template may use "
-            f"only {{{{ {VARIABLE} }}}})",
-        )
-    protocol = Protocol(
+    except UntrustedTemplateError as exc:
+        clause = _clause(exc)
+        if exc.kind == "time" and len(examples_in) > 0:
+            clause += " (the probe input and every few-shot input together)"
+        raise fail(("template",), f"'template' {clause}") from None
+    return Protocol(
         path=path,
         template=data["template"],
         max_new_tokens=data["max_new_tokens"],
@@ -316,15 +267,60 @@ def load_protocol(path: str | Path) -> Protocol:
         few_shot_seed=seed,
         inputs=inputs,
         inputs_sha256=inputs_sha,
-        _compiled=compiled,
+        _shots=tuple(rendered[1:]),
     )
-    for probe in [PROBE, *(ex.input for ex in examples)]:  # every name it uses is known, and it renders
-        try:
-            with _time_limit(RENDER_SECONDS):
-                compiled.render({VARIABLE: probe})
-        except Exception as exc:
-            raise fail(("template",), f"'template' fails to render: {_jinja_reason(exc)}") from None
-    return protocol
+
+
+def _inputs_file(protocol_path: Path, name: str) -> tuple[Path, str]:
+    """The inputs file a protocol names, and its SHA-256: a relative path that resolves (symbolic links
+    included) inside the protocol file's folder, to a regular file of at most :data:`MAX_INPUTS_BYTES`. Checked
+    before anything is opened, so a FIFO or a device is refused, never read; the open itself cannot block
+    (``O_NONBLOCK``) nor follow a link swapped in since (``O_NOFOLLOW``)."""
+    import hashlib
+    import os
+    import stat
+
+    shown = repr(name)
+    if Path(name).is_absolute() or Path(name).anchor:
+        raise ProtocolError(
+            f"'inputs' is the absolute path {shown}; name a file relative to the protocol's folder, inside it"
+        )
+    folder = protocol_path.parent.resolve()
+    target = (folder / name).resolve()
+    if target != folder and folder not in target.parents:
+        raise ProtocolError(
+            f"'inputs' {shown} resolves to {target}, outside the protocol's folder {folder}; a protocol may name "
+            "only a file inside its own folder"
+        )
+    try:
+        info = os.stat(target)
+    except OSError:
+        raise ProtocolError(f"the inputs file {name} it names does not exist or is unreadable") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ProtocolError(f"the inputs file {name} it names is not a regular file, so it is not read")
+    if info.st_size > MAX_INPUTS_BYTES:
+        raise ProtocolError(
+            f"the inputs file {name} it names is {info.st_size:,} bytes, over the {MAX_INPUTS_BYTES:,}-byte limit"
+        )
+    digest, left = hashlib.sha256(), MAX_INPUTS_BYTES + 1
+    try:
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        raise ProtocolError(f"the inputs file {name} it names does not exist or is unreadable") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else since the check
+            raise ProtocolError(f"the inputs file {name} it names is not a regular file, so it is not read")
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            digest.update(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    if left <= 0:
+        raise ProtocolError(f"the inputs file {name} it names is over the {MAX_INPUTS_BYTES:,}-byte limit")
+    return target, digest.hexdigest()
 
 
 def _has_type(key: str, value: Any) -> bool:

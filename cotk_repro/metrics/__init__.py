@@ -55,7 +55,13 @@ def get_metric(name: str, **options: Any) -> Metric:
         refused = get_plugins().refusal("metric", name)
         if refused is not None:
             raise MetricError(refused)
-        raise MetricError(f"unknown metric {name!r}; registered metrics: {', '.join(sorted(registry)) or 'none'}")
+        from ..first_party import missing_sentence
+
+        known = ", ".join(sorted(registry)) or "none"
+        missing = missing_sentence("metric", name)  # a first-party plugin's metric: say which one to install
+        raise MetricError(
+            f"{missing}; registered: {known}" if missing else f"unknown metric {name!r}; registered metrics: {known}"
+        )
     check_option_names(name, options)
     try:
         metric: Metric = registry[name].obj(**options)  # a registered factory builds a metric

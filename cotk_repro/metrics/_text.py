@@ -87,7 +87,11 @@ def _resolve(tokenizer: Any = None) -> TextTokenizer:
             from ..plugins import get_plugins
 
             refused = get_plugins().refusal("tokenizer", tokenizer)  # a plugin's, refused: its own sentence
-            raise MetricError(refused or f"unknown tokenizer {tokenizer!r} ({exc})") from None
+            said = str(exc)  # get_tokenizer's own sentence already names the tokenizer: say it once
+            raise MetricError(
+                refused
+                or (said if said.startswith("unknown tokenizer") else f"unknown tokenizer {tokenizer!r} ({said})")
+            ) from None
         tokenizer = tok
     if not callable(getattr(tokenizer, "tokenize", None)):
         raise MetricError(f"tokenizer {tokenizer!r} has no tokenize(text) method")

@@ -64,8 +64,24 @@ def split_lines(text: str) -> list[str]:
 
 
 def read_hypotheses(path: Path) -> list[str]:
-    """One hypothesis per line (an empty line is an empty hypothesis)."""
-    return _read_lines(path, "hypotheses")
+    """One hypothesis per line (an empty line is an empty hypothesis); a ``.jsonl`` file: one JSON string per
+    line, every character kept (``cotk-repro generate --out FILE.jsonl``)."""
+    lines = _read_lines(path, "hypotheses")
+    if Path(path).suffix.lower() != ".jsonl":
+        return lines
+    out = []
+    for no, line in enumerate(lines, 1):
+        try:
+            value = jsonbudget.loads(line, what=f"{path} line {no}")
+        except jsonbudget.JSONBudgetError as exc:
+            raise MetricError(exc.message) from None
+        if not isinstance(value, str):
+            raise MetricError(
+                f"{path} line {no} is not a JSON string (a .jsonl hypotheses file holds one per line, as "
+                "`cotk-repro generate --out FILE.jsonl` writes)"
+            )
+        out.append(value)
+    return out
 
 
 def _is_jsonl(path: Path, lines: list[str]) -> bool:
@@ -162,7 +178,7 @@ def evaluate_files(
     per_sentence: bool = False,
     batch_size: int | None = None,
     progress: bool = False,
-    protocol: Protocol | None = None,
+    protocol: Protocol | str | None = None,
     ci: tuple[int | None, int | None] | None = None,
 ) -> dict[str, Any]:
     """Score a hypotheses file (against a references file) with several metrics; one merged result dict.
@@ -172,9 +188,9 @@ def evaluate_files(
     that declare ``takes_groups`` (:meth:`Metric.compute_groups`). Every other metric is run by :func:`score`.
     ``per_sentence``, ``batch_size``, ``progress``: given as options of those names to the metrics that take
     them (model-based metrics: per-sentence lists, batch size, a progress bar on stderr). ``protocol``: the prompt
-    protocol the hypotheses answer (:mod:`cotk_repro.llm.protocol`); it is stamped into every hash and signature.
-    ``ci``: ``(samples, seed)`` (None for sacrebleu's 1000 and 12345): add ``"KEY ci"`` beside each value of a
-    metric that resamples (:func:`cotk_repro.metrics.significance.add_intervals`).
+    protocol the hypotheses answer (:mod:`cotk_repro.llm.protocol`), or its hash; it is stamped into every hash
+    and signature. ``ci``: ``(samples, seed)`` (None for sacrebleu's 1000 and 12345): add ``"KEY ci"`` beside each
+    value of a metric that resamples (:func:`cotk_repro.metrics.intervals.add_intervals`).
     """
     from . import accepts_option, metric_names, takes_shared_tokenizer
 
@@ -185,7 +201,14 @@ def evaluate_files(
             from ..plugins import get_plugins
 
             refused = get_plugins().refusal("metric", name)  # a plugin's, refused at registration: its sentence
-            raise MetricError(refused or f"unknown metric {name!r}; registered metrics: {', '.join(known) or 'none'}")
+            from ..first_party import missing_sentence
+
+            missing = missing_sentence("metric", name)  # a first-party plugin's metric: say which one to install
+            raise MetricError(
+                refused
+                or (f"{missing}; registered: {', '.join(known)}" if missing else None)
+                or f"unknown metric {name!r}; registered metrics: {', '.join(known) or 'none'}"
+            )
     if hyps_path is None and groups_path is None:
         raise MetricError("give the hypotheses: --hyps FILE (or --groups FILE for metrics that score groups)")
     if tokenizer is not None:

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.ranking import system_pinned
+
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
@@ -244,10 +246,16 @@ class RecordView:
         return self.status == "ok"
 
     def pinned(self, metric: str) -> bool:
-        """Whether ``metric``'s result was computed on the outputs of a pinned system: False when the result says
-        ``"pinned": false`` or the record's ``system`` does (the worse claim wins: neither can raise a tier)."""
+        """Whether ``metric``'s result was computed on the outputs of a pinned system, derived from the system the
+        record describes (:func:`cotk_repro.core.ranking.system_pinned`): False when the result says
+        ``"pinned": false``, when the record's ``system`` does or names an endpoint's generator, or when any of
+        its results' signatures names one (``|system:openai@...``); the worse claim wins, none can raise a tier."""
         result = self.results.get(metric)
-        return (result is None or result.pinned) and (self.system or {}).get("pinned") is not False
+        return system_pinned(
+            self.system,
+            (r.signature for r in self.results.values()),
+            [] if result is None else [result.pinned],
+        )
 
     def recorded_results(self) -> dict[str, Mapping[str, Any]]:
         """``{metric: result object}`` as recorded, for :func:`cotk_repro.records.diffing.compare_results`."""

@@ -187,6 +187,31 @@ class DashboardClient:
             raise DashboardError(f"the dashboard at {self.url} answered the key listing with something else")
         return [k for k in keys if isinstance(k, dict)]
 
+    # -- leases (a volunteer reproducer, :mod:`cotk_repro.dashboard.volunteer`) --------------------------------
+    def take_lease(self) -> dict[str, Any] | None:
+        """``POST /api/v1/leases``: a job the server chose for this token's user, or None when none is offered."""
+        resp = self.request("POST", "/api/v1/leases", json={}, auth=True, idempotent=False)
+        if resp.status_code == 204:
+            return None
+        return self._check(resp, "the lease request")
+
+    def heartbeat_lease(self, lease: int) -> dict[str, Any]:
+        """``POST /api/v1/leases/{id}/heartbeat``: keep the lease alive."""
+        return self._check(
+            self.request("POST", f"/api/v1/leases/{int(lease)}/heartbeat", json={}, auth=True), "the heartbeat"
+        )
+
+    def send_lease_verdict(self, lease: int, verdict: dict[str, Any], signature: str) -> dict[str, Any]:
+        """``POST /api/v1/leases/{id}/verdict`` with the signed verdict; the stored reproduction's answer."""
+        resp = self.request(
+            "POST",
+            f"/api/v1/leases/{int(lease)}/verdict",
+            json={"reproduction": verdict, "signature": signature},
+            auth=True,
+            idempotent=False,
+        )
+        return self._check(resp, "the lease's verdict")
+
     def upload_record(self, record: dict[str, Any], signature: str | None = None) -> dict[str, Any]:
         """POST the record (with its signature when there is one: ``{"record", "signature"}``);
         returns ``{"id", "url", "created"}`` (``created`` False when it was there)."""

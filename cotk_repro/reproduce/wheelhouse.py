@@ -31,6 +31,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,17 +131,25 @@ def ensure_index_wheels(
     packages: list[Package], python_mm: str, log: Path, on_status: Callable[[str], None] = lambda _m: None
 ) -> tuple[dict[tuple[str, str], Path], list[Package]]:
     """The binary wheels of ``packages`` in the pool: (key -> wheel, the packages that have none)."""
+    from ..core.filelock import locked
+
     pool = pool_dir(python_mm)
     pool.mkdir(parents=True, exist_ok=True)
     have = pool_index(pool)
     missing = [p for p in packages if (p.name, _norm_version(p.version)) not in have]
     if missing:
-        on_status(f"downloading {len(missing)} of {len(packages)} recorded packages into {pool}")
-        if download_binary([p.pin for p in missing], pool, python_mm, log) != 0 and len(missing) > 1:
-            for p in missing:  # one unavailable package fails the batch: fetch the others one by one
-                if (p.name, _norm_version(p.version)) not in pool_index(pool):
-                    download_binary([p.pin], pool, python_mm, log)
-        have = pool_index(pool)
+        # one download into the pool at a time (two reproductions at once): pip copies a wheel into --dest in
+        # place, and the other process must never index a half-copied one
+        with locked(pool.with_name(pool.name + ".lock")):
+            have = pool_index(pool)
+            missing = [p for p in packages if (p.name, _norm_version(p.version)) not in have]
+            if missing:
+                on_status(f"downloading {len(missing)} of {len(packages)} recorded packages into {pool}")
+                if download_binary([p.pin for p in missing], pool, python_mm, log) != 0 and len(missing) > 1:
+                    for p in missing:  # one unavailable package fails the batch: fetch the others one by one
+                        if (p.name, _norm_version(p.version)) not in pool_index(pool):
+                            download_binary([p.pin], pool, python_mm, log)
+            have = pool_index(pool)
     found = {
         (p.name, _norm_version(p.version)): have[(p.name, _norm_version(p.version))]
         for p in packages
@@ -291,15 +300,32 @@ def _cached_wheel(dest: Path) -> Path | None:
 
 
 def _host_wheel(src: Path, dest: Path, log: Path, pkg: Package) -> Path:
-    """``pip wheel`` on this host: only for code the user trusts (this cotk-repro, --trust-remote-code)."""
-    dest.mkdir(parents=True, exist_ok=True)
-    _pip(
-        ["wheel", "--no-deps", "--wheel-dir", str(dest), str(src)],
-        log,
-        "local wheel build",
-        f"building a wheel of {pkg.pin} from {src}",
-    )
-    wheels = [w for w in dest.glob("*.whl") if (key := wheel_key(w.name)) and key[0] == pkg.name]
+    """``pip wheel`` on this host: only for code the user trusts (this cotk-repro, --trust-remote-code).
+
+    Two processes at once (two reproductions, two test workers) build one source once: pip builds in the source
+    folder (``build/``), so builds of one source are serialised by a lock named after its path, and the wheel is
+    built into a folder of its own and moved into ``dest`` whole (a reader never globs a half-copied wheel)."""
+    from ..core.filelock import locked
+
+    def found() -> list[Path]:
+        return [w for w in dest.glob("*.whl") if (key := wheel_key(w.name)) and key[0] == pkg.name]
+
+    source_lock = cache_dir() / "locks" / f"wheel-{hashlib.sha256(str(src.resolve()).encode()).hexdigest()[:16]}"
+    with locked(source_lock):
+        if wheels := found():  # another process built it while this one waited
+            return wheels[0]
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".build-") as tmp:
+            _pip(
+                ["wheel", "--no-deps", "--wheel-dir", tmp, str(src)],
+                log,
+                "local wheel build",
+                f"building a wheel of {pkg.pin} from {src}",
+            )
+            dest.mkdir(parents=True, exist_ok=True)
+            for built in Path(tmp).glob("*.whl"):
+                os.replace(built, dest / built.name)
+        wheels = found()
     if not wheels:
         raise ReproduceError(f"building a wheel of {pkg.name} from {src} produced no wheel", step="local wheel build")
     return wheels[0]
@@ -339,17 +365,21 @@ class Builders:
         """The build requirements as binary wheels (with their dependencies), cached per set."""
         key = hashlib.sha256("\n".join(sorted(requires)).encode()).hexdigest()[:16]
         dest = pool_dir(self.python_mm).with_name(pool_dir(self.python_mm).name + "-build") / key
+        from ..core.filelock import locked
+
         if not (dest / ".complete").is_file():
-            dest.mkdir(parents=True, exist_ok=True)
-            self.on_status(f"downloading the build requirements {', '.join(requires)}")
-            if download_binary(requires, dest, self.python_mm, self.log, deps=True) != 0:
-                raise ReproduceError(
-                    f"downloading the build requirements ({', '.join(requires)}) as wheels failed "
-                    f"(full log: {self.log})",
-                    log=tail(self.log.read_text(errors="replace"), 25),
-                    step="wheel download",
-                )
-            (dest / ".complete").write_text("ok")
+            with locked(dest.with_name(dest.name + ".lock")):  # another process may be downloading the same set
+                if not (dest / ".complete").is_file():
+                    dest.mkdir(parents=True, exist_ok=True)
+                    self.on_status(f"downloading the build requirements {', '.join(requires)}")
+                    if download_binary(requires, dest, self.python_mm, self.log, deps=True) != 0:
+                        raise ReproduceError(
+                            f"downloading the build requirements ({', '.join(requires)}) as wheels failed "
+                            f"(full log: {self.log})",
+                            log=tail(self.log.read_text(errors="replace"), 25),
+                            step="wheel download",
+                        )
+                    (dest / ".complete").write_text("ok")
         return sorted(dest.glob("*.whl"))
 
 

@@ -92,6 +92,25 @@ def files_hash(label: str, files: Iterable[Path], *, name: str | None = None) ->
     return hash_object({"cotk-repro-lm/files": label, "files": digests})
 
 
+def json_fields_hash(path: Path, drop: Iterable[str]) -> str:
+    """One hash over a JSON file's content less the keys ``drop`` (at any depth): its values, never its layout or
+    key order. ValueError (one line) when it is not readable JSON."""
+    dropped = frozenset(drop)
+
+    def strip(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in dropped}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{Path(path).name} is not readable JSON: {exc}") from None
+    return hash_object({"cotk-repro-lm/json": Path(path).name, "content": strip(data)})
+
+
 def weight_files(folder: Path) -> list[Path]:
     return sorted(Path(folder).glob("*.safetensors"))
 

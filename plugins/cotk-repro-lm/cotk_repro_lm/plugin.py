@@ -52,7 +52,7 @@ RESULT_KEYS = {
     "group-entropy": r"group-entropy-\d+",
     "bertscore": r"bertscore(-precision|-recall)?",
     "mauve": "mauve",
-    "llm-judge": r"llm-judge( parse-failures)?",
+    "llm-judge": r"llm-judge( parse-failures| suspected-injections)?",
     "llm-pairwise": r"llm-pairwise( position-bias| parse-failures)?",
 }
 

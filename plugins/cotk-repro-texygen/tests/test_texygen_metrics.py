@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+# ruff: noqa: E402  (the imports after the skips below need torch and the plugin)
 import itertools
 import json
 import math
@@ -11,7 +12,11 @@ import sys
 
 import numpy as np
 import pytest
-import torch
+
+torch = pytest.importorskip("torch", reason="torch is not installed (scripts/setup.sh installs the CPU build)")
+pytest.importorskip(
+    "cotk_repro_texygen", reason="the cotk-repro-texygen plugin is not installed (scripts/setup.sh installs it)"
+)
 from scipy.spatial.distance import cosine
 
 from cotk_repro.metrics import MetricError

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+# ruff: noqa: E402  (the imports after the skips below need torch and the plugin)
 import inspect
 import itertools
 import json
@@ -12,7 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
+
+torch = pytest.importorskip("torch", reason="torch is not installed (scripts/setup.sh installs the CPU build)")
+pytest.importorskip(
+    "cotk_repro_texygen", reason="the cotk-repro-texygen plugin is not installed (scripts/setup.sh installs it)"
+)
 
 from cotk_repro.core.canonical import is_sha256_hex
 from cotk_repro_texygen.models import MODELS, base, discriminator, generator, reinforce

@@ -31,7 +31,9 @@ def _dirty(body: str) -> bool:
 
 def upgrade() -> None:
     """Add the columns, fill them from the stored records, and put the tier into the leaderboard index."""
-    from cotk_repro.core.ranking import tier
+
+    def tier(*, signed: bool, dirty: bool) -> int:  # the rule as it stood at this revision (two tiers)
+        return 0 if signed and not dirty else 1
 
     # plain ADD COLUMN (no batch table copy: on SQLite, dropping the old records table would cascade to results)
     op.add_column("records", sa.Column("dirty", sa.Boolean, nullable=False, server_default=sa.false()))

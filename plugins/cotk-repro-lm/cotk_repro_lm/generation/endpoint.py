@@ -9,6 +9,10 @@ go to chat completions, rendered by the server's chat template. Greedy (``do_sam
 (``batch_size``, default ``4 * concurrency``) stays modest, so an interrupted run loses at most one batch:
 the caller keeps every finished one.
 
+Every answer is bounded (:mod:`.bounded_http`): its size against ``max_new_tokens`` (``BYTES_PER_TOKEN`` per
+token), read as a stream and abandoned past it; ``timeout`` bounds each request attempt as a whole, not each read;
+an error answer's body is read to a bound.
+
 A server's model id pins nothing (the weights behind it can change), so the system is **unpinned**. Its
 identity (``settings``) holds the server's host and path (never credentials, a query or the API key) and the
 model id; the API key comes from ``OPENAI_API_KEY`` (a placeholder for local servers) and is never recorded.
@@ -150,15 +154,24 @@ class OpenAIGenerator:
         }
         import openai
 
+        from .bounded_http import AnswerTooLarge, bounded_client
+
         self._openai = openai
+        self._too_large = AnswerTooLarge
         self.client = openai.OpenAI(
             base_url=base_url,
             api_key=os.environ.get("OPENAI_API_KEY") or "no-key",  # local servers take any key
             timeout=self.timeout,
             max_retries=self.max_retries,
+            http_client=bounded_client(self.timeout, self.max_new_tokens),
         )
 
     # ----- requests -----
+
+    def _limit(self) -> int:
+        from .bounded_http import answer_limit
+
+        return answer_limit(self.max_new_tokens)
 
     def _retries(self) -> str:
         return f"{self.max_retries} {'retry' if self.max_retries == 1 else 'retries'}"
@@ -183,8 +196,14 @@ class OpenAIGenerator:
                 messages: Any = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
                 response = self.client.chat.completions.create(messages=messages, **params)
                 text = response.choices[0].message.content if response.choices else None
+        except self._too_large as exc:  # never retried: the same server would send the same answer
+            raise GenerationError(
+                f"the server at {self.url} {exc.message} to prompt {index + 1} (max_new_tokens={self.max_new_tokens}); "
+                f"an answer may hold at most {self._limit()} bytes"
+            ) from None
         except self._openai.APIConnectionError as exc:  # also a timeout, after every retry
-            kind = "did not answer in time" if isinstance(exc, self._openai.APITimeoutError) else "is unreachable"
+            timed_out = isinstance(exc, self._openai.APITimeoutError)
+            kind = f"did not answer within timeout={self.timeout:g} s" if timed_out else "is unreachable"
             raise GenerationError(
                 f"the server at {self.url} {kind} after {self._retries()} ({_detail(exc.__cause__ or exc)})"
             ) from None

@@ -2,17 +2,21 @@
 causal (``AutoModelForCausalLM``) or encoder-decoder (``AutoModelForSeq2SeqLM``, chosen by the config's
 ``is_encoder_decoder``).
 
-Greedy outputs do not depend on the batch size: a decoder-only model's prompts are padded on the LEFT (the
-pad token is the end-of-text token when the tokenizer has none) with an attention mask, so every prompt's
-last token sits next to its first new token and padding is never attended to; the test holds batch 1 and
-batch 8 equal token for token. Sampling is seeded per batch from ``seed`` and the batch's prompts, so a rerun
-(and a resumed run, batch by batch) draws the same outputs; with ``do_sample`` the batch size is part of the
-settings, since it changes which prompts share a random stream (and with ``repetition_penalty``, which
-transformers applies to the pad tokens before a prompt too).
+A decoder-only model's prompts are padded on the LEFT (the pad token is the end-of-text token when the tokenizer
+has none) with an attention mask, so every prompt's last token sits next to its first new token and padding is
+never attended to. In float32 on a CPU greedy outputs then do not depend on the batch size (the test holds batch 1
+and batch 8 equal token for token), and the batch size is not part of the system. Everywhere else it is
+(``BATCH_INVARIANT``): in bfloat16 or float16 a padded batch sums in another order and a near-tie of two logits
+flips (measured: 1 of 64 prompts differs between batch 1 and batch 8), and a GPU's kernels change with the batch
+shape. Sampling is seeded per batch from ``seed`` and the batch's prompts, so a rerun (and a resumed run, batch by
+batch) draws the same outputs; with ``do_sample`` the batch size is part of the settings too, since it changes
+which prompts share a random stream (and with ``repetition_penalty``, which transformers applies to the pad tokens
+before a prompt).
 
-The system's identity (``settings``) is the content of the model folder — ``weights_sha256`` (weights and
-config.json) and ``tokenizer_sha256`` (tokenizer files and chat template) — and every decoding setting; a
-folder is named by its basename, never its path.
+The system's identity (``settings``) is what decides the outputs: ``weights_sha256`` (the weight files, the fields
+of config.json and of generation_config.json but for the bookkeeping ones, ``CONFIG_BOOKKEEPING`` and
+``GENERATION_IGNORED``, which record who wrote the file or which this generator overrides), ``tokenizer_sha256``
+(tokenizer files and chat template) and every decoding setting; a folder is named by its basename, never its path.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from typing import Any
 
 from cotk_repro.metrics.base import MetricError
 
-from ..encoders import quiet_hf, resolve_model
-from ..fileshash import files_hash, tokenizer_files
+from ..encoders import model_weight_files, quiet_hf, resolve_model
+from ..fileshash import files_hash, json_fields_hash, tokenizer_files
 from . import (
     GenerationError,
     check_bool,
@@ -43,6 +47,22 @@ NAME = "hf"
 CHAT_TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 DTYPES = ("float32", "float16", "bfloat16")
 CONTEXT_KEYS = ("n_positions", "max_position_embeddings", "n_ctx")
+#: the configurations in which greedy outputs are tested not to depend on the batch size: (dtype, device type)
+BATCH_INVARIANT = frozenset({("float32", "cpu")})
+#: fields of config.json and generation_config.json (at any depth) that say who wrote the file, not what the model
+#: computes: the library's version, the folder it was loaded from, whether the generation config was derived from
+#: the model's, and the dtype the weights were saved in (the weights' own bytes say that; this generator loads in its
+#: ``dtype`` setting whatever the file says)
+CONFIG_BOOKKEEPING = (
+    "transformers_version",
+    "_name_or_path",
+    "_commit_hash",
+    "_from_model_config",
+    "torch_dtype",
+    "dtype",
+)
+#: generation_config.json's sampling defaults, which this generator never uses (its own settings replace them)
+GENERATION_IGNORED = ("temperature", "top_p", "top_k", "min_p", "typical_p")
 
 
 def _context_size(config: Any) -> int | None:
@@ -115,7 +135,7 @@ class HFGenerator:
             label["revision"] = folder.path.name  # the hub snapshot's commit
         self.settings: dict[str, Any] = {
             **label,
-            "weights_sha256": folder.weights_hash,
+            "weights_sha256": self.weights_identity(folder.path),
             "tokenizer_sha256": tokenizer_sha256,
             "chat": self.chat,
             "max_new_tokens": self.max_new_tokens,
@@ -130,13 +150,38 @@ class HFGenerator:
             "dtype": self.dtype,
             "device": self.device.type,
         }
-        if self.do_sample or (self.repetition_penalty != 1.0 and not self.seq2seq_config(folder.config)):
+        if (
+            self.do_sample
+            or (self.repetition_penalty != 1.0 and not self.seq2seq_config(folder.config))
+            or (self.dtype, self.device.type) not in BATCH_INVARIANT
+        ):
             # sampling: which prompts share a random stream; transformers' repetition penalty also penalizes the
-            # pad tokens a batch puts before a prompt. Otherwise (greedy, beams) the batch size changes nothing.
+            # pad tokens a batch puts before a prompt; half precision and GPU kernels change with the batch's shape.
+            # Otherwise (greedy or beams, float32 on a CPU) the batch size changes nothing.
             self.settings["batch_size"] = self.batch_size
         self._load()
 
     # ----- loading -----
+
+    @staticmethod
+    def weights_identity(folder: Any) -> str:
+        """What of a model folder decides the outputs (the module's docstring): the weight files' SHA-256, and
+        config.json and generation_config.json less their bookkeeping fields."""
+        from cotk_repro.core.canonical import hash_object
+
+        generation = folder / "generation_config.json"
+        try:
+            return hash_object(
+                {
+                    "weights": files_hash("weights", model_weight_files(folder)),
+                    "config": json_fields_hash(folder / "config.json", CONFIG_BOOKKEEPING),
+                    "generation_config": json_fields_hash(generation, CONFIG_BOOKKEEPING + GENERATION_IGNORED)
+                    if generation.is_file()
+                    else None,
+                }
+            )
+        except ValueError as exc:
+            raise GenerationError(f"cannot read the model folder {folder.name} for generator hf ({exc})") from None
 
     @staticmethod
     def seq2seq_config(config: dict) -> bool:

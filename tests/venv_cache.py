@@ -1,0 +1,178 @@
+"""Virtual environments the tests build once and share (no tests here).
+
+A cached venv lives under the user cache dir (``$COTK_REPRO_CACHE``, else ``$XDG_CACHE_HOME/cotk-repro``, else
+``~/.cache/cotk-repro``) in ``NAME/KEY``, where KEY covers everything its content depends on:
+
+- the source state of this checkout (its ``cotk_repro/``, ``templates/`` and ``pyproject.toml``: a wheel of it is
+  installed; whichever cotk-repro runs the tests, an editable one or an installed wheel);
+- the Python it was made with (implementation, version and executable: a 3.12 venv is never reused by 3.11);
+- the checkout's own path when the venv holds an *editable* install (its ``.pth`` points into this checkout: a
+  second clone of the same source must not reuse a venv whose plugin is the first clone's, deleted with it).
+
+Building is serialised by a lock file beside the folder (``fcntl.flock``): two pytest-xdist workers, or two test
+runs, asking for the same venv build it once; the second waits and reuses it. A build that did not complete
+(``.complete`` missing) is built again. Packages are installed with ``uv pip`` where uv is there (the lock has it;
+an order of magnitude faster than pip on an empty cache), else pip; both read pip's ``find-links`` (the CPU torch
+wheel on local disk: a plain ``torch==X`` never becomes a CUDA build from an index).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (created) while the block runs."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def python_tag(python: str) -> str:
+    """Implementation, version and real path of ``python``, as a short digest (part of every venv's key)."""
+    out = subprocess.run(
+        [
+            python,
+            "-c",
+            "import os, platform, sys; print(platform.python_implementation(), sys.version, os.path.realpath(sys.executable))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    mm = subprocess.run(
+        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return f"py{mm}-{hashlib.sha256(out.encode()).hexdigest()[:8]}"
+
+
+def find_links() -> list[str]:
+    """pip's configured find-links (PIP_FIND_LINKS or pip config), for uv too."""
+    links = os.environ.get("PIP_FIND_LINKS", "")
+    if not links:
+        res = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "get", "global.find-links"], capture_output=True, text=True
+        )
+        links = res.stdout.strip() if res.returncode == 0 else ""
+    return links.split()
+
+
+def _uv() -> list[str] | None:
+    found = shutil.which("uv")
+    if found:
+        return [found]
+    if subprocess.run([sys.executable, "-m", "uv", "--version"], capture_output=True).returncode == 0:
+        return [sys.executable, "-m", "uv"]
+    return None
+
+
+def installer(python: Path) -> list[str]:
+    """The command that installs into the venv of ``python``: ``uv pip install --python ...`` or its pip."""
+    uv = _uv()
+    if uv is None:
+        return [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    links = [arg for link in find_links() for arg in ("--find-links", link)]
+    # uv takes the first index that has a name; the CPU torch on local disk wins over an index's CUDA build
+    return [*uv, "pip", "install", "-q", "--python", str(python), *links]
+
+
+def self_wheel(dest: Path) -> Path:
+    """A wheel of this checkout in ``dest`` (built in a copy-free way: pip builds in-tree, so two builds of one
+    checkout at once are serialised by a lock keyed by its path)."""
+    lock = Path(cache_root()) / "locks" / f"build-{hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:16]}.lock"
+    with file_lock(lock):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(REPO_ROOT)], check=True
+        )
+    wheels = sorted(dest.glob("cotk_repro-*.whl"))
+    assert wheels, f"pip wheel left no cotk-repro wheel in {dest}"
+    return wheels[0]
+
+
+def source_fingerprint() -> str:
+    """SHA-256 (16 hex) over the paths and contents of this checkout's files that go into its wheel."""
+    h = hashlib.sha256()
+    for sub in ("cotk_repro", "templates"):
+        for path in sorted((REPO_ROOT / sub).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                h.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update((REPO_ROOT / "pyproject.toml").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    from cotk_repro.core.userconfig import cache_dir
+
+    return cache_dir()
+
+
+def cached_venv(
+    name: str,
+    steps: Sequence[Sequence[str]],
+    *,
+    python: str | None = None,
+    with_self: bool = True,
+    self_deps: bool = False,
+) -> str:
+    """The python of a venv ``name`` made with ``python`` (default: this one), holding (when ``with_self``) a wheel
+    of this checkout (with its declared dependencies if ``self_deps``), then each of ``steps`` installed in order
+    (install arguments). Built once per key (see the module docstring); returns its ``bin/python``."""
+    python = python or sys.executable
+    editable = any(arg in ("-e", "--editable") for step in steps for arg in step)
+    parts = [python_tag(python), source_fingerprint()]
+    parts.append(hashlib.sha256(repr([list(s) for s in steps]).encode()).hexdigest()[:8])
+    if editable:
+        parts.append("at-" + hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:8])
+    root = cache_root() / name
+    vdir = root / "-".join(parts)
+    py = vdir / "bin" / "python"
+    with file_lock(root / (vdir.name + ".lock")):
+        if (vdir / ".complete").is_file():
+            os.utime(vdir / ".complete")  # in use: see the pruning below
+            return str(py)
+        _prune(root, keep=vdir)
+        shutil.rmtree(vdir, ignore_errors=True)  # an earlier build of this key that did not complete
+        subprocess.run([python, "-m", "venv", str(vdir)], check=True)
+        install = installer(py)
+        if with_self:
+            wheels = vdir.with_name(vdir.name + "-wheel")
+            shutil.rmtree(wheels, ignore_errors=True)
+            wheel = self_wheel(wheels)
+            subprocess.run([*install, *([] if self_deps else ["--no-deps"]), str(wheel)], check=True)
+            shutil.rmtree(wheels, ignore_errors=True)
+        for step in steps:
+            subprocess.run([*install, *step], check=True)
+        (vdir / ".complete").write_text("ok")
+    return str(py)
+
+
+def _prune(root: Path, keep: Path) -> None:
+    """Remove venvs of this name unused for a day (another checkout's test run may be using a recent one)."""
+    stale = time.time() - 24 * 3600
+    for old in root.iterdir():
+        if old == keep or old.suffix == ".lock" or not old.is_dir():
+            continue
+        marker = old / ".complete"
+        try:
+            used = marker.stat().st_mtime if marker.is_file() else old.stat().st_mtime
+        except OSError:  # removed meanwhile
+            continue
+        if used < stale:
+            shutil.rmtree(old, ignore_errors=True)
