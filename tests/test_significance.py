@@ -576,3 +576,18 @@ def test_llm_pairwise_win_rate_resamples_equal_the_metric_recomputed(corpus):
         assert value == pytest.approx(again, rel=1e-12)
     with pytest.raises(MetricError, match="needs the queries the hypotheses answer"):
         item_statistics(metric, systems[1], None)
+
+
+def test_bleu_sentence_counts_one_reference_kernel_equals_the_general_one_and_each_sentence(corpus):
+    """BLEU's per-sentence counts with one reference each come from chrF's one-sort kernel: equal to the general
+    path (each reference given twice takes it) and to corpus_counts of each sentence alone, <unk> never matching."""
+    from cotk_repro.metrics.bleu import corpus_counts, sentence_counts
+
+    streams, systems = corpus
+    hyps = [h.split() + (["<unk>"] if i % 5 == 0 else []) for i, h in enumerate(systems[1])]
+    refs = [[r.split() + (["<unk>"] if i % 7 == 0 else [])] for i, r in enumerate(streams[0])]
+    fast = sentence_counts(hyps, refs, 4)
+    assert np.array_equal(fast, sentence_counts(hyps, [r + r for r in refs], 4))
+    for i in range(0, N, 6):
+        nums, dens, h, r = corpus_counts([hyps[i]], [refs[i]], 4)
+        assert fast[i].tolist() == [h, r, *nums, *dens]

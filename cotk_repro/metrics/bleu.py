@@ -271,6 +271,11 @@ def _counts(
     sents = list(hyps) + flat
     lengths = np.fromiter(map(len, sents), np.int64, count=len(sents))
     total = int(lengths.sum())
+    if len(flat) == H and per_sentence:  # one reference each: every order of every pair from one sort
+        matched = _single_reference_matches(_first_positions(sents, total), lengths, H, max_n, per_pair=True)
+        if matched is not None:
+            lengths_h = lengths[:H]
+            return np.column_stack([lengths_h, lengths[H:], matched, _denominators(lengths_h, max_n)]).astype(np.int64)
     if len(flat) == H and not per_sentence:  # one reference each: every order from one sort (chrF's kernel)
         nums = _single_reference_matches(_first_positions(sents, total), lengths, H, max_n)
         if nums is not None:
@@ -351,11 +356,22 @@ def _first_positions(sents: Sequence[Sequence[str]], total: int) -> np.ndarray:
     return np.fromiter(map(first.setdefault, chain.from_iterable(sents), count(1)), dtype=np.int64, count=total)
 
 
-def _single_reference_matches(tokens: np.ndarray, lengths: np.ndarray, H: int, max_n: int) -> list[int] | None:
+@overload
+def _single_reference_matches(
+    tokens: np.ndarray, lengths: np.ndarray, H: int, max_n: int, *, per_pair: Literal[False] = False
+) -> list[int] | None: ...
+@overload
+def _single_reference_matches(
+    tokens: np.ndarray, lengths: np.ndarray, H: int, max_n: int, *, per_pair: Literal[True]
+) -> np.ndarray | None: ...
+def _single_reference_matches(
+    tokens: np.ndarray, lengths: np.ndarray, H: int, max_n: int, *, per_pair: bool = False
+) -> list[int] | np.ndarray | None:
     """Clipped n-gram matches per order when each hypothesis has one reference (sentences 0..H-1, then their
     references): :func:`cotk_repro.metrics.chrf_stats.sorted_statistics` with ``<unk>`` (id 0) replaced by one
     value on the hypothesis side and another on the reference side, so that an n-gram holding it never matches;
-    None where that kernel's keys do not fit. ``tokens`` is changed in place."""
+    None where that kernel's keys do not fit. ``per_pair``: each pair's, ``(H, max_n)`` int64, instead of the sums.
+    ``tokens`` is changed in place."""
     from .chrf_stats import _ranked, pair_blocks, sorted_statistics
 
     if not len(tokens):
@@ -367,11 +383,19 @@ def _single_reference_matches(tokens: np.ndarray, lengths: np.ndarray, H: int, m
     sym[hyp_total:][sym[hyp_total:] == 0] = top + 1
     sym = _ranked(sym)[0]  # dense, once: each block's kernel then ranks a small alphabet
     matched = np.zeros(max_n, dtype=np.int64)
+    rows: list[np.ndarray] = []
     for block, block_lengths, pairs in pair_blocks(sym, lengths, H):  # in blocks: fewer key bits, arrays in cache
-        stats = sorted_statistics(block, block_lengths, max_n, pairs, np.arange(pairs, dtype=np.int64), totals=True)
+        stats = sorted_statistics(
+            block, block_lengths, max_n, pairs, np.arange(pairs, dtype=np.int64), totals=not per_pair
+        )
         if stats is None:
             return None
-        matched += stats
+        if per_pair:
+            rows.append(stats[:, :, 2])
+        else:
+            matched += stats
+    if per_pair:
+        return np.concatenate(rows) if rows else np.zeros((0, max_n), dtype=np.int64)
     return [int(x) for x in matched]
 
 
