@@ -248,7 +248,40 @@ def _call_problem(kind: str, name: str, component: Any) -> str | None:
     return None
 
 
+#: how a metric scores a resample of its items (``Metric.resampling``; docs/metrics.md, "Significance and
+#: intervals"): from per-item sufficient statistics, from per-item values, or not at all (with a reason)
+RESAMPLINGS = ("statistics", "values", "none")
+_RESAMPLING_METHOD = {"statistics": "resample_statistics", "values": "resample_values"}
+
+
+def resampling_problem(component: Any) -> str | None:
+    """Why a metric class's resampling declaration is broken (None when it holds): ``resampling`` one of
+    :data:`RESAMPLINGS`, the method it names overridden, or for ``"none"`` a reason in ``no_interval``. A class
+    that declares nothing has no interval, for the base class's reason."""
+    kind = getattr(component, "resampling", None)
+    if kind is None:  # a class honouring the contract without deriving from Metric: no interval, the base's reason
+        return None
+    if kind not in RESAMPLINGS:
+        return f"its resampling is {kind!r}, not one of {', '.join(RESAMPLINGS)}"
+    if kind == "none":
+        reason = getattr(component, "no_interval", None)
+        if not isinstance(reason, str) or not reason.strip():
+            return "it declares resampling 'none' without a reason in no_interval (one sentence)"
+        return None
+    method = _RESAMPLING_METHOD[kind]
+    own = getattr(component, method, None)
+    base = next(
+        (k for k in component.__mro__ if k.__module__ == "cotk_repro.metrics.base" and k.__name__ == "Metric"), None
+    )
+    if not callable(own) or (base is not None and own is getattr(base, method)):
+        return f"it declares resampling {kind!r} but does not implement {method}()"
+    return None
+
+
 def _metric_class_problem(component: type) -> str | None:
+    resampling = resampling_problem(component)
+    if resampling is not None:
+        return resampling
     base = next(
         (k for k in component.__mro__ if k.__module__ == "cotk_repro.metrics.base" and k.__name__ == "Metric"), None
     )

@@ -526,3 +526,37 @@ def test_upgrading_from_the_first_schema_keeps_and_counts_old_results(tmp_path):
     assert [(g["hash"], g["total"]) for g in board["groups"]] == [(a, 2), (None, 1)]
     assert [e["value"] for e in board["groups"][0]["entries"]] == [0.3, 0.1]
     db.dispose()
+
+
+def test_a_result_uploaded_with_an_interval_shows_it_and_overlaps_are_marked(server, tokens):
+    """``evaluate --ci`` intervals travel with the record: its page and the leaderboard (JSON and page) show them,
+    and an entry whose interval overlaps the one above says so; the rank stays by value."""
+    from cotk_repro.records import finalize
+
+    task, dataset, h = "intervals", "news", fake_hash("refs-ci")
+    specs = [(0.40, 0.05), (0.38, 0.01), (0.20, 0.02), (0.10, None)]  # (value, half-width or no interval)
+    ids = []
+    for i, (value, half) in enumerate(specs):
+        rec = make_record({"chrf": (value, h)}, task=task, dataset=dataset, name=f"ci{i}")
+        if half is not None:
+            rec["results"]["chrf"]["ci"] = {"mean": value, "half_width": half, "samples": 1000, "seed": 12345}
+            rec = finalize({k: v for k, v in rec.items() if k != "id"})
+        posted = post_record(server, rec, tokens["alice"])
+        assert posted.status_code == 201, posted.text
+        ids.append(rec["id"])
+    board = requests.get(
+        server + API + "/leaderboard", params={"task": task, "dataset": dataset, "metric": "chrf"}, timeout=10
+    ).json()
+    entries = board["groups"][0]["entries"]
+    assert [e["id"] for e in entries] == ids and [e["rank"] for e in entries] == [1, 2, 3, 4]
+    assert [e.get("ci", {}).get("half_width") for e in entries] == [0.05, 0.01, 0.02, None]
+    assert [e.get("overlaps_above") for e in entries] == [None, True, False, None]
+    page = requests.get(f"{server}/records/{ids[0]}", timeout=10).text
+    assert "± 0.05" in page
+    assert "≈ above" in requests.get(server + board_path(task, dataset, "chrf"), timeout=10).text
+
+
+def board_path(task: str, dataset: str, metric: str) -> str:
+    from cotk_repro.dashboard.pages import board_url
+
+    return board_url(task, dataset, metric)

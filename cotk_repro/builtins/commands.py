@@ -15,6 +15,7 @@ from ..hookspecs import hookimpl
 COMMAND_MODULES = (
     "cotk_repro.cli.data_cmd",
     "cotk_repro.cli.evaluate_cmd",
+    "cotk_repro.cli.significance_cmd",
     "cotk_repro.cli.metrics_cmd",
     "cotk_repro.cli.compare_cmd",
     "cotk_repro.cli.generate_cmd",

@@ -16,6 +16,8 @@ def _cell_text(c: Any) -> str:
     if c.error is not None:
         return "failed"
     text = f"{c.value:.4f}"
+    if c.ci is not None:
+        text += f" ± {c.ci:.4f}" + (" *" if c.significant else "") + (" (best)" if c.best else "")
     if c.rank is not None:
         text += f" #{c.rank}"
     if c.hash is None:
@@ -50,6 +52,20 @@ def render_tables(result: Any) -> None:
             for s in result.systems:
                 t.add_row(Text(output.safe(s)), *[Text(output.safe(_cell_text(result.cell(s, d, c)))) for c in columns])
         output.console.print(t)
+    if result.config.intervals:
+        baselines = ", ".join(f"{d.baseline} on {d.name}" for d in result.config.datasets if d.baseline)
+        output.console.print(
+            Text(
+                "± : half the bootstrap 95% interval (1,000 resamples, seed 12345); (best): the best value and every "
+                "system not significantly different from it"
+                + (
+                    f"; * : significantly different from the baseline ({baselines}), paired bootstrap p < 0.05 after "
+                    "Holm-Bonferroni over the column"
+                    if baselines
+                    else ""
+                )
+            )
+        )
     flagged = [c for c in result.cells if c.flag and c.error is None]
     if flagged:
         output.console.print(

@@ -14,10 +14,14 @@ def result_rows(result: dict[str, Any]) -> list[list[Any]]:
     """One row per value: key, value, hash (shortened), signature."""
     from ..core.results import parse_result_dict
 
-    return [
-        [key, output.fmt_value(r["value"]), output.fmt_hash(r["hash"]), r["signature"] or ""]
-        for key, r in parse_result_dict(result, skip_extras=True).items()
-    ]
+    rows = []
+    for key, r in parse_result_dict(result, skip_extras=True).items():
+        value = output.fmt_value(r["value"])
+        ci = result.get(key + " ci")
+        if isinstance(ci, dict) and isinstance(ci.get("half_width"), (int, float)):
+            value += f" ± {ci['half_width']:.4g}"
+        rows.append([key, value, output.fmt_hash(r["hash"]), r["signature"] or ""])
+    return rows
 
 
 def register(cli: typer.Typer) -> None:
@@ -102,6 +106,19 @@ def register(cli: typer.Typer) -> None:
             "outputs of differently prompted systems are never ranked together. Without it, the protocol that "
             "--hyps FILE's sidecar FILE.json records is stamped; a --protocol with another hash is an error.",
         ),
+        ci: bool = typer.Option(
+            False,
+            "--ci",
+            help='Add a bootstrap 95% interval beside each value that has one: "KEY ci": {"mean", "half_width", '
+            '"samples", "seed"} (sacrebleu\'s corpus_score(..., n_bootstrap=1000)); the signature gains |bs:N|seed:S, '
+            "the hash stays the metric's.",
+        ),
+        ci_samples: int | None = typer.Option(
+            None, "--ci-samples", metavar="N", help="Bootstrap resamples for --ci (default 1000)."
+        ),
+        ci_seed: int | None = typer.Option(
+            None, "--ci-seed", metavar="S", help="The seed of the --ci resamples (default 12345, sacrebleu's)."
+        ),
         json_out: bool = typer.Option(
             False,
             "--json",
@@ -142,6 +159,7 @@ def register(cli: typer.Typer) -> None:
                 per_sentence=per_sentence,
                 batch_size=batch_size,
                 protocol=stamp,
+                ci=(ci_samples, ci_seed) if ci or ci_samples is not None or ci_seed is not None else None,
             )
         if json_out:
             output.print_json(result)

@@ -26,7 +26,9 @@ def register(cli: typer.Typer) -> None:
             "plugin, higher_is_better, value_range ([low, high], null = "
             "unbounded), needs_references, paired_references, references "
             "(aligned/set/none), level, cost, tolerance ({rtol, atol}: how far a value may move on "
-            "another machine; 0 and 0 for exact metrics), result_keys, key_facts, version and options.",
+            "another machine; 0 and 0 for exact metrics), result_keys, key_facts, version, options, resampling "
+            "(statistics, values or none: how a resample is scored for intervals and paired tests) and "
+            "no_interval (why a metric has none, else null).",
         ),
     ) -> None:
         """Every registered metric (built-in or plugin) with the facts it declares about itself.

@@ -51,6 +51,8 @@ class DatasetSpec:
     samples_given: bool = False
     #: text format of the generator inputs (documents); default: the dataset's sample format
     inputs_format: TextFormat | None = None
+    #: the system every other is tested against on this dataset (paired bootstrap, Holm-Bonferroni per column)
+    baseline: str | None = None
 
 
 @dataclass
@@ -114,6 +116,9 @@ class CompareConfig:
     datasets: list[DatasetSpec]
     systems: list[SystemSpec]
     metrics: list[MetricSpec]
+    #: bootstrap intervals for every cell whose metric resamples (``[report] intervals``, or a dataset's
+    #: ``baseline``): :mod:`cotk_repro.compare.intervals`
+    intervals: bool = False
 
     def error(self, path: tuple, message: str) -> ConfigError:
         return config_error(self.display, self.lines, path, message)
@@ -260,6 +265,7 @@ def load_config(
                 inputs,
                 samples_given="samples" in d,
                 inputs_format=inputs_fmt,
+                baseline=d.get("baseline"),
             )
         )
     by_name = {ds.name: ds for ds in datasets}
@@ -269,6 +275,16 @@ def load_config(
 
     # -- systems -------------------------------------------------------------
     systems = _load_systems(data.get("system", []), datasets, by_name, fmt_of, resolve, fail, check_files)
+
+    for ds in datasets:
+        if ds.baseline is not None and not any(
+            sysm.name == ds.baseline and ds.name in sysm.datasets for sysm in systems
+        ):
+            raise fail(
+                ("dataset", ds.index, "baseline"),
+                f"the baseline {ds.baseline!r} of dataset {ds.name!r} is not one of its systems "
+                f"({', '.join(s.name for s in systems if ds.name in s.datasets) or 'none'})",
+            )
 
     # -- line counts ---------------------------------------------------------
     if check_files:
@@ -318,6 +334,7 @@ def load_config(
         datasets=datasets,
         systems=systems,
         metrics=metrics,
+        intervals=report.get("intervals", False) or any(ds.baseline is not None for ds in datasets),
     )
 
 

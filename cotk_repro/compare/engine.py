@@ -25,6 +25,14 @@ from ..core.ranking import system_pinned
 from ..core.results import epoch_key, parse_result_dict
 from ..errors import CotkError
 from ..metrics.base import score, score_batches
+from ..metrics.resampling import (
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
+    bootstrap_indices,
+    draw_counts,
+    resampled_values,
+    score_with_items,
+)
 from ..text.textfmt import TextFormat, batched, iter_gold, iter_texts
 from .config import CompareConfig, MetricSpec, SystemSpec
 
@@ -49,6 +57,19 @@ class Cell:
     group: str | None = None
     rank: int | None = None
     flag: str | None = None
+    #: the value on each of the bootstrap resamples every system of the dataset shares (``[report] intervals``;
+    #: None when off or when the metric has no interval); the report turns them into the fields below
+    resampled: Any = None
+    #: filled by :func:`cotk_repro.compare.intervals.analyze_intervals`: bootstrap mean and 95% half-width; the
+    #: p-value against the dataset's baseline, Holm-Bonferroni adjusted over the column, and whether it is below
+    #: 0.05; whether the cell is in the column's best cluster (the best and every system not significantly
+    #: different from it)
+    mean: float | None = None
+    ci: float | None = None
+    p_value: float | None = None
+    p_holm: float | None = None
+    significant: bool | None = None
+    best: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -70,6 +91,11 @@ class Cell:
         }
         if not self.pinned:  # only the exception is written: the reports of pinned systems stay as they were
             out["pinned"] = False
+        if self.ci is not None:  # intervals on: the report without them stays as it was
+            out["ci"] = {"mean": self.mean, "half_width": self.ci}
+            out["best"] = self.best
+            if self.p_value is not None:
+                out.update({"p_value": self.p_value, "p_holm": self.p_holm, "significant": self.significant})
         return out
 
 
@@ -169,7 +195,13 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
     hyps = iter_texts(Path(task["hyps"]), TextFormat.from_dict(task["hyp_format"]))
     mode = task["references"]
     gold = iter_gold(Path(task["gold"]), TextFormat.from_dict(task["gold_format"])) if mode != "none" else None
-    if mode == "set":  # the whole gold set, every reference of every line, for every sample
+    resampled: dict[str, Any] = {}
+    if task.get("intervals") and mode == "aligned" and getattr(metric, "resampling", "none") != "none":
+        # the value and its items' statistics in one pass (the lists are held: resampling needs every item)
+        assert gold is not None  # read above for every mode but "none"
+        raw, items = score_with_items(metric, list(hyps), list(gold))
+        resampled = _resampled(items, len(items[next(iter(items))]) if items else 0)
+    elif mode == "set":  # the whole gold set, every reference of every line, for every sample
         assert gold is not None  # read above for every mode but "none"
         raw = score(metric, list(hyps), [r for refs_of_line in gold for r in refs_of_line])
     else:
@@ -197,7 +229,18 @@ def run_metric_task(task: dict[str, Any]) -> dict[str, Any]:
                 f"(it returned {', '.join(map(repr, values)) or 'nothing'})"
             )
         values = {k: values[k] for k in task["keys"]}
-    return {"values": values, "curves": curves, "seconds": time.perf_counter() - start}
+    resampled = {k: v for k, v in resampled.items() if k in values}
+    return {"values": values, "curves": curves, "resampled": resampled, "seconds": time.perf_counter() - start}
+
+
+def _resampled(items: dict[str, Any], n: int) -> dict[str, Any]:
+    """Per result key, the metric's value on each of the bootstrap resamples of the dataset's ``n`` items (the same
+    draws for every system of the dataset: sacrebleu's, 1,000 resamples, seed 12345), from the items' statistics
+    (:mod:`cotk_repro.metrics.resampling`)."""
+    if not items:
+        return {}
+    counts = draw_counts(bootstrap_indices(n, DEFAULT_SAMPLES["bs"], DEFAULT_SEED), n)
+    return {key: resampled_values(counts, stats) for key, stats in items.items()}
 
 
 def _aligned(hyp: Any, gold: Any) -> tuple[str, list[str]]:
@@ -312,6 +355,7 @@ def _metric_task(cfg: CompareConfig, sysm: SystemSpec, dataset: str, m: MetricSp
         "options": m.options,
         "keys": list(m.keys) if m.keys else None,
         "protocol_sha256": sysm.protocol_sha256,
+        "intervals": cfg.intervals,
     }
 
 
@@ -336,6 +380,7 @@ def evaluate_config(
     executor: Any = _Inline() if jobs <= 1 else ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context())
     pending: dict[Future, tuple] = {}
     values: dict[tuple[str, str, str], dict[str, Any]] = {}
+    resampled: dict[tuple[str, str, str], dict[str, Any]] = {}
     errors: dict[tuple[str, str, str], str] = {}
 
     def tick() -> None:
@@ -400,6 +445,7 @@ def evaluate_config(
                 else:
                     out = fut.result()
                     values[(sysm.name, dataset, m.label)] = out["values"]
+                    resampled[(sysm.name, dataset, m.label)] = out.get("resampled") or {}
                     result.add_curves(sysm.name, dataset, out["curves"])
                     result.seconds[m.label] += out["seconds"]
                 tick()
@@ -429,6 +475,7 @@ def evaluate_config(
                     )
                     if got is not None and k in got:
                         cell.value, cell.hash, cell.signature = got[k]["value"], got[k]["hash"], got[k]["signature"]
+                        cell.resampled = resampled.get((s.name, d, m.label), {}).get(k)
                     else:
                         cell.error = err or f"the metric returned no {k!r} for this system"
                     result.cells.append(cell)

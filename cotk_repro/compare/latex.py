@@ -106,7 +106,13 @@ def _cell(result: CompareResult, system: str, dataset: str, column: str, best: s
     if c.error is not None or c.value is None:
         return Tex(r"\textit{failed}")
     text = display(c.value)
-    if system in best:
+    if c.ci is not None:  # intervals on: the value +- its 95% half-width, and the best cluster bolded
+        text += r" {\scriptsize $\pm$" + display(c.ci) + "}"
+        if c.best:
+            text = r"\textbf{" + text + "}"
+        if c.significant:
+            text += r"$^{*}$"
+    elif system in best:
         text = r"\textbf{" + text + "}"
     if c.group not in (None, "A") or c.hash is None:
         text += r"$^{\dagger}$"
@@ -159,8 +165,17 @@ def render_latex(result: CompareResult, curves: Sequence[str] = ()) -> str:
             for c in columns
             for x in [result.cell(s, dataset, c)]
         )
+        significance = any(
+            x is not None and x.ci is not None
+            for s in result.systems
+            for c in columns
+            for x in [result.cell(s, dataset, c)]
+        )
+        baseline = next((d.baseline for d in result.config.datasets if d.name == dataset), None)
         tables.append(
             {
+                "significance": significance,
+                "baseline": baseline,
                 "dataset": dataset,
                 "unpinned": unpinned,
                 "align": Tex("l" + "r" * (len(head) - 1)),

@@ -17,7 +17,9 @@ Files written to the report folder:
 * ``corpus-<dataset>.csv``: rows systems, columns metric columns;
   ``corpus-<dataset>-hashes.csv``: the same shape, hashes;
 * ``results.csv``: one row per cell with value, hash, signature, group, rank,
-  flag and error; ``results.json``: everything, machine-readable;
+  flag and error (with intervals on, also ci_mean, ci_half_width, p_value, p_holm, significant, best:
+  :mod:`cotk_repro.compare.intervals`); ``results.json``: everything, machine-readable (with intervals on, a
+  ``significance`` object naming the test, its correction and the baselines);
 * ``curves.csv`` (when a metric or a generator reported values per epoch, ``NAME@epoch-N``): one row per
   point (metric, system, dataset, epoch, value); with charts on, ``curve-<metric>.svg/.pdf/.png``;
 * ``report.tex``: the paper's tables (:mod:`cotk_repro.compare.latex`); with charts on,
@@ -36,6 +38,7 @@ from typing import Any
 from ..core.fileio import atomic_write
 from .engine import Cell, CompareResult
 from .groups import analyze, column_has_conflict
+from .intervals import analyze_intervals, describe
 from .naming import curve_stem, safe_name
 
 UNVERIFIABLE = "unverifiable"
@@ -145,6 +148,17 @@ def write_csvs(result: CompareResult, out: Path) -> list[Path]:
                 c.error or "",
             ]
         )
+    if result.config.intervals:  # the intervals, p-values and best cluster, when on (the header is otherwise as it was)
+        long_header += ["ci_mean", "ci_half_width", "p_value", "p_holm", "significant", "best"]
+        for row, c in zip(long_rows, result.cells):
+            row += [
+                fmt_number(c.mean),
+                fmt_number(c.ci),
+                fmt_number(c.p_value),
+                fmt_number(c.p_holm),
+                "" if c.significant is None else str(c.significant).lower(),
+                "" if c.best is None else str(c.best).lower(),
+            ]
     _write_csv(out / "results.csv", long_header, long_rows)
     written.append(out / "results.csv")
     return written
@@ -197,6 +211,7 @@ def as_json(result: CompareResult, files: list[Path] | None = None) -> dict[str,
             }
             for m in cfg.metrics
         ],
+        **({"significance": describe(result)} if result.config.intervals else {}),
         "cells": [c.as_dict() for c in result.cells],
         "conflicts": [
             {"column": col, "dataset": d}
@@ -224,6 +239,7 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     previous = _previous_files(out)
     analyze(result)
+    analyze_intervals(result)
     files = write_csvs(result, out)
     if result.curves:
         files.append(write_curves_csv(result, out))

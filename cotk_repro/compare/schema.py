@@ -42,6 +42,7 @@ class ReportTable(StrictTable):
     cache: StrictStr | None = None
     charts: StrictBool | None = None
     html: StrictBool | None = None
+    intervals: StrictBool | None = None
 
 
 class DatasetTable(StrictTable):
@@ -55,6 +56,7 @@ class DatasetTable(StrictTable):
     format: FormatRef | None = None
     gold_format: FormatRef | None = None
     inputs_format: FormatRef | None = None
+    baseline: StrictStr | None = None
 
 
 class SystemTable(StrictTable):

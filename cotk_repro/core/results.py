@@ -53,6 +53,9 @@ HASH_SUFFIX = " hashvalue"
 SIGNATURE_SUFFIX = " signature"
 #: ``"KEY pinned": false``: KEY was computed on the outputs of a system not pinned to its weights
 PINNED_SUFFIX = " pinned"
+#: ``"KEY ci": {"mean", "half_width", "samples", "seed"}``: KEY's bootstrap interval (``evaluate --ci``;
+#: :mod:`cotk_repro.metrics.significance`)
+CI_SUFFIX = " ci"
 EPOCH_MARK = "@epoch-"
 _EPOCH_KEY = re.compile(r"^(?P<base>.+)@epoch-(?P<epoch>[0-9]{1,9})$")
 
@@ -68,8 +71,9 @@ def result_entry(key: str, value: float, hash_: str | None, sig: str | None) -> 
 
 
 def is_companion_key(key: str) -> bool:
-    """Whether ``key`` is the hash, signature or pinned marker beside a value (``"bleu hashvalue"``), not a value."""
-    return key.endswith((HASH_SUFFIX, SIGNATURE_SUFFIX, PINNED_SUFFIX))
+    """Whether ``key`` is the hash, signature, pinned marker or interval beside a value (``"bleu hashvalue"``), not a
+    value."""
+    return key.endswith((HASH_SUFFIX, SIGNATURE_SUFFIX, PINNED_SUFFIX, CI_SUFFIX))
 
 
 def epoch_key(key: str) -> tuple[str, int] | None:
@@ -92,8 +96,36 @@ def _check_hash(where: str, name: str, value: Any) -> str | None:
     )
 
 
+def check_interval(value: Any, where: str, name: str) -> dict[str, Any]:
+    """A value's bootstrap interval as a result holds it (``"KEY ci"``, or ``"ci"`` in the rich form): an object with
+    finite numbers ``mean`` and ``half_width`` (>= 0), and whole ``samples`` and ``seed`` when given; returned as
+    plain numbers."""
+    ok = isinstance(value, dict) and _is_number(value.get("mean")) and _is_number(value.get("half_width"))
+    ok = ok and value["half_width"] >= 0
+    ok = ok and all(
+        value.get(k) is None or (isinstance(value[k], int) and not isinstance(value[k], bool) and value[k] >= 0)
+        for k in ("samples", "seed")
+    )
+    if not ok:
+        raise RunError(
+            f"{where}: the interval of {shown(name)} must be an object with numbers 'mean' and 'half_width' "
+            f"(>= 0) and whole 'samples' and 'seed', got {shown(value)}"
+        )
+    out = {"mean": float(value["mean"]), "half_width": float(value["half_width"])}
+    out.update({k: value[k] for k in ("samples", "seed") if value.get(k) is not None})
+    return out
+
+
 def _entry(
-    where: str, name: str, value: Any, hash_: Any, signature: Any, metric: Any, version: Any, pinned: Any = None
+    where: str,
+    name: str,
+    value: Any,
+    hash_: Any,
+    signature: Any,
+    metric: Any,
+    version: Any,
+    pinned: Any = None,
+    ci: Any = None,
 ) -> dict[str, Any]:
     if not _is_number(value):
         raise RunError(f"{where}: the value of {shown(name)} is not a finite number: {shown(value)}")
@@ -110,6 +142,8 @@ def _entry(
     }
     if pinned is False:  # only the worse claim is kept: absent means pinned
         out["pinned"] = False
+    if ci is not None:  # only where there is one: results without an interval stay as they were
+        out["ci"] = check_interval(ci, where, name)
     return out
 
 
@@ -165,6 +199,7 @@ def normalize_results(data: Any, where: str = "result file") -> dict[str, Any]:
                 item.get("metric"),
                 item.get("version"),
                 item.get("pinned"),
+                item.get("ci"),
             )
         codes = data.get("data")
         if codes is not None and (not isinstance(codes, dict) or not all(isinstance(v, str) for v in codes.values())):
@@ -207,6 +242,7 @@ def parse_result_dict(
             key,
             None,
             data.get(key + PINNED_SUFFIX),
+            data.get(key + CI_SUFFIX),
         )
     if not results:
         raise RunError(f"{where}: holds no metric values")

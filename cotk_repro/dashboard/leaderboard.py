@@ -45,6 +45,42 @@ def reproduction_counts(conn: Connection, record_pks: list[int]) -> dict[int, in
     return dict(conn.execute(_REPRODUCTIONS, {"pks": record_pks}).all())
 
 
+def result_intervals(conn: Connection, metric: str, record_pks: list[int]) -> dict[int, dict[str, float]]:
+    """``{record_pk: {"mean", "half_width"}}`` of the records whose result ``metric`` was uploaded with a bootstrap
+    interval (``evaluate --ci``): one query over the page's records, reading only the bodies that hold one."""
+    if not record_pks:
+        return {}
+    import json
+
+    from ..records.view import interval_of
+
+    out = {}
+    for pk, body in conn.execute(_INTERVAL_BODIES, {"pks": record_pks}).all():
+        try:
+            results = json.loads(body).get("results")
+        except (ValueError, AttributeError):
+            continue
+        ci = interval_of(results.get(metric)) if isinstance(results, dict) else None
+        if ci is not None:
+            out[pk] = ci
+    return out
+
+
+def _add_interval(entries: list[dict[str, Any]], ci: dict[str, float] | None) -> None:
+    """Give the page's last entry its interval, and say whether it overlaps the interval of the entry above (the
+    two may not differ: the rank by value stays, the reader is told)."""
+    if ci is None:
+        return
+    entry = entries[-1]
+    entry["ci"] = ci
+    above = entries[-2].get("ci") if len(entries) > 1 else None
+    if above is not None:
+        lo, hi = ci["mean"] - ci["half_width"], ci["mean"] + ci["half_width"]
+        entry["overlaps_above"] = (
+            lo <= above["mean"] + above["half_width"] and above["mean"] - above["half_width"] <= hi
+        )
+
+
 def group_sizes(conn: Connection, task: str, dataset: str, metric: str) -> list[tuple[str | None, int]]:
     """``[(hash, count)]`` of a leaderboard's groups: comparable ones largest first, then unverifiable (None)."""
     rows = conn.execute(_GROUP_SIZES, {"task": task, "dataset": dataset, "metric": metric}).all()
@@ -70,6 +106,9 @@ _REPRODUCTIONS = (
         Reproduction.by_author.is_(False),
     )
     .group_by(Reproduction.record_pk)
+)
+_INTERVAL_BODIES = select(Record.id, Record.body).where(
+    Record.id.in_(bindparam("pks", expanding=True)), Record.body.like('%"ci"%')
 )
 _BOARD = (
     BoardGroup.task == bindparam("task"),
@@ -262,6 +301,7 @@ def build(
             )
         pages.append((h, total, rows, ranks))
     counts = reproduction_counts(conn, [r[1] for _h, _t, rows, _r in pages for r in rows])  # one query
+    intervals = result_intervals(conn, metric, [r[1] for _h, _t, rows, _r in pages for r in rows])
     groups = []
     for h, total, rows, ranks in pages:
         entries = []
@@ -288,6 +328,7 @@ def build(
                     "unverifiable": h is None,
                 }
             )
+            _add_interval(entries, intervals.get(pk))
         groups.append({"hash": h, "comparable": h is not None, "total": total, "entries": entries})
     return {
         "task": task,

@@ -60,7 +60,12 @@ def entries_table(group: dict[str, Any], metric: str, order: str = "tier"):
     """
     from markupsafe import Markup
 
-    key = (metric, order, group.get("hash"), tuple(tuple(e.values()) for e in group["entries"]))
+    key = (
+        metric,
+        order,
+        group.get("hash"),
+        tuple(tuple(tuple(v.items()) if isinstance(v, dict) else v for v in e.values()) for e in group["entries"]),
+    )
     with _TABLES_LOCK:
         found = _TABLES.get(key)
         if found is not None:
@@ -217,6 +222,7 @@ def record_view(data: dict[str, Any]) -> dict[str, Any]:
                 "metric": r.metric,
                 "version": r.version,
                 "pinned": view.pinned(name),
+                "ci": r.ci,
                 "board": board_url(_s(project.task), _s(project.dataset), name),
             }
         )

@@ -24,6 +24,27 @@ class AccuracyMetric(Metric):
     result_keys = "accuracy"
     key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
 
+    #: a resample's accuracy is the share of its items that are right (docs/metrics.md, "Significance and
+    #: intervals")
+    resampling = "values"
+
+    def resample_values(self, hypotheses: Sequence[Any], references: Sequence[Any] | None) -> dict[str, list[float]]:
+        """1.0 for each right prediction, 0.0 for each wrong one: the value is their mean."""
+        preds = list(hypotheses)
+        labels = self._labels(preds, references)
+        return {self.name: [1.0 if p == label else 0.0 for p, label in zip(preds, labels)]}
+
+    @staticmethod
+    def _labels(preds: list[Any], references: Sequence[Any] | None) -> list[Any]:
+        if references is None:
+            raise MetricError("accuracy needs the labels as references")
+        labels = [r[0] if isinstance(r, (list, tuple)) and len(r) == 1 else r for r in references]
+        if len(labels) != len(preds):
+            raise MetricError(f"{len(preds)} predictions but {len(labels)} labels: give one label per prediction")
+        if not preds:
+            raise MetricError("accuracy needs at least one prediction")
+        return labels
+
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
         preds = list(hypotheses)
         if references is None:

@@ -162,6 +162,14 @@ class Metric:
     tolerance: tuple[float, float] = UNDECLARED_TOLERANCE
     #: result keys whose facts differ from the class's: ``{"rouge-l": {"higher_is_better": True, ...}}``
     key_facts: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: how a resample of the items is scored, for intervals and paired tests (docs/metrics.md, "Significance and
+    #: intervals"): ``"statistics"`` (:meth:`resample_statistics` gives per-item sufficient statistics and the
+    #: metric's formula from their sums: corpus metrics), ``"values"`` (:meth:`resample_values` gives per-item values
+    #: whose mean is the value: sentence-averaged metrics) or ``"none"`` (no interval; :attr:`no_interval` says why).
+    #: Checked at registration (:func:`cotk_repro.protocols.resampling_problem`); ``metrics --json`` shows it.
+    resampling = "none"
+    #: why a metric with ``resampling = "none"`` has no interval (one sentence, shown in ``metrics --json``)
+    no_interval = "the metric declares no way to score a resample of its items"
 
     def __init__(self, **settings: Any) -> None:
         self.settings: dict[str, Any] = dict(settings)
@@ -209,6 +217,18 @@ class Metric:
         """:meth:`compute` of hypotheses that answer ``queries`` (one per hypothesis). Only a metric with
         ``takes_queries = True`` implements it."""
         raise MetricError(f"metric {self.name!r} takes no queries")
+
+    def resample_statistics(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None) -> Any:
+        """Per result key, the :class:`cotk_repro.metrics.resampling.ItemStatistics` of these items (a metric with
+        ``resampling = "statistics"`` implements it)."""
+        raise MetricError(f"metric {self.name!r} has no interval: {self.no_interval}")
+
+    def resample_values(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> dict[str, list[float]]:
+        """Per result key, one value per item whose mean is the value (a metric with ``resampling = "values"``
+        implements it)."""
+        raise MetricError(f"metric {self.name!r} has no interval: {self.no_interval}")
 
     def __repr__(self) -> str:
         return f"<metric {self.name} v{self.version} {getattr(self, 'settings', {})}>"

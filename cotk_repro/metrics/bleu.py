@@ -60,6 +60,7 @@ from .ngrams import (
     token_ids,
     tokenize_texts,
 )
+from .resampling import SET_LEVEL
 
 SMOOTHINGS = ("method0", "method1", "method2", "method3", "method4", "method5", "method6", "method7")
 _SMOOTH_ALIASES = {
@@ -188,6 +189,27 @@ def _score_rows(
     return values
 
 
+def _score_array(
+    nums: np.ndarray,
+    dens: np.ndarray,
+    hyp_lens: np.ndarray,
+    ref_lens: np.ndarray,
+    weights: Sequence[float],
+    smoothing: str,
+) -> np.ndarray:
+    """:func:`_score_rows` with numpy's ``log``, ``exp`` and sum (each value within a few ulps of it): the BLEU of
+    thousands of resamples at once (:meth:`BleuMetric.resample_statistics`)."""
+    p = _smoothed_array(nums, dens, smoothing)
+    p[nums[:, 0] == 0] = 1.0
+    with np.errstate(divide="ignore"):
+        scores: np.ndarray = np.exp((np.log(p) * np.asarray(list(weights), dtype=np.float64)).sum(axis=1))
+    h, r = hyp_lens.astype(np.float64), ref_lens.astype(np.float64)
+    short = (h <= r) & (h > 0)
+    scores[short] *= np.exp(1 - r[short] / h[short])
+    scores[(nums[:, 0] == 0) | (hyp_lens == 0)] = 0.0
+    return scores
+
+
 def _smoothed_array(nums: np.ndarray, dens: np.ndarray, smoothing: str) -> np.ndarray:
     """:func:`smoothed_precisions` of each row of (rows x orders) counts, as a float array."""
     zero = nums == 0
@@ -216,9 +238,27 @@ def _denominators(lengths: np.ndarray, max_n: int) -> np.ndarray:
 # The linear-time algorithms
 
 
+def sentence_counts(hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence[str]]], max_n: int) -> np.ndarray:
+    """Per hypothesis, the counts :func:`corpus_counts` sums: ``(hypotheses, 2 + 2 * max_n)`` int64 of its length,
+    its closest reference length, its clipped matches per order and its NLTK denominators per order (max(1,
+    n-grams)). Column sums are :func:`corpus_counts`' values, so a resample's BLEU is its rows summed."""
+    per = _counts(hyps, refs, max_n, per_sentence=True)
+    assert not isinstance(per, tuple)
+    return per
+
+
 def corpus_counts(
     hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence[str]]], max_n: int
 ) -> tuple[list[int], list[int], int, int]:
+    """Summed clipped counts, denominators, hypothesis and closest reference lengths (``corpus_bleu``)."""
+    out = _counts(hyps, refs, max_n, per_sentence=False)
+    assert isinstance(out, tuple)
+    return out
+
+
+def _counts(
+    hyps: Sequence[Sequence[str]], refs: Sequence[Sequence[Sequence[str]]], max_n: int, *, per_sentence: bool
+) -> tuple[list[int], list[int], int, int] | np.ndarray:
     """Summed clipped counts, denominators, hypothesis and closest reference lengths (``corpus_bleu``).
 
     Only n-grams found on both sides of a pair (a hypothesis and its references) count, and an n-gram can be found
@@ -231,7 +271,12 @@ def corpus_counts(
     sents = list(hyps) + flat
     lengths = np.fromiter(map(len, sents), np.int64, count=len(sents))
     total = int(lengths.sum())
-    if len(flat) == H:  # one reference each: every order from one sort (chrF's kernel)
+    if len(flat) == H and per_sentence:  # one reference each: every order of every pair from one sort
+        matched = _single_reference_matches(_first_positions(sents, total), lengths, H, max_n, per_pair=True)
+        if matched is not None:
+            lengths_h = lengths[:H]
+            return np.column_stack([lengths_h, lengths[H:], matched, _denominators(lengths_h, max_n)]).astype(np.int64)
+    if len(flat) == H and not per_sentence:  # one reference each: every order from one sort (chrF's kernel)
         nums = _single_reference_matches(_first_positions(sents, total), lengths, H, max_n)
         if nums is not None:
             lengths_h = lengths[:H]
@@ -247,6 +292,7 @@ def corpus_counts(
     n_codes = V
     alive = np.zeros(total, dtype=bool)
     nums = []
+    per_order: list[np.ndarray] = []
     for n in range(1, max_n + 1):
         if n == 1:
             value = tokens[valid]
@@ -273,7 +319,10 @@ def corpus_counts(
         u_key = r_key[u]
         u_max = np.maximum.reduceat(r_cnt, u) if len(u) else r_cnt
         ref_max = _lookup(u_key, u_max, h_key)
-        nums.append(int(np.minimum(h_cnt, ref_max).sum()))
+        clipped = np.minimum(h_cnt, ref_max)
+        nums.append(int(clipped.sum()))
+        if per_sentence:  # key = code * H + hypothesis
+            per_order.append(np.bincount(h_key % H, weights=clipped, minlength=H).astype(np.int64))
         if n < max_n:  # positions whose n-gram is found on the other side of its pair
             found = np.empty(len(key), dtype=bool)
             found[is_hyp] = ref_max > 0
@@ -281,18 +330,23 @@ def corpus_counts(
             alive = np.zeros(total, dtype=bool)
             alive[pos] = np.repeat(found, sizes)
     lengths_h, ref_lens = lengths[:H], lengths[H:]
-    dens = _denominators(lengths_h, max_n).sum(axis=0)
+    dens_rows = _denominators(lengths_h, max_n)
+    dens = dens_rows.sum(axis=0)
     if len(flat) == H:  # one reference each: its length
-        closest = int(ref_lens.sum())
+        closest_rows = ref_lens
     else:
-        closest = 0
+        chosen = []
         start = 0
         rl = ref_lens.tolist()
         for h, rs in zip(lengths_h.tolist(), refs):
             cand = rl[start : start + len(rs)]
             start += len(rs)
-            closest += min(cand, key=lambda r: (abs(r - h), r))
-    return nums, [int(d) for d in dens], int(lengths_h.sum()), closest
+            chosen.append(min(cand, key=lambda r: (abs(r - h), r)))
+        closest_rows = np.asarray(chosen, dtype=np.int64)
+    if per_sentence:
+        matched = np.stack(per_order, axis=1) if per_order else np.zeros((H, max_n), dtype=np.int64)
+        return np.column_stack([lengths_h, closest_rows, matched, dens_rows]).astype(np.int64)
+    return nums, [int(d) for d in dens], int(lengths_h.sum()), int(closest_rows.sum())
 
 
 def _first_positions(sents: Sequence[Sequence[str]], total: int) -> np.ndarray:
@@ -302,11 +356,22 @@ def _first_positions(sents: Sequence[Sequence[str]], total: int) -> np.ndarray:
     return np.fromiter(map(first.setdefault, chain.from_iterable(sents), count(1)), dtype=np.int64, count=total)
 
 
-def _single_reference_matches(tokens: np.ndarray, lengths: np.ndarray, H: int, max_n: int) -> list[int] | None:
+@overload
+def _single_reference_matches(
+    tokens: np.ndarray, lengths: np.ndarray, H: int, max_n: int, *, per_pair: Literal[False] = False
+) -> list[int] | None: ...
+@overload
+def _single_reference_matches(
+    tokens: np.ndarray, lengths: np.ndarray, H: int, max_n: int, *, per_pair: Literal[True]
+) -> np.ndarray | None: ...
+def _single_reference_matches(
+    tokens: np.ndarray, lengths: np.ndarray, H: int, max_n: int, *, per_pair: bool = False
+) -> list[int] | np.ndarray | None:
     """Clipped n-gram matches per order when each hypothesis has one reference (sentences 0..H-1, then their
     references): :func:`cotk_repro.metrics.chrf_stats.sorted_statistics` with ``<unk>`` (id 0) replaced by one
     value on the hypothesis side and another on the reference side, so that an n-gram holding it never matches;
-    None where that kernel's keys do not fit. ``tokens`` is changed in place."""
+    None where that kernel's keys do not fit. ``per_pair``: each pair's, ``(H, max_n)`` int64, instead of the sums.
+    ``tokens`` is changed in place."""
     from .chrf_stats import _ranked, pair_blocks, sorted_statistics
 
     if not len(tokens):
@@ -318,11 +383,19 @@ def _single_reference_matches(tokens: np.ndarray, lengths: np.ndarray, H: int, m
     sym[hyp_total:][sym[hyp_total:] == 0] = top + 1
     sym = _ranked(sym)[0]  # dense, once: each block's kernel then ranks a small alphabet
     matched = np.zeros(max_n, dtype=np.int64)
+    rows: list[np.ndarray] = []
     for block, block_lengths, pairs in pair_blocks(sym, lengths, H):  # in blocks: fewer key bits, arrays in cache
-        stats = sorted_statistics(block, block_lengths, max_n, pairs, np.arange(pairs, dtype=np.int64), totals=True)
+        stats = sorted_statistics(
+            block, block_lengths, max_n, pairs, np.arange(pairs, dtype=np.int64), totals=not per_pair
+        )
         if stats is None:
             return None
-        matched += stats
+        if per_pair:
+            rows.append(stats[:, :, 2])
+        else:
+            matched += stats
+    if per_pair:
+        return np.concatenate(rows) if rows else np.zeros((0, max_n), dtype=np.int64)
     return [int(x) for x in matched]
 
 
@@ -783,8 +856,10 @@ class BleuMetric(_BleuFamily):
             _extra={"denominators": self.denominators} if self.denominators != "nltk" else None,
         )
 
-    @without_gc
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+    def _tokenized(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> tuple[list[list[str]], list[list[list[str]]], list[list[str]], list[list[Any]]]:
+        """The hypotheses' tokens, the references' tokens and texts (for the hash), and the reference lists."""
         hyps = list(hypotheses)
         if not hyps:
             raise MetricError("bleu needs at least one hypothesis")
@@ -799,7 +874,74 @@ class BleuMetric(_BleuFamily):
         )
         ref_tok = _regroup(flat_tok, refs)
         ref_text = _regroup(flat_text, refs) if self.retokenize else refs
-        nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
+        return hyp_tok, ref_tok, ref_text, refs
+
+    #: a resample's BLEU is NLTK's formula on its sentences' summed counts (docs/metrics.md, "Significance and
+    #: intervals")
+    resampling = "statistics"
+
+    @without_gc
+    def resample_statistics(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None) -> Any:
+        """``{"bleu": ItemStatistics}``: per sentence its length, closest reference length, clipped matches and
+        denominators per order; a resample's value is :func:`bleu_from_counts` of their sums, as :meth:`compute`'s.
+        Smoothings 4-7 and ``auto_reweigh`` read the corpus as a whole (its last sample, its length) and have none."""
+        if self.smoothing in CORPUS_ONLY_SMOOTHINGS or self.auto_reweigh:
+            why = "auto_reweigh" if self.auto_reweigh else f"smoothing {self.smoothing}"
+            raise MetricError(f"bleu with {why} has no interval: it reads the corpus as a whole, not its sentences")
+        hyp_tok, ref_tok, _, _ = self._tokenized(hypotheses, references)
+        return self._items(sentence_counts(hyp_tok, ref_tok, self.ngram))
+
+    def _items(self, rows: np.ndarray) -> dict[str, Any]:
+        """``{"bleu": ItemStatistics}`` of :func:`sentence_counts`' rows, finished by NLTK's formula."""
+        from .resampling import ItemStatistics
+
+        m = self.ngram
+        if self.denominators == "sacrebleu":
+            orders = np.arange(1, m + 1, dtype=np.int64)
+            rows[:, 2 + m :] = np.maximum(0, rows[:, :1] - orders[None, :] + 1)
+        weights, smoothing, zero_when_empty = list(self.weights), self.smoothing, self.denominators == "sacrebleu"
+
+        def finish(sums: np.ndarray) -> np.ndarray:
+            counts = np.rint(sums).astype(np.int64)
+            nums, dens = counts[:, 2 : 2 + m], counts[:, 2 + m :]
+            empty = (dens == 0).any(axis=1)  # sacrebleu's rule: an order without any n-gram scores 0
+            safe = np.where(empty[:, None], 1, dens)
+            if len(counts) == 1:  # the whole corpus: compute()'s own arithmetic, to the last bit
+                values = np.asarray(_score_rows(nums, safe, counts[:, 0], counts[:, 1], weights, smoothing))
+            else:  # resamples: the same formula as arrays (numpy's log and exp, within an ulp of math's)
+                values = _score_array(nums, safe, counts[:, 0], counts[:, 1], weights, smoothing)
+            if zero_when_empty:
+                values[empty] = 0.0
+            return values
+
+        return {self.name: ItemStatistics(rows.astype(np.float64), finish)}
+
+    @without_gc
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+        return self._compute(hypotheses, references, with_items=False)[0]
+
+    @without_gc
+    def compute_with_statistics(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """:meth:`compute` and :meth:`resample_statistics` in one pass, one tokenization (``compare`` and
+        ``evaluate --ci``); no statistics where the value has no interval (smoothings 4-7, ``auto_reweigh``)."""
+        return self._compute(hypotheses, references, with_items=True)
+
+    def _compute(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None, *, with_items: bool
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        hyp_tok, ref_tok, ref_text, refs = self._tokenized(hypotheses, references)
+        items: dict[str, Any] = {}
+        if with_items and self.smoothing not in CORPUS_ONLY_SMOOTHINGS and not self.auto_reweigh:
+            items = self._items(sentence_counts(hyp_tok, ref_tok, self.ngram))
+            rows = items[self.name].stats.astype(np.int64)
+            m = self.ngram
+            nums = [int(x) for x in rows[:, 2 : 2 + m].sum(axis=0)]
+            dens = [int(x) for x in rows[:, 2 + m :].sum(axis=0)]  # sacrebleu's when asked: recomputed below
+            hyp_len, ref_len = int(rows[:, 0].sum()), int(rows[:, 1].sum())
+        else:
+            nums, dens, hyp_len, ref_len = corpus_counts(hyp_tok, ref_tok, self.ngram)
         weights = self.weights
         if self.auto_reweigh and hyp_len < 4 and weights == [0.25] * 4 and nums[0] != 0:
             weights = [1 / hyp_len] * hyp_len
@@ -828,7 +970,7 @@ class BleuMetric(_BleuFamily):
             ],
         )
         digest = self._digest(ref_text, ref_tok)
-        return decl.entry(self.name, value, lambda settings: digest.hash_of(self.name, settings))
+        return decl.entry(self.name, value, lambda settings: digest.hash_of(self.name, settings)), items
 
 
 @without_gc
@@ -869,6 +1011,9 @@ class SelfBleuMetric(_BleuFamily):
     used. The hash covers n, weights, smoothing, the tokenizer rule, the metric version, the number of
     sentences scored and, when sampling, the sample size asked for, the seed and a ``cotk`` sample mode.
     """
+
+    resampling = "none"
+    no_interval = SET_LEVEL  # docs/metrics.md, "Significance and intervals"
 
     name = "self-bleu"
     tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
@@ -937,6 +1082,9 @@ class FwBwBleuMetric(_BleuFamily):
     (``subset``: a seeded random subset of each set; ``cotk``: the first ``sample`` of each, CoTK 0.1.0's
     rule) and ``retokenize`` (True; False: token lists scored as given).
     """
+
+    resampling = "none"
+    no_interval = SET_LEVEL  # docs/metrics.md, "Significance and intervals"
 
     name = "fw-bw-bleu"
     tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")

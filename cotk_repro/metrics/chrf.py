@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..text.reference_hashes import reference_set_hash
 from ._text import as_text, check_samples
 from .base import EXACT, Metric, MetricError
@@ -152,6 +154,21 @@ class ChrfMetric(Metric):
 
         return best_statistics(self.sacrebleu_metric(), hyps, refs)
 
+    #: a resample's chrF is sacrebleu's F-score of its sentences' summed statistics (docs/metrics.md,
+    #: "Significance and intervals")
+    resampling = "statistics"
+
+    def resample_statistics(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None) -> Any:
+        """``{"chrf": ItemStatistics}``: per sentence its statistics against its best reference (sacrebleu's
+        ``_extract_corpus_statistics``); a resample's value is :func:`f_scores` of their sums divided by 100, as
+        :meth:`compute`'s."""
+        from .resampling import ItemStatistics
+
+        hyps, refs, _ = text_inputs(self.name, hypotheses, references)
+        best = self.best_statistics(hyps, refs)
+        m = self.sacrebleu_metric()
+        return {self.name: ItemStatistics(best.astype(np.float64), lambda sums: f_scores(m, sums) / 100.0)}
+
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs, _ = text_inputs(self.name, hypotheses, references)
         m = self.sacrebleu_metric()
@@ -164,3 +181,36 @@ class ChrfMetric(Metric):
         if self.per_sentence:
             out[f"{self.name} per-sentence"] = [m._compute_f_score(row) / 100.0 for row in best.tolist()]
         return out
+
+
+def f_scores(metric: Any, sums: np.ndarray) -> np.ndarray:
+    """sacrebleu's ``CHRF._compute_f_score`` (0-100) of every row of summed statistics at once: the same operations
+    in the same order, as arrays (one step per n-gram order, never per row), so each value is sacrebleu's float."""
+    eps = 1e-16
+    rows = len(sums)
+    factor = metric.beta**2
+    score = np.zeros(rows)
+    avg_prec, avg_rec = np.zeros(rows), np.zeros(rows)
+    effective = np.zeros(rows, dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(metric.order):
+            n_hyp, n_ref, n_match = sums[:, 3 * i], sums[:, 3 * i + 1], sums[:, 3 * i + 2]
+            prec = np.where(n_hyp > 0, n_match / n_hyp, eps)
+            rec = np.where(n_ref > 0, n_match / n_ref, eps)
+            denom = factor * prec + rec
+            score = score + np.where(denom > 0, (1 + factor) * prec * rec / denom, eps)
+            both = (n_hyp > 0) & (n_ref > 0)
+            avg_prec = np.where(both, avg_prec + prec, avg_prec)
+            avg_rec = np.where(both, avg_rec + rec, avg_rec)
+            effective += both
+        if metric.eps_smoothing:
+            out: np.ndarray = 100 * score / metric.order
+            return out
+        some = effective > 0
+        avg_prec = np.where(some, avg_prec / np.where(some, effective, 1), 0.0)
+        avg_rec = np.where(some, avg_rec / np.where(some, effective, 1), 0.0)
+        nonzero = (avg_prec + avg_rec) != 0
+        f = (1 + factor) * avg_prec * avg_rec
+        f = f / np.where(nonzero, (factor * avg_prec) + avg_rec, 1.0)
+        out = np.where(nonzero, 100 * f, 0.0)
+    return out

@@ -37,6 +37,7 @@ from ._text import as_int_list, check_float, check_hypotheses, resolve_tokenizer
 from .base import EXACT, Metric, MetricError, check_references
 from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, Declaration, Setting
 from .ngrams import NgramIndex
+from .resampling import REFERENCE_WEIGHTED
 
 CIDER_VERSION = "1"
 
@@ -101,6 +102,9 @@ class CiderMetric(Metric):
     (``space``: split on whitespace as pycocoevalcap does; or a registered tokenizer name such as
     ``nltk``). References: several per hypothesis; the IDF comes from all of them.
     """
+
+    resampling = "none"
+    no_interval = REFERENCE_WEIGHTED  # docs/metrics.md, "Significance and intervals"
 
     name = "cider"
     tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")

@@ -27,6 +27,7 @@ from ..text.reference_hashes import reference_set_hash
 from ._text import as_int_list, check_hypotheses, ngrams, resolve_tokenizer
 from .base import EXACT, Metric, MetricError, check_references
 from .declaration import COUNTED_INPUTS, NAMED_FIRST, Declaration, Setting
+from .resampling import SET_LEVEL
 
 
 def distinct_n(token_lists: Sequence[Sequence[str]], n: int, padded: bool = False) -> float:
@@ -56,6 +57,9 @@ def ngram_entropy(token_lists: Sequence[Sequence[str]], n: int, log_base: float 
 
 class _ReferenceFree(Metric):
     """Shared plumbing: tokenization, the optional reference set in the hash."""
+
+    resampling = "none"
+    no_interval = SET_LEVEL  # docs/metrics.md, "Significance and intervals"
 
     needs_references = False
     key_prefix = ""

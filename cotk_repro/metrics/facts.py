@@ -16,6 +16,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..protocols import resampling_problem
 from .base import UNDECLARED_TOLERANCE
 
 #: how a metric uses the gold references: one list per hypothesis, the whole set unpaired, or none at all
@@ -110,6 +111,9 @@ def facts_of(obj: Any, name: str | None = None, override: dict[str, Any] | None 
     except (TypeError, ValueError):
         raise ValueError(f"metric {name!r}: cost must be a number") from None
     tolerance = _tolerance(get("tolerance", UNDECLARED_TOLERANCE), name)
+    problem = resampling_problem(obj) if isinstance(obj, type) else None
+    if problem is not None:
+        raise ValueError(f"metric {name!r}: {problem}")
     return MetricFacts(
         name=name,
         higher_is_better=bool(get("higher_is_better", True)),
@@ -236,6 +240,13 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def interval_declaration(cls: Any) -> dict[str, Any]:
+    """How the metric scores a resample (``metrics --json``): ``{"resampling": "statistics"|"values"|"none",
+    "no_interval": REASON|None}`` (docs/metrics.md, "Significance and intervals")."""
+    kind = str(getattr(cls, "resampling", "none"))
+    return {"resampling": kind, "no_interval": str(getattr(cls, "no_interval", "")) if kind == "none" else None}
+
+
 def describe_metrics() -> list[dict[str, Any]]:
     """Every registered metric with its facts, result keys, options and plugin (``cotk-repro metrics --json``).
 
@@ -270,6 +281,7 @@ def describe_metrics() -> list[dict[str, Any]]:
             k: facts_of(cls, k, v).as_dict() for k, v in (getattr(cls, "key_facts", None) or {}).items()
         }
         item["options"] = metric_options(cls)
+        item.update(interval_declaration(cls))
         item["doc"] = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
         out.append(item)
     return out

@@ -179,6 +179,7 @@ def evaluate_files(
     batch_size: int | None = None,
     progress: bool = False,
     protocol: Protocol | str | None = None,
+    ci: tuple[int | None, int | None] | None = None,
 ) -> dict[str, Any]:
     """Score a hypotheses file (against a references file) with several metrics; one merged result dict.
 
@@ -188,7 +189,8 @@ def evaluate_files(
     ``per_sentence``, ``batch_size``, ``progress``: given as options of those names to the metrics that take
     them (model-based metrics: per-sentence lists, batch size, a progress bar on stderr). ``protocol``: the prompt
     protocol the hypotheses answer (:mod:`cotk_repro.llm.protocol`), or its hash; it is stamped into every hash
-    and signature.
+    and signature. ``ci``: ``(samples, seed)`` (None for sacrebleu's 1000 and 12345): add ``"KEY ci"`` beside each
+    value of a metric that resamples (:func:`cotk_repro.metrics.intervals.add_intervals`).
     """
     from . import accepts_option, metric_names, takes_shared_tokenizer
 
@@ -223,6 +225,10 @@ def evaluate_files(
             and not (groups_path is not None and declared(cls, "takes_groups"))
         ):
             raise MetricError(f"metric {name!r} needs the queries the hypotheses answer: give --queries FILE")
+    if ci is not None:
+        from .intervals import check_settings
+
+        check_settings("bs", *ci)  # a bad count or seed is an error before any work
     groups, augmentations = read_groups(groups_path) if groups_path is not None else (None, [])
     built: list[Metric] = []
     for name in metrics:
@@ -272,10 +278,23 @@ def evaluate_files(
         if groups is not None and declared(metric, "takes_groups"):
             merged.update(metric.compute_groups(groups))
         elif queries is not None and hyps is not None and declared(metric, "takes_queries"):
-            merged.update(metric.compute_with_queries(hyps, refs if f.needs_references else None, queries))
+            given = refs if f.needs_references else None
+            if ci is None:
+                merged.update(metric.compute_with_queries(hyps, given, queries))
+            else:
+                from .intervals import add_intervals
+                from .resampling import score_with_items
+
+                merged.update(add_intervals(*score_with_items(metric, hyps, given, queries), *ci))
         else:
             assert hyps is not None  # the loop above refused a metric that scores hypotheses when none were given
-            merged.update(score(metric, hyps, refs))  # as the API: references given are references seen
+            if ci is None:
+                merged.update(score(metric, hyps, refs))  # as the API: references given are references seen
+            else:
+                from .intervals import add_intervals
+                from .resampling import score_with_items
+
+                merged.update(add_intervals(*score_with_items(metric, hyps, refs), *ci))
         if on_metric is not None:
             on_metric(name)
     if protocol is not None:

@@ -54,6 +54,10 @@ class GleuMetric(Metric):
     registered tokenizer); ``per_sentence`` (false: also ``gleu per-sentence``, NLTK's ``sentence_gleu``).
     """
 
+    #: a resample's GLEU is its sentences' summed matches over their summed totals (docs/metrics.md,
+    #: "Significance and intervals")
+    resampling = "statistics"
+
     name = "gleu"
     tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")
     version = GLEU_VERSION
@@ -82,6 +86,25 @@ class GleuMetric(Metric):
         self.per_sentence = per_sentence
         self._tok = resolve_tokenizer(tokenizer, normalize)
         super().__init__(min_len=self.min_len, max_len=self.max_len, tokenizer=self._tok.spec)
+
+    def resample_statistics(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None) -> Any:
+        """``{"gleu": ItemStatistics}``: per sentence its (matches, total) against its best reference, (0, 0) for
+        one that adds nothing; a resample's value is their sums divided, 0 when the total is 0, as :meth:`compute`'s."""
+        import numpy as np
+
+        from .resampling import ItemStatistics
+
+        hyps, refs = check_samples("gleu", hypotheses, references)
+        ref_tok = [self._tok.many(rs) for rs in refs]
+        counts = [gleu_counts(h, rs, self.min_len, self.max_len) for h, rs in zip(self._tok.many(hyps), ref_tok)]
+        stats = np.array([c if c is not None else (0, 0) for c in counts], dtype=np.float64).reshape(-1, 2)
+
+        def finish(sums: np.ndarray) -> np.ndarray:
+            total = sums[:, 1]
+            out: np.ndarray = np.where(total > 0, sums[:, 0] / np.where(total > 0, total, 1.0), 0.0)
+            return out
+
+        return {self.name: ItemStatistics(stats, finish)}
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs = check_samples("gleu", hypotheses, references)

@@ -41,6 +41,7 @@ from ..text.reference_hashes import reference_set_hash
 from ._text import check_float, check_hypotheses, resolve_tokenizer
 from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, SYSTEM_OUTPUT_SIZE, Declaration, Setting
+from .resampling import SET_LEVEL
 
 BOS, EOS, UNK = "<s>", "</s>", "<UNK>"
 MODES = ("interpolated", "nltk")
@@ -190,6 +191,9 @@ class FwRvPplMetric(Metric):
     default). Keys ``fw-ppl`` and ``rv-ppl``; the hash covers the tokenized reference set and every LM
     setting (the generated text is what is being scored, so it is not in the hash).
     """
+
+    resampling = "none"
+    no_interval = SET_LEVEL  # docs/metrics.md, "Significance and intervals"
 
     name = "fw-rv-ppl"
     tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")

@@ -179,11 +179,27 @@ class MeteorMetric(Metric):
         penalty: float = self.gamma * (count_chunks(matches) / m) ** self.beta  # float ** float: typed Any
         return (1 - penalty) * fmean
 
+    #: a resample's METEOR is the mean of its sentences' (docs/metrics.md, "Significance and intervals")
+    resampling = "values"
+
+    def resample_values(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> dict[str, list[float]]:
+        """Each sentence's METEOR against its best reference: the value is their mean."""
+        return self.compute_with_values(hypotheses, references)[1]
+
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+        return self.compute_with_values(hypotheses, references)[0]
+
+    def compute_with_values(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> tuple[dict[str, Any], dict[str, list[float]]]:
+        """:meth:`compute` and :meth:`resample_values` in one pass (``compare`` and ``evaluate --ci``)."""
         hyps, refs = check_samples("meteor", hypotheses, references)
         hyp_toks = self.tokenizer.many(hyps)
         ref_toks = [self.tokenizer.many(r) for r in refs]
-        value = sum(max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)) / len(hyps)
+        each = [max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)]
+        value = sum(each) / len(hyps)
         decl = Declaration(
             self.name,
             self.version,
@@ -200,4 +216,5 @@ class MeteorMetric(Metric):
                 Setting.hash_only("wordnet_version", self.wordnet_version, why=HASH_ONLY_AS_PUBLISHED),
             ],
         )
-        return decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_toks))
+        result = decl.entry(self.name, value, lambda settings: reference_set_hash(self.name, settings, ref_toks))
+        return result, {self.name: each}

@@ -23,6 +23,7 @@ from ..text.reference_hashes import reference_set_hash
 from ._text import check_samples, ngrams, resolve_tokenizer
 from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, Declaration, Setting
+from .resampling import REFERENCE_WEIGHTED
 
 
 def nist_length_penalty(ref_len: int, hyp_len: int) -> float:
@@ -88,6 +89,9 @@ def corpus_nist(
 
 class NistMetric(Metric):
     """``nist``. Options: ``ngram`` (5, as NLTK), ``tokenizer`` (BLEU's WordPunct)."""
+
+    resampling = "none"
+    no_interval = REFERENCE_WEIGHTED  # docs/metrics.md, "Significance and intervals"
 
     name = "nist"
     tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")

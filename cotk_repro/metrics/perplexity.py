@@ -39,6 +39,7 @@ import numpy as np
 from ..text.reference_hashes import PERPLEXITY_VERSION, reference_set_hash
 from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, UNSET, Declaration, Setting
+from .resampling import NOT_YET
 
 SPECIALS = ("<pad>", "<unk>", "<go>", "<eos>")
 PAD_ID, UNK_ID, GO_ID, EOS_ID = 0, 1, 2, 3
@@ -74,6 +75,9 @@ class PerplexityMetric(Metric):
     rules as named settings: ``unk_targets`` (``score``/``skip``), ``rare_words`` (``model``/``cotk``) and
     ``reference_check`` (``strict``/``cotk``); a non-default rule enters the hash and the signature.
     """
+
+    resampling = "none"
+    no_interval = NOT_YET  # docs/metrics.md, "Significance and intervals"
 
     name = "perplexity"
     tolerance = EXACT  # the same to the last bit on every machine measured (docs/metrics.md, "Tolerances")

@@ -39,6 +39,7 @@ from .bleu_tokenizers import get_bleu_tokenizer
 from .declaration import COUNTED_INPUTS, HASH_ONLY_AS_PUBLISHED, PART_OF_HASHED, Declaration, Setting, with_settings
 from .ngrams import UNK, tokenize_text
 from .normalization import normalization, normalizer
+from .resampling import SET_LEVEL
 
 SCORE_DTYPES = ("float64", "float32")
 
@@ -107,6 +108,9 @@ def embedding_similarity(hyp: Sequence[str], ref: Sequence[str], vectors: Mappin
 
 class _PrecisionRecall(Metric):
     """Shared plumbing: the per-context matrices, the means, the hash."""
+
+    resampling = "none"
+    no_interval = SET_LEVEL  # docs/metrics.md, "Significance and intervals"
 
     needs_references = True
     higher_is_better = True

@@ -260,7 +260,12 @@ class RougeMetric(Metric):
         """rouge-score's ``rougeLsum`` sentences: split at newlines, empty ones dropped, each tokenized."""
         return [self._tokens(s) for s in text.split("\n") if s]
 
-    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+    #: a resample's ROUGE is the mean of its sentences' F-measures (docs/metrics.md, "Significance and intervals")
+    resampling = "values"
+
+    def _prepared(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> tuple[list[Any], list[str], list[list[str]], list[list[str]], list[list[list[str]]]]:
         hyps, refs = check_samples("rouge", hypotheses, references)
         hyp_texts = [self._text(h, i) for i, h in enumerate(hyps)]
         ref_texts = [[self._text(r, i) for r in rs] for i, rs in enumerate(refs)]
@@ -272,28 +277,71 @@ class RougeMetric(Metric):
                 ("first references", [rs[0] for rs in ref_texts], [rs[0] for rs in ref_toks]),
             ]
         )
-        out: dict[str, Any] = {}
+        return refs, hyp_texts, ref_texts, hyp_toks, ref_toks
+
+    def _inputs(
+        self,
+        rtype: str,
+        hyp_texts: list[str],
+        ref_texts: list[list[str]],
+        hyp_toks: list[list[str]],
+        ref_toks: list[list[list[str]]],
+    ) -> tuple[list[Any], list[Any], list[Any]]:
+        """What ``rtype`` compares (tokens, or sentences of tokens for rougeLsum) and what its hash covers."""
+        if rtype == "rougeLsum":
+            hyp_in: list[Any] = [self._sentences(h) for h in hyp_texts]
+            ref_in: list[Any] = [[self._sentences(r) for r in rs] for rs in ref_texts]
+            # sentence boundaries change the score: a newline token (never a ROUGE token) marks them
+            hashed = [
+                [[t for k, sent in enumerate(r) for t in ([] if k == 0 else ["\n"]) + sent] for r in rs]
+                for rs in ref_in
+            ]
+            return hyp_in, ref_in, hashed
+        return hyp_toks, ref_toks, ref_toks
+
+    def _item_scores(self, rtype: str, hyp_in: list[Any], ref_in: list[Any]) -> list[float]:
+        """Each hypothesis' F-measure against its best reference (the first with the largest, as numpy.argmax in
+        rouge-score's score_multi)."""
+        out = []
+        for h, rs in zip(hyp_in, ref_in):
+            best = None
+            for r in rs:
+                f = f_measure(*score_pair(rtype, r, h), self.alpha)
+                if best is None or f > best:
+                    best = f
+            assert best is not None  # check_samples refused a sample without references
+            out.append(best)
+        return out
+
+    def resample_values(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> dict[str, list[float]]:
+        """Per result key, each sentence's F-measure against its best reference: the value is their mean."""
+        _, hyp_texts, ref_texts, hyp_toks, ref_toks = self._prepared(hypotheses, references)
+        out = {}
         for rtype in self.types:
-            if rtype == "rougeLsum":
-                hyp_in: list[Any] = [self._sentences(h) for h in hyp_texts]
-                ref_in: list[Any] = [[self._sentences(r) for r in rs] for rs in ref_texts]
-                # sentence boundaries change the score: a newline token (never a ROUGE token) marks them
-                hashed = [
-                    [[t for k, sent in enumerate(r) for t in ([] if k == 0 else ["\n"]) + sent] for r in rs]
-                    for rs in ref_in
-                ]
-            else:
-                hyp_in, ref_in, hashed = hyp_toks, ref_toks, ref_toks
+            hyp_in, ref_in, _ = self._inputs(rtype, hyp_texts, ref_texts, hyp_toks, ref_toks)
+            out[self.key(rtype)] = self._item_scores(rtype, hyp_in, ref_in)
+        return out
+
+    def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+        return self.compute_with_values(hypotheses, references)[0]
+
+    def compute_with_values(
+        self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None
+    ) -> tuple[dict[str, Any], dict[str, list[float]]]:
+        """:meth:`compute` and :meth:`resample_values` in one pass (``compare`` and ``evaluate --ci``)."""
+        refs, hyp_texts, ref_texts, hyp_toks, ref_toks = self._prepared(hypotheses, references)
+        hyps = hyp_texts
+        out: dict[str, Any] = {}
+        values: dict[str, list[float]] = {}
+        for rtype in self.types:
+            hyp_in, ref_in, hashed = self._inputs(rtype, hyp_texts, ref_texts, hyp_toks, ref_toks)
             total = 0.0
-            for h, rs in zip(hyp_in, ref_in):
-                best = None
-                for r in rs:  # the first reference with the largest F, as numpy.argmax in score_multi
-                    f = f_measure(*score_pair(rtype, r, h), self.alpha)
-                    if best is None or f > best:
-                        best = f
-                assert best is not None  # check_samples refused a sample without references
-                total += best
             key = self.key(rtype)
+            values[key] = self._item_scores(rtype, hyp_in, ref_in)
+            for best in values[key]:
+                total += best
             decl = Declaration(
                 key,
                 self.version,
@@ -313,4 +361,4 @@ class RougeMetric(Metric):
                 ],
             )
             out.update(decl.entry(key, total / len(hyps), partial(reference_set_hash, key, references=hashed)))
-        return out
+        return out, values

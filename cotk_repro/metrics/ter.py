@@ -99,6 +99,29 @@ class TerMetric(Metric):
         m = self.sacrebleu_metric()
         return [m.sentence_score(h, rs).score / 100.0 for h, rs in zip(hyps, refs)]
 
+    #: a resample's TER is its sentences' summed edits over their summed reference lengths (docs/metrics.md,
+    #: "Significance and intervals")
+    resampling = "statistics"
+
+    def resample_statistics(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None) -> Any:
+        """``{"ter": ItemStatistics}``: per sentence sacrebleu's ``[edits, mean reference length]``; a resample's
+        value is sacrebleu's ``_compute_score_from_stats`` of their sums divided by 100, as :meth:`compute`'s."""
+        import numpy as np
+
+        from .resampling import ItemStatistics
+
+        hyps, _, streams = text_inputs(self.name, hypotheses, references)
+        stats = np.asarray(self.sacrebleu_metric()._extract_corpus_statistics(hyps, streams), dtype=np.float64)
+
+        def finish(sums: np.ndarray) -> np.ndarray:
+            edits, lengths = sums[:, 0], sums[:, 1]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(lengths > 0, edits / np.where(lengths > 0, lengths, 1.0), (edits > 0) * 1.0)
+            out: np.ndarray = 100 * ratio / 100.0
+            return out
+
+        return {self.name: ItemStatistics(stats.reshape(len(hyps), 2), finish)}
+
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
         hyps, refs, streams = text_inputs(self.name, hypotheses, references)
         m = self.sacrebleu_metric()

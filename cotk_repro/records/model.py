@@ -106,6 +106,15 @@ class Command(_Object):
     exit_status: StrictInt | None = None
 
 
+class Interval(_Object):
+    """A value's bootstrap interval (``evaluate --ci``; docs/metrics.md, "Significance and intervals")."""
+
+    mean: Number
+    half_width: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    samples: StrictInt | None = Field(None, ge=1, description="bootstrap resamples")
+    seed: StrictInt | None = Field(None, ge=0, description="the seed of numpy's default_rng")
+
+
 class Result(_Object):
     """One metric's result: the normalized form of :mod:`cotk_repro.core.results`."""
 
@@ -118,6 +127,9 @@ class Result(_Object):
         None,
         description="false: computed on the outputs of a system not pinned to its weights (an endpoint's model); "
         "ranked below every pinned result (tier 1). Absent or true: pinned",
+    )
+    ci: Interval | None = Field(
+        None, description="the value's bootstrap 95% interval: {mean, half_width, samples, seed}; shown, never ranked"
     )
 
 

@@ -154,6 +154,17 @@ class Environment:
         )
 
 
+def interval_of(result: Any) -> dict[str, float] | None:
+    """``{"mean", "half_width"}`` of a recorded result's ``ci``; None when it has none or one of another shape."""
+    ci = result.get("ci") if isinstance(result, Mapping) else None
+    if not isinstance(ci, Mapping):
+        return None
+    mean, half = _number(ci.get("mean")), _number(ci.get("half_width"))
+    if mean is None or half is None or not half >= 0:
+        return None
+    return {"mean": float(mean), "half_width": float(half)}
+
+
 @dataclass(frozen=True)
 class Result:
     """One metric's result: value, comparability hash (None: unverifiable), readable signature."""
@@ -167,6 +178,12 @@ class Result:
     recorded: Mapping[str, Any] = field(default_factory=dict)
     #: False only when the result says ``"pinned": false`` (an unpinned system's outputs; anything else: pinned)
     pinned: bool = True
+
+    @property
+    def ci(self) -> dict[str, float] | None:
+        """The value's bootstrap interval, ``{"mean", "half_width"}``, when the result has a well-formed one
+        (``evaluate --ci``; docs/metrics.md, "Significance and intervals")."""
+        return interval_of(self.recorded)
 
     @classmethod
     def of(cls, value: Any) -> Result:

@@ -494,6 +494,40 @@ class _Judge(Metric):
     def judged(self, hyps: list[str], queries: list[str]) -> dict[str, Any]:
         raise NotImplementedError
 
+    #: the value is a mean over the items the judge's answers parse for: a resample's value is its items' summed
+    #: scores over their count (docs/metrics.md, "Significance and intervals")
+    resampling = "statistics"
+    #: per item of the last :meth:`judged`, its score (None where unparsable), which :meth:`compute_with_statistics`
+    #: turns into statistics without asking the judge again
+    _item_scores: list[float | None] | None = None
+
+    def compute_with_statistics(
+        self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None = None, queries: Any = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """:meth:`compute` and the items' statistics (per item its score and 1, or 0 and 0 where the answers do
+        not parse) in one pass: the judge is asked once."""
+        import numpy as np
+
+        from cotk_repro.metrics.resampling import ItemStatistics
+
+        self._item_scores = None
+        result = self.compute(hypotheses, references, queries=queries)
+        scores: list[float | None] = self._item_scores or []
+        stats = np.array([(s, 1.0) if s is not None else (0.0, 0.0) for s in scores], dtype=np.float64).reshape(-1, 2)
+
+        def finish(sums: np.ndarray) -> np.ndarray:
+            count = sums[:, 1]
+            out: np.ndarray = np.where(count > 0, sums[:, 0] / np.where(count > 0, count, 1.0), 0.0)
+            return out
+
+        return result, {self.name: ItemStatistics(stats, finish)}
+
+    def resample_statistics(
+        self, hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None, queries: Any = None
+    ) -> Any:
+        """Per item its parsed score and 1 (0 and 0 where unparsable): the value is their sums' ratio."""
+        return self.compute_with_statistics(hypotheses, references, queries)[1]
+
     def forward(self, batch: Any) -> None:
         super().forward({"hyps": batch["hyps"]})
         if "queries" not in batch:
@@ -553,6 +587,7 @@ class JudgeMetric(_Judge):
         )
         answers = self.ask(prompts)
         scores = [parse_score(a, low, high) for a in answers]
+        self._item_scores = [None if x is None else float(x) for x in scores]
         parsed = [s for s in scores if s is not None]
         if not parsed:
             raise MetricError(
@@ -635,6 +670,7 @@ class PairwiseMetric(_Judge):
         items: list[float | None] = [
             (win_as_a[v1] + win_as_b[v2]) / 2 if v1 is not None and v2 is not None else None for v1, v2 in verdicts
         ]
+        self._item_scores = items
         scored = [s for s in items if s is not None]
         if not scored:
             raise MetricError(
