@@ -139,3 +139,31 @@ def test_a_table_title_wraps_between_words_never_inside_a_record_id():
     lines = buf.getvalue().splitlines()
     assert any(rid in line for line in lines), lines  # whole, on one line, though the table is 25 columns wide
     assert "[b]x[/b]" in buf.getvalue()  # a title is text, not markup
+
+
+def test_long_signatures_and_urls_break_between_fields_in_an_80_column_table():
+    """Issue 44: an 80-column terminal cut `hyps:4` into `hyps` / `:4`; a signature breaks after a `|`, a URL after a
+    `/`, and each field stays whole (and the widest terminal keeps them on one line)."""
+    import re
+
+    from rich.console import Console
+
+    from cotk_repro.cli import output
+
+    sig = "distinct|n:2|tok:wordpunct-u18|hyps:4|refs:4|v:1"
+    url = "http://127.0.0.1:45678/records/sha256:abcdef012345/reproductions"
+    rows = [["distinct-2", "0.964286", "e4d7640e4366", sig], ["record", "", "", url]]
+    for width in (80, 70):  # every field fits in the room left (a field wider than that still folds)
+        console = Console(width=width, record=True, color_system=None)
+        console.print(output.table("results", ["metric", "value", "hash", "signature"], rows, width=width), crop=False)
+        text = console.export_text()
+        cells = [line.split("│")[4].strip() for line in text.splitlines() if line.count("│") == 5]
+        joined = "".join(cells)
+        assert sig in joined and url.replace("http://", "") in joined.replace("http://", ""), text
+        for field in re.split(r"[|/]", sig + "/" + url):
+            if field:
+                assert any(field in c for c in cells), (field, text)  # never cut inside a field
+        assert max(len(line) for line in text.splitlines()) <= width
+    wide = Console(width=200, record=True, color_system=None)
+    wide.print(output.table("results", ["metric", "value", "hash", "signature"], rows, width=200), crop=False)
+    assert sig in wide.export_text()  # room enough: one line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -150,7 +151,7 @@ def prepare_tables() -> None:
     import rich.table  # noqa: F401
 
 
-def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
+def table(title: str | None, columns: list[str], rows: list[list[Any]], *, width: int | None = None) -> Table:
     """Build a rich Table with the given title, columns and rows (None shown as empty).
 
     Cells are plain text: Rich markup in them is shown, not interpreted, and control characters are escaped
@@ -168,9 +169,47 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table
     )
     for c in columns:
         t.add_column(c, overflow="fold")
-    for r in rows:
+    for r in _break_tokens(columns, rows, width or _console("console").width):
         t.add_row(*[cell(v) for v in r])
     return t
+
+
+_PIECE = re.compile(r"[^|/]+[|/]*|[|/]+")
+
+
+def _break_tokens(columns: list[str], rows: list[list[Any]], width: int) -> list[list[Any]]:
+    """Rows whose long tokens (a signature ``bleu|n:4|...``, a URL: no spaces) are broken after a ``|`` or ``/`` to fit
+    the terminal, where Rich would cut them mid-field: one column at a time, the widest such column first."""
+    from rich.text import Text
+
+    texts = [[v if isinstance(v, str) else None for v in r] for r in rows]
+
+    def widest(i: int) -> int:
+        cells = [c for t in texts if i < len(t) and (c := t[i]) is not None]
+        return max([len(columns[i])] + [len(line) for c in cells for line in c.split("\n")])
+
+    def token(v: str | None) -> bool:
+        return v is not None and len(v) > 16 and not any(ch.isspace() for ch in v) and ("|" in v or "/" in v)
+
+    out = [list(r) for r in rows]
+    candidates = [i for i in range(len(columns)) if any(i < len(t) and token(t[i]) for t in texts)]
+    for i in sorted(candidates, key=widest, reverse=True):
+        others = sum(widest(j) for j in range(len(columns)) if j != i)
+        room = width - others - (3 * len(columns) + 1)  # Rich's borders and padding
+        if room >= widest(i) or room < 12:
+            continue
+        for r, t in zip(out, texts):
+            if i < len(t) and token(t[i]):
+                lines, line = [], ""
+                for piece in _PIECE.findall(t[i] or ""):
+                    if line and len(line) + len(piece) > room:
+                        lines.append(line)
+                        line = ""
+                    line += piece
+                lines.append(line)
+                t[i] = "\n".join(lines)
+                r[i] = Text("\n".join(safe(x) for x in lines))  # its own lines, each escaped
+    return out
 
 
 def cell(value: Any) -> Any:
