@@ -18,31 +18,18 @@ wheel on local disk: a plain ``torch==X`` never becomes a CUDA build from an ind
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from cotk_repro.core.filelock import locked
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` (created) while the block runs."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def python_tag(python: str) -> str:
@@ -97,7 +84,7 @@ def self_wheel(dest: Path) -> Path:
     """A wheel of this checkout in ``dest`` (built in a copy-free way: pip builds in-tree, so two builds of one
     checkout at once are serialised by a lock keyed by its path)."""
     lock = Path(cache_root()) / "locks" / f"build-{hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:16]}.lock"
-    with file_lock(lock):
+    with locked(lock):
         subprocess.run(
             [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), str(REPO_ROOT)], check=True
         )
@@ -143,7 +130,7 @@ def cached_venv(
     root = cache_root() / name
     vdir = root / "-".join(parts)
     py = vdir / "bin" / "python"
-    with file_lock(root / (vdir.name + ".lock")):
+    with locked(root / (vdir.name + ".lock")):
         if (vdir / ".complete").is_file():
             os.utime(vdir / ".complete")  # in use: see the pruning below
             return str(py)
