@@ -137,7 +137,9 @@ def run_cli(
     *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600, python: str | None = None
 ) -> CLIResult:
     """Run ``python -m cotk_repro ARGS`` as a real subprocess (no terminal: no progress bars)."""
-    full_env = dict(os.environ)
+    # a terminal width found in this process's environment is not the CLI's: its output is piped (no wrap) unless
+    # the test names a width (a $COLUMNS left in the environment made tables wrap at 80 under pytest-xdist)
+    full_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     full_env.update(env or {})
     proc = subprocess.run(
         [python or sys.executable, "-m", "cotk_repro", *args],

@@ -169,12 +169,13 @@ def test_no_serve_removes_its_temporary_folder_or_says_how_to_serve_it_again(tmp
 class Demo:
     """A real ``cotk-repro demo`` process in a temporary folder of its own (TMPDIR), its output read as it comes."""
 
-    def __init__(self, tmp: Path, home: Path, *args: str):
+    def __init__(self, tmp: Path, home: Path, *args: str, cache: Path | None = None):
         self.tmp = tmp
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")},
+            **({"COTK_REPRO_CACHE": str(cache)} if cache is not None else {}),
             "TMPDIR": str(tmp),
             "HOME": str(home),
             "COTK_REPRO_SIGNING_KEY": "",
@@ -270,9 +271,15 @@ def _closed(url: str) -> bool:
     ],
     ids=["sigterm-while-publishing", "sighup-while-reproducing"],
 )
-def test_a_demo_sent_sigterm_or_sighup_cleans_up_like_ctrl_c_and_names_the_signal(tmp_path, home, sig, when):
-    """SIGTERM left the temporary folder (the README says it is removed) and said "interrupted (Ctrl-C)"."""
-    demo = Demo(tmp_path, home, "--no-serve")
+def test_a_demo_sent_sigterm_or_sighup_cleans_up_like_ctrl_c_and_names_the_signal(
+    tmp_path, tmp_path_factory, home, sig, when
+):
+    """SIGTERM left the temporary folder (the README says it is removed) and said "interrupted (Ctrl-C)".
+
+    Each demo gets a cache of its own, empty: its reproduction builds its environment (many seconds) after the line
+    the test waits for, so the signal comes in the state it is meant for. With a warm shared cache the whole
+    reproduction took a second and could end before the signal arrived."""
+    demo = Demo(tmp_path, home, "--no-serve", cache=tmp_path_factory.mktemp("cold-cache"))
     try:
         folder = demo.folder
         demo.wait_for(when)

@@ -220,7 +220,7 @@ def test_proofs_made_under_the_old_rule_are_rechecked_by_migration_0009(tmp_path
 
     db.write(seed)  # the 0008 columns only (the model's proof_origin comes with 0009)
     db.upgrade()
-    assert db.current_revision() == "0010_pinned"
+    assert db.current_revision() == "0011_verified"
     assert _owners(db_url) == {afp: ("mallory", None, None), vfp: ("mallory", "operator", None)}
     audit = db.read(lambda c: c.execute(select(KeyAudit.fingerprint, KeyAudit.action, KeyAudit.detail)).all())
     assert [(fp, action) for fp, action, _ in audit] == [(afp, "recheck")] and "keys add" in audit[0][2]
