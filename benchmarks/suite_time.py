@@ -26,7 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = ROOT / "benchmarks" / "suite-durations.json"
-SLOW_LIMIT = 30.0
+SLOW_LIMIT = 30.0  # a test over this is marked slow in its file, with the reason
+QUICK_LIMIT = 5.0  # a test measured over this is left out of the quick loop too (tests/conftest.py)
 
 
 def _base(nodeid: str) -> str:
@@ -54,6 +55,12 @@ def summarize(run: dict) -> dict:
         "quick_loop_test_seconds": round(sum(v["seconds"] for v in tests.values() if not v.get("slow")), 1),
         "files": {k: round(v, 1) for k, v in sorted(files.items())},
         "slowest": {k: round(v["seconds"], 1) for k, v in slowest},
+        # the tests the quick loop leaves out besides those marked slow (tests/conftest.py reads this)
+        "quick_loop_leaves_out": {
+            k: round(v["seconds"], 1)
+            for k, v in sorted(tests.items())
+            if v["seconds"] > QUICK_LIMIT and not v.get("slow")
+        },
     }
 
 

@@ -71,6 +71,29 @@ def pytest_collection_modifyitems(config, items):
 
     items.sort(key=lambda item: group(item) != "docker")  # stable: the order within each part is kept
 
+    # the quick loop (-m "not slow") also leaves out the tests the last full run measured over 5 s
+    # (benchmarks/suite-durations.json, refreshed by `python benchmarks/suite_time.py --update`)
+    for item in items:
+        secs = _measured_slow().get(item.nodeid)
+        if secs is not None and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow(reason=f"measured {secs} s in the last full run"))
+
+
+def _measured_slow() -> dict[str, float]:
+    global _MEASURED
+    if _MEASURED is None:
+        import json
+
+        try:
+            summary = json.loads((REPO_ROOT / "benchmarks" / "suite-durations.json").read_text(encoding="utf-8"))
+            _MEASURED = dict(summary.get("quick_loop_leaves_out", {}))
+        except (OSError, ValueError):
+            _MEASURED = {}
+    return _MEASURED
+
+
+_MEASURED: dict[str, float] | None = None
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_user_dirs(tmp_path_factory):

@@ -293,6 +293,7 @@ BOM_REFS = [
 ]
 
 
+@pytest.mark.slow  # one CLI process per registered metric (~30 of them), each beside its API call: ~35 s
 def test_every_metric_gives_the_api_values_and_hashes_for_a_file_with_a_bom(cli, tmp_path):
     """A file with a leading BOM through ``evaluate`` and its lines (BOM kept by a plain read) through the API:
     the same values and hashes for every metric that scores plain text; the ones that cannot (a model, queries,

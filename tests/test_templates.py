@@ -212,6 +212,7 @@ def make_template_project(template: str, base: Path) -> Path:
 
 
 @needs_torch
+@pytest.mark.slow  # each template trains its tiny preset, then reproduce builds a venv and trains it again: 30-80 s
 @pytest.mark.parametrize("template", TEMPLATES)
 @pytest.mark.timeout(1200)  # run (300 s) then reproduce (600 s), as the calls allow
 def test_template_runs_and_reproduces_with_the_venv_runtime(template, record_python, tmp_path):

@@ -121,6 +121,7 @@ def llm_record_python():
 
 
 @needs_all
+@pytest.mark.slow  # builds the tiny system and judge, generates, judges, then reproduces in a fresh venv: ~40 s
 @pytest.mark.timeout(900)
 def test_llm_eval_runs_and_reproduces_with_identical_values(llm_record_python, tmp_path):
     from cotk_repro.core.canonical import hash_object

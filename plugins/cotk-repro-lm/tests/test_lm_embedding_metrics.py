@@ -182,6 +182,7 @@ def test_bertscore_bad_input_is_one_sentence(tiny_bert, tmp_path):
         m.compute([], [])
 
 
+@pytest.mark.slow  # CLI processes that each load torch, transformers and the tiny BERT: ~45 s
 def test_bertscore_through_evaluate_and_metrics_listing(tiny_bert, tmp_path):
     (tmp_path / "h.txt").write_text("\n".join(HYPS[:10]) + "\n")
     (tmp_path / "r.txt").write_text("\n".join(r[0] for r in REFS[:10]) + "\n")
@@ -309,6 +310,7 @@ def test_mauve_settings_and_weights_in_the_hash_not_batch_size(tiny_gpt2, tmp_pa
     )  # human texts are a set
 
 
+@pytest.mark.slow  # CLI processes that each load torch, transformers and MAUVE's featurizer: ~50 s
 def test_mauve_bad_input(tiny_gpt2, tmp_path):
     with pytest.raises(MetricError, match=r"fewer|at least as many texts as clusters"):
         get_metric("mauve", featurizer=str(tiny_gpt2), num_buckets=10).compute(GEN[:5], HUMAN[:50])
