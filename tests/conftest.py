@@ -58,6 +58,11 @@ def pytest_collection_modifyitems(config, items):
     that fixture again: a tiny model, a whole demo run). Then the Docker group goes first, so that its worker starts
     on the longest chain while the other takes everything else."""
     for item in items:
+        plugin = _absent_plugin_of(item)
+        if plugin is not None:  # a plugin's own tests, where that plugin is not installed: skipped, saying so
+            item.add_marker(
+                pytest.mark.skip(reason=f"the plugin {plugin} is not installed (scripts/setup.sh installs it)")
+            )
         if item.get_closest_marker("xdist_group"):
             continue
         if item.get_closest_marker("docker") or DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())):
@@ -77,6 +82,22 @@ def pytest_collection_modifyitems(config, items):
         secs = _measured_slow().get(item.nodeid)
         if secs is not None and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow(reason=f"measured {secs} s in the last full run"))
+
+
+def _absent_plugin_of(item) -> str | None:
+    """The distribution of ``plugins/<distribution>/tests/`` that holds this test, when it is not importable."""
+    import importlib.util
+
+    parts = (
+        Path(str(item.fspath)).resolve().relative_to(REPO_ROOT).parts
+        if REPO_ROOT in Path(str(item.fspath)).resolve().parents
+        else ()
+    )
+    if len(parts) > 2 and parts[0] == "plugins" and parts[2] == "tests":
+        distribution = parts[1]
+        if importlib.util.find_spec(distribution.replace("-", "_")) is None:
+            return distribution
+    return None
 
 
 def _measured_slow() -> dict[str, float]:

@@ -26,8 +26,20 @@ docs_options = _module()
 Command, Option = docs_options.Command, docs_options.Option
 
 
+def _needs_every_plugin() -> None:
+    """The docs document every first-party plugin's commands: without one installed its tables cannot match."""
+    import importlib.util
+
+    from cotk_repro.first_party import PLUGINS
+
+    absent = [d for d in PLUGINS if importlib.util.find_spec(d.replace("-", "_")) is None]
+    if absent:
+        pytest.skip(f"the docs document the plugins {', '.join(absent)}, which are not installed")
+
+
 def test_the_docs_option_tables_match_the_commands():
     """`scripts/docs_options.py --check` on the real docs and the real commands (built-ins and first-party plugins)."""
+    _needs_every_plugin()
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
     )
@@ -69,6 +81,7 @@ def _help_options(text: str) -> set[str]:
 
 def test_each_table_names_what_the_rendered_help_shows():
     """Independent of the script's introspection: the names in each docs table against those `--help` prints."""
+    _needs_every_plugin()
     tables: dict[str, set[str]] = {}
     for path in sorted((REPO_ROOT / "docs").glob("*.md")):
         for m in docs_options.BLOCK.finditer(path.read_text(encoding="utf-8")):

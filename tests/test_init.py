@@ -78,6 +78,8 @@ def test_a_first_party_template_without_its_plugin_names_the_distribution(tmp_pa
 
 def test_first_party_template_table_matches_the_plugins():
     """The core's table of first-party templates is exactly what the two plugins register."""
+    pytest.importorskip("cotk_repro_templates", reason="the plugin cotk-repro-templates is not installed")
+    pytest.importorskip("cotk_repro_texygen", reason="the plugin cotk-repro-texygen is not installed")
     from cotk_repro.scaffold import FIRST_PARTY_TEMPLATES
     from cotk_repro_templates.plugin import NAMES as BENCHMARKS
     from cotk_repro_texygen.templates import TEMPLATES as TEXYGEN

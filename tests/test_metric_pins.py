@@ -133,6 +133,16 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
 ]
 
 
+def missing_plugin(metric: str) -> str | None:
+    """Why ``metric`` cannot run here: a first-party plugin's metric whose plugin is not installed (else None)."""
+    from cotk_repro.first_party import provider
+    from cotk_repro.metrics import metric_names
+
+    if (plugin := provider("metric", metric)) and metric not in metric_names():
+        return f"the metric {metric} comes with the plugin {plugin}, which is not installed"
+    return None
+
+
 def _run(metric: str, options: dict[str, Any], kind: str) -> dict[str, Any]:
     m = get_metric(metric, **options)
     if kind == "text":
@@ -170,11 +180,8 @@ def current() -> dict[str, dict[str, list[str | None]]]:
 
 @pytest.mark.parametrize("case,metric,options,kind", CASES, ids=[c[0] for c in CASES])
 def test_published_hash_and_signature_are_unchanged(case: str, metric: str, options: dict[str, Any], kind: str) -> None:
-    from cotk_repro.first_party import provider
-    from cotk_repro.metrics import metric_names
-
-    if (plugin := provider("metric", metric)) and metric not in metric_names():
-        pytest.skip(f"the metric {metric} comes with the plugin {plugin}, which is not installed")
+    if why := missing_plugin(metric):
+        pytest.skip(why)
     pinned = json.loads(PINS.read_text(encoding="utf-8"))[case]
     assert companions(_run(metric, options, kind)) == pinned
 
