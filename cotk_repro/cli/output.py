@@ -169,7 +169,10 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]], *, width
     )
     for c in columns:
         t.add_column(c, overflow="fold")
-    for r in _break_tokens(columns, rows, width or _console("console").width):
+    console = _console("console")
+    if width is None and console.is_terminal:  # on a terminal; piped output keeps Rich's layout ($COLUMNS or none)
+        width = console.width
+    for r in _break_tokens(columns, rows, width) if width else rows:
         t.add_row(*[cell(v) for v in r])
     return t
 
