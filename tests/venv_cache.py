@@ -34,20 +34,24 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def python_tag(python: str) -> str:
     """Implementation, version and real path of ``python``, as a short digest (part of every venv's key)."""
-    out = subprocess.run(
-        [
-            python,
-            "-c",
-            "import os, platform, sys; print(platform.python_implementation(), sys.version, os.path.realpath(sys.executable))",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    mm = subprocess.run(
-        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    return f"py{mm}-{hashlib.sha256(out.encode()).hexdigest()[:8]}"
+    mm, _, identity = (
+        subprocess.run(
+            [
+                python,
+                "-c",
+                (
+                    "import os, platform, sys; print('%d.%d' % sys.version_info[:2], platform.python_implementation(), "
+                    "sys.version, os.path.realpath(sys.executable))"
+                ),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.strip()
+        .partition(" ")
+    )
+    return f"py{mm}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
 
 
 def find_links() -> list[str]:

@@ -47,13 +47,7 @@ class AccuracyMetric(Metric):
 
     def compute(self, hypotheses: Sequence[Any], references: Sequence[Any] | None = None) -> dict[str, Any]:
         preds = list(hypotheses)
-        if references is None:
-            raise MetricError("accuracy needs the labels as references")
-        labels = [r[0] if isinstance(r, (list, tuple)) and len(r) == 1 else r for r in references]
-        if len(labels) != len(preds):
-            raise MetricError(f"{len(preds)} predictions but {len(labels)} labels: give one label per prediction")
-        if not preds:
-            raise MetricError("accuracy needs at least one prediction")
+        labels = self._labels(preds, references)
         value = sum(1 for p, label in zip(preds, labels) if p == label) / len(preds)
         decl = Declaration(self.name, self.version, [Setting.signature_only("n", len(preds), why=COUNTED_INPUTS)])
         return decl.entry(
