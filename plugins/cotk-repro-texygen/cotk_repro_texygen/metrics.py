@@ -11,6 +11,9 @@
   0. The tables come from two saved files (Texygen's code: the oracle's and the generator's embeddings,
   ``tables=files``) or from gensim Word2Vec trained on the hypotheses and on the references
   (``tables=word2vec``, the default; its settings and gensim's version are in the hash).
+
+Cheap to import (no torch): ``cotk-repro metrics`` reads these classes' facts, and every command that lists or
+looks up metrics loads them; torch and the models are imported when a value is computed.
 """
 
 from __future__ import annotations
@@ -18,10 +21,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from cotk_repro.metrics import Metric, MetricError
 from cotk_repro.metrics.declaration import (
@@ -35,28 +37,33 @@ from cotk_repro.metrics.declaration import (
     Setting,
 )
 
-from .data import from_text
 from .digest import array_digest, canonical, hash_settings, state_digest
-from .models.generator import Generator
-from .oracle import OracleError, build_oracle, hashed_identity, load_model_file, oracle_info
+from .errors import OracleError
+
+if TYPE_CHECKING:
+    import torch
+
+    from .models.generator import Generator
 
 VERSION = "1"
 
 
 # -- the computations (the templates and benchmarks call these on tensors) ---------------------------------
-@torch.no_grad()
 def mean_nll(model: Generator, tokens: torch.Tensor, batch_size: int = 500) -> float:
     """Mean per-token NLL of ``tokens`` (n, T) under ``model``, summed in float64 over batches."""
+    import torch
+
     total, count = 0.0, 0
-    for i in range(0, len(tokens), batch_size):
-        x = tokens[i : i + batch_size]
-        logits = model.logits(x)
-        total += float(
-            torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]), x.reshape(-1), reduction="sum"
-            ).double()
-        )
-        count += x.numel()
+    with torch.no_grad():
+        for i in range(0, len(tokens), batch_size):
+            x = tokens[i : i + batch_size]
+            logits = model.logits(x)
+            total += float(
+                torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), x.reshape(-1), reduction="sum"
+                ).double()
+            )
+            count += x.numel()
     if count == 0:
         raise MetricError("NLL needs at least one sentence")
     return total / count
@@ -117,6 +124,8 @@ def _load_table(path: str) -> np.ndarray:
             return np.load(p, allow_pickle=False)
         except ValueError as exc:
             raise MetricError(f"{p} is not a numpy table ({exc})") from None
+    from .oracle import load_model_file
+
     try:
         model, _ = load_model_file(p, "generator or oracle")
     except OracleError as exc:
@@ -125,6 +134,8 @@ def _load_table(path: str) -> np.ndarray:
 
 
 def _oracle_from(settings: dict[str, Any]) -> tuple[Generator, dict[str, Any]]:
+    from .oracle import build_oracle, load_model_file, oracle_info
+
     try:
         if settings.get("oracle"):
             model, blob = load_model_file(settings["oracle"], "oracle")
@@ -152,6 +163,8 @@ def _tokens(hyps: Sequence[str], model: Generator, vocab: list[str] | None = Non
             ids = [index[w] for w in words] + [len(vocab) - 1] * (cfg.seq_len - len(words))
             lines.append(" ".join(map(str, ids)))
         hyps = lines
+    from .data import from_text
+
     try:
         return from_text(list(hyps), cfg.vocab_size, cfg.seq_len)
     except OracleError as exc:
@@ -194,6 +207,8 @@ class NllOracle(Metric):
 
 def nll_oracle_entry(value: float, info: dict[str, Any], n: int) -> dict[str, Any]:
     """The ``nll-oracle`` result entry for a value computed under the oracle ``info`` over ``n`` samples."""
+    from .oracle import hashed_identity
+
     decl = Declaration(
         "nll-oracle",
         VERSION,
@@ -231,6 +246,8 @@ class NllTest(Metric):
             raise MetricError(
                 "nll-test needs the model: -o nll-test.model=PATH (a generator file of a texygen template)"
             )
+        from .oracle import load_model_file
+
         try:
             model, blob = load_model_file(self.settings["model"], "generator")
         except OracleError as exc:

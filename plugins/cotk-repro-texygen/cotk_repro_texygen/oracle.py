@@ -14,14 +14,9 @@ from typing import Any
 
 import torch
 
-from cotk_repro.errors import CotkError
-
 from .digest import state_digest
+from .errors import OracleError
 from .models.generator import GenConfig, Generator
-
-
-class OracleError(CotkError):
-    """Oracle settings that cannot work (one sentence)."""
 
 
 def check_sizes(vocab_size: Any, seq_len: Any, emb_dim: Any = 1, hidden_dim: Any = 1) -> None:
