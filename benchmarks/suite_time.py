@@ -1,7 +1,7 @@
 """The suite's time beside the previous run's: is a change adding minutes?
 
 Every run of the tests writes ``test-artifacts/durations.json`` (tests/suite_report.py: each test's setup + call +
-teardown seconds, the run's wall time and worker count). This script compares such a run with the summary
+teardown seconds and CPU seconds, the run's wall time and worker count). This script compares such a run with the summary
 committed in ``benchmarks/suite-durations.json`` (the run the last change measured), so a commit that adds minutes
 shows it in its own diff:
 
@@ -52,6 +52,9 @@ def summarize(run: dict) -> dict:
         "tests": len(tests),
         "passed": sum(1 for v in tests.values() if v.get("outcome") == "passed"),
         "test_seconds": round(sum(v["seconds"] for v in tests.values()), 1),
+        # the CPU the tests used (their own and their waited-for children's; not the Docker engine's): test time
+        # well above it is waiting, which more workers than cores would overlap
+        "cpu_seconds": round(sum(v.get("cpu_seconds", 0.0) for v in tests.values()), 1),
         "quick_loop_test_seconds": round(sum(v["seconds"] for v in tests.values() if not v.get("slow")), 1),
         "files": {k: round(v, 1) for k, v in sorted(files.items())},
         "slowest": {k: round(v["seconds"], 1) for k, v in slowest},
@@ -70,6 +73,8 @@ def compare(now: dict, ref: dict) -> list[str]:
     def row(what: str, a, b, unit: str = "") -> None:
         if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b:
             lines.append(f"{what:<28} {a:>10.1f}{unit} {b:>10.1f}{unit}  {a / b:5.2f}x")
+        elif isinstance(a, float):  # nothing to compare with (the reference did not measure it)
+            lines.append(f"{what:<28} {a:>10.1f}{unit} {'-':>10}{unit}")
         else:
             lines.append(f"{what:<28} {a!s:>10}{unit} {b!s:>10}{unit}")
 
@@ -77,6 +82,7 @@ def compare(now: dict, ref: dict) -> list[str]:
     row("wall (min)", (now["wall_seconds"] or 0) / 60, (ref.get("wall_seconds") or 0) / 60)
     row("test time (min)", now["test_seconds"] / 60, ref.get("test_seconds", 0) / 60)
     row("  of it not slow (min)", now["quick_loop_test_seconds"] / 60, ref.get("quick_loop_test_seconds", 0) / 60)
+    row("CPU of the tests (min)", now["cpu_seconds"] / 60, ref.get("cpu_seconds", 0) / 60)
     lines.append(f"{'workers':<28} {now['workers']:>11} {ref.get('workers', '?'):>11}")
     lines.append(
         f"{'tests (passed)':<28} {now['tests']:>5} ({now['passed']}) {ref.get('tests', '?'):>5} ({ref.get('passed', '?')})"
