@@ -27,9 +27,29 @@ GIT_ENV = {
 }
 
 
+def _keep_bytecode() -> None:
+    """Where ``PYTHONDONTWRITEBYTECODE`` is set (as on the dev and CI machines), no process keeps the bytecode it
+    compiles, and uv installs none: every one of the thousands of Python processes the tests start (the CLI, run
+    entries, workers, reproductions) compiled everything it imports again — numpy, rich, pydantic, torch — about
+    half of a CLI call's CPU. The test processes keep it instead under a cache of their own
+    (``PYTHONPYCACHEPREFIX``: outside every source tree, so no project, checkout or fingerprint sees a
+    ``__pycache__``); each module is compiled once per run and cache. The processes started after this inherit it
+    (pytest-xdist's workers too). A ``PYTHONPYCACHEPREFIX`` already set is left as it is."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cotk-repro" / "test-pycache"
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # no writable cache: compile as before
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = str(cache)
+
+
 def pytest_configure(config):
     import suite_report
 
+    _keep_bytecode()
     suite_report.register(config)
 
 
