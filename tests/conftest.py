@@ -53,10 +53,15 @@ def pytest_configure(config):
     suite_report.register(config)
 
 
-#: tests that use one Docker engine's images run on one pytest-xdist worker, one after another: they build,
-#: tag and remove images of the same names (a test's clean-up must never remove the image another test is
-#: running in), and two sandbox builds at once would only share two cores
+#: tests that use the Docker engine run one module after another on one pytest-xdist worker per module
+#: (``docker:<file>``), and the modules on both workers at once: what they build and remove is their own (each
+#: reproduction image is named by its key, which holds the project's tree and the base image's name, and every
+#: module's projects and base names differ; each module removes the images its own output named; the image caches
+#: of the modules that keep some, 16 each, never evict another's), and the one test that leaves a container whose
+#: reproducer is gone (the SIGKILL test, ``docker_alone``) runs with no other Docker test at once
+#: (:func:`pytest_runtest_protocol`): any reproduction's start-up collects such containers
 DOCKER_FIXTURES = {"docker_base_image", "engine"}
+DOCKER_GROUP = "docker:"
 
 
 def _module_scoped(item) -> bool:
@@ -73,10 +78,18 @@ def _module_scoped(item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which turns the groups into "@group" node ids
 def pytest_collection_modifyitems(config, items):
-    """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): the Docker tests on one
-    worker; the tests of a module that share a module-scoped fixture on one worker (else each worker would build
-    that fixture again: a tiny model, a whole demo run). Then the Docker group goes first, so that its worker starts
-    on the longest chain while the other takes everything else."""
+    """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): each module's Docker tests
+    on one worker (see DOCKER_FIXTURES); the tests of a module that share a module-scoped fixture on one worker (else each worker would build
+    that fixture again: a tiny model, a whole demo run). Then the Docker groups go first, so that both workers start
+    on the longest chains while the rest fills in after them."""
+
+    def file_of(item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    def uses_docker(item) -> bool:
+        return bool(item.get_closest_marker("docker") or DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+    docker_files = {file_of(item) for item in items if uses_docker(item)}
     for item in items:
         plugin = _absent_plugin_of(item)
         if plugin is not None:  # a plugin's own tests, where that plugin is not installed: skipped, saying so
@@ -85,16 +98,18 @@ def pytest_collection_modifyitems(config, items):
             )
         if item.get_closest_marker("xdist_group"):
             continue
-        if item.get_closest_marker("docker") or DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("docker"))
+        if uses_docker(item) or (_module_scoped(item) and file_of(item) in docker_files):
+            # a module-scoped fixture of a Docker module is shared by its tests that do not use Docker too
+            item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP + file_of(item)))
         elif _module_scoped(item):
-            item.add_marker(pytest.mark.xdist_group("module:" + item.nodeid.split("::", 1)[0]))
+            item.add_marker(pytest.mark.xdist_group("module:" + file_of(item)))
 
     def group(item) -> str | None:
         mark = item.get_closest_marker("xdist_group")
         return (mark.args[0] if mark.args else mark.kwargs.get("name")) if mark else None
 
-    items.sort(key=lambda item: group(item) != "docker")  # stable: the order within each part is kept
+    # stable: the order within each part is kept
+    items.sort(key=lambda item: not (group(item) or "").startswith(DOCKER_GROUP))
 
     # the quick loop (-m "not slow") also leaves out the tests the last full run measured over 5 s
     # (benchmarks/suite-durations.json, refreshed by `python benchmarks/suite_time.py --update`)
@@ -102,6 +117,30 @@ def pytest_collection_modifyitems(config, items):
         secs = _measured_slow().get(item.nodeid)
         if secs is not None and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow(reason=f"measured {secs} s in the last full run"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under pytest-xdist, a Docker test holds a shared lock on the engine for its setup, run and teardown (a
+    module's fixtures are made in its first test's setup and removed in its last one's teardown); a
+    ``docker_alone`` test holds it alone. Such a test kills a reproducer and watches its container stop by itself:
+    any other reproduction starting meanwhile would remove that container (its reproducer is gone), and so
+    would the ``cotk-repro gc`` it runs remove any other test's."""
+    mark = item.get_closest_marker("xdist_group")
+    name = (mark.args[0] if mark.args else mark.kwargs.get("name", "")) if mark else ""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run or not str(name).startswith(DOCKER_GROUP):
+        yield
+        return
+    import fcntl
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / f"cotk-repro-tests-docker-{run}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX if item.get_closest_marker("docker_alone") else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _absent_plugin_of(item) -> str | None:

@@ -28,6 +28,7 @@ from test_reproduce_support import (
     record_in,
     remote_served_by_git_daemon,
     reproduce_project,
+    seeded_cache,
     small_venv_python,
 )
 
@@ -37,8 +38,8 @@ from cotk_repro.dashboard.auth import Principal, add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.identity import add_key
 
-# slow: two Docker reproductions of one record (a volunteer's over HTTP, then the pool's), about 3.5 min
-pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("docker")]
+# slow: Docker reproductions of one record (a volunteer's over HTTP, then the pool's) and of a crashing one
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
 pytest.importorskip(
     "procrastinate", reason="the fleet's queue needs procrastinate (pip install 'cotk-repro[postgres]')"
 )
@@ -48,8 +49,22 @@ def test_a_worker_reproduces_an_uploaded_record_in_docker_and_signs_it(tmp_path,
     alice_key, pool_key = make_key(tmp_path / "alice-keys"), make_key(tmp_path / "pool-keys")
     py = small_venv_python()
     root = reproduce_project(tmp_path / "work" / "proj")
+    # a tree of this test's own: a reproduction image is named by the tree, the environment and the base image, and
+    # tests/test_reproduce_docker.py reproduces the same project on the same base image, maybe at the same time
+    (root / "fleet.txt").write_text("the fleet's copy\n", encoding="utf-8")
+    git(root, "add", "fleet.txt")
+    git(root, "commit", "-q", "-m", "the fleet's copy")
     bare = add_bare_remote(root, tmp_path / "remotes", "alice/proj")
     env = key_env(alice_key, tmp_path / "alice-home")
+    # the workers keep the image they build (reproduce.image_cache of their user config): the volunteer builds it,
+    # and the pool's two reproductions of that one environment, tree and base image take it from the cache. Their
+    # cache folder is this test's own (seeded with the user cache's wheels), so that the images it holds are known
+    # and removed at the end (forget_images), and its image cache counts no other test's images
+    workers_config = tmp_path / "workers-config"
+    workers_config.mkdir()
+    (workers_config / "config.json").write_text('{"reproduce": {"image_cache": 16}}', encoding="utf-8")
+    cache = seeded_cache(tmp_path / "workers-cache")
+    workers_env = {**os.environ, "COTK_REPRO_CONFIG_DIR": str(workers_config), "COTK_REPRO_CACHE": str(cache)}
     with remote_served_by_git_daemon(root, bare, tmp_path / "remotes") as git_url, own_database("docker") as url:
         ok = record_in(root, py)
         crash = record_in(root, py, None, "--", "crash")
@@ -67,7 +82,7 @@ def test_a_worker_reproduces_an_uploaded_record_in_docker_and_signs_it(tmp_path,
         signing = key_from_path(alice_key, "test")
         for rec in (ok, crash):
             assert store.store_record(db, {"record": rec, "signature": sign_record(rec, signing)}, alice)[0]
-        _a_volunteer_reproduces_it_in_docker_over_http(db, url, ok, tmp_path, docker_base_image)
+        _a_volunteer_reproduces_it_in_docker_over_http(db, url, ok, tmp_path, docker_base_image, workers_env)
         log = tmp_path / "worker.log"
         with open(log, "wb") as out:
             worker = subprocess.Popen(
@@ -90,7 +105,7 @@ def test_a_worker_reproduces_an_uploaded_record_in_docker_and_signs_it(tmp_path,
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={**os.environ},
+                env=workers_env,
                 start_new_session=True,
             )
         try:
@@ -117,11 +132,30 @@ def test_a_worker_reproduces_an_uploaded_record_in_docker_and_signs_it(tmp_path,
             assert failed["reason"].startswith("could not run: ") and "\n" not in failed["reason"]
             assert store.get_record(db, crash["id"])["reproductions"] == []
         finally:
-            assert stop(worker, signal.SIGTERM, timeout=120) == 0, log.read_text(errors="replace")[-3000:]
-            db.dispose()
+            try:
+                assert stop(worker, signal.SIGTERM, timeout=120) == 0, log.read_text(errors="replace")[-3000:]
+            finally:
+                db.dispose()
+                forget_images(cache)
 
 
-def _a_volunteer_reproduces_it_in_docker_over_http(db, url: str, ok: dict, tmp_path, base_image: str) -> None:
+def forget_images(cache) -> None:
+    """Remove the reproduction images the workers kept: those whose environment their cache folder holds."""
+    import docker
+
+    client = docker.from_env(timeout=120)
+    try:
+        for env in (cache / "images").glob("*.json"):
+            for image in client.images.list(filters={"label": f"cotk-repro.key={env.stem}"}):
+                try:
+                    client.images.remove(image.id)
+                except Exception:
+                    pass
+    finally:
+        client.close()
+
+
+def _a_volunteer_reproduces_it_in_docker_over_http(db, url: str, ok: dict, tmp_path, base_image: str, env) -> None:
     """Issue 47: a volunteer (another user, its own key, no database access) leases the record over HTTP with
     the real CLI (``dashboard worker --url --once``), reproduces it in Docker as the pool does, and its signed
     verdict verifies the record (K = 1)."""
@@ -135,7 +169,7 @@ def _a_volunteer_reproduces_it_in_docker_over_http(db, url: str, ok: dict, tmp_p
         vol = subprocess.run(
             [sys.executable, "-m", "cotk_repro", "dashboard", "worker", "--url", http, "--token", token,
              "--key", str(bob_key), "--base-image", base_image, "--timeout", "600", "--once"],
-            capture_output=True, text=True, timeout=900, env={**os.environ},
+            capture_output=True, text=True, timeout=900, env=env,
         )  # fmt: skip
     finally:
         stop_http()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git, run_cli
-from test_reproduce_support import add_bare_remote, edited_project, http_double, publish, record_in
+from test_reproduce_support import add_bare_remote, edited_project, http_double, publish, record_in, seeded_cache
 
 RECORDS_REF = "refs/heads/cotk-repro-records"
 
@@ -183,6 +183,11 @@ def docker_image():
     client.close()
 
 
+#: the docker case of a test over runtimes (its Docker fixture is asked for by name): marked, so that it runs with
+#: this module's other Docker tests (tests/conftest.py)
+DOCKER = pytest.param("docker", marks=pytest.mark.docker)
+
+
 def docker_args(info: dict, *extra: str) -> list[str]:
     return ["--runtime", "docker", "--base-image", info["image"], *extra]
 
@@ -242,6 +247,10 @@ def test_unsigned_record_is_could_not_run_before_anything_runs(tmp_path, canary,
     """A record stripped of its signature is refused even on a host runtime the user trusts; the flag lets it run."""
     from signing_support import make_key
 
+    from cotk_repro.core.userconfig import cache_dir
+
+    # the user cache stays where it was (the tests' small venv is there: a new HOME built it again, ~15 s)
+    monkeypatch.setenv("COTK_REPRO_CACHE", str(cache_dir()))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the author signs with a key of their own
     monkeypatch.setenv("COTK_REPRO_SIGNING_KEY", str(make_key(tmp_path / "keys")))
     genuine = attacker_project(tmp_path, "unsigned", canary)
@@ -344,7 +353,7 @@ def test_sdist_only_package_is_downloaded_but_built_in_the_sandbox(tmp_path, can
             project,
             *docker_args(docker_image),
             "--json",
-            env={"PIP_FIND_LINKS": str(links), "COTK_REPRO_CACHE": str(tmp_path / "cache")},
+            env={"PIP_FIND_LINKS": str(links), "COTK_REPRO_CACHE": str(seeded_cache(tmp_path / "cache"))},
         )
         forget_images(docker_image, proc)
         assert not canary.exists() and hits == []
@@ -378,35 +387,49 @@ def test_a_build_that_never_ends_is_stopped_at_the_time_limit(tmp_path, canary, 
 @pytest.mark.slow
 def test_image_build_past_the_time_limit_is_stopped_and_leaves_nothing(tmp_path, canary, docker_image):
     """--timeout bounds the image build too: the running step is killed, its containers and images go."""
+    import io
     import re
+    import uuid
 
     from docker.errors import NotFound
 
     project = attacker_project(tmp_path, "slowbuild", canary)
-    # The image depends only on the recorded packages (the code is put into the container at run time), and
-    # every record here has this machine's: drop the built ones so that this build installs them all anew.
+    # Every record here has this machine's packages, and Docker's layer cache would take their installation from
+    # another image built on the same base: build on a base of this test's own (the test base image and one label),
+    # so that this build installs them all anew; other tests' images, maybe in use, are left alone.
     client = docker_image["client"]
-    for image in client.images.list(name="cotk-repro-reproduce"):
-        for tag in image.tags:
-            try:
-                client.images.remove(tag, force=True)
-            except Exception:
-                pass
+    base = f"cotk-repro-test-nocache:{uuid.uuid4().hex[:12]}"
+    client.images.build(
+        fileobj=io.BytesIO(f"FROM {docker_image['image']}\nLABEL cotk-repro-test.nocache={base}\n".encode()),
+        tag=base,
+        network_mode="none",
+        rm=True,
+    )
     tmpdir = tmp_path / "t"
     tmpdir.mkdir()
     t0 = time.monotonic()
     # 3 s: installing the recorded packages anew takes about 10 s here when the machine is idle
-    proc = reproduce(project, *docker_args(docker_image, "--timeout", "3", "--keep"), env={"TMPDIR": str(tmpdir)})
-    elapsed = time.monotonic() - t0
-    forget_images(docker_image, proc)
-    could_not_run(proc, "building the Docker image ran past the time limit of 3 s and was stopped")
-    assert elapsed < 300, elapsed
-    log = next(tmpdir.glob("cotk-repro-reproduce-*/logs/build.log")).read_text()
-    for cid in re.findall(r"^ ---> Running in ([0-9a-f]{12,64})\s*$", log, re.M):
-        with pytest.raises(NotFound):
-            client.containers.get(cid)
-    dangling = {i.id.removeprefix("sha256:")[:12] for i in client.images.list(filters={"dangling": True})}
-    assert not dangling & {x[:12] for x in re.findall(r"^ ---> ([0-9a-f]{12,64})\s*$", log, re.M)}, log
+    try:
+        proc = reproduce(
+            project,
+            *docker_args({**docker_image, "image": base}, "--timeout", "3", "--keep"),
+            env={"TMPDIR": str(tmpdir)},
+        )
+        elapsed = time.monotonic() - t0
+        forget_images(docker_image, proc)
+        could_not_run(proc, "building the Docker image ran past the time limit of 3 s and was stopped")
+        assert elapsed < 300, elapsed
+        log = next(tmpdir.glob("cotk-repro-reproduce-*/logs/build.log")).read_text()
+        for cid in re.findall(r"^ ---> Running in ([0-9a-f]{12,64})\s*$", log, re.M):
+            with pytest.raises(NotFound):
+                client.containers.get(cid)
+        dangling = {i.id.removeprefix("sha256:")[:12] for i in client.images.list(filters={"dangling": True})}
+        assert not dangling & {x[:12] for x in re.findall(r"^ ---> ([0-9a-f]{12,64})\s*$", log, re.M)}, log
+    finally:
+        try:
+            client.images.remove(base, force=True)
+        except Exception:
+            pass
 
 
 def test_venv_runtime_refuses_a_record_that_needs_a_build_without_trust(tmp_path, canary):
@@ -459,7 +482,7 @@ def test_lock_entries_that_are_not_name_and_exact_version_are_refused(entry, wor
     assert [p.pin for p in validate_lock([{"name": "torch", "version": "2.13.0+cpu"}])] == ["torch==2.13.0+cpu"]
 
 
-@pytest.mark.parametrize("runtime", ["venv", "docker"])
+@pytest.mark.parametrize("runtime", ["venv", DOCKER])
 def test_url_requirement_is_could_not_run_and_fetches_nothing(tmp_path, canary, runtime, request):
     args = ["--runtime", "venv", "--trust-remote-code"]
     if runtime == "docker":
@@ -629,7 +652,7 @@ def test_interactive_prompt_names_repository_commit_and_user(tmp_path, canary):
     ],
     ids=["entry-traversal", "entry-absolute", "cwd", "result-file"],
 )
-@pytest.mark.parametrize("runtime", ["local", "docker"])
+@pytest.mark.parametrize("runtime", ["local", DOCKER])
 def test_paths_out_of_the_checkout_are_refused(tmp_path, canary, field, value, runtime, request):
     args = ["--runtime", "local", "--trust-remote-code"]
     if runtime == "docker":
@@ -649,7 +672,7 @@ def test_paths_out_of_the_checkout_are_refused(tmp_path, canary, field, value, r
     assert not canary.exists()
 
 
-@pytest.mark.parametrize("runtime", ["local", "docker"])
+@pytest.mark.parametrize("runtime", ["local", DOCKER])
 @pytest.mark.parametrize("target", ["absolute", "relative"])
 def test_symlink_out_of_the_checkout_is_could_not_run(tmp_path, canary, runtime, target, request):
     args = ["--runtime", "local", "--trust-remote-code"]

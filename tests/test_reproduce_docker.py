@@ -12,7 +12,8 @@ Needs a Docker engine and a base image with python3 (bookworm + python3-venv/pip
 the reason otherwise. The base image is given a tag of its own for this module, so every run of
 this file goes through the real image build (the image cache key includes the base image); the
 images this module builds and that tag are removed at the end. Docker's layer cache makes the
-builds after the first one short. Expected values come from ``expected_values()``, computed from
+builds after the first one short: the first one's package layers are kept for the module
+(``keep_the_package_layers``). Expected values come from ``expected_values()``, computed from
 the project's inputs independently of cotk-repro.
 """
 
@@ -29,7 +30,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import no_docker_reason, run_cli
+from conftest import git, no_docker_reason, run_cli
 from test_reproduce_support import build_published_project, expected_values, publish, record_in, small_venv_python
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -94,7 +95,7 @@ def base_image(docker_client):
             container.remove(force=True)
         except Exception:
             pass
-    for tag in info["built"]:
+    for tag in [*info["built"], *info.get("layers", [])]:
         try:
             key = (docker_client.images.get(tag).labels or {}).get("cotk-repro.key")
             if key:
@@ -129,7 +130,7 @@ def _fake_distribution(site: Path, name: str, version: str, requires=()) -> None
 
 
 @pytest.fixture(scope="module")
-def pub(base_image, tmp_path_factory):
+def pub(base_image, docker_client, tmp_path_factory):
     """The published project: one record per mode, plus a record made where the environment
     held a package the reproducer cannot rebuild (recorded by a real `cotk-repro run`, the extra
     distribution put on its PYTHONPATH)."""
@@ -145,7 +146,43 @@ def pub(base_image, tmp_path_factory):
         res = publish(project["root"], record["id"])
         assert res.returncode == 0, res
         project["records"][mode] = record
+    keep_the_package_layers(project, base_image, docker_client)
     return project
+
+
+def keep_the_package_layers(project: dict, base_image: dict, client) -> None:
+    """Docker's layer cache for this module's builds: the image layers of the recorded packages (a venv and the
+    wheels installed in it: most of a build's time), kept under a tag of this module's own.
+
+    A record of the same environment at another commit is reproduced once with the image cache; its image is then
+    tagged ``cotk-repro-test-layers:...`` and its reproduction tag and cached environment removed (no reproduction
+    finds it, no image cache counts it). The records of the tests are of another commit, so their images are not
+    this one: each test's build still runs (``Step``, ``Running in``, the checkout copied in, the image tagged and
+    removed after its verdict), taking the package layers from the cache and building the rest anew."""
+    from cotk_repro.core.userconfig import cache_dir
+
+    root = project["root"]
+    (root / "layers.txt").write_text("another commit, the same environment\n", encoding="utf-8")
+    git(root, "add", "layers.txt")
+    git(root, "commit", "-q", "-m", "another commit")
+    record = record_in(root, small_venv_python())
+    res = publish(root, record["id"], "--push")
+    assert res.returncode == 0, res
+    base_image["records"].add(record["id"])
+    res = run_cli(
+        "reproduce", str(project["bare"]), "--record", record["id"], "--runtime", "docker", "--allow-unsigned",
+        "--base-image", base_image["image"], "--image-cache", "1000",
+    )  # fmt: skip
+    note_builds(base_image, res.stderr)
+    assert res.returncode == 0, res
+    [tag] = re.findall(r"building the Docker image (cotk-repro-reproduce:[0-9a-f]+)", res.stderr)
+    image = client.images.get(tag)
+    layers = f"cotk-repro-test-layers:{uuid.uuid4().hex[:12]}"
+    image.tag(*layers.split(":"))
+    base_image.setdefault("layers", []).append(layers)
+    client.images.remove(tag)  # the tag only: the image keeps the other one
+    base_image["built"].discard(tag)
+    (cache_dir() / "images" / f"{image.labels['cotk-repro.key']}.json").unlink(missing_ok=True)
 
 
 def reproduce(pub, mode, base_image, *args, env=None):
@@ -315,11 +352,13 @@ def test_image_build_failure_could_not_run_with_the_failing_step_log(pub, base_i
 def test_runaway_entry_is_killed_at_the_time_limit(pub, base_image, docker_client, tmp_path):
     out = tmp_path / "verdict.json"
     # --timeout bounds the image build too, and a reproduction's image is removed after its verdict: warm this
-    # environment's image in the cache first, so that the 3 s are the entry's alone
-    warm = reproduce(pub, "ok", base_image, "--image-cache", "4")
+    # environment's image in the cache first, so that the 3 s are the entry's alone (a cache of 16 images, as in
+    # tests/test_reproduce_sandbox.py: with the Docker modules on two workers at once, a smaller one could evict
+    # the image another module cached for its own short time limits)
+    warm = reproduce(pub, "ok", base_image, "--image-cache", "16")
     assert warm.returncode == 0, warm
     t0 = time.monotonic()
-    res = reproduce(pub, "spin", base_image, "--image-cache", "4", "--timeout", "3", "--json", str(out))
+    res = reproduce(pub, "spin", base_image, "--image-cache", "16", "--timeout", "3", "--json", str(out))
     elapsed = time.monotonic() - t0
     assert res.returncode == 2, res
     assert "ran past the time limit of 3 s and was killed" in res.stderr
@@ -333,9 +372,9 @@ def test_runaway_entry_is_killed_at_the_time_limit(pub, base_image, docker_clien
 
 
 def test_second_reproduce_uses_the_cached_image(pub, base_image):
-    first = reproduce(pub, "ok", base_image, "--image-cache", "4")
+    first = reproduce(pub, "ok", base_image, "--image-cache", "16")
     assert first.returncode == 0, first
-    second = reproduce(pub, "ok", base_image, "--image-cache", "4")
+    second = reproduce(pub, "ok", base_image, "--image-cache", "16")
     assert second.returncode == 0, second
     assert "reproduced" in second.stdout and "not reproduced" not in second.stdout
     steps = steps_line(second.stderr)

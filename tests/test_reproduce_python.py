@@ -298,6 +298,7 @@ def test_venv_runtime_builds_with_the_python_it_is_given(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.docker  # its reproduction runs in Docker where it can: with this module's other Docker tests
 @pytest.mark.timeout(2400)
 def test_demo_under_python_313_reproduces_in_an_image_with_313_or_says_why_not(tmp_path):
     """The README's first command with cotk-repro installed (non-editable, its declared dependencies) under

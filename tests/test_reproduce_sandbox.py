@@ -132,8 +132,9 @@ def projects(engine, tmp_path_factory):
             {"sleep": ["sleep", "6"]},
             signed=True,
         ),
+        # 30 s: the time limit bounds its image build too (short: the layers of the packages are plain's, below)
         "modest": _project(
-            base, "modest", '[reproduce]\ntimeout = 90.0\nmemory = "256m"\ncpus = 0.5\n', {"sleep": ["sleep", "600"]}
+            base, "modest", '[reproduce]\ntimeout = 30.0\nmemory = "256m"\ncpus = 0.5\n', {"sleep": ["sleep", "600"]}
         ),
     }
     # --timeout bounds the image build too, and a reproduction's image is removed after its verdict unless cached:
@@ -225,14 +226,14 @@ def running_container(engine, record_id: str, proc: subprocess.Popen, log: Path,
     raise AssertionError(f"no running container (exit {proc.poll()}):\n{log.read_text()[-3000:]}")
 
 
-def start(projects, which, mode, engine, tmp_path, *extra):
+def start(projects, which, mode, engine, tmp_path, *extra, env=None):
     log = tmp_path / f"{which}-{mode}.log"
     fh = log.open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "cotk_repro", *_args(projects, which, mode, engine, *extra)],
         stdout=fh,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
+        env={**os.environ, "TMPDIR": str(tmp_path), **(env or {})},
     )
     fh.close()
     return proc, log
@@ -324,10 +325,10 @@ def test_a_project_asking_for_less_gets_less(projects, engine, tmp_path):
     assert host["Memory"] == 256 * MiB and host["NanoCpus"] == 5 * 10**8
     t0 = time.monotonic()
     rc = finish(proc, log, engine)
-    assert rc == 2 and "ran past the time limit of 90 s and was killed" in " ".join(log.read_text().split())
-    assert time.monotonic() - t0 < 120
+    assert rc == 2 and "ran past the time limit of 30 s and was killed" in " ".join(log.read_text().split())
+    assert time.monotonic() - t0 < 60
     limits = json.loads((tmp_path / "v.json").read_text())["limits"]
-    assert limits["timeout"] == {"value": 90.0, "from": "project", "project_asked": 90.0}
+    assert limits["timeout"] == {"value": 30.0, "from": "project", "project_asked": 30.0}
     assert limits["memory"] == {"value": "256m", "from": "project", "project_asked": "256m"}
 
 
@@ -394,16 +395,19 @@ def test_gigabytes_on_stdout_keep_the_reproducer_small_and_the_verdict_clear(pro
 # -- 4. limits hold when the reproducer dies ------------------------------------------------------
 
 
+@pytest.mark.docker_alone  # any reproduction starting meanwhile would remove the container whose reproducer died
 def test_sigkilled_reproducer_the_container_stops_by_its_deadline_and_gc_removes_everything(projects, engine, tmp_path):
-    from cotk_repro.reproduce.gc import GRACE
+    from cotk_repro.reproduce.gc import GRACE, GRACE_ENV
 
     record = projects["plain"]["records"]["sleep"]["id"]
-    proc, log = start(projects, "plain", "sleep", engine, tmp_path, "--timeout", "3")
+    # its own deadline is the time limit plus a grace period: 5 s here instead of the 30 s nobody need wait for
+    proc, log = start(projects, "plain", "sleep", engine, tmp_path, "--timeout", "3", env={GRACE_ENV: "5"})
     container = running_container(engine, record, proc, log)
     work = [p for p in tmp_path.glob("cotk-repro-reproduce-*")]
     assert len(work) == 1
     proc.send_signal(signal.SIGKILL)
     finish(proc, log, engine)
+    assert container.attrs["Config"]["Entrypoint"] == ["sleep", str(3 + 5)]
     # nobody is left to stop it: the container does, at its deadline (3 s + the grace period)
     t0 = time.monotonic()
     while time.monotonic() - t0 < GRACE + 60:

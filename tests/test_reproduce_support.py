@@ -280,6 +280,38 @@ def edited_project(base: Path, name: str, files: dict, edit=None, links=None, us
     return {"root": root, "bare": bare, "record": record}
 
 
+def seeded_cache(cache: Path) -> Path:
+    """A cache folder of the test's own (what the reproduction builds into it is the test's to see) that starts
+    with the wheels the user cache already holds: the downloaded ones (each pool read under its lock, as the
+    reproducer writes it), the complete sets of build requirements, the wheel of this cotk-repro (hard links, else
+    copies). Without them every run downloads the whole environment again and builds cotk-repro's wheel on the
+    host, which is not what the test is about; an empty user cache seeds nothing."""
+    from cotk_repro.core.filelock import locked
+    from cotk_repro.core.userconfig import cache_dir
+
+    def link(path: Path, dst: Path) -> None:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, dst)
+        except OSError:
+            shutil.copy2(path, dst)
+
+    shared = cache_dir()
+    for pool in sorted(p for p in (shared / "wheelhouse").glob("*") if p.is_dir()):
+        if pool.name.endswith("-build"):  # a folder per set, written whole before its .complete
+            for done in pool.glob("*/.complete"):
+                for path in done.parent.glob("*.whl"):
+                    link(path, cache / "wheelhouse" / pool.name / done.parent.name / path.name)
+                link(done, cache / "wheelhouse" / pool.name / done.parent.name / done.name)
+            continue
+        with locked(pool.with_name(pool.name + ".lock")):
+            for path in pool.glob("*.whl"):
+                link(path, cache / "wheelhouse" / pool.name / path.name)
+    for path in (shared / "local-wheels").glob("cotk-repro-*/*.whl"):
+        link(path, cache / "local-wheels" / path.parent.name / path.name)
+    return cache
+
+
 def expected_values(mode: str = "ok", author_seed: int | None = None) -> dict:
     """The entry's results computed here, independently of cotk-repro."""
     import random

@@ -3,7 +3,8 @@ scored by an LLM judge, recorded and reproduced with identical values (issue 41,
 
 One project is scaffolded, committed, run with its tiny preset (`cotk-repro run` in the benchmark templates'
 record venv of tests/test_templates.py: the CPU torch wheel, transformers, and cotk-repro-lm installed editable
-from this checkout, so reproduce builds it from here), published to a bare remote and reproduced with the venv runtime. Independent references: the answers
+from this checkout, so reproduce builds it from here), published to a bare remote and reproduced with the venv runtime
+and with the Docker runtime (the one project is shared by the two tests). Independent references: the answers
 against a plain greedy `model.generate` over the protocol's prompts, Distinct-n recomputed from the answers,
 every metric's hash against the unstamped metric's hash combined with the protocol's SHA-256, and the
 tiny models' weights against a second build (the same bytes).
@@ -120,19 +121,30 @@ def llm_record_python():
     return record_venv_python()  # the benchmark templates' record venv: it has cotk-repro-lm too
 
 
+@pytest.fixture(scope="module")
+def llm_published(llm_record_python, tmp_path_factory) -> dict:
+    """One llm-eval project scaffolded, run and published, reproduced by both tests (venv and Docker runtimes):
+    the same inputs for both, so it is made once (its run builds the tiny models and generates: most of a test's
+    time outside the reproduction). ``status``: ``git status --porcelain`` right after the run."""
+    tmp = tmp_path_factory.mktemp("llm-eval")
+    root, record = _scaffold_and_run(tmp, llm_record_python)
+    status = git(root, "status", "--porcelain")
+    return {"root": root, "record": record, "status": status, "remote": _publish(root, record, tmp)}
+
+
 @needs_all
 @pytest.mark.slow  # builds the tiny system and judge, generates, judges, then reproduces in a fresh venv: ~40 s
 @pytest.mark.timeout(900)
-def test_llm_eval_runs_and_reproduces_with_identical_values(llm_record_python, tmp_path):
+def test_llm_eval_runs_and_reproduces_with_identical_values(llm_published, tmp_path):
     from cotk_repro.core.canonical import hash_object
     from cotk_repro.llm import load_protocol
     from cotk_repro.metrics import get_metric
 
-    root, record = _scaffold_and_run(tmp_path, llm_record_python)
+    root, record = llm_published["root"], llm_published["record"]
     assert record["status"] == "ok" and not record["code"]["dirty"]
     results = record["results"]
     assert {"distinct-1", "distinct-2", "llm-judge", "llm-judge parse-failures"} <= set(results)
-    assert git(root, "status", "--porcelain") == ""  # tiny-models/ and outputs/ are ignored
+    assert llm_published["status"] == ""  # tiny-models/ and outputs/ are ignored
 
     # the answers: a plain greedy loop over the protocol's prompts gives the same text
     protocol = load_protocol(root / "protocol.toml")
@@ -164,7 +176,7 @@ def test_llm_eval_runs_and_reproduces_with_identical_values(llm_record_python, t
         digest = hashlib.sha256((again / name).read_bytes()).hexdigest()
         assert digest == hashlib.sha256((root / "tiny-models" / "system" / name).read_bytes()).hexdigest(), name
 
-    remote = _publish(root, record, tmp_path)
+    remote = llm_published["remote"]
     res = run_cli(
         "reproduce",
         remote,
@@ -194,11 +206,10 @@ def test_llm_eval_runs_and_reproduces_with_identical_values(llm_record_python, t
 @pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.timeout(1800)  # run (300 s) then reproduce in Docker (1200 s), as the calls allow
-def test_llm_eval_reproduces_with_the_docker_runtime(llm_record_python, docker_base_image, tmp_path):
+def test_llm_eval_reproduces_with_the_docker_runtime(llm_published, docker_base_image):
     """The same record rerun in the Docker sandbox (no network: the tiny models are rebuilt from make_models.py,
     cotk-repro-lm from this checkout's plugins/): identical values and hashes."""
-    root, record = _scaffold_and_run(tmp_path, llm_record_python)
-    remote = _publish(root, record, tmp_path)
+    record, remote = llm_published["record"], llm_published["remote"]
     res = run_cli(
         "reproduce",
         remote,

@@ -1,7 +1,7 @@
 """One confined container for somebody else's code: bounded in time, memory, CPU, disk, output and reads.
 
 The container's first process is ``sleep`` until its deadline (the time limit plus
-:data:`.gc.GRACE`): the engine stops the container then, whether or not the reproducer is still
+:func:`.gc.grace`): the engine stops the container then, whether or not the reproducer is still
 there to do it (a process cannot signal its namespace's first process). The code runs beside it as
 an ``exec``; its stdout and stderr are streamed, and only the last :data:`TAIL` bytes of each are kept.
 
@@ -31,7 +31,7 @@ from typing import Any
 from ..core.tail import TAIL, Tail
 from . import ReproduceError
 from .engine import NOBODY, engine_step, remove_quietly
-from .gc import GRACE
+from .gc import grace
 from .gc import labels as gc_labels
 from .limits import docker_size, size_bytes
 
@@ -124,7 +124,7 @@ class Confined:
                 mounts.append(Mount(self.home, self.volume.name, type="volume"))
             self.container = self.client.containers.create(
                 self.image,
-                entrypoint=["sleep", str(int(self.timeout + GRACE))],
+                entrypoint=["sleep", str(int(self.timeout + grace()))],
                 command=[],
                 name=self.name,
                 labels=marks,
