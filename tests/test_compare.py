@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
+from texygen_report import shares_the_report, texygen_report
 
 from cotk_repro.core.canonical import hash_object
 from cotk_repro.plugins import reset_plugins
@@ -929,12 +930,11 @@ def test_texygen_reference_report_matches_a_fresh_run_for_one_system(fixtures_di
 
 
 @pytest.mark.slow
-def test_texygen_example_reproduces_its_reference_report(tmp_path, fixtures_dir):
-    from cotk_repro.compare import compare
-
-    config = TEXYGEN / "benchmark.toml"
+@shares_the_report
+def test_texygen_example_reproduces_its_reference_report(tmp_path_factory, fixtures_dir):
     _need(*_example_metrics())
-    result, files = compare(config, out=tmp_path / "report")
+    # the whole example compared once per test process, shared with test_compare_paper.py (tests/texygen_report.py)
+    result, files, out = texygen_report(tmp_path_factory)
     assert not result.failures, result.failures
     assert sorted(result.systems) == sorted(p.stem for p in (fixtures_dir / "texygen" / "instances").glob("*.txt"))
     ref = _reference_rows()
@@ -949,10 +949,8 @@ def test_texygen_example_reproduces_its_reference_report(tmp_path, fixtures_dir)
     assert "report.html" in names and "corpus-coco.csv" in names and any(n.startswith("chart-") for n in names)
     # the committed wide tables: the same hashes exactly; values within 1e-12 (the last bits of means may differ
     # between machines' math libraries)
-    assert read_csv(tmp_path / "report" / "corpus-coco-hashes.csv") == read_csv(
-        TEXYGEN / "reference-report" / "corpus-coco-hashes.csv"
-    )
-    fresh, committed = (read_csv(p / "corpus-coco.csv") for p in (tmp_path / "report", TEXYGEN / "reference-report"))
+    assert read_csv(out / "corpus-coco-hashes.csv") == read_csv(TEXYGEN / "reference-report" / "corpus-coco-hashes.csv")
+    fresh, committed = (read_csv(p / "corpus-coco.csv") for p in (out, TEXYGEN / "reference-report"))
     assert fresh[0] == committed[0] and [r[0] for r in fresh] == [r[0] for r in committed]
     for a, b in zip(fresh[1:], committed[1:]):
         assert all(math.isclose(float(x), float(y), rel_tol=0, abs_tol=1e-12) for x, y in zip(a[1:], b[1:]))

@@ -13,17 +13,14 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import REPO_ROOT
+from texygen_report import shares_the_report
+from texygen_report import texygen_report as shared_texygen_report
 
-TEXYGEN = REPO_ROOT / "examples" / "texygen" / "benchmark.toml"
 
-
-@pytest.fixture(scope="module")
+@pytest.fixture
 def texygen_report(tmp_path_factory):
-    from cotk_repro.compare import compare
-
-    out = tmp_path_factory.mktemp("texygen-report")
-    result, files = compare(TEXYGEN, out=out, jobs=1)
+    """Texygen's example compared once per test process (tests/texygen_report.py; test_compare.py reads it too)."""
+    result, _, out = shared_texygen_report(tmp_path_factory)
     assert not result.failures, result.failures
     return result, out
 
@@ -57,6 +54,7 @@ def _rows(tex: str) -> list[list[str]]:
     return [[c.strip() for c in line.rstrip("\\ ").split("&")] for line in body.strip().splitlines()]
 
 
+@shares_the_report
 def test_report_tex_bolds_the_best_comparable_value_of_each_metric_with_the_figures_rounding(texygen_report):
     from cotk_repro.compare.paper import display
 
@@ -84,6 +82,7 @@ def test_report_tex_bolds_the_best_comparable_value_of_each_metric_with_the_figu
         assert sig.replace("_", r"\_").replace("|", r"\textbar{}") in tex
 
 
+@shares_the_report
 @needs_pdflatex
 def test_report_tex_compiles_with_plain_pdflatex(texygen_report, tmp_path):
     _, out = texygen_report
@@ -91,6 +90,7 @@ def test_report_tex_compiles_with_plain_pdflatex(texygen_report, tmp_path):
     pdflatex(tmp_path)
 
 
+@shares_the_report
 def test_one_grouped_figure_per_metric_family_in_svg_pdf_png(texygen_report):
     from cotk_repro.compare.paper import display
 
@@ -109,6 +109,7 @@ def test_one_grouped_figure_per_metric_family_in_svg_pdf_png(texygen_report):
             assert display(result.cell(system, "coco", column).value) in labels
 
 
+@shares_the_report
 def test_html_metrics_table_shows_expanded_labels_not_templates(texygen_report):
     _, out = texygen_report
     html = (out / "report.html").read_text(encoding="utf-8")

@@ -185,10 +185,10 @@ def _prepared(root: Path) -> Path:
 def load_wordnet(folder: str | None = None) -> Any:
     """NLTK's ``WordNetCorpusReader`` over the files found by :func:`find_root`; :class:`WordNetMissing` (one
     sentence) when none is found or the files cannot be read."""
+    found = find_root(folder)  # before importing NLTK (seconds): a folder without WordNet is refused at once
     import nltk.data
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
-    found = find_root(folder)
     try:
         root = _prepared(found)
         for allowed in sorted({str(found.resolve()), str(root.resolve())}):  # NLTK >= 3.9 reads only its path

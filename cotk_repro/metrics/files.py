@@ -229,7 +229,17 @@ def evaluate_files(
         from .intervals import check_settings
 
         check_settings("bs", *ci)  # a bad count or seed is an error before any work
+    # the inputs are read (and a refused file reported) before any metric is built: building one may load a
+    # model or WordNet for seconds, which a file with CR-only line ends or a NUL would only have delayed
     groups, augmentations = read_groups(groups_path) if groups_path is not None else (None, [])
+    hyps = read_hypotheses(hyps_path) if hyps_path is not None else None
+    refs = read_references(refs_path) if refs_path is not None else None
+    queries = read_queries(queries_path) if queries_path is not None else None
+    if queries is not None and hyps is not None and len(queries) != len(hyps):
+        raise MetricError(
+            f"{queries_path} has {len(queries)} lines but {hyps_path} has {len(hyps)}: give exactly "
+            f"one query per hypothesis"
+        )
     built: list[Metric] = []
     for name in metrics:
         opts = dict(options.get(name, {}))
@@ -250,14 +260,6 @@ def evaluate_files(
                 )
             opts["augmentation"] = augmentations[0]
         built.append(get_metric(name, **opts))
-    hyps = read_hypotheses(hyps_path) if hyps_path is not None else None
-    refs = read_references(refs_path) if refs_path is not None else None
-    queries = read_queries(queries_path) if queries_path is not None else None
-    if queries is not None and hyps is not None and len(queries) != len(hyps):
-        raise MetricError(
-            f"{queries_path} has {len(queries)} lines but {hyps_path} has {len(hyps)}: give exactly "
-            f"one query per hypothesis"
-        )
     facts = [facts_of(metric, name) for name, metric in zip(metrics, built)]
     for name, metric, f in zip(metrics, built, facts):
         if groups is not None and declared(metric, "takes_groups"):

@@ -142,20 +142,19 @@ class BertScoreMetric(Metric):
         per_sentence: bool = False,
         progress: bool = False,
     ) -> None:
-        utils = _bert_score()
+        # bert_score (with torch and transformers: seconds) is imported once the options that need no model are
+        # checked, so a wrong num_layers is refused at once
         if model is None:
             if lang is None:
                 raise MetricError("bertscore needs a model: -o bertscore.model=DIR (or hf:NAME), or a lang")
-            from bert_score.utils import lang2model
-
+            lang2model = _bert_score().lang2model
             if str(lang).lower() not in lang2model:
                 raise MetricError(f"bert-score has no default model for lang {lang!r}; give model=DIR or hf:NAME")
             model = "hf:" + lang2model[str(lang).lower()]
         self.folder: ModelFolder = resolve_model(model, "model")
         depth = self.folder.depth()
         if num_layers is None:
-            from bert_score.utils import model2layers
-
+            model2layers = _bert_score().model2layers
             known = self.folder.label[3:] if self.folder.label.startswith("hf:") else None
             if known not in model2layers:
                 raise MetricError(
@@ -170,6 +169,7 @@ class BertScoreMetric(Metric):
             raise MetricError(
                 f"num_layers={num_layers} is beyond the model's depth: {self.folder.label} has {depth} layers"
             )
+        utils = _bert_score()
         self.num_layers = num_layers
         self.batch_size = check_batch_size(batch_size)
         if not isinstance(rescale_with_baseline, bool):

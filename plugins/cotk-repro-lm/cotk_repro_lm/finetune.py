@@ -65,8 +65,6 @@ def finetune(
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Fine-tune and save; returns the settings and the mean response loss before and after."""
-    import torch
-
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FinetuneError(f"output folder {out} exists and is not empty")
@@ -74,6 +72,8 @@ def finetune(
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise FinetuneError(f"{name} must be an integer >= {low}, not {v!r}")
     pairs = dialogue_pairs(data, loader, "train", max_pairs)
+    import torch  # after the checks of the arguments and the data: a refusal costs no torch start-up (seconds)
+
     deterministic = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:

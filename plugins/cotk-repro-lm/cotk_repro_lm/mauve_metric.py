@@ -170,17 +170,23 @@ class MauveMetric(Metric):
         """mauve's number of clusters: ``num_buckets`` or, for ``auto``, ``max(2, round(min(n_p, n_q) / 10))``."""
         return max(2, int(round(min(n_p, n_q) / 10))) if self.num_buckets == "auto" else int(self.num_buckets)
 
-    def mauve_of_features(self, p_features: Any, q_features: Any) -> Any:
-        """``mauve.compute_mauve`` on the features with these settings (P: human texts, Q: generations)."""
-        import mauve
-
-        k = self.buckets(len(p_features), len(q_features))
-        smaller = min(len(p_features), len(q_features))
+    def check_buckets(self, n_p: int, n_q: int) -> int:
+        """The number of clusters for sets of ``n_p`` and ``n_q`` texts; one sentence when the smaller set has
+        fewer texts than that."""
+        k = self.buckets(n_p, n_q)
+        smaller = min(n_p, n_q)
         if k > smaller:
             raise MetricError(
                 f"MAUVE needs at least as many texts as clusters: {smaller} texts in the smaller set "
                 f"but {k} clusters (give more texts or a smaller num_buckets)"
             )
+        return k
+
+    def mauve_of_features(self, p_features: Any, q_features: Any) -> Any:
+        """``mauve.compute_mauve`` on the features with these settings (P: human texts, Q: generations)."""
+        import mauve
+
+        k = self.check_buckets(len(p_features), len(q_features))
         return mauve.compute_mauve(
             p_features=p_features,
             q_features=q_features,
@@ -209,6 +215,7 @@ class MauveMetric(Metric):
                 human.extend(as_text(x, index=i) for x in r)
         if not hyps or not human:
             raise MetricError("mauve needs at least one generation and one human text")
+        self.check_buckets(len(human), len(hyps))  # before featurizing: one text per row, so the counts are known
         out = self.mauve_of_features(self.features(human, "reference"), self.features(hyps, "hypothesis"))
         decl = Declaration(
             self.name,
