@@ -23,10 +23,6 @@ case " $* " in
   *) python3 -c 'import xdist' 2>/dev/null \
        && workers=(-n "${COTK_REPRO_TEST_WORKERS:-$(python3 -c 'import os; print(max(2, len(os.sched_getaffinity(0))))')}" --dist loadgroup) ;;
 esac
-# the tests start the CLI and other scripts of this tree in many subprocesses; where PYTHONDONTWRITEBYTECODE is set
-# (as on the dev machines) none writes its bytecode, so each compiled the project's modules again (~0.2 s of CPU a
-# process: 20% of tests/test_evaluate_cmd.py's CPU). compileall writes them once (0.5 s), whatever it says.
-python3 -m compileall -q cotk_repro plugins tests >/dev/null || true
 # every test's time goes to $COTK_REPRO_TEST_ARTIFACTS/durations.json; the 25 slowest are printed at the end
 rc=0
 python3 -m pytest -p no:cacheprovider "${workers[@]}" "$@" || rc=$?
