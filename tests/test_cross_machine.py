@@ -12,7 +12,7 @@ torch's CPU kernels (``lm_support.kernel_free_init``), so every process scores t
 
 The moves go to ``$COTK_REPRO_TEST_ARTIFACTS/cross-machine.json`` (and are printed); docs/metrics.md, "What a
 hash may contain", says why a hash never covers a computed value. The core metrics also run under every
-Python the project allows that the machine has (``~/.pyenv/versions/3.1X*``), each in a venv cached under
+Python the project allows that the machine has (``$PYENV_ROOT/versions/3.1X*``, else ``~/.pyenv``), each in a venv cached under
 the user cache dir with the core installed from a wheel of this tree (tests/venv_cache.py).
 
 Run: ``python -m pytest -p no:cacheprovider -m cross_machine tests/test_cross_machine.py``.
@@ -293,9 +293,12 @@ def _venv(version: str) -> Path | str:
     dependencies (cached per source state and interpreter: tests/venv_cache.py), or why there is none."""
     from venv_cache import cached_venv
 
-    found = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python3")))
+    # pyenv's root as pyenv finds it: $PYENV_ROOT, else ~/.pyenv (CI runs with a new empty HOME and PYENV_ROOT set:
+    # ~/.pyenv alone found no Python there, and this test skipped)
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    found = sorted(glob.glob(os.path.join(root, "versions", f"{version}*", "bin", "python3")))
     if not found:
-        return f"Python {version} is not installed (~/.pyenv/versions/{version}*)"
+        return f"Python {version} is not installed ({root}/versions/{version}*)"
     try:
         return Path(cached_venv(f"cross-machine-py{version}", (("pytest",),), python=found[-1], self_deps=True))
     except subprocess.CalledProcessError as exc:
