@@ -240,7 +240,10 @@ def make_template_project(template: str, base: Path) -> Path:
         texts = [line for f in sorted((root / "data").glob("*train*")) for line in f.read_text().splitlines()]
         build_tiny_gpt2(root / "tiny-gpt2", texts)
         config = root / "cotk-repro.toml"
-        config.write_text(config.read_text().replace("args = []", 'args = ["--model", "tiny-gpt2"]'))
+        # replies of 5 BPE pieces, not 20: the tiny GPT-2 generates one piece per forward call, one sample at a
+        # time (~2 s of the entry's 7); no test here looks at the samples' length
+        args = 'args = ["--model", "tiny-gpt2", "--max-gen-length", "5"]'
+        config.write_text(config.read_text().replace("args = []", args))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "start")
     return root
