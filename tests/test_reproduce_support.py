@@ -26,16 +26,17 @@ from conftest import git, run_cli
 SMALL_DEPS = ["typer", "rich", "GitPython", "jinja2", "pluggy", "platformdirs"]
 
 
-def small_venv_python(extra: tuple[tuple[str, ...], ...] = (), name: str = "test-venvs") -> str:
+def small_venv_python(extra: tuple[tuple[str, ...], ...] = (), name: str = "test-venvs", warm: str = "") -> str:
     """A venv with cotk-repro (wheel of this checkout, no heavy deps) and the few packages `cotk-repro run`
     imports; built once per source state and Python (tests/venv_cache.py: locked, so xdist workers share it).
 
     ``extra``: further install argument groups, installed in order after the small set;
-    give such a venv its own ``name`` (its folder in the user cache dir).
+    give such a venv its own ``name`` (its folder in the user cache dir). ``warm``: code importing the heavy
+    modules of ``extra`` (torch), run once at the build so that they are byte-compiled once (tests/venv_cache.py).
     """
     from venv_cache import cached_venv
 
-    return cached_venv(name, ((*SMALL_DEPS,), *extra))
+    return cached_venv(name, ((*SMALL_DEPS,), *extra), warm=warm)
 
 
 def record_in(project: Path, python: str | None = None, env: dict | None = None, *args: str) -> dict:

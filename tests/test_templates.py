@@ -10,6 +10,7 @@ reference hash, the data hashes against a loader built here.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -26,6 +27,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 from test_reproduce_support import add_bare_remote, publish, small_venv_python
+from venv_cache import bytecode_env
 
 TEMPLATES = [
     "lm-gru",
@@ -50,10 +52,28 @@ needs_torch = pytest.mark.skipif(
 )
 
 
-def trust_flag() -> list[str]:
-    """``--trust-remote-code`` where this cotk-repro knows it (the host runtimes require it)."""
+@functools.cache
+def trust_flag() -> tuple[str, ...]:
+    """``--trust-remote-code`` where this cotk-repro knows it (the host runtimes require it); asked once."""
     res = run_cli("reproduce", "--help", env={"COLUMNS": "200"})
-    return ["--trust-remote-code"] if "--trust-remote-code" in res.stdout else []
+    return ("--trust-remote-code",) if "--trust-remote-code" in res.stdout else ()
+
+
+#: what the templates' entries import (byte-compiled once when the record venv is built: tests/venv_cache.py):
+#: torch with torch.compile's configuration (transformers imports it), numpy, nltk, and a tiny GPT-2 that is
+#: initialised, saved, loaded and asked to generate (the modules transformers imports only when used)
+RECORD_VENV_WARM = """
+import tempfile
+import nltk, numpy, torch, torch._inductor.config
+from tokenizers import Tokenizer, models
+from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+with tempfile.TemporaryDirectory() as tmp:
+    bpe = Tokenizer(models.BPE({"a": 0, "b": 1}, [], unk_token="a"))
+    PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="a").save_pretrained(tmp)
+    GPT2LMHeadModel(GPT2Config(vocab_size=8, n_positions=8, n_layer=1, n_head=1, n_embd=4)).save_pretrained(tmp)
+    AutoTokenizer.from_pretrained(tmp)("a b")
+    AutoModelForCausalLM.from_pretrained(tmp).generate(torch.tensor([[1]]), max_new_tokens=1, do_sample=False)
+"""
 
 
 def record_venv_python() -> str:
@@ -68,6 +88,7 @@ def record_venv_python() -> str:
             ("--no-deps", "-e", str(REPO_ROOT / "plugins" / "cotk-repro-lm")),  # reproduce rebuilds it from plugins/
         ),
         name="test-venvs-templates-lm",
+        warm=RECORD_VENV_WARM,
     )
 
 
@@ -123,12 +144,27 @@ def test_core_never_imports_torch(tmp_path):
     assert "HEAVY []" in res.stdout
 
 
+@pytest.fixture(scope="module")
+def scaffolded(tmp_path_factory):
+    """``scaffolded(template)``: the folder of ``init exp --template TEMPLATE``, made once per module and only read
+    (the scaffold and the presets' tests read the same projects; each ``init`` is a process of its own)."""
+    made: dict[str, Path] = {}
+
+    def get(template: str) -> Path:
+        if template not in made:
+            base = tmp_path_factory.mktemp(template)
+            res = run_cli("init", "exp", "--template", template, cwd=base)
+            assert res.returncode == 0, res
+            made[template] = base / "exp"
+        return made[template]
+
+    return get
+
+
 @needs_plugin
 @pytest.mark.parametrize("template", TEMPLATES)
-def test_scaffold_files(template, cli, tmp_path):
-    res = cli("init", "exp", "--template", template, cwd=tmp_path)
-    assert res.returncode == 0, res
-    root = tmp_path / "exp"
+def test_scaffold_files(template, scaffolded):
+    root = scaffolded(template)
     for name in ("model.py", "train.py", "common.py", "evaluate.py", "README.md", "cotk-repro.toml"):
         assert (root / name).is_file(), name
         if name.endswith(".py"):
@@ -164,7 +200,7 @@ def template_presets(root: Path) -> dict[str, dict]:
 
 @needs_plugin
 @pytest.mark.parametrize("preset", ["tiny", "paper"])
-def test_templates_of_a_task_share_the_data_settings_so_their_hashes_agree(preset, cli, tmp_path):
+def test_templates_of_a_task_share_the_data_settings_so_their_hashes_agree(preset, scaffolded):
     """The loader's options and the number of generated samples are in the hashes (setting hash; Self-BLEU,
     Distinct and BLEU hashes cover the sentence count): every template of a task uses the same ones, so the
     records of one preset land on one leaderboard."""
@@ -172,8 +208,7 @@ def test_templates_of_a_task_share_the_data_settings_so_their_hashes_agree(prese
     for task_templates in (TEMPLATES[:3], TEMPLATES[3:]):
         seen = {}
         for template in task_templates:
-            assert cli("init", template, "--template", template, cwd=tmp_path).returncode == 0
-            settings = template_presets(tmp_path / template)[preset]
+            settings = template_presets(scaffolded(template))[preset]
             lm = template.startswith("lm-")
             seen[template] = (
                 tuple(settings[k] for k in keys),
@@ -205,7 +240,10 @@ def make_template_project(template: str, base: Path) -> Path:
         texts = [line for f in sorted((root / "data").glob("*train*")) for line in f.read_text().splitlines()]
         build_tiny_gpt2(root / "tiny-gpt2", texts)
         config = root / "cotk-repro.toml"
-        config.write_text(config.read_text().replace("args = []", 'args = ["--model", "tiny-gpt2"]'))
+        # replies of 5 BPE pieces, not 20: the tiny GPT-2 generates one piece per forward call, one sample at a
+        # time (~2 s of the entry's 7); no test here looks at the samples' length
+        args = 'args = ["--model", "tiny-gpt2", "--max-gen-length", "5"]'
+        config.write_text(config.read_text().replace("args = []", args))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "start")
     return root
@@ -259,6 +297,7 @@ def test_template_runs_and_reproduces_with_the_venv_runtime(template, record_pyt
         *trust_flag(),
         "--allow-unsigned",
         "--json",
+        env=bytecode_env(),  # the venv runtime's venv has no byte code: torch compiled once, not per reproduction
         timeout=600,
     )
     assert res.returncode == 0, res

@@ -30,6 +30,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 from test_reproduce_support import add_bare_remote, publish
 from test_templates import record_venv_python
+from venv_cache import bytecode_env
 
 HAVE_ALL = all(
     importlib.util.find_spec(m) is not None for m in ("cotk_repro_templates", "cotk_repro_lm", "torch", "transformers")
@@ -187,7 +188,7 @@ def test_llm_eval_runs_and_reproduces_with_identical_values(llm_published, tmp_p
         "--trust-remote-code",
         "--allow-unsigned",
         "--json",
-        env=ENV,
+        env={**ENV, **bytecode_env()},  # the venv runtime's venv has no byte code: torch compiled once, not per run
         timeout=600,
     )
     assert res.returncode == 0, res

@@ -14,6 +14,13 @@ runs, asking for the same venv build it once; the second waits and reuses it. A 
 (``.complete`` missing) is built again. Packages are installed with ``uv pip`` where uv is there (the lock has it;
 an order of magnitude faster than pip on an empty cache), else pip; both read pip's ``find-links`` (the CPU torch
 wheel on local disk: a plain ``torch==X`` never becomes a CUDA build from an index).
+
+uv writes no byte code, and with ``PYTHONDONTWRITEBYTECODE`` set (as on the machines these tests run on) no run
+writes it either: every process of such a venv compiled torch's modules from source again, ``import torch`` 3.5 s of CPU
+instead of 1.4 (and torch.compile's configuration, which ``torch.use_deterministic_algorithms`` and transformers
+import, 5.4 s instead of 1.4). A venv given ``warm`` code runs it once when built, with byte code written: the
+modules it imports are compiled once (seconds), not at every start; compiling the whole venv instead
+(``--compile-bytecode``) costs ~45 s of CPU for torch and transformers, more than the runs save.
 """
 
 from __future__ import annotations
@@ -121,14 +128,16 @@ def cached_venv(
     python: str | None = None,
     with_self: bool = True,
     self_deps: bool = False,
+    warm: str = "",
 ) -> str:
     """The python of a venv ``name`` made with ``python`` (default: this one), holding (when ``with_self``) a wheel
     of this checkout (with its declared dependencies if ``self_deps``), then each of ``steps`` installed in order
-    (install arguments). Built once per key (see the module docstring); returns its ``bin/python``."""
+    (install arguments), then ``warm`` (Python code importing the heavy modules its runs import) run once with byte
+    code written. Built once per key (see the module docstring); returns its ``bin/python``."""
     python = python or sys.executable
     editable = any(arg in ("-e", "--editable") for step in steps for arg in step)
     parts = [python_tag(python), source_fingerprint()]
-    parts.append(hashlib.sha256(repr([list(s) for s in steps]).encode()).hexdigest()[:8])
+    parts.append(hashlib.sha256((repr([list(s) for s in steps]) + (warm and "\0" + warm)).encode()).hexdigest()[:8])
     if editable:
         parts.append("at-" + hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:8])
     root = cache_root() / name
@@ -150,8 +159,23 @@ def cached_venv(
             shutil.rmtree(wheels, ignore_errors=True)
         for step in steps:
             subprocess.run([*install, *step], check=True)
+        if warm:
+            # byte code into the venv only: no PYTHONPATH (this checkout's own files stay as they are)
+            drop = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONPATH")
+            env = {k: v for k, v in os.environ.items() if k not in drop}
+            res = subprocess.run([str(py), "-c", warm], env=env, cwd=vdir, capture_output=True, text=True)
+            assert res.returncode == 0, f"warming {vdir} failed:\n{res.stderr}"
         (vdir / ".complete").write_text("ok")
     return str(py)
+
+
+def bytecode_env() -> dict[str, str]:
+    """Environment for a command whose processes run in a venv that this file did not build and uv filled (the
+    venv runtime of ``reproduce``: no byte code, see the module docstring): byte code is written under the cache
+    dir (never beside a source file: this checkout and the temporary ones stay as they are) and read from there,
+    so torch's modules are compiled by the first such process, not by each. Nothing a run computes depends on it.
+    """
+    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(cache_root() / "pycache")}
 
 
 def _prune(root: Path, keep: Path) -> None:

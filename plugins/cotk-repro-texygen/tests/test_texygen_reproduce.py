@@ -18,6 +18,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import git, run_cli  # noqa: E402 - from the core's tests/, put on sys.path just above
 from test_reproduce_support import add_bare_remote, publish, small_venv_python  # noqa: E402
+from venv_cache import bytecode_env  # noqa: E402
 
 PLUGIN = REPO / "plugins" / "cotk-repro-texygen"
 
@@ -28,6 +29,9 @@ def test_texygen_mle_record_reproduces_with_the_venv_runtime(tmp_path):
     python = small_venv_python(
         extra=(("torch==2.13.0",), ("numpy", "scipy", "gensim"), ("--no-deps", "-e", str(PLUGIN))),
         name="test-venvs-texygen",
+        # byte-compiled once at the build (tests/venv_cache.py): what the entry imports, and torch.compile's
+        # configuration, which torch.use_deterministic_algorithms and torch.optim import
+        warm="import numpy, scipy, torch, torch._inductor.config\nfrom gensim.models import Word2Vec",
     )
     res = run_cli("init", "mle", "--template", "texygen-mle", cwd=tmp_path)
     assert res.returncode == 0, res
@@ -54,6 +58,7 @@ def test_texygen_mle_record_reproduces_with_the_venv_runtime(tmp_path):
         "--trust-remote-code",
         "--allow-unsigned",
         "--json",
+        env=bytecode_env(),  # the venv runtime's venv has no byte code: torch compiled once, not per reproduction
         timeout=900,
     )
     assert res.returncode == 0, res
