@@ -18,7 +18,8 @@ wheel on local disk: a plain ``torch==X`` never becomes a CUDA build from an ind
 uv writes no byte code, and with ``PYTHONDONTWRITEBYTECODE`` set (as on the machines these tests run on) no run
 writes it either: every process of such a venv compiled torch's modules from source again, ``import torch`` 3.5 s of CPU
 instead of 1.4 (and torch.compile's configuration, which ``torch.use_deterministic_algorithms`` and transformers
-import, 5.4 s instead of 1.4). A venv given ``warm`` code runs it once when built, with byte code written: the
+import, 5.4 s instead of 1.4). tests/conftest.py therefore keeps every test process's byte code under a
+``PYTHONPYCACHEPREFIX`` of the tests' own. A venv given ``warm`` code runs it once when built, with byte code written: the
 modules it imports are compiled once (seconds), not at every start; compiling the whole venv instead
 (``--compile-bytecode``) costs ~45 s of CPU for torch and transformers, more than the runs save.
 """
@@ -160,8 +161,9 @@ def cached_venv(
         for step in steps:
             subprocess.run([*install, *step], check=True)
         if warm:
-            # byte code into the venv only: no PYTHONPATH (this checkout's own files stay as they are)
-            drop = ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONPATH")
+            # byte code where the venv's later processes read it: under the tests' PYTHONPYCACHEPREFIX where conftest
+            # set one, else beside the venv's modules; no PYTHONPATH (this checkout's own files stay as they are)
+            drop = ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
             env = {k: v for k, v in os.environ.items() if k not in drop}
             res = subprocess.run([str(py), "-c", warm], env=env, cwd=vdir, capture_output=True, text=True)
             assert res.returncode == 0, f"warming {vdir} failed:\n{res.stderr}"
@@ -175,6 +177,8 @@ def bytecode_env() -> dict[str, str]:
     dir (never beside a source file: this checkout and the temporary ones stay as they are) and read from there,
     so torch's modules are compiled by the first such process, not by each. Nothing a run computes depends on it.
     """
+    if os.environ.get("PYTHONPYCACHEPREFIX"):  # tests/conftest.py set one for every test process: inherited
+        return {}
     return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(cache_root() / "pycache")}
 
 
