@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = ROOT / "benchmarks" / "suite-durations.json"
 SLOW_LIMIT = 30.0  # a test over this is marked slow in its file, with the reason
 QUICK_LIMIT = 5.0  # a test measured over this is left out of the quick loop too (tests/conftest.py)
+EXPECTED_FROM = 1.0  # tests from this long on are named with their seconds (the order xdist deals them out in)
 
 
 def _base(nodeid: str) -> str:
@@ -58,6 +59,10 @@ def summarize(run: dict) -> dict:
         "quick_loop_test_seconds": round(sum(v["seconds"] for v in tests.values() if not v.get("slow")), 1),
         "files": {k: round(v, 1) for k, v in sorted(files.items())},
         "slowest": {k: round(v["seconds"], 1) for k, v in slowest},
+        # every test over a second: tests/conftest.py deals the longest work out first to pytest-xdist's workers
+        "expected_seconds": {
+            k: round(v["seconds"], 1) for k, v in sorted(tests.items()) if v["seconds"] >= EXPECTED_FROM
+        },
         # the tests the quick loop leaves out besides those marked slow (tests/conftest.py reads this)
         "quick_loop_leaves_out": {
             k: round(v["seconds"], 1)

@@ -80,8 +80,8 @@ def _module_scoped(item) -> bool:
 def pytest_collection_modifyitems(config, items):
     """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): each module's Docker tests
     on one worker (see DOCKER_FIXTURES); the tests of a module that share a module-scoped fixture on one worker (else each worker would build
-    that fixture again: a tiny model, a whole demo run). Then the Docker groups go first, so that both workers start
-    on the longest chains while the rest fills in after them."""
+    that fixture again: a tiny model, a whole demo run). Then the longest work goes first (the last full run's
+    times), so that the workers start on the longest chains while the short tests fill in after them."""
 
     def file_of(item) -> str:
         return item.nodeid.split("::", 1)[0]
@@ -108,8 +108,19 @@ def pytest_collection_modifyitems(config, items):
         mark = item.get_closest_marker("xdist_group")
         return (mark.args[0] if mark.args else mark.kwargs.get("name")) if mark else None
 
-    # stable: the order within each part is kept
-    items.sort(key=lambda item: not (group(item) or "").startswith(DOCKER_GROUP))
+    # the longest work first: pytest-xdist deals out work units (a group, else one test) in this order, so the
+    # longest chains (a Docker module, a fuzzing module, the cross-machine matrix) start at once on the workers and
+    # the short tests fill in at the end, instead of one worker finishing a long unit alone while the others idle.
+    # Each unit's expected seconds come from the last full run (benchmarks/suite-durations.json); a unit's tests stay
+    # together and in their order (a module's fixture is made once)
+    expected = _summary().get("expected_seconds", {})
+    unit_seconds: dict[str, float] = {}
+    unit_first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        unit = group(item) or item.nodeid
+        unit_seconds[unit] = unit_seconds.get(unit, 0.0) + expected.get(item.nodeid, UNLISTED_SECONDS)
+        unit_first.setdefault(unit, index)
+    items.sort(key=lambda item: (-unit_seconds[group(item) or item.nodeid], unit_first[group(item) or item.nodeid]))
 
     # the quick loop (-m "not slow") also leaves out the tests the last full run measured over 5 s
     # (benchmarks/suite-durations.json, refreshed by `python benchmarks/suite_time.py --update`)
@@ -159,20 +170,26 @@ def _absent_plugin_of(item) -> str | None:
     return None
 
 
-def _measured_slow() -> dict[str, float]:
-    global _MEASURED
-    if _MEASURED is None:
+def _summary() -> dict:
+    """The last full run's summary (benchmarks/suite-durations.json), read once; empty when it cannot be read."""
+    global _SUMMARY
+    if _SUMMARY is None:
         import json
 
         try:
-            summary = json.loads((REPO_ROOT / "benchmarks" / "suite-durations.json").read_text(encoding="utf-8"))
-            _MEASURED = dict(summary.get("quick_loop_leaves_out", {}))
+            _SUMMARY = json.loads((REPO_ROOT / "benchmarks" / "suite-durations.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            _MEASURED = {}
-    return _MEASURED
+            _SUMMARY = {}
+    return _SUMMARY
 
 
-_MEASURED: dict[str, float] | None = None
+def _measured_slow() -> dict[str, float]:
+    return _summary().get("quick_loop_leaves_out", {})
+
+
+_SUMMARY: dict | None = None
+#: the expected seconds of a test the summary does not name (it names those over a second; most take a tenth)
+UNLISTED_SECONDS = 0.3
 
 
 @pytest.fixture(autouse=True, scope="session")
