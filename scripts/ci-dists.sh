@@ -21,6 +21,10 @@ trap 'rm -rf "$WORK"' EXIT
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 unset PYTHONPATH  # the bare venvs see their own site-packages only
 export COTK_REPRO_BUILTINS_ONLY=  # a user's plugins load
+# byte code kept, as a user's Python keeps it (these machines set PYTHONDONTWRITEBYTECODE, and uv writes none: each
+# smoke process compiled torch and transformers again, ~6 s of CPU apiece), under $WORK: no source tree gets any
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="$WORK/pycache"
 SECONDS=0
 
 stage() { printf '\n== %s (%ds)\n' "$*" "$SECONDS"; }
