@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/cotk-repro-dists.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+trap '{ [ -z "${py313_pid:-}" ] || kill "$py313_pid" 2>/dev/null; } || true; rm -rf "$WORK"' EXIT
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 unset PYTHONPATH  # the bare venvs see their own site-packages only
 export COTK_REPRO_BUILTINS_ONLY=  # a user's plugins load
@@ -104,7 +104,45 @@ bare_venv() {  # bare_venv NAME REQUIREMENT... : a fresh venv with only these (a
 }
 cli() { local v=$1; shift; (cd "$SMOKE" && env -u PYTHONPATH HOME="$SMOKE/home" PATH="$v/bin:$PATH" cotk-repro "$@"); }
 
-for d in "${dists[@]}"; do
+# -- 4. the core under Python 3.13 (the README's first command there; the lock's Python is 3.11) -----------------
+# its wheel in a bare 3.13 venv: `cotk-repro demo --no-serve` (its docker step takes a local image with Python
+# 3.13, cotk-repro-base:trixie from scripts/base-image.sh, else the venv runtime, and says which). The core
+# metrics' matrix under every Python is not run again here: the suite's
+# test_cross_machine_core_metrics_hash_alike_under_every_python runs the same workers in the same per-Python venvs
+# (this stage ran that test under 3.13, whose only part was orchestrating them: 72 s for nothing new).
+# PYTHON313=PATH names the interpreter (default: python3.13 on PATH, else pyenv's newest 3.13).
+# It runs beside the distributions' loop (its demo waits on a Docker build and git; the loop is one process at
+# a time), its output kept in a log and printed after the loop's.
+py313_stage() {
+  stage "cotk-repro under Python 3.13"
+  py313=
+  # the first candidate that runs as 3.13 (pyenv's shim on PATH may run another version, or none)
+  for c in "${PYTHON313:-}" "$(command -v python3.13 || true)" \
+           $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3 2>/dev/null | sort -rV); do
+    if [ -n "$c" ] && [ -x "$c" ] && [ "$("$c" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = 3.13 ]; then
+      py313=$c; break
+    fi
+  done
+  [ -n "$py313" ] || fail "no Python 3.13 interpreter (set PYTHON313=PATH, or install one with pyenv)"
+  echo "-- $py313"
+  v="$WORK/venv-py313"
+  "$py313" -m venv "$v"
+  install_into "$v" "$(core_wheel)" \
+    || fail "installing the core's wheel into a Python 3.13 venv failed"
+  SMOKE="$WORK/smoke-py313"
+  mkdir -p "$SMOKE/home"
+  cli "$v" demo --no-serve
+  rm -rf "$v"
+}
+py313_pid=
+if [[ " ${dists[*]} " == *" cotk-repro "* ]]; then
+  core_wheel >/dev/null  # built once, before the two use it
+  py313_stage >"$WORK/py313.log" 2>&1 &
+  py313_pid=$!
+fi
+
+smoke_dist() {  # smoke_dist DIST: its wheel alone in a bare venv, its smoke path, its plugins load
+  local d=$1 v wheel
   stage "$d: its wheel alone in a bare venv"
   SMOKE="$WORK/smoke-$d"
   mkdir -p "$SMOKE/home"
@@ -163,35 +201,40 @@ for p in broken:
     print(f"BROKEN {p['name']}: {p.get('error')}", file=sys.stderr)
 sys.exit(1 if broken else 0)
 EOF
-  rm -rf "$v"  # disk: one bare venv at a time
-done
+  rm -rf "$v"  # disk: a lane's bare venvs one at a time
+}
 
-# -- 4. the core under Python 3.13 (the README's first command there; the lock's Python is 3.11) -----------------
-# its wheel in a bare 3.13 venv: `cotk-repro demo --no-serve` (its docker step takes a local image with Python
-# 3.13, cotk-repro-base:trixie from scripts/base-image.sh, else the venv runtime, and says which). The core
-# metrics' matrix under every Python is not run again here: the suite's
-# test_cross_machine_core_metrics_hash_alike_under_every_python runs the same workers in the same per-Python venvs
-# (this stage ran that test under 3.13, whose only part was orchestrating them: 72 s for nothing new).
-# PYTHON313=PATH names the interpreter (default: python3.13 on PATH, else pyenv's newest 3.13).
-if [[ " ${dists[*]} " == *" cotk-repro "* ]]; then
-  stage "cotk-repro under Python 3.13"
-  py313=
-  # the first candidate that runs as 3.13 (pyenv's shim on PATH may run another version, or none)
-  for c in "${PYTHON313:-}" "$(command -v python3.13 || true)" \
-           $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3 2>/dev/null | sort -rV); do
-    if [ -n "$c" ] && [ -x "$c" ] && [ "$("$c" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = 3.13 ]; then
-      py313=$c; break
-    fi
-  done
-  [ -n "$py313" ] || fail "no Python 3.13 interpreter (set PYTHON313=PATH, or install one with pyenv)"
-  echo "-- $py313"
-  v="$WORK/venv-py313"
-  "$py313" -m venv "$v"
-  install_into "$v" "$(core_wheel)" \
-    || fail "installing the core's wheel into a Python 3.13 venv failed"
-  SMOKE="$WORK/smoke-py313"
-  mkdir -p "$SMOKE/home"
-  cli "$v" demo --no-serve
-  rm -rf "$v"
+# two lanes of distributions at once (and the 3.13 stage beside them): each smoke path is one process at a time
+# that waits on installs, a Docker build or git; the heaviest two (the core's demos, the lm plugin's torch and
+# transformers) in different lanes. Each lane's output is kept in a log and printed in order after all end.
+ordered=()
+for d in cotk-repro cotk-repro-lm cotk-repro-templates "${dists[@]}"; do
+  [[ " ${dists[*]} " == *" $d "* && " ${ordered[*]-} " != *" $d "* ]] && ordered+=("$d")
+done
+# (errexit holds in the lane's subshell: a failing command ends the lane; a `smoke_dist ... ||` would switch it off)
+lane() { local d; for d in "$@"; do smoke_dist "$d"; done; }
+lane_a=() lane_b=()
+for i in "${!ordered[@]}"; do
+  if (( i % 2 == 0 )); then lane_a+=("${ordered[$i]}"); else lane_b+=("${ordered[$i]}"); fi
+done
+lane "${lane_a[@]}" >"$WORK/lane-a.log" 2>&1 &
+lane_a_pid=$!
+lane_b_pid=
+if [ ${#lane_b[@]} -gt 0 ]; then
+  lane "${lane_b[@]}" >"$WORK/lane-b.log" 2>&1 &
+  lane_b_pid=$!
+fi
+lanes_rc=0
+wait "$lane_a_pid" || lanes_rc=$?
+[ -z "$lane_b_pid" ] || wait "$lane_b_pid" || lanes_rc=$?
+cat "$WORK/lane-a.log"
+[ -z "$lane_b_pid" ] || cat "$WORK/lane-b.log"
+[ "$lanes_rc" -eq 0 ] || fail "a distribution's smoke path failed (its log is above)"
+
+if [ -n "$py313_pid" ]; then
+  py313_rc=0
+  wait "$py313_pid" || py313_rc=$?
+  cat "$WORK/py313.log"
+  [ "$py313_rc" -eq 0 ] || fail "the Python 3.13 stage failed (its log is above)"
 fi
 stage "every distribution passed"

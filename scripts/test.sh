@@ -18,13 +18,14 @@ export COTK_REPRO_TEST_ARTIFACTS=${COTK_REPRO_TEST_ARTIFACTS:-$PWD/test-artifact
 # wait on processes, servers, the Docker engine, git and timeouts more than they use a core (each test's CPU
 # seconds are in test-artifacts/durations.json beside its seconds), so two workers a core keep both cores busy (4
 # workers against 2 on a CLI-heavy set of files: the same CPU, 20% less wall). Tests that share one thing (a
-# module's fixture, a Docker module's images) are grouped or locked (tests/conftest.py); `-n 0` (or -p no:xdist)
-# runs in one process.
+# module's fixture, a Docker module's images) are grouped or locked (tests/conftest.py), which also orders the work
+# longest first from the last full run's times (--no-loadscope-reorder: xdist would otherwise put the groups with
+# the most tests first, whatever their time); `-n 0` (or -p no:xdist) runs in one process.
 workers=()
 case " $* " in
   *" -n "*|*" -n0 "*|*" --numprocesses"*|*" -p no:xdist "*) ;;
   *) python3 -c 'import xdist' 2>/dev/null \
-       && workers=(-n "${COTK_REPRO_TEST_WORKERS:-$(python3 -c 'import os; print(min(16, max(2, 2 * len(os.sched_getaffinity(0)))))')}" --dist loadgroup) ;;
+       && workers=(-n "${COTK_REPRO_TEST_WORKERS:-$(python3 -c 'import os; print(min(16, max(2, 2 * len(os.sched_getaffinity(0)))))')}" --dist loadgroup --no-loadscope-reorder) ;;
 esac
 # every test's time goes to $COTK_REPRO_TEST_ARTIFACTS/durations.json; the 25 slowest are printed at the end
 rc=0
