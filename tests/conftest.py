@@ -53,13 +53,14 @@ def pytest_configure(config):
     suite_report.register(config)
 
 
-#: tests that use the Docker engine run one module after another on one pytest-xdist worker per module
-#: (``docker:<file>``), and the modules on both workers at once: what they build and remove is their own (each
-#: reproduction image is named by its key, which holds the project's tree and the base image's name, and every
-#: module's projects and base names differ; each module removes the images its own output named; the image caches
-#: of the modules that keep some, 16 each, never evict another's), and the one test that leaves a container whose
-#: reproducer is gone (the SIGKILL test, ``docker_alone``) runs with no other Docker test at once
-#: (:func:`pytest_runtest_protocol`): any reproduction's start-up collects such containers
+#: tests that use the Docker engine run one after another on one pytest-xdist worker (``docker:all``, dealt out
+#: first: the longest chain). Each module's images are its own (a reproduction image is named by its key, which
+#: holds the project's tree and the base image's name; each module removes the images its own output named), and
+#: the modules ran on several workers at once in two fresh-clone runs; in a third, the fleet's volunteer
+#: reproduction said "could not run" beside the other modules and passed alone, so they share one worker again
+#: (about 15 of the suite's 16 minutes: no longer than the other workers' share). The one test that leaves a
+#: container whose reproducer is gone (the SIGKILL test, ``docker_alone``) would hold the engine alone where Docker
+#: tests run at once (:func:`pytest_runtest_protocol`): any reproduction's start-up collects such containers
 DOCKER_FIXTURES = {"docker_base_image", "engine"}
 DOCKER_GROUP = "docker:"
 
@@ -100,7 +101,7 @@ def pytest_collection_modifyitems(config, items):
             continue
         if uses_docker(item) or (_module_scoped(item) and file_of(item) in docker_files):
             # a module-scoped fixture of a Docker module is shared by its tests that do not use Docker too
-            item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP + file_of(item)))
+            item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP + "all"))
         elif _module_scoped(item):
             item.add_marker(pytest.mark.xdist_group("module:" + file_of(item)))
 

@@ -176,7 +176,11 @@ def _a_volunteer_reproduces_it_in_docker_over_http(db, url: str, ok: dict, tmp_p
     assert vol.returncode == 0, vol.stderr[-3000:]
     got = store.get_record(db, ok["id"])
     [bobs] = [r for r in got["reproductions"] if r["user"] == "bob"]
-    assert bobs["signed"] and bobs["verdict"]["verdict"] == "reproduced" and bobs["verdict"]["runtime"] == "docker"
+    assert bobs["signed"] and bobs["verdict"]["verdict"] == "reproduced" and bobs["verdict"]["runtime"] == "docker", (
+        bobs["verdict"],
+        vol.stdout[-3000:],
+        vol.stderr[-3000:],
+    )
     rerun = {k: v["value"] for k, v in bobs["verdict"]["rerun"]["results"].items()}
     assert rerun == pytest.approx(expected_values("ok"))
     assert got["standing"] == "verified"
