@@ -129,6 +129,7 @@ def pytest_collection_modifyitems(config, items):
         secs = _measured_slow().get(item.nodeid)
         if secs is not None and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow(reason=f"measured {secs} s in the last full run"))
+            item.add_marker(pytest.mark.measured_slow)  # the summary keeps it listed while it stays over 5 s
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -60,7 +60,10 @@ class SuiteReport:
         for key, value in getattr(report, "user_properties", ()):
             if key == CPU:
                 entry[CPU] = value
-        entry["slow"] = "slow" in getattr(report, "keywords", {})
+        keywords = getattr(report, "keywords", {})
+        entry["slow"] = "slow" in keywords
+        if "measured_slow" in keywords:  # slow by the last run's measurement, not by its file's mark
+            entry["measured_slow"] = True
         worker = getattr(report, "node", None)
         if worker is not None:
             entry["worker"] = getattr(worker, "gateway", None) and worker.gateway.id
