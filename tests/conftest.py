@@ -37,7 +37,9 @@ def _keep_bytecode() -> None:
     (pytest-xdist's workers too). A ``PYTHONPYCACHEPREFIX`` already set is left as it is."""
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cotk-repro" / "test-pycache"
+    from venv_cache import cache_root  # the tests' one answer to where the cache is (cotk_repro's cache_dir)
+
+    cache = cache_root() / "test-pycache"
     try:
         cache.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -79,8 +81,8 @@ def _module_scoped(item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which turns the groups into "@group" node ids
 def pytest_collection_modifyitems(config, items):
-    """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): each module's Docker tests
-    on one worker (see DOCKER_FIXTURES); the tests of a module that share a module-scoped fixture on one worker (else each worker would build
+    """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): the Docker tests on one
+    worker (see DOCKER_FIXTURES); the tests of a module that share a module-scoped fixture on one worker (else each worker would build
     that fixture again: a tiny model, a whole demo run). Then the longest work goes first (the last full run's
     times), so that the workers start on the longest chains while the short tests fill in after them."""
 
