@@ -55,14 +55,16 @@ def pytest_configure(config):
     suite_report.register(config)
 
 
-#: tests that use the Docker engine run one after another on one pytest-xdist worker (``docker:all``, dealt out
-#: first: the longest chain). Each module's images are its own (a reproduction image is named by its key, which
-#: holds the project's tree and the base image's name; each module removes the images its own output named), and
-#: the modules ran on several workers at once in two fresh-clone runs; in a third, the fleet's volunteer
-#: reproduction said "could not run" beside the other modules and passed alone, so they share one worker again
-#: (about 15 of the suite's 16 minutes: no longer than the other workers' share). The one test that leaves a
-#: container whose reproducer is gone (the SIGKILL test, ``docker_alone``) would hold the engine alone where Docker
-#: tests run at once (:func:`pytest_runtest_protocol`): any reproduction's start-up collects such containers
+#: tests that use the Docker engine run one module after another on a pytest-xdist worker (``docker:<file>``: a
+#: module's tests together, the modules on several workers at once). Each module's images are its own (a
+#: reproduction image is named by its key, which holds the project's tree and the base image's name; each module
+#: removes the images its own output named). Two races between modules were the product's, and are fixed there: a
+#: container or image removed while another reproduction listed them (``ignore_removed``, engine.list_images), and a
+#: build whose cached layer another module's image removal deleted under it (built once more:
+#: docker_runtime._VANISHED: the likely cause of the fleet volunteer's one "could not run" beside other modules,
+#: not caught in the act). The one test that
+#: leaves a container whose reproducer is gone (the SIGKILL test, ``docker_alone``) holds the engine alone
+#: (:func:`pytest_runtest_protocol`): any reproduction's start-up collects such containers
 DOCKER_FIXTURES = {"docker_base_image", "engine"}
 DOCKER_GROUP = "docker:"
 
@@ -81,8 +83,8 @@ def _module_scoped(item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which turns the groups into "@group" node ids
 def pytest_collection_modifyitems(config, items):
-    """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): the Docker tests on one
-    worker (see DOCKER_FIXTURES); the tests of a module that share a module-scoped fixture on one worker (else each worker would build
+    """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): a Docker module's tests on
+    one worker (see DOCKER_FIXTURES); the tests of a module that share a module-scoped fixture on one worker (else each worker would build
     that fixture again: a tiny model, a whole demo run). Then the longest work goes first (the last full run's
     times), so that the workers start on the longest chains while the short tests fill in after them."""
 
@@ -103,7 +105,7 @@ def pytest_collection_modifyitems(config, items):
             continue
         if uses_docker(item) or (_module_scoped(item) and file_of(item) in docker_files):
             # a module-scoped fixture of a Docker module is shared by its tests that do not use Docker too
-            item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP + "all"))
+            item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP + file_of(item)))
         elif _module_scoped(item):
             item.add_marker(pytest.mark.xdist_group("module:" + file_of(item)))
 

@@ -209,6 +209,20 @@ def moves(runs: dict[str, dict[str, list[Any]]], base: str) -> dict[str, dict[st
     return out
 
 
+def _exact_moved(runs: dict[str, dict[str, list[Any]]], base: str) -> list[str]:
+    """The keys of metrics declared exact (``tolerance = EXACT``: the same to the last bit on every machine) whose
+    value moved between runs, with how far: an exact metric may not move at all (Python 3.12's compensated
+    ``sum()`` moved ngram-entropy by 1e-15 before the metrics summed in order: cotk_repro.metrics.summation)."""
+    from cotk_repro.metrics.base import EXACT
+    from cotk_repro.metrics.facts import tolerance_of_result_key
+
+    return [
+        f"{key}: {move}"
+        for key, move in moves(runs, base).items()
+        if move["config"] is not None and tolerance_of_result_key(key.split("/", 1)[1]) == EXACT
+    ]
+
+
 def _record(name: str, data: dict[str, Any]) -> None:
     text = json.dumps(data, indent=1, sort_keys=True)
     sys.stdout.write(text + "\n")
@@ -285,6 +299,7 @@ def test_cross_machine_every_metric_hashes_alike_under_other_kernels_threads_and
         )
     assert len(runs["own"]) > 100  # every metric ran
     assert not _same_hashes(runs), "\n".join(_same_hashes(runs))
+    assert not _exact_moved(runs, "own"), "\n".join(_exact_moved(runs, "own"))
     assert not _same_signatures(runs), _same_signatures(runs)
 
 
@@ -333,6 +348,8 @@ def test_cross_machine_core_metrics_hash_alike_under_every_python(tmp_path, caps
         pytest.skip("fewer than two Pythons to compare: " + "; ".join(f"{v}: {why}" for v, why in skipped.items()))
     assert len(shared) >= 75, counts  # the core's metrics ran under each (81 with its declared dependencies)
     assert not _same_hashes(runs), "\n".join(_same_hashes(runs))
+    base = sorted(runs)[0]
+    assert not _exact_moved(runs, base), "\n".join(_exact_moved(runs, base))
     assert not _same_signatures(runs), _same_signatures(runs)
 
 

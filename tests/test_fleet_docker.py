@@ -37,6 +37,7 @@ from cotk_repro.dashboard import queue, store
 from cotk_repro.dashboard.auth import Principal, add_user
 from cotk_repro.dashboard.db import open_database
 from cotk_repro.dashboard.identity import add_key
+from cotk_repro.reproduce.engine import list_images
 
 # slow: Docker reproductions of one record (a volunteer's over HTTP, then the pool's) and of a crashing one
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -146,7 +147,7 @@ def forget_images(cache) -> None:
     client = docker.from_env(timeout=120)
     try:
         for env in (cache / "images").glob("*.json"):
-            for image in client.images.list(filters={"label": f"cotk-repro.key={env.stem}"}):
+            for image in list_images(client, filters={"label": f"cotk-repro.key={env.stem}"}):
                 try:
                     client.images.remove(image.id)
                 except Exception:

@@ -28,6 +28,8 @@ import pytest
 from conftest import git, run_cli
 from test_reproduce_support import add_bare_remote, edited_project, http_double, publish, record_in, seeded_cache
 
+from cotk_repro.reproduce.engine import list_images
+
 RECORDS_REF = "refs/heads/cotk-repro-records"
 
 #: the entry of every attacker project: writes the canary when it runs on a machine without
@@ -423,7 +425,7 @@ def test_image_build_past_the_time_limit_is_stopped_and_leaves_nothing(tmp_path,
         for cid in re.findall(r"^ ---> Running in ([0-9a-f]{12,64})\s*$", log, re.M):
             with pytest.raises(NotFound):
                 client.containers.get(cid)
-        dangling = {i.id.removeprefix("sha256:")[:12] for i in client.images.list(filters={"dangling": True})}
+        dangling = {i.id.removeprefix("sha256:")[:12] for i in list_images(client, filters={"dangling": True})}
         assert not dangling & {x[:12] for x in re.findall(r"^ ---> ([0-9a-f]{12,64})\s*$", log, re.M)}, log
     finally:
         try:

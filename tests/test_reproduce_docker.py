@@ -33,6 +33,8 @@ import pytest
 from conftest import git, no_docker_reason, run_cli
 from test_reproduce_support import build_published_project, expected_values, publish, record_in, small_venv_python
 
+from cotk_repro.reproduce.engine import list_images
+
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 #: the records of the published project (entry arguments per record)
@@ -238,7 +240,7 @@ def assert_build_left_nothing(client, build_log: Path) -> None:
     for cid in containers:
         with pytest.raises(NotFound):
             client.containers.get(cid)
-    dangling = {i.id.removeprefix("sha256:")[:12] for i in client.images.list(filters={"dangling": True})}
+    dangling = {i.id.removeprefix("sha256:")[:12] for i in list_images(client, filters={"dangling": True})}
     assert not dangling & {x[:12] for x in layers}, text
 
 
@@ -438,7 +440,8 @@ def test_interrupted_reproduce_leaves_no_container(pub, base_image, docker_clien
         running = []
         while time.monotonic() < deadline:  # the entry's container is up and running
             running = docker_client.containers.list(
-                filters={"label": [f"{LABEL}=run", f"cotk-repro.record={record}"], "status": "running"}
+                filters={"label": [f"{LABEL}=run", f"cotk-repro.record={record}"], "status": "running"},
+                ignore_removed=True,
             )
             if running or proc.poll() is not None:
                 break

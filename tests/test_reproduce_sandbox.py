@@ -216,7 +216,8 @@ def running_container(engine, record_id: str, proc: subprocess.Popen, log: Path,
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         found = engine["client"].containers.list(
-            filters={"label": [f"{LABEL}=run", f"cotk-repro.record={record_id}"], "status": "running"}
+            filters={"label": [f"{LABEL}=run", f"cotk-repro.record={record_id}"], "status": "running"},
+            ignore_removed=True,
         )
         if found:
             return found[0]

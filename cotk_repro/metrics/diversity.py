@@ -28,6 +28,7 @@ from ._text import as_int_list, check_hypotheses, ngrams, resolve_tokenizer
 from .base import EXACT, Metric, MetricError, check_references
 from .declaration import COUNTED_INPUTS, NAMED_FIRST, Declaration, Setting
 from .resampling import SET_LEVEL
+from .summation import ordered_sum
 
 
 def distinct_n(token_lists: Sequence[Sequence[str]], n: int, padded: bool = False) -> float:
@@ -51,7 +52,7 @@ def ngram_entropy(token_lists: Sequence[Sequence[str]], n: int, log_base: float 
     z = sum(counts.values())
     if not z:
         return 0.0
-    h = -sum(c / z * math.log(c / z) for c in counts.values())
+    h = -ordered_sum(c / z * math.log(c / z) for c in counts.values())
     return h / math.log(log_base) if log_base else h
 
 
@@ -214,6 +215,6 @@ class NgramEntropyMetric(_ReferenceFree):
         extra = [*grouping, Setting("log", "e" if self.log_base is None else self.log_base, "log"), *given]
         out: dict[str, Any] = {}
         for n in self.ngrams:
-            value = sum(ngram_entropy(g, n, self.log_base) for g in tok_groups) / len(tok_groups)
+            value = ordered_sum(ngram_entropy(g, n, self.log_base) for g in tok_groups) / len(tok_groups)
             out.update(self._entry(f"{self.name}-{n}", value, n, n_hyps, refs, extra))
         return out

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from .base import MetricError
+from .summation import ordered_sum
 
 UNK = "<unk>"
 PAD = None
@@ -154,4 +155,4 @@ class CotkKneserNeyLM:
         words = sum(map(len, corpus))
         if not words:
             raise MetricError("CoTK's n-gram perplexity divides by the number of words, and there are none")
-        return float(np.exp(-sum(self.sentence_log_prob(s) for s in corpus) / words))
+        return float(np.exp(-ordered_sum(self.sentence_log_prob(s) for s in corpus) / words))

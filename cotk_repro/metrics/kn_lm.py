@@ -42,6 +42,7 @@ from ._text import check_float, check_hypotheses, resolve_tokenizer
 from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, SYSTEM_OUTPUT_SIZE, Declaration, Setting
 from .resampling import SET_LEVEL
+from .summation import ordered_sum
 
 BOS, EOS, UNK = "<s>", "</s>", "<UNK>"
 MODES = ("interpolated", "nltk")
@@ -174,7 +175,7 @@ class KneserNeyLM:
                     f"the n-gram language model gives probability 0 to sentence {i}, so the "
                     f"perplexity is infinite (use mode='interpolated' or a larger unk_cutoff)"
                 )
-            total += sum(lps)
+            total += ordered_sum(lps)
             count += len(lps)
         if not count:
             raise MetricError("no sentences to compute a perplexity on")

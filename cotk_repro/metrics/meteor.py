@@ -29,6 +29,7 @@ from ..text.reference_hashes import reference_set_hash
 from ._text import check_float, check_samples, resolve_tokenizer
 from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, FIXED_BY_VERSION, HASH_ONLY_AS_PUBLISHED, Declaration, Setting
+from .summation import ordered_sum
 
 Enum = list[tuple[int, str]]
 
@@ -199,7 +200,7 @@ class MeteorMetric(Metric):
         hyp_toks = self.tokenizer.many(hyps)
         ref_toks = [self.tokenizer.many(r) for r in refs]
         each = [max(self.single(r, h) for r in rs) for h, rs in zip(hyp_toks, ref_toks)]
-        value = sum(each) / len(hyps)
+        value = ordered_sum(each) / len(hyps)
         decl = Declaration(
             self.name,
             self.version,

@@ -24,6 +24,7 @@ from ._text import check_samples, ngrams, resolve_tokenizer
 from .base import EXACT, Metric, MetricError
 from .declaration import COUNTED_INPUTS, Declaration, Setting
 from .resampling import REFERENCE_WEIGHTED
+from .summation import ordered_sum
 
 
 def nist_length_penalty(ref_len: int, hyp_len: int) -> float:
@@ -65,7 +66,7 @@ def corpus_nist(
             best: tuple[float, float, int, int] | None = None
             for reference, rc in zip(refs, rcs):
                 overlaps = hyp_ngrams & rc[i - 1]
-                numerator = sum(info[g] * c for g, c in overlaps.items())
+                numerator = ordered_sum((info[g] * c for g, c in overlaps.items()), 0)
                 denominator = sum(hyp_ngrams.values())
                 precision = 0 if denominator == 0 else numerator / denominator
                 cand = (precision, numerator, denominator, len(reference))

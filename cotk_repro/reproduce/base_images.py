@@ -54,10 +54,10 @@ def image_python(labels: dict[str, str] | None, tags: list[str]) -> str | None:
 def local_pythons(client: Any) -> dict[str, list[str]]:
     """The local images whose Python is known: ``{"3.11": ["cotk-repro-base:bookworm", ...], ...}``,
     each list sorted with the ``cotk-repro-base`` images first. The images reproduce built are left out."""
-    from .engine import LABEL
+    from .engine import LABEL, list_images
 
     found: dict[str, list[str]] = {}
-    for img in client.images.list():
+    for img in list_images(client):
         if LABEL in (img.labels or {}):  # an image reproduce built (it inherits its base's label): no base
             continue
         tags = [t for t in (img.tags or []) if not t.endswith(":<none>")]

@@ -40,7 +40,7 @@ from ..core import jsonbudget
 from ..core.userconfig import cache_dir
 from . import ReproduceError
 from .container import OUTPUT_CAP, RESULT_CAP, Confined
-from .engine import LABEL, NOBODY, connect, engine_step, remove_quietly
+from .engine import LABEL, NOBODY, connect, engine_step, list_images, remove_quietly
 from .job import ENV_SNIPPET, Job, Rerun, describe_exit, now_iso, parse_result
 
 IMAGE_REPO = "cotk-repro-reproduce"
@@ -55,6 +55,10 @@ ENV_CAP = 16 * 1024 * 1024
 _NO_ENV: dict[str, Any] = {"python": {"version": None}, "packages": []}
 #: the build's output lines kept (the last ones)
 BUILD_LINES = 5000
+#: what the engine says when an image or layer the build took from its cache was removed under it (another
+#: reproduction on this engine removing its image, whose lower layers this build matched a moment before): the
+#: build did nothing wrong, and is run once more
+_VANISHED = re.compile(r"no such image|layer does not exist|failed to get layer", re.IGNORECASE)
 
 
 class DockerRuntime:
@@ -206,7 +210,7 @@ class DockerRuntime:
             if cache <= 0:
                 doomed = [self.client.images.get(tag)]
             else:
-                images = self.client.images.list(filters={"label": f"{LABEL}=image"})
+                images = list_images(self.client, filters={"label": f"{LABEL}=image"})
                 # the cache is the images this cache folder has an environment of (another user's are not ours)
                 ours = [
                     i for i in images if any(t.startswith(IMAGE_REPO + ":") for t in i.tags) and _last_used(folder, i)
@@ -234,9 +238,20 @@ class DockerRuntime:
         if job.code != ctx / "code":  # core exports the checkout into context/code
             raise ReproduceError("internal error: the checkout is not in the build context", step="image build")
         log_path = job.logs / "build.log"
+        deadline = time.monotonic() + job.timeout
         build = _Build(self.client, str(ctx), tag, base, key)
         build.start()
         build.join(job.timeout)
+        if not build.is_alive() and build.error is not None and _VANISHED.search(build.error):
+            # a layer matched from the cache was removed under it by a reproduction beside this one: once more,
+            # within the same time limit (the layers it needs are built anew where they are gone)
+            self._drop_layers(build.layers)
+            earlier = build.lines
+            build = _Build(self.client, str(ctx), tag, base, key)
+            build.lines = [*earlier, "(an image layer the build used was removed meanwhile: building once more)"]
+            build.step_start = len(build.lines)
+            build.start()
+            build.join(max(0.0, deadline - time.monotonic()))
         timed_out = build.is_alive()
         if timed_out:
             build.stop()
@@ -504,4 +519,5 @@ def leftover_containers(client=None) -> list[Any]:
     import docker
 
     client = client or docker.from_env()
-    return client.containers.list(all=True, filters={"label": LABEL})
+    # one removed while listed (a reproduction beside this one ending) is no leftover: not a NotFound error
+    return client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)

@@ -77,3 +77,18 @@ def remove_quietly(client, name_or_container) -> None:
         pass
     except Exception:
         pass
+
+
+def list_images(client, *, filters: dict | None = None) -> list:
+    """The engine's images (``filters`` as in ``docker images --filter``), like docker's ``images.list``, except
+    that an image removed between the engine's list and its inspection (a reproduction beside this one removing
+    its own) is left out instead of failing the listing with ImageNotFound."""
+    from docker.errors import NotFound
+
+    found = []
+    for summary in client.api.images(filters=filters):
+        try:
+            found.append(client.images.get(summary["Id"]))
+        except NotFound:
+            continue
+    return found

@@ -207,7 +207,9 @@ def collect(client=None, *, tmp: Path | None = None, dry_run: bool = False) -> R
 
 def _collect_docker(client, report: Report, now: float, dry_run: bool) -> None:
     try:
-        containers = client.containers.list(all=True, filters={"label": DEADLINE})
+        # ignore_removed: a container removed between the engine's list and its inspection (another reproduction
+        # ending, another gc) is not ours to report
+        containers = client.containers.list(all=True, filters={"label": DEADLINE}, ignore_removed=True)
     except Exception as exc:
         report.errors.append(f"listing containers: {str(exc)[:200]}")
         return
