@@ -55,8 +55,8 @@ def pytest_configure(config):
     suite_report.register(config)
 
 
-#: tests that use the Docker engine run one module after another on a pytest-xdist worker (``docker:<file>``: a
-#: module's tests together, the modules on several workers at once). Each module's images are its own (a
+#: tests that use the Docker engine run one module after another on a pytest-xdist worker (``docker:lane1``,
+#: ``docker:lane2``: a module's tests together, the modules dealt to two lanes by their last measured seconds). Each module's images are its own (a
 #: reproduction image is named by its key, which holds the project's tree and the base image's name; each module
 #: removes the images its own output named). Two races between modules were the product's, and are fixed there: a
 #: container or image removed while another reproduction listed them (``ignore_removed``, engine.list_images), and a
@@ -67,6 +67,8 @@ def pytest_configure(config):
 #: (:func:`pytest_runtest_protocol`): any reproduction's start-up collects such containers
 DOCKER_FIXTURES = {"docker_base_image", "engine"}
 DOCKER_GROUP = "docker:"
+#: how many workers run Docker modules at once (see _docker_lanes)
+DOCKER_LANES = 2
 
 
 def _module_scoped(item) -> bool:
@@ -95,6 +97,7 @@ def pytest_collection_modifyitems(config, items):
         return bool(item.get_closest_marker("docker") or DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())))
 
     docker_files = {file_of(item) for item in items if uses_docker(item)}
+    docker_lane = _docker_lanes(docker_files, items, file_of)
     for item in items:
         plugin = _absent_plugin_of(item)
         if plugin is not None:  # a plugin's own tests, where that plugin is not installed: skipped, saying so
@@ -105,7 +108,7 @@ def pytest_collection_modifyitems(config, items):
             continue
         if uses_docker(item) or (_module_scoped(item) and file_of(item) in docker_files):
             # a module-scoped fixture of a Docker module is shared by its tests that do not use Docker too
-            item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP + file_of(item)))
+            item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP + docker_lane[file_of(item)]))
         elif _module_scoped(item):
             item.add_marker(pytest.mark.xdist_group("module:" + file_of(item)))
 
@@ -134,6 +137,24 @@ def pytest_collection_modifyitems(config, items):
         if secs is not None and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow(reason=f"measured {secs} s in the last full run"))
             item.add_marker(pytest.mark.measured_slow)  # the summary keeps it listed while it stays over 5 s
+
+
+def _docker_lanes(files: set[str], items, file_of) -> dict[str, str]:
+    """Each Docker module's lane (``lane1``, ``lane2``): the modules dealt longest first (the last full run's seconds)
+    to the lane with the least so far. Two lanes: the Docker tests' containers, builds and dockerd use CPU that no
+    test's own figure shows, and four Docker modules at once left every test on the 2-core machine slower."""
+    expected = _summary().get("expected_seconds", {})
+    seconds = dict.fromkeys(files, 0.0)
+    for item in items:
+        if file_of(item) in seconds:
+            seconds[file_of(item)] += expected.get(item.nodeid, UNLISTED_SECONDS)
+    lanes = {f"lane{i + 1}": 0.0 for i in range(DOCKER_LANES)}
+    out = {}
+    for file in sorted(files, key=lambda f: (-seconds[f], f)):
+        lane = min(lanes, key=lambda name: (lanes[name], name))
+        lanes[lane] += seconds[file]
+        out[file] = lane
+    return out
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -315,7 +315,11 @@ def _venv(version: str) -> Path | str:
     if not found:
         return f"Python {version} is not installed ({root}/versions/{version}*)"
     try:
-        return Path(cached_venv(f"cross-machine-py{version}", (("pytest",),), python=found[-1], self_deps=True))
+        return Path(
+            cached_venv(
+                f"cross-machine-py{version}", (("pytest",),), python=found[-1], self_deps=True, without_pip=True
+            )
+        )
     except subprocess.CalledProcessError as exc:
         return f"installing the core under Python {version} failed (offline?): {exc}"
 
