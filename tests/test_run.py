@@ -604,3 +604,45 @@ def test_the_callers_preparation_runs_while_the_entry_runs(make_project):
     outcome = execute(root, args=["20"], echo=False, meanwhile=fails)
     assert outcome.error is not None and outcome.record["command"]["exit_status"] == 3  # no flag: waited, gave up
     assert outcome.record["status"] == "failed" and len(records(root)) == 2
+
+
+SWALLOWED = """
+import os, signal, sys, time, weakref
+from cotk_repro.core import interrupts
+from cotk_repro.records.runner import SignalLatch, forwarding_signals
+
+if sys.argv[1] == "noted":
+    interrupts.install()
+
+
+class Thing:
+    pass
+
+
+def callback(_ref):  # Ctrl-C arrives while Python runs a weakref callback, as importlib's module-lock ones
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.2)  # the handler runs here: its KeyboardInterrupt is "ignored" by Python
+
+
+thing = Thing()
+ref = weakref.ref(thing, callback)
+del thing
+print("still running", flush=True)
+with forwarding_signals(SignalLatch()) as latch:
+    print("interrupted" if latch.interrupted else "not interrupted", flush=True)
+"""
+
+
+@pytest.mark.parametrize("handler", ["python's", "noted"])
+def test_a_ctrl_c_python_swallowed_still_interrupts_the_run(tmp_path, handler):
+    """ci6: Ctrl-C while `cotk-repro run` imported landed in importlib's weakref callback, Python printed
+    "Exception ignored" and went on, and the run started its entry and waited for it (the 20-point signal test
+    hung). With the command line's handler (core.interrupts, installed first by launch and main) the run's latch
+    learns of it; with Python's own, it is lost (what the test proves it catches)."""
+    script = tmp_path / "swallowed.py"
+    script.write_text(SWALLOWED)
+    res = subprocess.run([sys.executable, str(script), handler], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "KeyboardInterrupt" in res.stderr and "Exception ignored" in res.stderr  # Python swallowed it
+    expected = "interrupted" if handler == "noted" else "not interrupted"
+    assert res.stdout.splitlines() == ["still running", expected], res

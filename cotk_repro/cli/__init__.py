@@ -36,6 +36,9 @@ def _interrupted() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI on `argv`; a CotkError (or any other failure) becomes one error line and its exit code."""
+    from ..core import interrupts
+
+    interrupts.install()  # see launch()
     try:
         from .root import run
     except KeyboardInterrupt:
@@ -49,6 +52,9 @@ def launch() -> None:
     Help that this interpreter, install and terminal rendered before is printed from the help cache; any other
     command line runs (help it prints is remembered), building only the command it names.
     """
+    from ..core import interrupts
+
+    interrupts.install()  # a Ctrl-C swallowed while the commands are imported still stops a run
     args = sys.argv[1:]
     if args in (["--version"], ["-V"]):  # nothing to import for it: the version is a constant of the package
         from .._version import __version__

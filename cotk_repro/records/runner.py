@@ -25,6 +25,7 @@ from .._version import __version__
 from ..capture.dockerfile import render_dockerfile
 from ..capture.environment import capture_environment, lock_text, requirement_closure
 from ..capture.git import GitState, capture_git
+from ..core import interrupts
 from ..core.config import CONFIG_FILE, ProjectConfig, load_config
 from ..core.results import read_result_file
 from ..errors import CaptureError, CotkError, PluginError, RunError
@@ -280,6 +281,8 @@ def forwarding_signals(latch: SignalLatch) -> Iterator[SignalLatch]:
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, handler)
+        for signum in interrupts.take_swallowed():  # a Ctrl-C that Python swallowed before now (core.interrupts)
+            latch.signalled(signum)
         yield latch
     finally:
         for signum, handled in previous.items():

@@ -270,8 +270,11 @@ def reproduce(
     runtime = None
     user: dict[str, Any] = {}
     try:
-        from ..core import userconfig
+        from ..core import interrupts, userconfig
         from .gc import mark_workdir
+
+        if interrupts.take_swallowed():  # a Ctrl-C that Python swallowed while the command was imported
+            raise KeyboardInterrupt
         from .limits import apply_project, reproducer_limits
 
         mark_workdir(workdir)
