@@ -55,8 +55,8 @@ def pytest_configure(config):
     suite_report.register(config)
 
 
-#: tests that use the Docker engine run one module after another on a pytest-xdist worker (``docker:lane1``,
-#: ``docker:lane2``: a module's tests together, the modules dealt to two lanes by their last measured seconds). Each module's images are its own (a
+#: tests that use the Docker engine run one module after another on a pytest-xdist worker (``docker:lane1``, ...:
+#: a module's tests together, the modules dealt to DOCKER_LANES lanes by their last measured seconds). Each module's images are its own (a
 #: reproduction image is named by its key, which holds the project's tree and the base image's name; each module
 #: removes the images its own output named). Two races between modules were the product's, and are fixed there: a
 #: container or image removed while another reproduction listed them (``ignore_removed``, engine.list_images), and a
@@ -67,8 +67,11 @@ def pytest_configure(config):
 #: (:func:`pytest_runtest_protocol`): any reproduction's start-up collects such containers
 DOCKER_FIXTURES = {"docker_base_image", "engine"}
 DOCKER_GROUP = "docker:"
-#: how many workers run Docker modules at once (see _docker_lanes)
-DOCKER_LANES = 2
+#: how many workers run Docker modules at once (see _docker_lanes). One: with eight modules on four workers (ci5)
+#: and with two lanes (ci6) every test on the 2-core machine ran slower (test time 84 and 72 min against 59-63 with
+#: one lane, the suite 22 and 19 min against 16-18): the containers, builds and dockerd use CPU that no test's own
+#: figure shows, and the machine is CPU-bound; the Docker chain on one worker is no longer than the others' share
+DOCKER_LANES = 1
 
 
 def _module_scoped(item) -> bool:
@@ -140,9 +143,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _docker_lanes(files: set[str], items, file_of) -> dict[str, str]:
-    """Each Docker module's lane (``lane1``, ``lane2``): the modules dealt longest first (the last full run's seconds)
-    to the lane with the least so far. Two lanes: the Docker tests' containers, builds and dockerd use CPU that no
-    test's own figure shows, and four Docker modules at once left every test on the 2-core machine slower."""
+    """Each Docker module's lane (``lane1``, ...): the modules dealt longest first (the last full run's seconds) to the
+    lane with the least so far (:data:`DOCKER_LANES` says how many, and why one)."""
     expected = _summary().get("expected_seconds", {})
     seconds = dict.fromkeys(files, 0.0)
     for item in items:
