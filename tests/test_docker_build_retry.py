@@ -20,7 +20,13 @@ from cotk_repro.reproduce import ReproduceError, docker_runtime
 
 class Image:
     id = "sha256:" + "1" * 64
-    tags = ("cotk-repro-reproduce:x",)
+    tags: tuple[str, ...] = ("cotk-repro-reproduce:x",)
+
+
+class Layer(Image):
+    """A step's image: untagged (what a failed build's clean-up removes)."""
+
+    tags = ()
 
 
 class Images:
@@ -29,7 +35,7 @@ class Images:
 
     def get(self, name):
         self.got.append(name)
-        return Image()
+        return Layer() if name == "a" * 12 else Image()
 
     def remove(self, image_id):
         self.removed.append(image_id)
@@ -54,7 +60,7 @@ def fake_builds(monkeypatch, errors):
                 self.lines.append(self.error)
 
         def join(self, timeout=None):
-            pass
+            self.waited = timeout
 
         def is_alive(self):
             return False
@@ -83,6 +89,9 @@ def test_a_layer_removed_under_the_build_builds_once_more(tmp_path, monkeypatch)
     runtime, run = build(tmp_path)
     assert isinstance(run(), Image)
     assert len(attempts) == 2
+    # the second attempt waits only for what is left of the one time limit (60 s), never a limit of its own
+    assert attempts[0].waited == 60.0 and 0.0 <= attempts[1].waited < 60.0
+    assert runtime.client.images.removed == []  # the first attempt's layers stay, for the second to match
     log = (tmp_path / "logs" / "build.log").read_text()
     assert VANISHED in log and "building once more" in log  # the log keeps both attempts
     assert runtime.client.images.got[-1] == "cotk-repro-reproduce:x"

@@ -244,8 +244,9 @@ class DockerRuntime:
         build.join(job.timeout)
         if not build.is_alive() and build.error is not None and _VANISHED.search(build.error):
             # a layer matched from the cache was removed under it by a reproduction beside this one: once more,
-            # within the same time limit (the layers it needs are built anew where they are gone)
-            self._drop_layers(build.layers)
+            # within the same time limit (the layers it needs are built anew where they are gone). Its own layers
+            # stay: the second build matches them from the cache (dropping them could delete, in turn, a layer that
+            # another build beside this one has just matched)
             earlier = build.lines
             build = _Build(self.client, str(ctx), tag, base, key)
             build.lines = [*earlier, "(an image layer the build used was removed meanwhile: building once more)"]
