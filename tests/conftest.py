@@ -55,23 +55,20 @@ def pytest_configure(config):
     suite_report.register(config)
 
 
-#: tests that use the Docker engine run one module after another on a pytest-xdist worker (``docker:lane1``, ...:
-#: a module's tests together, the modules dealt to DOCKER_LANES lanes by their last measured seconds). Each module's images are its own (a
+#: tests that use the Docker engine run one after another on one pytest-xdist worker (``docker:all``, dealt out
+#: first: the longest chain, no longer than the other workers' share). Each module's images are its own (a
 #: reproduction image is named by its key, which holds the project's tree and the base image's name; each module
-#: removes the images its own output named). Two races between modules were the product's, and are fixed there: a
-#: container or image removed while another reproduction listed them (``ignore_removed``, engine.list_images), and a
-#: build whose cached layer another module's image removal deleted under it (built once more:
-#: docker_runtime._VANISHED: the likely cause of the fleet volunteer's one "could not run" beside other modules,
-#: not caught in the act). The one test that
-#: leaves a container whose reproducer is gone (the SIGKILL test, ``docker_alone``) holds the engine alone
-#: (:func:`pytest_runtest_protocol`): any reproduction's start-up collects such containers
+#: removes the images its own output named), and the modules ran side by side too: eight on four workers (ci5) and
+#: two at a time (ci6) made every test on the 2-core machine slower (test time 84 and 72 min against 59-63 on one
+#: worker): the machine is CPU-bound, and containers, builds and dockerd use CPU no test's own figure shows. Two
+#: races between modules found so were the product's, fixed there: a container or image removed while another
+#: reproduction listed them (``ignore_removed``, engine.list_images), and a build whose cached layer another
+#: module's image removal deleted under it (built once more: docker_runtime._VANISHED; the likely cause of the
+#: fleet volunteer's one "could not run" beside other modules, not caught in the act). The one test that leaves a
+#: container whose reproducer is gone (the SIGKILL test, ``docker_alone``) would hold the engine alone where Docker
+#: tests run at once (:func:`pytest_runtest_protocol`): any reproduction's start-up collects such containers
 DOCKER_FIXTURES = {"docker_base_image", "engine"}
 DOCKER_GROUP = "docker:"
-#: how many workers run Docker modules at once (see _docker_lanes). One: with eight modules on four workers (ci5)
-#: and with two lanes (ci6) every test on the 2-core machine ran slower (test time 84 and 72 min against 59-63 with
-#: one lane, the suite 22 and 19 min against 16-18): the containers, builds and dockerd use CPU that no test's own
-#: figure shows, and the machine is CPU-bound; the Docker chain on one worker is no longer than the others' share
-DOCKER_LANES = 1
 
 
 def _module_scoped(item) -> bool:
@@ -88,8 +85,8 @@ def _module_scoped(item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which turns the groups into "@group" node ids
 def pytest_collection_modifyitems(config, items):
-    """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): a Docker module's tests on
-    one worker (see DOCKER_FIXTURES); the tests of a module that share a module-scoped fixture on one worker (else each worker would build
+    """Assign the xdist groups (used by ``--dist loadgroup``, which scripts/test.sh passes): the Docker tests on one
+    worker (see DOCKER_FIXTURES); the tests of a module that share a module-scoped fixture on one worker (else each worker would build
     that fixture again: a tiny model, a whole demo run). Then the longest work goes first (the last full run's
     times), so that the workers start on the longest chains while the short tests fill in after them."""
 
@@ -100,7 +97,6 @@ def pytest_collection_modifyitems(config, items):
         return bool(item.get_closest_marker("docker") or DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())))
 
     docker_files = {file_of(item) for item in items if uses_docker(item)}
-    docker_lane = _docker_lanes(docker_files, items, file_of)
     for item in items:
         plugin = _absent_plugin_of(item)
         if plugin is not None:  # a plugin's own tests, where that plugin is not installed: skipped, saying so
@@ -111,7 +107,7 @@ def pytest_collection_modifyitems(config, items):
             continue
         if uses_docker(item) or (_module_scoped(item) and file_of(item) in docker_files):
             # a module-scoped fixture of a Docker module is shared by its tests that do not use Docker too
-            item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP + docker_lane[file_of(item)]))
+            item.add_marker(pytest.mark.xdist_group(DOCKER_GROUP + "all"))
         elif _module_scoped(item):
             item.add_marker(pytest.mark.xdist_group("module:" + file_of(item)))
 
@@ -140,23 +136,6 @@ def pytest_collection_modifyitems(config, items):
         if secs is not None and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow(reason=f"measured {secs} s in the last full run"))
             item.add_marker(pytest.mark.measured_slow)  # the summary keeps it listed while it stays over 5 s
-
-
-def _docker_lanes(files: set[str], items, file_of) -> dict[str, str]:
-    """Each Docker module's lane (``lane1``, ...): the modules dealt longest first (the last full run's seconds) to the
-    lane with the least so far (:data:`DOCKER_LANES` says how many, and why one)."""
-    expected = _summary().get("expected_seconds", {})
-    seconds = dict.fromkeys(files, 0.0)
-    for item in items:
-        if file_of(item) in seconds:
-            seconds[file_of(item)] += expected.get(item.nodeid, UNLISTED_SECONDS)
-    lanes = {f"lane{i + 1}": 0.0 for i in range(DOCKER_LANES)}
-    out = {}
-    for file in sorted(files, key=lambda f: (-seconds[f], f)):
-        lane = min(lanes, key=lambda name: (lanes[name], name))
-        lanes[lane] += seconds[file]
-        out[file] = lane
-    return out
 
 
 @pytest.hookimpl(hookwrapper=True)
